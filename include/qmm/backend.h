@@ -1,0 +1,110 @@
+/* qmm/backend.h — what a backend is: a table of function pointers.
+ *
+ * ABI rules
+ * - QMM_ABI_VERSION changes whenever any struct in include/qmm/ changes layout or meaning.
+ *   The harness passes its version to the plugin entry point; a plugin built for another
+ *   version must return NULL with status QMM_UNSUPPORTED and a message naming both versions.
+ * - Structs are only ever passed by pointer; `struct_size` lets a newer harness detect an
+ *   older table. Fields are never reordered within one ABI version.
+ *
+ * Ownership
+ * - The backend owns the qmm_backend it returns and everything `impl` points to; the harness
+ *   calls `close` exactly once when done and never touches the table afterwards.
+ * - The harness owns every tensor buffer (inputs and outputs) and every qmm_status. A backend
+ *   never allocates, frees or retains them; input buffers may be read-only memory.
+ * - Strings in the table (name, description) stay valid until `close`.
+ *
+ * Thread-safety
+ * - `query` and the operator functions may be called concurrently from several threads on
+ *   the same backend, with distinct calls (distinct output buffers). A backend that cannot
+ *   allow this must serialise internally.
+ * - `close` is never called concurrently with anything else on that backend.
+ *
+ * Errors
+ * - Every function returns a qmm_status_code and fills the caller's qmm_status with the same
+ *   code and a message. Library code never prints.
+ */
+#ifndef QMM_BACKEND_H
+#define QMM_BACKEND_H
+
+#include <stdint.h>
+
+#include "qmm/ops.h"
+#include "qmm/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define QMM_ABI_VERSION 1u
+
+typedef struct qmm_backend qmm_backend;
+
+struct qmm_backend {
+    uint32_t abi_version; /* QMM_ABI_VERSION the backend was built against */
+    uint32_t struct_size; /* sizeof(qmm_backend) at build time */
+    const char *name;     /* short, stable: "reference", "optimized:isa=avx2", "acme-gemm" */
+    const char *description;
+    void *impl;           /* backend-private state */
+
+    /* Capability query: QMM_OK when the backend will compute this call, QMM_UNSUPPORTED with
+     * a reason when it will not. It looks only at types, shapes and attributes, never at
+     * data. It need not validate; invalid calls are judged by the operator functions. */
+    qmm_status_code (*query)(const qmm_backend *self, const qmm_call *call, qmm_status *st);
+
+    /* Operators. A NULL pointer means the operator is unsupported. Each validates its call,
+     * answering QMM_INVALID_ARGUMENT for input the operator's definition forbids, and on
+     * QMM_OK has written every element of call->y. */
+    qmm_status_code (*matmulinteger)(const qmm_backend *self, const qmm_matmulinteger *call,
+                                     qmm_status *st);
+    qmm_status_code (*qlinearmatmul)(const qmm_backend *self, const qmm_qlinearmatmul *call,
+                                     qmm_status *st);
+    qmm_status_code (*qorderedmatmul)(const qmm_backend *self, const qmm_qorderedmatmul *call,
+                                      qmm_status *st);
+
+    /* Releases the table and its state. */
+    void (*close)(qmm_backend *self);
+};
+
+/* The plugin entry point. A shared library exports one function with this name and type:
+ *
+ *   qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st);
+ *
+ * `options` is the text after the first ':' in `--backend lib.so:options` (may be "" but never
+ * NULL), a comma-separated list of key=value pairs the backend defines. On failure the entry
+ * point returns NULL and fills `st` (unknown option: QMM_INVALID_ARGUMENT; ABI mismatch:
+ * QMM_UNSUPPORTED). Each call returns an independent backend. */
+#define QMM_PLUGIN_ENTRY "qmm_backend_open"
+
+typedef qmm_backend *(*qmm_backend_open_fn)(uint32_t harness_abi, const char *options,
+                                             qmm_status *st);
+
+/* Dispatches a tagged call to the operator function, answering UNSUPPORTED for a NULL one. */
+static inline qmm_status_code qmm_backend_run(const qmm_backend *be, qmm_call *call,
+                                              qmm_status *st)
+{
+    switch (call->op) {
+    case QMM_OP_MATMULINTEGER:
+        if (be->matmulinteger)
+            return be->matmulinteger(be, &call->u.matmulinteger, st);
+        break;
+    case QMM_OP_QLINEARMATMUL:
+        if (be->qlinearmatmul)
+            return be->qlinearmatmul(be, &call->u.qlinearmatmul, st);
+        break;
+    case QMM_OP_QORDEREDMATMUL:
+        if (be->qorderedmatmul)
+            return be->qorderedmatmul(be, &call->u.qorderedmatmul, st);
+        break;
+    case QMM_OP_NONE:
+        break;
+    }
+    return qmm_status_set(st, QMM_UNSUPPORTED, "%s: operator %s not implemented", be->name,
+                          qmm_op_name(call->op));
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QMM_BACKEND_H */

@@ -1,0 +1,113 @@
+/* qmm/tensor.h — tensors as the operator interface sees them.
+ *
+ * Type codes are ONNX TensorProto.DataType numbers, so an ONNX tensor maps onto a
+ * qmm_tensor with no translation table.
+ */
+#ifndef QMM_TENSOR_H
+#define QMM_TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ONNX TensorProto.DataType values. Only the ones the operators can meet are named. */
+typedef enum qmm_dtype {
+    QMM_DTYPE_UNDEFINED = 0, /* also marks an absent optional input */
+    QMM_DTYPE_FLOAT = 1,
+    QMM_DTYPE_UINT8 = 2,
+    QMM_DTYPE_INT8 = 3,
+    QMM_DTYPE_UINT16 = 4,
+    QMM_DTYPE_INT16 = 5,
+    QMM_DTYPE_INT32 = 6,
+    QMM_DTYPE_INT64 = 7,
+    QMM_DTYPE_STRING = 8,
+    QMM_DTYPE_BOOL = 9,
+    QMM_DTYPE_FLOAT16 = 10,
+    QMM_DTYPE_DOUBLE = 11,
+    QMM_DTYPE_UINT32 = 12,
+    QMM_DTYPE_UINT64 = 13,
+    QMM_DTYPE_BFLOAT16 = 16,
+    QMM_DTYPE_FLOAT8E4M3FN = 17,
+    QMM_DTYPE_FLOAT8E4M3FNUZ = 18,
+    QMM_DTYPE_FLOAT8E5M2 = 19,
+    QMM_DTYPE_FLOAT8E5M2FNUZ = 20,
+} qmm_dtype;
+
+#define QMM_MAX_RANK 8
+
+/* A dense tensor, row-major unless an operator's order attribute says otherwise.
+ *
+ * Ownership: the caller (the harness) owns `data` and every byte it points to. A backend reads
+ * input tensors and writes only the bytes of its output tensor; it never frees, reallocates or
+ * keeps a pointer to either after the call returns. Input data may live in read-only pages.
+ *
+ * A tensor with dtype QMM_DTYPE_UNDEFINED is an absent optional input; its other fields are
+ * ignored. A tensor of rank 0 is a scalar and holds one element. */
+typedef struct qmm_tensor {
+    int32_t dtype;               /* a qmm_dtype value */
+    int32_t rank;                /* 0 .. QMM_MAX_RANK */
+    int64_t dims[QMM_MAX_RANK];  /* dims[0 .. rank-1], each >= 0 */
+    void *data;                  /* little-endian elements, densely packed */
+} qmm_tensor;
+
+/* Bytes per element of a dtype, or 0 for a type the operators never carry. */
+static inline size_t qmm_dtype_size(int32_t dtype)
+{
+    switch (dtype) {
+    case QMM_DTYPE_UINT8:
+    case QMM_DTYPE_INT8:
+    case QMM_DTYPE_BOOL:
+    case QMM_DTYPE_FLOAT8E4M3FN:
+    case QMM_DTYPE_FLOAT8E4M3FNUZ:
+    case QMM_DTYPE_FLOAT8E5M2:
+    case QMM_DTYPE_FLOAT8E5M2FNUZ:
+        return 1;
+    case QMM_DTYPE_UINT16:
+    case QMM_DTYPE_INT16:
+    case QMM_DTYPE_FLOAT16:
+    case QMM_DTYPE_BFLOAT16:
+        return 2;
+    case QMM_DTYPE_FLOAT:
+    case QMM_DTYPE_INT32:
+    case QMM_DTYPE_UINT32:
+        return 4;
+    case QMM_DTYPE_INT64:
+    case QMM_DTYPE_DOUBLE:
+    case QMM_DTYPE_UINT64:
+        return 8;
+    default:
+        return 0;
+    }
+}
+
+/* Number of elements, or -1 when a dimension is negative, the rank is out of range, or the
+ * count does not fit in int64_t. A rank-0 tensor has one element. */
+static inline int64_t qmm_tensor_numel(const qmm_tensor *t)
+{
+    if (t->rank < 0 || t->rank > QMM_MAX_RANK)
+        return -1;
+    int64_t n = 1;
+    for (int32_t i = 0; i < t->rank; i++) {
+        int64_t d = t->dims[i];
+        if (d < 0)
+            return -1;
+        if (d != 0 && n > INT64_MAX / d)
+            return -1;
+        n *= d;
+    }
+    return n;
+}
+
+static inline int qmm_tensor_present(const qmm_tensor *t)
+{
+    return t->dtype != QMM_DTYPE_UNDEFINED;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QMM_TENSOR_H */
