@@ -1,1 +1,287 @@
-/* stub */
+/* tests/test_meta.c — the qmm.meta sidecar. */
+#include <criterion/criterion.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/meta.h"
+
+static int parse(const char *text, qh_meta *m, qh_error *err)
+{
+    /* exact-size heap copy without a terminator: the parser must honour `len` */
+    size_t len = strlen(text);
+    char *copy = malloc(len ? len : 1);
+    memcpy(copy, text, len);
+    int rc = qh_meta_parse(copy, len, "qmm.meta", m, err);
+    free(copy);
+    return rc;
+}
+
+static void expect_error(const char *text, const char *needle)
+{
+    qh_meta m;
+    qh_error err = {{0}};
+    cr_assert_eq(parse(text, &m, &err), -1, "accepted: %s", text);
+    cr_assert(strstr(err.msg, "qmm.meta: line ") == err.msg, "%s", err.msg);
+    cr_assert(strstr(err.msg, needle), "'%s' not in: %s", needle, err.msg);
+}
+
+static void assert_meta_eq(const qh_meta *a, const qh_meta *b)
+{
+    cr_assert_eq(a->expect, b->expect);
+    cr_assert_eq(a->n_tags, b->n_tags);
+    for (int i = 0; i < a->n_tags; i++)
+        cr_assert_str_eq(a->tags[i], b->tags[i]);
+    cr_assert_str_eq(a->profile, b->profile);
+    cr_assert_str_eq(a->provenance, b->provenance);
+    cr_assert_str_eq(a->description, b->description);
+    cr_assert_str_eq(a->onnx_version, b->onnx_version);
+}
+
+static void check_round_trip(const qh_meta *m)
+{
+    char buf[8192];
+    int n = qh_meta_format(m, buf, sizeof buf);
+    cr_assert(n >= 0 && (size_t)n < sizeof buf);
+    cr_assert_eq((size_t)n, strlen(buf));
+    qh_meta back;
+    qh_error err;
+    cr_assert_eq(parse(buf, &back, &err), 0, "%s\n%s", err.msg, buf);
+    assert_meta_eq(m, &back);
+    char buf2[8192];
+    cr_assert_eq(qh_meta_format(&back, buf2, sizeof buf2), n);
+    cr_assert_str_eq(buf, buf2);
+}
+
+Test(meta, defaults)
+{
+    qh_meta m;
+    qh_meta_init(&m);
+    cr_assert_eq(m.expect, QMM_OK);
+    cr_assert_eq(m.n_tags, 0);
+    cr_assert_str_eq(m.profile, "spec");
+    cr_assert_str_eq(m.provenance, "");
+    char buf[16];
+    cr_assert_eq(qh_meta_format(&m, buf, sizeof buf), 0);
+    cr_assert_str_eq(buf, "");
+    check_round_trip(&m);
+
+    qh_error err;
+    cr_assert_eq(parse("", &m, &err), 0);
+    cr_assert_str_eq(m.profile, "spec");
+}
+
+Test(meta, full_file)
+{
+    const char *text = "\xEF\xBB\xBF# a case from the onnx test suite\n"
+                       "\n"
+                       "  expect =  INVALID_ARGUMENT  \r\n"
+                       "tags = tie, odd-zp,, u8u8u8 ,\t\n"
+                       "profile=ort-cpu\n"
+                       "   # indented comment\n"
+                       "provenance = onnx 1.22.0 backend test = copied\n"
+                       "description = a = b, c\n"
+                       "onnx_version = 1.22.0\n"
+                       "future_key = whatever\n"
+                       "another_future = x";
+    qh_meta m;
+    qh_error err;
+    cr_assert_eq(parse(text, &m, &err), 0, "%s", err.msg);
+    cr_assert_eq(m.expect, QMM_INVALID_ARGUMENT);
+    cr_assert_eq(m.n_tags, 3);
+    cr_assert_str_eq(m.tags[0], "tie");
+    cr_assert_str_eq(m.tags[1], "odd-zp");
+    cr_assert_str_eq(m.tags[2], "u8u8u8");
+    cr_assert(qh_meta_has_tag(&m, "odd-zp"));
+    cr_assert(!qh_meta_has_tag(&m, "odd"));
+    cr_assert_str_eq(m.profile, "ort-cpu");
+    cr_assert_str_eq(m.provenance, "onnx 1.22.0 backend test = copied");
+    cr_assert_str_eq(m.description, "a = b, c");
+    cr_assert_str_eq(m.onnx_version, "1.22.0");
+    cr_assert_eq(m.n_unknown, 2);
+    cr_assert_str_eq(m.first_unknown, "future_key");
+    check_round_trip(&m);
+
+    char buf[1024];
+    qh_meta_format(&m, buf, sizeof buf);
+    cr_assert_str_eq(buf, "expect = INVALID_ARGUMENT\n"
+                          "tags = tie, odd-zp, u8u8u8\n"
+                          "profile = ort-cpu\n"
+                          "provenance = onnx 1.22.0 backend test = copied\n"
+                          "description = a = b, c\n"
+                          "onnx_version = 1.22.0\n");
+}
+
+Test(meta, every_expect_value)
+{
+    qmm_status_code codes[] = {QMM_OK, QMM_UNSUPPORTED, QMM_INVALID_ARGUMENT,
+                               QMM_OUT_OF_MEMORY, QMM_INTERNAL};
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+        char text[64];
+        snprintf(text, sizeof text, "expect = %s\n", qmm_status_name(codes[i]));
+        qh_meta m;
+        qh_error err;
+        cr_assert_eq(parse(text, &m, &err), 0, "%s", err.msg);
+        cr_assert_eq(m.expect, codes[i]);
+        check_round_trip(&m);
+    }
+    expect_error("expect = ok\n", "line 1: expect: 'ok' is not one of");
+    expect_error("\n\nexpect = FAILED\n", "line 3: expect");
+    expect_error("expect =\n", "line 1: expect");
+}
+
+Test(meta, bad_lines)
+{
+    expect_error("tags = a\njust words\n", "line 2: expected 'key = value'");
+    expect_error("= value\n", "line 1: missing key");
+    expect_error("Expect = OK\n", "line 1: key 'Expect': keys are lower-case");
+    expect_error("on nx = 1\n", "keys are lower-case");
+    expect_error("key2 = 1\n", "keys are lower-case");
+    expect_error("profile = a\nprofile = b\n", "line 2: key 'profile' given twice");
+    expect_error("profile =   \n", "line 1: profile: empty value");
+
+    qh_meta m;
+    qh_error err;
+    cr_assert_eq(qh_meta_parse("tags = a\n\0x", 11, "qmm.meta", &m, &err), -1);
+    cr_assert(strstr(err.msg, "line 2: line contains a NUL byte"), "%s", err.msg);
+}
+
+Test(meta, limits)
+{
+    char text[8192];
+    /* 32 tags fit, 33 do not */
+    strcpy(text, "\n# header\ntags = ");
+    for (int i = 0; i < QH_META_MAX_TAGS; i++)
+        sprintf(text + strlen(text), "t%d,", i);
+    qh_meta m;
+    qh_error err;
+    cr_assert_eq(parse(text, &m, &err), 0, "%s", err.msg);
+    cr_assert_eq(m.n_tags, QH_META_MAX_TAGS);
+    check_round_trip(&m);
+    strcat(text, "one_more");
+    expect_error(text, "line 3: tags: more than 32 tags");
+
+    /* a 63-byte tag fits, 64 does not */
+    char tag[80];
+    memset(tag, 'g', 63);
+    tag[63] = '\0';
+    snprintf(text, sizeof text, "tags = %s\n", tag);
+    cr_assert_eq(parse(text, &m, &err), 0, "%s", err.msg);
+    check_round_trip(&m);
+    snprintf(text, sizeof text, "tags = x, %sg\n", tag);
+    expect_error(text, "line 1: tags: tag");
+
+    /* texts: 511 bytes fit, 512 do not */
+    char big[QH_META_TEXT_MAX + 1];
+    memset(big, 'd', QH_META_TEXT_MAX);
+    big[QH_META_TEXT_MAX - 1] = '\0';
+    snprintf(text, sizeof text, "description = %s\nprovenance = %s\n", big, big);
+    cr_assert_eq(parse(text, &m, &err), 0, "%s", err.msg);
+    check_round_trip(&m);
+    big[QH_META_TEXT_MAX - 1] = 'd';
+    big[QH_META_TEXT_MAX] = '\0';
+    snprintf(text, sizeof text, "# c\ndescription = %s\n", big);
+    expect_error(text, "line 2: description: longer than 511 bytes");
+    snprintf(text, sizeof text, "provenance = %s\n", big);
+    expect_error(text, "line 1: provenance");
+    memset(big, 'p', 64);
+    big[64] = '\0';
+    snprintf(text, sizeof text, "profile = %s\n", big);
+    expect_error(text, "line 1: profile: longer than 63 bytes");
+    snprintf(text, sizeof text, "onnx_version = %s\n", big);
+    expect_error(text, "line 1: onnx_version");
+
+    /* an over-long unknown key is counted, its name truncated */
+    memset(big, 'k', 100);
+    big[100] = '\0';
+    snprintf(text, sizeof text, "%s = 1\n", big);
+    cr_assert_eq(parse(text, &m, &err), 0, "%s", err.msg);
+    cr_assert_eq(m.n_unknown, 1);
+    cr_assert_eq(strlen(m.first_unknown), 63);
+}
+
+Test(meta, format_truncates_like_snprintf)
+{
+    qh_meta m;
+    qh_meta_init(&m);
+    m.expect = QMM_UNSUPPORTED;
+    strcpy(m.profile, "x");
+    char full[256];
+    int n = qh_meta_format(&m, full, sizeof full);
+    cr_assert_str_eq(full, "expect = UNSUPPORTED\nprofile = x\n");
+    cr_assert_eq(n, (int)strlen(full));
+    char small[10];
+    cr_assert_eq(qh_meta_format(&m, small, sizeof small), n);
+    cr_assert_str_eq(small, "expect = ");
+    cr_assert_eq(qh_meta_format(&m, NULL, 0), n);
+}
+
+Test(meta, files)
+{
+    char dir[] = "/tmp/qmm_meta_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/qmm.meta", dir);
+    qh_meta m;
+    qh_error err;
+
+    /* missing file: defaults */
+    m.expect = QMM_INTERNAL;
+    cr_assert_eq(qh_meta_read_file(path, &m, &err), 0);
+    cr_assert_eq(m.expect, QMM_OK);
+    cr_assert_str_eq(m.profile, "spec");
+
+    FILE *f = fopen(path, "w");
+    fputs("expect = UNSUPPORTED\ntags = a,b\n", f);
+    fclose(f);
+    cr_assert_eq(qh_meta_read_file(path, &m, &err), 0, "%s", err.msg);
+    cr_assert_eq(m.expect, QMM_UNSUPPORTED);
+    cr_assert_eq(m.n_tags, 2);
+
+    f = fopen(path, "w");
+    fputs("# x\nbogus\n", f);
+    fclose(f);
+    cr_assert_eq(qh_meta_read_file(path, &m, &err), -1);
+    char want[300];
+    snprintf(want, sizeof want, "%s: line 2: ", path);
+    cr_assert(strstr(err.msg, want) == err.msg, "%s", err.msg);
+
+    unlink(path);
+    /* a directory is not a missing file */
+    cr_assert_eq(qh_meta_read_file(dir, &m, &err), -1);
+    cr_assert_eq(rmdir(dir), 0);
+}
+
+/* Random line soup: the parser must never crash and every accepted input must round-trip. */
+Test(meta, mini_fuzz)
+{
+    static const char *const pieces[] = {
+        "expect", "tags", "profile", "provenance", "description", "onnx_version", "x", "=",
+        " ", ",", "\n", "#", "OK", "INTERNAL", "\r", "\t", "a", "\xff", "==", ", ,"};
+    uint64_t s = 12345;
+    char text[512];
+    for (int iter = 0; iter < 20000; iter++) {
+        size_t len = 0;
+        int n = 1 + (int)(s % 24);
+        for (int k = 0; k < n; k++) {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            const char *p = pieces[s % (sizeof pieces / sizeof pieces[0])];
+            size_t pl = strlen(p);
+            if (len + pl >= sizeof text)
+                break;
+            memcpy(text + len, p, pl);
+            len += pl;
+        }
+        char *copy = malloc(len ? len : 1);
+        memcpy(copy, text, len);
+        qh_meta m;
+        qh_error err;
+        if (qh_meta_parse(copy, len, "qmm.meta", &m, &err) == 0)
+            check_round_trip(&m);
+        free(copy);
+    }
+}
