@@ -1,1 +1,30 @@
-# placeholder, filled in by the install work
+# Installation: public headers, libraries, the CLI, a CMake package and a pkg-config file.
+include(CMakePackageConfigHelpers)
+
+install(DIRECTORY include/qmm DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The reference's own API (geometry, parameter maps, exact explain) for tools built on it.
+install(FILES reference/qmm_reference.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/qmm
+        RENAME reference.h)
+
+install(TARGETS qmm_interface qmm_reference EXPORT qmmTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS qmm_onnx qmm_harness
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS qmmcheck RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+
+set_target_properties(qmm_reference PROPERTIES EXPORT_NAME reference)
+install(EXPORT qmmTargets NAMESPACE qmm:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/qmm)
+configure_package_config_file(cmake/qmmConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/qmmConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/qmm)
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/qmmConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/qmmConfig.cmake
+              ${CMAKE_CURRENT_BINARY_DIR}/qmmConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/qmm)
+
+configure_file(cmake/qmm.pc.in ${CMAKE_CURRENT_BINARY_DIR}/qmm.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/qmm.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,1 +1,390 @@
-int main(void) { return 0; }
+/* harness/main.c — the qmmcheck command line. */
+#include <errno.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness/backends.h"
+#include "harness/case.h"
+#include "harness/report.h"
+#include "harness/runner.h"
+#include "harness/strbuf.h"
+
+#define EXIT_BAD 1
+#define EXIT_USAGE 2
+#define MAX_MULTI 64
+
+static const char usage_text[] =
+    "usage: qmmcheck <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run     --backend SPEC [--backend SPEC...] --vectors DIR [DIR...]\n"
+    "          [--filter REGEX] [--shard I/N] [--xfail FILE] [--report json:FILE]\n"
+    "          [--report junit:FILE] [--quiet] [--verbose]\n"
+    "          judge every case under the vector trees against each backend\n"
+    "  list    --vectors DIR [DIR...] [--filter REGEX] [--shard I/N]   list the cases\n"
+    "  list    --backends                                              list built-in backends\n"
+    "  repro   [--backend SPEC] [--data-set N] CASE_DIR   one case, in full detail\n"
+    "  help    this text\n"
+    "\n"
+    "SPEC is a built-in backend (reference) or a plugin path (./libx.so), optionally\n"
+    "followed by :OPTIONS, e.g. reference:profile=spec.\n"
+    "Exit status: 0 when no case FAILED, CRASHED, TIMED OUT or had an ERROR; 1 otherwise;\n"
+    "2 for usage errors.\n";
+
+typedef struct opts {
+    const char *backends[MAX_MULTI];
+    int n_backends;
+    const char *vectors[MAX_MULTI];
+    int n_vectors;
+    const char *reports[MAX_MULTI];
+    int n_reports;
+    const char *filter;
+    const char *xfail;
+    int shard_i, shard_n;
+    int quiet, verbose, list_backends;
+    int data_set;
+} opts;
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "qmmcheck: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nrun 'qmmcheck help' for usage\n");
+    return EXIT_USAGE;
+}
+
+static int parse_int(const char *s, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 0 || v > 1000000000)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* Parses options shared by the subcommands; positional arguments go to `vectors`. */
+static int parse_opts(int argc, char **argv, opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->data_set = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED_VALUE()                                                                         \
+    do {                                                                                     \
+        if (!val)                                                                            \
+            return usage_error("%s needs a value", a);                                       \
+        i++;                                                                                 \
+    } while (0)
+        if (strcmp(a, "--backend") == 0 || strcmp(a, "-b") == 0) {
+            NEED_VALUE();
+            if (o->n_backends == MAX_MULTI)
+                return usage_error("too many %s options", a);
+            o->backends[o->n_backends++] = val;
+        } else if (strcmp(a, "--vectors") == 0) {
+            NEED_VALUE();
+            if (o->n_vectors == MAX_MULTI)
+                return usage_error("too many %s options", a);
+            o->vectors[o->n_vectors++] = val;
+        } else if (strcmp(a, "--report") == 0) {
+            NEED_VALUE();
+            qh_error err;
+            if (qh_report_check_spec(val, &err) != 0)
+                return usage_error("%s", err.msg);
+            if (o->n_reports == MAX_MULTI)
+                return usage_error("too many %s options", a);
+            o->reports[o->n_reports++] = val;
+        } else if (strcmp(a, "--filter") == 0) {
+            NEED_VALUE();
+            o->filter = val;
+        } else if (strcmp(a, "--xfail") == 0) {
+            NEED_VALUE();
+            o->xfail = val;
+        } else if (strcmp(a, "--shard") == 0) {
+            NEED_VALUE();
+            char buf[64];
+            snprintf(buf, sizeof buf, "%s", val);
+            char *slash = strchr(buf, '/');
+            if (!slash)
+                return usage_error("--shard %s: expected I/N with 1 <= I <= N", val);
+            *slash = '\0';
+            if (parse_int(buf, &o->shard_i) || parse_int(slash + 1, &o->shard_n) ||
+                o->shard_n < 1 || o->shard_i < 1 || o->shard_i > o->shard_n)
+                return usage_error("--shard %s: expected I/N with 1 <= I <= N", val);
+        } else if (strcmp(a, "--data-set") == 0) {
+            NEED_VALUE();
+            if (parse_int(val, &o->data_set))
+                return usage_error("--data-set %s: expected a number >= 0", val);
+        } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
+            o->quiet = 1;
+        } else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) {
+            o->verbose = 1;
+        } else if (strcmp(a, "--backends") == 0) {
+            o->list_backends = 1;
+        } else if (a[0] == '-') {
+            return usage_error("unknown option %s", a);
+        } else {
+            if (o->n_vectors == MAX_MULTI)
+                return usage_error("too many directories (%s)", a);
+            o->vectors[o->n_vectors++] = a;
+        }
+#undef NEED_VALUE
+    }
+    return 0;
+}
+
+/* Discovers, filters and shards the cases. Returns 0, or EXIT_USAGE after printing why. */
+static int collect(const opts *o, qh_case_list *list)
+{
+    memset(list, 0, sizeof *list);
+    regex_t re;
+    if (o->filter) {
+        int rc = regcomp(&re, o->filter, REG_EXTENDED | REG_NOSUB);
+        if (rc != 0) {
+            char msg[256];
+            regerror(rc, &re, msg, sizeof msg);
+            fprintf(stderr, "qmmcheck: --filter %s: %s\n", o->filter, msg);
+            return EXIT_USAGE;
+        }
+    }
+    qh_case_list all = {0};
+    for (int i = 0; i < o->n_vectors; i++) {
+        qh_error err;
+        if (qh_discover(o->vectors[i], &all, &err) != 0) {
+            fprintf(stderr, "qmmcheck: %s\n", err.msg);
+            qh_case_list_free(&all);
+            if (o->filter)
+                regfree(&re);
+            return EXIT_USAGE;
+        }
+    }
+    /* Shard over the filtered list, so shards stay balanced whatever the filter. */
+    size_t kept = 0;
+    for (size_t i = 0; i < all.count; i++) {
+        qh_case_ref *r = &all.items[i];
+        int keep = !o->filter || regexec(&re, r->name, 0, NULL, 0) == 0;
+        if (keep && o->shard_n > 0)
+            keep = (int)(kept++ % (size_t)o->shard_n) == o->shard_i - 1;
+        if (keep) {
+            all.items[list->count] = *r; /* compact in place; list borrows the array */
+            list->count++;
+        } else {
+            free(r->dir);
+            free(r->name);
+        }
+    }
+    list->items = all.items;
+    list->cap = all.cap;
+    if (o->filter)
+        regfree(&re);
+    return 0;
+}
+
+static char *join_command(int argc, char **argv)
+{
+    qh_sb b = {0};
+    qh_sb_puts(&b, "qmmcheck");
+    for (int i = 0; i < argc; i++) {
+        qh_sb_puts(&b, " ");
+        qh_sb_puts(&b, argv[i]);
+    }
+    return qh_sb_take(&b);
+}
+
+static void print_result(const qh_result *r, const qh_case_ref *ref, int quiet)
+{
+    if (quiet && r->status == QH_PASSED)
+        return;
+    char *repro = qh_repro_command(ref, r->backend);
+    printf("%lld:%s %s", (long long)r->number, qh_case_status_name(r->status), r->name);
+    if (r->summary && r->summary[0])
+        printf(" (%s)", r->summary);
+    printf(" __REPRO: %s\n", repro ? repro : "");
+    if (r->detail && r->detail[0])
+        fputs(r->detail, stdout);
+    fflush(stdout);
+    free(repro);
+}
+
+static int open_backends(const opts *o, qh_backend *bes)
+{
+    for (int i = 0; i < o->n_backends; i++) {
+        qh_error err;
+        if (qh_backend_open(o->backends[i], &bes[i], &err) != 0) {
+            fprintf(stderr, "qmmcheck: %s\n", err.msg);
+            for (int j = 0; j < i; j++)
+                qh_backend_close(&bes[j]);
+            return EXIT_USAGE;
+        }
+    }
+    return 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    opts o;
+    int rc = parse_opts(argc, argv, &o);
+    if (rc)
+        return rc;
+    if (o.n_backends == 0)
+        return usage_error("%s", "run: give at least one --backend");
+    if (o.n_vectors == 0)
+        return usage_error("%s", "run: give at least one --vectors DIR");
+    qh_xfail xf = {0};
+    if (o.xfail) {
+        qh_error err;
+        if (qh_xfail_read(o.xfail, &xf, &err) != 0) {
+            fprintf(stderr, "qmmcheck: --xfail: %s\n", err.msg);
+            return EXIT_USAGE;
+        }
+    }
+    qh_case_list list;
+    rc = collect(&o, &list);
+    if (rc) {
+        qh_xfail_free(&xf);
+        return rc;
+    }
+    qh_backend bes[MAX_MULTI];
+    rc = open_backends(&o, bes);
+    if (rc) {
+        qh_case_list_free(&list);
+        qh_xfail_free(&xf);
+        return rc;
+    }
+
+    size_t n = list.count * (size_t)o.n_backends;
+    qh_result *results = calloc(n ? n : 1, sizeof *results);
+    if (!results) {
+        fprintf(stderr, "qmmcheck: out of memory\n");
+        return EXIT_BAD;
+    }
+    qh_run_summary sum = {0};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    size_t k = 0;
+    for (size_t i = 0; i < list.count; i++) {
+        for (int j = 0; j < o.n_backends; j++, k++) {
+            qh_result *r = &results[k];
+            qh_eval_case(&list.items[i], &bes[j], o.verbose, r);
+            r->number = (int64_t)k + 1;
+            if (xf.count && qh_xfail_match(&xf, r->name)) {
+                if (r->status == QH_FAILED)
+                    r->status = QH_XFAIL;
+                else if (r->status == QH_PASSED)
+                    r->status = QH_XPASS;
+            }
+            sum.counts[r->status]++;
+            sum.total++;
+            print_result(r, &list.items[i], o.quiet);
+        }
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    sum.seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+
+    char line[512];
+    qh_summary_format(&sum, line, sizeof line);
+    printf("SUMMARY: %s (%.3f s)\n", line, sum.seconds);
+    if (sum.total == 0)
+        fprintf(stderr, "qmmcheck: warning: no cases matched\n");
+
+    int exit_code = 0;
+    for (int s = 0; s < QH_STATUS_COUNT; s++)
+        if (sum.counts[s] && qh_case_status_is_bad((qh_case_status)s))
+            exit_code = EXIT_BAD;
+
+    char *command = join_command(argc + 1, argv - 1);
+    for (int i = 0; i < o.n_reports; i++) {
+        qh_error err;
+        if (qh_report_write(o.reports[i], command, results, k, &sum, &err) != 0) {
+            fprintf(stderr, "qmmcheck: report: %s\n", err.msg);
+            exit_code = EXIT_BAD;
+        }
+    }
+    free(command);
+    for (size_t i = 0; i < k; i++)
+        qh_result_free(&results[i]);
+    free(results);
+    for (int j = 0; j < o.n_backends; j++)
+        qh_backend_close(&bes[j]);
+    qh_case_list_free(&list);
+    qh_xfail_free(&xf);
+    return exit_code;
+}
+
+static int cmd_list(int argc, char **argv)
+{
+    opts o;
+    int rc = parse_opts(argc, argv, &o);
+    if (rc)
+        return rc;
+    if (o.list_backends) {
+        for (int i = 0; qh_builtin_backends[i]; i++)
+            printf("%s\n", qh_builtin_backends[i]);
+        return 0;
+    }
+    if (o.n_vectors == 0)
+        return usage_error("%s", "list: give --vectors DIR or --backends");
+    qh_case_list list;
+    rc = collect(&o, &list);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < list.count; i++)
+        printf("%s\t%s\n", list.items[i].name, list.items[i].dir);
+    fprintf(stderr, "%zu cases\n", list.count);
+    qh_case_list_free(&list);
+    return 0;
+}
+
+static int cmd_repro(int argc, char **argv)
+{
+    opts o;
+    int rc = parse_opts(argc, argv, &o);
+    if (rc)
+        return rc;
+    if (o.n_vectors != 1)
+        return usage_error("%s", "repro: give exactly one CASE_DIR");
+    if (o.n_backends == 0)
+        o.backends[o.n_backends++] = "reference";
+    if (o.n_backends != 1)
+        return usage_error("%s", "repro: give at most one --backend");
+    qh_backend be;
+    rc = open_backends(&o, &be);
+    if (rc)
+        return rc;
+    qh_case_ref ref = {(char *)o.vectors[0], (char *)o.vectors[0], o.data_set};
+    qh_result r;
+    qh_eval_case(&ref, &be, 1, &r);
+    r.number = 1;
+    print_result(&r, &ref, 0);
+    int bad = qh_case_status_is_bad(r.status);
+    qh_result_free(&r);
+    qh_backend_close(&be);
+    return bad ? EXIT_BAD : 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage_error("%s", "no command given");
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "run") == 0)
+        return cmd_run(argc - 2, argv + 2);
+    if (strcmp(cmd, "list") == 0)
+        return cmd_list(argc - 2, argv + 2);
+    if (strcmp(cmd, "repro") == 0)
+        return cmd_repro(argc - 2, argv + 2);
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("qmmcheck 0.1.0 (qmm ABI %u)\n", QMM_ABI_VERSION);
+        return 0;
+    }
+    return usage_error("unknown command '%s'", cmd);
+}

@@ -1,1 +1,140 @@
-/* stub */
+/* harness/report.c — JSON and JUnit XML reports. */
+#include "harness/report.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "harness/strbuf.h"
+
+#define QH_VERSION "0.1.0"
+
+int qh_report_check_spec(const char *spec, qh_error *err)
+{
+    const char *colon = strchr(spec, ':');
+    if (!colon || colon[1] == '\0' ||
+        !((colon - spec == 4 && strncmp(spec, "json", 4) == 0) ||
+          (colon - spec == 5 && strncmp(spec, "junit", 5) == 0))) {
+        snprintf(err->msg, sizeof err->msg,
+                 "--report %s: expected json:FILE or junit:FILE", spec);
+        return -1;
+    }
+    return 0;
+}
+
+void qh_summary_format(const qh_run_summary *sum, char *buf, size_t size)
+{
+    size_t o = (size_t)snprintf(buf, size, "total:%lld", (long long)sum->total);
+    for (int s = 0; s < QH_STATUS_COUNT && o < size; s++)
+        o += (size_t)snprintf(buf + o, size - o, " %s:%lld", qh_case_status_key((qh_case_status)s),
+                              (long long)sum->counts[s]);
+}
+
+static void json_str(qh_sb *b, const char *key, const char *val, int comma)
+{
+    qh_sb_printf(b, "\"%s\": \"", key);
+    qh_sb_json(b, val ? val : "");
+    qh_sb_printf(b, "\"%s", comma ? ", " : "");
+}
+
+static void write_json(qh_sb *b, const char *command, const qh_result *r, size_t n,
+                       const qh_run_summary *sum)
+{
+    qh_sb_puts(b, "{\n  \"tool\": \"qmmcheck\",\n  \"version\": \"" QH_VERSION "\",\n  ");
+    json_str(b, "command", command, 0);
+    qh_sb_printf(b, ",\n  \"seconds\": %.6f,\n  \"summary\": {\"total\": %lld", sum->seconds,
+                 (long long)sum->total);
+    for (int s = 0; s < QH_STATUS_COUNT; s++)
+        qh_sb_printf(b, ", \"%s\": %lld", qh_case_status_key((qh_case_status)s),
+                     (long long)sum->counts[s]);
+    qh_sb_puts(b, "},\n  \"cases\": [");
+    for (size_t i = 0; i < n; i++) {
+        qh_sb_printf(b, "%s\n    {\"number\": %lld, ", i ? "," : "", (long long)r[i].number);
+        json_str(b, "name", r[i].name, 1);
+        json_str(b, "path", r[i].path, 1);
+        qh_sb_printf(b, "\"data_set\": %d, ", r[i].data_set);
+        json_str(b, "backend", r[i].backend, 1);
+        json_str(b, "status", qh_case_status_key(r[i].status), 0);
+        qh_sb_printf(b, ", \"seconds\": %.6f", r[i].seconds);
+        if (r[i].status != QH_PASSED) {
+            qh_sb_puts(b, ", ");
+            qh_sb_puts(b, "\"detail\": \"");
+            qh_sb_json(b, r[i].summary ? r[i].summary : "");
+            if (r[i].detail) {
+                qh_sb_puts(b, "\\n");
+                qh_sb_json(b, r[i].detail);
+            }
+            qh_sb_puts(b, "\"");
+        }
+        qh_sb_puts(b, "}");
+    }
+    qh_sb_puts(b, "\n  ]\n}\n");
+}
+
+static void write_junit(qh_sb *b, const qh_result *r, size_t n, const qh_run_summary *sum)
+{
+    int64_t failures = sum->counts[QH_FAILED];
+    int64_t errors = sum->counts[QH_CRASHED] + sum->counts[QH_TIMEOUT] + sum->counts[QH_ERROR];
+    int64_t skipped = sum->counts[QH_SKIPPED] + sum->counts[QH_XFAIL];
+    qh_sb_puts(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    qh_sb_printf(b,
+                 "<testsuites name=\"qmmcheck\" tests=\"%lld\" failures=\"%lld\" errors=\"%lld\" "
+                 "skipped=\"%lld\" time=\"%.6f\">\n",
+                 (long long)sum->total, (long long)failures, (long long)errors,
+                 (long long)skipped, sum->seconds);
+    qh_sb_printf(b,
+                 "  <testsuite name=\"qmmcheck\" tests=\"%lld\" failures=\"%lld\" errors=\"%lld\" "
+                 "skipped=\"%lld\" time=\"%.6f\">\n",
+                 (long long)sum->total, (long long)failures, (long long)errors,
+                 (long long)skipped, sum->seconds);
+    for (size_t i = 0; i < n; i++) {
+        const char *st = qh_case_status_name(r[i].status);
+        qh_sb_puts(b, "    <testcase classname=\"qmmcheck.");
+        qh_sb_xml(b, r[i].backend);
+        qh_sb_puts(b, "\" name=\"");
+        qh_sb_xml(b, r[i].name);
+        qh_sb_printf(b, "\" time=\"%.6f\">\n", r[i].seconds);
+        const char *tag = NULL;
+        switch (r[i].status) {
+        case QH_FAILED: tag = "failure"; break;
+        case QH_CRASHED: case QH_TIMEOUT: case QH_ERROR: tag = "error"; break;
+        case QH_SKIPPED: case QH_XFAIL: tag = "skipped"; break;
+        default: break;
+        }
+        if (tag) {
+            qh_sb_printf(b, "      <%s type=\"%s\" message=\"", tag, st);
+            qh_sb_xml(b, r[i].summary ? r[i].summary : st);
+            qh_sb_puts(b, "\">");
+            if (r[i].detail)
+                qh_sb_xml(b, r[i].detail);
+            qh_sb_printf(b, "</%s>\n", tag);
+        } else if (r[i].status != QH_PASSED) {
+            /* MISTRUSTED, UNCHECKED and XPASS pass, but carry a warning worth reading. */
+            qh_sb_printf(b, "      <system-out>%s: ", st);
+            qh_sb_xml(b, r[i].summary ? r[i].summary : "");
+            qh_sb_puts(b, "</system-out>\n");
+        }
+        qh_sb_puts(b, "    </testcase>\n");
+    }
+    qh_sb_puts(b, "  </testsuite>\n</testsuites>\n");
+}
+
+int qh_report_write(const char *spec, const char *command, const qh_result *results, size_t n,
+                    const qh_run_summary *sum, qh_error *err)
+{
+    if (qh_report_check_spec(spec, err) != 0)
+        return -1;
+    const char *path = strchr(spec, ':') + 1;
+    qh_sb b = {0};
+    if (spec[1] == 's')
+        write_json(&b, command, results, n, sum);
+    else
+        write_junit(&b, results, n, sum);
+    if (b.failed) {
+        qh_sb_free(&b);
+        snprintf(err->msg, sizeof err->msg, "%s: out of memory building the report", path);
+        return -1;
+    }
+    int rc = qh_write_file_atomic(path, b.s, b.len, err);
+    qh_sb_free(&b);
+    return rc;
+}

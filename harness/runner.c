@@ -1,1 +1,438 @@
-/* stub */
+/* harness/runner.c — judging one case against one backend. */
+#include "harness/runner.h"
+
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness/compare.h"
+#include "harness/strbuf.h"
+#include "reference/qmm_reference.h"
+
+static const char *const status_names[QH_STATUS_COUNT] = {
+    "PASSED", "FAILED", "MISTRUSTED", "SKIPPED", "UNCHECKED",
+    "CRASHED", "TIMEOUT", "ERROR", "XFAIL", "XPASS",
+};
+static const char *const status_keys[QH_STATUS_COUNT] = {
+    "passed", "failed", "mistrusted", "skipped", "unchecked",
+    "crashed", "timeout", "error", "xfail", "xpass",
+};
+
+const char *qh_case_status_name(qh_case_status s)
+{
+    return s < QH_STATUS_COUNT ? status_names[s] : "UNKNOWN";
+}
+
+const char *qh_case_status_key(qh_case_status s)
+{
+    return s < QH_STATUS_COUNT ? status_keys[s] : "unknown";
+}
+
+int qh_case_status_is_bad(qh_case_status s)
+{
+    return s == QH_FAILED || s == QH_CRASHED || s == QH_TIMEOUT || s == QH_ERROR;
+}
+
+void qh_result_free(qh_result *r)
+{
+    free(r->name);
+    free(r->path);
+    free(r->summary);
+    free(r->detail);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- shell quoting for __REPRO: lines ------------------------------------------------- */
+
+static void sb_shell_word(qh_sb *b, const char *s)
+{
+    int plain = *s != '\0';
+    for (const char *p = s; *p; p++)
+        if (!(strchr("/._-+,:=@%", *p) || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+              (*p >= 'A' && *p <= 'Z')))
+            plain = 0;
+    if (plain) {
+        qh_sb_puts(b, s);
+        return;
+    }
+    qh_sb_puts(b, "'");
+    for (const char *p = s; *p; p++) {
+        if (*p == '\'')
+            qh_sb_puts(b, "'\\''");
+        else
+            qh_sb_printf(b, "%c", *p);
+    }
+    qh_sb_puts(b, "'");
+}
+
+char *qh_repro_command(const qh_case_ref *ref, const char *backend_spec)
+{
+    qh_sb b = {0};
+    qh_sb_puts(&b, "qmmcheck repro --backend ");
+    sb_shell_word(&b, backend_spec);
+    if (ref->data_set > 0)
+        qh_sb_printf(&b, " --data-set %d", ref->data_set);
+    qh_sb_puts(&b, " ");
+    sb_shell_word(&b, ref->dir);
+    return qh_sb_take(&b);
+}
+
+/* ---- output buffers ------------------------------------------------------------------- */
+
+/* Allocates t->data for its dtype and shape (at least one byte, so an empty output still has
+ * a valid pointer) and fills it with `poison`, so that an element a backend forgets to write
+ * is unlikely to equal the expected value. */
+static int alloc_output(qmm_tensor *t, unsigned char poison)
+{
+    int64_t n = qmm_tensor_numel(t);
+    size_t es = qmm_dtype_size(t->dtype);
+    if (n < 0 || es == 0 || (uint64_t)n > (uint64_t)QH_MAX_TENSOR_BYTES / es)
+        return -1;
+    size_t bytes = (size_t)n * es;
+    t->data = malloc(bytes ? bytes : 1);
+    if (!t->data)
+        return -1;
+    memset(t->data, poison, bytes ? bytes : 1);
+    return 0;
+}
+
+static void sb_coord(qh_sb *b, const qmm_tensor *y, int64_t index)
+{
+    int64_t c[QMM_MAX_RANK];
+    int64_t rest = index;
+    for (int32_t d = y->rank - 1; d >= 0; d--) {
+        c[d] = y->dims[d] ? rest % y->dims[d] : 0;
+        rest = y->dims[d] ? rest / y->dims[d] : 0;
+    }
+    qh_sb_puts(b, "y[");
+    for (int32_t d = 0; d < y->rank; d++)
+        qh_sb_printf(b, "%s%lld", d ? "," : "", (long long)c[d]);
+    qh_sb_puts(b, "]");
+}
+
+static void sb_tensor_brief(qh_sb *b, const char *name, const qmm_tensor *t)
+{
+    char dims[256];
+    if (!qmm_tensor_present(t)) {
+        qh_sb_printf(b, "    %s: absent\n", name);
+        return;
+    }
+    qh_format_dims(t, dims, sizeof dims);
+    qh_sb_printf(b, "    %s: %s %s", name, qh_dtype_name(t->dtype), dims);
+    int64_t n = qmm_tensor_numel(t);
+    if (n >= 1 && n <= 8) {
+        qh_sb_puts(b, " =");
+        for (int64_t i = 0; i < n; i++) {
+            if (t->dtype == QMM_DTYPE_FLOAT || t->dtype == QMM_DTYPE_FLOAT16 ||
+                t->dtype == QMM_DTYPE_BFLOAT16)
+                qh_sb_printf(b, " %.9g", qmm_scale_decode(t->dtype, t->data, i));
+            else
+                qh_sb_printf(b, " %lld", (long long)qh_tensor_int(t, i));
+        }
+    }
+    qh_sb_puts(b, "\n");
+}
+
+static void sb_call_inputs(qh_sb *b, const qmm_call *call)
+{
+    if (call->op == QMM_OP_QLINEARMATMUL) {
+        const qmm_qlinearmatmul *c = &call->u.qlinearmatmul;
+        qh_sb_printf(b, "  QLinearMatMul (opset %d)\n", c->opset);
+        sb_tensor_brief(b, "a", &c->a);
+        sb_tensor_brief(b, "a_scale", &c->a_scale);
+        sb_tensor_brief(b, "a_zero_point", &c->a_zero_point);
+        sb_tensor_brief(b, "b", &c->b);
+        sb_tensor_brief(b, "b_scale", &c->b_scale);
+        sb_tensor_brief(b, "b_zero_point", &c->b_zero_point);
+        sb_tensor_brief(b, "y_scale", &c->y_scale);
+        sb_tensor_brief(b, "y_zero_point", &c->y_zero_point);
+    } else if (call->op == QMM_OP_MATMULINTEGER) {
+        const qmm_matmulinteger *c = &call->u.matmulinteger;
+        qh_sb_puts(b, "  MatMulInteger\n");
+        sb_tensor_brief(b, "A", &c->a);
+        sb_tensor_brief(b, "B", &c->b);
+        sb_tensor_brief(b, "a_zero_point", &c->a_zero_point);
+        sb_tensor_brief(b, "b_zero_point", &c->b_zero_point);
+    }
+}
+
+/* One line per kept mismatch: coordinate, expected, got, exact accumulator, exact scaled
+ * value, and which known profiles produce the got value. */
+static void sb_mismatches(qh_sb *b, const qmm_call *call, const qmm_tensor *exact,
+                          const qmm_tensor *got, const qh_compare *cmp, int32_t limit)
+{
+    for (int32_t k = 0; k < cmp->n_kept && k < limit; k++) {
+        int64_t i = cmp->kept[k];
+        qmm_ref_element e;
+        qmm_status st;
+        qh_sb_puts(b, "    ");
+        sb_coord(b, exact, i);
+        qh_sb_printf(b, " (index %lld): expected %lld, got %lld", (long long)i,
+                     (long long)qh_tensor_int(exact, i), (long long)qh_tensor_int(got, i));
+        if (qmm_ref_explain(call, i, &e, &st) == QMM_OK) {
+            qh_sb_printf(b, "; acc %lld", (long long)e.acc);
+            if (e.scaled[0])
+                qh_sb_printf(b, "; acc*scale = %s", e.scaled);
+            if (e.overflow)
+                qh_sb_printf(b, "; acc overflows int32, wrapped result %lld also accepted",
+                             (long long)e.wrapped);
+        }
+        /* Only the spec profile exists so far, and it is what the got value was compared
+         * against; other profiles join this list as they are implemented. */
+        qh_sb_puts(b, "; profiles giving got: none (known: spec)\n");
+    }
+    if (cmp->errors > cmp->n_kept && cmp->n_kept >= limit)
+        qh_sb_printf(b, "    ... %lld more\n", (long long)(cmp->errors - (cmp->n_kept < limit ? cmp->n_kept : limit)));
+}
+
+/* ---- judging -------------------------------------------------------------------------- */
+
+typedef struct verdict {
+    qh_case_status status;
+    qh_sb summary;
+    qh_sb detail;
+} verdict;
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Does the stored output agree with the reference? Returns 1 when the vector is mistrusted,
+ * with the reason in `why`. */
+static int vector_mistrusted(const qh_case *c, qmm_status_code ref_code, const char *ref_msg,
+                             const qmm_tensor *exact, const qmm_tensor *alt, qh_sb *why)
+{
+    if (c->meta.expect != QMM_OK && c->meta.expect != ref_code) {
+        qh_sb_printf(why, "qmm.meta expects %s but the reference answers %s%s%s",
+                     qmm_status_name(c->meta.expect), qmm_status_name(ref_code),
+                     ref_msg[0] ? ": " : "", ref_msg);
+        return 1;
+    }
+    if (ref_code != QMM_OK) {
+        if (c->meta.expect == QMM_OK && c->n_outputs > 0) {
+            qh_sb_printf(why, "the vector stores an output, but the reference rejects it: %s",
+                         ref_msg);
+            return 1;
+        }
+        return 0;
+    }
+    if (c->n_outputs == 0)
+        return 0;
+    const qmm_tensor *stored = &c->outputs[0].t;
+    qh_compare cmp;
+    qh_compare_outputs(exact, alt, stored, &cmp);
+    if (cmp.errors == 0)
+        return 0;
+    if (cmp.shape_differs) {
+        char d1[256], d2[256];
+        qh_format_dims(stored, d1, sizeof d1);
+        qh_format_dims(exact, d2, sizeof d2);
+        qh_sb_printf(why, "stored output_0 is %s %s, the reference gives %s %s",
+                     qh_dtype_name(stored->dtype), d1, qh_dtype_name(exact->dtype), d2);
+        return 1;
+    }
+    int64_t i = cmp.kept[0];
+    qh_sb_printf(why,
+                 "stored output_0 differs from the reference at %lld of %lld elements "
+                 "(first at index %lld: stored %lld, reference %lld)",
+                 (long long)cmp.errors, (long long)cmp.total, (long long)i,
+                 (long long)qh_tensor_int(stored, i), (long long)qh_tensor_int(exact, i));
+    return 1;
+}
+
+static void judge(qh_case *c, qh_backend *hb, int verbose, verdict *v)
+{
+    qmm_call ref_call = c->call;
+    qmm_tensor *ry = qh_call_output(&ref_call);
+    qmm_tensor alt = *ry;
+    qmm_status rst, bst;
+    qmm_status_ok(&rst);
+    qmm_status_ok(&bst);
+    int overflow = 0;
+    qmm_tensor *by = NULL;
+    qmm_call be_call = c->call;
+
+    if (!c->y_shape_known && c->n_outputs > 0) {
+        /* Invalid geometry: give the backend the stored output's shape so a backend that
+         * wrongly accepts the call still has somewhere to write. */
+        ry->rank = c->outputs[0].t.rank;
+        memcpy(ry->dims, c->outputs[0].t.dims, sizeof ry->dims);
+        alt = *ry;
+    }
+    if (alloc_output(ry, 0x5a) != 0 || alloc_output(&alt, 0x5a) != 0) {
+        v->status = QH_ERROR;
+        qh_sb_puts(&v->summary, "cannot allocate the output");
+        goto out;
+    }
+    qmm_status_code rcode = qmm_ref_compute(&ref_call, &alt, &overflow, &rst);
+    if (rcode == QMM_UNSUPPORTED) {
+        v->status = QH_SKIPPED;
+        qh_sb_printf(&v->summary, "the reference cannot judge this case: %s", rst.message);
+        goto out;
+    }
+    if (rcode != QMM_OK && rcode != QMM_INVALID_ARGUMENT) {
+        v->status = QH_ERROR;
+        qh_sb_printf(&v->summary, "reference: %s: %s", qmm_status_name(rcode), rst.message);
+        goto out;
+    }
+
+    qh_sb why = {0};
+    int mistrusted = vector_mistrusted(c, rcode, rst.message, ry, overflow ? &alt : NULL, &why);
+
+    if (verbose)
+        sb_call_inputs(&v->detail, &c->call);
+
+    if (hb->be->query && hb->be->query(hb->be, &c->call, &bst) == QMM_UNSUPPORTED) {
+        v->status = QH_SKIPPED;
+        qh_sb_printf(&v->summary, "unsupported: %s", bst.message);
+        qh_sb_free(&why);
+        goto out;
+    }
+    by = qh_call_output(&be_call);
+    *by = *ry;
+    by->data = NULL;
+    if (alloc_output(by, 0xa5) != 0) {
+        v->status = QH_ERROR;
+        qh_sb_puts(&v->summary, "cannot allocate the output");
+        qh_sb_free(&why);
+        goto out;
+    }
+    qmm_status_ok(&bst);
+    qmm_status_code bcode = qmm_backend_run(hb->be, &be_call, &bst);
+
+    if (bcode == QMM_UNSUPPORTED) {
+        v->status = QH_SKIPPED;
+        qh_sb_printf(&v->summary, "unsupported: %s", bst.message);
+    } else if (rcode == QMM_INVALID_ARGUMENT) {
+        if (bcode == QMM_INVALID_ARGUMENT) {
+            v->status = QH_PASSED;
+            if (verbose)
+                qh_sb_printf(&v->detail, "  rejected as expected: %s\n", bst.message);
+        } else if (bcode == QMM_OK) {
+            v->status = QH_UNCHECKED;
+            qh_sb_printf(&v->summary, "accepted invalid input; the reference says: %s",
+                         rst.message);
+        } else {
+            v->status = QH_FAILED;
+            qh_sb_printf(&v->summary, "answered %s for invalid input (expected INVALID_ARGUMENT): %s",
+                         qmm_status_name(bcode), bst.message);
+        }
+    } else if (bcode != QMM_OK) {
+        v->status = QH_FAILED;
+        qh_sb_printf(&v->summary, "answered %s for a valid call: %s", qmm_status_name(bcode),
+                     bst.message);
+    } else {
+        qh_compare cmp;
+        qh_compare_outputs(ry, overflow ? &alt : NULL, by, &cmp);
+        if (cmp.errors == 0) {
+            v->status = QH_PASSED;
+        } else {
+            v->status = QH_FAILED;
+            qh_sb_printf(&v->summary, "errors:%lld total:%lld", (long long)cmp.errors,
+                         (long long)cmp.total);
+            sb_mismatches(&v->detail, &ref_call, ry, by, &cmp, verbose ? QH_COMPARE_KEEP : 4);
+        }
+    }
+
+    if (mistrusted) {
+        if (v->status == QH_PASSED) {
+            v->status = QH_MISTRUSTED;
+            qh_sb_puts(&v->summary, why.s ? why.s : "");
+        } else {
+            qh_sb_printf(&v->detail, "    note: the vector is also mistrusted: %s\n",
+                         why.s ? why.s : "");
+        }
+    }
+    qh_sb_free(&why);
+out:
+    free(ry->data);
+    free(alt.data);
+    if (by)
+        free(by->data);
+}
+
+void qh_eval_case(const qh_case_ref *ref, qh_backend *b, int verbose, qh_result *res)
+{
+    memset(res, 0, sizeof *res);
+    double t0 = now_seconds();
+    res->backend = b->spec;
+    res->data_set = ref->data_set;
+    res->name = malloc(strlen(ref->name) + 1);
+    res->path = malloc(strlen(ref->dir) + 1);
+    if (res->name)
+        strcpy(res->name, ref->name);
+    if (res->path)
+        strcpy(res->path, ref->dir);
+
+    verdict v = {0};
+    qh_case c;
+    qh_error err = {{0}};
+    if (qh_case_load(ref, &c, &err) != 0) {
+        v.status = QH_ERROR;
+        qh_sb_puts(&v.summary, err.msg);
+    } else {
+        judge(&c, b, verbose, &v);
+        qh_case_free(&c);
+    }
+    res->status = v.status;
+    res->summary = v.summary.s ? qh_sb_take(&v.summary) : NULL;
+    res->detail = v.detail.s ? qh_sb_take(&v.detail) : NULL;
+    res->seconds = now_seconds() - t0;
+}
+
+/* ---- expected failures ---------------------------------------------------------------- */
+
+int qh_xfail_read(const char *path, qh_xfail *x, qh_error *err)
+{
+    memset(x, 0, sizeof *x);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (qh_read_file(path, (size_t)1 << 24, &buf, &len, err) != 0)
+        return -1;
+    char *text = realloc(buf, len + 1);
+    if (!text) {
+        free(buf);
+        snprintf(err->msg, sizeof err->msg, "%s: out of memory", path);
+        return -1;
+    }
+    text[len] = '\0';
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        while (*line == ' ' || *line == '\t')
+            line++;
+        char *end = line + strlen(line);
+        while (end > line && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
+            *--end = '\0';
+        if (*line == '\0' || *line == '#')
+            continue;
+        char **p = realloc(x->patterns, sizeof *p * (size_t)(x->count + 1));
+        if (!p)
+            break;
+        x->patterns = p;
+        x->patterns[x->count] = malloc(strlen(line) + 1);
+        if (!x->patterns[x->count])
+            break;
+        strcpy(x->patterns[x->count++], line);
+    }
+    free(text);
+    return 0;
+}
+
+int qh_xfail_match(const qh_xfail *x, const char *name)
+{
+    for (int32_t i = 0; i < x->count; i++)
+        if (fnmatch(x->patterns[i], name, 0) == 0)
+            return 1;
+    return 0;
+}
+
+void qh_xfail_free(qh_xfail *x)
+{
+    for (int32_t i = 0; i < x->count; i++)
+        free(x->patterns[i]);
+    free(x->patterns);
+    memset(x, 0, sizeof *x);
+}

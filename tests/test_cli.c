@@ -1,1 +1,411 @@
-/* stub */
+/* tests/test_cli.c — the qmmcheck command line as a user meets it: exit codes, statuses,
+ * case lines, reports. Runs the real binary ($QMMCHECK) on the committed vectors and on cases
+ * built in temporary directories. */
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness/onnx_io.h"
+
+static char tmpdir[256];
+
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    cr_assert(v != NULL, "%s is not set (run through ctest)", name);
+    return v;
+}
+
+static void make_tmp(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/qmm-cli-XXXXXX");
+    cr_assert(mkdtemp(tmpdir) != NULL);
+}
+
+static void remove_tmp(void)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    cr_assert(system(cmd) == 0);
+}
+
+/* Runs `qmmcheck ARGS` from the source directory; returns its exit code and its combined
+ * output (malloc'd). */
+static int qmmcheck(char **out, const char *fmt, ...)
+{
+    char args[4096], cmd[8192], outfile[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(outfile, sizeof outfile, "%s/out.txt", tmpdir);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s > '%s' 2>&1", env("QMM_SOURCE_DIR"),
+             env("QMMCHECK"), args, outfile);
+    int rc = system(cmd);
+    cr_assert(rc != -1 && WIFEXITED(rc), "could not run: %s", cmd);
+    FILE *f = fopen(outfile, "rb");
+    cr_assert(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *out = calloc(1, (size_t)n + 1);
+    cr_assert(fread(*out, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+    return WEXITSTATUS(rc);
+}
+
+static int count_lines_with(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *line = text; line && *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        char buf[4096];
+        snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf - 1 ? len : sizeof buf - 1), line);
+        if (strstr(buf, needle))
+            n++;
+        line = nl ? nl + 1 : NULL;
+    }
+    return n;
+}
+
+static void copy_tree(const char *from, const char *to)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp -r '%s/%s'/. '%s'", to,
+             env("QMM_SOURCE_DIR"), from, to);
+    cr_assert(system(cmd) == 0, "%s", cmd);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = calloc(1, (size_t)n + 1);
+    cr_assert(fread(s, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+    return s;
+}
+
+TestSuite(cli, .init = make_tmp, .fini = remove_tmp);
+
+/* ---- usage errors exit 2 ---- */
+
+Test(cli, usage_errors_exit_2)
+{
+    char *out;
+    const char *bad[] = {
+        "",
+        "frobnicate",
+        "run --vectors vectors",
+        "run --backend reference",
+        "run --backend reference --vectors vectors --no-such-option",
+        "run --backend reference --vectors vectors --shard 0/2",
+        "run --backend reference --vectors vectors --shard 3/2",
+        "run --backend reference --vectors vectors --shard x",
+        "run --backend reference --vectors vectors --report xml:r.xml",
+        "run --backend reference --vectors vectors --report json:",
+        "run --backend reference --vectors vectors --filter '('",
+        "run --backend nosuchbackend --vectors vectors",
+        "run --backend reference:profile=nonsense --vectors vectors",
+        "run --backend reference --vectors /nonexistent/dir",
+        "run --backend ./nonexistent-plugin.so --vectors vectors",
+        "run --backend reference --vectors vectors --xfail /nonexistent/xfail.txt",
+        "repro",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = qmmcheck(&out, "%s", bad[i]);
+        cr_expect_eq(rc, 2, "'qmmcheck %s' exited %d, want 2; output:\n%s", bad[i], rc, out);
+        free(out);
+    }
+}
+
+Test(cli, help_exits_0)
+{
+    char *out;
+    cr_assert_eq(qmmcheck(&out, "help"), 0);
+    cr_expect(strstr(out, "usage: qmmcheck") != NULL);
+    free(out);
+}
+
+/* ---- the committed vectors against the reference ---- */
+
+Test(cli, reference_over_committed_vectors)
+{
+    char *out;
+    int rc = qmmcheck(&out, "run --backend reference --vectors vectors");
+    cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+    cr_expect(strstr(out, "SUMMARY: total:24 passed:20 failed:0 mistrusted:4 skipped:0 "
+                          "unchecked:0 crashed:0 timeout:0 error:0 xfail:0 xpass:0") != NULL,
+              "%s", out);
+    /* exactly the four onnx-1.21.0 int8 cases are mistrusted */
+    cr_expect_eq(count_lines_with(out, ":MISTRUSTED onnx/onnx-1.21.0/test_qlinearmatmul_"), 4);
+    cr_expect_eq(count_lines_with(out, ":MISTRUSTED"), 4);
+    cr_expect_eq(count_lines_with(out, "_int8_float"), 8); /* 4 in 1.21 (mistrusted), 4 in 1.22 */
+    cr_expect_eq(count_lines_with(out, ":PASSED onnx/onnx-1.22.0/test_qlinearmatmul_3D_int8"), 2);
+    cr_expect_eq(count_lines_with(out, ":PASSED seeds/orion-doc-qlinear-matmul"), 1);
+    /* every case line ends in a reproducer */
+    cr_expect_eq(count_lines_with(out, " __REPRO: qmmcheck repro --backend reference "), 24);
+    free(out);
+}
+
+Test(cli, truncated_pb_is_error_and_run_goes_on)
+{
+    char dir[512], pb[600];
+    snprintf(dir, sizeof dir, "%s/vec", tmpdir);
+    copy_tree("vectors/onnx/onnx-1.12.0", dir);
+    snprintf(pb, sizeof pb, "%s/test_qlinearmatmul_2D/test_data_set_0/input_3.pb", dir);
+    cr_assert(truncate(pb, 7) == 0);
+    char *out;
+    int rc = qmmcheck(&out, "run --backend reference --vectors '%s'", dir);
+    cr_expect_eq(rc, 1, "%s", out);
+    cr_expect_eq(count_lines_with(out, ":ERROR test_qlinearmatmul_2D"), 1, "%s", out);
+    cr_expect_eq(count_lines_with(out, "input_3.pb"), 1, "the error names the file:\n%s", out);
+    cr_expect(strstr(out, "total:3 passed:2 failed:0") != NULL, "%s", out);
+    cr_expect(strstr(out, "error:1") != NULL, "%s", out);
+    free(out);
+}
+
+Test(cli, filter_and_shard)
+{
+    char *out;
+    cr_assert_eq(qmmcheck(&out, "run -q --backend reference --vectors vectors --filter 'matmulinteger'"), 0);
+    cr_expect(strstr(out, "total:4 passed:4") != NULL, "%s", out); /* 3 onnx + 1 seed */
+    free(out);
+
+    int total = 0;
+    for (int i = 1; i <= 3; i++) {
+        cr_assert_eq(qmmcheck(&out, "list --vectors vectors --shard %d/3", i), 0);
+        int n = count_lines_with(out, "\t");
+        cr_expect(n == 8, "shard %d/3 has %d cases, want 8", i, n);
+        total += n;
+        free(out);
+    }
+    cr_expect_eq(total, 24);
+}
+
+Test(cli, list_shows_names_and_paths)
+{
+    char *out;
+    cr_assert_eq(qmmcheck(&out, "list --vectors vectors"), 0);
+    cr_expect(strstr(out, "onnx/onnx-1.12.0/test_matmulinteger\tvectors/onnx/onnx-1.12.0/test_matmulinteger") != NULL, "%s", out);
+    cr_expect(strstr(out, "24 cases") != NULL);
+    free(out);
+    cr_assert_eq(qmmcheck(&out, "list --backends"), 0);
+    cr_expect(strstr(out, "reference") != NULL);
+    free(out);
+}
+
+/* ---- reports ---- */
+
+Test(cli, json_and_junit_reports)
+{
+    char *out;
+    int rc = qmmcheck(&out, "run -q --backend reference --vectors vectors --report json:%s/r.json "
+                            "--report junit:%s/r.xml", tmpdir, tmpdir);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    char path[512];
+    snprintf(path, sizeof path, "%s/r.json", tmpdir);
+    char *j = slurp(path);
+    cr_expect(strstr(j, "\"summary\": {\"total\": 24, \"passed\": 20, \"failed\": 0, "
+                        "\"mistrusted\": 4, \"skipped\": 0, \"unchecked\": 0, \"crashed\": 0, "
+                        "\"timeout\": 0, \"error\": 0, \"xfail\": 0, \"xpass\": 0}") != NULL, "%s", j);
+    cr_expect(strstr(j, "\"cases\": [") != NULL);
+    cr_expect(strstr(j, "\"name\": \"onnx/onnx-1.21.0/test_qlinearmatmul_2D_int8_float16\", "
+                        "\"path\": \"vectors/onnx/onnx-1.21.0/test_qlinearmatmul_2D_int8_float16\", "
+                        "\"data_set\": 0, \"backend\": \"reference\", \"status\": \"mistrusted\"") != NULL, "%s", j);
+    cr_expect(strstr(j, "\"detail\": \"stored output_0 differs from the reference") != NULL, "%s", j);
+    free(j);
+
+    snprintf(path, sizeof path, "%s/r.xml", tmpdir);
+    char *x = slurp(path);
+    cr_expect(strncmp(x, "<?xml version=\"1.0\"", 19) == 0);
+    cr_expect(strstr(x, "<testsuites name=\"qmmcheck\" tests=\"24\" failures=\"0\" errors=\"0\" skipped=\"0\"") != NULL, "%s", x);
+    cr_expect_eq(count_lines_with(x, "<testcase "), 24);
+    cr_expect_eq(count_lines_with(x, "<system-out>MISTRUSTED"), 4);
+    free(x);
+}
+
+/* ---- a plugin that computes wrong results ---- */
+
+Test(cli, wrong_backend_fails_with_detail_and_xfail)
+{
+    char *out;
+    int rc = qmmcheck(&out, "run --backend '%s:mode=zeros' --vectors vectors/seeds",
+                      env("QMM_FAKE_PLUGIN"));
+    cr_expect_eq(rc, 1, "%s", out);
+    cr_expect(strstr(out, ":FAILED orion-doc-qlinear-matmul (errors:2 total:2) __REPRO: qmmcheck repro --backend ") != NULL, "%s", out);
+    /* orion: y[0,0] expected 14, got 0, acc 48, exact scaled value 4 */
+    cr_expect(strstr(out, "y[0,0] (index 0): expected 14, got 0; acc 48; acc*scale = 4;") != NULL, "%s", out);
+    cr_expect(strstr(out, "failed:3") != NULL, "%s", out);
+    free(out);
+
+    char xf[512];
+    snprintf(xf, sizeof xf, "%s/xfail.txt", tmpdir);
+    FILE *f = fopen(xf, "w");
+    fprintf(f, "# known bad\norion-*\nonnx-doc-matmulinteger\n");
+    fclose(f);
+    rc = qmmcheck(&out, "run --backend '%s' --vectors vectors/seeds --xfail '%s'",
+                  env("QMM_FAKE_PLUGIN"), xf);
+    cr_expect_eq(rc, 1, "one failure is not expected:\n%s", out);
+    cr_expect(strstr(out, "failed:1 ") != NULL, "%s", out);
+    cr_expect(strstr(out, "xfail:2") != NULL, "%s", out);
+    free(out);
+
+    /* an expected failure that passes is XPASS, which does not fail the run */
+    rc = qmmcheck(&out, "run --backend reference --vectors vectors/seeds --xfail '%s'", xf);
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "xpass:2") != NULL, "%s", out);
+    free(out);
+}
+
+Test(cli, unsupported_backend_is_skipped)
+{
+    char *out;
+    int rc = qmmcheck(&out, "run --backend '%s:mode=unsupported' --vectors vectors",
+                      env("QMM_FAKE_PLUGIN"));
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "skipped:24") != NULL, "%s", out);
+    cr_expect(strstr(out, "(unsupported: fake: mode=unsupported supports nothing)") != NULL, "%s", out);
+    free(out);
+}
+
+Test(cli, plugin_returning_null_is_a_usage_error)
+{
+    char *out;
+    int rc = qmmcheck(&out, "run --backend '%s:mode=null' --vectors vectors", env("QMM_FAKE_PLUGIN"));
+    cr_expect_eq(rc, 2);
+    cr_expect(strstr(out, "returned no backend: INVALID_ARGUMENT: fake: asked to fail") != NULL, "%s", out);
+    free(out);
+}
+
+/* ---- cases built here: invalid input, wrong stored output ---- */
+
+static void write_tensor(const char *dir, const char *file, int32_t dtype, int32_t rank,
+                         const int64_t *dims, const void *data, const char *name)
+{
+    qmm_tensor t = {.dtype = dtype, .rank = rank, .data = (void *)data};
+    for (int32_t i = 0; i < rank; i++)
+        t.dims[i] = dims[i];
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    qh_error err;
+    cr_assert(qh_write_tensor_file(path, &t, name, &err) == 0, "%s", err.msg);
+}
+
+/* MatMulInteger with a K mismatch: a [2,3] x b [2,2]. */
+static void write_kmismatch_case(const char *dir, const char *meta)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "mkdir -p '%s/test_data_set_0'", dir);
+    cr_assert(system(path) == 0);
+    qh_model m;
+    memset(&m, 0, sizeof m);
+    m.ir_version = 5;
+    m.n_opsets = 1;
+    m.opsets[0].version = 10;
+    strcpy(m.op_type, "MatMulInteger");
+    strcpy(m.graph_name, "kmismatch");
+    m.n_inputs = 2;
+    strcpy(m.inputs[0], "A");
+    strcpy(m.inputs[1], "B");
+    m.n_outputs = 1;
+    strcpy(m.outputs[0], "Y");
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    qh_error err;
+    cr_assert(qh_write_model_file(path, &m, &err) == 0, "%s", err.msg);
+    char set[1024];
+    snprintf(set, sizeof set, "%s/test_data_set_0", dir);
+    const uint8_t a[6] = {1, 2, 3, 4, 5, 6}, b[4] = {1, 2, 3, 4};
+    write_tensor(set, "input_0.pb", QMM_DTYPE_UINT8, 2, (int64_t[]){2, 3}, a, "A");
+    write_tensor(set, "input_1.pb", QMM_DTYPE_UINT8, 2, (int64_t[]){2, 2}, b, "B");
+    if (meta) {
+        snprintf(path, sizeof path, "%s/qmm.meta", dir);
+        FILE *f = fopen(path, "w");
+        fputs(meta, f);
+        fclose(f);
+    }
+}
+
+Test(cli, invalid_input_rejected_passes_accepted_is_unchecked)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/inv/kmismatch", tmpdir);
+    write_kmismatch_case(dir, "expect = INVALID_ARGUMENT\ntags = invalid, k-mismatch\n");
+    char *out;
+    int rc = qmmcheck(&out, "run --backend reference --vectors '%s/inv'", tmpdir);
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "1:PASSED kmismatch __REPRO:") != NULL, "%s", out);
+    free(out);
+
+    rc = qmmcheck(&out, "run --backend '%s:mode=accept' --vectors '%s/inv'",
+                  env("QMM_FAKE_PLUGIN"), tmpdir);
+    cr_expect_eq(rc, 0, "UNCHECKED is a warning, not a failure:\n%s", out);
+    cr_expect(strstr(out, "1:UNCHECKED kmismatch (accepted invalid input; the reference says: ") != NULL, "%s", out);
+    cr_expect(strstr(out, "unchecked:1") != NULL, "%s", out);
+    free(out);
+}
+
+Test(cli, wrong_meta_expectation_is_mistrusted)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/inv/kmismatch", tmpdir);
+    write_kmismatch_case(dir, "expect = OK\n");
+    /* no stored output and expect OK: nothing contradicts, the reference rejects: PASSED */
+    char *out;
+    int rc = qmmcheck(&out, "run --backend reference --vectors '%s/inv'", tmpdir);
+    cr_expect_eq(rc, 0, "%s", out);
+    free(out);
+    write_kmismatch_case(dir, "expect = UNSUPPORTED\n");
+    rc = qmmcheck(&out, "run --backend reference --vectors '%s/inv'", tmpdir);
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, ":MISTRUSTED kmismatch (qmm.meta expects UNSUPPORTED but the reference answers INVALID_ARGUMENT") != NULL, "%s", out);
+    free(out);
+}
+
+Test(cli, stored_output_contradicting_reference_is_mistrusted)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/m", tmpdir);
+    copy_tree("vectors/seeds/orion-doc-qlinear-matmul", dir);
+    const int8_t wrong[2] = {14, 12};
+    char set[600];
+    snprintf(set, sizeof set, "%s/test_data_set_0", dir);
+    write_tensor(set, "output_0.pb", QMM_DTYPE_INT8, 2, (int64_t[]){2, 1}, wrong, "y");
+    char *out;
+    int rc = qmmcheck(&out, "run --backend reference --vectors '%s'", dir);
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "1:MISTRUSTED m (stored output_0 differs from the reference at 1 of 2 "
+                          "elements (first at index 1: stored 12, reference 13)) __REPRO:") != NULL, "%s", out);
+    free(out);
+
+    /* the same vector against a wrong backend: FAILED, with the mistrust noted */
+    rc = qmmcheck(&out, "run --backend '%s' --vectors '%s'", env("QMM_FAKE_PLUGIN"), dir);
+    cr_expect_eq(rc, 1, "%s", out);
+    cr_expect(strstr(out, "note: the vector is also mistrusted") != NULL, "%s", out);
+    free(out);
+}
+
+Test(cli, repro_prints_inputs_and_every_mismatch)
+{
+    char *out;
+    int rc = qmmcheck(&out, "repro --backend '%s' vectors/onnx/onnx-1.12.0/test_qlinearmatmul_2D",
+                      env("QMM_FAKE_PLUGIN"));
+    cr_expect_eq(rc, 1, "%s", out);
+    cr_expect(strstr(out, "QLinearMatMul (opset 10)") != NULL, "%s", out);
+    cr_expect(strstr(out, "a_zero_point: uint8 [1] = 113") != NULL, "%s", out);
+    cr_expect_eq(count_lines_with(out, "): expected "), 6, "%s", out);
+    free(out);
+    rc = qmmcheck(&out, "repro vectors/seeds/orion-doc-qlinear-matmul");
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "1:PASSED ") != NULL, "%s", out);
+    free(out);
+}

@@ -1,0 +1,61 @@
+/* harness/case.h — finding case directories and loading one test data set as an operator call.
+ *
+ * A case directory holds model.onnx (one node) and test_data_set_N/ folders, plus an optional
+ * qmm.meta. One data set of one directory is one case.
+ */
+#ifndef QMM_HARNESS_CASE_H
+#define QMM_HARNESS_CASE_H
+
+#include <stddef.h>
+
+#include "harness/meta.h"
+#include "harness/onnx_io.h"
+#include "qmm/qmm.h"
+
+/* A case found on disk, before it is loaded. */
+typedef struct qh_case_ref {
+    char *dir;    /* the case directory, as reachable from the working directory */
+    char *name;   /* stable display name: path relative to the --vectors root [@N] */
+    int data_set; /* N of test_data_set_N, or -1 when the directory has none */
+} qh_case_ref;
+
+typedef struct qh_case_list {
+    qh_case_ref *items;
+    size_t count, cap;
+} qh_case_list;
+
+/* Appends every case under `root` (recursively, sorted by name, symlinks followed to a bounded
+ * depth). `root` may itself be a case directory. -1 with err when root cannot be read. */
+int qh_discover(const char *root, qh_case_list *list, qh_error *err);
+void qh_case_list_free(qh_case_list *list);
+
+/* A loaded case: the model, the sidecar, the stored tensors and the call built from them.
+ * The call's input tensors point into `inputs`; its y tensor has dtype and shape set when the
+ * geometry is valid, and data NULL (the caller allocates output buffers). */
+typedef struct qh_case {
+    qh_model model;
+    qh_meta meta;
+    int32_t n_inputs;
+    qh_tensor inputs[QH_MAX_IO];
+    int32_t n_outputs;
+    qh_tensor outputs[QH_MAX_IO];
+    qmm_call call;
+    int64_t opset;
+    int y_shape_known; /* the reference accepted the geometry and y's shape is set */
+} qh_case;
+
+/* Loads data set `ref->data_set` of `ref->dir`. Errors name the file and field. */
+int qh_case_load(const qh_case_ref *ref, qh_case *c, qh_error *err);
+void qh_case_free(qh_case *c);
+
+/* The call's output tensor (y) for any operator. */
+qmm_tensor *qh_call_output(qmm_call *call);
+
+/* Builds a call from tensors in node-input order (absent optional inputs have dtype
+ * QMM_DTYPE_UNDEFINED). Used by the loader and by the generators. -1 with err when the
+ * operator is unknown or a required input is missing. */
+int qh_call_build(const char *op_type, const char *domain, int64_t opset,
+                  const qmm_tensor *const *inputs, int32_t n_inputs, qmm_call *call,
+                  qh_error *err);
+
+#endif /* QMM_HARNESS_CASE_H */

@@ -1,0 +1,26 @@
+/* harness/report.h — machine-readable run reports (docs/formats.md). */
+#ifndef QMM_HARNESS_REPORT_H
+#define QMM_HARNESS_REPORT_H
+
+#include <stdint.h>
+
+#include "harness/onnx_io.h"
+#include "harness/runner.h"
+
+typedef struct qh_run_summary {
+    int64_t counts[QH_STATUS_COUNT];
+    int64_t total;
+    double seconds;
+} qh_run_summary;
+
+/* `--report json:FILE` / `--report junit:FILE`: validates the kind. 0 or -1 with err. */
+int qh_report_check_spec(const char *spec, qh_error *err);
+
+/* Writes the report to a temporary file and renames it over FILE. */
+int qh_report_write(const char *spec, const char *command, const qh_result *results, size_t n,
+                    const qh_run_summary *sum, qh_error *err);
+
+/* "total:25 passed:21 failed:0 ..." in the fixed status order. */
+void qh_summary_format(const qh_run_summary *sum, char *buf, size_t size);
+
+#endif /* QMM_HARNESS_REPORT_H */

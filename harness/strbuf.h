@@ -1,0 +1,25 @@
+/* harness/strbuf.h — a growable string for building messages and reports. */
+#ifndef QMM_HARNESS_STRBUF_H
+#define QMM_HARNESS_STRBUF_H
+
+#include <stddef.h>
+
+typedef struct qh_sb {
+    char *s;
+    size_t len, cap;
+    int failed; /* an allocation failed; the text is truncated */
+} qh_sb;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void qh_sb_printf(qh_sb *b, const char *fmt, ...);
+void qh_sb_puts(qh_sb *b, const char *s);
+/* JSON string body (no quotes) and XML text/attribute escaping. */
+void qh_sb_json(qh_sb *b, const char *s);
+void qh_sb_xml(qh_sb *b, const char *s);
+/* Hands the text over (malloc'd, never NULL unless allocation failed) and resets b. */
+char *qh_sb_take(qh_sb *b);
+void qh_sb_free(qh_sb *b);
+
+#endif /* QMM_HARNESS_STRBUF_H */

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian packages qmmcheck needs to build and test. Idempotent; uses sudo when
+# not root.
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config libgmp-dev libcriterion-dev clang python3)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "deps: all present (${pkgs[*]})"
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

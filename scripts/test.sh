@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Builds and runs the whole test suite under ctest.
+#   scripts/test.sh              normal build in build/
+#   scripts/test.sh --sanitize   ASan + UBSan build in build-asan/ (clang)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=build
+extra=()
+if [ "${1:-}" = "--sanitize" ]; then
+  dir=build-asan
+  extra=(-DCMAKE_C_COMPILER=clang -DQMM_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug)
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+fi
+cmake -S . -B "$dir" "${extra[@]}"
+cmake --build "$dir" -j"$(nproc)"
+ctest --test-dir "$dir" --output-on-failure -j"$(nproc)"
