@@ -1,6 +1,6 @@
 /* tests/test_onnx_io.c — the protobuf reader/writer and ONNX node-test I/O.
  *
- * The real files come from ../shared/onnx-node-tests (onnx's own backend node tests), so the
+ * The real files come from vectors/onnx (the committed copy of onnx's own backend node tests), so the
  * reader is checked against bytes libprotobuf wrote, not only against our own writer. */
 #include <criterion/criterion.h>
 
@@ -23,7 +23,7 @@ static const char *tests_dir(void)
     const char *src = getenv("QMM_SOURCE_DIR");
     if (!src)
         cr_skip_test("QMM_SOURCE_DIR is not set (run under ctest)");
-    snprintf(path, sizeof path, "%s/../shared/onnx-node-tests", src);
+    snprintf(path, sizeof path, "%s/vectors/onnx", src);
     return path;
 }
 
@@ -154,7 +154,7 @@ static void check_model_fixed_point(const qh_model *m)
     free(e2);
 }
 
-/* Every file of the shared node tests, relative paths, NULL-terminated. */
+/* Every file of the committed node tests, NULL-terminated. */
 typedef struct file_list {
     char **paths;
     size_t n, cap;
