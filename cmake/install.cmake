@@ -26,5 +26,6 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/qmmConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/qmmConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/qmm)
 
+file(RELATIVE_PATH QMM_PC_TO_PREFIX "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
 configure_file(cmake/qmm.pc.in ${CMAKE_CURRENT_BINARY_DIR}/qmm.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/qmm.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
