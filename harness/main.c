@@ -8,6 +8,7 @@
 
 #include "harness/backends.h"
 #include "harness/case.h"
+#include "harness/expect.h"
 #include "harness/report.h"
 #include "harness/runner.h"
 #include "harness/strbuf.h"
@@ -22,11 +23,12 @@ static const char usage_text[] =
     "commands:\n"
     "  run     --backend SPEC [--backend SPEC...] --vectors DIR [DIR...]\n"
     "          [--filter REGEX] [--shard I/N] [--xfail FILE] [--report json:FILE]\n"
-    "          [--report junit:FILE] [--quiet] [--verbose]\n"
+    "          [--report junit:FILE] [--profile NAME] [--quiet] [--verbose]\n"
     "          judge every case under the vector trees against each backend\n"
     "  list    --vectors DIR [DIR...] [--filter REGEX] [--shard I/N]   list the cases\n"
     "  list    --backends                                              list built-in backends\n"
-    "  repro   [--backend SPEC] [--data-set N] CASE_DIR   one case, in full detail\n"
+    "  repro   [--backend SPEC] [--data-set N] [--profile NAME] CASE_DIR\n"
+    "          one case, in full detail\n"
     "  help    this text\n"
     "\n"
     "SPEC is a built-in backend (reference) or a plugin path (./libx.so), optionally\n"
@@ -43,6 +45,7 @@ typedef struct opts {
     int n_reports;
     const char *filter;
     const char *xfail;
+    const char *profile;
     int shard_i, shard_n;
     int quiet, verbose, list_backends;
     int data_set;
@@ -102,6 +105,11 @@ static int parse_opts(int argc, char **argv, opts *o)
         } else if (strcmp(a, "--filter") == 0) {
             NEED_VALUE();
             o->filter = val;
+        } else if (strcmp(a, "--profile") == 0) {
+            NEED_VALUE();
+            if (!qh_profile_known(val))
+                return usage_error("--profile %s: unknown semantics profile", val);
+            o->profile = val;
         } else if (strcmp(a, "--xfail") == 0) {
             NEED_VALUE();
             o->xfail = val;
@@ -263,6 +271,7 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "qmmcheck: out of memory\n");
         return EXIT_BAD;
     }
+    qh_eval_opts eo = {.verbose = o.verbose, .profile = o.profile};
     qh_run_summary sum = {0};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -270,7 +279,7 @@ static int cmd_run(int argc, char **argv)
     for (size_t i = 0; i < list.count; i++) {
         for (int j = 0; j < o.n_backends; j++, k++) {
             qh_result *r = &results[k];
-            qh_eval_case(&list.items[i], &bes[j], o.verbose, r);
+            qh_eval_case(&list.items[i], &bes[j], &eo, r);
             r->number = (int64_t)k + 1;
             if (xf.count && qh_xfail_match(&xf, r->name)) {
                 if (r->status == QH_FAILED)
@@ -358,7 +367,8 @@ static int cmd_repro(int argc, char **argv)
         return rc;
     qh_case_ref ref = {(char *)o.vectors[0], (char *)o.vectors[0], o.data_set};
     qh_result r;
-    qh_eval_case(&ref, &be, 1, &r);
+    qh_eval_opts eo = {.verbose = 1, .profile = o.profile};
+    qh_eval_case(&ref, &be, &eo, &r);
     r.number = 1;
     print_result(&r, &ref, 0);
     int bad = qh_case_status_is_bad(r.status);

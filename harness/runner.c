@@ -7,6 +7,8 @@
 #include <time.h>
 
 #include "harness/compare.h"
+#include "harness/expect.h"
+#include "harness/invoke.h"
 #include "harness/strbuf.h"
 #include "reference/qmm_reference.h"
 
@@ -78,38 +80,7 @@ char *qh_repro_command(const qh_case_ref *ref, const char *backend_spec)
     return qh_sb_take(&b);
 }
 
-/* ---- output buffers ------------------------------------------------------------------- */
-
-/* Allocates t->data for its dtype and shape (at least one byte, so an empty output still has
- * a valid pointer) and fills it with `poison`, so that an element a backend forgets to write
- * is unlikely to equal the expected value. */
-static int alloc_output(qmm_tensor *t, unsigned char poison)
-{
-    int64_t n = qmm_tensor_numel(t);
-    size_t es = qmm_dtype_size(t->dtype);
-    if (n < 0 || es == 0 || (uint64_t)n > (uint64_t)QH_MAX_TENSOR_BYTES / es)
-        return -1;
-    size_t bytes = (size_t)n * es;
-    t->data = malloc(bytes ? bytes : 1);
-    if (!t->data)
-        return -1;
-    memset(t->data, poison, bytes ? bytes : 1);
-    return 0;
-}
-
-static void sb_coord(qh_sb *b, const qmm_tensor *y, int64_t index)
-{
-    int64_t c[QMM_MAX_RANK];
-    int64_t rest = index;
-    for (int32_t d = y->rank - 1; d >= 0; d--) {
-        c[d] = y->dims[d] ? rest % y->dims[d] : 0;
-        rest = y->dims[d] ? rest / y->dims[d] : 0;
-    }
-    qh_sb_puts(b, "y[");
-    for (int32_t d = 0; d < y->rank; d++)
-        qh_sb_printf(b, "%s%lld", d ? "," : "", (long long)c[d]);
-    qh_sb_puts(b, "]");
-}
+/* ---- describing inputs ---------------------------------------------------------- */
 
 static void sb_tensor_brief(qh_sb *b, const char *name, const qmm_tensor *t)
 {
@@ -155,35 +126,6 @@ static void sb_call_inputs(qh_sb *b, const qmm_call *call)
         sb_tensor_brief(b, "a_zero_point", &c->a_zero_point);
         sb_tensor_brief(b, "b_zero_point", &c->b_zero_point);
     }
-}
-
-/* One line per kept mismatch: coordinate, expected, got, exact accumulator, exact scaled
- * value, and which known profiles produce the got value. */
-static void sb_mismatches(qh_sb *b, const qmm_call *call, const qmm_tensor *exact,
-                          const qmm_tensor *got, const qh_compare *cmp, int32_t limit)
-{
-    for (int32_t k = 0; k < cmp->n_kept && k < limit; k++) {
-        int64_t i = cmp->kept[k];
-        qmm_ref_element e;
-        qmm_status st;
-        qh_sb_puts(b, "    ");
-        sb_coord(b, exact, i);
-        qh_sb_printf(b, " (index %lld): expected %lld, got %lld", (long long)i,
-                     (long long)qh_tensor_int(exact, i), (long long)qh_tensor_int(got, i));
-        if (qmm_ref_explain(call, i, &e, &st) == QMM_OK) {
-            qh_sb_printf(b, "; acc %lld", (long long)e.acc);
-            if (e.scaled[0])
-                qh_sb_printf(b, "; acc*scale = %s", e.scaled);
-            if (e.overflow)
-                qh_sb_printf(b, "; acc overflows int32, wrapped result %lld also accepted",
-                             (long long)e.wrapped);
-        }
-        /* Only the spec profile exists so far, and it is what the got value was compared
-         * against; other profiles join this list as they are implemented. */
-        qh_sb_puts(b, "; profiles giving got: none (known: spec)\n");
-    }
-    if (cmp->errors > cmp->n_kept && cmp->n_kept >= limit)
-        qh_sb_printf(b, "    ... %lld more\n", (long long)(cmp->errors - (cmp->n_kept < limit ? cmp->n_kept : limit)));
 }
 
 /* ---- judging -------------------------------------------------------------------------- */
@@ -244,97 +186,85 @@ static int vector_mistrusted(const qh_case *c, qmm_status_code ref_code, const c
     return 1;
 }
 
-static void judge(qh_case *c, qh_backend *hb, int verbose, verdict *v)
+static void judge(qh_case *c, qh_backend *hb, const qh_eval_opts *o, verdict *v)
 {
-    qmm_call ref_call = c->call;
-    qmm_tensor *ry = qh_call_output(&ref_call);
-    qmm_tensor alt = *ry;
-    qmm_status rst, bst;
-    qmm_status_ok(&rst);
-    qmm_status_ok(&bst);
-    int overflow = 0;
-    qmm_tensor *by = NULL;
-    qmm_call be_call = c->call;
-
     if (!c->y_shape_known && c->n_outputs > 0) {
         /* Invalid geometry: give the backend the stored output's shape so a backend that
          * wrongly accepts the call still has somewhere to write. */
-        ry->rank = c->outputs[0].t.rank;
-        memcpy(ry->dims, c->outputs[0].t.dims, sizeof ry->dims);
-        alt = *ry;
+        qmm_tensor *y = qh_call_output(&c->call);
+        y->rank = c->outputs[0].t.rank;
+        memcpy(y->dims, c->outputs[0].t.dims, sizeof y->dims);
     }
-    if (alloc_output(ry, 0x5a) != 0 || alloc_output(&alt, 0x5a) != 0) {
+    qh_expectation e;
+    if (qh_expect(&c->call, o->profile, &e) != 0) {
         v->status = QH_ERROR;
-        qh_sb_puts(&v->summary, "cannot allocate the output");
-        goto out;
+        qh_sb_printf(&v->summary, "reference: %s", e.message);
+        return;
     }
-    qmm_status_code rcode = qmm_ref_compute(&ref_call, &alt, &overflow, &rst);
-    if (rcode == QMM_UNSUPPORTED) {
-        v->status = QH_SKIPPED;
-        qh_sb_printf(&v->summary, "the reference cannot judge this case: %s", rst.message);
-        goto out;
-    }
-    if (rcode != QMM_OK && rcode != QMM_INVALID_ARGUMENT) {
-        v->status = QH_ERROR;
-        qh_sb_printf(&v->summary, "reference: %s: %s", qmm_status_name(rcode), rst.message);
-        goto out;
-    }
-
+    qh_invocation inv = {0};
     qh_sb why = {0};
-    int mistrusted = vector_mistrusted(c, rcode, rst.message, ry, overflow ? &alt : NULL, &why);
-
-    if (verbose)
+    if (e.code == QMM_UNSUPPORTED) {
+        v->status = QH_SKIPPED;
+        qh_sb_printf(&v->summary, "the reference cannot judge this case: %s", e.message);
+        goto out;
+    }
+    if (e.code != QMM_OK && e.code != QMM_INVALID_ARGUMENT) {
+        v->status = QH_ERROR;
+        qh_sb_printf(&v->summary, "reference: %s: %s", qmm_status_name(e.code), e.message);
+        goto out;
+    }
+    int mistrusted = vector_mistrusted(c, e.code, e.message, &e.exact,
+                                       e.overflow ? &e.alt : NULL, &why);
+    if (o->verbose)
         sb_call_inputs(&v->detail, &c->call);
 
-    if (hb->be->query && hb->be->query(hb->be, &c->call, &bst) == QMM_UNSUPPORTED) {
-        v->status = QH_SKIPPED;
-        qh_sb_printf(&v->summary, "unsupported: %s", bst.message);
-        qh_sb_free(&why);
-        goto out;
-    }
-    by = qh_call_output(&be_call);
-    *by = *ry;
-    by->data = NULL;
-    if (alloc_output(by, 0xa5) != 0) {
+    if (qh_invoke(hb, &c->call, &o->invoke, &inv) != 0) {
         v->status = QH_ERROR;
-        qh_sb_puts(&v->summary, "cannot allocate the output");
-        qh_sb_free(&why);
+        qh_sb_puts(&v->summary, inv.problem);
         goto out;
     }
-    qmm_status_ok(&bst);
-    qmm_status_code bcode = qmm_backend_run(hb->be, &be_call, &bst);
-
-    if (bcode == QMM_UNSUPPORTED) {
+    if (inv.outcome == QH_DIED) {
+        v->status = QH_CRASHED;
+        qh_sb_puts(&v->summary, inv.problem);
+    } else if (inv.outcome == QH_HUNG) {
+        v->status = QH_TIMEOUT;
+        qh_sb_puts(&v->summary, inv.problem);
+    } else if (inv.outcome == QH_MISBEHAVED) {
+        v->status = QH_FAILED;
+        qh_sb_puts(&v->summary, inv.problem);
+    } else if (inv.code == QMM_UNSUPPORTED) {
         v->status = QH_SKIPPED;
-        qh_sb_printf(&v->summary, "unsupported: %s", bst.message);
-    } else if (rcode == QMM_INVALID_ARGUMENT) {
-        if (bcode == QMM_INVALID_ARGUMENT) {
+        qh_sb_printf(&v->summary, "unsupported: %s", inv.st.message);
+    } else if (e.code == QMM_INVALID_ARGUMENT) {
+        if (inv.code == QMM_INVALID_ARGUMENT) {
             v->status = QH_PASSED;
-            if (verbose)
-                qh_sb_printf(&v->detail, "  rejected as expected: %s\n", bst.message);
-        } else if (bcode == QMM_OK) {
+            if (o->verbose)
+                qh_sb_printf(&v->detail, "  rejected as expected: %s\n", inv.st.message);
+        } else if (inv.code == QMM_OK) {
             v->status = QH_UNCHECKED;
             qh_sb_printf(&v->summary, "accepted invalid input; the reference says: %s",
-                         rst.message);
+                         e.message);
         } else {
             v->status = QH_FAILED;
-            qh_sb_printf(&v->summary, "answered %s for invalid input (expected INVALID_ARGUMENT): %s",
-                         qmm_status_name(bcode), bst.message);
+            qh_sb_printf(&v->summary,
+                         "answered %s for invalid input (expected INVALID_ARGUMENT): %s",
+                         qmm_status_name(inv.code), inv.st.message);
         }
-    } else if (bcode != QMM_OK) {
+    } else if (inv.code != QMM_OK) {
         v->status = QH_FAILED;
-        qh_sb_printf(&v->summary, "answered %s for a valid call: %s", qmm_status_name(bcode),
-                     bst.message);
+        qh_sb_printf(&v->summary, "answered %s for a valid call: %s",
+                     qmm_status_name(inv.code), inv.st.message);
     } else {
         qh_compare cmp;
-        qh_compare_outputs(ry, overflow ? &alt : NULL, by, &cmp);
+        qh_compare_outputs(&e.exact, e.overflow ? &e.alt : NULL, &inv.y, &cmp);
         if (cmp.errors == 0) {
             v->status = QH_PASSED;
         } else {
             v->status = QH_FAILED;
             qh_sb_printf(&v->summary, "errors:%lld total:%lld", (long long)cmp.errors,
                          (long long)cmp.total);
-            sb_mismatches(&v->detail, &ref_call, ry, by, &cmp, verbose ? QH_COMPARE_KEEP : 4);
+            qh_explain_mismatches(&v->detail, &e, &inv.y, &cmp,
+                                  o->verbose ? QH_COMPARE_KEEP : 4);
         }
     }
 
@@ -347,15 +277,13 @@ static void judge(qh_case *c, qh_backend *hb, int verbose, verdict *v)
                          why.s ? why.s : "");
         }
     }
-    qh_sb_free(&why);
 out:
-    free(ry->data);
-    free(alt.data);
-    if (by)
-        free(by->data);
+    qh_sb_free(&why);
+    qh_invocation_free(&inv);
+    qh_expectation_free(&e);
 }
 
-void qh_eval_case(const qh_case_ref *ref, qh_backend *b, int verbose, qh_result *res)
+void qh_eval_case(const qh_case_ref *ref, qh_backend *b, const qh_eval_opts *o, qh_result *res)
 {
     memset(res, 0, sizeof *res);
     double t0 = now_seconds();
@@ -375,7 +303,7 @@ void qh_eval_case(const qh_case_ref *ref, qh_backend *b, int verbose, qh_result 
         v.status = QH_ERROR;
         qh_sb_puts(&v.summary, err.msg);
     } else {
-        judge(&c, b, verbose, &v);
+        judge(&c, b, o, &v);
         qh_case_free(&c);
     }
     res->status = v.status;

@@ -7,6 +7,7 @@
 
 #include "harness/backends.h"
 #include "harness/case.h"
+#include "harness/invoke.h"
 
 /* The closed set of case statuses. */
 typedef enum qh_case_status {
@@ -43,9 +44,14 @@ typedef struct qh_result {
 
 void qh_result_free(qh_result *r);
 
-/* Judges one case against one backend. `verbose` keeps more mismatches and adds the inputs'
- * description (repro). Never fails: problems become the ERROR status. */
-void qh_eval_case(const qh_case_ref *ref, qh_backend *b, int verbose, qh_result *res);
+typedef struct qh_eval_opts {
+    int verbose;          /* keep more mismatches and describe the inputs (repro) */
+    const char *profile;  /* semantics profile the backend is judged under; NULL = spec */
+    qh_invoke_opts invoke;
+} qh_eval_opts;
+
+/* Judges one case against one backend. Never fails: problems become the ERROR status. */
+void qh_eval_case(const qh_case_ref *ref, qh_backend *b, const qh_eval_opts *o, qh_result *res);
 
 /* Expected-failure list: one case name or fnmatch(3) pattern per line, '#' comments. */
 typedef struct qh_xfail {

@@ -1,0 +1,34 @@
+/* harness/invoke.h — calling a backend on one operator call. */
+#ifndef QMM_HARNESS_INVOKE_H
+#define QMM_HARNESS_INVOKE_H
+
+#include "harness/backends.h"
+#include "qmm/qmm.h"
+
+typedef struct qh_invoke_opts {
+    int isolate;        /* run the call in a forked worker (crash/hang isolation) */
+    double timeout_s;   /* with isolate: per-call limit, <= 0 for none */
+} qh_invoke_opts;
+
+typedef enum qh_invoke_outcome {
+    QH_RETURNED = 0,  /* the backend returned; `code` and `st` hold its answer */
+    QH_DIED,          /* the worker died (crash): `problem` names the signal */
+    QH_HUNG,          /* the worker passed the timeout and was killed */
+    QH_MISBEHAVED,    /* returned, but broke a memory rule: `problem` says which */
+} qh_invoke_outcome;
+
+typedef struct qh_invocation {
+    qh_invoke_outcome outcome;
+    qmm_status_code code;
+    qmm_status st;
+    qmm_tensor y;        /* owned: the output as the backend left it */
+    char problem[256];
+} qh_invocation;
+
+/* Asks the backend's capability query, then runs the call (whose y carries dtype and shape).
+ * A query answering UNSUPPORTED is returned as code UNSUPPORTED without running. Returns 0,
+ * or -1 when the harness itself failed (memory), with `problem` set. */
+int qh_invoke(qh_backend *b, const qmm_call *call, const qh_invoke_opts *o, qh_invocation *out);
+void qh_invocation_free(qh_invocation *inv);
+
+#endif /* QMM_HARNESS_INVOKE_H */
