@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "harness/invoke.h"
 #include "reference/qmm_reference.h"
 
 typedef struct builtin {
@@ -103,6 +104,7 @@ int qh_backend_open(const char *spec, qh_backend *out, qh_error *err)
 
 void qh_backend_close(qh_backend *b)
 {
+    qh_worker_stop(b);
     if (b->be && b->be->close)
         b->be->close(b->be);
     if (b->dl)

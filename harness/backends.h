@@ -14,6 +14,8 @@ typedef struct qh_backend {
     void *dl;          /* dlopen handle for plugins, NULL for built-ins */
     char spec[1024];   /* as given on the command line, used in __REPRO: lines */
     int is_plugin;
+    int worker_pid;    /* the isolated worker (harness/invoke.c), 0 when none */
+    int worker_fd;
 } qh_backend;
 
 /* 0 on success; -1 with err for an unknown name, a missing entry point, an ABI mismatch,

@@ -31,4 +31,7 @@ typedef struct qh_invocation {
 int qh_invoke(qh_backend *b, const qmm_call *call, const qh_invoke_opts *o, qh_invocation *out);
 void qh_invocation_free(qh_invocation *inv);
 
+/* Ends the backend's worker process, if it has one (qh_backend_close calls this). */
+void qh_worker_stop(qh_backend *b);
+
 #endif /* QMM_HARNESS_INVOKE_H */

@@ -24,6 +24,8 @@ static const char usage_text[] =
     "  run     --backend SPEC [--backend SPEC...] --vectors DIR [DIR...]\n"
     "          [--filter REGEX] [--shard I/N] [--xfail FILE] [--report json:FILE]\n"
     "          [--report junit:FILE] [--profile NAME] [--quiet] [--verbose]\n"
+    "          [--isolate | --no-isolate] [--timeout S] [--max-skipped N]\n"
+    "          [--determinism [--variants 'threads=1;threads=2']]\n"
     "          judge every case under the vector trees against each backend\n"
     "  list    --vectors DIR [DIR...] [--filter REGEX] [--shard I/N]   list the cases\n"
     "  list    --backends                                              list built-in backends\n"
@@ -49,6 +51,11 @@ typedef struct opts {
     int shard_i, shard_n;
     int quiet, verbose, list_backends;
     int data_set;
+    int isolate;          /* -1: plugins isolated, built-ins not; 0 never; 1 always */
+    double timeout_s;
+    int max_skipped;      /* -1: no limit */
+    int determinism;
+    const char *variants;
 } opts;
 
 static int usage_error(const char *fmt, const char *arg)
@@ -75,6 +82,9 @@ static int parse_opts(int argc, char **argv, opts *o)
 {
     memset(o, 0, sizeof *o);
     o->data_set = 0;
+    o->isolate = -1;
+    o->timeout_s = 30;
+    o->max_skipped = -1;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -128,6 +138,25 @@ static int parse_opts(int argc, char **argv, opts *o)
             NEED_VALUE();
             if (parse_int(val, &o->data_set))
                 return usage_error("--data-set %s: expected a number >= 0", val);
+        } else if (strcmp(a, "--isolate") == 0) {
+            o->isolate = 1;
+        } else if (strcmp(a, "--no-isolate") == 0) {
+            o->isolate = 0;
+        } else if (strcmp(a, "--timeout") == 0) {
+            NEED_VALUE();
+            char *end;
+            o->timeout_s = strtod(val, &end);
+            if (end == val || *end || !(o->timeout_s >= 0) || o->timeout_s > 1e6)
+                return usage_error("--timeout %s: expected seconds >= 0 (0: none)", val);
+        } else if (strcmp(a, "--max-skipped") == 0) {
+            NEED_VALUE();
+            if (parse_int(val, &o->max_skipped))
+                return usage_error("--max-skipped %s: expected a number >= 0", val);
+        } else if (strcmp(a, "--determinism") == 0) {
+            o->determinism = 1;
+        } else if (strcmp(a, "--variants") == 0) {
+            NEED_VALUE();
+            o->variants = val;
         } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
             o->quiet = 1;
         } else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) {
@@ -233,6 +262,36 @@ static int open_backends(const opts *o, qh_backend *bes)
     return 0;
 }
 
+/* The backend with extra options appended: "reference" + "threads=2" -> "reference:threads=2",
+ * "x.so:isa=avx2" + "threads=2" -> "x.so:isa=avx2,threads=2". */
+static void variant_spec(const char *base, const char *extra, char *out, size_t size)
+{
+    const char *colon = strchr(base, ':');
+    int has_opts = colon && colon[1] != '\0';
+    snprintf(out, size, "%s%s%s", base, has_opts ? "," : colon ? "" : ":", extra);
+}
+
+/* Opens the --determinism variants of `base` (';'-separated option sets). A variant the
+ * backend refuses (an option it does not know) is reported and left out. */
+static int open_variants(const opts *o, const qh_backend *base, qh_backend *out, int max)
+{
+    char list[1024];
+    snprintf(list, sizeof list, "%s", o->variants ? o->variants : "threads=1;threads=2;threads=3");
+    int n = 0;
+    for (char *save = NULL, *v = strtok_r(list, ";", &save); v && n < max;
+         v = strtok_r(NULL, ";", &save)) {
+        char spec[2048];
+        variant_spec(base->spec, v, spec, sizeof spec);
+        qh_error err;
+        if (qh_backend_open(spec, &out[n], &err) != 0) {
+            fprintf(stderr, "qmmcheck: --determinism: variant %s left out: %s\n", spec, err.msg);
+            continue;
+        }
+        n++;
+    }
+    return n;
+}
+
 static int cmd_run(int argc, char **argv)
 {
     opts o;
@@ -271,7 +330,18 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "qmmcheck: out of memory\n");
         return EXIT_BAD;
     }
-    qh_eval_opts eo = {.verbose = o.verbose, .profile = o.profile};
+    qh_eval_opts eos[MAX_MULTI];
+    qh_backend variants[MAX_MULTI][8];
+    for (int j = 0; j < o.n_backends; j++) {
+        eos[j] = (qh_eval_opts){.verbose = o.verbose, .profile = o.profile};
+        eos[j].invoke.isolate = o.isolate < 0 ? bes[j].is_plugin : o.isolate;
+        eos[j].invoke.timeout_s = o.timeout_s;
+        eos[j].determinism = o.determinism;
+        if (o.determinism) {
+            eos[j].n_variants = open_variants(&o, &bes[j], variants[j], 8);
+            eos[j].variants = variants[j];
+        }
+    }
     qh_run_summary sum = {0};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -279,7 +349,7 @@ static int cmd_run(int argc, char **argv)
     for (size_t i = 0; i < list.count; i++) {
         for (int j = 0; j < o.n_backends; j++, k++) {
             qh_result *r = &results[k];
-            qh_eval_case(&list.items[i], &bes[j], &eo, r);
+            qh_eval_case(&list.items[i], &bes[j], &eos[j], r);
             r->number = (int64_t)k + 1;
             if (xf.count && qh_xfail_match(&xf, r->name)) {
                 if (r->status == QH_FAILED)
@@ -305,6 +375,19 @@ static int cmd_run(int argc, char **argv)
     for (int s = 0; s < QH_STATUS_COUNT; s++)
         if (sum.counts[s] && qh_case_status_is_bad((qh_case_status)s))
             exit_code = EXIT_BAD;
+    /* A backend that supports nothing must never look green. */
+    int64_t skipped = sum.counts[QH_SKIPPED];
+    if (sum.total > 0 && 2 * skipped > sum.total) {
+        printf("WARNING: %lld of %lld cases were SKIPPED (the backend answered UNSUPPORTED): "
+               "this run checked almost nothing\n", (long long)skipped, (long long)sum.total);
+        fprintf(stderr, "qmmcheck: WARNING: %lld of %lld cases were SKIPPED\n",
+                (long long)skipped, (long long)sum.total);
+    }
+    if (o.max_skipped >= 0 && skipped > o.max_skipped) {
+        printf("FAILED: %lld cases skipped, more than --max-skipped %d\n", (long long)skipped,
+               o.max_skipped);
+        exit_code = EXIT_BAD;
+    }
 
     char *command = join_command(argc + 1, argv - 1);
     for (int i = 0; i < o.n_reports; i++) {
@@ -318,8 +401,11 @@ static int cmd_run(int argc, char **argv)
     for (size_t i = 0; i < k; i++)
         qh_result_free(&results[i]);
     free(results);
-    for (int j = 0; j < o.n_backends; j++)
+    for (int j = 0; j < o.n_backends; j++) {
+        for (int32_t v = 0; v < eos[j].n_variants; v++)
+            qh_backend_close(&eos[j].variants[v]);
         qh_backend_close(&bes[j]);
+    }
     qh_case_list_free(&list);
     qh_xfail_free(&xf);
     return exit_code;
@@ -368,6 +454,8 @@ static int cmd_repro(int argc, char **argv)
     qh_case_ref ref = {(char *)o.vectors[0], (char *)o.vectors[0], o.data_set};
     qh_result r;
     qh_eval_opts eo = {.verbose = 1, .profile = o.profile};
+    eo.invoke.isolate = o.isolate < 0 ? be.is_plugin : o.isolate;
+    eo.invoke.timeout_s = o.timeout_s;
     qh_eval_case(&ref, &be, &eo, &r);
     r.number = 1;
     print_result(&r, &ref, 0);

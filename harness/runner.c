@@ -186,6 +186,46 @@ static int vector_mistrusted(const qh_case *c, qmm_status_code ref_code, const c
     return 1;
 }
 
+/* Runs the call again on the same backend and on each variant; every answer must equal the
+ * first bit for bit (status code and every output byte). */
+static void check_determinism(qh_case *c, qh_backend *hb, const qh_eval_opts *o,
+                              const qh_invocation *first, verdict *v)
+{
+    for (int32_t r = -1; r < o->n_variants; r++) {
+        qh_backend *vb = r < 0 ? hb : &o->variants[r];
+        qh_invocation again;
+        if (qh_invoke(vb, &c->call, &o->invoke, &again) != 0) {
+            qh_invocation_free(&again);
+            continue;
+        }
+        const char *who = r < 0 ? "a second run" : vb->spec;
+        size_t bytes = (size_t)qmm_tensor_numel(&first->y) * qmm_dtype_size(first->y.dtype);
+        if (again.outcome != QH_RETURNED || again.code != first->code) {
+            v->status = QH_FAILED;
+            qh_sb_printf(&v->summary, "not deterministic: %s answered %s%s%s, the first run %s",
+                         who, again.outcome == QH_RETURNED ? qmm_status_name(again.code) : "",
+                         again.outcome == QH_RETURNED ? "" : "abnormally: ",
+                         again.outcome == QH_RETURNED ? "" : again.problem,
+                         qmm_status_name(first->code));
+        } else if (first->code == QMM_OK && bytes &&
+                   memcmp(first->y.data, again.y.data, bytes) != 0) {
+            qh_compare cmp;
+            qh_compare_outputs(&first->y, NULL, &again.y, &cmp);
+            int64_t i = cmp.n_kept ? cmp.kept[0] : 0;
+            v->status = QH_FAILED;
+            qh_sb_printf(&v->summary,
+                         "not deterministic: %s differs from the first run at %lld of %lld "
+                         "elements (first at index %lld: %lld vs %lld)",
+                         who, (long long)cmp.errors, (long long)cmp.total, (long long)i,
+                         (long long)qh_tensor_int(&again.y, i),
+                         (long long)qh_tensor_int(&first->y, i));
+        }
+        qh_invocation_free(&again);
+        if (v->status == QH_FAILED)
+            return;
+    }
+}
+
 static void judge(qh_case *c, qh_backend *hb, const qh_eval_opts *o, verdict *v)
 {
     if (!c->y_shape_known && c->n_outputs > 0) {
@@ -267,6 +307,9 @@ static void judge(qh_case *c, qh_backend *hb, const qh_eval_opts *o, verdict *v)
                                   o->verbose ? QH_COMPARE_KEEP : 4);
         }
     }
+
+    if (o->determinism && (v->status == QH_PASSED || v->status == QH_UNCHECKED))
+        check_determinism(c, hb, o, &inv, v);
 
     if (mistrusted) {
         if (v->status == QH_PASSED) {

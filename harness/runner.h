@@ -48,6 +48,9 @@ typedef struct qh_eval_opts {
     int verbose;          /* keep more mismatches and describe the inputs (repro) */
     const char *profile;  /* semantics profile the backend is judged under; NULL = spec */
     qh_invoke_opts invoke;
+    int determinism;      /* run again, and on each variant: outputs must be bit-identical */
+    qh_backend *variants; /* the same backend with other options (threads=2, isa=...) */
+    int32_t n_variants;
 } qh_eval_opts;
 
 /* Judges one case against one backend. Never fails: problems become the ERROR status. */
