@@ -409,3 +409,64 @@ Test(cli, repro_prints_inputs_and_every_mismatch)
     cr_expect(strstr(out, "1:PASSED ") != NULL, "%s", out);
     free(out);
 }
+
+/* ---- plugin loading errors, skip accounting ---- */
+
+Test(cli, plugin_load_errors_exit_2_with_a_clear_message)
+{
+    char *out;
+    int rc = qmmcheck(&out, "run --backend '%s:mode=badabi' --vectors vectors/seeds",
+                      env("QMM_FAKE_PLUGIN"));
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "plugin built for qmm ABI 1001, this qmmcheck speaks ABI 1") != NULL, "%s", out);
+    free(out);
+    rc = qmmcheck(&out, "run --backend '%s' --vectors vectors/seeds", env("QMM_NO_ENTRY_PLUGIN"));
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "no entry point qmm_backend_open() exported") != NULL, "%s", out);
+    free(out);
+}
+
+Test(cli, mostly_skipped_runs_warn_and_max_skipped_fails)
+{
+    char *out;
+    int rc = qmmcheck(&out, "run --backend '%s:mode=unsupported' --vectors vectors/seeds",
+                      env("QMM_FAKE_PLUGIN"));
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "WARNING: 3 of 3 cases were SKIPPED") != NULL, "%s", out);
+    free(out);
+    rc = qmmcheck(&out, "run --backend '%s:mode=unsupported' --vectors vectors/seeds --max-skipped 2",
+                  env("QMM_FAKE_PLUGIN"));
+    cr_expect_eq(rc, 1, "%s", out);
+    cr_expect(strstr(out, "FAILED: 3 cases skipped, more than --max-skipped 2") != NULL, "%s", out);
+    free(out);
+    rc = qmmcheck(&out, "run --backend '%s:mode=unsupported' --vectors vectors/seeds --max-skipped 3",
+                  env("QMM_FAKE_PLUGIN"));
+    cr_expect_eq(rc, 0, "%s", out);
+    free(out);
+}
+
+Test(cli, determinism_of_a_deterministic_backend_passes)
+{
+    char *out;
+    /* the reference takes no threads= option: the variants are left out with a note, and the
+     * repeated run must agree with the first */
+    int rc = qmmcheck(&out, "run --backend reference --vectors vectors/seeds --determinism");
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "variant reference:threads=2 left out") != NULL, "%s", out);
+    cr_expect(strstr(out, "passed:3") != NULL, "%s", out);
+    free(out);
+}
+
+Test(cli, isolated_runs_give_the_same_verdicts)
+{
+    char *out;
+    int rc = qmmcheck(&out, "run --isolate --backend reference --vectors vectors");
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "passed:20 failed:0 mistrusted:4") != NULL, "%s", out);
+    free(out);
+    rc = qmmcheck(&out, "run --no-isolate --backend '%s' --vectors vectors/seeds",
+                  env("QMM_FAKE_PLUGIN"));
+    cr_expect_eq(rc, 1, "%s", out);
+    cr_expect(strstr(out, "failed:3") != NULL, "%s", out);
+    free(out);
+}

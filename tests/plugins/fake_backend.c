@@ -1,13 +1,14 @@
 /* tests/plugins/fake_backend.c — a plugin built only from the public headers, whose answers
  * the CLI tests control with an option: mode=zeros (writes zeros: wrong almost everywhere),
  * mode=unsupported (answers UNSUPPORTED to everything), mode=accept (returns OK without
- * validating or writing anything). */
+ * validating or writing anything), mode=badabi (a table claiming another ABI version),
+ * mode=null (the entry point returns NULL). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "qmm/qmm.h"
 
-typedef enum { MODE_ZEROS, MODE_UNSUPPORTED, MODE_ACCEPT } mode;
+typedef enum { MODE_ZEROS, MODE_UNSUPPORTED, MODE_ACCEPT, MODE_BADABI } mode;
 
 qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st);
 
@@ -63,6 +64,8 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
         m = MODE_UNSUPPORTED;
     else if (strcmp(options, "mode=accept") == 0)
         m = MODE_ACCEPT;
+    else if (strcmp(options, "mode=badabi") == 0)
+        m = MODE_BADABI;
     else if (strcmp(options, "mode=null") == 0) {
         qmm_status_set(st, QMM_INVALID_ARGUMENT, "fake: asked to fail");
         return NULL;
@@ -79,7 +82,8 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
         return NULL;
     }
     *impl = m;
-    be->abi_version = QMM_ABI_VERSION;
+    /* mode=badabi claims a table layout from another ABI version */
+    be->abi_version = m == MODE_BADABI ? QMM_ABI_VERSION + 1000 : QMM_ABI_VERSION;
     be->struct_size = sizeof *be;
     be->name = "fake";
     be->description = "test plugin with scripted answers";
