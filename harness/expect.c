@@ -7,7 +7,9 @@
 #include "harness/onnx_io.h"
 #include "reference/qmm_reference.h"
 
-const char *const qh_profiles[] = {"spec", NULL};
+/* In qmm_profile order (reference/qmm_reference.h); tests/test_profiles.c checks the two
+ * lists agree. */
+const char *const qh_profiles[] = {"spec", "onnx-ref", "ort-fp32", "orion-fp16x16", NULL};
 
 int qh_profile_known(const char *profile)
 {
@@ -70,7 +72,19 @@ int qh_expect(const qmm_call *call, const char *profile, qh_expectation *e)
     y->data = e->exact.data;
     qmm_status st;
     qmm_status_ok(&st);
-    e->code = qmm_ref_compute(&e->call, &e->alt, &e->overflow, &st);
+    qmm_profile p = QMM_PROFILE_SPEC;
+    qmm_profile_from_name(e->profile, &p);
+    if (p == QMM_PROFILE_SPEC) {
+        e->code = qmm_ref_compute(&e->call, &e->alt, &e->overflow, &st);
+    } else {
+        /* A profile imitates one implementation, wrapping included where it wraps: there is
+         * no second accepted result, so alt is a copy of exact. */
+        e->code = qmm_ref_compute_profile(&e->call, p, &st);
+        e->overflow = 0;
+        int64_t n = qmm_tensor_numel(&e->exact);
+        if (n > 0)
+            memcpy(e->alt.data, e->exact.data, (size_t)n * qmm_dtype_size(e->exact.dtype));
+    }
     memcpy(e->message, st.message, sizeof e->message);
     return 0;
 }
@@ -96,9 +110,53 @@ void qh_sb_coord(qh_sb *b, const qmm_tensor *y, int64_t index)
     qh_sb_puts(b, "]");
 }
 
+/* Every profile's verdict on one call, computed on the first mismatch that asks for it and
+ * reused for the others: a whole output per profile, rather than one element at a time,
+ * because the Orion profile's errors depend on the whole tensors. */
+typedef struct profile_outputs {
+    int computed;
+    qh_expectation ex[QMM_PROFILE_COUNT];
+} profile_outputs;
+
+static void profile_outputs_compute(profile_outputs *po, const qmm_call *call)
+{
+    if (po->computed)
+        return;
+    po->computed = 1;
+    for (int p = 0; p < QMM_PROFILE_COUNT; p++)
+        if (qh_expect(call, qh_profiles[p], &po->ex[p]) != 0)
+            po->ex[p].code = QMM_INTERNAL; /* out of memory: the profile just is not listed */
+}
+
+static void profile_outputs_free(profile_outputs *po)
+{
+    for (int p = 0; po->computed && p < QMM_PROFILE_COUNT; p++)
+        qh_expectation_free(&po->ex[p]);
+}
+
+/* "; got matches: onnx-ref, ort-fp32" or "; got matches no known profile". */
+static void sb_profiles_giving(qh_sb *b, profile_outputs *po, const qh_expectation *e,
+                               const qmm_tensor *got, int64_t i)
+{
+    profile_outputs_compute(po, &e->call);
+    int64_t v = qh_tensor_int(got, i);
+    int n = 0;
+    for (int p = 0; p < QMM_PROFILE_COUNT; p++) {
+        const qh_expectation *x = &po->ex[p];
+        if (x->code != QMM_OK || qmm_tensor_numel(&x->exact) <= i)
+            continue;
+        if (qh_tensor_int(&x->exact, i) == v || (x->overflow && qh_tensor_int(&x->alt, i) == v))
+            qh_sb_printf(b, "%s%s", n++ ? ", " : "; got matches: ", qh_profiles[p]);
+    }
+    if (n == 0)
+        qh_sb_puts(b, "; got matches no known profile");
+}
+
 void qh_explain_mismatches(qh_sb *b, const qh_expectation *e, const qmm_tensor *got,
                            const qh_compare *cmp, int32_t limit)
 {
+    profile_outputs po;
+    po.computed = 0;
     int32_t shown = 0;
     for (int32_t k = 0; k < cmp->n_kept && k < limit; k++, shown++) {
         int64_t i = cmp->kept[k];
@@ -116,10 +174,10 @@ void qh_explain_mismatches(qh_sb *b, const qh_expectation *e, const qmm_tensor *
                 qh_sb_printf(b, "; acc overflows int32, wrapped result %lld also accepted",
                              (long long)el.wrapped);
         }
-        /* Only the spec profile exists so far, and it is what the got value was compared
-         * against; other profiles join this list as they are implemented. */
-        qh_sb_puts(b, "; profiles giving got: none (known: spec)\n");
+        sb_profiles_giving(b, &po, e, got, i);
+        qh_sb_puts(b, "\n");
     }
     if (cmp->errors > shown)
         qh_sb_printf(b, "    ... %lld more\n", (long long)(cmp->errors - shown));
+    profile_outputs_free(&po);
 }

@@ -26,7 +26,10 @@ extern const char *const qh_profiles[];
 
 /* Computes the expectation for `call` (its y must carry dtype and shape; its data is not
  * used). Returns 0; -1 only when memory runs out or the profile is unknown, with the reason in
- * e->message. Invalid calls are not errors: e->code says INVALID_ARGUMENT. */
+ * e->message. Invalid calls are not errors: e->code says INVALID_ARGUMENT (also where the
+ * profile itself rejects the input, as orion-fp16x16 does), UNSUPPORTED where the profile
+ * does not define the call. Under a profile other than spec, overflow is 0 and alt == exact:
+ * the profile already says whether the accumulator wraps. */
 int qh_expect(const qmm_call *call, const char *profile, qh_expectation *e);
 void qh_expectation_free(qh_expectation *e);
 

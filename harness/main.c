@@ -8,6 +8,7 @@
 
 #include "harness/backends.h"
 #include "harness/case.h"
+#include "harness/commands.h"
 #include "harness/expect.h"
 #include "harness/report.h"
 #include "harness/runner.h"
@@ -31,6 +32,7 @@ static const char usage_text[] =
     "  list    --backends                                              list built-in backends\n"
     "  repro   [--backend SPEC] [--data-set N] [--profile NAME] CASE_DIR\n"
     "          one case, in full detail\n"
+    "  fingerprint --backend SPEC [--report json:FILE]   which semantics profile it matches\n"
     "  help    this text\n"
     "\n"
     "SPEC is a built-in backend (reference) or a plugin path (./libx.so), optionally\n"
@@ -476,6 +478,7 @@ int main(int argc, char **argv)
         return cmd_list(argc - 2, argv + 2);
     if (strcmp(cmd, "repro") == 0)
         return cmd_repro(argc - 2, argv + 2);
+    if (strcmp(cmd, "fingerprint") == 0) return qh_cmd_fingerprint(argc - 2, argv + 2);
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
         fputs(usage_text, stdout);
         return 0;

@@ -1,4 +1,5 @@
 /* reference/backend.c — the reference as a qmm_backend table. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,10 +9,30 @@
  * and the table is safe for concurrent calls (the computation only reads the call). */
 typedef struct ref_impl {
     qmm_backend table;
+    qmm_profile profile;
+    char name[64];
+    char description[160];
 } ref_impl;
+
+static qmm_profile impl_profile(const qmm_backend *self)
+{
+    return ((const ref_impl *)self->impl)->profile;
+}
 
 static qmm_status_code ref_query(const qmm_backend *self, const qmm_call *call, qmm_status *st)
 {
+    if (impl_profile(self) == QMM_PROFILE_ORION_FP16X16) {
+        /* Orion computes int8 QLinearMatMul only; the types alone decide it. */
+        if (call->op == QMM_OP_MATMULINTEGER)
+            return qmm_status_set(st, QMM_UNSUPPORTED,
+                                  "orion-fp16x16: MatMulInteger has no Orion counterpart");
+        if (call->op == QMM_OP_QLINEARMATMUL) {
+            const qmm_qlinearmatmul *c = &call->u.qlinearmatmul;
+            if (c->a.dtype != QMM_DTYPE_INT8 || c->b.dtype != QMM_DTYPE_INT8 ||
+                c->y.dtype != QMM_DTYPE_INT8)
+                return qmm_status_set(st, QMM_UNSUPPORTED, "orion-fp16x16: int8 only");
+        }
+    }
     switch (call->op) {
     case QMM_OP_MATMULINTEGER:
     case QMM_OP_QLINEARMATMUL:
@@ -32,7 +53,7 @@ static qmm_status_code ref_matmulinteger(const qmm_backend *self, const qmm_matm
     memset(&call, 0, sizeof call);
     call.op = QMM_OP_MATMULINTEGER;
     call.u.matmulinteger = *c; /* a shallow copy: y.data still points at the caller's buffer */
-    return qmm_ref_compute(&call, NULL, NULL, st);
+    return qmm_ref_compute_profile(&call, impl_profile(self), st);
 }
 
 static qmm_status_code ref_qlinearmatmul(const qmm_backend *self, const qmm_qlinearmatmul *c,
@@ -42,7 +63,7 @@ static qmm_status_code ref_qlinearmatmul(const qmm_backend *self, const qmm_qlin
     memset(&call, 0, sizeof call);
     call.op = QMM_OP_QLINEARMATMUL;
     call.u.qlinearmatmul = *c;
-    return qmm_ref_compute(&call, NULL, NULL, st);
+    return qmm_ref_compute_profile(&call, impl_profile(self), st);
 }
 
 static void ref_close(qmm_backend *self)
@@ -50,10 +71,11 @@ static void ref_close(qmm_backend *self)
     free(self ? self->impl : NULL);
 }
 
-/* Options are comma-separated key=value pairs; only profile=spec exists so far. */
-static qmm_status_code parse_options(const char *options, qmm_status *st)
+/* Options are comma-separated key=value pairs; only profile=NAME exists. */
+static qmm_status_code parse_options(const char *options, qmm_profile *profile, qmm_status *st)
 {
     const char *p = options ? options : "";
+    *profile = QMM_PROFILE_SPEC;
     while (*p) {
         size_t len = strcspn(p, ",");
         if (len > 0) {
@@ -62,13 +84,16 @@ static qmm_status_code parse_options(const char *options, qmm_status *st)
             if (klen != strlen("profile") || strncmp(p, "profile", klen) != 0)
                 return qmm_status_set(st, QMM_INVALID_ARGUMENT,
                                       "option '%.*s': unknown (the reference accepts "
-                                      "profile=spec)",
+                                      "profile=NAME)",
                                       (int)len, p);
+            char value[64] = "";
             size_t vlen = eq ? len - klen - 1 : 0;
-            if (!eq || vlen != strlen("spec") || strncmp(eq + 1, "spec", vlen) != 0)
+            if (eq && vlen < sizeof value)
+                memcpy(value, eq + 1, vlen);
+            if (!eq || vlen >= sizeof value || !qmm_profile_from_name(value, profile))
                 return qmm_status_set(st, QMM_INVALID_ARGUMENT,
                                       "option '%.*s': unknown profile (the reference "
-                                      "implements profile=spec)",
+                                      "implements spec, onnx-ref, ort-fp32, orion-fp16x16)",
                                       (int)len, p);
         }
         p += len;
@@ -86,7 +111,8 @@ qmm_backend *qmm_reference_open(uint32_t harness_abi, const char *options, qmm_s
                        (unsigned)QMM_ABI_VERSION, (unsigned)harness_abi);
         return NULL;
     }
-    if (parse_options(options, st) != QMM_OK)
+    qmm_profile profile;
+    if (parse_options(options, &profile, st) != QMM_OK)
         return NULL;
     ref_impl *impl = calloc(1, sizeof *impl);
     if (!impl) {
@@ -96,9 +122,18 @@ qmm_backend *qmm_reference_open(uint32_t harness_abi, const char *options, qmm_s
     qmm_backend *be = &impl->table;
     be->abi_version = QMM_ABI_VERSION;
     be->struct_size = (uint32_t)sizeof *be;
-    be->name = "reference";
-    be->description = "exact reference (int64 accumulation, GMP rational requantization), "
-                      "profile spec";
+    impl->profile = profile;
+    /* The default keeps the plain name; another profile is part of what is being tested. */
+    if (profile == QMM_PROFILE_SPEC)
+        snprintf(impl->name, sizeof impl->name, "reference");
+    else
+        snprintf(impl->name, sizeof impl->name, "reference:profile=%s",
+                 qmm_profile_name(profile));
+    snprintf(impl->description, sizeof impl->description,
+             "exact reference (int64 accumulation, GMP rational requantization), profile %s",
+             qmm_profile_name(profile));
+    be->name = impl->name;
+    be->description = impl->description;
     be->impl = impl;
     be->query = ref_query;
     be->matmulinteger = ref_matmulinteger;

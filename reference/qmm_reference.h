@@ -107,10 +107,47 @@ typedef struct qmm_ref_element {
 qmm_status_code qmm_ref_explain(const qmm_call *call, int64_t index, qmm_ref_element *e,
                                 qmm_status *st);
 
+/* ---- semantics profiles (DESIGN §3, docs/profiles.md) ---------------------------------- */
+
+/* A complete rule for turning the integer problem into output bytes. `spec` is the contract;
+ * the others reproduce what a named implementation computes, bit for bit. */
+typedef enum qmm_profile {
+    QMM_PROFILE_SPEC = 0,          /* exact rational, RNE, zero point after rounding */
+    QMM_PROFILE_ONNX_REF = 1,      /* onnx.reference (numpy), onnx >= 1.22 (clamps) */
+    QMM_PROFILE_ORT_FP32 = 2,      /* ONNX Runtime CPU / MLAS float32 requantization */
+    QMM_PROFILE_ORION_FP16X16 = 3, /* Orion's qlinear_matmul, sign-magnitude Q16.16 */
+} qmm_profile;
+
+#define QMM_PROFILE_COUNT 4
+
+/* "spec", "onnx-ref", "ort-fp32", "orion-fp16x16"; NULL for a value out of range. */
+const char *qmm_profile_name(qmm_profile p);
+
+/* 1 and *out set when `name` is a profile's name, 0 otherwise. */
+int qmm_profile_from_name(const char *name, qmm_profile *out);
+
+/* Computes call->y under profile `p`. Validation (DESIGN §2) is the same for every profile.
+ * QMM_PROFILE_SPEC is qmm_ref_compute(call, NULL, NULL, st). MatMulInteger has no
+ * requantization: every profile gives the spec result, except orion-fp16x16 (UNSUPPORTED).
+ * orion-fp16x16 computes int8 only (other types: UNSUPPORTED) and answers
+ * QMM_INVALID_ARGUMENT where Orion panics (an input element -128, a result clamped to -128,
+ * a Q16.16 magnitude >= 2^32, y_scale encoding as 0), the message naming the rule. */
+qmm_status_code qmm_ref_compute_profile(qmm_call *call, qmm_profile p, qmm_status *st);
+
+/* `v` rounded to nearest, ties to even, in a scale type (float, float16 or bfloat16),
+ * subnormals included, overflowing to ±infinity; returned as the double holding that value.
+ * Independent of the floating-point environment's rounding mode. NaN for other types. */
+double qmm_round_to_scale_type(int32_t dtype, double v);
+
+/* The little-endian bit pattern of qmm_round_to_scale_type(dtype, v) (16 or 32 bits), so a
+ * caller can build float16/bfloat16 tensors without compiler support for them. */
+uint32_t qmm_scale_encode(int32_t dtype, double v);
+
 /* ---- the backend ---------------------------------------------------------------------- */
 
-/* Opens the reference backend. Options: "" or "profile=spec" (other profiles come with the
- * profiles work; an unknown key or profile is QMM_INVALID_ARGUMENT). */
+/* Opens the reference backend. Options: "" or "profile=NAME" with NAME one of the profiles
+ * above (an unknown key or profile is QMM_INVALID_ARGUMENT). Under a profile other than spec
+ * the backend's name is "reference:profile=NAME". */
 qmm_backend *qmm_reference_open(uint32_t harness_abi, const char *options, qmm_status *st);
 
 #ifdef __cplusplus

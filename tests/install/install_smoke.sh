@@ -3,7 +3,11 @@
 # plugin built with find_package(qmm) and with pkg-config, a program linking the installed
 # reference, and the installed qmmcheck running the plugin over the ONNX vectors and seeds.
 set -euo pipefail
-build=$1 src=$2
+build=$1 src=$2 cc=${3:-cc} sanitize=${4:-}
+# A sanitizer build installs instrumented static libraries: consumers must link the same runtime.
+flags=""
+[ -n "$sanitize" ] && flags="-fsanitize=$sanitize"
+export CC="$cc" CFLAGS="-O1 $flags" LDFLAGS="$flags"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
@@ -13,7 +17,8 @@ cmake --build "$tmp/consumer" >/dev/null
 cmake -S "$src/examples/vendor-plugin" -B "$tmp/example" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
 cmake --build "$tmp/example" >/dev/null
 cp -r "$src/examples/vendor-plugin" "$tmp/pc"
-make -s -C "$tmp/pc" PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" CFLAGS="-O2 -Wall -Wextra -Werror"
+make -s -C "$tmp/pc" PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" CC="$cc" \
+  CFLAGS="-O2 -Wall -Wextra -Werror $flags"
 for plugin in "$tmp/example/libmykernels.so" "$tmp/pc/libmykernels.so"; do
   out=$("$tmp/prefix/bin/qmmcheck" run --quiet --backend "$plugin" \
         --vectors "$src/vectors/onnx" --vectors "$src/vectors/seeds")

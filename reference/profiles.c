@@ -1,0 +1,504 @@
+/* reference/profiles.c — the non-spec semantics profiles (DESIGN §3, docs/profiles.md).
+ *
+ * Each profile imitates one implementation's arithmetic step by step, so every rounding is
+ * spelled out here rather than left to the host's float types: float32, float16 and bfloat16
+ * roundings go through round_ieee(), which depends neither on the FP rounding mode nor on
+ * compiler support for half types. Operations are done in double and then narrowed; for
+ * + - * / that double rounding is innocuous whenever 53 >= 2p + 2 (p = 24, 11, 8 here), so the
+ * result is the correctly rounded narrow one. This file is compiled with -ffp-contract=off
+ * (reference/CMakeLists.txt): a fused multiply-add would skip a rounding the imitated code
+ * performs. Like scales.c it uses no libm function but ldexp, so linking the reference needs
+ * no -lm.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reference/ref_internal.h"
+
+static const char *const profile_names[QMM_PROFILE_COUNT] = {
+    "spec", "onnx-ref", "ort-fp32", "orion-fp16x16",
+};
+
+const char *qmm_profile_name(qmm_profile p)
+{
+    if ((int)p < 0 || (int)p >= QMM_PROFILE_COUNT)
+        return NULL;
+    return profile_names[p];
+}
+
+int qmm_profile_from_name(const char *name, qmm_profile *out)
+{
+    for (int i = 0; name && i < QMM_PROFILE_COUNT; i++)
+        if (strcmp(profile_names[i], name) == 0) {
+            *out = (qmm_profile)i;
+            return 1;
+        }
+    return 0;
+}
+
+/* ---- rounding ---------------------------------------------------------------------------- */
+
+/* v rounded to an integer, ties to even, whatever fegetround() says. Below 2^52 in magnitude
+ * the int64 cast truncates exactly and the fraction v - t is exact; from 2^52 on every double
+ * is an integer. */
+static double rne(double v)
+{
+    const double two52 = 4503599627370496.0;
+    if (!(v > -two52 && v < two52))
+        return v; /* integral, infinite or NaN */
+    int64_t ti = (int64_t)v;
+    double t = (double)ti, d = v - t;
+    int odd = ti % 2 != 0;
+    if (d > 0.5 || (d == 0.5 && odd))
+        return t + 1.0;
+    if (d < -0.5 || (d == -0.5 && odd))
+        return t - 1.0;
+    return t;
+}
+
+/* floor(log2(a)) for a finite a > 0, read from the bits. */
+static int exponent_of(double a)
+{
+    uint64_t bits;
+    memcpy(&bits, &a, sizeof bits);
+    int e = (int)((bits >> 52) & 0x7ff);
+    if (e == 0) /* subnormal double: scale into the normal range first (exact) */
+        return exponent_of(ldexp(a, 64)) - 64;
+    return e - 1023;
+}
+
+/* x rounded to a binary format with `mbits` fraction bits and normal exponents emin..emax. */
+static double round_ieee(double x, int mbits, int emin, int emax)
+{
+    if (!isfinite(x) || x == 0.0)
+        return x;
+    double ax = x < 0 ? -x : x;
+    int e = exponent_of(ax);
+    if (e < emin)
+        e = emin; /* subnormal: the quantum stays 2^(emin - mbits) */
+    /* scaling by a power of two is exact, so only rne() rounds */
+    double r = ldexp(rne(ldexp(ax, mbits - e)), e - mbits);
+    if (r >= ldexp(1.0, emax + 1))
+        r = INFINITY;
+    return x < 0 ? -r : r;
+}
+
+static double round_f32(double x) { return round_ieee(x, 23, -126, 127); }
+
+double qmm_round_to_scale_type(int32_t dtype, double v)
+{
+    switch (dtype) {
+    case QMM_DTYPE_FLOAT: return round_f32(v);
+    case QMM_DTYPE_FLOAT16: return round_ieee(v, 10, -14, 15);
+    case QMM_DTYPE_BFLOAT16: return round_ieee(v, 7, -126, 127);
+    default: return NAN;
+    }
+}
+
+uint32_t qmm_scale_encode(int32_t dtype, double v)
+{
+    double r = qmm_round_to_scale_type(dtype, v);
+    if (dtype == QMM_DTYPE_FLOAT || dtype == QMM_DTYPE_BFLOAT16) {
+        /* a bfloat16 value is a float32 whose low 16 bits are zero */
+        float f = (float)r; /* exact: r is already a float32 value */
+        uint32_t bits;
+        memcpy(&bits, &f, sizeof bits);
+        return dtype == QMM_DTYPE_FLOAT ? bits : bits >> 16;
+    }
+    if (dtype != QMM_DTYPE_FLOAT16)
+        return 0;
+    uint32_t sign = signbit(r) ? 0x8000u : 0u;
+    double a = r < 0 ? -r : r;
+    if (isnan(a))
+        return 0x7e00u;
+    if (isinf(a))
+        return sign | 0x7c00u;
+    if (a == 0.0)
+        return sign;
+    int e = exponent_of(a);
+    if (e < -14) /* subnormal: a = m * 2^-24 */
+        return sign | (uint32_t)ldexp(a, 24);
+    uint32_t mant = (uint32_t)ldexp(a, 10 - e) - 1024u;
+    return sign | (uint32_t)(e + 15) << 10 | mant;
+}
+
+/* ---- shared element access --------------------------------------------------------------- */
+
+typedef struct elem_params {
+    int64_t za, zb, zy;
+    double sa, sb, sy;
+} elem_params;
+
+static int64_t zp_at(const qmm_tensor *zp, const qmm_param_map *map, const qmm_geometry *g,
+                     int64_t bi, int64_t i, int64_t j)
+{
+    if (!qmm_tensor_present(zp))
+        return 0;
+    return qmm_ref_load_q8(zp, qmm_param_offset(map, g, bi, i, j));
+}
+
+static double scale_at(const qmm_tensor *s, const qmm_param_map *map, const qmm_geometry *g,
+                       int64_t bi, int64_t i, int64_t j)
+{
+    return qmm_scale_decode(s->dtype, s->data, qmm_param_offset(map, g, bi, i, j));
+}
+
+static void params_at(const qmm_qlinearmatmul *c, const qmm_geometry *g,
+                      const qmm_param_map *maps, int64_t bi, int64_t i, int64_t j,
+                      elem_params *p)
+{
+    p->za = zp_at(&c->a_zero_point, &maps[QMM_REF_AZ], g, bi, i, j);
+    p->zb = zp_at(&c->b_zero_point, &maps[QMM_REF_BZ], g, bi, i, j);
+    p->zy = zp_at(&c->y_zero_point, &maps[QMM_REF_YZ], g, bi, i, j);
+    p->sa = scale_at(&c->a_scale, &maps[QMM_REF_AS], g, bi, i, j);
+    p->sb = scale_at(&c->b_scale, &maps[QMM_REF_BS], g, bi, i, j);
+    p->sy = scale_at(&c->y_scale, &maps[QMM_REF_YS], g, bi, i, j);
+}
+
+/* Both float profiles accumulate in int32 (numpy's int32 matmul, MLAS's int32 kernels), so
+ * the exact sum is taken modulo 2^32: what any order of wrapping int32 additions gives. */
+static int32_t wrapped_acc(const qmm_qlinearmatmul *c, const qmm_geometry *g, int64_t bi,
+                           int64_t i, int64_t j, int64_t za, int64_t zb)
+{
+    int64_t ao = qmm_geometry_a_offset(g, bi) + i * g->k;
+    int64_t bo = qmm_geometry_b_offset(g, bi) + j;
+    int64_t acc = 0;
+    for (int64_t k = 0; k < g->k; k++)
+        acc += (qmm_ref_load_q8(&c->a, ao + k) - za) * (qmm_ref_load_q8(&c->b, bo + k * g->n) - zb);
+    return qmm_ref_wrap_int32(acc);
+}
+
+static void q8_limits(int32_t dtype, int64_t *qmin, int64_t *qmax)
+{
+    *qmin = dtype == QMM_DTYPE_INT8 ? -128 : 0;
+    *qmax = dtype == QMM_DTYPE_INT8 ? 127 : 255;
+}
+
+/* An integral (or infinite) double clamped into [qmin, qmax]. */
+static int64_t clamp_integral(double v, int64_t qmin, int64_t qmax)
+{
+    if (v <= (double)qmin)
+        return qmin;
+    if (v >= (double)qmax)
+        return qmax;
+    return (int64_t)v;
+}
+
+static void store_q8(const qmm_tensor *y, int64_t index, int64_t v)
+{
+    unsigned char *p = y->data;
+    p[index] = (unsigned char)(v & 0xff);
+}
+
+/* ---- onnx-ref ---------------------------------------------------------------------------- */
+
+/* onnx.reference's QLinearMatMul: C = int32 matmul; D = C * (a_scale * b_scale / y_scale)
+ * with the multiplier computed in the scales' numpy type and the product promoted to float64;
+ * D += y_zero_point; rint; clip to the output type (onnx >= 1.22; older versions wrap in
+ * astype). NaN (0 * inf, only when the multiplier overflows the scales' type) becomes 0, as
+ * numpy's NaN-to-integer cast gives on x86-64. */
+static int64_t onnx_ref_element(int32_t acc, const elem_params *p, int32_t sdtype,
+                                int64_t qmin, int64_t qmax)
+{
+    double m = qmm_round_to_scale_type(sdtype, p->sa * p->sb);
+    m = qmm_round_to_scale_type(sdtype, m / p->sy);
+    double d = (double)acc * m;
+    d = d + (double)p->zy;
+    if (isnan(d))
+        return 0;
+    return clamp_integral(rne(d), qmin, qmax);
+}
+
+/* ---- ort-fp32 ---------------------------------------------------------------------------- */
+
+/* ONNX Runtime CPU: output scale = a_scale * b_scale / y_scale in float; MLAS requantization
+ * float(acc) * scale, clamped to [qmin - zy, qmax - zy], converted with RNE, plus zy. The
+ * clamp bounds are integers, so that equals clamp(RNE(.) + zy). A NaN product (0 * inf, only
+ * when the float multiplier overflows) gives qmin: MLAS's SSE2 clamp is MAXPS then MINPS,
+ * which return the bound when the value is NaN. */
+static int64_t ort_fp32_element(int32_t acc, const elem_params *p, int64_t qmin, int64_t qmax)
+{
+    double m = round_f32(round_f32(p->sa * p->sb) / p->sy);
+    double fa = round_f32((double)acc); /* rounds once |acc| > 2^24 */
+    double v = round_f32(fa * m);       /* the float product is exact in double */
+    if (isnan(v))
+        return qmin;
+    return clamp_integral(rne(v) + (double)p->zy, qmin, qmax);
+}
+
+/* ---- orion-fp16x16 ----------------------------------------------------------------------- */
+
+/* Orion's FP16x16 is sign + u32 magnitude in units of 2^-16; u32 overflow panics. Values
+ * here are int64 holding sign * magnitude, and every result is checked against 2^32. */
+#define Q_ONE ((int64_t)65536)
+#define Q_LIMIT ((uint64_t)1 << 32)
+
+typedef struct orion_ctx {
+    qmm_status *st;
+} orion_ctx;
+
+static uint64_t mag(int64_t x)
+{
+    return x < 0 ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;
+}
+
+static int64_t with_sign(uint64_t m, int negative)
+{
+    return negative ? -(int64_t)m : (int64_t)m;
+}
+
+static qmm_status_code orion_overflow(qmm_status *st, const char *what)
+{
+    return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                          "orion-fp16x16: %s: Q16.16 magnitude reaches 2^32 (integer part "
+                          ">= 65536), where Orion's u32 magnitude overflows and it panics",
+                          what);
+}
+
+/* trunc(|v| * 65536), sign kept. Scales are positive and finite (validated). */
+static qmm_status_code orion_encode(double v, const char *name, int64_t *out, qmm_status *st)
+{
+    double m = ldexp(v < 0 ? -v : v, 16); /* exact */
+    if (m >= (double)Q_LIMIT)
+        return orion_overflow(st, name);
+    *out = with_sign((uint64_t)m, v < 0); /* the cast truncates toward zero */
+    return QMM_OK;
+}
+
+/* sign * trunc(|x| * |y| / 65536); |x|, |y| < 2^32 so the product fits uint64. */
+static qmm_status_code trunc_mul(int64_t x, int64_t y, int64_t *out, const char *what,
+                                 qmm_status *st)
+{
+    uint64_t m = mag(x) * mag(y) / (uint64_t)Q_ONE;
+    if (m >= Q_LIMIT)
+        return orion_overflow(st, what);
+    *out = with_sign(m, (x < 0) != (y < 0));
+    return QMM_OK;
+}
+
+/* sign * trunc(|x| * 65536 / |y|), y != 0. */
+static qmm_status_code trunc_div(int64_t x, int64_t y, int64_t *out, const char *what,
+                                 qmm_status *st)
+{
+    uint64_t m = mag(x) * (uint64_t)Q_ONE / mag(y);
+    if (m >= Q_LIMIT)
+        return orion_overflow(st, what);
+    *out = with_sign(m, (x < 0) != (y < 0));
+    return QMM_OK;
+}
+
+static qmm_status_code checked_add(int64_t x, int64_t y, int64_t *out, const char *what,
+                                   qmm_status *st)
+{
+    int64_t s = x + y; /* |x|, |y| < 2^32: no int64 overflow */
+    if (mag(s) >= Q_LIMIT)
+        return orion_overflow(st, what);
+    *out = s;
+    return QMM_OK;
+}
+
+/* Orion's i8 cannot hold -128; any such input element panics. */
+static qmm_status_code orion_check_minus128(const qmm_tensor *t, const char *name,
+                                            qmm_status *st)
+{
+    if (!qmm_tensor_present(t))
+        return QMM_OK;
+    int64_t n = qmm_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++)
+        if (qmm_ref_load_q8(t, i) == -128)
+            return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                                  "orion-fp16x16: %s[%" PRId64 "] is -128, which Orion's i8 "
+                                  "cannot hold (it panics)",
+                                  name, i);
+    return QMM_OK;
+}
+
+static qmm_status_code orion_check_scales(const qmm_tensor *s, const char *name, int is_y,
+                                          qmm_status *st)
+{
+    int64_t n = qmm_tensor_numel(s);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t q = 0;
+        qmm_status_code rc = orion_encode(qmm_scale_decode(s->dtype, s->data, i), name, &q, st);
+        if (rc != QMM_OK)
+            return rc;
+        if (is_y && q == 0)
+            return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                                  "orion-fp16x16: %s[%" PRId64 "] encodes as 0 in Q16.16 "
+                                  "(trunc(v*65536) = 0), and Orion divides by it (it panics)",
+                                  name, i);
+    }
+    return QMM_OK;
+}
+
+/* deq(q) = trunc_mul(q - zp, s), all in Q16.16. */
+static qmm_status_code orion_deq(int64_t q, int64_t zp, double s, const char *what, int64_t *out,
+                                 qmm_status *st)
+{
+    int64_t qs = 0;
+    qmm_status_code rc = orion_encode(s, what, &qs, st);
+    if (rc != QMM_OK)
+        return rc;
+    return trunc_mul((q - zp) * Q_ONE, qs, out, what, st);
+}
+
+/* Dequantizes matrix `bi` of a (M x K) and of b (K x N), as Orion dequantizes whole tensors
+ * before its matmul: a magnitude overflow anywhere panics, used or not. */
+static qmm_status_code orion_dequantize(const qmm_qlinearmatmul *c, const qmm_geometry *g,
+                                        const qmm_param_map *maps, int64_t bi, int64_t *da,
+                                        int64_t *db, qmm_status *st)
+{
+    int64_t ao = qmm_geometry_a_offset(g, bi), bo = qmm_geometry_b_offset(g, bi);
+    for (int64_t i = 0; i < g->m; i++)
+        for (int64_t k = 0; k < g->k; k++) {
+            /* a's parameters are per row: any column gives the same element */
+            int64_t za = zp_at(&c->a_zero_point, &maps[QMM_REF_AZ], g, bi, i, 0);
+            double sa = scale_at(&c->a_scale, &maps[QMM_REF_AS], g, bi, i, 0);
+            qmm_status_code rc = orion_deq(qmm_ref_load_q8(&c->a, ao + i * g->k + k), za, sa,
+                                           "dequantized a", &da[i * g->k + k], st);
+            if (rc != QMM_OK)
+                return rc;
+        }
+    for (int64_t k = 0; k < g->k; k++)
+        for (int64_t j = 0; j < g->n; j++) {
+            int64_t zb = zp_at(&c->b_zero_point, &maps[QMM_REF_BZ], g, bi, 0, j);
+            double sb = scale_at(&c->b_scale, &maps[QMM_REF_BS], g, bi, 0, j);
+            qmm_status_code rc = orion_deq(qmm_ref_load_q8(&c->b, bo + k * g->n + j), zb, sb,
+                                           "dequantized b", &db[k * g->n + j], st);
+            if (rc != QMM_OK)
+                return rc;
+        }
+    return QMM_OK;
+}
+
+static qmm_status_code orion_element(const qmm_qlinearmatmul *c, const qmm_geometry *g,
+                                     const qmm_param_map *maps, const int64_t *da,
+                                     const int64_t *db, int64_t bi, int64_t i, int64_t j,
+                                     int64_t *out, qmm_status *st)
+{
+    int64_t sum = 0, term = 0, v = 0, sy = 0;
+    qmm_status_code rc;
+    for (int64_t k = 0; k < g->k; k++) {
+        if ((rc = trunc_mul(da[i * g->k + k], db[k * g->n + j], &term, "a product", st)) ||
+            (rc = checked_add(sum, term, &sum, "the running sum", st)))
+            return rc;
+    }
+    double sy_value = scale_at(&c->y_scale, &maps[QMM_REF_YS], g, bi, i, j);
+    if ((rc = orion_encode(sy_value, "y_scale", &sy, st)) ||
+        (rc = trunc_div(sum, sy, &v, "sum / y_scale", st)))
+        return rc;
+    int64_t zy = zp_at(&c->y_zero_point, &maps[QMM_REF_YZ], g, bi, i, j);
+    if ((rc = checked_add(v, zy * Q_ONE, &v, "sum / y_scale + y_zero_point", st)))
+        return rc;
+    if (v < -128 * Q_ONE)
+        v = -128 * Q_ONE;
+    if (v > 127 * Q_ONE)
+        v = 127 * Q_ONE;
+    int64_t r = with_sign(mag(v) / (uint64_t)Q_ONE, v < 0); /* truncation toward zero */
+    if (r == -128)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                              "orion-fp16x16: y[%" PRId64 "] clamps to -128, which Orion's "
+                              "i8 cannot hold (it panics)",
+                              (bi * g->m + i) * g->n + j);
+    *out = r;
+    return QMM_OK;
+}
+
+static qmm_status_code compute_orion(qmm_qlinearmatmul *c, const qmm_geometry *g,
+                                     const qmm_param_map *maps, qmm_status *st)
+{
+    if (c->a.dtype != QMM_DTYPE_INT8 || c->b.dtype != QMM_DTYPE_INT8 ||
+        c->y.dtype != QMM_DTYPE_INT8)
+        return qmm_status_set(st, QMM_UNSUPPORTED,
+                              "orion-fp16x16: int8 only (a %s, b %s, y %s)",
+                              qmm_ref_dtype_name(c->a.dtype), qmm_ref_dtype_name(c->b.dtype),
+                              qmm_ref_dtype_name(c->y.dtype));
+    qmm_status_code rc;
+    if ((rc = orion_check_minus128(&c->a, "a", st)) ||
+        (rc = orion_check_minus128(&c->a_zero_point, "a_zero_point", st)) ||
+        (rc = orion_check_minus128(&c->b, "b", st)) ||
+        (rc = orion_check_minus128(&c->b_zero_point, "b_zero_point", st)) ||
+        (rc = orion_check_minus128(&c->y_zero_point, "y_zero_point", st)) ||
+        (rc = orion_check_scales(&c->a_scale, "a_scale", 0, st)) ||
+        (rc = orion_check_scales(&c->b_scale, "b_scale", 0, st)) ||
+        (rc = orion_check_scales(&c->y_scale, "y_scale", 1, st)))
+        return rc;
+    if (g->batch == 0)
+        return qmm_status_ok(st); /* empty tensors: nothing to dequantize or compute */
+    /* with batch > 0, m*k and k*n are at most a's and b's element counts, which validation
+     * bounds, and their data is in memory */
+    size_t na = (size_t)(g->m * g->k), nb = (size_t)(g->k * g->n);
+    int64_t *da = malloc((na ? na : 1) * sizeof *da);
+    int64_t *db = malloc((nb ? nb : 1) * sizeof *db);
+    if (!da || !db) {
+        free(da);
+        free(db);
+        return qmm_status_set(st, QMM_OUT_OF_MEMORY, "orion-fp16x16: out of memory");
+    }
+    rc = QMM_OK;
+    for (int64_t bi = 0; rc == QMM_OK && bi < g->batch; bi++) {
+        rc = orion_dequantize(c, g, maps, bi, da, db, st);
+        for (int64_t i = 0; rc == QMM_OK && i < g->m; i++)
+            for (int64_t j = 0; rc == QMM_OK && j < g->n; j++) {
+                int64_t r = 0;
+                rc = orion_element(c, g, maps, da, db, bi, i, j, &r, st);
+                if (rc == QMM_OK)
+                    store_q8(&c->y, (bi * g->m + i) * g->n + j, r);
+            }
+    }
+    free(da);
+    free(db);
+    return rc == QMM_OK ? qmm_status_ok(st) : rc;
+}
+
+/* ---- dispatch ---------------------------------------------------------------------------- */
+
+static qmm_status_code compute_float_profile(qmm_qlinearmatmul *c, const qmm_geometry *g,
+                                             const qmm_param_map *maps, qmm_profile p,
+                                             qmm_status *st)
+{
+    int64_t qmin, qmax;
+    q8_limits(c->y.dtype, &qmin, &qmax);
+    for (int64_t bi = 0; bi < g->batch; bi++)
+        for (int64_t i = 0; i < g->m; i++)
+            for (int64_t j = 0; j < g->n; j++) {
+                elem_params ep;
+                params_at(c, g, maps, bi, i, j, &ep);
+                int32_t acc = wrapped_acc(c, g, bi, i, j, ep.za, ep.zb);
+                int64_t r = p == QMM_PROFILE_ONNX_REF
+                                ? onnx_ref_element(acc, &ep, c->a_scale.dtype, qmin, qmax)
+                                : ort_fp32_element(acc, &ep, qmin, qmax);
+                store_q8(&c->y, (bi * g->m + i) * g->n + j, r);
+            }
+    return qmm_status_ok(st);
+}
+
+qmm_status_code qmm_ref_compute_profile(qmm_call *call, qmm_profile p, qmm_status *st)
+{
+    if (p == QMM_PROFILE_SPEC)
+        return qmm_ref_compute(call, NULL, NULL, st);
+    if (!qmm_profile_name(p))
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT, "profile: unknown profile %d", (int)p);
+    if (call->op == QMM_OP_MATMULINTEGER && p == QMM_PROFILE_ORION_FP16X16) {
+        qmm_geometry g;
+        qmm_status_code rc = qmm_validate_matmulinteger(&call->u.matmulinteger, &g, st);
+        if (rc != QMM_OK)
+            return rc;
+        return qmm_status_set(st, QMM_UNSUPPORTED,
+                              "orion-fp16x16: MatMulInteger has no Orion counterpart");
+    }
+    /* MatMulInteger has no requantization, so the float profiles agree with spec on it. */
+    if (call->op != QMM_OP_QLINEARMATMUL)
+        return qmm_ref_compute(call, NULL, NULL, st);
+    qmm_qlinearmatmul *c = &call->u.qlinearmatmul;
+    qmm_geometry g;
+    qmm_param_map maps[QMM_REF_NMAPS];
+    qmm_status_code rc = qmm_ref_validate_qlm(c, &g, maps, st);
+    if (rc != QMM_OK)
+        return rc;
+    if (p == QMM_PROFILE_ORION_FP16X16)
+        return compute_orion(c, &g, maps, st);
+    return compute_float_profile(c, &g, maps, p, st);
+}

@@ -1,0 +1,893 @@
+/* tests/test_profiles.c — the semantics profiles (reference/profiles.c), the harness's use of
+ * them (expectations, "got matches" detail, --profile) and `qmmcheck fingerprint`.
+ * Every expected value is worked out by hand in the comment next to it; Orion's own published
+ * examples are reproduced exactly. Assumes a little-endian host, as the tensor format does. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness/backends.h"
+#include "harness/compare.h"
+#include "harness/expect.h"
+#include "harness/fingerprint.h"
+#include "harness/onnx_io.h"
+#include "harness/strbuf.h"
+#include "reference/qmm_reference.h"
+
+#define U8 QMM_DTYPE_UINT8
+#define S8 QMM_DTYPE_INT8
+#define F32 QMM_DTYPE_FLOAT
+#define F16 QMM_DTYPE_FLOAT16
+#define BF16 QMM_DTYPE_BFLOAT16
+
+#define SPEC QMM_PROFILE_SPEC
+#define ONNX QMM_PROFILE_ONNX_REF
+#define ORT QMM_PROFILE_ORT_FP32
+#define ORION QMM_PROFILE_ORION_FP16X16
+
+/* ---- building problems ---- */
+
+/* A QLinearMatMul with a, b, y of type q and per-tensor parameters; owns its buffers. */
+typedef struct prob {
+    unsigned char *a, *b, *y;
+    unsigned char s[3][4];
+    unsigned char z[3];
+    qmm_call call;
+} prob;
+
+static qmm_tensor scalar(int32_t dtype, void *data)
+{
+    qmm_tensor t;
+    memset(&t, 0, sizeof t);
+    t.dtype = dtype;
+    t.data = data;
+    return t;
+}
+
+static void put_scale(unsigned char *dst, int32_t dtype, double v)
+{
+    uint32_t bits = qmm_scale_encode(dtype, v);
+    cr_assert_eq(qmm_round_to_scale_type(dtype, v), v, "scale %.17g is not a %d value", v, dtype);
+    for (size_t k = 0; k < qmm_dtype_size(dtype); k++)
+        dst[k] = (unsigned char)(bits >> (8 * k));
+}
+
+/* dims: rank, then a's dims, then b's dims. a, b: element values (NULL: all `fill`). */
+static void prob_init(prob *p, int32_t q, int32_t sdt, int rank, const int64_t *adims,
+                      const int64_t *bdims, const int *a, const int *b, int fill, double sa,
+                      double sb, double sy, int za, int zb, int zy)
+{
+    memset(p, 0, sizeof *p);
+    qmm_qlinearmatmul *c = &p->call.u.qlinearmatmul;
+    p->call.op = QMM_OP_QLINEARMATMUL;
+    c->opset = sdt == F32 ? 10 : 21;
+    c->a.dtype = c->b.dtype = q;
+    c->a.rank = c->b.rank = rank;
+    memcpy(c->a.dims, adims, (size_t)rank * sizeof *adims);
+    memcpy(c->b.dims, bdims, (size_t)rank * sizeof *bdims);
+    int64_t na = qmm_tensor_numel(&c->a), nb = qmm_tensor_numel(&c->b);
+    p->a = malloc((size_t)na);
+    p->b = malloc((size_t)nb);
+    cr_assert(p->a && p->b);
+    for (int64_t i = 0; i < na; i++)
+        p->a[i] = (unsigned char)((a ? a[i] : fill) & 0xff);
+    for (int64_t i = 0; i < nb; i++)
+        p->b[i] = (unsigned char)((b ? b[i] : fill) & 0xff);
+    c->a.data = p->a;
+    c->b.data = p->b;
+    put_scale(p->s[0], sdt, sa);
+    put_scale(p->s[1], sdt, sb);
+    put_scale(p->s[2], sdt, sy);
+    p->z[0] = (unsigned char)(za & 0xff);
+    p->z[1] = (unsigned char)(zb & 0xff);
+    p->z[2] = (unsigned char)(zy & 0xff);
+    c->a_scale = scalar(sdt, p->s[0]);
+    c->b_scale = scalar(sdt, p->s[1]);
+    c->y_scale = scalar(sdt, p->s[2]);
+    c->a_zero_point = scalar(q, &p->z[0]);
+    c->b_zero_point = scalar(q, &p->z[1]);
+    c->y_zero_point = scalar(q, &p->z[2]);
+    qmm_geometry g;
+    qmm_status st;
+    cr_assert_eq(qmm_matmul_geometry(&c->a, &c->b, &g, &st), QMM_OK, "%s", st.message);
+    c->y.dtype = q;
+    c->y.rank = g.y_rank;
+    memcpy(c->y.dims, g.y_dims, sizeof c->y.dims);
+    p->y = malloc((size_t)(g.batch * g.m * g.n) + 1);
+    cr_assert(p->y);
+    c->y.data = p->y;
+}
+
+/* A 1x1 problem: a = [[av]], b = [[bv]]. */
+static void prob_1x1(prob *p, int32_t q, int32_t sdt, int av, int bv, double sa, double sb,
+                     double sy, int za, int zb, int zy)
+{
+    const int64_t d[2] = {1, 1};
+    prob_init(p, q, sdt, 2, d, d, (int[]){av}, (int[]){bv}, 0, sa, sb, sy, za, zb, zy);
+}
+
+static void prob_free(prob *p)
+{
+    free(p->a);
+    free(p->b);
+    free(p->y);
+}
+
+/* Element i of y as an integer of y's type. */
+static int y_at(const prob *p, int64_t i)
+{
+    unsigned v = p->y[i];
+    if (p->call.u.qlinearmatmul.y.dtype == S8)
+        return v >= 128 ? (int)v - 256 : (int)v;
+    return (int)v;
+}
+
+static qmm_status_code run_profile(prob *p, qmm_profile pr, qmm_status *st)
+{
+    memset(p->y, 0xa5, 1);
+    return qmm_ref_compute_profile(&p->call, pr, st);
+}
+
+/* Computes element 0 under `pr`, asserting OK. */
+static int one(prob *p, qmm_profile pr)
+{
+    qmm_status st;
+    qmm_status_code rc = run_profile(p, pr, &st);
+    cr_assert_eq(rc, QMM_OK, "%s: %s", qmm_profile_name(pr), st.message);
+    cr_assert_str_empty(st.message);
+    return y_at(p, 0);
+}
+
+/* Expects element 0 under spec, onnx-ref, ort-fp32 and (unless orion < -1000) orion. */
+static void expect4(prob *p, int spec, int onnx, int ort, int orion)
+{
+    cr_expect_eq(one(p, SPEC), spec, "spec");
+    cr_expect_eq(one(p, ONNX), onnx, "onnx-ref");
+    cr_expect_eq(one(p, ORT), ort, "ort-fp32");
+    if (orion > -1000)
+        cr_expect_eq(one(p, ORION), orion, "orion-fp16x16");
+}
+
+/* Expects `code` under `pr` with every needle in the message. */
+static void expect_fail(prob *p, qmm_profile pr, qmm_status_code code, const char *n1,
+                        const char *n2)
+{
+    qmm_status st;
+    qmm_status_code rc = run_profile(p, pr, &st);
+    cr_expect_eq(rc, code, "rc %d: %s", (int)rc, st.message);
+    cr_expect_eq(st.code, code);
+    cr_expect(strstr(st.message, n1) != NULL, "'%s' lacks '%s'", st.message, n1);
+    if (n2)
+        cr_expect(strstr(st.message, n2) != NULL, "'%s' lacks '%s'", st.message, n2);
+}
+
+/* 7942963 * 2^-18 = 30.29999923706055, a float32 (23 significant bits). */
+#define NEAR (7942963.0 / 262144.0)
+
+/* ---- names ---- */
+
+Test(profiles, names_round_trip_and_match_the_harness_list)
+{
+    int n = 0;
+    for (; qh_profiles[n]; n++) {
+        qmm_profile p;
+        cr_assert(qmm_profile_from_name(qh_profiles[n], &p), "%s", qh_profiles[n]);
+        cr_expect_eq((int)p, n, "qh_profiles is in qmm_profile order");
+        cr_expect_str_eq(qmm_profile_name(p), qh_profiles[n]);
+        cr_expect(qh_profile_known(qh_profiles[n]));
+    }
+    cr_expect_eq(n, QMM_PROFILE_COUNT);
+    qmm_profile p;
+    cr_expect(!qmm_profile_from_name("onnx", &p));
+    cr_expect(!qmm_profile_from_name("", &p));
+    cr_expect(!qh_profile_known("nonsense"));
+    cr_expect_null(qmm_profile_name((qmm_profile)QMM_PROFILE_COUNT));
+}
+
+/* ---- rounding to the scale types ---- */
+
+Test(profiles, float16_rounding_is_rne_with_subnormals_and_overflow)
+{
+    /* 1 + 2^-11 is halfway between 1 and 1 + 2^-10: even mantissa, 1 */
+    cr_expect_eq(qmm_round_to_scale_type(F16, 1.0 + 0x1p-11), 1.0);
+    /* 1 + 3*2^-11 is halfway between 1 + 2^-10 (odd) and 1 + 2^-9 (even) */
+    cr_expect_eq(qmm_round_to_scale_type(F16, 1.0 + 3 * 0x1p-11), 1.0 + 0x1p-9);
+    cr_expect_eq(qmm_round_to_scale_type(F16, 1.0 + 0x1p-11 + 0x1p-30), 1.0 + 0x1p-10);
+    cr_expect_eq(qmm_round_to_scale_type(F16, -(1.0 + 3 * 0x1p-11)), -(1.0 + 0x1p-9));
+    cr_expect_eq(qmm_round_to_scale_type(F16, 65504.0), 65504.0);
+    /* 65519.99 rounds down to 65504; 65520 is the tie with 65536, which overflows */
+    cr_expect_eq(qmm_round_to_scale_type(F16, 65519.99), 65504.0);
+    cr_expect(isinf(qmm_round_to_scale_type(F16, 65520.0)));
+    /* subnormals: quantum 2^-24; 2^-25 ties to 0, 3*2^-25 ties to 2^-23 */
+    cr_expect_eq(qmm_round_to_scale_type(F16, 0x1p-25), 0.0);
+    cr_expect_eq(qmm_round_to_scale_type(F16, 3 * 0x1p-25), 0x1p-23);
+    cr_expect_eq(qmm_round_to_scale_type(F16, 0x1p-24), 0x1p-24);
+    cr_expect_eq(qmm_scale_encode(F16, 1.0), 0x3c00u);
+    cr_expect_eq(qmm_scale_encode(F16, -2.0), 0xc000u);
+    cr_expect_eq(qmm_scale_encode(F16, 65504.0), 0x7bffu);
+    cr_expect_eq(qmm_scale_encode(F16, 1e6), 0x7c00u);
+    cr_expect_eq(qmm_scale_encode(F16, 0x1p-24), 0x0001u);
+    cr_expect_eq(qmm_scale_encode(F16, 0x1p-14), 0x0400u);
+    cr_expect_eq(qmm_scale_encode(F16, 1.0 / 3.0), 0x3555u); /* 0.333251953125 */
+}
+
+Test(profiles, bfloat16_and_float32_rounding)
+{
+    cr_expect_eq(qmm_round_to_scale_type(BF16, 1.0 + 0x1p-8), 1.0);
+    cr_expect_eq(qmm_round_to_scale_type(BF16, 1.0 + 3 * 0x1p-8), 1.0 + 0x1p-6);
+    cr_expect_eq(qmm_scale_encode(BF16, 1.0), 0x3f80u);
+    cr_expect_eq(qmm_scale_encode(BF16, 1.0 + 3 * 0x1p-8), 0x3f82u);
+    cr_expect_eq(qmm_round_to_scale_type(F32, 1.0 + 0x1p-24), 1.0);
+    cr_expect_eq(qmm_round_to_scale_type(F32, 1.0 + 3 * 0x1p-24), 1.0 + 0x1p-22);
+    cr_expect_eq(qmm_round_to_scale_type(F32, 0x1p-150), 0.0);         /* ties to 0 */
+    cr_expect_eq(qmm_round_to_scale_type(F32, 3 * 0x1p-150), 0x1p-148); /* ties to even */
+    cr_expect(isinf(qmm_round_to_scale_type(F32, 0x1p128)));
+    cr_expect_eq(qmm_scale_encode(F32, 1.0), 0x3f800000u);
+    cr_expect(isnan(qmm_round_to_scale_type(U8, 1.0)));
+}
+
+/* ---- the float profiles, hand-computed ---- */
+
+Test(profiles, tie_with_odd_zero_point_onnx_ref_adds_first)
+{
+    prob p;
+    /* acc 1 * 0.5 = 0.5, zy 1: spec RNE(0.5) + 1 = 1; onnx-ref rint(0.5 + 1) = 2;
+     * ort-fp32 nearbyintf(0.5) + 1 = 1 */
+    prob_1x1(&p, U8, F32, 1, 1, 0.5, 1.0, 1.0, 0, 0, 1);
+    expect4(&p, 1, 2, 1, -9999);
+    prob_free(&p);
+    /* int8, acc -1: -0.5 + 1: spec RNE(-0.5) + 1 = 1; onnx-ref rint(0.5) = 0; ort 1;
+     * orion: -32768 + 65536 = 0.5 truncated = 0 */
+    prob_1x1(&p, S8, F32, -1, 1, 0.5, 1.0, 1.0, 0, 0, 1);
+    expect4(&p, 1, 0, 1, 0);
+    prob_free(&p);
+    /* zy 3 with acc 3: 1.5 + 3: spec 2 + 3 = 5; onnx-ref rint(4.5) = 4; ort 5; orion 4 */
+    prob_1x1(&p, S8, F32, 3, 1, 0.5, 1.0, 1.0, 0, 0, 3);
+    expect4(&p, 5, 4, 5, 4);
+    prob_free(&p);
+    /* an even zero point agrees: 1.5 + 2 -> spec 4, onnx-ref rint(3.5) = 4; orion
+     * trunc(3.5) = 3 */
+    prob_1x1(&p, S8, F32, 3, 1, 0.5, 1.0, 1.0, 0, 0, 2);
+    expect4(&p, 4, 4, 4, 3);
+    prob_free(&p);
+}
+
+Test(profiles, ort_fp32_product_near_tie)
+{
+    prob p;
+    /* acc 5, m = NEAR exactly (sb = sy = 1): exact 5 * NEAR = 151.5 - 2^-18 -> 151 for spec
+     * and for onnx-ref (exact in double). ort-fp32: float32 has ulp 2^-16 at 151, so the
+     * product rounds to 151.5, and nearbyintf ties to even: 152. */
+    prob_1x1(&p, U8, F32, 5, 1, NEAR, 1.0, 1.0, 0, 0, 0);
+    expect4(&p, 151, 151, 152, -9999);
+    prob_free(&p);
+}
+
+Test(profiles, ort_fp32_product_near_tie_int8)
+{
+    prob p;
+    /* 5 * (10643046 * 2^-19) = 101.5 - 2^-18: float32 (ulp 2^-17 at 101) has a tie there and
+     * takes the even 101.5, then 102. spec, onnx-ref: 101. orion: sa encodes as
+     * trunc(1330380.75) = 1330380, times 5 = 6651900 = 101.49993 -> 101 */
+    prob_1x1(&p, S8, F32, 5, 1, 10643046.0 / 524288.0, 1.0, 1.0, 0, 0, 0);
+    expect4(&p, 101, 101, 102, 101);
+    prob_free(&p);
+}
+
+Test(profiles, float32_multiplier_near_tie)
+{
+    prob p;
+    /* sa * sb = 5 * NEAR = 151.5 - 2^-18, which float32 rounds to 151.5: both float
+     * multipliers are 151.5, acc 1: onnx-ref rint(151.5) = 152, ort 152; spec 151 */
+    prob_1x1(&p, U8, F32, 1, 1, 5.0, NEAR, 1.0, 0, 0, 0);
+    expect4(&p, 151, 152, 152, -9999);
+    prob_free(&p);
+}
+
+Test(profiles, ort_fp32_rounds_acc_past_2_24)
+{
+    /* K = 263: 261 * 255*255 + 48*47 + 6*7 = 16973823 = 129.5 * 2^17 - 1 (odd, > 2^24).
+     * float(acc) is 16973824 (the tie goes to the even mantissa), times 2^-17 = 129.5 -> 130
+     * under ort-fp32; spec and onnx-ref: 129.4999924 -> 129 */
+    int a[263], b[263];
+    for (int k = 0; k < 263; k++)
+        a[k] = b[k] = 255;
+    a[261] = 48;
+    b[261] = 47;
+    a[262] = 6;
+    b[262] = 7;
+    prob p;
+    prob_init(&p, U8, F32, 2, (int64_t[]){1, 263}, (int64_t[]){263, 1}, a, b, 0, 0x1p-17, 1.0,
+              1.0, 0, 0, 0);
+    expect4(&p, 129, 129, 130, -9999);
+    qmm_ref_element e;
+    qmm_status st;
+    cr_assert_eq(qmm_ref_explain(&p.call, 0, &e, &st), QMM_OK, "%s", st.message);
+    cr_expect_eq(e.acc, 16973823);
+    prob_free(&p);
+}
+
+Test(profiles, float_profiles_wrap_the_int32_accumulator)
+{
+    /* K = 33026 of 255*255: acc 2147515650 > INT32_MAX, wrapped -2147451646. Times 2^-24:
+     * exact 128.0019 -> 128 (spec); wrapped -127.998 -> clamps to 0, which spec also accepts
+     * (y_wrapped) and onnx-ref and ort-fp32 give (ort: float(wrapped) = -2147451648). */
+    prob p;
+    prob_init(&p, U8, F32, 2, (int64_t[]){1, 33026}, (int64_t[]){33026, 1}, NULL, NULL, 255,
+              0x1p-24, 1.0, 1.0, 0, 0, 0);
+    expect4(&p, 128, 0, 0, -9999);
+    unsigned char w = 0x5a;
+    qmm_tensor yw = p.call.u.qlinearmatmul.y;
+    yw.data = &w;
+    int overflow = 0;
+    qmm_status st;
+    cr_assert_eq(qmm_ref_compute(&p.call, &yw, &overflow, &st), QMM_OK, "%s", st.message);
+    cr_expect_eq(overflow, 1);
+    cr_expect_eq(w, 0);
+    prob_free(&p);
+}
+
+Test(profiles, onnx_ref_multiplier_in_float16_and_bfloat16)
+{
+    prob p;
+    /* float16: 3 * 3.83203125 = 11.49609375, halfway between float16 neighbours 11.4921875
+     * and 11.5 (ulp 2^-7); ties to the even one, 11.5, and rint(11.5) = 12. spec: 11;
+     * ort-fp32 (float32 holds 11.49609375 exactly): 11; orion: 753408 / 65536 -> 11 */
+    prob_1x1(&p, S8, F16, 1, 1, 3.0, 3.83203125, 1.0, 0, 0, 0);
+    expect4(&p, 11, 12, 11, 11);
+    prob_free(&p);
+    /* bfloat16: 3 * 3.15625 = 9.46875, halfway between 9.4375 and 9.5 (ulp 2^-4); to 9.5,
+     * then rint(9.5) = 10. spec and ort-fp32: 9 */
+    prob_1x1(&p, U8, BF16, 1, 1, 3.0, 3.15625, 1.0, 0, 0, 0);
+    expect4(&p, 9, 10, 9, -9999);
+    prob_free(&p);
+}
+
+Test(profiles, multiplier_overflowing_the_scale_type)
+{
+    prob p;
+    /* float16 300 * 300 = 90000 overflows to inf: acc 1 -> +inf -> 255 (spec: 90000 -> 255) */
+    prob_1x1(&p, U8, F16, 1, 1, 300.0, 300.0, 1.0, 0, 0, 7);
+    expect4(&p, 255, 255, 255, -9999);
+    prob_free(&p);
+    /* acc 0: 0 * inf is NaN, which numpy's cast turns into 0; spec and ort (finite float32
+     * multiplier) give zy = 7 */
+    prob_1x1(&p, U8, F16, 0, 1, 300.0, 300.0, 1.0, 0, 0, 7);
+    expect4(&p, 7, 0, 7, -9999);
+    prob_free(&p);
+    /* float32 1e30f * 1e30f overflows too: acc 0 under ort-fp32 is NaN, which MLAS's SSE2
+     * clamp (MAXPS, MINPS) sends to qmin - zy, so qmin = 0; onnx-ref 0 (NaN cast); spec 7 */
+    prob_1x1(&p, U8, F32, 0, 1, 1e30f, 1e30f, 1.0, 0, 0, 7);
+    expect4(&p, 7, 0, 0, -9999);
+    prob_free(&p);
+    /* int8: ort-fp32 -128, onnx-ref 0, spec zy = 7 */
+    prob_1x1(&p, S8, F32, 0, 1, 1e30f, 1e30f, 1.0, 0, 0, 7);
+    expect4(&p, 7, 0, -128, -9999);
+    prob_free(&p);
+}
+
+Test(profiles, every_profile_saturates)
+{
+    prob p;
+    /* 200 * 200 = 40000 -> 255 everywhere (onnx < 1.22 would wrap to 64) */
+    prob_1x1(&p, U8, F32, 200, 200, 1.0, 1.0, 1.0, 0, 0, 0);
+    expect4(&p, 255, 255, 255, -9999);
+    prob_free(&p);
+    /* int8 100 * 100 -> 127, Orion too (655360000 in Q16.16 fits, clamps to 127) */
+    prob_1x1(&p, S8, F32, 100, 100, 1.0, 1.0, 1.0, 0, 0, 0);
+    expect4(&p, 127, 127, 127, 127);
+    prob_free(&p);
+}
+
+Test(profiles, matmulinteger_is_spec_except_orion)
+{
+    uint8_t a[2] = {200, 3}, b[2] = {100, 7};
+    int32_t y = 0;
+    qmm_call c;
+    memset(&c, 0, sizeof c);
+    c.op = QMM_OP_MATMULINTEGER;
+    c.u.matmulinteger.a = (qmm_tensor){.dtype = U8, .rank = 2, .dims = {1, 2}, .data = a};
+    c.u.matmulinteger.b = (qmm_tensor){.dtype = U8, .rank = 2, .dims = {2, 1}, .data = b};
+    c.u.matmulinteger.y = (qmm_tensor){.dtype = QMM_DTYPE_INT32, .rank = 2, .dims = {1, 1},
+                                       .data = &y};
+    for (int p = 0; p < QMM_PROFILE_COUNT; p++) {
+        qmm_status st;
+        y = 0;
+        qmm_status_code rc = qmm_ref_compute_profile(&c, (qmm_profile)p, &st);
+        if (p == ORION) {
+            cr_expect_eq(rc, QMM_UNSUPPORTED);
+            cr_expect(strstr(st.message, "MatMulInteger") != NULL, "%s", st.message);
+        } else {
+            cr_expect_eq(rc, QMM_OK, "%s", st.message);
+            cr_expect_eq(y, 200 * 100 + 3 * 7);
+        }
+    }
+}
+
+Test(profiles, validation_is_the_same_for_every_profile)
+{
+    prob p;
+    prob_1x1(&p, U8, F32, 1, 1, 1.0, 1.0, 1.0, 0, 0, 0);
+    float bad = -1.0f;
+    p.call.u.qlinearmatmul.b_scale.data = &bad;
+    for (int pr = 0; pr < QMM_PROFILE_COUNT; pr++)
+        expect_fail(&p, (qmm_profile)pr, QMM_INVALID_ARGUMENT, "b_scale", NULL);
+    cr_expect_eq(qmm_ref_compute_profile(&p.call, (qmm_profile)QMM_PROFILE_COUNT, NULL),
+                 QMM_INVALID_ARGUMENT);
+    prob_free(&p);
+}
+
+/* ---- orion-fp16x16 ---- */
+
+Test(profiles, orion_published_2d_example)
+{
+    /* Orion's documentation: magnitudes 2000, 2500, 3000 (scales m / 65536), zero points 0.
+     * y[0,0]: deq a = 2000 a, deq b = 2500 b; terms trunc(5e6 * ab / 65536) for ab =
+     * 2, 16, 42, 80: 152 + 1220 + 3204 + 6103 = 10679; trunc(10679 * 65536 / 3000) = 233283,
+     * 3.56 truncated: 3 (the exact value, 140 * 2000 * 2500 / 3000 / 65536 = 3.56, gives 4) */
+    static const int a[] = {1, 2, 3, 4, 5, 6, 7, 8};
+    static const int b[] = {2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24};
+    static const int want[] = {3, 4, 4, 8, 9, 10};
+    prob p;
+    prob_init(&p, S8, F32, 2, (int64_t[]){2, 4}, (int64_t[]){4, 3}, a, b, 0, 2000.0 / 65536,
+              2500.0 / 65536, 3000.0 / 65536, 0, 0, 0);
+    qmm_status st;
+    cr_assert_eq(run_profile(&p, ORION, &st), QMM_OK, "%s", st.message);
+    for (int i = 0; i < 6; i++)
+        cr_expect_eq(y_at(&p, i), want[i], "y[%d] = %d, want %d", i, y_at(&p, i), want[i]);
+    cr_expect_eq(one(&p, SPEC), 4);
+    prob_free(&p);
+}
+
+Test(profiles, orion_published_3d_example)
+{
+    /* magnitudes 20000, 25000, 30000; a [2,2,3], b [2,3,2] (the same matrix twice).
+     * y[0,0,0]: terms trunc(5e8 * ab / 65536) for ab = 2, 12, 20: 15258 + 91552 + 152587 =
+     * 259397; trunc(259397 * 65536 / 30000) = 566659 -> 8.65 -> 8 */
+    static const int a[] = {-1, -2, -2, -3, -4, -4, -5, -6, -6, -7, -8, -8};
+    static const int b[] = {-2, -4, -6, -8, -10, -12, -2, -4, -6, -8, -10, -12};
+    static const int want[] = {8, 11, 17, 23, 26, 35, 36, 47};
+    prob p;
+    prob_init(&p, S8, F32, 3, (int64_t[]){2, 2, 3}, (int64_t[]){2, 3, 2}, a, b, 0,
+              20000.0 / 65536, 25000.0 / 65536, 30000.0 / 65536, 0, 0, 0);
+    qmm_status st;
+    cr_assert_eq(run_profile(&p, ORION, &st), QMM_OK, "%s", st.message);
+    for (int i = 0; i < 8; i++)
+        cr_expect_eq(y_at(&p, i), want[i], "y[%d] = %d, want %d", i, y_at(&p, i), want[i]);
+    prob_free(&p);
+}
+
+Test(profiles, orion_truncates_toward_zero_with_zero_points)
+{
+    prob p;
+    /* -27 * 2^-4 = -1.6875: spec -2; orion: deq a = -27 * 4096 = -110592, times deq b 65536
+     * -> -110592, / 65536 -> -110592 = -1.6875, truncated -1 */
+    prob_1x1(&p, S8, F32, -27, 1, 0x1p-4, 1.0, 1.0, 0, 0, 0);
+    expect4(&p, -2, -2, -2, -1);
+    prob_free(&p);
+    /* zero points: (7 - 2)(5 - 3) = 10, * 0.3 (encoded trunc(0.3 * 65536) = 19660, the float
+     * 0.3f is 0.300000011920928955) -> orion: deq a = 5 * 19660 = 98300, deq b = 2 * 65536;
+     * product 196600 / 65536 -> 196600 = 2.9998..; + zy -4 -> -1.0001.. -> -1;
+     * spec: 3.0000001 -> 3 - 4 = -1; all agree here: -1 */
+    prob_1x1(&p, S8, F32, 7, 5, 0.3f, 1.0, 1.0, 2, 3, -4);
+    expect4(&p, -1, -1, -1, -1);
+    prob_free(&p);
+    /* same with zy +4: orion 2.9998 + 4 = 6.9998 -> 6; spec 3 + 4 = 7 */
+    prob_1x1(&p, S8, F32, 7, 5, 0.3f, 1.0, 1.0, 2, 3, 4);
+    expect4(&p, 7, 7, 7, 6);
+    prob_free(&p);
+}
+
+Test(profiles, orion_error_rules)
+{
+    prob p;
+    /* an input element -128, in a, b or a zero point */
+    prob_1x1(&p, S8, F32, -128, 1, 1.0, 1.0, 1.0, 0, 0, 0);
+    expect_fail(&p, ORION, QMM_INVALID_ARGUMENT, "a[0] is -128", "panics");
+    cr_expect_eq(one(&p, SPEC), -128);
+    prob_free(&p);
+    prob_1x1(&p, S8, F32, 1, -128, 1.0, 1.0, 1.0, 0, 0, 0);
+    expect_fail(&p, ORION, QMM_INVALID_ARGUMENT, "b[0] is -128", NULL);
+    prob_free(&p);
+    prob_1x1(&p, S8, F32, 1, 1, 1.0, 1.0, 1.0, 0, 0, -128);
+    expect_fail(&p, ORION, QMM_INVALID_ARGUMENT, "y_zero_point[0] is -128", NULL);
+    prob_free(&p);
+    /* a result clamped to -128: -100 * 100 */
+    prob_1x1(&p, S8, F32, -100, 100, 1.0, 1.0, 1.0, 0, 0, 0);
+    expect_fail(&p, ORION, QMM_INVALID_ARGUMENT, "clamps to -128", NULL);
+    prob_free(&p);
+    /* negative results that do not reach -128 are fine: -127 * 0.5 = -63.5 truncates to
+     * -63 (spec: RNE(-63.5) = -64) */
+    prob_1x1(&p, S8, F32, -127, 1, 0.5, 1.0, 1.0, 0, 0, 0);
+    expect4(&p, -64, -64, -64, -63);
+    prob_free(&p);
+    /* magnitude: a scale of 65536 encodes as 2^32 */
+    prob_1x1(&p, S8, F32, 1, 1, 65536.0, 0x1p-20, 1.0, 0, 0, 0);
+    expect_fail(&p, ORION, QMM_INVALID_ARGUMENT, "a_scale", "2^32");
+    prob_free(&p);
+    /* ... while 65535.5 encodes as 4294934528 < 2^32; deq b = trunc(65536 * 1 / 65536) = 1
+     * (sb = 2^-16), product trunc(4294934528 / 65536) = 65535 = 0.99998 -> 0 */
+    prob_1x1(&p, S8, F32, 1, 1, 65535.5, 0x1p-16, 1.0, 0, 0, 0);
+    cr_expect_eq(one(&p, ORION), 0);
+    cr_expect_eq(one(&p, SPEC), 1); /* 65535.5 / 65536 = 0.99999 -> 1 */
+    prob_free(&p);
+    /* magnitude: a dequantized value, 100 * 60000 */
+    prob_1x1(&p, S8, F32, 100, 1, 60000.0, 0x1p-20, 1.0, 0, 0, 0);
+    expect_fail(&p, ORION, QMM_INVALID_ARGUMENT, "dequantized a", "2^32");
+    prob_free(&p);
+    /* magnitude: a product, 250 * 250 = 62500 in each of two terms sums past 65536 */
+    prob_init(&p, S8, F32, 2, (int64_t[]){1, 2}, (int64_t[]){2, 1}, (int[]){125, 125},
+              (int[]){125, 125}, 0, 2.0, 2.0, 1024.0, 0, 0, 0);
+    expect_fail(&p, ORION, QMM_INVALID_ARGUMENT, "running sum", "2^32");
+    cr_expect_eq(one(&p, SPEC), 122); /* 2 * 62500 / 1024 = 122.07 */
+    prob_free(&p);
+    /* y_scale encoding as 0: 2^-17 * 65536 = 0.5 -> 0 */
+    prob_1x1(&p, S8, F32, 1, 1, 1.0, 1.0, 0x1p-17, 0, 0, 0);
+    expect_fail(&p, ORION, QMM_INVALID_ARGUMENT, "y_scale[0] encodes as 0", NULL);
+    prob_free(&p);
+    /* int8 only */
+    prob_1x1(&p, U8, F32, 1, 1, 1.0, 1.0, 1.0, 0, 0, 0);
+    expect_fail(&p, ORION, QMM_UNSUPPORTED, "int8 only", NULL);
+    prob_free(&p);
+}
+
+/* ---- the harness: expectations and mismatch detail ---- */
+
+Test(profiles, expectation_under_a_profile)
+{
+    prob p;
+    prob_1x1(&p, U8, F32, 1, 1, 0.5, 1.0, 1.0, 0, 0, 1);
+    qh_expectation e;
+    cr_assert_eq(qh_expect(&p.call, "onnx-ref", &e), 0, "%s", e.message);
+    cr_expect_eq(e.code, QMM_OK);
+    cr_expect_eq(e.overflow, 0);
+    cr_expect_eq(qh_tensor_int(&e.exact, 0), 2);
+    cr_expect_eq(qh_tensor_int(&e.alt, 0), 2, "no overflow alternative under a profile");
+    cr_expect_str_eq(e.profile, "onnx-ref");
+
+    /* "got 1" (what spec and ort-fp32 give) against the onnx-ref expectation */
+    unsigned char g = 1;
+    qmm_tensor got = p.call.u.qlinearmatmul.y;
+    got.data = &g;
+    qh_compare cmp;
+    qh_compare_outputs(&e.exact, NULL, &got, &cmp);
+    cr_assert_eq(cmp.errors, 1);
+    qh_sb b = {0};
+    qh_explain_mismatches(&b, &e, &got, &cmp, 4);
+    cr_expect(strstr(b.s, "y[0,0] (index 0): expected 2, got 1; acc 1; acc*scale = 0.5; got "
+                          "matches: spec, ort-fp32\n") != NULL,
+              "%s", b.s);
+    qh_sb_free(&b);
+    g = 200;
+    qh_compare_outputs(&e.exact, NULL, &got, &cmp);
+    qh_explain_mismatches(&b, &e, &got, &cmp, 4);
+    cr_expect(strstr(b.s, "got 200; acc 1; acc*scale = 0.5; got matches no known profile\n"),
+              "%s", b.s);
+    qh_sb_free(&b);
+    qh_expectation_free(&e);
+    prob_free(&p);
+
+    /* an Orion error is an expected rejection */
+    prob_1x1(&p, S8, F32, -128, 1, 1.0, 1.0, 1.0, 0, 0, 0);
+    cr_assert_eq(qh_expect(&p.call, "orion-fp16x16", &e), 0);
+    cr_expect_eq(e.code, QMM_INVALID_ARGUMENT);
+    cr_expect(strstr(e.message, "-128") != NULL, "%s", e.message);
+    qh_expectation_free(&e);
+    cr_expect_eq(qh_expect(&p.call, "nonsense", &e), -1);
+    qh_expectation_free(&e);
+    prob_free(&p);
+}
+
+/* ---- fingerprinting ---- */
+
+/* Do profiles p and q answer case c differently (status or output)? Both must define it. */
+static int differ(const qh_expectation *x, const qh_expectation *y)
+{
+    if (x->code == QMM_UNSUPPORTED || y->code == QMM_UNSUPPORTED)
+        return 0;
+    if (x->code != y->code)
+        return 1;
+    if (x->code != QMM_OK)
+        return 0;
+    qh_compare cmp;
+    qh_compare_outputs(&x->exact, NULL, &y->exact, &cmp);
+    return cmp.errors != 0;
+}
+
+static void check_pairs_separated(const qh_fp_suite *s, int int8_only)
+{
+    unsigned seen[QMM_PROFILE_COUNT] = {0};
+    for (size_t i = 0; i < s->count; i++) {
+        const qmm_call *c = &s->cases[i].call;
+        if (int8_only && c->u.qlinearmatmul.a.dtype != S8)
+            continue;
+        qh_expectation ex[QMM_PROFILE_COUNT];
+        for (int p = 0; p < QMM_PROFILE_COUNT; p++)
+            cr_assert_eq(qh_expect(c, qh_profiles[p], &ex[p]), 0);
+        for (int p = 0; p < QMM_PROFILE_COUNT; p++)
+            for (int q = 0; q < QMM_PROFILE_COUNT; q++)
+                if (differ(&ex[p], &ex[q]))
+                    seen[p] |= 1u << q;
+        for (int p = 0; p < QMM_PROFILE_COUNT; p++)
+            qh_expectation_free(&ex[p]);
+    }
+    for (int p = 0; p < QMM_PROFILE_COUNT; p++)
+        for (int q = 0; q < QMM_PROFILE_COUNT; q++)
+            cr_expect(p == q || (seen[p] & 1u << q), "no %scase tells %s from %s",
+                      int8_only ? "int8 " : "", qh_profiles[p], qh_profiles[q]);
+}
+
+Test(fingerprint, suite_separates_every_pair_of_profiles)
+{
+    qh_fp_suite s;
+    cr_assert_eq(qh_fp_suite_build(&s), 0);
+    cr_expect_geq(s.count, 15);
+    for (size_t i = 0; i < s.count; i++) {
+        cr_expect(s.cases[i].name && s.cases[i].why);
+        for (size_t j = 0; j < i; j++)
+            cr_expect_str_neq(s.cases[i].name, s.cases[j].name);
+    }
+    check_pairs_separated(&s, 0);
+    /* a backend that, like Orion, skips uint8 is still told apart from the others */
+    check_pairs_separated(&s, 1);
+    qh_fp_suite_free(&s);
+}
+
+Test(fingerprint, reference_under_each_profile_is_named)
+{
+    qh_fp_suite s;
+    cr_assert_eq(qh_fp_suite_build(&s), 0);
+    for (int p = 0; p < QMM_PROFILE_COUNT; p++) {
+        char spec[128];
+        snprintf(spec, sizeof spec, "reference:profile=%s", qh_profiles[p]);
+        qh_backend be;
+        qh_error err;
+        cr_assert_eq(qh_backend_open(spec, &be, &err), 0, "%s", err.msg);
+        if (p != SPEC)
+            cr_expect_str_eq(be.be->name, spec);
+        else
+            cr_expect_str_eq(be.be->name, "reference");
+        qh_invoke_opts io = {0};
+        qh_fp_result r;
+        char msg[256];
+        cr_assert_eq(qh_fingerprint_run(&be, &s, &io, &r, msg, sizeof msg), 0, "%s", msg);
+        char verdict[128];
+        qh_fp_verdict(&r, verdict, sizeof verdict);
+        cr_expect_str_eq(verdict, qh_profiles[p], "%s", spec);
+        cr_expect_eq(r.closest, p);
+        cr_expect_eq(r.score[p].matched, r.score[p].total);
+        /* orion-fp16x16 skips the uint8 cases (UNSUPPORTED); the others compute them all */
+        cr_expect_eq(r.skipped == 0, p != ORION, "%s skipped %lld", spec, (long long)r.skipped);
+        qh_fp_result_free(&r);
+        qh_backend_close(&be);
+    }
+    qh_fp_suite_free(&s);
+}
+
+/* ---- the command line ---- */
+
+static char tmpdir[256];
+
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    cr_assert(v != NULL, "%s is not set (run through ctest)", name);
+    return v;
+}
+
+static void make_tmp(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/qmm-prof-XXXXXX");
+    cr_assert(mkdtemp(tmpdir) != NULL);
+}
+
+static void remove_tmp(void)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    cr_assert(system(cmd) == 0);
+}
+
+/* Runs `qmmcheck ARGS` in the source directory; exit code, output in *out (malloc'd). */
+static int qmmcheck(char **out, const char *fmt, ...)
+{
+    char args[4096], cmd[8192], outfile[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(outfile, sizeof outfile, "%s/out.txt", tmpdir);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s > '%s' 2>&1", env("QMM_SOURCE_DIR"),
+             env("QMMCHECK"), args, outfile);
+    int rc = system(cmd);
+    cr_assert(rc != -1 && WIFEXITED(rc), "could not run: %s", cmd);
+    FILE *f = fopen(outfile, "rb");
+    cr_assert(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *out = calloc(1, (size_t)n + 1);
+    cr_assert(fread(*out, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+    return WEXITSTATUS(rc);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = calloc(1, (size_t)n + 1);
+    cr_assert(fread(s, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+    return s;
+}
+
+TestSuite(cli, .init = make_tmp, .fini = remove_tmp);
+
+Test(cli, fingerprint_names_each_reference_profile)
+{
+    for (int p = 0; p < QMM_PROFILE_COUNT; p++) {
+        char *out, *json, path[512], want[256];
+        snprintf(path, sizeof path, "%s/fp.json", tmpdir);
+        int rc = qmmcheck(&out, "fingerprint --backend reference:profile=%s --report json:%s",
+                          qh_profiles[p], path);
+        cr_expect_eq(rc, 0, "%s", out);
+        snprintf(want, sizeof want, "verdict: %s (matches every case it defines)",
+                 qh_profiles[p]);
+        cr_expect(strstr(out, want) != NULL, "%s", out);
+        json = slurp(path);
+        snprintf(want, sizeof want, "\"verdict\": \"%s\"", qh_profiles[p]);
+        cr_expect(strstr(json, want) != NULL, "%s", json);
+        cr_expect(strstr(json, "\"profiles\": {") != NULL, "%s", json);
+        snprintf(want, sizeof want, "\"backend\": \"reference:profile=%s\"", qh_profiles[p]);
+        cr_expect(strstr(json, want) != NULL, "%s", json);
+        free(json);
+        free(out);
+    }
+    char *out, *json, path[512];
+    snprintf(path, sizeof path, "%s/fp.json", tmpdir);
+    cr_expect_eq(qmmcheck(&out, "fingerprint --backend reference:profile=ort-fp32 --report "
+                                "json:%s",
+                          path),
+                 0);
+    json = slurp(path);
+    cr_expect(strstr(json, "\"ort-fp32\": {\"matched\": 20, \"total\": 20}") != NULL, "%s",
+              json);
+    free(json);
+    free(out);
+}
+
+Test(cli, fingerprint_usage_errors)
+{
+    const char *bad[] = {
+        "fingerprint",
+        "fingerprint --backend",
+        "fingerprint --backend reference --report junit:x.xml",
+        "fingerprint --backend reference --backend reference",
+        "fingerprint --backend reference:profile=nonsense",
+        "fingerprint --backend reference --frobnicate",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *out;
+        int rc = qmmcheck(&out, "%s", bad[i]);
+        cr_expect_eq(rc, 2, "'qmmcheck %s' exited %d, want 2; output:\n%s", bad[i], rc, out);
+        free(out);
+    }
+    char *out;
+    cr_expect_eq(qmmcheck(&out, "help"), 0);
+    cr_expect(strstr(out, "fingerprint --backend SPEC") != NULL, "%s", out);
+    free(out);
+}
+
+static void write_tensor(const char *dir, const char *file, int32_t dtype, int32_t rank,
+                         const int64_t *dims, const void *data, const char *name)
+{
+    qmm_tensor t = {.dtype = dtype, .rank = rank, .data = (void *)data};
+    for (int32_t i = 0; i < rank; i++)
+        t.dims[i] = dims[i];
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    qh_error err;
+    cr_assert(qh_write_tensor_file(path, &t, name, &err) == 0, "%s", err.msg);
+}
+
+/* A 1x1 QLinearMatMul case directory, int8 or uint8, scales 0.5/1/1, zero points 0/0/zy;
+ * output_0 = `stored` unless it is < -1000. */
+static void write_case(const char *dir, int32_t q, int av, int zy, int stored)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "mkdir -p '%s/test_data_set_0'", dir);
+    cr_assert(system(path) == 0);
+    qh_model m;
+    memset(&m, 0, sizeof m);
+    m.ir_version = 5;
+    m.n_opsets = 1;
+    m.opsets[0].version = 10;
+    strcpy(m.op_type, "QLinearMatMul");
+    strcpy(m.graph_name, "profiles");
+    const char *names[8] = {"a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point",
+                            "y_scale", "y_zero_point"};
+    m.n_inputs = 8;
+    for (int i = 0; i < 8; i++)
+        strcpy(m.inputs[i], names[i]);
+    m.n_outputs = 1;
+    strcpy(m.outputs[0], "y");
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    qh_error err;
+    cr_assert(qh_write_model_file(path, &m, &err) == 0, "%s", err.msg);
+    char set[1024];
+    snprintf(set, sizeof set, "%s/test_data_set_0", dir);
+    const int64_t d11[2] = {1, 1};
+    unsigned char a = (unsigned char)(av & 0xff), b = 1, z0 = 0, zyb = (unsigned char)(zy & 0xff);
+    float half = 0.5f, onef = 1.0f;
+    write_tensor(set, "input_0.pb", q, 2, d11, &a, "a");
+    write_tensor(set, "input_1.pb", F32, 0, NULL, &half, "a_scale");
+    write_tensor(set, "input_2.pb", q, 0, NULL, &z0, "a_zero_point");
+    write_tensor(set, "input_3.pb", q, 2, d11, &b, "b");
+    write_tensor(set, "input_4.pb", F32, 0, NULL, &onef, "b_scale");
+    write_tensor(set, "input_5.pb", q, 0, NULL, &z0, "b_zero_point");
+    write_tensor(set, "input_6.pb", F32, 0, NULL, &onef, "y_scale");
+    write_tensor(set, "input_7.pb", q, 0, NULL, &zyb, "y_zero_point");
+    if (stored > -1000) {
+        unsigned char y = (unsigned char)(stored & 0xff);
+        write_tensor(set, "output_0.pb", q, 2, d11, &y, "y");
+    }
+}
+
+Test(cli, run_and_repro_under_a_profile)
+{
+    char dir[512], *out;
+    /* 0.5 + zy 1: spec 1, onnx-ref 2; the stored output is onnx-ref's */
+    snprintf(dir, sizeof dir, "%s/tie", tmpdir);
+    write_case(dir, U8, 1, 1, 2);
+
+    int rc = qmmcheck(&out, "run --backend reference:profile=onnx-ref --profile onnx-ref "
+                            "--vectors '%s'",
+                      dir);
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "passed:1 ") != NULL, "%s", out);
+    free(out);
+
+    /* the spec reference judged under onnx-ref fails, and the detail names who gives 1 */
+    rc = qmmcheck(&out, "run --backend reference --profile onnx-ref --vectors '%s'", dir);
+    cr_expect_eq(rc, 1, "%s", out);
+    cr_expect(strstr(out, "y[0,0] (index 0): expected 2, got 1; acc 1; acc*scale = 0.5; got "
+                          "matches: spec, ort-fp32") != NULL,
+              "%s", out);
+    free(out);
+
+    rc = qmmcheck(&out, "repro --backend reference:profile=ort-fp32 --profile onnx-ref '%s'",
+                  dir);
+    cr_expect_eq(rc, 1, "%s", out);
+    cr_expect(strstr(out, "got matches: spec, ort-fp32") != NULL, "%s", out);
+    free(out);
+
+    /* under spec the onnx-ref backend fails, and the stored output (onnx-ref's) is flagged */
+    rc = qmmcheck(&out, "run --backend reference:profile=onnx-ref --vectors '%s'", dir);
+    cr_expect_eq(rc, 1, "%s", out);
+    cr_expect(strstr(out, "expected 1, got 2; acc 1; acc*scale = 0.5; got matches: onnx-ref")
+                  != NULL,
+              "%s", out);
+    free(out);
+
+    /* Orion rejects an input of -128: under orion-fp16x16 the case expects INVALID_ARGUMENT */
+    snprintf(dir, sizeof dir, "%s/minus128", tmpdir);
+    write_case(dir, S8, -128, 0, -9999);
+    rc = qmmcheck(&out, "run --backend reference:profile=orion-fp16x16 --profile "
+                        "orion-fp16x16 --vectors '%s'",
+                  dir);
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "passed:1 ") != NULL, "%s", out);
+    free(out);
+    rc = qmmcheck(&out, "run --backend reference --profile orion-fp16x16 --vectors '%s'", dir);
+    cr_expect(strstr(out, "UNCHECKED") != NULL, "accepting what Orion rejects: %s", out);
+    free(out);
+}
