@@ -235,11 +235,12 @@ static char *join_command(int argc, char **argv)
     return qh_sb_take(&b);
 }
 
-static void print_result(const qh_result *r, const qh_case_ref *ref, int quiet)
+static void print_result(const qh_result *r, const qh_case_ref *ref, const char *profile,
+                         int quiet)
 {
     if (quiet && r->status == QH_PASSED)
         return;
-    char *repro = qh_repro_command(ref, r->backend);
+    char *repro = qh_repro_command(ref, r->backend, profile);
     printf("%lld:%s %s", (long long)r->number, qh_case_status_name(r->status), r->name);
     if (r->summary && r->summary[0])
         printf(" (%s)", r->summary);
@@ -361,7 +362,7 @@ static int cmd_run(int argc, char **argv)
             }
             sum.counts[r->status]++;
             sum.total++;
-            print_result(r, &list.items[i], o.quiet);
+            print_result(r, &list.items[i], o.profile, o.quiet);
         }
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -460,7 +461,7 @@ static int cmd_repro(int argc, char **argv)
     eo.invoke.timeout_s = o.timeout_s;
     qh_eval_case(&ref, &be, &eo, &r);
     r.number = 1;
-    print_result(&r, &ref, 0);
+    print_result(&r, &ref, o.profile, 0);
     int bad = qh_case_status_is_bad(r.status);
     qh_result_free(&r);
     qh_backend_close(&be);

@@ -68,11 +68,15 @@ static void sb_shell_word(qh_sb *b, const char *s)
     qh_sb_puts(b, "'");
 }
 
-char *qh_repro_command(const qh_case_ref *ref, const char *backend_spec)
+char *qh_repro_command(const qh_case_ref *ref, const char *backend_spec, const char *profile)
 {
     qh_sb b = {0};
     qh_sb_puts(&b, "qmmcheck repro --backend ");
     sb_shell_word(&b, backend_spec);
+    if (profile && strcmp(profile, QH_DEFAULT_PROFILE) != 0) {
+        qh_sb_puts(&b, " --profile ");
+        sb_shell_word(&b, profile);
+    }
     if (ref->data_set > 0)
         qh_sb_printf(&b, " --data-set %d", ref->data_set);
     qh_sb_puts(&b, " ");
@@ -253,8 +257,22 @@ static void judge(qh_case *c, qh_backend *hb, const qh_eval_opts *o, verdict *v)
         qh_sb_printf(&v->summary, "reference: %s: %s", qmm_status_name(e.code), e.message);
         goto out;
     }
-    int mistrusted = vector_mistrusted(c, e.code, e.message, &e.exact,
+    /* The vector is trusted against the profile its own qmm.meta names (spec by default),
+     * whatever profile the backend is judged under. */
+    const char *vp = c->meta.profile[0] ? c->meta.profile : QH_DEFAULT_PROFILE;
+    int mistrusted;
+    if (strcmp(vp, e.profile) == 0 || !qh_profile_known(vp)) {
+        mistrusted = vector_mistrusted(c, e.code, e.message, &e.exact,
                                        e.overflow ? &e.alt : NULL, &why);
+    } else {
+        qh_expectation ve;
+        if (qh_expect(&c->call, vp, &ve) == 0)
+            mistrusted = vector_mistrusted(c, ve.code, ve.message, &ve.exact,
+                                           ve.overflow ? &ve.alt : NULL, &why);
+        else
+            mistrusted = 0;
+        qh_expectation_free(&ve);
+    }
     if (o->verbose)
         sb_call_inputs(&v->detail, &c->call);
 

@@ -66,7 +66,8 @@ int qh_xfail_read(const char *path, qh_xfail *x, qh_error *err);
 int qh_xfail_match(const qh_xfail *x, const char *name);
 void qh_xfail_free(qh_xfail *x);
 
-/* The `__REPRO:` command for a case, shell-quoted. Returns malloc'd text. */
-char *qh_repro_command(const qh_case_ref *ref, const char *backend_spec);
+/* The `__REPRO:` command for a case, shell-quoted (profile NULL or "spec": not named).
+ * Returns malloc'd text. */
+char *qh_repro_command(const qh_case_ref *ref, const char *backend_spec, const char *profile);
 
 #endif /* QMM_HARNESS_RUNNER_H */

@@ -848,8 +848,23 @@ Test(cli, run_and_repro_under_a_profile)
     /* 0.5 + zy 1: spec 1, onnx-ref 2; the stored output is onnx-ref's */
     snprintf(dir, sizeof dir, "%s/tie", tmpdir);
     write_case(dir, U8, 1, 1, 2);
+    /* the stored output follows onnx-ref, and the sidecar says so: the vector is trusted
+     * against that profile whatever profile the backend is judged under */
+    char meta[600];
+    snprintf(meta, sizeof meta, "%s/qmm.meta", dir);
+    FILE *mf = fopen(meta, "w");
+    cr_assert(mf);
+    fputs("profile = onnx-ref\n", mf);
+    fclose(mf);
 
-    int rc = qmmcheck(&out, "run --backend reference:profile=onnx-ref --profile onnx-ref "
+    /* judged under spec, the spec reference passes: the vector is not mistrusted, because
+     * its stored output is right for the profile it names */
+    int rc = qmmcheck(&out, "run --backend reference --vectors '%s'", dir);
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "passed:1 failed:0 mistrusted:0") != NULL, "%s", out);
+    free(out);
+
+    rc = qmmcheck(&out, "run --backend reference:profile=onnx-ref --profile onnx-ref "
                             "--vectors '%s'",
                       dir);
     cr_expect_eq(rc, 0, "%s", out);
@@ -870,7 +885,7 @@ Test(cli, run_and_repro_under_a_profile)
     cr_expect(strstr(out, "got matches: spec, ort-fp32") != NULL, "%s", out);
     free(out);
 
-    /* under spec the onnx-ref backend fails, and the stored output (onnx-ref's) is flagged */
+    /* under spec the onnx-ref backend fails; the detail names the profile it follows */
     rc = qmmcheck(&out, "run --backend reference:profile=onnx-ref --vectors '%s'", dir);
     cr_expect_eq(rc, 1, "%s", out);
     cr_expect(strstr(out, "expected 1, got 2; acc 1; acc*scale = 0.5; got matches: onnx-ref")
