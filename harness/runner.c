@@ -94,7 +94,7 @@ static void sb_tensor_brief(qh_sb *b, const char *name, const qmm_tensor *t)
         return;
     }
     qh_format_dims(t, dims, sizeof dims);
-    qh_sb_printf(b, "    %s: %s %s", name, qh_dtype_name(t->dtype), dims);
+    qh_sb_printf(b, "    %s: %s %s", name, qmm_dtype_name(t->dtype), dims);
     int64_t n = qmm_tensor_numel(t);
     if (n >= 1 && n <= 8) {
         qh_sb_puts(b, " =");
@@ -178,7 +178,7 @@ static int vector_mistrusted(const qh_case *c, qmm_status_code ref_code, const c
         qh_format_dims(stored, d1, sizeof d1);
         qh_format_dims(exact, d2, sizeof d2);
         qh_sb_printf(why, "stored output_0 is %s %s, the reference gives %s %s",
-                     qh_dtype_name(stored->dtype), d1, qh_dtype_name(exact->dtype), d2);
+                     qmm_dtype_name(stored->dtype), d1, qmm_dtype_name(exact->dtype), d2);
         return 1;
     }
     int64_t i = cmp.kept[0];

@@ -413,8 +413,8 @@ static qmm_status_code compute_orion(qmm_qlinearmatmul *c, const qmm_geometry *g
         c->y.dtype != QMM_DTYPE_INT8)
         return qmm_status_set(st, QMM_UNSUPPORTED,
                               "orion-fp16x16: int8 only (a %s, b %s, y %s)",
-                              qmm_ref_dtype_name(c->a.dtype), qmm_ref_dtype_name(c->b.dtype),
-                              qmm_ref_dtype_name(c->y.dtype));
+                              qmm_dtype_name(c->a.dtype), qmm_dtype_name(c->b.dtype),
+                              qmm_dtype_name(c->y.dtype));
     qmm_status_code rc;
     if ((rc = orion_check_minus128(&c->a, "a", st)) ||
         (rc = orion_check_minus128(&c->a_zero_point, "a_zero_point", st)) ||

@@ -12,7 +12,6 @@
 /* ---- element access (scales.c) ---- */
 
 /* "uint8", "float16", ... or "unknown" for codes the operators never meet. */
-const char *qmm_ref_dtype_name(int32_t dtype);
 
 int qmm_ref_is_q8(int32_t dtype);     /* uint8 or int8 */
 int qmm_ref_is_float8(int32_t dtype); /* one of the four float8 codes */

@@ -9,32 +9,6 @@
 
 #include "reference/ref_internal.h"
 
-const char *qmm_ref_dtype_name(int32_t dtype)
-{
-    switch (dtype) {
-    case QMM_DTYPE_UNDEFINED: return "undefined";
-    case QMM_DTYPE_FLOAT: return "float";
-    case QMM_DTYPE_UINT8: return "uint8";
-    case QMM_DTYPE_INT8: return "int8";
-    case QMM_DTYPE_UINT16: return "uint16";
-    case QMM_DTYPE_INT16: return "int16";
-    case QMM_DTYPE_INT32: return "int32";
-    case QMM_DTYPE_INT64: return "int64";
-    case QMM_DTYPE_STRING: return "string";
-    case QMM_DTYPE_BOOL: return "bool";
-    case QMM_DTYPE_FLOAT16: return "float16";
-    case QMM_DTYPE_DOUBLE: return "double";
-    case QMM_DTYPE_UINT32: return "uint32";
-    case QMM_DTYPE_UINT64: return "uint64";
-    case QMM_DTYPE_BFLOAT16: return "bfloat16";
-    case QMM_DTYPE_FLOAT8E4M3FN: return "float8e4m3fn";
-    case QMM_DTYPE_FLOAT8E4M3FNUZ: return "float8e4m3fnuz";
-    case QMM_DTYPE_FLOAT8E5M2: return "float8e5m2";
-    case QMM_DTYPE_FLOAT8E5M2FNUZ: return "float8e5m2fnuz";
-    default: return "unknown";
-    }
-}
-
 int qmm_ref_is_q8(int32_t dtype)
 {
     return dtype == QMM_DTYPE_UINT8 || dtype == QMM_DTYPE_INT8;

@@ -44,12 +44,12 @@ static qmm_status_code check_operand_type(const qmm_tensor *t, const char *name,
         if (opset > 0)
             return qmm_status_set(st, QMM_INVALID_ARGUMENT,
                                   "%s: dtype %d (%s) needs opset 21 (this node is opset %d)",
-                                  name, (int)t->dtype, qmm_ref_dtype_name(t->dtype), (int)opset);
+                                  name, (int)t->dtype, qmm_dtype_name(t->dtype), (int)opset);
     }
     if (t->dtype == QMM_DTYPE_UNDEFINED)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "%s: missing (dtype undefined)", name);
     return qmm_status_set(st, QMM_INVALID_ARGUMENT, "%s: unsupported dtype %d (%s)", name,
-                          (int)t->dtype, qmm_ref_dtype_name(t->dtype));
+                          (int)t->dtype, qmm_dtype_name(t->dtype));
 }
 
 static qmm_status_code check_zero_point_type(const qmm_tensor *zp, const char *zname,
@@ -61,7 +61,7 @@ static qmm_status_code check_zero_point_type(const qmm_tensor *zp, const char *z
     if (zp->dtype == QMM_DTYPE_UNDEFINED)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "%s: missing (dtype undefined)", zname);
     return qmm_status_set(st, QMM_INVALID_ARGUMENT, "%s: dtype %s differs from %s's %s", zname,
-                          qmm_ref_dtype_name(zp->dtype), oname, qmm_ref_dtype_name(op->dtype));
+                          qmm_dtype_name(zp->dtype), oname, qmm_dtype_name(op->dtype));
 }
 
 static qmm_status_code check_scale_type(const qmm_tensor *s, const char *name, int32_t opset,
@@ -74,12 +74,12 @@ static qmm_status_code check_scale_type(const qmm_tensor *s, const char *name, i
             return QMM_OK;
         return qmm_status_set(st, QMM_INVALID_ARGUMENT,
                               "%s: dtype %s needs opset 21 (opset %d allows float only)", name,
-                              qmm_ref_dtype_name(s->dtype), (int)opset);
+                              qmm_dtype_name(s->dtype), (int)opset);
     }
     if (s->dtype == QMM_DTYPE_UNDEFINED)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "%s: missing (dtype undefined)", name);
     return qmm_status_set(st, QMM_INVALID_ARGUMENT, "%s: unsupported dtype %d (%s) for a scale",
-                          name, (int)s->dtype, qmm_ref_dtype_name(s->dtype));
+                          name, (int)s->dtype, qmm_dtype_name(s->dtype));
 }
 
 static qmm_status_code check_data(const qmm_tensor *t, const char *name, qmm_status *st)
@@ -94,7 +94,7 @@ static qmm_status_code check_output(const qmm_tensor *y, const char *name, int32
 {
     if (y->dtype != dtype)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "%s: dtype %s differs from the expected %s",
-                              name, qmm_ref_dtype_name(y->dtype), qmm_ref_dtype_name(dtype));
+                              name, qmm_dtype_name(y->dtype), qmm_dtype_name(dtype));
     int same = y->rank == g->y_rank;
     for (int32_t i = 0; same && i < y->rank; i++)
         same = y->dims[i] == g->y_dims[i];
@@ -165,14 +165,14 @@ qmm_status_code qmm_ref_validate_qlm(const qmm_qlinearmatmul *c, qmm_geometry *g
         return qmm_status_set(st, QMM_INVALID_ARGUMENT,
                               "b_scale: dtype %s differs from a_scale's %s (all scales share "
                               "one type)",
-                              qmm_ref_dtype_name(c->b_scale.dtype),
-                              qmm_ref_dtype_name(c->a_scale.dtype));
+                              qmm_dtype_name(c->b_scale.dtype),
+                              qmm_dtype_name(c->a_scale.dtype));
     if (c->y_scale.dtype != c->a_scale.dtype)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT,
                               "y_scale: dtype %s differs from a_scale's %s (all scales share "
                               "one type)",
-                              qmm_ref_dtype_name(c->y_scale.dtype),
-                              qmm_ref_dtype_name(c->a_scale.dtype));
+                              qmm_dtype_name(c->y_scale.dtype),
+                              qmm_dtype_name(c->a_scale.dtype));
 
     TRY(qmm_matmul_geometry(&c->a, &c->b, g, st));
     TRY(build_pair(&c->a_scale, "a_scale", &c->a_zero_point, "a_zero_point", QMM_PARAM_A, &c->a,
@@ -202,7 +202,7 @@ qmm_status_code qmm_ref_validate_qlm(const qmm_qlinearmatmul *c, qmm_geometry *g
         if (qmm_ref_is_float8(ops[i]->dtype))
             return qmm_status_set(st, QMM_UNSUPPORTED,
                                   "%s: float8 type %s is not implemented by the reference yet",
-                                  names[i], qmm_ref_dtype_name(ops[i]->dtype));
+                                  names[i], qmm_dtype_name(ops[i]->dtype));
     return qmm_status_ok(st);
 }
 

@@ -83,6 +83,33 @@ static inline size_t qmm_dtype_size(int32_t dtype)
     }
 }
 
+/* Lower-case type name as ONNX spells it ("uint8", "float16"), "unknown" for other codes. */
+static inline const char *qmm_dtype_name(int32_t dtype)
+{
+    switch (dtype) {
+    case QMM_DTYPE_UNDEFINED: return "undefined";
+    case QMM_DTYPE_FLOAT: return "float";
+    case QMM_DTYPE_UINT8: return "uint8";
+    case QMM_DTYPE_INT8: return "int8";
+    case QMM_DTYPE_UINT16: return "uint16";
+    case QMM_DTYPE_INT16: return "int16";
+    case QMM_DTYPE_INT32: return "int32";
+    case QMM_DTYPE_INT64: return "int64";
+    case QMM_DTYPE_STRING: return "string";
+    case QMM_DTYPE_BOOL: return "bool";
+    case QMM_DTYPE_FLOAT16: return "float16";
+    case QMM_DTYPE_DOUBLE: return "double";
+    case QMM_DTYPE_UINT32: return "uint32";
+    case QMM_DTYPE_UINT64: return "uint64";
+    case QMM_DTYPE_BFLOAT16: return "bfloat16";
+    case QMM_DTYPE_FLOAT8E4M3FN: return "float8e4m3fn";
+    case QMM_DTYPE_FLOAT8E4M3FNUZ: return "float8e4m3fnuz";
+    case QMM_DTYPE_FLOAT8E5M2: return "float8e5m2";
+    case QMM_DTYPE_FLOAT8E5M2FNUZ: return "float8e5m2fnuz";
+    default: return "unknown";
+    }
+}
+
 /* Number of elements, or -1 when a dimension is negative, the rank is out of range, or the
  * count does not fit in int64_t. A rank-0 tensor has one element. */
 static inline int64_t qmm_tensor_numel(const qmm_tensor *t)
