@@ -1,8 +1,7 @@
 /* tests/test_cli.c — the qmmcheck command line as a user meets it: exit codes, statuses,
  * case lines, reports. Runs the real binary ($QMMCHECK) on the committed vectors and on cases
  * built in temporary directories. */
-#include <criterion/criterion.h>
-#include <stdarg.h>
+#include "tests/cli_support.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,87 +10,12 @@
 
 #include "harness/onnx_io.h"
 
-static char tmpdir[256];
-
-static const char *env(const char *name)
-{
-    const char *v = getenv(name);
-    cr_assert(v != NULL, "%s is not set (run through ctest)", name);
-    return v;
-}
-
-static void make_tmp(void)
-{
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/qmm-cli-XXXXXX");
-    cr_assert(mkdtemp(tmpdir) != NULL);
-}
-
-static void remove_tmp(void)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    cr_assert(system(cmd) == 0);
-}
-
-/* Runs `qmmcheck ARGS` from the source directory; returns its exit code and its combined
- * output (malloc'd). */
-static int qmmcheck(char **out, const char *fmt, ...)
-{
-    char args[4096], cmd[8192], outfile[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(outfile, sizeof outfile, "%s/out.txt", tmpdir);
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s > '%s' 2>&1", env("QMM_SOURCE_DIR"),
-             env("QMMCHECK"), args, outfile);
-    int rc = system(cmd);
-    cr_assert(rc != -1 && WIFEXITED(rc), "could not run: %s", cmd);
-    FILE *f = fopen(outfile, "rb");
-    cr_assert(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    *out = calloc(1, (size_t)n + 1);
-    cr_assert(fread(*out, 1, (size_t)n, f) == (size_t)n);
-    fclose(f);
-    return WEXITSTATUS(rc);
-}
-
-static int count_lines_with(const char *text, const char *needle)
-{
-    int n = 0;
-    for (const char *line = text; line && *line;) {
-        const char *nl = strchr(line, '\n');
-        size_t len = nl ? (size_t)(nl - line) : strlen(line);
-        char buf[4096];
-        snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf - 1 ? len : sizeof buf - 1), line);
-        if (strstr(buf, needle))
-            n++;
-        line = nl ? nl + 1 : NULL;
-    }
-    return n;
-}
-
 static void copy_tree(const char *from, const char *to)
 {
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp -r '%s/%s'/. '%s'", to,
              env("QMM_SOURCE_DIR"), from, to);
     cr_assert(system(cmd) == 0, "%s", cmd);
-}
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = calloc(1, (size_t)n + 1);
-    cr_assert(fread(s, 1, (size_t)n, f) == (size_t)n);
-    fclose(f);
-    return s;
 }
 
 TestSuite(cli, .init = make_tmp, .fini = remove_tmp);

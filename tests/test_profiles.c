@@ -671,64 +671,7 @@ Test(fingerprint, reference_under_each_profile_is_named)
 
 /* ---- the command line ---- */
 
-static char tmpdir[256];
-
-static const char *env(const char *name)
-{
-    const char *v = getenv(name);
-    cr_assert(v != NULL, "%s is not set (run through ctest)", name);
-    return v;
-}
-
-static void make_tmp(void)
-{
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/qmm-prof-XXXXXX");
-    cr_assert(mkdtemp(tmpdir) != NULL);
-}
-
-static void remove_tmp(void)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    cr_assert(system(cmd) == 0);
-}
-
-/* Runs `qmmcheck ARGS` in the source directory; exit code, output in *out (malloc'd). */
-static int qmmcheck(char **out, const char *fmt, ...)
-{
-    char args[4096], cmd[8192], outfile[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(outfile, sizeof outfile, "%s/out.txt", tmpdir);
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s > '%s' 2>&1", env("QMM_SOURCE_DIR"),
-             env("QMMCHECK"), args, outfile);
-    int rc = system(cmd);
-    cr_assert(rc != -1 && WIFEXITED(rc), "could not run: %s", cmd);
-    FILE *f = fopen(outfile, "rb");
-    cr_assert(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    *out = calloc(1, (size_t)n + 1);
-    cr_assert(fread(*out, 1, (size_t)n, f) == (size_t)n);
-    fclose(f);
-    return WEXITSTATUS(rc);
-}
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = calloc(1, (size_t)n + 1);
-    cr_assert(fread(s, 1, (size_t)n, f) == (size_t)n);
-    fclose(f);
-    return s;
-}
+#include "tests/cli_support.h"
 
 TestSuite(cli, .init = make_tmp, .fini = remove_tmp);
 

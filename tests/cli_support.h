@@ -1,0 +1,92 @@
+/* tests/cli_support.h — running the qmmcheck binary from Criterion tests.
+ *
+ * Header-only on purpose: each test executable is one .c file, and these helpers are shared
+ * by the ones that drive the CLI. The ctest environment sets QMMCHECK (the binary) and
+ * QMM_SOURCE_DIR (the repository root, where commands run). */
+#ifndef QMM_TESTS_CLI_SUPPORT_H
+#define QMM_TESTS_CLI_SUPPORT_H
+
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char tmpdir[256];
+
+static inline const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    cr_assert(v != NULL, "%s is not set (run through ctest)", name);
+    return v;
+}
+
+/* Suite .init/.fini: a fresh temporary directory per test. */
+static inline void make_tmp(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/qmm-test-XXXXXX");
+    cr_assert(mkdtemp(tmpdir) != NULL);
+}
+
+static inline void remove_tmp(void)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    cr_assert(system(cmd) == 0);
+}
+
+/* The whole file, NUL-terminated (malloc'd). */
+static inline char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = calloc(1, (size_t)n + 1);
+    cr_assert(fread(s, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+    return s;
+}
+
+/* Runs `qmmcheck ARGS` from the source directory; returns its exit code, and its combined
+ * output in *out (malloc'd). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static inline int qmmcheck(char **out, const char *fmt, ...)
+{
+    char args[4096], cmd[8192], outfile[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(outfile, sizeof outfile, "%s/out.txt", tmpdir);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s > '%s' 2>&1", env("QMM_SOURCE_DIR"),
+             env("QMMCHECK"), args, outfile);
+    int rc = system(cmd);
+    cr_assert(rc != -1 && WIFEXITED(rc), "could not run: %s", cmd);
+    *out = slurp(outfile);
+    return WEXITSTATUS(rc);
+}
+
+/* How many lines of `text` contain `needle`. */
+static inline int count_lines_with(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *line = text; line && *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        char buf[4096];
+        snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf - 1 ? len : sizeof buf - 1),
+                 line);
+        if (strstr(buf, needle))
+            n++;
+        line = nl ? nl + 1 : NULL;
+    }
+    return n;
+}
+
+#endif /* QMM_TESTS_CLI_SUPPORT_H */
