@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "harness/invoke.h"
+#include "optimized/qmm_optimized.h"
 #include "reference/qmm_reference.h"
 
 typedef struct builtin {
@@ -15,9 +16,10 @@ typedef struct builtin {
 
 static const builtin builtins[] = {
     {"reference", qmm_reference_open},
+    {"optimized", qmm_optimized_open},
 };
 
-const char *const qh_builtin_backends[] = {"reference", NULL};
+const char *const qh_builtin_backends[] = {"reference", "optimized", NULL};
 
 static int is_plugin_name(const char *name)
 {

@@ -479,6 +479,7 @@ int main(int argc, char **argv)
         return cmd_list(argc - 2, argv + 2);
     if (strcmp(cmd, "repro") == 0)
         return cmd_repro(argc - 2, argv + 2);
+    if (strcmp(cmd, "bench") == 0) return qh_cmd_bench(argc - 2, argv + 2);
     if (strcmp(cmd, "fingerprint") == 0) return qh_cmd_fingerprint(argc - 2, argv + 2);
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
         fputs(usage_text, stdout);

@@ -1,0 +1,285 @@
+/* optimized/cpu/backend.c — the optimized backend as a qmm_backend table: option parsing,
+ * ISA selection (CPUID once, QMM_ISA / isa= override), the persistent pool, and the prepack
+ * API entry points. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "optimized/cpu/opt_internal.h"
+#include "optimized/qmm_optimized.h"
+
+/* The per-ISA dispatch table: constant, so nothing needs initialising at run time; what the
+ * CPU can run is decided once by qmm_opt_cpu_features(). */
+static const qmm_opt_isa_ops isa_table[QMM_OPT_ISA_COUNT] = {
+    {QMM_OPT_ISA_SCALAR, 6, 16, 2, qmm_opt_kernel_scalar_6x16, NULL},
+#if defined(__x86_64__)
+    {QMM_OPT_ISA_AVX2, 6, 16, 2, qmm_opt_kernel_avx2_6x16, qmm_opt_gemv_avx2},
+    {QMM_OPT_ISA_AVXVNNI, 6, 16, 4, qmm_opt_kernel_avxvnni_6x16, qmm_opt_gemv_avx2},
+    {QMM_OPT_ISA_AVX512VNNI, 8, 32, 4, qmm_opt_kernel_avx512vnni_8x32, qmm_opt_gemv_avx2},
+#else
+    /* no x86 kernels: the other ISAs are refused by qmm_opt_isa_missing before use */
+    {QMM_OPT_ISA_AVX2, 6, 16, 2, qmm_opt_kernel_scalar_6x16, NULL},
+    {QMM_OPT_ISA_AVXVNNI, 6, 16, 2, qmm_opt_kernel_scalar_6x16, NULL},
+    {QMM_OPT_ISA_AVX512VNNI, 6, 16, 2, qmm_opt_kernel_scalar_6x16, NULL},
+#endif
+};
+
+const qmm_opt_isa_ops *qmm_opt_isa_table(qmm_opt_isa isa)
+{
+    return &isa_table[isa];
+}
+
+static qmm_opt_isa best_isa(void)
+{
+    if (!qmm_opt_isa_missing(QMM_OPT_ISA_AVX512VNNI))
+        return QMM_OPT_ISA_AVX512VNNI;
+    if (!qmm_opt_isa_missing(QMM_OPT_ISA_AVXVNNI))
+        return QMM_OPT_ISA_AVXVNNI;
+    if (!qmm_opt_isa_missing(QMM_OPT_ISA_AVX2))
+        return QMM_OPT_ISA_AVX2;
+    return QMM_OPT_ISA_SCALAR;
+}
+
+/* "auto" -> -1; a known name -> its ISA; else -2. */
+static int parse_isa(const char *v, size_t len)
+{
+    if (len == 4 && strncmp(v, "auto", 4) == 0)
+        return -1;
+    for (int i = 0; i < QMM_OPT_ISA_COUNT; i++) {
+        const char *name = qmm_opt_isa_name((qmm_opt_isa)i);
+        if (strlen(name) == len && strncmp(v, name, len) == 0)
+            return i;
+    }
+    return -2;
+}
+
+static int is_ours(const qmm_backend *be);
+
+static qmm_status_code opt_query(const qmm_backend *self, const qmm_call *call, qmm_status *st)
+{
+    const qmm_opt_backend *ob = self->impl;
+    if (call->op != QMM_OP_QLINEARMATMUL && call->op != QMM_OP_MATMULINTEGER)
+        return qmm_status_set(st, QMM_UNSUPPORTED, "%s: operator %s not implemented",
+                              ob->name, qmm_op_name(call->op));
+    if (ob->missing)
+        return qmm_status_set(st, QMM_UNSUPPORTED, "%s: %s", ob->name, ob->missing);
+    /* Validation belongs to the operator call (invalid input is still "supported"); the
+     * call answers UNSUPPORTED for valid float8 operands, after validating, as the reference
+     * does. */
+    return qmm_status_ok(st);
+}
+
+static qmm_status_code opt_qlinearmatmul(const qmm_backend *self, const qmm_qlinearmatmul *c,
+                                         qmm_status *st)
+{
+    return qmm_opt_qlinearmatmul(self->impl, c, NULL, st);
+}
+
+static qmm_status_code opt_matmulinteger(const qmm_backend *self, const qmm_matmulinteger *c,
+                                         qmm_status *st)
+{
+    return qmm_opt_matmulinteger(self->impl, c, NULL, st);
+}
+
+static void opt_close(qmm_backend *self)
+{
+    if (!self)
+        return;
+    qmm_opt_backend *ob = self->impl;
+    qmm_opt_pool_destroy(ob->pool);
+    free(ob);
+}
+
+static int is_ours(const qmm_backend *be)
+{
+    return be && be->qlinearmatmul == opt_qlinearmatmul && be->impl;
+}
+
+static qmm_status_code parse_options(const char *options, int *isa, int *threads,
+                                     qmm_status *st)
+{
+    const char *p = options ? options : "";
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        if (len > 0) {
+            const char *eq = memchr(p, '=', len);
+            size_t klen = eq ? (size_t)(eq - p) : len;
+            const char *v = eq ? eq + 1 : p + len;
+            size_t vlen = eq ? len - klen - 1 : 0;
+            if (klen == 3 && strncmp(p, "isa", 3) == 0) {
+                *isa = parse_isa(v, vlen);
+                if (*isa == -2)
+                    return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                                          "option '%.*s': unknown ISA (scalar, avx2, avxvnni, "
+                                          "avx512vnni or auto)",
+                                          (int)len, p);
+            } else if (klen == 7 && strncmp(p, "threads", 7) == 0) {
+                char buf[16];
+                char *end;
+                if (vlen == 0 || vlen >= sizeof buf)
+                    return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                                          "option '%.*s': threads must be 1..256", (int)len, p);
+                memcpy(buf, v, vlen);
+                buf[vlen] = '\0';
+                long n = strtol(buf, &end, 10);
+                if (*end || n < 1 || n > 256)
+                    return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                                          "option '%.*s': threads must be 1..256", (int)len, p);
+                *threads = (int)n;
+            } else {
+                return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                                      "option '%.*s': unknown (the optimized backend accepts "
+                                      "isa=scalar|avx2|avxvnni|avx512vnni|auto, threads=N)",
+                                      (int)len, p);
+            }
+        }
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return QMM_OK;
+}
+
+qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_status *st)
+{
+    if (harness_abi != QMM_ABI_VERSION) {
+        qmm_status_set(st, QMM_UNSUPPORTED,
+                       "optimized: built for ABI %u, the harness speaks ABI %u",
+                       (unsigned)QMM_ABI_VERSION, (unsigned)harness_abi);
+        return NULL;
+    }
+    int isa = -1, threads = 0;
+    if (parse_options(options, &isa, &threads, st) != QMM_OK)
+        return NULL;
+    if (isa == -1) {
+        const char *env = getenv("QMM_ISA");
+        if (env && *env) {
+            isa = parse_isa(env, strlen(env));
+            if (isa == -2) {
+                qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                               "QMM_ISA=%s: unknown ISA (scalar, avx2, avxvnni, avx512vnni or "
+                               "auto)",
+                               env);
+                return NULL;
+            }
+        }
+        if (isa == -1)
+            isa = (int)best_isa();
+    }
+    if (threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n < 1 ? 1 : n > 256 ? 256 : (int)n;
+    }
+    qmm_opt_backend *ob = calloc(1, sizeof *ob);
+    if (!ob) {
+        qmm_status_set(st, QMM_OUT_OF_MEMORY, "optimized: out of memory");
+        return NULL;
+    }
+    ob->ops = qmm_opt_isa_table((qmm_opt_isa)isa);
+    ob->missing = qmm_opt_isa_missing((qmm_opt_isa)isa);
+    ob->threads = threads;
+    snprintf(ob->name, sizeof ob->name, "optimized:isa=%s,threads=%d",
+             qmm_opt_isa_name((qmm_opt_isa)isa), threads);
+    snprintf(ob->description, sizeof ob->description,
+             "optimized CPU backend: %s microkernels (%dx%d), %d thread(s), exact "
+             "requantization, profile spec%s%s",
+             qmm_opt_isa_name((qmm_opt_isa)isa), ob->ops->mr, ob->ops->nr, threads,
+             ob->missing ? "; UNSUPPORTED here: " : "", ob->missing ? ob->missing : "");
+    /* no pool for a variant that cannot run: it never computes anything */
+    if (!ob->missing) {
+        ob->pool = qmm_opt_pool_create(threads);
+        if (!ob->pool) {
+            free(ob);
+            qmm_status_set(st, QMM_OUT_OF_MEMORY, "optimized: cannot start %d threads",
+                           threads);
+            return NULL;
+        }
+    }
+    qmm_backend *be = &ob->table;
+    be->abi_version = QMM_ABI_VERSION;
+    be->struct_size = (uint32_t)sizeof *be;
+    be->name = ob->name;
+    be->description = ob->description;
+    be->impl = ob;
+    be->query = opt_query;
+    be->matmulinteger = opt_matmulinteger;
+    be->qlinearmatmul = opt_qlinearmatmul;
+    be->qorderedmatmul = NULL;
+    be->close = opt_close;
+    qmm_status_ok(st);
+    return be;
+}
+
+/* ---- prepack API ---- */
+
+qmm_optimized_packed_b *qmm_optimized_pack_b(const qmm_backend *be, const qmm_tensor *b,
+                                             qmm_status *st)
+{
+    if (!is_ours(be)) {
+        qmm_status_set(st, QMM_INVALID_ARGUMENT, "pack_b: not an optimized backend");
+        return NULL;
+    }
+    const qmm_opt_backend *ob = be->impl;
+    if (ob->missing) {
+        qmm_status_set(st, QMM_UNSUPPORTED, "%s: %s", ob->name, ob->missing);
+        return NULL;
+    }
+    qmm_optimized_packed_b *pb = calloc(1, sizeof *pb);
+    if (!pb) {
+        qmm_status_set(st, QMM_OUT_OF_MEMORY, "pack_b: out of memory");
+        return NULL;
+    }
+    if (qmm_opt_pack_b_all(ob, b, pb, st) != QMM_OK) {
+        qmm_optimized_packed_b_free(pb);
+        return NULL;
+    }
+    return pb;
+}
+
+void qmm_optimized_packed_b_free(qmm_optimized_packed_b *pb)
+{
+    if (!pb)
+        return;
+    free(pb->data);
+    free(pb->colsum);
+    free(pb);
+}
+
+qmm_status_code qmm_optimized_qlinearmatmul_packed(const qmm_backend *be,
+                                                   const qmm_qlinearmatmul *call,
+                                                   const qmm_optimized_packed_b *pb,
+                                                   qmm_status *st)
+{
+    if (!is_ours(be) || !pb)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                              "qlinearmatmul_packed: needs an optimized backend and a packed B");
+    return qmm_opt_qlinearmatmul(be->impl, call, pb, st);
+}
+
+qmm_status_code qmm_optimized_matmulinteger_packed(const qmm_backend *be,
+                                                   const qmm_matmulinteger *call,
+                                                   const qmm_optimized_packed_b *pb,
+                                                   qmm_status *st)
+{
+    if (!is_ours(be) || !pb)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                              "matmulinteger_packed: needs an optimized backend and a packed B");
+    return qmm_opt_matmulinteger(be->impl, call, pb, st);
+}
+
+const char *qmm_optimized_isa(const qmm_backend *be)
+{
+    if (!is_ours(be))
+        return NULL;
+    const qmm_opt_backend *ob = be->impl;
+    return qmm_opt_isa_name(ob->ops->isa);
+}
+
+int qmm_optimized_threads(const qmm_backend *be)
+{
+    if (!is_ours(be))
+        return 0;
+    const qmm_opt_backend *ob = be->impl;
+    return ob->threads;
+}

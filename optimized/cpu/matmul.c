@@ -1,0 +1,540 @@
+/* optimized/cpu/matmul.c — the driver: validation (the reference's rules, reused), operand
+ * packing, the blocked loops around the microkernels, the zero-point corrections and the
+ * requantization epilogue.
+ *
+ * A call runs in up to three parallel phases on the backend's pool:
+ *   1. pack every distinct A matrix (batch broadcasting packs a shared matrix once);
+ *   2. pack every distinct B matrix, unless B was prepacked or the small-M path reads B
+ *      in place;
+ *   3. compute: one task per (batch, block of rows, block of columns). Each output element
+ *      belongs to exactly one task, and its sum is exact modulo 2^32 whatever the blocking,
+ *      so results do not depend on the thread count or on which thread ran what.
+ * Blocking inside a task (BLIS order): columns in chunks of NC, K in blocks of KC, then
+ * panels of nr columns (kept in L1 while every mr-row group of the A block streams past),
+ * then mr-row groups; int32 partial sums live in a per-thread buffer between K blocks.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "optimized/cpu/opt_internal.h"
+#include "reference/qmm_reference.h"
+
+enum {
+    MB_MAX = 96,   /* rows per task: a multiple of every mr (6, 8) */
+    NC_MAX = 256,  /* columns per task and per chunk: a multiple of every nr (16, 32) */
+    KC_K = 512,    /* k values per K block: B panel slice nr*KC bytes stays in L1 */
+    GEMV_M_MAX = 4,
+    PACK_ROWS = 96,
+};
+
+enum { P_AS, P_AZ, P_BS, P_BZ, P_YS, P_YZ, P_COUNT };
+
+typedef struct worker_scratch {
+    int32_t *cbuf;   /* MB_MAX x NC_MAX partial sums */
+    int32_t *accrow; /* NC_MAX corrected accumulators */
+    int32_t *zbp;    /* NC_MAX */
+    double *sb, *cm; /* NC_MAX each */
+} worker_scratch;
+
+typedef struct job {
+    const qmm_opt_isa_ops *ops;
+    const qmm_geometry *g;
+    const qmm_qlinearmatmul *qlm; /* one of qlm / mmi */
+    const qmm_matmulinteger *mmi;
+    const qmm_tensor *a, *b, *az, *bz;
+    qmm_param_map maps[P_COUNT];
+    int a_signed, b_signed;
+    int direct;                   /* small-M path on unpacked B */
+    int mr, nr, kg;
+    size_t m, k, n, batch;
+    size_t kgroups, kp, mpad, npad;
+    /* A */
+    size_t namat, a_words;        /* words per packed A matrix */
+    int64_t *amat_rep;            /* a batch index that uses each A matrix */
+    int32_t *apack, *rowsum;
+    /* B */
+    size_t nbmat;
+    const uint8_t *braw;
+    int8_t *bpack_own;
+    int32_t *colsum_own;
+    const int8_t *bpack;
+    const int32_t *colsum;
+    /* tasks */
+    size_t a_chunks, b_chunks;    /* per matrix */
+    size_t mb, nmb, nb, nnb;
+    worker_scratch *ws;
+    /* requantization constants */
+    int y_per_tensor;
+    double sy;
+    int32_t zy, qmin, qmax;
+} job;
+
+static int64_t zp_at(const qmm_tensor *zp, const qmm_param_map *map, const qmm_geometry *g,
+                     int64_t bi, int64_t i, int64_t j)
+{
+    if (!qmm_tensor_present(zp))
+        return 0;
+    const uint8_t *p = zp->data;
+    uint8_t v = p[qmm_param_offset(map, g, bi, i, j)];
+    return zp->dtype == QMM_DTYPE_INT8 ? (int64_t)(int8_t)v : (int64_t)v;
+}
+
+static inline int32_t wrap_u32(uint32_t u)
+{
+    return u <= (uint32_t)INT32_MAX ? (int32_t)u : (int32_t)(u - 0x80000000u) + INT32_MIN;
+}
+
+static size_t amat_of(const job *J, int64_t bi)
+{
+    if (J->m == 0 || J->k == 0)
+        return 0;
+    return (size_t)qmm_geometry_a_offset(J->g, bi) / (J->m * J->k);
+}
+
+static size_t bmat_of(const job *J, int64_t bi)
+{
+    if (J->k == 0 || J->n == 0)
+        return 0;
+    return (size_t)qmm_geometry_b_offset(J->g, bi) / (J->k * J->n);
+}
+
+/* ---- phase 1: A ---- */
+
+static void pack_a_task(void *ctx, size_t task, int worker)
+{
+    job *J = ctx;
+    size_t amat = task / J->a_chunks, chunk = task % J->a_chunks;
+    size_t r0 = chunk * PACK_ROWS, r1 = r0 + PACK_ROWS < J->m ? r0 + PACK_ROWS : J->m;
+    int64_t bi = J->amat_rep[amat];
+    int32_t za[PACK_ROWS];
+    for (size_t i = r0; i < r1; i++)
+        za[i - r0] = (int32_t)zp_at(J->az, &J->maps[P_AZ], J->g, bi, (int64_t)i, 0);
+    const uint8_t *src = (const uint8_t *)J->a->data + amat * J->m * J->k + r0 * J->k;
+    int32_t *rs = J->rowsum + amat * J->m + r0;
+    if (J->direct) {
+        size_t kpairs = (J->k + 1) / 2;
+        qmm_opt_pack_a(src, J->k, J->a_signed, r1 - r0, J->k, za, 1, 2,
+                       J->apack + amat * J->a_words + r0 * kpairs, rs);
+    } else {
+        /* r0 is a multiple of mr (PACK_ROWS is), so chunks start on a group */
+        qmm_opt_pack_a(src, J->k, J->a_signed, r1 - r0, J->k, za, J->mr, J->kg,
+                       J->apack + amat * J->a_words + r0 * J->kgroups, rs);
+    }
+}
+
+/* ---- phase 2: B ---- */
+
+static void pack_b_task(void *ctx, size_t task, int worker)
+{
+    job *J = ctx;
+    size_t bmat = task / J->b_chunks, chunk = task % J->b_chunks;
+    size_t j0 = chunk * NC_MAX, j1 = j0 + NC_MAX < J->n ? j0 + NC_MAX : J->n;
+    const uint8_t *src = J->braw + bmat * J->k * J->n;
+    int8_t *dst = J->bpack_own + bmat * J->kp * J->npad + j0 * J->kp;
+    int32_t *cs = J->colsum_own ? J->colsum_own + bmat * J->npad + j0 : NULL;
+    qmm_opt_pack_b(src, J->n, J->b_signed, J->k, j0, j1, J->nr, J->kg, dst, cs);
+}
+
+/* ---- phase 3: compute and epilogue ---- */
+
+/* Corrects, requantizes and stores rows [m0, m1) x columns [j0, j1) of batch bi from `cbuf`
+ * (row r - m0, column j - j0, row stride ldc). */
+static void epilogue(const job *J, worker_scratch *w, int64_t bi, size_t m0, size_t m1,
+                     size_t j0, size_t j1, const int32_t *cbuf, size_t ldc,
+                     const int32_t *rowsum, const int32_t *colsum)
+{
+    const qmm_geometry *g = J->g;
+    size_t nc = j1 - j0;
+    int shift_b = !J->direct && !J->b_signed; /* packed B' = b - 128 */
+    int shift_a = J->kg == 4 && J->a_signed;   /* quads A' = a + 128 */
+    /* per-column parameters: offsets are linear in j (base + col_stride * j) */
+    int64_t bz_base = qmm_param_offset(&J->maps[P_BZ], g, bi, 0, 0);
+    int64_t bs_base = qmm_param_offset(&J->maps[P_BS], g, bi, 0, 0);
+    const uint8_t *bzp = qmm_tensor_present(J->bz) ? J->bz->data : NULL;
+    for (size_t j = j0; j < j1; j++) {
+        int32_t zb = 0;
+        if (bzp) {
+            uint8_t v = bzp[bz_base + J->maps[P_BZ].col_stride * (int64_t)j];
+            zb = J->bz->dtype == QMM_DTYPE_INT8 ? (int32_t)(int8_t)v : (int32_t)v;
+        }
+        w->zbp[j - j0] = zb - (shift_b ? 128 : 0);
+        if (J->qlm) {
+            w->sb[j - j0] = qmm_scale_decode(J->qlm->b_scale.dtype, J->qlm->b_scale.data,
+                                             bs_base + J->maps[P_BS].col_stride * (int64_t)j);
+            w->cm[j - j0] = w->sb[j - j0] / J->sy;
+        }
+    }
+    int64_t ys_base = 0, yz_base = 0;
+    if (J->qlm && !J->y_per_tensor) {
+        ys_base = qmm_param_offset(&J->maps[P_YS], g, bi, 0, 0);
+        yz_base = qmm_param_offset(&J->maps[P_YZ], g, bi, 0, 0);
+    }
+    for (size_t i = m0; i < m1; i++) {
+        uint32_t rs = (uint32_t)rowsum[i];
+        uint32_t zap = 0;
+        if (colsum)
+            zap = (uint32_t)(zp_at(J->az, &J->maps[P_AZ], g, bi, (int64_t)i, 0) +
+                             (shift_a ? 128 : 0));
+        const int32_t *crow = cbuf + (i - m0) * ldc;
+        for (size_t jj = 0; jj < nc; jj++) {
+            uint32_t acc = (uint32_t)crow[jj] - (uint32_t)w->zbp[jj] * rs;
+            if (colsum)
+                acc -= zap * (uint32_t)colsum[j0 + jj];
+            w->accrow[jj] = wrap_u32(acc);
+        }
+        size_t yoff = ((size_t)bi * J->m + i) * J->n + j0;
+        if (J->mmi) {
+            memcpy((int32_t *)J->mmi->y.data + yoff, w->accrow, nc * sizeof(int32_t));
+            continue;
+        }
+        const qmm_qlinearmatmul *c = J->qlm;
+        double sa = qmm_scale_decode(c->a_scale.dtype, c->a_scale.data,
+                                     qmm_param_offset(&J->maps[P_AS], g, bi, (int64_t)i, 0));
+        uint8_t *out = (uint8_t *)c->y.data + yoff;
+        if (J->y_per_tensor) {
+            qmm_opt_requant_row(w->accrow, nc, sa, w->sb, w->cm, J->sy, J->zy, J->qmin,
+                                J->qmax, out);
+            continue;
+        }
+        const qmm_param_map *ms = &J->maps[P_YS], *mz = &J->maps[P_YZ];
+        const uint8_t *yzp = c->y_zero_point.data;
+        for (size_t jj = 0; jj < nc; jj++) {
+            int64_t j = (int64_t)(j0 + jj);
+            int64_t os = ys_base + ms->row_stride * (int64_t)i + ms->col_stride * j;
+            int64_t oz = yz_base + mz->row_stride * (int64_t)i + mz->col_stride * j;
+            double sy = qmm_scale_decode(c->y_scale.dtype, c->y_scale.data, os);
+            int32_t zy = c->y_zero_point.dtype == QMM_DTYPE_INT8 ? (int32_t)(int8_t)yzp[oz]
+                                                                 : (int32_t)yzp[oz];
+            int32_t q = qmm_opt_requant_one(w->accrow[jj], sa, w->sb[jj], sy, zy, J->qmin,
+                                            J->qmax);
+            out[jj] = (uint8_t)((uint32_t)q & 0xffu);
+        }
+    }
+}
+
+static void compute_task(void *ctx, size_t task, int worker)
+{
+    job *J = ctx;
+    worker_scratch *w = &J->ws[worker];
+    size_t nb_i = task % J->nnb, rest = task / J->nnb;
+    size_t mb_i = rest % J->nmb;
+    int64_t bi = (int64_t)(rest / J->nmb);
+    size_t m0 = mb_i * J->mb, m1 = m0 + J->mb < J->m ? m0 + J->mb : J->m;
+    size_t n0 = nb_i * J->nb, n1 = n0 + J->nb < J->n ? n0 + J->nb : J->n;
+    size_t amat = amat_of(J, bi), bmat = bmat_of(J, bi);
+    const int32_t *A = J->apack + amat * J->a_words;
+    const int32_t *rowsum = J->rowsum + amat * J->m;
+
+    if (J->direct) {
+        size_t kpairs = (J->k + 1) / 2;
+        const uint8_t *B = J->braw + bmat * J->k * J->n;
+        for (size_t j0 = n0; j0 < n1; j0 += NC_MAX) {
+            size_t j1 = j0 + NC_MAX < n1 ? j0 + NC_MAX : n1;
+            J->ops->gemv(m1 - m0, J->k, A + m0 * kpairs, kpairs, B + j0, J->n, J->b_signed,
+                         j1 - j0, w->cbuf, NC_MAX);
+            epilogue(J, w, bi, m0, m1, j0, j1, w->cbuf, NC_MAX, rowsum, NULL);
+        }
+        return;
+    }
+
+    const int8_t *B = J->bpack + bmat * J->kp * J->npad;
+    const int32_t *colsum = J->colsum ? J->colsum + bmat * J->npad : NULL;
+    size_t mr = (size_t)J->mr, nr = (size_t)J->nr, kg = (size_t)J->kg;
+    size_t kcg = KC_K / kg;
+    size_t g0 = m0 / mr, g1 = (m1 + mr - 1) / mr;
+    for (size_t j0 = n0; j0 < n1; j0 += NC_MAX) {
+        size_t j1 = j0 + NC_MAX < n1 ? j0 + NC_MAX : n1;
+        size_t p0 = j0 / nr, p1 = (j1 + nr - 1) / nr;
+        size_t ldc = (p1 - p0) * nr;
+        if (J->kgroups == 0)
+            memset(w->cbuf, 0, (g1 - g0) * mr * ldc * sizeof(int32_t));
+        for (size_t kc = 0; kc < J->kgroups; kc += kcg) {
+            size_t kcn = kc + kcg < J->kgroups ? kcg : J->kgroups - kc;
+            for (size_t p = p0; p < p1; p++) {
+                const int8_t *bp = B + p * J->kp * nr + kc * nr * kg;
+                for (size_t gi = g0; gi < g1; gi++) {
+                    const int32_t *ap = A + gi * J->kgroups * mr + kc * mr;
+                    J->ops->kernel(kcn, ap, bp, w->cbuf + (gi - g0) * mr * ldc + (p - p0) * nr,
+                                   ldc, kc > 0);
+                }
+            }
+        }
+        epilogue(J, w, bi, m0, m1, j0, j1, w->cbuf, ldc, rowsum, colsum);
+    }
+}
+
+/* ---- setup ---- */
+
+static void job_free(job *J, int threads)
+{
+    free(J->amat_rep);
+    free(J->apack);
+    free(J->rowsum);
+    free(J->bpack_own);
+    free(J->colsum_own);
+    if (J->ws)
+        for (int t = 0; t < threads; t++) {
+            free(J->ws[t].cbuf);
+            free(J->ws[t].accrow);
+            free(J->ws[t].zbp);
+            free(J->ws[t].sb);
+            free(J->ws[t].cm);
+        }
+    free(J->ws);
+}
+
+static size_t ceil_div(size_t a, size_t b)
+{
+    return (a + b - 1) / b;
+}
+
+/* Runs a validated call. `pb` is a prepacked B or NULL. */
+static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
+                               const qmm_optimized_packed_b *pb, qmm_status *st)
+{
+    const qmm_geometry *g = J->g;
+    const qmm_opt_isa_ops *ops = ob->ops;
+    int threads = ob->threads;
+    J->ops = ops;
+    J->mr = ops->mr;
+    J->nr = ops->nr;
+    J->kg = ops->kg;
+    J->m = (size_t)g->m;
+    J->k = (size_t)g->k;
+    J->n = (size_t)g->n;
+    J->batch = (size_t)g->batch;
+    if (J->m == 0 || J->n == 0 || J->batch == 0)
+        return qmm_status_ok(st); /* an empty output: nothing to write */
+    J->a_signed = J->a->dtype == QMM_DTYPE_INT8;
+    J->b_signed = J->b->dtype == QMM_DTYPE_INT8;
+    J->direct = ops->gemv != NULL && pb == NULL && J->m <= GEMV_M_MAX;
+    J->kgroups = ceil_div(J->k, (size_t)J->kg);
+    J->kp = J->kgroups * (size_t)J->kg;
+    J->mpad = ceil_div(J->m, (size_t)J->mr) * (size_t)J->mr;
+    J->npad = ceil_div(J->n, (size_t)J->nr) * (size_t)J->nr;
+    J->braw = J->b->data;
+
+    qmm_status_code rc = QMM_OUT_OF_MEMORY;
+    size_t a_numel = (size_t)qmm_tensor_numel(J->a);
+    size_t b_numel = (size_t)qmm_tensor_numel(J->b);
+    J->namat = J->m && J->k ? a_numel / (J->m * J->k) : 1;
+    J->nbmat = J->k && J->n ? b_numel / (J->k * J->n) : 1;
+    J->a_words = J->direct ? J->m * ((J->k + 1) / 2) : J->mpad * J->kgroups;
+    J->amat_rep = malloc(J->namat * sizeof *J->amat_rep);
+    J->apack = malloc((J->namat * J->a_words + 1) * sizeof *J->apack);
+    J->rowsum = malloc(J->namat * J->m * sizeof *J->rowsum);
+    J->ws = calloc((size_t)threads, sizeof *J->ws);
+    if (!J->amat_rep || !J->apack || !J->rowsum || !J->ws)
+        goto out;
+    for (int t = 0; t < threads; t++) {
+        worker_scratch *w = &J->ws[t];
+        w->cbuf = malloc((size_t)MB_MAX * NC_MAX * sizeof *w->cbuf);
+        w->accrow = malloc(NC_MAX * sizeof *w->accrow);
+        w->zbp = malloc(NC_MAX * sizeof *w->zbp);
+        w->sb = malloc(NC_MAX * sizeof *w->sb);
+        w->cm = malloc(NC_MAX * sizeof *w->cm);
+        if (!w->cbuf || !w->accrow || !w->zbp || !w->sb || !w->cm)
+            goto out;
+    }
+    for (size_t i = 0; i < J->namat; i++)
+        J->amat_rep[i] = -1;
+    for (int64_t bi = 0; bi < g->batch; bi++) {
+        size_t am = amat_of(J, bi);
+        if (J->amat_rep[am] < 0)
+            J->amat_rep[am] = bi;
+    }
+    for (size_t i = 0; i < J->namat; i++)
+        if (J->amat_rep[i] < 0)
+            J->amat_rep[i] = 0; /* unused by any batch (cannot happen): pack it anyway */
+
+    if (pb) {
+        J->bpack = pb->data;
+        J->colsum = pb->colsum;
+    } else if (!J->direct) {
+        J->bpack_own = malloc(J->nbmat * J->kp * J->npad + 1);
+        if (J->kg == 4)
+            J->colsum_own = malloc(J->nbmat * J->npad * sizeof *J->colsum_own);
+        if (!J->bpack_own || (J->kg == 4 && !J->colsum_own))
+            goto out;
+        J->bpack = J->bpack_own;
+        J->colsum = J->colsum_own;
+    }
+
+    /* task grid: rows in near-equal blocks of at most MB_MAX, columns in NC_MAX chunks
+     * (small-M: narrower column blocks so that every thread has work) */
+    J->nmb = ceil_div(J->m, MB_MAX);
+    J->mb = ceil_div(ceil_div(J->m, J->nmb), (size_t)J->mr) * (size_t)J->mr;
+    J->nmb = ceil_div(J->m, J->mb);
+    J->nb = NC_MAX;
+    if (J->direct) {
+        size_t want = (size_t)threads * 4;
+        size_t nb = ceil_div(ceil_div(J->n, want), 16) * 16;
+        J->nb = nb < 64 ? 64 : nb > NC_MAX ? NC_MAX : nb;
+    }
+    J->nnb = ceil_div(J->n, J->nb);
+
+    J->a_chunks = ceil_div(J->m, PACK_ROWS);
+    qmm_opt_pool_run(ob->pool, J->namat * J->a_chunks, pack_a_task, J);
+    if (!pb && !J->direct) {
+        J->b_chunks = ceil_div(J->n, NC_MAX);
+        qmm_opt_pool_run(ob->pool, J->nbmat * J->b_chunks, pack_b_task, J);
+    }
+    qmm_opt_pool_run(ob->pool, J->batch * J->nmb * J->nnb, compute_task, J);
+    rc = qmm_status_ok(st);
+out:
+    job_free(J, threads);
+    if (rc == QMM_OUT_OF_MEMORY)
+        qmm_status_set(st, rc, "%s: out of memory for the packed operands", ob->name);
+    return rc;
+}
+
+/* The packed B must be the one this call describes, from this backend. */
+static qmm_status_code check_packed(const qmm_opt_backend *ob, const qmm_tensor *b,
+                                    const qmm_optimized_packed_b *pb, qmm_status *st)
+{
+    if (pb->owner != ob)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                              "b: packed by another backend than %s", ob->name);
+    int same = pb->dtype == b->dtype && pb->rank == b->rank;
+    for (int32_t d = 0; same && d < b->rank; d++)
+        same = pb->dims[d] == b->dims[d];
+    if (!same)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                              "b: dtype or shape differs from the packed B's");
+    return QMM_OK;
+}
+
+static qmm_status_code check_runnable(const qmm_opt_backend *ob, qmm_status *st)
+{
+    if (ob->missing)
+        return qmm_status_set(st, QMM_UNSUPPORTED, "%s: %s", ob->name, ob->missing);
+    return QMM_OK;
+}
+
+qmm_status_code qmm_opt_qlinearmatmul(const qmm_opt_backend *ob, const qmm_qlinearmatmul *c,
+                                      const qmm_optimized_packed_b *pb, qmm_status *st)
+{
+    if (check_runnable(ob, st) != QMM_OK)
+        return QMM_UNSUPPORTED;
+    qmm_qlinearmatmul call = *c;
+    if (pb) {
+        if (check_packed(ob, &c->b, pb, st) != QMM_OK)
+            return QMM_INVALID_ARGUMENT;
+        if (!call.b.data)
+            call.b.data = (void *)pb; /* never read: validation only asks for non-NULL */
+    }
+    qmm_geometry g;
+    qmm_status_code rc = qmm_validate_qlinearmatmul(&call, &g, st);
+    if (rc != QMM_OK)
+        return rc;
+    job J;
+    memset(&J, 0, sizeof J);
+    J.g = &g;
+    J.qlm = c;
+    J.a = &c->a;
+    J.b = &call.b;
+    J.az = &c->a_zero_point;
+    J.bz = &c->b_zero_point;
+    /* validation succeeded, so these cannot fail; they give the parameters' index maps */
+    if (qmm_param_map_build(&c->a_scale, "a_scale", QMM_PARAM_A, &c->a, &g, &J.maps[P_AS], st) ||
+        qmm_param_map_build(&c->a_zero_point, "a_zero_point", QMM_PARAM_A, &c->a, &g,
+                            &J.maps[P_AZ], st) ||
+        qmm_param_map_build(&c->b_scale, "b_scale", QMM_PARAM_B, &c->b, &g, &J.maps[P_BS], st) ||
+        qmm_param_map_build(&c->b_zero_point, "b_zero_point", QMM_PARAM_B, &c->b, &g,
+                            &J.maps[P_BZ], st) ||
+        qmm_param_map_build(&c->y_scale, "y_scale", QMM_PARAM_Y, &c->y, &g, &J.maps[P_YS], st) ||
+        qmm_param_map_build(&c->y_zero_point, "y_zero_point", QMM_PARAM_Y, &c->y, &g,
+                            &J.maps[P_YZ], st))
+        return qmm_status_set(st, QMM_INTERNAL, "%s: parameter map after validation: %s",
+                              ob->name, st->message);
+    J.y_per_tensor = qmm_tensor_numel(&c->y_scale) == 1;
+    J.sy = 1.0; /* only the per-tensor path reads it (y_scale may hold no element) */
+    if (J.y_per_tensor) {
+        J.sy = qmm_scale_decode(c->y_scale.dtype, c->y_scale.data, 0);
+        const uint8_t *p = c->y_zero_point.data;
+        J.zy = c->y_zero_point.dtype == QMM_DTYPE_INT8 ? (int32_t)(int8_t)p[0] : (int32_t)p[0];
+    }
+    J.qmin = c->y.dtype == QMM_DTYPE_INT8 ? -128 : 0;
+    J.qmax = c->y.dtype == QMM_DTYPE_INT8 ? 127 : 255;
+    return run_job(ob, &J, pb, st);
+}
+
+qmm_status_code qmm_opt_matmulinteger(const qmm_opt_backend *ob, const qmm_matmulinteger *c,
+                                      const qmm_optimized_packed_b *pb, qmm_status *st)
+{
+    if (check_runnable(ob, st) != QMM_OK)
+        return QMM_UNSUPPORTED;
+    qmm_matmulinteger call = *c;
+    if (pb) {
+        if (check_packed(ob, &c->b, pb, st) != QMM_OK)
+            return QMM_INVALID_ARGUMENT;
+        if (!call.b.data)
+            call.b.data = (void *)pb;
+    }
+    qmm_geometry g;
+    qmm_status_code rc = qmm_validate_matmulinteger(&call, &g, st);
+    if (rc != QMM_OK)
+        return rc;
+    job J;
+    memset(&J, 0, sizeof J);
+    J.g = &g;
+    J.mmi = c;
+    J.a = &c->a;
+    J.b = &call.b;
+    J.az = &c->a_zero_point;
+    J.bz = &c->b_zero_point;
+    if ((qmm_tensor_present(&c->a_zero_point) &&
+         qmm_param_map_build(&c->a_zero_point, "a_zero_point", QMM_PARAM_A, &c->a, &g,
+                             &J.maps[P_AZ], st)) ||
+        (qmm_tensor_present(&c->b_zero_point) &&
+         qmm_param_map_build(&c->b_zero_point, "b_zero_point", QMM_PARAM_B, &c->b, &g,
+                             &J.maps[P_BZ], st)))
+        return qmm_status_set(st, QMM_INTERNAL, "%s: parameter map after validation: %s",
+                              ob->name, st->message);
+    return run_job(ob, &J, pb, st);
+}
+
+qmm_status_code qmm_opt_pack_b_all(const qmm_opt_backend *ob, const qmm_tensor *b,
+                                   qmm_optimized_packed_b *pb, qmm_status *st)
+{
+    const qmm_opt_isa_ops *ops = ob->ops;
+    if (b->dtype != QMM_DTYPE_UINT8 && b->dtype != QMM_DTYPE_INT8)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT, "b: dtype must be uint8 or int8");
+    if (b->rank < 1 || b->rank > QMM_MAX_RANK || qmm_tensor_numel(b) < 0)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT, "b: rank must be 1..%d with dims >= 0",
+                              QMM_MAX_RANK);
+    int64_t numel = qmm_tensor_numel(b);
+    if (numel > 0 && !b->data)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT, "b: data is NULL");
+    pb->owner = ob;
+    pb->dtype = b->dtype;
+    pb->rank = b->rank;
+    memcpy(pb->dims, b->dims, sizeof pb->dims);
+    pb->k = (size_t)(b->rank == 1 ? b->dims[0] : b->dims[b->rank - 2]);
+    pb->n = (size_t)(b->rank == 1 ? 1 : b->dims[b->rank - 1]);
+    pb->kp = ceil_div(pb->k, (size_t)ops->kg) * (size_t)ops->kg;
+    pb->npad = ceil_div(pb->n, (size_t)ops->nr) * (size_t)ops->nr;
+    pb->nmat = pb->k && pb->n ? (size_t)numel / (pb->k * pb->n) : 1;
+    pb->data = malloc(pb->nmat * pb->kp * pb->npad + 1);
+    pb->colsum = ops->kg == 4 ? malloc(pb->nmat * pb->npad * sizeof *pb->colsum + 1) : NULL;
+    if (!pb->data || (ops->kg == 4 && !pb->colsum))
+        return qmm_status_set(st, QMM_OUT_OF_MEMORY, "%s: out of memory packing b", ob->name);
+    if (pb->n == 0)
+        return qmm_status_ok(st);
+    /* the same packer the calls use, one matrix and one column chunk per task */
+    job J;
+    memset(&J, 0, sizeof J);
+    J.k = pb->k;
+    J.n = pb->n;
+    J.kp = pb->kp;
+    J.npad = pb->npad;
+    J.nr = ops->nr;
+    J.kg = ops->kg;
+    J.b_signed = b->dtype == QMM_DTYPE_INT8;
+    J.braw = b->data;
+    J.bpack_own = pb->data;
+    J.colsum_own = pb->colsum;
+    J.b_chunks = ceil_div(pb->n, NC_MAX);
+    qmm_opt_pool_run(ob->pool, pb->nmat * J.b_chunks, pack_b_task, &J);
+    return qmm_status_ok(st);
+}

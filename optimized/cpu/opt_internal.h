@@ -1,0 +1,173 @@
+/* optimized/cpu/opt_internal.h — what the optimized backend's own files share. Nothing here is
+ * part of the operator interface or of qmm_optimized.h.
+ *
+ * The arithmetic every path shares (DESIGN §7): an element's accumulator is
+ *     acc = dot - zap_i * colsum_j - zbp_j * rowsum_i          (mod 2^32)
+ * where `dot` is what a microkernel sums over the packed operands and the other terms undo
+ * whatever the packing changed:
+ * - "pairs" layout (scalar, AVX2): A holds a - za as int16 (exact: -255..255), so zap = 0;
+ *   B holds b as int8 (uint8 b is shifted by -128), so zbp = zb - 128 for uint8 b, zb else.
+ * - "quads" layout (VNNI): A holds a as uint8 (int8 a shifted by +128), so zap = za (+128);
+ *   B as in "pairs"; colsum_j = sum_k B'[k][j] is made when B is packed.
+ * rowsum_i = sum_k (a - za) in both. All of it is computed modulo 2^32, which gives the exact
+ * accumulator wrapped to int32 — the accepted overflow result.
+ */
+#ifndef QMM_OPT_INTERNAL_H
+#define QMM_OPT_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "optimized/qmm_optimized.h"
+#include "qmm/qmm.h"
+
+/* ---- ISAs and CPU features (cpuid.c) ---- */
+
+typedef enum qmm_opt_isa {
+    QMM_OPT_ISA_SCALAR = 0,
+    QMM_OPT_ISA_AVX2 = 1,
+    QMM_OPT_ISA_AVXVNNI = 2,
+    QMM_OPT_ISA_AVX512VNNI = 3,
+    QMM_OPT_ISA_COUNT = 4,
+} qmm_opt_isa;
+
+typedef struct qmm_opt_cpu {
+    int avx2;       /* AVX2 and the OS saves YMM state */
+    int avxvnni;    /* AVX-VNNI (VEX vpdpbusd) with AVX2 */
+    int avx512vnni; /* AVX-512 F/BW/VL/VNNI and the OS saves ZMM and opmask state */
+} qmm_opt_cpu;
+
+/* Detected once (pthread_once); the pointer is to read-only data afterwards. */
+const qmm_opt_cpu *qmm_opt_cpu_features(void);
+
+/* NULL when the CPU can run `isa`, else why not ("this CPU has no AVX2"). */
+const char *qmm_opt_isa_missing(qmm_opt_isa isa);
+const char *qmm_opt_isa_name(qmm_opt_isa isa);
+
+/* ---- microkernels ---- */
+
+/* c[MR][NR] (row stride ldc) = (accumulate ? c : 0) + sum over `kgroups` groups of
+ * a-group x b-group. `a` holds MR 32-bit words per group (a pair of int16 or a quad of uint8
+ * per row), `b` holds NR*kg int8 per group (column j's kg values together). Sums wrap. */
+typedef void (*qmm_opt_kernel_fn)(size_t kgroups, const int32_t *a, const int8_t *b,
+                                  int32_t *c, size_t ldc, int accumulate);
+
+/* Small-M kernel on an unpacked B: for r in 0..rows-1 (rows <= 4), j in 0..n-1:
+ *   c[r*ldc + j] = sum_k apair_r(k) * b[k*ldb + j]
+ * where `a` is row r's int16 pairs (a - za) at a + r*lda (kpairs = ceil(k/2) words; the pad
+ * half of an odd k is 0) and b is int8 when b_signed, else uint8 (no shift). Sums wrap. */
+typedef void (*qmm_opt_gemv_fn)(size_t rows, size_t k, const int32_t *a, size_t lda,
+                                const uint8_t *b, size_t ldb, int b_signed, size_t n,
+                                int32_t *c, size_t ldc);
+
+typedef struct qmm_opt_isa_ops {
+    qmm_opt_isa isa;
+    int mr, nr, kg;          /* tile rows, tile columns, k values per group (2 or 4) */
+    qmm_opt_kernel_fn kernel;
+    qmm_opt_gemv_fn gemv;    /* NULL: small M goes through the packed path */
+} qmm_opt_isa_ops;
+
+void qmm_opt_kernel_scalar_6x16(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
+                                size_t ldc, int accumulate);
+void qmm_opt_kernel_avx2_6x16(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
+                              size_t ldc, int accumulate);
+void qmm_opt_gemv_avx2(size_t rows, size_t k, const int32_t *a, size_t lda, const uint8_t *b,
+                       size_t ldb, int b_signed, size_t n, int32_t *c, size_t ldc);
+void qmm_opt_kernel_avxvnni_6x16(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
+                                 size_t ldc, int accumulate);
+void qmm_opt_kernel_avx512vnni_8x32(size_t kgroups, const int32_t *a, const int8_t *b,
+                                    int32_t *c, size_t ldc, int accumulate);
+
+/* The peak loops of `qmmcheck bench --peak`: `iters` iterations of a dependency-free block of
+ * the kernel's multiply-accumulate instructions; returns int8 MACs performed. */
+uint64_t qmm_opt_peak_avx2(uint64_t iters);
+uint64_t qmm_opt_peak_avxvnni(uint64_t iters);
+uint64_t qmm_opt_peak_avx512vnni(uint64_t iters);
+
+/* ---- packing (pack.c) ---- */
+
+/* Packs rows [0, rows) of an M x K uint8/int8 matrix (row stride lda) into groups of mr rows
+ * (the last group padded with zero rows), kp = K rounded up to kg, layout
+ * dst[group][kgroup][row] as 32-bit words. kg 2: int16 pairs of a - za_r; kg 4: uint8 quads
+ * of a (int8 a + 128). rowsum[r] = sum_k (a - za_r) mod 2^32. za[r] per row. */
+void qmm_opt_pack_a(const uint8_t *a, size_t lda, int a_signed, size_t rows, size_t k,
+                    const int32_t *za, int mr, int kg, int32_t *dst, int32_t *rowsum);
+
+/* Packs columns [j0, j1) (j0 a multiple of nr) of a K x N matrix (row stride ldb) into panels
+ * of nr columns: panel p at dst + p*kp*nr, layout [kgroup][col][kg] int8 (uint8 b - 128), zero
+ * padded in k and in columns. colsum (may be NULL) receives sum_k B' per column from j0. */
+void qmm_opt_pack_b(const uint8_t *b, size_t ldb, int b_signed, size_t k, size_t j0, size_t j1,
+                    int nr, int kg, int8_t *dst, int32_t *colsum);
+
+/* ---- requantization (requant.c) ---- */
+
+/* RNE(acc * sa * sb / sy) exactly (scales are positive finite doubles holding float, float16
+ * or bfloat16 values), clamped to +-2^40 — far outside any 8-bit result. */
+int64_t qmm_opt_requant_exact(int32_t acc, double sa, double sb, double sy);
+
+/* One output row with per-tensor y_scale/y_zero_point: out[j] = clamp(RNE(acc[j]*sa*sb[j]/sy)
+ * + zy) for j < n, where cm[j] = sb[j] / sy (rounded). Fast double path, exact fallback. */
+void qmm_opt_requant_row(const int32_t *acc, size_t n, double sa, const double *sb,
+                         const double *cm, double sy, int32_t zy, int32_t qmin, int32_t qmax,
+                         uint8_t *out);
+
+/* One element with any scales: the same rule, m = (sa*sb)/sy. */
+int32_t qmm_opt_requant_one(int32_t acc, double sa, double sb, double sy, int32_t zy,
+                            int32_t qmin, int32_t qmax);
+
+/* ---- thread pool (threadpool.c) ---- */
+
+typedef struct qmm_opt_pool qmm_opt_pool;
+typedef void (*qmm_opt_task_fn)(void *ctx, size_t task, int worker);
+
+/* nthreads includes the caller; nthreads - 1 persistent workers are started. NULL on failure. */
+qmm_opt_pool *qmm_opt_pool_create(int nthreads);
+void qmm_opt_pool_destroy(qmm_opt_pool *p);
+int qmm_opt_pool_threads(const qmm_opt_pool *p);
+
+/* Runs fn(ctx, t, worker) for t in [0, ntasks), each exactly once, worker in
+ * [0, threads). When another call holds the pool, runs everything on the caller (worker 0).
+ * Returns when all tasks are done. */
+void qmm_opt_pool_run(qmm_opt_pool *p, size_t ntasks, qmm_opt_task_fn fn, void *ctx);
+
+/* ---- the matmul driver (matmul.c) ---- */
+
+typedef struct qmm_opt_packed_mat {
+    int8_t *data;      /* panels, kp * npad bytes per matrix */
+    int32_t *colsum;   /* npad per matrix, NULL for the pairs layout */
+} qmm_opt_packed_mat;
+
+/* A packed B (qmm_optimized_packed_b is this struct). */
+struct qmm_optimized_packed_b {
+    const void *owner;         /* the qmm_opt_backend it was packed by */
+    int32_t dtype;
+    int32_t rank;
+    int64_t dims[QMM_MAX_RANK];
+    size_t k, n, kp, npad, nmat;
+    int8_t *data;              /* nmat * kp * npad */
+    int32_t *colsum;           /* nmat * npad, or NULL */
+};
+
+typedef struct qmm_opt_backend {
+    qmm_backend table;
+    const qmm_opt_isa_ops *ops;
+    const char *missing;       /* non-NULL: this CPU cannot run ops->isa, and why */
+    qmm_opt_pool *pool;
+    int threads;
+    char name[64];
+    char description[192];
+} qmm_opt_backend;
+
+const qmm_opt_isa_ops *qmm_opt_isa_table(qmm_opt_isa isa);
+
+/* Packs B for backend `ob` (the worker behind qmm_optimized_pack_b and per-call packing):
+ * nmat matrices of k x n at b + m*k*n. */
+qmm_status_code qmm_opt_pack_b_all(const qmm_opt_backend *ob, const qmm_tensor *b,
+                                   qmm_optimized_packed_b *pb, qmm_status *st);
+
+qmm_status_code qmm_opt_qlinearmatmul(const qmm_opt_backend *ob, const qmm_qlinearmatmul *c,
+                                      const qmm_optimized_packed_b *pb, qmm_status *st);
+qmm_status_code qmm_opt_matmulinteger(const qmm_opt_backend *ob, const qmm_matmulinteger *c,
+                                      const qmm_optimized_packed_b *pb, qmm_status *st);
+
+#endif /* QMM_OPT_INTERNAL_H */

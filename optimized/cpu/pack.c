@@ -1,0 +1,151 @@
+/* optimized/cpu/pack.c — operand packing into the microkernels' layouts (opt_internal.h).
+ *
+ * B is the big operand for most shapes and is packed on every call unless prepacked, so its
+ * full panels go through SSE2 byte interleaves (SSE2 is baseline x86-64, so this file needs no
+ * special flags); edges and other targets take the plain element loop, which defines the
+ * layout.
+ */
+#include <string.h>
+
+#include "optimized/cpu/opt_internal.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* The int8 value B' the kernels see: uint8 b is shifted by -128 (flipping the top bit). */
+static inline int8_t b_prime(const uint8_t *b, size_t idx, uint8_t flip)
+{
+    return (int8_t)(uint8_t)(b[idx] ^ flip);
+}
+
+void qmm_opt_pack_a(const uint8_t *a, size_t lda, int a_signed, size_t rows, size_t k,
+                    const int32_t *za, int mr, int kg, int32_t *dst, int32_t *rowsum)
+{
+    size_t kgroups = (k + (size_t)kg - 1) / (size_t)kg;
+    size_t groups = (rows + (size_t)mr - 1) / (size_t)mr;
+    for (size_t g = 0; g < groups; g++) {
+        int32_t *gd = dst + g * kgroups * (size_t)mr;
+        for (int r = 0; r < mr; r++) {
+            size_t row = g * (size_t)mr + (size_t)r;
+            if (row >= rows) {
+                for (size_t t = 0; t < kgroups; t++)
+                    gd[t * (size_t)mr + (size_t)r] = 0;
+                continue;
+            }
+            const uint8_t *src = a + row * lda;
+            int32_t z = za[row];
+            uint32_t sum = 0;
+            if (kg == 2) {
+                for (size_t t = 0; t < kgroups; t++) {
+                    int32_t v[2] = {0, 0};
+                    for (int q = 0; q < 2; q++) {
+                        size_t kk = 2 * t + (size_t)q;
+                        if (kk < k) {
+                            int32_t x = a_signed ? (int32_t)(int8_t)src[kk] : (int32_t)src[kk];
+                            v[q] = x - z;
+                            sum += (uint32_t)v[q];
+                        }
+                    }
+                    uint32_t w = ((uint32_t)v[0] & 0xffffu) | (((uint32_t)v[1] & 0xffffu) << 16);
+                    gd[t * (size_t)mr + (size_t)r] = (int32_t)w;
+                }
+            } else {
+                /* quads of uint8 a' = a (+128 for int8); a' - za' = a - za for the row sum */
+                uint8_t flip = a_signed ? 0x80 : 0;
+                for (size_t t = 0; t < kgroups; t++) {
+                    uint32_t w = 0;
+                    for (int q = 0; q < 4; q++) {
+                        size_t kk = 4 * t + (size_t)q;
+                        if (kk < k) {
+                            uint8_t x = (uint8_t)(src[kk] ^ flip);
+                            w |= (uint32_t)x << (8 * q);
+                            int32_t orig = a_signed ? (int32_t)(int8_t)src[kk] : (int32_t)src[kk];
+                            sum += (uint32_t)(orig - z);
+                        }
+                    }
+                    gd[t * (size_t)mr + (size_t)r] = (int32_t)w;
+                }
+            }
+            rowsum[row] = (int32_t)sum;
+        }
+    }
+}
+
+/* The defining element loop for one panel (columns j0 .. j0+nr-1, any of them past n). */
+static void pack_b_panel_generic(const uint8_t *b, size_t ldb, uint8_t flip, size_t k,
+                                 size_t n, size_t j0, int nr, int kg, int8_t *dst)
+{
+    size_t kgroups = (k + (size_t)kg - 1) / (size_t)kg;
+    for (size_t t = 0; t < kgroups; t++)
+        for (int c = 0; c < nr; c++)
+            for (int q = 0; q < kg; q++) {
+                size_t kk = t * (size_t)kg + (size_t)q, j = j0 + (size_t)c;
+                int8_t v = (kk < k && j < n) ? b_prime(b, kk * ldb + j, flip) : 0;
+                dst[(t * (size_t)nr + (size_t)c) * (size_t)kg + (size_t)q] = v;
+            }
+}
+
+#if defined(__SSE2__)
+/* A full panel (all nr columns inside n) with nr a multiple of 16. Rows past k read as 0. */
+static void pack_b_panel_sse2(const uint8_t *b, size_t ldb, uint8_t flip, size_t k, size_t j0,
+                              int nr, int kg, int8_t *dst)
+{
+    size_t kgroups = (k + (size_t)kg - 1) / (size_t)kg;
+    const __m128i vflip = _mm_set1_epi8((char)flip);
+    const __m128i zero = _mm_setzero_si128();
+    for (size_t t = 0; t < kgroups; t++) {
+        for (int c = 0; c < nr; c += 16) {
+            __m128i r[4];
+            for (int q = 0; q < kg; q++) {
+                size_t kk = t * (size_t)kg + (size_t)q;
+                r[q] = kk < k ? _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)(
+                                                  b + kk * ldb + j0 + (size_t)c)),
+                                              vflip)
+                              : zero;
+            }
+            int8_t *o = dst + (t * (size_t)nr + (size_t)c) * (size_t)kg;
+            if (kg == 2) {
+                _mm_storeu_si128((__m128i *)(void *)o, _mm_unpacklo_epi8(r[0], r[1]));
+                _mm_storeu_si128((__m128i *)(void *)(o + 16), _mm_unpackhi_epi8(r[0], r[1]));
+            } else {
+                __m128i lo01 = _mm_unpacklo_epi8(r[0], r[1]), hi01 = _mm_unpackhi_epi8(r[0], r[1]);
+                __m128i lo23 = _mm_unpacklo_epi8(r[2], r[3]), hi23 = _mm_unpackhi_epi8(r[2], r[3]);
+                _mm_storeu_si128((__m128i *)(void *)o, _mm_unpacklo_epi16(lo01, lo23));
+                _mm_storeu_si128((__m128i *)(void *)(o + 16), _mm_unpackhi_epi16(lo01, lo23));
+                _mm_storeu_si128((__m128i *)(void *)(o + 32), _mm_unpacklo_epi16(hi01, hi23));
+                _mm_storeu_si128((__m128i *)(void *)(o + 48), _mm_unpackhi_epi16(hi01, hi23));
+            }
+        }
+    }
+}
+#endif
+
+void qmm_opt_pack_b(const uint8_t *b, size_t ldb, int b_signed, size_t k, size_t j0, size_t j1,
+                    int nr, int kg, int8_t *dst, int32_t *colsum)
+{
+    uint8_t flip = b_signed ? 0 : 0x80;
+    size_t kp = (k + (size_t)kg - 1) / (size_t)kg * (size_t)kg;
+    /* ldb is the matrix's n: columns past it are padding */
+    size_t n = ldb;
+    for (size_t j = j0; j < j1; j += (size_t)nr) {
+        int8_t *panel = dst + (j - j0) / (size_t)nr * kp * (size_t)nr;
+#if defined(__SSE2__)
+        if (j + (size_t)nr <= n && nr % 16 == 0)
+            pack_b_panel_sse2(b, ldb, flip, k, j, nr, kg, panel);
+        else
+#endif
+            pack_b_panel_generic(b, ldb, flip, k, n, j, nr, kg, panel);
+    }
+    if (colsum) {
+        size_t width = (j1 - j0 + (size_t)nr - 1) / (size_t)nr * (size_t)nr;
+        memset(colsum, 0, width * sizeof *colsum);
+        /* row-major walk: sequential reads of b, which the strided walk would not give */
+        for (size_t kk = 0; kk < k; kk++) {
+            const uint8_t *row = b + kk * ldb;
+            for (size_t j = j0; j < j1 && j < n; j++)
+                colsum[j - j0] = (int32_t)((uint32_t)colsum[j - j0] +
+                                           (uint32_t)(int32_t)b_prime(row, j, flip));
+        }
+    }
+}

@@ -1,0 +1,93 @@
+/* optimized/cpu/peak.c — the int8 peak that `qmmcheck bench` reports percentages against:
+ * the best multiply-accumulate loop this CPU runs, on `threads` threads at once. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "optimized/cpu/opt_internal.h"
+
+typedef uint64_t (*peak_fn)(uint64_t iters);
+
+typedef struct peak_arg {
+    peak_fn fn;
+    uint64_t iters, macs;
+} peak_arg;
+
+static void *peak_thread(void *p)
+{
+    peak_arg *a = p;
+    a->macs = a->fn(a->iters);
+    return NULL;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Runs fn(iters) on `threads` threads; returns MACs per second. */
+static double run_peak(peak_fn fn, int threads, uint64_t iters)
+{
+    peak_arg *args = calloc((size_t)threads, sizeof *args);
+    pthread_t *tids = calloc((size_t)threads, sizeof *tids);
+    if (!args || !tids) {
+        free(args);
+        free(tids);
+        return 0;
+    }
+    double t0 = now_s();
+    for (int i = 0; i < threads; i++) {
+        args[i].fn = fn;
+        args[i].iters = iters;
+    }
+    for (int i = 1; i < threads; i++)
+        if (pthread_create(&tids[i], NULL, peak_thread, &args[i]) != 0)
+            args[i].iters = 0; /* not started: counts nothing */
+    args[0].macs = fn(iters);
+    for (int i = 1; i < threads; i++)
+        if (args[i].iters)
+            pthread_join(tids[i], NULL);
+    double dt = now_s() - t0;
+    uint64_t macs = 0;
+    for (int i = 0; i < threads; i++)
+        macs += args[i].macs;
+    free(args);
+    free(tids);
+    return dt > 0 ? (double)macs / dt : 0;
+}
+
+double qmm_optimized_peak_ops(int threads, double seconds, const char **loop)
+{
+    peak_fn fn = NULL;
+    const char *what = "none (no AVX2 on this CPU)";
+#if defined(__x86_64__)
+    if (!qmm_opt_isa_missing(QMM_OPT_ISA_AVX512VNNI)) {
+        fn = qmm_opt_peak_avx512vnni;
+        what = "avx512vnni: zmm vpdpbusd, 12 independent chains";
+    } else if (!qmm_opt_isa_missing(QMM_OPT_ISA_AVXVNNI)) {
+        fn = qmm_opt_peak_avxvnni;
+        what = "avxvnni: ymm vpdpbusd, 12 independent chains";
+    } else if (!qmm_opt_isa_missing(QMM_OPT_ISA_AVX2)) {
+        fn = qmm_opt_peak_avx2;
+        what = "avx2: ymm vpmaddwd + vpaddd (the AVX2 kernel's exact int16 sequence), "
+               "12 independent chains";
+    }
+#endif
+    if (loop)
+        *loop = what;
+    if (!fn)
+        return 0;
+    if (threads < 1)
+        threads = 1;
+    /* calibrate on one thread, then size the run to `seconds` */
+    uint64_t iters = 100000;
+    double rate = run_peak(fn, 1, iters);
+    uint64_t per_iter = fn(1);
+    if (rate > 0 && per_iter > 0)
+        iters = (uint64_t)(seconds * rate / (double)per_iter);
+    if (iters < 1000)
+        iters = 1000;
+    return 2.0 * run_peak(fn, threads, iters);
+}

@@ -1,0 +1,839 @@
+/* tests/test_optimized.c — the optimized backend against the exact reference.
+ *
+ * The differential test draws seeded random problems over every type combination, every
+ * parameter form, batch broadcasting, 1-D operands, empty dims, K = 0, K = 1, sizes that are
+ * not multiples of any tile, and extreme data (saturation, int32 wrap-around), and requires
+ * byte-identical output from every variant this CPU can run, at 1, 2 and 3 threads, with and
+ * without a prepacked B. The reference's int32-wrapped result is the one compared against:
+ * the optimized backend always produces it (identical to the exact one unless the exact
+ * accumulator leaves int32, which needs K >= 33026).
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optimized/cpu/opt_internal.h"
+#include "optimized/qmm_optimized.h"
+#include "reference/qmm_reference.h"
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
+#define QMM_TEST_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define QMM_TEST_SANITIZED 1
+#endif
+#ifndef QMM_TEST_SANITIZED
+#define QMM_TEST_SANITIZED 0
+#endif
+
+#define U8 QMM_DTYPE_UINT8
+#define I8 QMM_DTYPE_INT8
+
+/* ---- random numbers (splitmix64: small, seedable, identical everywhere) ---- */
+
+typedef struct rng {
+    uint64_t s;
+} rng;
+
+static uint64_t next64(rng *r)
+{
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* uniform in [lo, hi] */
+static int64_t rnd(rng *r, int64_t lo, int64_t hi)
+{
+    return lo + (int64_t)(next64(r) % (uint64_t)(hi - lo + 1));
+}
+
+/* ---- problems: a call plus the buffers it points to ---- */
+
+typedef struct problem {
+    qmm_call call;
+    void *bufs[24];
+    int nbufs;
+    char what[256]; /* a one-line description for failure messages */
+} problem;
+
+static void *pbuf(problem *p, size_t bytes)
+{
+    void *b = calloc(1, bytes ? bytes : 1);
+    cr_assert(b, "out of memory");
+    cr_assert(p->nbufs < 24);
+    p->bufs[p->nbufs++] = b;
+    return b;
+}
+
+static void problem_free(problem *p)
+{
+    for (int i = 0; i < p->nbufs; i++)
+        free(p->bufs[i]);
+    p->nbufs = 0;
+}
+
+static qmm_tensor tens(problem *p, int32_t dtype, int rank, const int64_t *dims)
+{
+    qmm_tensor t;
+    memset(&t, 0, sizeof t);
+    t.dtype = dtype;
+    t.rank = rank;
+    for (int i = 0; i < rank; i++)
+        t.dims[i] = dims[i];
+    t.data = pbuf(p, (size_t)qmm_tensor_numel(&t) * qmm_dtype_size(dtype));
+    return t;
+}
+
+/* Fills 8-bit data: uniform, or (sometimes) extreme values only. */
+static void fill_q8(rng *r, qmm_tensor *t, int mode)
+{
+    uint8_t *d = t->data;
+    int64_t n = qmm_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++) {
+        switch (mode) {
+        case 1: d[i] = 0xff; break;                        /* 255 / -1 */
+        case 2: d[i] = 0x80; break;                        /* 128 / -128 */
+        case 3: d[i] = (next64(r) & 1) ? 0x00 : 0xff; break;
+        case 4: d[i] = (next64(r) & 1) ? 0x7f : 0x80; break;
+        default: d[i] = (uint8_t)next64(r); break;
+        }
+    }
+}
+
+static void put_scale(rng *r, const qmm_tensor *t, int64_t i, int mode)
+{
+    unsigned char *d = t->data;
+    if (t->dtype == QMM_DTYPE_FLOAT) {
+        float f;
+        if (mode == 0) /* powers of two: exact products, many exact ties */
+            f = (float)ldexp(1.0, (int)rnd(r, -7, 2));
+        else if (mode == 1) /* large: saturation */
+            f = (float)ldexp(1.0 + (double)rnd(r, 0, 1000) / 1000.0, (int)rnd(r, 4, 20));
+        else /* arbitrary 24-bit mantissas */
+            f = (float)ldexp((double)rnd(r, 1 << 23, (1 << 24) - 1), (int)rnd(r, -36, -20));
+        memcpy(d + 4 * i, &f, 4);
+    } else {
+        /* float16 exponent field 8..20, bfloat16 118..130: positive, normal, moderate */
+        uint16_t bits;
+        if (t->dtype == QMM_DTYPE_FLOAT16)
+            bits = (uint16_t)((rnd(r, 8, 20) << 10) | (mode == 0 ? 0 : rnd(r, 0, 1023)));
+        else
+            bits = (uint16_t)((rnd(r, 118, 130) << 7) | (mode == 0 ? 0 : rnd(r, 0, 127)));
+        d[2 * i] = (unsigned char)(bits & 0xff);
+        d[2 * i + 1] = (unsigned char)(bits >> 8);
+    }
+}
+
+/* A parameter shape for role a (per-row), b (per-column) or y (broadcastable). */
+static int param_dims(rng *r, int role, const qmm_tensor *op, const qmm_geometry *g,
+                      int64_t *dims)
+{
+    int form = (int)rnd(r, 0, 3);
+    if (form == 0)
+        return 0;
+    if (form == 1) {
+        dims[0] = 1;
+        return 1;
+    }
+    if (role == 2) { /* y: right-aligned subset of y's dims, each kept or 1 */
+        int rank = (int)rnd(r, 0, g->y_rank);
+        for (int i = 0; i < rank; i++) {
+            int64_t d = g->y_dims[g->y_rank - rank + i];
+            dims[i] = (next64(r) & 1) ? d : 1;
+        }
+        return rank;
+    }
+    if (op->rank == 1)
+        return 0; /* a 1-D operand: per-tensor only */
+    if (form == 2 && op->rank == 2) { /* the spec's 1-D form */
+        dims[0] = role == 0 ? g->m : g->n;
+        return 1;
+    }
+    /* [.., M, 1] or [.., 1, N] with some of the operand's batch dims */
+    int brank = op->rank - 2, keep = (int)rnd(r, 0, brank);
+    for (int i = 0; i < keep; i++) {
+        int64_t d = op->dims[brank - keep + i];
+        dims[i] = (next64(r) & 1) ? d : 1;
+    }
+    dims[keep] = role == 0 ? g->m : 1;
+    dims[keep + 1] = role == 0 ? 1 : g->n;
+    return keep + 2;
+}
+
+static int64_t pick_mn(rng *r, int big)
+{
+    int64_t c = rnd(r, 0, 99);
+    if (c < 3)
+        return 0;
+    if (c < 20)
+        return 1;
+    if (c < 65)
+        return rnd(r, 2, 9);
+    if (c < 95 || !big)
+        return rnd(r, 10, 40);
+    return rnd(r, 41, 140);
+}
+
+static int64_t pick_k(rng *r, int big)
+{
+    int64_t c = rnd(r, 0, 99);
+    if (c < 3)
+        return 0;
+    if (c < 13)
+        return 1;
+    if (c < 50)
+        return rnd(r, 2, 16);
+    if (c < 95 || !big)
+        return rnd(r, 17, 100);
+    return rnd(r, 101, 700);
+}
+
+/* Draws one valid problem. `big` allows sizes past the cache blocks (NC 256, KC 512). */
+static void gen_problem(rng *r, problem *p, int big)
+{
+    memset(p, 0, sizeof *p);
+    int is_mmi = rnd(r, 0, 7) == 0;
+    int32_t ta = next64(r) & 1 ? U8 : I8, tb = next64(r) & 1 ? U8 : I8;
+    int32_t ty = next64(r) & 1 ? U8 : I8;
+    int64_t m = pick_mn(r, big), k = pick_k(r, big), n = pick_mn(r, big);
+    int a1d = rnd(r, 0, 11) == 0, b1d = rnd(r, 0, 11) == 0;
+    int brank = (int)rnd(r, 0, 2);
+    int64_t bdims[2];
+    for (int i = 0; i < brank; i++)
+        bdims[i] = rnd(r, 1, 3);
+    /* keep the reference's work bounded: it is exact, not fast */
+    int64_t bprod = 1;
+    for (int i = 0; i < brank; i++)
+        bprod *= bdims[i];
+    while (bprod * m * n * (k + 1) > (big ? 3000000 : 200000) && (m > 1 || n > 1)) {
+        if (m > n)
+            m = m / 2;
+        else
+            n = n / 2;
+    }
+    if (a1d)
+        m = 1;
+    if (b1d)
+        n = 1;
+    int64_t ad[QMM_MAX_RANK], bd[QMM_MAX_RANK];
+    int ar, br;
+    if (a1d) {
+        ar = 1;
+        ad[0] = k;
+    } else {
+        int keep = (int)rnd(r, 0, brank);
+        for (int i = 0; i < keep; i++)
+            ad[i] = rnd(r, 0, 2) ? bdims[brank - keep + i] : 1;
+        ad[keep] = m;
+        ad[keep + 1] = k;
+        ar = keep + 2;
+    }
+    if (b1d) {
+        br = 1;
+        bd[0] = k;
+    } else {
+        int keep = (int)rnd(r, 0, brank);
+        for (int i = 0; i < keep; i++)
+            bd[i] = rnd(r, 0, 2) ? bdims[brank - keep + i] : 1;
+        bd[keep] = k;
+        bd[keep + 1] = n;
+        br = keep + 2;
+    }
+    qmm_tensor a = tens(p, ta, ar, ad), b = tens(p, tb, br, bd);
+    int dmode = rnd(r, 0, 9) == 0 ? (int)rnd(r, 1, 4) : 0;
+    fill_q8(r, &a, dmode);
+    fill_q8(r, &b, rnd(r, 0, 9) == 0 ? (int)rnd(r, 1, 4) : 0);
+    qmm_geometry g;
+    qmm_status st;
+    cr_assert_eq(qmm_matmul_geometry(&a, &b, &g, &st), QMM_OK, "generator: %s", st.message);
+    qmm_tensor y = tens(p, is_mmi ? QMM_DTYPE_INT32 : ty, g.y_rank, g.y_dims);
+
+    int64_t dims[QMM_MAX_RANK];
+    int rank;
+    int zmode = (int)rnd(r, 0, 3); /* 0: uniform zero points, else extreme */
+    qmm_tensor az, bz;
+    rank = param_dims(r, 0, &a, &g, dims);
+    az = tens(p, ta, rank, dims);
+    fill_q8(r, &az, zmode == 0 ? 0 : (int)rnd(r, 0, 4));
+    qmm_tensor as_ = tens(p, QMM_DTYPE_FLOAT, rank, dims); /* retyped below */
+    rank = param_dims(r, 1, &b, &g, dims);
+    bz = tens(p, tb, rank, dims);
+    fill_q8(r, &bz, zmode == 0 ? 0 : (int)rnd(r, 0, 4));
+    qmm_tensor bs = tens(p, QMM_DTYPE_FLOAT, rank, dims);
+
+    if (is_mmi) {
+        p->call.op = QMM_OP_MATMULINTEGER;
+        qmm_matmulinteger *c = &p->call.u.matmulinteger;
+        c->a = a;
+        c->b = b;
+        c->y = y;
+        if (rnd(r, 0, 3))
+            c->a_zero_point = az;
+        if (rnd(r, 0, 3))
+            c->b_zero_point = bz;
+        snprintf(p->what, sizeof p->what,
+                 "MatMulInteger %s x %s a rank %d b rank %d m=%lld k=%lld n=%lld batch=%lld",
+                 ta == U8 ? "u8" : "s8", tb == U8 ? "u8" : "s8", ar, br, (long long)g.m,
+                 (long long)g.k, (long long)g.n, (long long)g.batch);
+        return;
+    }
+    int opset = rnd(r, 0, 3) == 0 ? 21 : 10;
+    int32_t st_type = QMM_DTYPE_FLOAT;
+    if (opset == 21) {
+        int64_t c = rnd(r, 0, 2);
+        st_type = c == 0 ? QMM_DTYPE_FLOAT : c == 1 ? QMM_DTYPE_FLOAT16 : QMM_DTYPE_BFLOAT16;
+    }
+    as_ = tens(p, st_type, as_.rank, as_.dims);
+    bs = tens(p, st_type, bs.rank, bs.dims);
+    rank = param_dims(r, 2, NULL, &g, dims);
+    qmm_tensor ys = tens(p, st_type, rank, dims), yz = tens(p, ty, rank, dims);
+    fill_q8(r, &yz, zmode == 0 ? 0 : (int)rnd(r, 0, 4));
+    int smode = (int)rnd(r, 0, 2);
+    qmm_tensor *scales[3] = {&as_, &bs, &ys};
+    for (int s = 0; s < 3; s++)
+        for (int64_t i = 0; i < qmm_tensor_numel(scales[s]); i++)
+            put_scale(r, scales[s], i, smode == 1 && s != 2 ? 2 : smode);
+    p->call.op = QMM_OP_QLINEARMATMUL;
+    qmm_qlinearmatmul *c = &p->call.u.qlinearmatmul;
+    *c = (qmm_qlinearmatmul){.a = a, .a_scale = as_, .a_zero_point = az, .b = b, .b_scale = bs,
+                             .b_zero_point = bz, .y_scale = ys, .y_zero_point = yz, .y = y,
+                             .opset = opset};
+    snprintf(p->what, sizeof p->what,
+             "QLinearMatMul %s%s%s a rank %d b rank %d m=%lld k=%lld n=%lld batch=%lld "
+             "scale ranks %d/%d/%d dtype %d smode %d",
+             ta == U8 ? "u8" : "s8", tb == U8 ? "u8" : "s8", ty == U8 ? "u8" : "s8", ar, br,
+             (long long)g.m, (long long)g.k, (long long)g.n, (long long)g.batch,
+             (int)as_.rank, (int)bs.rank, (int)ys.rank, (int)st_type, smode);
+}
+
+/* ---- running backends ---- */
+
+static qmm_tensor *out_of(qmm_call *c)
+{
+    return c->op == QMM_OP_QLINEARMATMUL ? &c->u.qlinearmatmul.y : &c->u.matmulinteger.y;
+}
+
+static size_t out_bytes(qmm_call *c)
+{
+    qmm_tensor *y = out_of(c);
+    return (size_t)qmm_tensor_numel(y) * qmm_dtype_size(y->dtype);
+}
+
+/* The reference's wrapped-accumulator result into `want`. */
+static void run_reference(problem *p, void *want, int *overflow)
+{
+    qmm_call c = p->call;
+    qmm_tensor yw = *out_of(&c);
+    yw.data = want;
+    qmm_status st;
+    qmm_status_code rc = qmm_ref_compute(&c, &yw, overflow, &st);
+    cr_assert_eq(rc, QMM_OK, "reference rejected a generated problem (%s): %s", p->what,
+                 st.message);
+}
+
+/* Runs `be` (with `pb` as prepacked B when not NULL) into `got`. */
+static void run_backend(qmm_backend *be, problem *p, qmm_optimized_packed_b *pb, void *got)
+{
+    qmm_call c = p->call;
+    qmm_tensor *y = out_of(&c);
+    y->data = got;
+    memset(got, 0xa5, out_bytes(&c) ? out_bytes(&c) : 1);
+    qmm_status st;
+    qmm_status_code rc;
+    if (c.op == QMM_OP_QLINEARMATMUL)
+        rc = pb ? qmm_optimized_qlinearmatmul_packed(be, &c.u.qlinearmatmul, pb, &st)
+                : be->qlinearmatmul(be, &c.u.qlinearmatmul, &st);
+    else
+        rc = pb ? qmm_optimized_matmulinteger_packed(be, &c.u.matmulinteger, pb, &st)
+                : be->matmulinteger(be, &c.u.matmulinteger, &st);
+    cr_assert_eq(rc, QMM_OK, "%s failed on %s: %s", be->name, p->what, st.message);
+}
+
+static void compare(const char *who, problem *p, const void *want, const void *got,
+                    unsigned long long seed, int index)
+{
+    size_t n = out_bytes(&p->call);
+    if (memcmp(want, got, n) == 0)
+        return;
+    size_t es = qmm_dtype_size(out_of(&p->call)->dtype), i = 0;
+    while (memcmp((const char *)want + i * es, (const char *)got + i * es, es) == 0)
+        i++;
+    cr_assert_fail("%s differs from the reference on problem %d (seed %llu): %s; first "
+                   "difference at element %zu",
+                   who, index, seed, p->what, i);
+}
+
+typedef struct variant {
+    qmm_backend *be;
+    int prepack; /* also run through a prepacked B */
+} variant;
+
+static int open_variants(variant *v, int max)
+{
+    static const char *const specs[] = {
+        "isa=scalar,threads=1", "isa=avx2,threads=1", "isa=avx2,threads=2",
+        "isa=avx2,threads=3",   "isa=avxvnni,threads=2", "isa=avx512vnni,threads=2",
+        "isa=auto,threads=3",
+    };
+    int n = 0;
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0] && n < max; i++) {
+        qmm_status st;
+        qmm_backend *be = qmm_optimized_open(QMM_ABI_VERSION, specs[i], &st);
+        cr_assert(be, "open %s: %s", specs[i], st.message);
+        qmm_call probe;
+        memset(&probe, 0, sizeof probe);
+        probe.op = QMM_OP_QLINEARMATMUL;
+        if (be->query(be, &probe, &st) != QMM_OK) {
+            /* an ISA this CPU lacks: refused, never run */
+            cr_assert(strstr(st.message, "this CPU has no"), "%s", st.message);
+            be->close(be);
+            continue;
+        }
+        v[n].be = be;
+        v[n].prepack = i != 0 && i != 3;
+        n++;
+    }
+    return n;
+}
+
+static void close_variants(variant *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        v[i].be->close(v[i].be);
+}
+
+static void check_problem(variant *v, int nv, problem *p, unsigned long long seed, int index)
+{
+    size_t bytes = out_bytes(&p->call);
+    void *want = calloc(1, bytes + 1), *got = calloc(1, bytes + 1);
+    cr_assert(want && got);
+    int overflow = 0;
+    run_reference(p, want, &overflow);
+    for (int i = 0; i < nv; i++) {
+        run_backend(v[i].be, p, NULL, got);
+        compare(v[i].be->name, p, want, got, seed, index);
+        if (v[i].prepack) {
+            const qmm_tensor *b = p->call.op == QMM_OP_QLINEARMATMUL
+                                      ? &p->call.u.qlinearmatmul.b
+                                      : &p->call.u.matmulinteger.b;
+            qmm_status st;
+            qmm_optimized_packed_b *pb = qmm_optimized_pack_b(v[i].be, b, &st);
+            cr_assert(pb, "pack_b: %s", st.message);
+            run_backend(v[i].be, p, pb, got);
+            qmm_optimized_packed_b_free(pb);
+            char who[128];
+            snprintf(who, sizeof who, "%s (prepacked B)", v[i].be->name);
+            compare(who, p, want, got, seed, index);
+        }
+    }
+    free(want);
+    free(got);
+}
+
+/* ---- the differential test ---- */
+
+Test(differential, random_problems, .timeout = 600)
+{
+    const unsigned long long seed = 20240603ull;
+    const int count = 10000;
+    variant v[8];
+    int nv = open_variants(v, 8);
+    cr_assert(nv >= 1);
+    rng r = {seed};
+    for (int i = 0; i < count; i++) {
+        problem p;
+        /* under sanitizers every problem stays small; the count does not drop */
+        gen_problem(&r, &p, !QMM_TEST_SANITIZED && i % 10 == 0);
+        check_problem(v, nv, &p, seed, i);
+        problem_free(&p);
+    }
+    close_variants(v, nv);
+}
+
+/* Shapes chosen to cross every blocking boundary: K past KC (512) and odd, N past NC (256)
+ * and not a multiple of 16 or 32, M not a multiple of 6 or 8 and past the 96-row task
+ * block, the small-M path (M <= 4) with long rows. */
+Test(differential, blocking_boundaries, .timeout = 600)
+{
+    static const int64_t shapes[][3] = {
+        {97, 515, 259}, {1, 1031, 300}, {4, 777, 513}, {5, 33, 17}, {7, 1, 33},
+        {13, 2, 1}, {1, 4096, 40}, {3, 3, 600}, {100, 64, 65},
+    };
+    variant v[8];
+    int nv = open_variants(v, 8);
+    rng r = {7};
+    int count = QMM_TEST_SANITIZED ? 4 : (int)(sizeof shapes / sizeof shapes[0]);
+    for (int s = 0; s < count; s++) {
+        for (int types = 0; types < 8; types++) {
+            problem p;
+            memset(&p, 0, sizeof p);
+            int32_t ta = types & 1 ? I8 : U8, tb = types & 2 ? I8 : U8, ty = types & 4 ? I8 : U8;
+            int64_t ad[2] = {shapes[s][0], shapes[s][1]}, bd[2] = {shapes[s][1], shapes[s][2]};
+            int64_t yd[2] = {shapes[s][0], shapes[s][2]};
+            qmm_tensor a = tens(&p, ta, 2, ad), b = tens(&p, tb, 2, bd);
+            fill_q8(&r, &a, 0);
+            fill_q8(&r, &b, 0);
+            int64_t md[1] = {shapes[s][0]}, nd[2] = {1, shapes[s][2]};
+            qmm_tensor as_ = tens(&p, QMM_DTYPE_FLOAT, 1, md), az = tens(&p, ta, 1, md);
+            qmm_tensor bs = tens(&p, QMM_DTYPE_FLOAT, 2, nd), bz = tens(&p, tb, 2, nd);
+            qmm_tensor ys = tens(&p, QMM_DTYPE_FLOAT, 0, NULL), yz = tens(&p, ty, 0, NULL);
+            fill_q8(&r, &az, 0);
+            fill_q8(&r, &bz, 0);
+            fill_q8(&r, &yz, 0);
+            for (int64_t i = 0; i < md[0]; i++)
+                put_scale(&r, &as_, i, 2);
+            for (int64_t i = 0; i < nd[1]; i++)
+                put_scale(&r, &bs, i, 2);
+            float fy = 0.5f;
+            memcpy(ys.data, &fy, 4);
+            p.call.op = QMM_OP_QLINEARMATMUL;
+            p.call.u.qlinearmatmul =
+                (qmm_qlinearmatmul){.a = a, .a_scale = as_, .a_zero_point = az, .b = b,
+                                    .b_scale = bs, .b_zero_point = bz, .y_scale = ys,
+                                    .y_zero_point = yz, .y = tens(&p, ty, 2, yd), .opset = 10};
+            snprintf(p.what, sizeof p.what, "boundary shape %lldx%lldx%lld types %d",
+                     (long long)ad[0], (long long)ad[1], (long long)bd[1], types);
+            check_problem(v, nv, &p, 7, s * 8 + types);
+            problem_free(&p);
+        }
+    }
+    close_variants(v, nv);
+}
+
+/* K >= 33026: exact accumulators leave int32; both sides must give the wrapped result. */
+Test(differential, int32_wraparound, .timeout = 600)
+{
+    variant v[8];
+    int nv = open_variants(v, 8);
+    rng r = {99};
+    for (int op = 0; op < 2; op++) {
+        problem p;
+        memset(&p, 0, sizeof p);
+        int64_t m = 3, k = 33031, n = 5;
+        int64_t ad[2] = {m, k}, bd[2] = {k, n}, yd[2] = {m, n};
+        qmm_tensor a = tens(&p, U8, 2, ad), b = tens(&p, I8, 2, bd);
+        /* rows 0, 1: all 255 against b = -128 with zb = 127: (255)(-255) per term, the sum
+         * -2,147,836,275 (below INT32_MIN); row 2 random */
+        uint8_t *ap = a.data;
+        for (int64_t i = 0; i < m * k; i++)
+            ap[i] = i < 2 * k ? 255 : (uint8_t)next64(&r);
+        int8_t *bp = b.data;
+        for (int64_t i = 0; i < k * n; i++)
+            bp[i] = (i % n) < 3 ? -128 : (int8_t)next64(&r);
+        qmm_tensor az = tens(&p, U8, 0, NULL), bz = tens(&p, I8, 0, NULL);
+        ((int8_t *)bz.data)[0] = 127;
+        if (op == 0) {
+            qmm_tensor as_ = tens(&p, QMM_DTYPE_FLOAT, 0, NULL);
+            qmm_tensor bs = tens(&p, QMM_DTYPE_FLOAT, 0, NULL);
+            qmm_tensor ys = tens(&p, QMM_DTYPE_FLOAT, 0, NULL), yz = tens(&p, U8, 0, NULL);
+            float one = 1.0f, small = 1.0f / 65536.0f, tiny = 1.0f / 16384.0f;
+            memcpy(as_.data, &small, 4);
+            memcpy(bs.data, &one, 4);
+            memcpy(ys.data, &tiny, 4);
+            ((uint8_t *)yz.data)[0] = 128;
+            p.call.op = QMM_OP_QLINEARMATMUL;
+            p.call.u.qlinearmatmul =
+                (qmm_qlinearmatmul){.a = a, .a_scale = as_, .a_zero_point = az, .b = b,
+                                    .b_scale = bs, .b_zero_point = bz, .y_scale = ys,
+                                    .y_zero_point = yz, .y = tens(&p, U8, 2, yd), .opset = 10};
+        } else {
+            p.call.op = QMM_OP_MATMULINTEGER;
+            p.call.u.matmulinteger = (qmm_matmulinteger){
+                .a = a, .b = b, .a_zero_point = az, .b_zero_point = bz,
+                .y = tens(&p, QMM_DTYPE_INT32, 2, yd)};
+        }
+        snprintf(p.what, sizeof p.what, "K=33031 wrap-around, op %d", op);
+        size_t bytes = out_bytes(&p.call);
+        void *want = calloc(1, bytes);
+        int overflow = 0;
+        run_reference(&p, want, &overflow);
+        cr_assert(overflow, "the problem was meant to overflow int32");
+        free(want);
+        check_problem(v, nv, &p, 99, op);
+        problem_free(&p);
+    }
+    close_variants(v, nv);
+}
+
+/* ---- targeted tests ---- */
+
+static qmm_backend *open_ok(const char *options)
+{
+    qmm_status st;
+    qmm_backend *be = qmm_optimized_open(QMM_ABI_VERSION, options, &st);
+    cr_assert(be, "open(%s): %s", options, st.message);
+    return be;
+}
+
+/* A 1x1x1 u8 problem: y = clamp(RNE(sa*sb*(a-za)*(b-zb)/sy) + zy). */
+static uint8_t one_u8(qmm_backend *be, uint8_t a, uint8_t za, uint8_t b, uint8_t zb, float sa,
+                      float sb, float sy, uint8_t zy)
+{
+    uint8_t y = 0;
+    int64_t d1[1] = {1};
+    qmm_qlinearmatmul c = {
+        .a = {U8, 1, {1}, &a},
+        .a_scale = {QMM_DTYPE_FLOAT, 0, {0}, &sa},
+        .a_zero_point = {U8, 0, {0}, &za},
+        .b = {U8, 1, {1}, &b},
+        .b_scale = {QMM_DTYPE_FLOAT, 0, {0}, &sb},
+        .b_zero_point = {U8, 0, {0}, &zb},
+        .y_scale = {QMM_DTYPE_FLOAT, 0, {0}, &sy},
+        .y_zero_point = {U8, 0, {0}, &zy},
+        .y = {U8, 0, {0}, &y},
+        .opset = 10,
+    };
+    (void)d1;
+    qmm_status st;
+    cr_assert_eq(be->qlinearmatmul(be, &c, &st), QMM_OK, "%s", st.message);
+    return y;
+}
+
+Test(rounding, ties_to_even_then_zero_point)
+{
+    qmm_backend *be = open_ok("isa=auto,threads=1");
+    /* 5 * 1 / 2 = 2.5 -> 2 (even), + 3 = 5 (adding 3 first would give RNE(5.5) = 6) */
+    cr_assert_eq(one_u8(be, 5, 0, 1, 0, 1.0f, 1.0f, 2.0f, 3), 5);
+    /* 7 / 2 = 3.5 -> 4 */
+    cr_assert_eq(one_u8(be, 7, 0, 1, 0, 1.0f, 1.0f, 2.0f, 0), 4);
+    /* negative tie: (1-6)*1/2 = -2.5 -> -2, + 10 = 8 */
+    cr_assert_eq(one_u8(be, 1, 6, 1, 0, 1.0f, 1.0f, 2.0f, 10), 8);
+    /* saturation both ways */
+    cr_assert_eq(one_u8(be, 255, 0, 255, 0, 1.0f, 1.0f, 1.0f, 0), 255);
+    cr_assert_eq(one_u8(be, 0, 255, 255, 0, 1.0f, 1.0f, 1.0f, 200), 0);
+    be->close(be);
+}
+
+/* Values within a few ulps of a half-integer: the double fast path cannot decide them, and
+ * the exact fallback must agree with the reference's rationals. */
+Test(rounding, near_ties_match_reference)
+{
+    qmm_backend *be = open_ok("isa=auto,threads=1");
+    qmm_backend *ref = qmm_reference_open(QMM_ABI_VERSION, "", NULL);
+    rng r = {3};
+    for (int i = 0; i < 20000; i++) {
+        /* sy = sa*sb*acc/(h + 0.5) rounded to float: x lands within float precision of a tie */
+        uint8_t a = (uint8_t)rnd(&r, 1, 255), b = (uint8_t)rnd(&r, 1, 255);
+        float sa = (float)ldexp((double)rnd(&r, 1 << 23, (1 << 24) - 1), -23 - (int)rnd(&r, 0, 8));
+        float sb = (float)ldexp((double)rnd(&r, 1 << 23, (1 << 24) - 1), -23 - (int)rnd(&r, 0, 8));
+        double h = (double)rnd(&r, 0, 100) + 0.5;
+        float sy = (float)((double)sa * sb * a * b / h);
+        if (!(sy > 0))
+            continue;
+        uint8_t got = one_u8(be, a, 0, b, 0, sa, sb, sy, 0);
+        uint8_t want = one_u8(ref, a, 0, b, 0, sa, sb, sy, 0);
+        cr_assert_eq(got, want, "a=%u b=%u sa=%a sb=%a sy=%a: got %u want %u", a, b, sa, sb, sy,
+                     got, want);
+    }
+    be->close(be);
+    ref->close(ref);
+}
+
+/* Values within 2^-28 of a tie, where only the exact fallback may decide: x = acc*sa/sy
+ * with 2*acc*ma = (2h+1)*my*2^t + 2d (d = +-1), so x = h + 1/2 + d/(my*2^t). Found by search:
+ * acc = p*q (two 8-bit differences) must divide the target. */
+Test(rounding, fallback_near_ties)
+{
+    qmm_backend *be = open_ok("isa=auto,threads=1");
+    qmm_backend *ref = qmm_reference_open(QMM_ABI_VERSION, "", NULL);
+    rng r = {5};
+    int found = 0, fallback = 0;
+    for (int tries = 0; tries < 20000 && found < 300; tries++) {
+        int64_t my = rnd(&r, 1 << 9, 1 << 14) | 1, t = rnd(&r, 8, 22), h = rnd(&r, 0, 3);
+        int64_t d = next64(&r) & 1 ? 1 : -1;
+        int64_t target = (2 * h + 1) * my * ((int64_t)1 << (t - 1)) + d; /* acc * ma */
+        int64_t p = 0, q = 0;
+        for (int64_t pp = 16; pp < 256 && !p; pp++)
+            for (int64_t qq = pp; qq < 256 && target % pp == 0; qq++)
+                if ((target / pp) % qq == 0 && target / (pp * qq) < (1 << 24)) {
+                    p = pp;
+                    q = qq;
+                    break;
+                }
+        if (!p)
+            continue;
+        int64_t ma = target / (p * q);
+        float sa = (float)ldexp((double)ma, -20), sb = 1.0f;
+        float sy = (float)ldexp((double)my, (int)t - 20);
+        uint8_t zy = (uint8_t)rnd(&r, 0, 100);
+        uint8_t got = one_u8(be, (uint8_t)p, 0, (uint8_t)q, 0, sa, sb, sy, zy);
+        uint8_t want = one_u8(ref, (uint8_t)p, 0, (uint8_t)q, 0, sa, sb, sy, zy);
+        cr_assert_eq(got, want, "acc=%lld sa=%a sy=%a zy=%u: got %u want %u",
+                     (long long)(p * q), sa, sy, zy, got, want);
+        found++;
+        /* |x - tie| = 1/(my*2^t): below 2^-28 the fast path must hand over to the exact one */
+        fallback += (double)my * ldexp(1.0, (int)t) > 0x1p28;
+    }
+    cr_assert_geq(found, 20, "the search found only %d near-ties", found);
+    cr_assert_geq(fallback, 10, "only %d near-ties took the exact path", fallback);
+    be->close(be);
+    ref->close(ref);
+}
+
+Test(rounding, exact_path_directly)
+{
+    /* 3 * 0.5 * 1 / 1 = 1.5 -> 2; 5 * 0.5 = 2.5 -> 2; -5 * 0.5 = -2.5 -> -2 */
+    cr_assert_eq(qmm_opt_requant_exact(3, 0.5, 1.0, 1.0), 2);
+    cr_assert_eq(qmm_opt_requant_exact(5, 0.5, 1.0, 1.0), 2);
+    cr_assert_eq(qmm_opt_requant_exact(-5, 0.5, 1.0, 1.0), -2);
+    /* huge and tiny quotients saturate / vanish without overflowing */
+    cr_assert_eq(qmm_opt_requant_exact(INT32_MAX, 0x1p100, 0x1p100, 0x1p-100), (int64_t)1 << 40);
+    cr_assert_eq(qmm_opt_requant_exact(INT32_MIN, 0x1p100, 0x1p100, 0x1p-100),
+                 -((int64_t)1 << 40));
+    cr_assert_eq(qmm_opt_requant_exact(INT32_MAX, 0x1p-140, 0x1p-140, 0x1p100), 0);
+}
+
+/* ---- prepack API ---- */
+
+Test(prepack, reuse_across_parameters_and_errors)
+{
+    qmm_backend *be = open_ok("threads=2");
+    rng r = {11};
+    problem p;
+    memset(&p, 0, sizeof p);
+    int64_t ad[2] = {9, 37}, bd[3] = {2, 37, 21}, yd[3] = {2, 9, 21};
+    qmm_tensor a = tens(&p, I8, 2, ad), b = tens(&p, U8, 3, bd);
+    fill_q8(&r, &a, 0);
+    fill_q8(&r, &b, 0);
+    qmm_status st;
+    qmm_optimized_packed_b *pb = qmm_optimized_pack_b(be, &b, &st);
+    cr_assert(pb, "%s", st.message);
+    /* packing copies: scribbling on b afterwards must not matter */
+    size_t bn = (size_t)bd[0] * (size_t)bd[1] * (size_t)bd[2];
+    uint8_t *saved = malloc(bn);
+    cr_assert(saved);
+    memcpy(saved, b.data, bn);
+    for (int round = 0; round < 3; round++) {
+        qmm_tensor az = tens(&p, I8, 0, NULL), bz = tens(&p, U8, 0, NULL);
+        ((int8_t *)az.data)[0] = (int8_t)rnd(&r, -128, 127);
+        ((uint8_t *)bz.data)[0] = (uint8_t)rnd(&r, 0, 255);
+        qmm_tensor y = tens(&p, QMM_DTYPE_INT32, 3, yd), want = tens(&p, QMM_DTYPE_INT32, 3, yd);
+        qmm_matmulinteger c = {.a = a, .b = b, .a_zero_point = az, .b_zero_point = bz, .y = want};
+        cr_assert_eq(qmm_validate_matmulinteger(&c, &(qmm_geometry){0}, &st), QMM_OK);
+        qmm_call call = {.op = QMM_OP_MATMULINTEGER};
+        call.u.matmulinteger = c;
+        cr_assert_eq(qmm_ref_compute(&call, NULL, NULL, &st), QMM_OK, "%s", st.message);
+        memset(b.data, 0x5a, bn);
+        c.y = y;
+        c.b.data = NULL; /* not read with a packed B */
+        cr_assert_eq(qmm_optimized_matmulinteger_packed(be, &c, pb, &st), QMM_OK, "%s",
+                     st.message);
+        cr_assert_eq(memcmp(y.data, want.data, (size_t)yd[0] * (size_t)yd[1] * (size_t)yd[2] * 4), 0);
+        memcpy(b.data, saved, bn);
+    }
+    /* a shape that differs from the packed one */
+    qmm_tensor b2 = b;
+    b2.dims[2] = 20;
+    int64_t yd2[3] = {2, 9, 20};
+    qmm_matmulinteger bad = {.a = a, .b = b2, .y = tens(&p, QMM_DTYPE_INT32, 3, yd2)};
+    cr_assert_eq(qmm_optimized_matmulinteger_packed(be, &bad, pb, &st), QMM_INVALID_ARGUMENT);
+    /* a packed B from another backend */
+    qmm_backend *other = open_ok("threads=1");
+    qmm_matmulinteger good = {.a = a, .b = b, .y = tens(&p, QMM_DTYPE_INT32, 3, yd)};
+    cr_assert_eq(qmm_optimized_matmulinteger_packed(other, &good, pb, &st),
+                 QMM_INVALID_ARGUMENT);
+    other->close(other);
+    /* not an optimized backend */
+    qmm_backend *ref = qmm_reference_open(QMM_ABI_VERSION, "", &st);
+    cr_assert_null(qmm_optimized_pack_b(ref, &b, &st));
+    cr_assert_eq(st.code, QMM_INVALID_ARGUMENT);
+    ref->close(ref);
+    qmm_optimized_packed_b_free(pb);
+    free(saved);
+    problem_free(&p);
+    be->close(be);
+}
+
+/* ---- dispatch, options ---- */
+
+Test(dispatch, missing_isas_answer_unsupported)
+{
+    const char *isas[] = {"avx2", "avxvnni", "avx512vnni"};
+    qmm_opt_isa ids[] = {QMM_OPT_ISA_AVX2, QMM_OPT_ISA_AVXVNNI, QMM_OPT_ISA_AVX512VNNI};
+    for (int i = 0; i < 3; i++) {
+        char opt[64];
+        snprintf(opt, sizeof opt, "isa=%s", isas[i]);
+        qmm_backend *be = open_ok(opt);
+        cr_assert(strstr(be->name, isas[i]));
+        qmm_call call;
+        memset(&call, 0, sizeof call);
+        call.op = QMM_OP_QLINEARMATMUL;
+        qmm_status st;
+        qmm_status_code q = be->query(be, &call, &st);
+        const char *missing = qmm_opt_isa_missing(ids[i]);
+        if (missing) {
+            cr_assert_eq(q, QMM_UNSUPPORTED);
+            cr_assert(strstr(st.message, "this CPU has no"), "%s", st.message);
+            cr_assert(strstr(st.message, isas[i]), "%s", st.message);
+            /* the operator itself refuses too, before touching anything */
+            cr_assert_eq(be->qlinearmatmul(be, &call.u.qlinearmatmul, &st), QMM_UNSUPPORTED);
+            int64_t d[2] = {2, 2};
+            uint8_t data[4] = {0};
+            qmm_tensor b = {U8, 2, {d[0], d[1]}, data};
+            cr_assert_null(qmm_optimized_pack_b(be, &b, &st));
+            cr_assert_eq(st.code, QMM_UNSUPPORTED);
+        } else {
+            cr_assert_eq(q, QMM_OK, "%s", st.message);
+        }
+        be->close(be);
+    }
+}
+
+Test(dispatch, options_and_environment)
+{
+    qmm_status st;
+    cr_assert_null(qmm_optimized_open(QMM_ABI_VERSION, "isa=sse9", &st));
+    cr_assert_eq(st.code, QMM_INVALID_ARGUMENT);
+    cr_assert_null(qmm_optimized_open(QMM_ABI_VERSION, "threads=0", &st));
+    cr_assert_eq(st.code, QMM_INVALID_ARGUMENT);
+    cr_assert_null(qmm_optimized_open(QMM_ABI_VERSION, "colour=blue", &st));
+    cr_assert_eq(st.code, QMM_INVALID_ARGUMENT);
+    cr_assert_null(qmm_optimized_open(QMM_ABI_VERSION + 1, "", &st));
+    cr_assert_eq(st.code, QMM_UNSUPPORTED);
+    setenv("QMM_ISA", "scalar", 1);
+    qmm_backend *be = open_ok("threads=2");
+    cr_assert_str_eq(qmm_optimized_isa(be), "scalar");
+    cr_assert_eq(qmm_optimized_threads(be), 2);
+    be->close(be);
+    be = open_ok("isa=avx2"); /* an explicit isa= wins over the environment */
+    cr_assert_str_eq(qmm_optimized_isa(be), "avx2");
+    be->close(be);
+    unsetenv("QMM_ISA");
+}
+
+Test(validation, invalid_input_is_rejected_like_the_reference)
+{
+    qmm_backend *be = open_ok("");
+    uint8_t a[6] = {0}, b[6] = {0}, y[4];
+    float s = 1.0f, bad = -1.0f;
+    uint8_t z = 0;
+    qmm_qlinearmatmul c = {
+        .a = {U8, 2, {2, 3}, a},
+        .a_scale = {QMM_DTYPE_FLOAT, 0, {0}, &s},
+        .a_zero_point = {U8, 0, {0}, &z},
+        .b = {U8, 2, {2, 3}, b}, /* K mismatch: 3 vs 2 */
+        .b_scale = {QMM_DTYPE_FLOAT, 0, {0}, &s},
+        .b_zero_point = {U8, 0, {0}, &z},
+        .y_scale = {QMM_DTYPE_FLOAT, 0, {0}, &s},
+        .y_zero_point = {U8, 0, {0}, &z},
+        .y = {U8, 2, {2, 3}, y},
+        .opset = 10,
+    };
+    qmm_status st;
+    cr_assert_eq(be->qlinearmatmul(be, &c, &st), QMM_INVALID_ARGUMENT);
+    cr_assert(strstr(st.message, "K mismatch"), "%s", st.message);
+    c.b.dims[0] = 3;
+    c.b.dims[1] = 2;
+    c.y.dims[1] = 2;
+    c.y_scale.data = &bad;
+    cr_assert_eq(be->qlinearmatmul(be, &c, &st), QMM_INVALID_ARGUMENT);
+    cr_assert(strstr(st.message, "y_scale"), "%s", st.message);
+    be->close(be);
+}
