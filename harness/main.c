@@ -33,6 +33,9 @@ static const char usage_text[] =
     "  repro   [--backend SPEC] [--data-set N] [--profile NAME] CASE_DIR\n"
     "          one case, in full detail\n"
     "  fingerprint --backend SPEC [--report json:FILE]   which semantics profile it matches\n"
+    "  export  --suite NAME|all --out DIR [--seed N] | --list   write the edge-case suites\n"
+    "  diff    --backend A --backend B --seed S (--count N | --seconds T) [--out DIR]\n"
+    "          [--profile NAME] [--problem I]   seeded random differential of two backends\n"
     "  help    this text\n"
     "\n"
     "SPEC is a built-in backend (reference) or a plugin path (./libx.so), optionally\n"
@@ -481,6 +484,8 @@ int main(int argc, char **argv)
         return cmd_repro(argc - 2, argv + 2);
     if (strcmp(cmd, "bench") == 0) return qh_cmd_bench(argc - 2, argv + 2);
     if (strcmp(cmd, "fingerprint") == 0) return qh_cmd_fingerprint(argc - 2, argv + 2);
+    if (strcmp(cmd, "export") == 0) return qh_cmd_export(argc - 2, argv + 2);
+    if (strcmp(cmd, "diff") == 0) return qh_cmd_diff(argc - 2, argv + 2);
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
         fputs(usage_text, stdout);
         return 0;

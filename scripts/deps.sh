@@ -2,7 +2,7 @@
 # Installs the Debian packages qmmcheck needs to build and test. Idempotent; uses sudo when
 # not root.
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config libgmp-dev libcriterion-dev clang)
+pkgs=(build-essential cmake pkg-config libgmp-dev libcriterion-dev clang python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,319 @@
+/* tests/mutants/mutant.c — deliberately broken backends.
+ *
+ * One source, compiled once per mutant with -DQMM_MUTANT_<NAME>. Without a mutant macro it is
+ * a correct (slow, exact) backend: validation, geometry and parameter indexing come from the
+ * reference's public helpers, requantization is exact GMP arithmetic, and each mutant changes
+ * exactly one thing a real kernel gets wrong. The default suites must kill every one of them
+ * (tests/mutants/check_mutants.sh, docs/mutants.md).
+ *
+ * Every mutant accepts the option threads=N (default 1); only the thread-count mutant uses it.
+ */
+#include <gmp.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "qmm/qmm.h"
+#include "reference/qmm_reference.h"
+
+#ifndef QMM_MUTANT_NAME
+#define QMM_MUTANT_NAME "none"
+#endif
+
+qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st);
+
+typedef struct mutant {
+    int threads;
+} mutant;
+
+static int64_t load8(const qmm_tensor *t, int64_t i)
+{
+    const unsigned char *p = t->data;
+    return t->dtype == QMM_DTYPE_INT8 ? (int64_t)(int8_t)p[i] : (int64_t)p[i];
+}
+
+/* sum_k (a - za)(b - zb) for one output element, with the accumulation mutants. */
+static int64_t accumulate(const qmm_tensor *a, const qmm_tensor *b, const qmm_geometry *g,
+                          int64_t bi, int64_t i, int64_t j, int64_t za, int64_t zb)
+{
+    int64_t ao = qmm_geometry_a_offset(g, bi) + i * g->k;
+    int64_t bo = qmm_geometry_b_offset(g, bi) + j;
+    int64_t k_end = g->k;
+#ifdef QMM_MUTANT_DROP_LAST_K
+    if (g->k % 4 != 0)
+        k_end = g->k - 1; /* a tail loop that forgets the last element */
+#endif
+    int64_t acc = 0;
+    for (int64_t k = 0; k < k_end; k++)
+        acc += (load8(a, ao + k) - za) * (load8(b, bo + k * g->n) - zb);
+#ifdef QMM_MUTANT_PAIR_SUM_SATURATION
+    /* vpmaddubsw: u8 x s8 products summed in pairs and saturated to int16. Map the operands
+     * into that domain (a as u8, b as s8) and add what saturation loses. */
+    for (int64_t k = 0; k + 1 < g->k; k += 2) {
+        int64_t au0 = load8(a, ao + k) + (a->dtype == QMM_DTYPE_INT8 ? 128 : 0);
+        int64_t au1 = load8(a, ao + k + 1) + (a->dtype == QMM_DTYPE_INT8 ? 128 : 0);
+        int64_t bs0 = load8(b, bo + k * g->n) - (b->dtype == QMM_DTYPE_UINT8 ? 128 : 0);
+        int64_t bs1 = load8(b, bo + (k + 1) * g->n) - (b->dtype == QMM_DTYPE_UINT8 ? 128 : 0);
+        int64_t pair = au0 * bs0 + au1 * bs1;
+        int64_t sat = pair > 32767 ? 32767 : pair < -32768 ? -32768 : pair;
+        acc += sat - pair;
+    }
+#endif
+    return acc;
+}
+
+/* clamp(RNE(sa*sb*acc/sy) + zy) exactly, with the rounding mutants. */
+static int64_t requantize(int64_t acc, double sa, double sb, double sy, int64_t zy,
+                          int64_t qmin, int64_t qmax)
+{
+#ifdef QMM_MUTANT_FLOAT32_REQUANT
+    float m = (float)((float)((float)sa * (float)sb) / (float)sy);
+    float v = nearbyintf((float)acc * m);
+    int64_t q = (int64_t)v + zy;
+    return q < qmin ? qmin : q > qmax ? qmax : q;
+#else
+    mpq_t v, t;
+    mpz_t q, r;
+    mpq_inits(v, t, NULL);
+    mpz_inits(q, r, NULL);
+    mpq_set_si(v, (long)acc, 1);
+    mpq_set_d(t, sa);
+    mpq_mul(v, v, t);
+    mpq_set_d(t, sb);
+    mpq_mul(v, v, t);
+    mpq_set_d(t, sy);
+    mpq_div(v, v, t);
+#ifdef QMM_MUTANT_ZP_BEFORE_ROUNDING
+    mpq_set_si(t, (long)zy, 1);
+    mpq_add(v, v, t);
+#endif
+    mpz_fdiv_qr(q, r, mpq_numref(v), mpq_denref(v));
+    mpz_mul_2exp(r, r, 1);
+    int c = mpz_cmp(r, mpq_denref(v));
+#ifdef QMM_MUTANT_TIES_AWAY
+    /* half away from zero: a tie rounds up for positive values, down for negative ones */
+    if (c > 0 || (c == 0 && mpz_sgn(q) >= 0))
+        mpz_add_ui(q, q, 1);
+#else
+    if (c > 0 || (c == 0 && mpz_odd_p(q)))
+        mpz_add_ui(q, q, 1);
+#endif
+#ifndef QMM_MUTANT_ZP_BEFORE_ROUNDING
+    if (zy >= 0)
+        mpz_add_ui(q, q, (unsigned long)zy);
+    else
+        mpz_sub_ui(q, q, (unsigned long)-zy);
+#endif
+    int64_t out;
+#ifdef QMM_MUTANT_WRAP_NOT_SATURATE
+    (void)qmin;
+    (void)qmax;
+    int64_t low = (int64_t)mpz_fdiv_ui(q, 256);
+    out = qmin < 0 && low > 127 ? low - 256 : low;
+#else
+    if (mpz_cmp_si(q, (long)qmin) < 0)
+        out = qmin;
+    else if (mpz_cmp_si(q, (long)qmax) > 0)
+        out = qmax;
+    else
+        out = mpz_get_si(q);
+#endif
+    mpq_clears(v, t, NULL);
+    mpz_clears(q, r, NULL);
+    return out;
+#endif
+}
+
+static qmm_status_code build_map(const qmm_tensor *p, const char *name, qmm_param_role role,
+                                 const qmm_tensor *operand, const qmm_geometry *g,
+                                 qmm_param_map *map, qmm_status *st)
+{
+    memset(map, 0, sizeof *map);
+    if (!qmm_tensor_present(p))
+        return QMM_OK;
+    return qmm_param_map_build(p, name, role, operand, g, map, st);
+}
+
+static void misbehave(const qmm_tensor *a, const qmm_tensor *y, const qmm_geometry *g)
+{
+#ifdef QMM_MUTANT_WRITE_PAST_OUTPUT
+    size_t bytes = (size_t)qmm_tensor_numel(y) * qmm_dtype_size(y->dtype);
+    ((volatile unsigned char *)y->data)[bytes] = 0; /* one byte past the end */
+#endif
+#ifdef QMM_MUTANT_WRITE_INPUT
+    if (qmm_tensor_numel(a) > 0) {
+        volatile unsigned char *p = a->data;
+        p[0] = p[0]; /* "in-place" scratch use of an input */
+    }
+#endif
+#ifdef QMM_MUTANT_CRASH_K0
+    if (g->k == 0) {
+        volatile int *volatile nowhere = NULL;
+        *nowhere = 1; /* a NULL dereference */
+    }
+#endif
+#ifdef QMM_MUTANT_HANG_M1
+    if (g->m == 1)
+        for (;;) {
+            struct timespec ts = {1, 0};
+            nanosleep(&ts, NULL);
+        }
+#endif
+    (void)a;
+    (void)y;
+    (void)g;
+}
+
+static qmm_status_code mutant_qlmm(const qmm_backend *self, const qmm_qlinearmatmul *c,
+                                   qmm_status *st)
+{
+    const mutant *mu = self->impl;
+    qmm_geometry g;
+    qmm_status_code rc = qmm_validate_qlinearmatmul(c, &g, st);
+    if (rc != QMM_OK)
+        return rc;
+    qmm_param_map m_as, m_az, m_bs, m_bz, m_ys, m_yz;
+    if ((rc = build_map(&c->a_scale, "a_scale", QMM_PARAM_A, &c->a, &g, &m_as, st)) ||
+        (rc = build_map(&c->a_zero_point, "a_zero_point", QMM_PARAM_A, &c->a, &g, &m_az, st)) ||
+        (rc = build_map(&c->b_scale, "b_scale", QMM_PARAM_B, &c->b, &g, &m_bs, st)) ||
+        (rc = build_map(&c->b_zero_point, "b_zero_point", QMM_PARAM_B, &c->b, &g, &m_bz, st)) ||
+        (rc = build_map(&c->y_scale, "y_scale", QMM_PARAM_Y, NULL, &g, &m_ys, st)) ||
+        (rc = build_map(&c->y_zero_point, "y_zero_point", QMM_PARAM_Y, NULL, &g, &m_yz, st)))
+        return rc;
+    misbehave(&c->a, &c->y, &g);
+    int64_t qmin = c->y.dtype == QMM_DTYPE_INT8 ? -128 : 0;
+    int64_t qmax = c->y.dtype == QMM_DTYPE_INT8 ? 127 : 255;
+    unsigned char *y = c->y.data;
+    int64_t chunk = 0;
+#ifdef QMM_MUTANT_THREAD_DEPENDENT
+    if (mu->threads > 1 && g.m >= 2)
+        chunk = (g.m + mu->threads - 1) / mu->threads;
+#else
+    (void)mu;
+#endif
+    for (int64_t bi = 0; bi < g.batch; bi++)
+        for (int64_t i = 0; i < g.m; i++)
+            for (int64_t j = 0; j < g.n; j++) {
+                int64_t ai = i;
+#ifdef QMM_MUTANT_ROW_PARAMS_PER_COLUMN
+                /* a 1-D [M] a_scale / a_zero_point indexed like b's per-column [N] */
+                if (c->a.rank == 2 && c->a_scale.rank == 1 && c->a_scale.dims[0] > 1)
+                    ai = j % c->a_scale.dims[0];
+#endif
+                int64_t za = qmm_tensor_present(&c->a_zero_point)
+                                 ? load8(&c->a_zero_point, qmm_param_offset(&m_az, &g, bi, ai, j))
+                                 : 0;
+#ifdef QMM_MUTANT_IGNORE_A_ZERO_POINT
+                za = 0;
+#endif
+                int64_t zb = load8(&c->b_zero_point, qmm_param_offset(&m_bz, &g, bi, i, j));
+                int64_t zy = load8(&c->y_zero_point, qmm_param_offset(&m_yz, &g, bi, i, j));
+                double sa = qmm_scale_decode(c->a_scale.dtype, c->a_scale.data,
+                                             qmm_param_offset(&m_as, &g, bi, ai, j));
+                int64_t bs_off = qmm_param_offset(&m_bs, &g, bi, i, j);
+#ifdef QMM_MUTANT_IGNORE_B_SCALE_PER_COLUMN
+                bs_off = 0;
+#endif
+                double sb = qmm_scale_decode(c->b_scale.dtype, c->b_scale.data, bs_off);
+                double sy = qmm_scale_decode(c->y_scale.dtype, c->y_scale.data,
+                                             qmm_param_offset(&m_ys, &g, bi, i, j));
+                int64_t acc = accumulate(&c->a, &c->b, &g, bi, i, j, za, zb);
+                if (chunk && i > 0 && i % chunk == 0 && g.k > 0) {
+                    /* the thread-count mutant: a chunk's first row inherits the previous
+                     * row's last product, as with an accumulator not reset per chunk */
+                    acc += (load8(&c->a, qmm_geometry_a_offset(&g, bi) + (i - 1) * g.k + g.k - 1) - za) *
+                           (load8(&c->b, qmm_geometry_b_offset(&g, bi) + (g.k - 1) * g.n + j) - zb);
+                }
+                /* the spec accepts the int32-wrapped accumulator; kernels wrap */
+                acc = (int64_t)(int32_t)(uint32_t)(uint64_t)acc;
+                int64_t q = requantize(acc, sa, sb, sy, zy, qmin, qmax);
+                y[(bi * g.m + i) * g.n + j] = (unsigned char)(q & 0xff);
+            }
+    return qmm_status_ok(st);
+}
+
+static qmm_status_code mutant_mmi(const qmm_backend *self, const qmm_matmulinteger *c,
+                                  qmm_status *st)
+{
+    (void)self;
+    qmm_geometry g;
+    qmm_status_code rc = qmm_validate_matmulinteger(c, &g, st);
+    if (rc != QMM_OK)
+        return rc;
+    qmm_param_map m_az, m_bz;
+    if ((rc = build_map(&c->a_zero_point, "a_zero_point", QMM_PARAM_A, &c->a, &g, &m_az, st)) ||
+        (rc = build_map(&c->b_zero_point, "b_zero_point", QMM_PARAM_B, &c->b, &g, &m_bz, st)))
+        return rc;
+    misbehave(&c->a, &c->y, &g);
+    unsigned char *y = c->y.data;
+    for (int64_t bi = 0; bi < g.batch; bi++)
+        for (int64_t i = 0; i < g.m; i++)
+            for (int64_t j = 0; j < g.n; j++) {
+                int64_t za = qmm_tensor_present(&c->a_zero_point)
+                                 ? load8(&c->a_zero_point, qmm_param_offset(&m_az, &g, bi, i, j))
+                                 : 0;
+#ifdef QMM_MUTANT_IGNORE_A_ZERO_POINT
+                za = 0;
+#endif
+                int64_t zb = qmm_tensor_present(&c->b_zero_point)
+                                 ? load8(&c->b_zero_point, qmm_param_offset(&m_bz, &g, bi, i, j))
+                                 : 0;
+                int32_t v = (int32_t)(uint32_t)(uint64_t)accumulate(&c->a, &c->b, &g, bi, i, j,
+                                                                    za, zb);
+                memcpy(y + 4 * ((bi * g.m + i) * g.n + j), &v, 4);
+            }
+    return qmm_status_ok(st);
+}
+
+static qmm_status_code mutant_query(const qmm_backend *self, const qmm_call *call,
+                                    qmm_status *st)
+{
+    (void)self;
+    if (call->op == QMM_OP_QORDEREDMATMUL)
+        return qmm_status_set(st, QMM_UNSUPPORTED, "mutant: no QOrderedMatMul");
+    return qmm_status_ok(st);
+}
+
+static void mutant_close(qmm_backend *self)
+{
+    free(self->impl);
+    free(self);
+}
+
+qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st)
+{
+    if (harness_abi != QMM_ABI_VERSION) {
+        qmm_status_set(st, QMM_UNSUPPORTED, "mutant: built for ABI %u, harness has %u",
+                       QMM_ABI_VERSION, harness_abi);
+        return NULL;
+    }
+    int threads = 1;
+    if (options[0]) {
+        char *end;
+        if (strncmp(options, "threads=", 8) != 0 ||
+            (threads = (int)strtol(options + 8, &end, 10)) < 1 || *end) {
+            qmm_status_set(st, QMM_INVALID_ARGUMENT, "mutant: unknown option '%s'", options);
+            return NULL;
+        }
+    }
+    qmm_backend *be = calloc(1, sizeof *be);
+    mutant *mu = calloc(1, sizeof *mu);
+    if (!be || !mu) {
+        free(be);
+        free(mu);
+        qmm_status_set(st, QMM_OUT_OF_MEMORY, "mutant: out of memory");
+        return NULL;
+    }
+    mu->threads = threads;
+    be->abi_version = QMM_ABI_VERSION;
+    be->struct_size = sizeof *be;
+    be->name = "mutant-" QMM_MUTANT_NAME;
+    be->description = "a deliberately broken backend";
+    be->impl = mu;
+    be->query = mutant_query;
+    be->matmulinteger = mutant_mmi;
+    be->qlinearmatmul = mutant_qlmm;
+    be->close = mutant_close;
+    return be;
+}

@@ -1,0 +1,273 @@
+/* tests/test_edge.c — the edge-case suites and `qmmcheck export` / `qmmcheck diff`: the
+ * committed vectors/edge/ is exactly what the generator writes, every case passes against the
+ * reference, hand-computed expectations hold, and diff finds, reports and saves differences. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_support.h"
+#include "harness/edge.h"
+#include "harness/onnx_io.h"
+
+TestSuite(edge, .init = make_tmp, .fini = remove_tmp);
+
+/* ---- the generator itself ---- */
+
+Test(edge, every_suite_builds_with_unique_names_and_provenance)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < qh_edge_suite_count(); i++) {
+        const qh_edge_suite *s = qh_edge_suite_at(i);
+        cr_assert(qh_edge_suite_find(s->name) == s);
+        qh_edge_cases cs = {0};
+        qh_error err;
+        cr_assert_eq(qh_edge_build(s, s->seed, &cs, &err), 0, "%s", err.msg);
+        cr_expect(cs.count > 0, "suite %s is empty", s->name);
+        char prov[128];
+        snprintf(prov, sizeof prov, "qmmcheck edge generator, suite %s, seed %llu", s->name,
+                 (unsigned long long)s->seed);
+        for (size_t k = 0; k < cs.count; k++) {
+            const qh_edge_case *c = &cs.items[k];
+            cr_expect_str_eq(c->meta.provenance, prov);
+            cr_expect(qh_meta_has_tag(&c->meta, s->name), "%s lacks its suite tag", c->name);
+            cr_expect(c->meta.description[0] != '\0', "%s has no description", c->name);
+            /* an invalid case stores no output; a valid one stores the reference's */
+            cr_expect_eq(c->has_output, c->meta.expect == QMM_OK, "%s", c->name);
+        }
+        total += cs.count;
+        qh_edge_cases_free(&cs);
+    }
+    cr_expect(total >= 200, "only %zu cases", total);
+    cr_expect(qh_edge_suite_find("no-such-suite") == NULL);
+}
+
+Test(edge, same_seed_same_cases_other_seed_other_values)
+{
+    const qh_edge_suite *s = qh_edge_suite_find("types");
+    cr_assert(s);
+    qh_edge_cases a = {0}, b = {0}, c = {0};
+    qh_error err;
+    cr_assert_eq(qh_edge_build(s, s->seed, &a, &err), 0, "%s", err.msg);
+    cr_assert_eq(qh_edge_build(s, s->seed, &b, &err), 0, "%s", err.msg);
+    cr_assert_eq(qh_edge_build(s, s->seed + 1, &c, &err), 0, "%s", err.msg);
+    cr_assert_eq(a.count, b.count);
+    int differs = 0;
+    for (size_t k = 0; k < a.count; k++) {
+        const qmm_tensor *x = &a.items[k].problem.call.u.qlinearmatmul.a;
+        const qmm_tensor *y = &b.items[k].problem.call.u.qlinearmatmul.a;
+        const qmm_tensor *z = &c.items[k].problem.call.u.qlinearmatmul.a;
+        size_t n = (size_t)qmm_tensor_numel(x);
+        cr_expect(memcmp(x->data, y->data, n) == 0);
+        differs |= memcmp(x->data, z->data, n) != 0;
+    }
+    cr_expect(differs, "another seed should draw other operands");
+    qh_edge_cases_free(&a);
+    qh_edge_cases_free(&b);
+    qh_edge_cases_free(&c);
+}
+
+/* ---- export and the committed vectors ---- */
+
+Test(edge, export_reproduces_committed_vectors_byte_for_byte)
+{
+    char *out;
+    int rc = qmmcheck(&out, "export --suite all --out '%s/edge'", tmpdir);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    /* every file, both ways: a changed byte, a missing or an extra file all show */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "cd '%s' && diff -r -q vectors/edge '%s/edge' > '%s/diff.txt' 2>&1",
+             env("QMM_SOURCE_DIR"), tmpdir, tmpdir);
+    rc = system(cmd);
+    snprintf(cmd, sizeof cmd, "%s/diff.txt", tmpdir);
+    char *d = slurp(cmd);
+    cr_expect_eq(rc, 0,
+                 "vectors/edge differs from a fresh export (regenerate with `qmmcheck export "
+                 "--suite all --out vectors/edge` after removing it):\n%s",
+                 d);
+    free(d);
+}
+
+Test(edge, every_committed_edge_case_passes_against_the_reference)
+{
+    char *out;
+    int rc = qmmcheck(&out, "run -q --backend reference --vectors vectors/edge");
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, " failed:0 mistrusted:0 skipped:0 unchecked:0 crashed:0 timeout:0 "
+                          "error:0 ") != NULL,
+              "%s", out);
+    cr_expect(strstr(out, "SUMMARY: total:263 passed:263 ") != NULL, "%s", out);
+    free(out);
+}
+
+Test(edge, list_names_suites_counts_and_tags)
+{
+    char *out;
+    cr_assert_eq(qmmcheck(&out, "export --list"), 0);
+    for (size_t i = 0; i < qh_edge_suite_count(); i++)
+        cr_expect(strstr(out, qh_edge_suite_at(i)->name) != NULL, "%s", out);
+    cr_expect(strstr(out, "ties           16 cases  seed 1") != NULL, "%s", out);
+    cr_expect(strstr(out, "tags: ties, tie, even-zp") != NULL, "%s", out);
+    cr_expect(strstr(out, "263 cases") != NULL, "%s", out);
+    free(out);
+    cr_expect_eq(qmmcheck(&out, "export --suite nonsense --out '%s/x'", tmpdir), 2);
+    free(out);
+    cr_expect_eq(qmmcheck(&out, "export --suite ties"), 2);
+    free(out);
+    cr_expect_eq(qmmcheck(&out, "export --suite ties --out '%s/x' --bogus", tmpdir), 2);
+    free(out);
+}
+
+/* ---- hand-checked expectations ---- */
+
+static void read_output(const char *case_dir, qh_tensor *t)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/vectors/edge/%s/test_data_set_0/output_0.pb",
+             env("QMM_SOURCE_DIR"), case_dir);
+    qh_error err;
+    cr_assert_eq(qh_read_tensor_file(path, t, &err), 0, "%s", err.msg);
+}
+
+Test(edge, tie_outputs_round_half_to_even_before_the_zero_point)
+{
+    /* a − za rows [2i+1, 1], b − zb = [[1,1],[0,2]], multiplier 1/2: y_real col 0 = 0.5, 1.5,
+     * ..., 7.5; col 1 = 1.5, ..., 8.5. RNE: 0,2,2,4,4,6,6,8 and 2,2,4,4,6,6,8,8; then + 127. */
+    static const uint8_t want_odd[16] = {127, 129, 129, 129, 129, 131, 131, 131,
+                                         131, 133, 133, 133, 133, 135, 135, 135};
+    qh_tensor t;
+    read_output("qlinearmatmul/ties/odd-zp-pos-u8s8u8", &t);
+    cr_assert_eq(t.t.dtype, QMM_DTYPE_UINT8);
+    cr_assert_eq(t.t.rank, 2);
+    cr_assert_eq(t.t.dims[0], 8);
+    cr_assert_eq(t.t.dims[1], 2);
+    cr_expect(memcmp(t.t.data, want_odd, 16) == 0);
+    qh_tensor_free(&t);
+
+    /* the same, negative (b − zb = [[-1,-1],[0,2]]): col 0 = -0.5 .. -7.5 -> -0,-2,-2,-4,...;
+     * col 1 = (-(2i+1)+2)/2 = 0.5, -0.5, -1.5, ... -> 0,0,-2,-2,-4,-4,-6,-6; int8 zy -5 */
+    static const int8_t want_neg[16] = {-5, -5, -7,  -5, -7,  -7,  -9,  -7,
+                                        -9, -9, -11, -9, -11, -11, -13, -11};
+    read_output("qlinearmatmul/ties/odd-zp-neg-s8u8s8", &t);
+    cr_assert_eq(t.t.dtype, QMM_DTYPE_INT8);
+    cr_expect(memcmp(t.t.data, want_neg, 16) == 0);
+    qh_tensor_free(&t);
+}
+
+Test(edge, overflow_cases_store_the_exact_and_matmulinteger_the_wrapped_sum)
+{
+    qh_tensor t;
+    read_output("matmulinteger/overflow/u8u8-k33026", &t);
+    cr_assert_eq(t.t.dtype, QMM_DTYPE_INT32);
+    int32_t y[2];
+    memcpy(y, t.t.data, sizeof y);
+    /* ±33026·65025 = ±2147515650, wrapped modulo 2^32 */
+    cr_expect_eq(y[0], -2147451646);
+    cr_expect_eq(y[1], 2147451646);
+    qh_tensor_free(&t);
+
+    /* QLinearMatMul, y_scale 2^25: the exact acc gives +64 / -64, plus zy 128 */
+    read_output("qlinearmatmul/overflow/u8u8u8-k33026", &t);
+    cr_expect_eq(((uint8_t *)t.t.data)[0], 192);
+    cr_expect_eq(((uint8_t *)t.t.data)[1], 64);
+    qh_tensor_free(&t);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/vectors/edge/qlinearmatmul/overflow/u8u8u8-k33026/qmm.meta",
+             env("QMM_SOURCE_DIR"));
+    char *meta = slurp(path);
+    cr_expect(strstr(meta, "overflow-permitted") != NULL, "%s", meta);
+    free(meta);
+}
+
+Test(edge, invalid_cases_expect_invalid_argument_and_store_no_output)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/vectors/edge/qlinearmatmul/invalid/scale-nan/qmm.meta",
+             env("QMM_SOURCE_DIR"));
+    char *meta = slurp(path);
+    cr_expect(strncmp(meta, "expect = INVALID_ARGUMENT\n", 26) == 0, "%s", meta);
+    free(meta);
+    snprintf(path, sizeof path,
+             "%s/vectors/edge/qlinearmatmul/invalid/scale-nan/test_data_set_0/output_0.pb",
+             env("QMM_SOURCE_DIR"));
+    FILE *f = fopen(path, "rb");
+    cr_expect(f == NULL);
+    if (f)
+        fclose(f);
+}
+
+/* ---- diff ---- */
+
+Test(edge, diff_of_a_backend_with_itself_finds_nothing)
+{
+    char *out;
+    int rc = qmmcheck(&out, "diff --backend reference --backend reference --seed 7 --count 300 "
+                            "--out '%s/d'", tmpdir);
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "DIFF SUMMARY: problems:300 same:300 differences:0 ") != NULL, "%s", out);
+    free(out);
+}
+
+Test(edge, diff_reports_saves_and_replays_a_difference)
+{
+    char *out;
+    /* onnx-ref adds the zero point before rounding: ties with odd zero points differ */
+    int rc = qmmcheck(&out, "diff --backend reference --backend reference:profile=onnx-ref "
+                            "--seed 1 --count 400 --max-diffs 3 --out '%s/d'", tmpdir);
+    cr_expect_eq(rc, 1, "%s", out);
+    cr_expect_eq(count_lines_with(out, "DIFF seed=1 problem="), 3, "%s", out);
+    cr_expect_eq(count_lines_with(out, "__REPRO: qmmcheck diff --backend reference --backend "
+                                       "reference:profile=onnx-ref --seed 1 --problem "), 3, "%s", out);
+    cr_expect(strstr(out, "reference (spec) agrees with A") != NULL, "%s", out);
+    cr_expect(strstr(out, "differences:3") != NULL, "%s", out);
+    /* the first difference, replayed alone, is the same line */
+    const char *p = strstr(out, "DIFF seed=1 problem=");
+    cr_assert(p);
+    unsigned long long index = strtoull(p + strlen("DIFF seed=1 problem="), NULL, 10);
+    const char *eol = strchr(p, '\n');
+    char first[4096];
+    snprintf(first, sizeof first, "%.*s", (int)(eol - p), p);
+    free(out);
+    rc = qmmcheck(&out, "diff --backend reference --backend reference:profile=onnx-ref --seed 1 "
+                        "--problem %llu --out '%s/d2'", index, tmpdir);
+    cr_expect_eq(rc, 1, "%s", out);
+    cr_expect(strstr(out, first) != NULL, "%s\nwant: %s", out, first);
+    free(out);
+    /* the saved cases hold the reference's answer: they pass against it, and fail onnx-ref */
+    rc = qmmcheck(&out, "run --backend reference --vectors '%s/d'", tmpdir);
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "total:3 passed:3 ") != NULL, "%s", out);
+    free(out);
+    rc = qmmcheck(&out, "run --backend reference:profile=onnx-ref --vectors '%s/d'", tmpdir);
+    cr_expect_eq(rc, 1, "%s", out);
+    free(out);
+}
+
+Test(edge, diff_usage_errors_exit_2)
+{
+    const char *bad[] = {
+        "diff --backend reference --seed 1 --count 3",
+        "diff --backend reference --backend reference --count 3",
+        "diff --backend reference --backend reference --seed 1",
+        "diff --backend reference --backend reference --seed x --count 3",
+        "diff --backend reference --backend reference --seed 1 --count 3 --profile nope",
+        "diff --backend nosuch --backend reference --seed 1 --count 3",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *out;
+        int rc = qmmcheck(&out, "%s", bad[i]);
+        cr_expect_eq(rc, 2, "'qmmcheck %s' exited %d:\n%s", bad[i], rc, out);
+        free(out);
+    }
+}
+
+Test(edge, diff_seconds_bounds_the_run)
+{
+    char *out;
+    int rc = qmmcheck(&out, "diff --backend reference --backend reference --seed 3 "
+                            "--seconds 0.5 --quiet");
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "DIFF SUMMARY: problems:") != NULL, "%s", out);
+    free(out);
+}

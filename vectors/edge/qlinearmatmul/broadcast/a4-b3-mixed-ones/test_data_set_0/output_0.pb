@@ -1,0 +1,1 @@
+ByJ$|p‘˜€est¡žjxwx§žptz}Š{qpYq[jJXˆ[qfs

@@ -1,0 +1,2 @@
+
+Ba_scaleJQ1

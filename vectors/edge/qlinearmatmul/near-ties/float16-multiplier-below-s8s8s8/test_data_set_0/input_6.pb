@@ -1,0 +1,2 @@
+
+By_scaleJC

@@ -1,0 +1,2 @@
+
+Bb_scaleJr1

@@ -1,0 +1,1 @@
+By_scaleJH;¡&B€¶-B1‰Bï©B,]mBÁh&B-—nBìvB‰/’B­—Bõ BÚ–?B‡dBí –BñB´”B0ŽB*}`B

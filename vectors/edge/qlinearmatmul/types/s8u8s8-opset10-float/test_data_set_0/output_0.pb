@@ -1,0 +1,1 @@
+ByJI6eNlLUN<^V<

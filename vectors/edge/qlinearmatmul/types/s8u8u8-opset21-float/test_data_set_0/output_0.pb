@@ -1,0 +1,1 @@
+ByJV<G;Jnk,Cjv

@@ -1,0 +1,1 @@
+BaJ u€lêbŒRuíVTuB†
