@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j"$(nproc)"
-exec build/harness/qmmcheck run --backend reference --vectors vectors "$@"
+exec build/harness/qmmcheck run --backend reference --backend optimized --vectors vectors "$@"
