@@ -90,26 +90,6 @@ static void sb_values(qh_sb *b, const qmm_tensor *y, int64_t limit)
     qh_sb_puts(b, "]");
 }
 
-static void sb_shell_word(qh_sb *b, const char *s)
-{
-    int plain = *s != '\0';
-    for (const char *p = s; *p; p++)
-        if (!(strchr("/._-+,:=@%", *p) || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
-              (*p >= 'A' && *p <= 'Z')))
-            plain = 0;
-    if (plain) {
-        qh_sb_puts(b, s);
-        return;
-    }
-    qh_sb_puts(b, "'");
-    for (const char *p = s; *p; p++) {
-        if (*p == '\'')
-            qh_sb_puts(b, "'\\''");
-        else
-            qh_sb_printf(b, "%c", *p);
-    }
-    qh_sb_puts(b, "'");
-}
 
 typedef struct counts {
     unsigned long long problems, same, differences, skipped, tolerated;
@@ -154,13 +134,13 @@ static void report_difference(const diff_opts *o, qh_backend *be, unsigned long 
         }
     }
     qh_sb_puts(&line, " __REPRO: qmmcheck diff --backend ");
-    sb_shell_word(&line, be[0].spec);
+    qh_sb_shell_word(&line, be[0].spec);
     qh_sb_puts(&line, " --backend ");
-    sb_shell_word(&line, be[1].spec);
+    qh_sb_shell_word(&line, be[1].spec);
     qh_sb_printf(&line, " --seed %llu --problem %llu", o->seed, index);
     if (o->profile) {
         qh_sb_puts(&line, " --profile ");
-        sb_shell_word(&line, o->profile);
+        qh_sb_shell_word(&line, o->profile);
     }
     printf("%s\n", line.s ? line.s : "");
     qh_sb_free(&line);
@@ -221,15 +201,15 @@ static void report_difference(const diff_opts *o, qh_backend *be, unsigned long 
     } else {
         qh_sb r = {0};
         qh_sb_puts(&r, "    saved ");
-        sb_shell_word(&r, dir);
+        qh_sb_shell_word(&r, dir);
         qh_sb_puts(&r, " (qmmcheck repro --backend ");
-        sb_shell_word(&r, be[1].spec);
+        qh_sb_shell_word(&r, be[1].spec);
         if (o->profile) {
             qh_sb_puts(&r, " --profile ");
-            sb_shell_word(&r, o->profile);
+            qh_sb_shell_word(&r, o->profile);
         }
         qh_sb_puts(&r, " ");
-        sb_shell_word(&r, dir);
+        qh_sb_shell_word(&r, dir);
         qh_sb_puts(&r, ")");
         printf("%s\n", r.s ? r.s : "");
         qh_sb_free(&r);

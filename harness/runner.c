@@ -45,42 +45,20 @@ void qh_result_free(qh_result *r)
     memset(r, 0, sizeof *r);
 }
 
-/* ---- shell quoting for __REPRO: lines ------------------------------------------------- */
-
-static void sb_shell_word(qh_sb *b, const char *s)
-{
-    int plain = *s != '\0';
-    for (const char *p = s; *p; p++)
-        if (!(strchr("/._-+,:=@%", *p) || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
-              (*p >= 'A' && *p <= 'Z')))
-            plain = 0;
-    if (plain) {
-        qh_sb_puts(b, s);
-        return;
-    }
-    qh_sb_puts(b, "'");
-    for (const char *p = s; *p; p++) {
-        if (*p == '\'')
-            qh_sb_puts(b, "'\\''");
-        else
-            qh_sb_printf(b, "%c", *p);
-    }
-    qh_sb_puts(b, "'");
-}
 
 char *qh_repro_command(const qh_case_ref *ref, const char *backend_spec, const char *profile)
 {
     qh_sb b = {0};
     qh_sb_puts(&b, "qmmcheck repro --backend ");
-    sb_shell_word(&b, backend_spec);
+    qh_sb_shell_word(&b, backend_spec);
     if (profile && strcmp(profile, QH_DEFAULT_PROFILE) != 0) {
         qh_sb_puts(&b, " --profile ");
-        sb_shell_word(&b, profile);
+        qh_sb_shell_word(&b, profile);
     }
     if (ref->data_set > 0)
         qh_sb_printf(&b, " --data-set %d", ref->data_set);
     qh_sb_puts(&b, " ");
-    sb_shell_word(&b, ref->dir);
+    qh_sb_shell_word(&b, ref->dir);
     return qh_sb_take(&b);
 }
 

@@ -92,6 +92,27 @@ void qh_sb_xml(qh_sb *b, const char *s)
     }
 }
 
+void qh_sb_shell_word(qh_sb *b, const char *s)
+{
+    int plain = *s != '\0';
+    for (const char *p = s; *p; p++)
+        if (!(strchr("/._-+,:=@%", *p) || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+              (*p >= 'A' && *p <= 'Z')))
+            plain = 0;
+    if (plain) {
+        qh_sb_puts(b, s);
+        return;
+    }
+    qh_sb_puts(b, "'");
+    for (const char *p = s; *p; p++) {
+        if (*p == '\'')
+            qh_sb_puts(b, "'\\''");
+        else
+            qh_sb_printf(b, "%c", *p);
+    }
+    qh_sb_puts(b, "'");
+}
+
 char *qh_sb_take(qh_sb *b)
 {
     char *s = b->s;

@@ -18,6 +18,9 @@ void qh_sb_puts(qh_sb *b, const char *s);
 /* JSON string body (no quotes) and XML text/attribute escaping. */
 void qh_sb_json(qh_sb *b, const char *s);
 void qh_sb_xml(qh_sb *b, const char *s);
+/* One shell word: as is when it is made of safe characters, else single-quoted, so a
+ * `__REPRO:` line pastes into a shell unchanged. */
+void qh_sb_shell_word(qh_sb *b, const char *s);
 /* Hands the text over (malloc'd, never NULL unless allocation failed) and resets b. */
 char *qh_sb_take(qh_sb *b);
 void qh_sb_free(qh_sb *b);
