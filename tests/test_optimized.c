@@ -465,6 +465,9 @@ Test(differential, blocking_boundaries, .timeout = 600)
     static const int64_t shapes[][3] = {
         {97, 515, 259}, {1, 1031, 300}, {4, 777, 513}, {5, 33, 17}, {7, 1, 33},
         {13, 2, 1}, {1, 4096, 40}, {3, 3, 600}, {100, 64, 65},
+        /* small-M paths (direct B and prepacked panels): odd K, 32/16-column tails, wide N;
+         * these also draw extreme operands (all 255/-1, all 128/-128, alternating) */
+        {1, 4099, 4127}, {2, 9, 95}, {3, 1, 63}, {4, 2049, 97}, {1, 1, 31}, {2, 8, 4096},
     };
     variant v[8];
     int nv = open_variants(v, 8);
@@ -478,8 +481,9 @@ Test(differential, blocking_boundaries, .timeout = 600)
             int64_t ad[2] = {shapes[s][0], shapes[s][1]}, bd[2] = {shapes[s][1], shapes[s][2]};
             int64_t yd[2] = {shapes[s][0], shapes[s][2]};
             qmm_tensor a = tens(&p, ta, 2, ad), b = tens(&p, tb, 2, bd);
-            fill_q8(&r, &a, 0);
-            fill_q8(&r, &b, 0);
+            int extreme = s >= 9 ? (s + types) % 5 : 0;
+            fill_q8(&r, &a, extreme);
+            fill_q8(&r, &b, (extreme + types) % 5);
             int64_t md[1] = {shapes[s][0]}, nd[2] = {1, shapes[s][2]};
             qmm_tensor as_ = tens(&p, QMM_DTYPE_FLOAT, 1, md), az = tens(&p, ta, 1, md);
             qmm_tensor bs = tens(&p, QMM_DTYPE_FLOAT, 2, nd), bz = tens(&p, tb, 2, nd);

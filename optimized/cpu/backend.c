@@ -12,16 +12,19 @@
 /* The per-ISA dispatch table: constant, so nothing needs initialising at run time; what the
  * CPU can run is decided once by qmm_opt_cpu_features(). */
 static const qmm_opt_isa_ops isa_table[QMM_OPT_ISA_COUNT] = {
-    {QMM_OPT_ISA_SCALAR, 6, 16, 2, qmm_opt_kernel_scalar_6x16, NULL},
+    {QMM_OPT_ISA_SCALAR, 6, 16, 2, qmm_opt_kernel_scalar_6x16, NULL, NULL, 0},
 #if defined(__x86_64__)
-    {QMM_OPT_ISA_AVX2, 6, 16, 2, qmm_opt_kernel_avx2_6x16, qmm_opt_gemv_avx2},
-    {QMM_OPT_ISA_AVXVNNI, 6, 16, 4, qmm_opt_kernel_avxvnni_6x16, qmm_opt_gemv_avx2},
-    {QMM_OPT_ISA_AVX512VNNI, 8, 32, 4, qmm_opt_kernel_avx512vnni_8x32, qmm_opt_gemv_avx2},
+    {QMM_OPT_ISA_AVX2, 6, 16, 2, qmm_opt_kernel_avx2_6x16, qmm_opt_gemv_avx2,
+     qmm_opt_gemv_packed_avx2, 1},
+    /* the VNNI layouts are quads (and 32 columns for AVX-512): no small-M packed kernel */
+    {QMM_OPT_ISA_AVXVNNI, 6, 16, 4, qmm_opt_kernel_avxvnni_6x16, qmm_opt_gemv_avx2, NULL, 0},
+    {QMM_OPT_ISA_AVX512VNNI, 8, 32, 4, qmm_opt_kernel_avx512vnni_8x32, qmm_opt_gemv_avx2,
+     NULL, 0},
 #else
     /* no x86 kernels: the other ISAs are refused by qmm_opt_isa_missing before use */
-    {QMM_OPT_ISA_AVX2, 6, 16, 2, qmm_opt_kernel_scalar_6x16, NULL},
-    {QMM_OPT_ISA_AVXVNNI, 6, 16, 2, qmm_opt_kernel_scalar_6x16, NULL},
-    {QMM_OPT_ISA_AVX512VNNI, 6, 16, 2, qmm_opt_kernel_scalar_6x16, NULL},
+    {QMM_OPT_ISA_AVX2, 6, 16, 2, qmm_opt_kernel_scalar_6x16, NULL, NULL, 0},
+    {QMM_OPT_ISA_AVXVNNI, 6, 16, 2, qmm_opt_kernel_scalar_6x16, NULL, NULL, 0},
+    {QMM_OPT_ISA_AVX512VNNI, 6, 16, 2, qmm_opt_kernel_scalar_6x16, NULL, NULL, 0},
 #endif
 };
 

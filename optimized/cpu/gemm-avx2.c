@@ -2,8 +2,10 @@
  *
  * Exactness: vpmaddubsw's int16 pair sums saturate (255*127*2 > 32767), so they are not used.
  * Operands are widened to int16 instead and multiplied with vpmaddwd, whose pair sums
- * (|a-za| <= 255, |b'| <= 128: at most 2*255*128 = 65280) are exact in int32; the int32
- * accumulation wraps modulo 2^32 like the contract's accumulator.
+ * (|a-za| <= 255, B in unsigned form 0..255: at most 2*255*255 = 130050) are exact in int32;
+ * the int32 accumulation wraps modulo 2^32 like the contract's accumulator. B is widened by
+ * masking/shifting 16-bit words ("unsigned words" packed layout) or by in-lane byte unpacks
+ * (small M on an unpacked B), never by vpmovsxbw (slow on Zen 3).
  *
  * Why widening rather than splitting u8 a into (a & 0x7f) + 128*(a >> 7) for two exact
  * vpmaddubsw: the split needs two vpmaddubsw plus a vpmaddwd to widen for every 32 MACs
@@ -16,13 +18,21 @@
 
 enum { MR = 6, NR = 16 };
 
+/* Selects the low byte of every 16-bit word (the "unsigned words" layout, pack.c). */
+static const uint16_t lo_bytes[16] __attribute__((aligned(32))) = {
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+
 void qmm_opt_kernel_avx2_6x16(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
                               size_t ldc, int accumulate)
 {
     /* The loop is assembly because compilers spill some of the 12 accumulators when the 16
      * ymm registers are exactly enough (12 accumulators ymm0-11, 2 B vectors ymm12-13, a
-     * broadcast ymm14, a product ymm15). Per k pair: 16 columns x 2 k of int8 B sign-extended
-     * to int16 pairs; each row's (a0, a1) int16 pair broadcast. */
+     * broadcast ymm14, a product ymm15). Per k pair: one 32-byte load of the "unsigned words"
+     * B panel (pack.c); `vpand 0x00ff` gives columns 0-7 and `vpsrlw 8` columns 8-15 as
+     * (k, k+1) int16 pairs of B'' in 0..255 (no vpmovsxbw: ~0.8/cycle on Zen 3 and in the
+     * multiply pipes' way); each row's (a0 - za, a1 - za) int16 pair broadcast. Pair sums
+     * <= 2*255*255: exact in int32. */
     int32_t tile[MR * NR] __attribute__((aligned(32)));
     size_t kt = kgroups;
     __asm__ volatile(
@@ -42,8 +52,9 @@ void qmm_opt_kernel_avx2_6x16(size_t kgroups, const int32_t *a, const int8_t *b,
         "jz 2f\n\t"
         ".p2align 5\n"
         "1:\n\t"
-        "vpmovsxbw (%[b]), %%ymm12\n\t"
-        "vpmovsxbw 16(%[b]), %%ymm13\n\t"
+        "vmovdqu (%[b]), %%ymm13\n\t"
+        "vpand %[mask], %%ymm13, %%ymm12\n\t"
+        "vpsrlw $8, %%ymm13, %%ymm13\n\t"
         "vbroadcastss (%[a]), %%ymm14\n\t"
         "vpmaddwd %%ymm12, %%ymm14, %%ymm15\n\t"
         "vpaddd %%ymm15, %%ymm0, %%ymm0\n\t"
@@ -92,7 +103,7 @@ void qmm_opt_kernel_avx2_6x16(size_t kgroups, const int32_t *a, const int8_t *b,
         "vmovdqa %%ymm10, 320(%[t])\n\t"
         "vmovdqa %%ymm11, 352(%[t])\n\t"
         : [a] "+r"(a), [b] "+r"(b), [k] "+r"(kt)
-        : [t] "r"(tile)
+        : [t] "r"(tile), [mask] "m"(lo_bytes)
         : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
           "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
     for (int r = 0; r < MR; r++) {
@@ -109,76 +120,111 @@ void qmm_opt_kernel_avx2_6x16(size_t kgroups, const int32_t *a, const int8_t *b,
     }
 }
 
-/* Widens 8 interleaved byte pairs to int16 pairs, by b's signedness. */
-static inline __m256i widen(__m128i x, int b_signed)
-{
-    return b_signed ? _mm256_cvtepi8_epi16(x) : _mm256_cvtepu8_epi16(x);
-}
-
-/* One k pair (rows kk and kk+1, or kk and zeros when x1z) of a 16*cb-column block. */
-static inline __attribute__((always_inline)) void
-gemv_step(size_t rows, size_t cb, const int32_t *a, size_t lda, size_t t, const uint8_t *r0,
-          const uint8_t *r1, int b_signed, __m256i acc[4][8])
-{
-    __m256i w[8];
-    for (size_t q = 0; q < cb; q++) {
-        __m128i x0 = _mm_loadu_si128((const __m128i *)(const void *)(r0 + 16 * q));
-        __m128i x1 = r1 ? _mm_loadu_si128((const __m128i *)(const void *)(r1 + 16 * q))
-                        : _mm_setzero_si128();
-        w[2 * q] = widen(_mm_unpacklo_epi8(x0, x1), b_signed);
-        w[2 * q + 1] = widen(_mm_unpackhi_epi8(x0, x1), b_signed);
-    }
-    for (size_t r = 0; r < rows; r++) {
-        __m256i av = _mm256_set1_epi32(a[r * lda + t]);
-        for (size_t q = 0; q < 2 * cb; q++)
-            acc[r][q] = _mm256_add_epi32(acc[r][q], _mm256_madd_epi16(av, w[q]));
-    }
-}
-
-/* The small-M kernel body for a fixed row count, column-block width (cb groups of 16) and
- * signedness (constants after inlining, so the accumulators stay in registers). K is walked
- * in blocks of GEMV_KB rows with the partial sums parked in c between blocks: a block of B
- * (GEMV_KB rows x the task's columns) then stays in L2 and in the TLB while every column
- * block passes over it, instead of each column block walking all K rows (one page each). */
-enum { GEMV_KB = 256 };
+/* ---- small M on an unpacked B (row-major [K, N], read in place) ----
+ *
+ * B is streamed row by row: a pass takes GEMV_PP pairs of k rows (2*GEMV_PP rows) and walks
+ * them from the first to the last column of the call, so every row is read sequentially
+ * (hardware prefetch, one TLB entry per page); the int32 sums of the call's columns (rows x n,
+ * at most 16 KB for the widths the driver uses) stay in L1 between passes.
+ *
+ * B is taken in "unsigned form" u = b (uint8) or b ^ 0x80 = b + 128 (int8), 0..255; the
+ * driver corrects with zbp = zb (+128 for int8). Per 32 columns and k pair: the two rows'
+ * 32-byte loads are interleaved in-lane (vpunpck{l,h}bw) and zero-extended in-lane
+ * (vpunpck{l,h}bw with 0) into four vectors of (u[k][j], u[k+1][j]) int16 pairs — six cheap
+ * in-lane shuffles, no vpmovsxbw (slow on Zen 3) — and multiplied by each row's broadcast
+ * (a[k] - za, a[k+1] - za) pair with vpmaddwd: pair sums <= 2*255*255, exact in int32; the
+ * int32 sums wrap like the contract's accumulator. The in-lane order leaves the four
+ * accumulators of a 32-column block holding columns {0-3,16-19}, {4-7,20-23}, {8-11,24-27},
+ * {12-15,28-31}; they stay so in c between passes and are put in order at the end. */
+enum { GEMV_PP = 4 };
 
 static inline __attribute__((always_inline)) void
-gemv_rows(size_t rows, size_t cb, size_t k, const int32_t *a, size_t lda, const uint8_t *b,
-          size_t ldb, int b_signed, size_t n, int32_t *c, size_t ldc)
+gemv_stream_rows(size_t rows, size_t np, int odd, const int32_t *a, size_t lda, size_t t0,
+                 const uint8_t *const *rp, int b_signed, size_t n32, int32_t *c, size_t ldc)
 {
-    size_t width = 16 * cb, nfull = n / width * width;
-    for (size_t k0 = 0; k0 < k || (k0 == 0 && k == 0); k0 += GEMV_KB) {
-        size_t k1 = k0 + GEMV_KB < k ? k0 + GEMV_KB : k; /* even except at the end of K */
-        for (size_t j = 0; j < nfull; j += width) {
-            __m256i acc[4][8];
+    /* np pairs (np <= GEMV_PP) starting at k pair t0; rp[2q], rp[2q+1] the rows of pair q;
+     * odd (np 1 only): the last k row alone, paired with zeros (a's pad half is 0 too) */
+    const __m256i flip = _mm256_set1_epi8(b_signed ? (char)0x80 : 0);
+    const __m256i zero = _mm256_setzero_si256();
+    __m256i av[4][GEMV_PP];
+    for (size_t r = 0; r < rows; r++)
+        for (size_t q = 0; q < np; q++)
+            av[r][q] = _mm256_set1_epi32(a[r * lda + t0 + q]);
+    for (size_t j = 0; j < n32; j += 32) {
+        __m256i acc[4][4];
+        for (size_t r = 0; r < rows; r++)
+            for (size_t v = 0; v < 4; v++)
+                acc[r][v] =
+                    _mm256_loadu_si256((const __m256i *)(const void *)(c + r * ldc + j + 8 * v));
+        for (size_t q = 0; q < np; q++) {
+            __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)(rp[2 * q] + j));
+            __m256i x1 = odd ? flip
+                             : _mm256_loadu_si256(
+                                   (const __m256i *)(const void *)(rp[2 * q + 1] + j));
+            if (b_signed) {
+                x0 = _mm256_xor_si256(x0, flip);
+                x1 = _mm256_xor_si256(x1, flip); /* odd: 0 */
+            }
+            __m256i plo = _mm256_unpacklo_epi8(x0, x1), phi = _mm256_unpackhi_epi8(x0, x1);
+            __m256i w[4] = {_mm256_unpacklo_epi8(plo, zero), _mm256_unpackhi_epi8(plo, zero),
+                            _mm256_unpacklo_epi8(phi, zero), _mm256_unpackhi_epi8(phi, zero)};
             for (size_t r = 0; r < rows; r++)
-                for (size_t q = 0; q < 2 * cb; q++)
-                    acc[r][q] = k0 == 0 ? _mm256_setzero_si256()
-                                        : _mm256_loadu_si256((const __m256i *)(const void *)(
-                                              c + r * ldc + j + 8 * q));
-            const uint8_t *bp = b + j;
-            size_t kk = k0;
-            for (; kk + 1 < k1; kk += 2)
-                gemv_step(rows, cb, a, lda, kk / 2, bp + kk * ldb, bp + (kk + 1) * ldb,
-                          b_signed, acc);
-            if (kk < k1) /* the odd last k pairs with zeros; a's pad half is 0 too */
-                gemv_step(rows, cb, a, lda, kk / 2, bp + kk * ldb, NULL, b_signed, acc);
-            for (size_t r = 0; r < rows; r++)
-                for (size_t q = 0; q < 2 * cb; q++)
-                    _mm256_storeu_si256((__m256i *)(void *)(c + r * ldc + j + 8 * q),
-                                        acc[r][q]);
+                for (size_t v = 0; v < 4; v++)
+                    acc[r][v] = _mm256_add_epi32(acc[r][v], _mm256_madd_epi16(av[r][q], w[v]));
         }
-        if (k == 0)
-            break;
+        for (size_t r = 0; r < rows; r++)
+            for (size_t v = 0; v < 4; v++)
+                _mm256_storeu_si256((__m256i *)(void *)(c + r * ldc + j + 8 * v), acc[r][v]);
     }
-    /* fewer than `width` columns left: the same sums, one element at a time */
-    for (size_t j = nfull; j < n; j++)
+}
+
+static inline __attribute__((always_inline)) void
+gemv_rows(size_t rows, size_t k, const int32_t *a, size_t lda, const uint8_t *b, size_t ldb,
+          int b_signed, size_t n, int32_t *c, size_t ldc)
+{
+    size_t n32 = n / 32 * 32;
+    uint8_t flip = b_signed ? 0x80 : 0;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t j = 0; j < n32; j++)
+            c[r * ldc + j] = 0;
+    const uint8_t *rp[2 * GEMV_PP];
+    size_t kk = 0;
+    if (n32) {
+        for (; kk + 2 * GEMV_PP <= k; kk += 2 * GEMV_PP) {
+            for (size_t i = 0; i < 2 * GEMV_PP; i++)
+                rp[i] = b + (kk + i) * ldb;
+            gemv_stream_rows(rows, GEMV_PP, 0, a, lda, kk / 2, rp, b_signed, n32, c, ldc);
+        }
+        for (; kk + 2 <= k; kk += 2) {
+            rp[0] = b + kk * ldb;
+            rp[1] = b + (kk + 1) * ldb;
+            gemv_stream_rows(rows, 1, 0, a, lda, kk / 2, rp, b_signed, n32, c, ldc);
+        }
+        if (kk < k) {
+            rp[0] = b + kk * ldb;
+            rp[1] = NULL;
+            gemv_stream_rows(rows, 1, 1, a, lda, kk / 2, rp, b_signed, n32, c, ldc);
+        }
+        /* the in-lane column order back to 0..31 */
+        for (size_t r = 0; r < rows; r++)
+            for (size_t j = 0; j < n32; j += 32) {
+                __m256i *p = (__m256i *)(void *)(c + r * ldc + j);
+                __m256i v0 = _mm256_loadu_si256(p), v1 = _mm256_loadu_si256(p + 1);
+                __m256i v2 = _mm256_loadu_si256(p + 2), v3 = _mm256_loadu_si256(p + 3);
+                _mm256_storeu_si256(p, _mm256_permute2x128_si256(v0, v1, 0x20));
+                _mm256_storeu_si256(p + 1, _mm256_permute2x128_si256(v2, v3, 0x20));
+                _mm256_storeu_si256(p + 2, _mm256_permute2x128_si256(v0, v1, 0x31));
+                _mm256_storeu_si256(p + 3, _mm256_permute2x128_si256(v2, v3, 0x31));
+            }
+    }
+    /* fewer than 32 columns left: the same sums (unsigned form), one element at a time */
+    for (size_t j = n32; j < n; j++)
         for (size_t r = 0; r < rows; r++) {
             uint32_t s = 0;
-            for (size_t kk = 0; kk < k; kk++) {
-                uint32_t w = (uint32_t)a[r * lda + kk / 2];
-                int32_t av = (int32_t)(int16_t)(uint16_t)((kk & 1) ? w >> 16 : w & 0xffffu);
-                int32_t bv = b_signed ? (int32_t)(int8_t)b[kk * ldb + j] : (int32_t)b[kk * ldb + j];
+            for (size_t q = 0; q < k; q++) {
+                uint32_t w = (uint32_t)a[r * lda + q / 2];
+                int32_t av = (int32_t)(int16_t)(uint16_t)((q & 1) ? w >> 16 : w & 0xffffu);
+                int32_t bv = (int32_t)(uint8_t)(b[q * ldb + j] ^ flip);
                 s += (uint32_t)(av * bv);
             }
             c[r * ldc + j] = (int32_t)s;
@@ -188,21 +234,84 @@ gemv_rows(size_t rows, size_t cb, size_t k, const int32_t *a, size_t lda, const 
 void qmm_opt_gemv_avx2(size_t rows, size_t k, const int32_t *a, size_t lda, const uint8_t *b,
                        size_t ldb, int b_signed, size_t n, int32_t *c, size_t ldc)
 {
-#define QMM_CASE(R, CB)                                                                     \
+#define QMM_CASE(R)                                                                         \
     case R:                                                                                 \
         if (b_signed)                                                                       \
-            gemv_rows(R, CB, k, a, lda, b, ldb, 1, n, c, ldc);                              \
+            gemv_rows(R, k, a, lda, b, ldb, 1, n, c, ldc);                                  \
         else                                                                                \
-            gemv_rows(R, CB, k, a, lda, b, ldb, 0, n, c, ldc);                              \
+            gemv_rows(R, k, a, lda, b, ldb, 0, n, c, ldc);                                  \
         break;
     switch (rows) {
-        QMM_CASE(1, 4)
-        QMM_CASE(2, 2)
-        QMM_CASE(3, 1)
-        QMM_CASE(4, 1)
+        QMM_CASE(1)
+        QMM_CASE(2)
+        QMM_CASE(3)
+        QMM_CASE(4)
     default: break;
     }
 #undef QMM_CASE
+}
+
+/* ---- small M on the packed B (the 6x16 kernel's "unsigned words" panels) ----
+ *
+ * The packed panels are bytes (16 columns x 2 k per 32 bytes, all K of a panel contiguous), so
+ * a 4096 x 4096 B is 16 MB and stays in a 32 MB L3; per 32 bytes one load, a vpand, a vpsrlw
+ * and two vpmaddwd per row. Each panel is read once, sequentially,
+ * with the row sums in registers over all of K; `pp` panels are walked side by side so that
+ * rows * pp * 2 accumulators hide vpmaddwd + vpaddd latency. */
+static inline __attribute__((always_inline)) void
+gemvp_block(size_t rows, size_t pp, size_t kpairs, const int32_t *a, size_t lda,
+            const int8_t *b, size_t pstride, int32_t *c, size_t ldc)
+{
+    const __m256i lo = _mm256_set1_epi16(0xff);
+    __m256i acc[4][4][2];
+    for (size_t r = 0; r < rows; r++)
+        for (size_t p = 0; p < pp; p++)
+            acc[r][p][0] = acc[r][p][1] = _mm256_setzero_si256();
+    for (size_t t = 0; t < kpairs; t++) {
+        __m256i w[4][2];
+        for (size_t p = 0; p < pp; p++) {
+            __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(b + p * pstride +
+                                                                            t * 32));
+            w[p][0] = _mm256_and_si256(x, lo);
+            w[p][1] = _mm256_srli_epi16(x, 8);
+        }
+        for (size_t r = 0; r < rows; r++) {
+            __m256i av = _mm256_set1_epi32(a[r * lda + t]);
+            for (size_t p = 0; p < pp; p++) {
+                acc[r][p][0] = _mm256_add_epi32(acc[r][p][0], _mm256_madd_epi16(av, w[p][0]));
+                acc[r][p][1] = _mm256_add_epi32(acc[r][p][1], _mm256_madd_epi16(av, w[p][1]));
+            }
+        }
+    }
+    for (size_t r = 0; r < rows; r++)
+        for (size_t p = 0; p < pp; p++) {
+            _mm256_storeu_si256((__m256i *)(void *)(c + r * ldc + 16 * p), acc[r][p][0]);
+            _mm256_storeu_si256((__m256i *)(void *)(c + r * ldc + 16 * p + 8), acc[r][p][1]);
+        }
+}
+
+static inline __attribute__((always_inline)) void
+gemvp_rows(size_t rows, size_t pp, size_t kpairs, const int32_t *a, size_t lda,
+           const int8_t *b, size_t pstride, size_t npanels, int32_t *c, size_t ldc)
+{
+    size_t p = 0;
+    for (; p + pp <= npanels; p += pp)
+        gemvp_block(rows, pp, kpairs, a, lda, b + p * pstride, pstride, c + 16 * p, ldc);
+    for (; p < npanels; p++)
+        gemvp_block(rows, 1, kpairs, a, lda, b + p * pstride, pstride, c + 16 * p, ldc);
+}
+
+void qmm_opt_gemv_packed_avx2(size_t rows, size_t kpairs, const int32_t *a, size_t lda,
+                              const int8_t *b, size_t pstride, size_t npanels, int32_t *c,
+                              size_t ldc)
+{
+    switch (rows) {
+    case 1: gemvp_rows(1, 4, kpairs, a, lda, b, pstride, npanels, c, ldc); break;
+    case 2: gemvp_rows(2, 2, kpairs, a, lda, b, pstride, npanels, c, ldc); break;
+    case 3: gemvp_rows(3, 2, kpairs, a, lda, b, pstride, npanels, c, ldc); break;
+    case 4: gemvp_rows(4, 1, kpairs, a, lda, b, pstride, npanels, c, ldc); break;
+    default: break;
+    }
 }
 
 /* Peak loop: the kernel's arithmetic (vpmaddwd + vpaddd pairs) with no loads, 12 independent

@@ -24,6 +24,7 @@ enum {
     NC_MAX = 256,  /* columns per task and per chunk: a multiple of every nr (16, 32) */
     KC_K = 512,    /* k values per K block: B panel slice nr*KC bytes stays in L1 */
     GEMV_M_MAX = 4,
+    GEMV_ACC = 4096, /* small M, unpacked B: int32 sums per task (rows x columns): 16 KB, L1 */
     PACK_ROWS = 96,
 };
 
@@ -45,7 +46,8 @@ typedef struct job {
     qmm_param_map maps[P_COUNT];
     int a_signed, b_signed;
     int direct;                   /* small-M path on unpacked B */
-    int mr, nr, kg;
+    int smallp;                   /* small-M path on a prepacked "pairs" B */
+    int mr, nr, kg, uw;
     size_t m, k, n, batch;
     size_t kgroups, kp, mpad, npad;
     /* A */
@@ -77,6 +79,11 @@ static int64_t zp_at(const qmm_tensor *zp, const qmm_param_map *map, const qmm_g
     const uint8_t *p = zp->data;
     uint8_t v = p[qmm_param_offset(map, g, bi, i, j)];
     return zp->dtype == QMM_DTYPE_INT8 ? (int64_t)(int8_t)v : (int64_t)v;
+}
+
+static size_t ceil_div(size_t a, size_t b)
+{
+    return (a + b - 1) / b;
 }
 
 static inline int32_t wrap_u32(uint32_t u)
@@ -111,7 +118,7 @@ static void pack_a_task(void *ctx, size_t task, int worker)
         za[i - r0] = (int32_t)zp_at(J->az, &J->maps[P_AZ], J->g, bi, (int64_t)i, 0);
     const uint8_t *src = (const uint8_t *)J->a->data + amat * J->m * J->k + r0 * J->k;
     int32_t *rs = J->rowsum + amat * J->m + r0;
-    if (J->direct) {
+    if (J->direct || J->smallp) {
         size_t kpairs = (J->k + 1) / 2;
         qmm_opt_pack_a(src, J->k, J->a_signed, r1 - r0, J->k, za, 1, 2,
                        J->apack + amat * J->a_words + r0 * kpairs, rs);
@@ -132,7 +139,7 @@ static void pack_b_task(void *ctx, size_t task, int worker)
     const uint8_t *src = J->braw + bmat * J->k * J->n;
     int8_t *dst = J->bpack_own + bmat * J->kp * J->npad + j0 * J->kp;
     int32_t *cs = J->colsum_own ? J->colsum_own + bmat * J->npad + j0 : NULL;
-    qmm_opt_pack_b(src, J->n, J->b_signed, J->k, j0, j1, J->nr, J->kg, dst, cs);
+    qmm_opt_pack_b(src, J->n, J->b_signed, J->k, j0, j1, J->nr, J->kg, J->uw, dst, cs);
 }
 
 /* ---- phase 3: compute and epilogue ---- */
@@ -145,23 +152,37 @@ static void epilogue(const job *J, worker_scratch *w, int64_t bi, size_t m0, siz
 {
     const qmm_geometry *g = J->g;
     size_t nc = j1 - j0;
-    int shift_b = !J->direct && !J->b_signed; /* packed B' = b - 128 */
+    /* packed B' = b - 128 for uint8 b; "unsigned words" B'' and the small-M path's unsigned
+     * form = b + 128 for int8 b */
+    int shift_b = J->uw || J->direct ? (J->b_signed ? 128 : 0) : (J->b_signed ? 0 : -128);
     int shift_a = J->kg == 4 && J->a_signed;   /* quads A' = a + 128 */
     /* per-column parameters: offsets are linear in j (base + col_stride * j) */
     int64_t bz_base = qmm_param_offset(&J->maps[P_BZ], g, bi, 0, 0);
     int64_t bs_base = qmm_param_offset(&J->maps[P_BS], g, bi, 0, 0);
     const uint8_t *bzp = qmm_tensor_present(J->bz) ? J->bz->data : NULL;
+    /* a parameter that does not vary along j (col_stride 0) is decoded once: same values */
+    int zb_const = J->maps[P_BZ].col_stride == 0, sb_const = J->maps[P_BS].col_stride == 0;
     for (size_t j = j0; j < j1; j++) {
-        int32_t zb = 0;
-        if (bzp) {
-            uint8_t v = bzp[bz_base + J->maps[P_BZ].col_stride * (int64_t)j];
-            zb = J->bz->dtype == QMM_DTYPE_INT8 ? (int32_t)(int8_t)v : (int32_t)v;
+        if (j == j0 || !zb_const) {
+            int32_t zb = 0;
+            if (bzp) {
+                uint8_t v = bzp[bz_base + J->maps[P_BZ].col_stride * (int64_t)j];
+                zb = J->bz->dtype == QMM_DTYPE_INT8 ? (int32_t)(int8_t)v : (int32_t)v;
+            }
+            w->zbp[j - j0] = zb + shift_b;
+        } else {
+            w->zbp[j - j0] = w->zbp[0];
         }
-        w->zbp[j - j0] = zb - (shift_b ? 128 : 0);
         if (J->qlm) {
-            w->sb[j - j0] = qmm_scale_decode(J->qlm->b_scale.dtype, J->qlm->b_scale.data,
-                                             bs_base + J->maps[P_BS].col_stride * (int64_t)j);
-            w->cm[j - j0] = w->sb[j - j0] / J->sy;
+            if (j == j0 || !sb_const) {
+                w->sb[j - j0] = qmm_scale_decode(J->qlm->b_scale.dtype, J->qlm->b_scale.data,
+                                                 bs_base +
+                                                     J->maps[P_BS].col_stride * (int64_t)j);
+                w->cm[j - j0] = w->sb[j - j0] / J->sy;
+            } else {
+                w->sb[j - j0] = w->sb[0];
+                w->cm[j - j0] = w->cm[0];
+            }
         }
     }
     int64_t ys_base = 0, yz_base = 0;
@@ -226,12 +247,26 @@ static void compute_task(void *ctx, size_t task, int worker)
     const int32_t *rowsum = J->rowsum + amat * J->m;
 
     if (J->direct) {
-        size_t kpairs = (J->k + 1) / 2;
+        /* the task's whole column range in one pass over B (rows x width <= GEMV_ACC sums
+         * in cbuf), then the epilogue in NC_MAX chunks */
+        size_t kpairs = (J->k + 1) / 2, ldc = n1 - n0;
         const uint8_t *B = J->braw + bmat * J->k * J->n;
+        J->ops->gemv(m1 - m0, J->k, A + m0 * kpairs, kpairs, B + n0, J->n, J->b_signed,
+                     n1 - n0, w->cbuf, ldc);
         for (size_t j0 = n0; j0 < n1; j0 += NC_MAX) {
             size_t j1 = j0 + NC_MAX < n1 ? j0 + NC_MAX : n1;
-            J->ops->gemv(m1 - m0, J->k, A + m0 * kpairs, kpairs, B + j0, J->n, J->b_signed,
-                         j1 - j0, w->cbuf, NC_MAX);
+            epilogue(J, w, bi, m0, m1, j0, j1, w->cbuf + (j0 - n0), ldc, rowsum, NULL);
+        }
+        return;
+    }
+    if (J->smallp) {
+        /* n0 and every chunk start are multiples of 16, the panel width */
+        size_t kpairs = (J->k + 1) / 2, pstride = J->kp * 16;
+        const int8_t *B = J->bpack + bmat * J->kp * J->npad;
+        for (size_t j0 = n0; j0 < n1; j0 += NC_MAX) {
+            size_t j1 = j0 + NC_MAX < n1 ? j0 + NC_MAX : n1;
+            J->ops->gemv_packed(m1 - m0, kpairs, A + m0 * kpairs, kpairs, B + j0 / 16 * pstride,
+                                pstride, ceil_div(j1 - j0, 16), w->cbuf, NC_MAX);
             epilogue(J, w, bi, m0, m1, j0, j1, w->cbuf, NC_MAX, rowsum, NULL);
         }
         return;
@@ -283,11 +318,6 @@ static void job_free(job *J, int threads)
     free(J->ws);
 }
 
-static size_t ceil_div(size_t a, size_t b)
-{
-    return (a + b - 1) / b;
-}
-
 /* Runs a validated call. `pb` is a prepacked B or NULL. */
 static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
                                const qmm_optimized_packed_b *pb, qmm_status *st)
@@ -299,6 +329,7 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
     J->mr = ops->mr;
     J->nr = ops->nr;
     J->kg = ops->kg;
+    J->uw = ops->uw;
     J->m = (size_t)g->m;
     J->k = (size_t)g->k;
     J->n = (size_t)g->n;
@@ -308,6 +339,7 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
     J->a_signed = J->a->dtype == QMM_DTYPE_INT8;
     J->b_signed = J->b->dtype == QMM_DTYPE_INT8;
     J->direct = ops->gemv != NULL && pb == NULL && J->m <= GEMV_M_MAX;
+    J->smallp = ops->gemv_packed != NULL && pb != NULL && J->m <= GEMV_M_MAX && J->uw;
     J->kgroups = ceil_div(J->k, (size_t)J->kg);
     J->kp = J->kgroups * (size_t)J->kg;
     J->mpad = ceil_div(J->m, (size_t)J->mr) * (size_t)J->mr;
@@ -319,7 +351,7 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
     size_t b_numel = (size_t)qmm_tensor_numel(J->b);
     J->namat = J->m && J->k ? a_numel / (J->m * J->k) : 1;
     J->nbmat = J->k && J->n ? b_numel / (J->k * J->n) : 1;
-    J->a_words = J->direct ? J->m * ((J->k + 1) / 2) : J->mpad * J->kgroups;
+    J->a_words = J->direct || J->smallp ? J->m * ((J->k + 1) / 2) : J->mpad * J->kgroups;
     J->amat_rep = malloc(J->namat * sizeof *J->amat_rep);
     J->apack = malloc((J->namat * J->a_words + 1) * sizeof *J->apack);
     J->rowsum = malloc(J->namat * J->m * sizeof *J->rowsum);
@@ -367,6 +399,11 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
     J->nmb = ceil_div(J->m, J->mb);
     J->nb = NC_MAX;
     if (J->direct) {
+        /* one task per thread (each streams its columns of every B row), its sums <= 16 KB */
+        size_t cap = GEMV_ACC / J->m / 64 * 64;
+        size_t nb = ceil_div(ceil_div(J->n, (size_t)threads), 64) * 64;
+        J->nb = nb > cap ? cap : nb;
+    } else if (J->smallp) {
         size_t want = (size_t)threads * 4;
         size_t nb = ceil_div(ceil_div(J->n, want), 16) * 16;
         J->nb = nb < 64 ? 64 : nb > NC_MAX ? NC_MAX : nb;
@@ -530,6 +567,7 @@ qmm_status_code qmm_opt_pack_b_all(const qmm_opt_backend *ob, const qmm_tensor *
     J.npad = pb->npad;
     J.nr = ops->nr;
     J.kg = ops->kg;
+    J.uw = ops->uw;
     J.b_signed = b->dtype == QMM_DTYPE_INT8;
     J.braw = b->data;
     J.bpack_own = pb->data;

@@ -53,18 +53,30 @@ typedef void (*qmm_opt_kernel_fn)(size_t kgroups, const int32_t *a, const int8_t
                                   int32_t *c, size_t ldc, int accumulate);
 
 /* Small-M kernel on an unpacked B: for r in 0..rows-1 (rows <= 4), j in 0..n-1:
- *   c[r*ldc + j] = sum_k apair_r(k) * b[k*ldb + j]
+ *   c[r*ldc + j] = sum_k apair_r(k) * u(b[k*ldb + j])
  * where `a` is row r's int16 pairs (a - za) at a + r*lda (kpairs = ceil(k/2) words; the pad
- * half of an odd k is 0) and b is int8 when b_signed, else uint8 (no shift). Sums wrap. */
+ * half of an odd k is 0) and u is b's "unsigned form": b for uint8, b + 128 for int8
+ * (b_signed), so the caller corrects with zb + 128 for int8 b. Sums wrap. */
 typedef void (*qmm_opt_gemv_fn)(size_t rows, size_t k, const int32_t *a, size_t lda,
                                 const uint8_t *b, size_t ldb, int b_signed, size_t n,
                                 int32_t *c, size_t ldc);
+
+/* Small-M kernel on the packed "pairs" B: for r < rows (rows <= 4), j < 16 * npanels:
+ *   c[r*ldc + j] = sum_t apair_r(t) . bpair(t, j)
+ * where `a` is as for qmm_opt_gemv_fn (kpairs words per row, row r at a + r*lda) and panel p
+ * of B'' (16 columns x kpairs, the "unsigned words" layout of qmm_opt_pack_b, uw 1)
+ * starts at b + p*pstride. Sums wrap. */
+typedef void (*qmm_opt_gemv_packed_fn)(size_t rows, size_t kpairs, const int32_t *a,
+                                       size_t lda, const int8_t *b, size_t pstride,
+                                       size_t npanels, int32_t *c, size_t ldc);
 
 typedef struct qmm_opt_isa_ops {
     qmm_opt_isa isa;
     int mr, nr, kg;          /* tile rows, tile columns, k values per group (2 or 4) */
     qmm_opt_kernel_fn kernel;
     qmm_opt_gemv_fn gemv;    /* NULL: small M goes through the packed path */
+    qmm_opt_gemv_packed_fn gemv_packed; /* NULL: small M with a prepacked B uses `kernel` */
+    int uw;                  /* B packed in the "unsigned words" layout (qmm_opt_pack_b) */
 } qmm_opt_isa_ops;
 
 void qmm_opt_kernel_scalar_6x16(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
@@ -73,6 +85,9 @@ void qmm_opt_kernel_avx2_6x16(size_t kgroups, const int32_t *a, const int8_t *b,
                               size_t ldc, int accumulate);
 void qmm_opt_gemv_avx2(size_t rows, size_t k, const int32_t *a, size_t lda, const uint8_t *b,
                        size_t ldb, int b_signed, size_t n, int32_t *c, size_t ldc);
+void qmm_opt_gemv_packed_avx2(size_t rows, size_t kpairs, const int32_t *a, size_t lda,
+                              const int8_t *b, size_t pstride, size_t npanels, int32_t *c,
+                              size_t ldc);
 void qmm_opt_kernel_avxvnni_6x16(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
                                  size_t ldc, int accumulate);
 void qmm_opt_kernel_avx512vnni_8x32(size_t kgroups, const int32_t *a, const int8_t *b,
@@ -94,10 +109,16 @@ void qmm_opt_pack_a(const uint8_t *a, size_t lda, int a_signed, size_t rows, siz
                     const int32_t *za, int mr, int kg, int32_t *dst, int32_t *rowsum);
 
 /* Packs columns [j0, j1) (j0 a multiple of nr) of a K x N matrix (row stride ldb) into panels
- * of nr columns: panel p at dst + p*kp*nr, layout [kgroup][col][kg] int8 (uint8 b - 128), zero
- * padded in k and in columns. colsum (may be NULL) receives sum_k B' per column from j0. */
+ * of nr columns: panel p at dst + p*kp*nr, zero padded in k and in columns.
+ * uw 0: layout [kgroup][col][kg] of int8 B' (uint8 b - 128, int8 b as is). colsum (may be
+ *       NULL) receives sum_k B' per column from j0.
+ * uw 1 (nr 16, kg 2 only; AVX2): "unsigned words": B'' = b for uint8, b + 128 for int8
+ *       (0..255), per k pair t and column l < 8 the four bytes at dst + 32t + 4l are
+ *       B''[2t][l], B''[2t][l+8], B''[2t+1][l], B''[2t+1][l+8]. As 16-bit words, w & 0xff
+ *       gives column l's (k, k+1) pair and w >> 8 column l+8's: two exact vpmaddwd operands
+ *       from one load, a vpand and a vpsrlw (no vpmovsxbw, slow on Zen 3). */
 void qmm_opt_pack_b(const uint8_t *b, size_t ldb, int b_signed, size_t k, size_t j0, size_t j1,
-                    int nr, int kg, int8_t *dst, int32_t *colsum);
+                    int nr, int kg, int uw, int8_t *dst, int32_t *colsum);
 
 /* ---- requantization (requant.c) ---- */
 

@@ -86,7 +86,43 @@ static void pack_b_panel_generic(const uint8_t *b, size_t ldb, uint8_t flip, siz
             }
 }
 
+/* The defining element loop of the "unsigned words" layout (nr 16, kg 2), one panel. */
+static void pack_b_panel_uw_generic(const uint8_t *b, size_t ldb, uint8_t flip, size_t k,
+                                    size_t n, size_t j0, int8_t *dst)
+{
+    size_t kpairs = (k + 1) / 2;
+    for (size_t t = 0; t < kpairs; t++)
+        for (size_t l = 0; l < 8; l++)
+            for (size_t q = 0; q < 4; q++) {
+                size_t kk = 2 * t + q / 2, j = j0 + l + 8 * (q % 2);
+                uint8_t v = (kk < k && j < n) ? (uint8_t)(b[kk * ldb + j] ^ flip) : 0;
+                dst[32 * t + 4 * l + q] = (int8_t)v;
+            }
+}
+
 #if defined(__SSE2__)
+/* A full "unsigned words" panel (16 columns inside n). Rows past k read as 0. */
+static void pack_b_panel_uw_sse2(const uint8_t *b, size_t ldb, uint8_t flip, size_t k,
+                                 size_t j0, int8_t *dst)
+{
+    size_t kpairs = (k + 1) / 2;
+    const __m128i vflip = _mm_set1_epi8((char)flip);
+    for (size_t t = 0; t < kpairs; t++) {
+        size_t k0 = 2 * t, k1 = 2 * t + 1;
+        __m128i r0 = _mm_xor_si128(
+            _mm_loadu_si128((const __m128i *)(const void *)(b + k0 * ldb + j0)), vflip);
+        __m128i r1 = k1 < k ? _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)(
+                                                b + k1 * ldb + j0)),
+                                            vflip)
+                            : _mm_setzero_si128();
+        /* words (r[l], r[l+8]) for l < 8, then dwords (row 2t word, row 2t+1 word) */
+        __m128i x0 = _mm_unpacklo_epi8(r0, _mm_srli_si128(r0, 8));
+        __m128i x1 = _mm_unpacklo_epi8(r1, _mm_srli_si128(r1, 8));
+        _mm_storeu_si128((__m128i *)(void *)(dst + 32 * t), _mm_unpacklo_epi16(x0, x1));
+        _mm_storeu_si128((__m128i *)(void *)(dst + 32 * t + 16), _mm_unpackhi_epi16(x0, x1));
+    }
+}
+
 /* A full panel (all nr columns inside n) with nr a multiple of 16. Rows past k read as 0. */
 static void pack_b_panel_sse2(const uint8_t *b, size_t ldb, uint8_t flip, size_t k, size_t j0,
                               int nr, int kg, int8_t *dst)
@@ -122,12 +158,24 @@ static void pack_b_panel_sse2(const uint8_t *b, size_t ldb, uint8_t flip, size_t
 #endif
 
 void qmm_opt_pack_b(const uint8_t *b, size_t ldb, int b_signed, size_t k, size_t j0, size_t j1,
-                    int nr, int kg, int8_t *dst, int32_t *colsum)
+                    int nr, int kg, int uw, int8_t *dst, int32_t *colsum)
 {
     uint8_t flip = b_signed ? 0 : 0x80;
     size_t kp = (k + (size_t)kg - 1) / (size_t)kg * (size_t)kg;
     /* ldb is the matrix's n: columns past it are padding */
     size_t n = ldb;
+    if (uw) { /* nr 16, kg 2; no column sums (the pairs-style A carries a - za) */
+        for (size_t j = j0; j < j1; j += 16) {
+            int8_t *panel = dst + (j - j0) / 16 * kp * 16;
+#if defined(__SSE2__)
+            if (j + 16 <= n)
+                pack_b_panel_uw_sse2(b, ldb, flip ^ 0x80, k, j, panel);
+            else
+#endif
+                pack_b_panel_uw_generic(b, ldb, flip ^ 0x80, k, n, j, panel);
+        }
+        return;
+    }
     for (size_t j = j0; j < j1; j += (size_t)nr) {
         int8_t *panel = dst + (j - j0) / (size_t)nr * kp * (size_t)nr;
 #if defined(__SSE2__)
