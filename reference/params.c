@@ -57,13 +57,16 @@ static void describe_target(qmm_param_role role, const qmm_tensor *operand,
     }
 }
 
-/* Row-major strides of a dense tensor. */
+/* Row-major strides of a dense tensor. An empty tensor may have huge other dimensions whose
+ * product overflows; its strides are never used (nothing is read), so the product saturates
+ * instead of overflowing. A non-empty tensor's product fits: validation bounded its count. */
 static void dense_strides(const qmm_tensor *t, int64_t *strides)
 {
     int64_t s = 1;
     for (int32_t p = t->rank - 1; p >= 0; p--) {
         strides[p] = s;
-        s *= t->dims[p];
+        int64_t d = t->dims[p];
+        s = d > 0 && s > INT64_MAX / d ? INT64_MAX : s * d;
     }
 }
 

@@ -378,3 +378,20 @@ Test(scales, float32)
     cr_assert_eq(qmm_scale_decode(QMM_DTYPE_FLOAT, f, 1), 1.5);
     cr_assert_eq(qmm_scale_decode(QMM_DTYPE_FLOAT, &sub, 0), ldexp(1, -149));
 }
+
+Test(params, empty_parameter_with_huge_dims)
+{
+    /* Found by fuzz_matmulinteger: a zero point with a 0 dimension and huge others has no
+     * elements, but the product of its other dims overflows int64 (UBSan: signed overflow in
+     * the stride computation). It must be judged, not overflow. */
+    qmm_tensor a = mk(U8, NULL, 6, 0, 65278, 55774, 57086, 65278, 65053);
+    qmm_tensor b = mk(U8, NULL, 2, 65053, 1);
+    qmm_geometry g = geom_ok(a, b);
+    qmm_tensor zp = mk(U8, NULL, 6, 0, 65278, 55774, 57086, 65278, 1);
+    map_ok(zp, QMM_PARAM_A, a, &g);
+    qmm_param_map map;
+    qmm_status st;
+    qmm_tensor bad = mk(U8, NULL, 6, 0, 65278, 55774, 57086, 65278, 65053);
+    cr_expect_eq(qmm_param_map_build(&bad, "a_zero_point", QMM_PARAM_A, &a, &g, &map, &st),
+                 QMM_INVALID_ARGUMENT, "varies along K: not per-row");
+}
