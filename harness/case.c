@@ -243,8 +243,55 @@ static void take(qmm_tensor *dst, const qmm_tensor *const *in, int32_t n, int32_
         *dst = *in[i];
 }
 
+/* QOrderedMatMul's order_A, order_B, order_Y: required INT attributes. Their values pass
+ * through unchecked (within int32), so that the reference's verdict on a bad order is
+ * INVALID_ARGUMENT like any other bad input; a missing, mistyped or unknown attribute makes
+ * the model itself malformed. */
+static int qordered_attrs(const qh_attr *attrs, int32_t n_attrs, qmm_qorderedmatmul *c,
+                          qh_error *err)
+{
+    static const char *names[3] = {"order_A", "order_B", "order_Y"};
+    int32_t *dst[3] = {&c->order_a, &c->order_b, &c->order_y};
+    int seen[3] = {0, 0, 0};
+    for (int32_t i = 0; i < n_attrs; i++) {
+        const qh_attr *a = &attrs[i];
+        int which = -1;
+        for (int w = 0; w < 3; w++)
+            if (strcmp(a->name, names[w]) == 0)
+                which = w;
+        if (which < 0) {
+            snprintf(err->msg, sizeof err->msg,
+                     "QOrderedMatMul: unknown attribute '%s' (it has order_A, order_B, order_Y)",
+                     a->name);
+            return -1;
+        }
+        if (a->type != QH_ATTR_INT || a->i < INT32_MIN || a->i > INT32_MAX) {
+            snprintf(err->msg, sizeof err->msg,
+                     "QOrderedMatMul: attribute %s must be an INT (a cublasLt order 0..4)",
+                     a->name);
+            return -1;
+        }
+        *dst[which] = (int32_t)a->i;
+        seen[which] = 1;
+    }
+    for (int w = 0; w < 3; w++)
+        if (!seen[w]) {
+            snprintf(err->msg, sizeof err->msg,
+                     "QOrderedMatMul: required attribute %s is missing", names[w]);
+            return -1;
+        }
+    return 0;
+}
+
 int qh_call_build(const char *op_type, const char *domain, int64_t opset,
                   const qmm_tensor *const *in, int32_t n, qmm_call *call, qh_error *err)
+{
+    return qh_call_build_node(op_type, domain, opset, in, n, NULL, 0, call, err);
+}
+
+int qh_call_build_node(const char *op_type, const char *domain, int64_t opset,
+                       const qmm_tensor *const *in, int32_t n, const qh_attr *attrs,
+                       int32_t n_attrs, qmm_call *call, qh_error *err)
 {
     memset(call, 0, sizeof *call);
     int onnx_domain = domain[0] == '\0' || strcmp(domain, "ai.onnx") == 0;
@@ -289,9 +336,34 @@ int qh_call_build(const char *op_type, const char *domain, int64_t opset,
         return 0;
     }
     if (strcmp(domain, "com.microsoft") == 0 && strcmp(op_type, "QOrderedMatMul") == 0) {
-        snprintf(err->msg, sizeof err->msg,
-                 "QOrderedMatMul: not supported by this qmmcheck yet (no reference for it)");
-        return -1;
+        /* ORT's input order: A, scale_A, B, scale_B, scale_Y, bias?, C?, scale_C? */
+        static const char *names[5] = {"A", "scale_A", "B", "scale_B", "scale_Y"};
+        if (opset < 1) {
+            snprintf(err->msg, sizeof err->msg,
+                     "QOrderedMatMul: the model imports no com.microsoft opset (version 1)");
+            return -1;
+        }
+        if (n < 5 || n > 8) {
+            snprintf(err->msg, sizeof err->msg, "QOrderedMatMul: %d inputs, expected 5 to 8", n);
+            return -1;
+        }
+        for (int32_t i = 0; i < 5; i++)
+            if (need(in, n, i, op_type, names[i], err))
+                return -1;
+        qmm_qorderedmatmul *c = &call->u.qorderedmatmul;
+        if (qordered_attrs(attrs, n_attrs, c, err) != 0)
+            return -1;
+        call->op = QMM_OP_QORDEREDMATMUL;
+        take(&c->a, in, n, 0);
+        take(&c->scale_a, in, n, 1);
+        take(&c->b, in, n, 2);
+        take(&c->scale_b, in, n, 3);
+        take(&c->scale_y, in, n, 4);
+        take(&c->bias, in, n, 5);
+        take(&c->c, in, n, 6);
+        take(&c->scale_c, in, n, 7);
+        c->y.dtype = QMM_DTYPE_INT8;
+        return 0;
     }
     snprintf(err->msg, sizeof err->msg, "unknown operator %s%s%s", domain, domain[0] ? "." : "",
              op_type);
@@ -377,8 +449,8 @@ int qh_case_load(const qh_case_ref *ref, qh_case *c, qh_error *err)
         goto done;
     }
     c->opset = qh_model_opset(&c->model, c->model.domain);
-    if (qh_call_build(c->model.op_type, c->model.domain, c->opset, in, c->model.n_inputs,
-                      &c->call, err) != 0) {
+    if (qh_call_build_node(c->model.op_type, c->model.domain, c->opset, in, c->model.n_inputs,
+                           c->model.attrs, c->model.n_attrs, &c->call, err) != 0) {
         char tmp[QH_ERROR_MAX];
         snprintf(tmp, sizeof tmp, "%s: %s", model_path, err->msg);
         memcpy(err->msg, tmp, sizeof tmp);
@@ -403,6 +475,10 @@ int qh_case_load(const qh_case_ref *ref, qh_case *c, qh_error *err)
         memcpy(y->dims, g.y_dims, sizeof y->dims);
         c->y_shape_known = 1;
     }
+    if (c->call.op == QMM_OP_QORDEREDMATMUL &&
+        qmm_qordered_y_shape(&c->call.u.qorderedmatmul.a, &c->call.u.qorderedmatmul.b, &y->rank,
+                             y->dims, &st) == QMM_OK)
+        c->y_shape_known = 1;
     rc = 0;
 done:
     free(model_path);

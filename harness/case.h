@@ -58,4 +58,10 @@ int qh_call_build(const char *op_type, const char *domain, int64_t opset,
                   const qmm_tensor *const *inputs, int32_t n_inputs, qmm_call *call,
                   qh_error *err);
 
+/* As qh_call_build, with the node's attributes (QOrderedMatMul needs its three INT order
+ * attributes; a missing, mistyped or unknown one is an error). qh_call_build passes none. */
+int qh_call_build_node(const char *op_type, const char *domain, int64_t opset,
+                       const qmm_tensor *const *inputs, int32_t n_inputs, const qh_attr *attrs,
+                       int32_t n_attrs, qmm_call *call, qh_error *err);
+
 #endif /* QMM_HARNESS_CASE_H */

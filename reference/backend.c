@@ -39,7 +39,12 @@ static qmm_status_code ref_query(const qmm_backend *self, const qmm_call *call, 
         /* Validation belongs to the operator call: invalid input is still "supported". */
         return qmm_status_ok(st);
     case QMM_OP_QORDEREDMATMUL:
-        return qmm_status_set(st, QMM_UNSUPPORTED, "QOrderedMatMul: not implemented yet");
+        /* Defined under spec and ort-fp32 only; the profile alone decides it. */
+        if (impl_profile(self) != QMM_PROFILE_SPEC && impl_profile(self) != QMM_PROFILE_ORT_FP32)
+            return qmm_status_set(st, QMM_UNSUPPORTED,
+                                  "%s: QOrderedMatMul is defined under spec and ort-fp32 only",
+                                  qmm_profile_name(impl_profile(self)));
+        return qmm_status_ok(st);
     case QMM_OP_NONE:
         break;
     }
@@ -63,6 +68,16 @@ static qmm_status_code ref_qlinearmatmul(const qmm_backend *self, const qmm_qlin
     memset(&call, 0, sizeof call);
     call.op = QMM_OP_QLINEARMATMUL;
     call.u.qlinearmatmul = *c;
+    return qmm_ref_compute_profile(&call, impl_profile(self), st);
+}
+
+static qmm_status_code ref_qorderedmatmul(const qmm_backend *self, const qmm_qorderedmatmul *c,
+                                          qmm_status *st)
+{
+    qmm_call call;
+    memset(&call, 0, sizeof call);
+    call.op = QMM_OP_QORDEREDMATMUL;
+    call.u.qorderedmatmul = *c;
     return qmm_ref_compute_profile(&call, impl_profile(self), st);
 }
 
@@ -138,7 +153,7 @@ qmm_backend *qmm_reference_open(uint32_t harness_abi, const char *options, qmm_s
     be->query = ref_query;
     be->matmulinteger = ref_matmulinteger;
     be->qlinearmatmul = ref_qlinearmatmul;
-    be->qorderedmatmul = NULL;
+    be->qorderedmatmul = ref_qorderedmatmul;
     be->close = ref_close;
     qmm_status_ok(st);
     return be;

@@ -231,7 +231,7 @@ qmm_status_code qmm_ref_compute(qmm_call *call, qmm_tensor *y_wrapped, int *any_
     case QMM_OP_MATMULINTEGER:
         return compute_mmi(&call->u.matmulinteger, y_wrapped, any_overflow, st);
     case QMM_OP_QORDEREDMATMUL:
-        return qmm_status_set(st, QMM_UNSUPPORTED, "QOrderedMatMul: not implemented yet");
+        return qmm_ref_qom_compute(&call->u.qorderedmatmul, y_wrapped, any_overflow, st);
     case QMM_OP_NONE:
         break;
     }
@@ -359,10 +359,17 @@ static void rational_to_decimal(const mpq_t v, char *out, size_t n)
     free(frac);
 }
 
+void qmm_ref_decimal(mpq_srcptr v, char *out, size_t n)
+{
+    rational_to_decimal(v, out, n);
+}
+
 qmm_status_code qmm_ref_explain(const qmm_call *call, int64_t index, qmm_ref_element *e,
                                 qmm_status *st)
 {
     memset(e, 0, sizeof *e);
+    if (call->op == QMM_OP_QORDEREDMATMUL)
+        return qmm_ref_qom_explain(&call->u.qorderedmatmul, index, e, st);
     qmm_geometry g;
     qmm_param_map maps[QMM_REF_NMAPS];
     qmm_status_code rc;

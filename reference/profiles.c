@@ -481,6 +481,8 @@ qmm_status_code qmm_ref_compute_profile(qmm_call *call, qmm_profile p, qmm_statu
         return qmm_ref_compute(call, NULL, NULL, st);
     if (!qmm_profile_name(p))
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "profile: unknown profile %d", (int)p);
+    if (call->op == QMM_OP_QORDEREDMATMUL)
+        return qmm_ref_qom_compute_profile(&call->u.qorderedmatmul, p, st);
     if (call->op == QMM_OP_MATMULINTEGER && p == QMM_PROFILE_ORION_FP16X16) {
         qmm_geometry g;
         qmm_status_code rc = qmm_validate_matmulinteger(&call->u.matmulinteger, &g, st);

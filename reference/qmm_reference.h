@@ -83,9 +83,26 @@ qmm_status_code qmm_validate_qlinearmatmul(const qmm_qlinearmatmul *c, qmm_geome
 qmm_status_code qmm_validate_matmulinteger(const qmm_matmulinteger *c, qmm_geometry *g,
                                            qmm_status *st);
 
+/* ---- QOrderedMatMul (DESIGN §2.4, docs/qorderedmatmul.md) ---------------------------- */
+
+/* Element offset of (r, c) in a rows x cols matrix stored in cublasLt order `order`
+ * (qmm_order: COL, ROW, COL32, COL4_4R2_8C, COL32_2R_4R4), by the formulas of DESIGN §2.4
+ * (COL4_4R2_8C and COL32_2R_4R4 pad rows to 8 / 32 in the leading dimension). -1 for an
+ * unknown order or (r, c) outside the matrix. */
+int64_t qmm_order_offset(int order, int64_t rows, int64_t cols, int64_t r, int64_t c);
+
+/* Y's shape from A and B alone: A's shape with its last dim replaced by N (B is logically
+ * [K,N] or [batch,K,N]). QMM_INVALID_ARGUMENT when the ranks or K do not fit. */
+qmm_status_code qmm_qordered_y_shape(const qmm_tensor *a, const qmm_tensor *b, int32_t *rank,
+                                     int64_t dims[QMM_MAX_RANK], qmm_status *st);
+
+/* Full validation of a call (orders, combination, types, shapes, tiles, scales). */
+qmm_status_code qmm_validate_qorderedmatmul(const qmm_qorderedmatmul *c, qmm_status *st);
+
 /* ---- the reference computation -------------------------------------------------------- */
 
-/* Computes call->y exactly under the `spec` profile. When `y_wrapped` is not NULL it must have
+/* Computes call->y exactly under the `spec` profile (any of the three operators; for
+ * QOrderedMatMul y is written in order_Y's layout). When `y_wrapped` is not NULL it must have
  * y's dtype, shape and size; it receives the result computed from the int32-wrapped
  * accumulator (identical to y where the exact acc fits int32), and *any_overflow is set to 1
  * when some element's exact accumulator does not fit int32. For MatMulInteger the wrapped
@@ -100,10 +117,12 @@ typedef struct qmm_ref_element {
     int64_t expected;     /* the spec result */
     int64_t wrapped;      /* the result from the int32-wrapped acc (== expected unless overflow) */
     char scaled[160];     /* QLinearMatMul: sa*sb*acc/sy exactly, as a decimal ("3.5",
-                           * "-0.333333333333333333333...") ; MatMulInteger: "" */
+                           * "-0.333333333333333333333...") ; QOrderedMatMul: the exact
+                           * sA*sB*acc/sY + bias + sC*C/sY; MatMulInteger: "" */
 } qmm_ref_element;
 
-/* Explains output element `index` (row-major over y) of a valid call. */
+/* Explains output element `index` (row-major over y; for QOrderedMatMul the offset in Y's
+ * buffer, which is in order_Y's layout) of a valid call. */
 qmm_status_code qmm_ref_explain(const qmm_call *call, int64_t index, qmm_ref_element *e,
                                 qmm_status *st);
 
@@ -127,7 +146,8 @@ const char *qmm_profile_name(qmm_profile p);
 int qmm_profile_from_name(const char *name, qmm_profile *out);
 
 /* Computes call->y under profile `p`. Validation (DESIGN §2) is the same for every profile.
- * QMM_PROFILE_SPEC is qmm_ref_compute(call, NULL, NULL, st). MatMulInteger has no
+ * QMM_PROFILE_SPEC is qmm_ref_compute(call, NULL, NULL, st). QOrderedMatMul is defined under
+ * spec and ort-fp32 only (the others: UNSUPPORTED after validation). MatMulInteger has no
  * requantization: every profile gives the spec result, except orion-fp16x16 (UNSUPPORTED).
  * orion-fp16x16 computes int8 only (other types: UNSUPPORTED) and answers
  * QMM_INVALID_ARGUMENT where Orion panics (an input element -128, a result clamped to -128,

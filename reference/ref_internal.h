@@ -4,6 +4,7 @@
 #ifndef QMM_REF_INTERNAL_H
 #define QMM_REF_INTERNAL_H
 
+#include <gmp.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,5 +48,22 @@ qmm_status_code qmm_ref_validate_qlm(const qmm_qlinearmatmul *c, qmm_geometry *g
                                      qmm_param_map maps[QMM_REF_NMAPS], qmm_status *st);
 qmm_status_code qmm_ref_validate_mmi(const qmm_matmulinteger *c, qmm_geometry *g,
                                      qmm_param_map maps[QMM_REF_NMAPS], qmm_status *st);
+
+/* ---- QOrderedMatMul (qordered.c) ---- */
+
+/* The spec computation (y_wrapped / any_overflow as for qmm_ref_compute), the computation
+ * under a profile (spec and ort-fp32; the others answer UNSUPPORTED after validating), and
+ * the explanation of element `index` of Y's buffer (an offset in order_Y's layout). */
+qmm_status_code qmm_ref_qom_compute(qmm_qorderedmatmul *c, qmm_tensor *y_wrapped,
+                                    int *any_overflow, qmm_status *st);
+qmm_status_code qmm_ref_qom_compute_profile(qmm_qorderedmatmul *c, qmm_profile p,
+                                            qmm_status *st);
+qmm_status_code qmm_ref_qom_explain(const qmm_qorderedmatmul *c, int64_t index,
+                                    qmm_ref_element *e, qmm_status *st);
+
+/* ---- decimal rendering (compute.c) ---- */
+
+/* An exact rational as the decimal qmm_ref_element.scaled holds ("3.5", "-0.333..."). */
+void qmm_ref_decimal(mpq_srcptr v, char *out, size_t n);
 
 #endif /* QMM_REF_INTERNAL_H */
