@@ -2,7 +2,8 @@
 # Installs the Debian packages qmmcheck needs to build and test. Idempotent; uses sudo when
 # not root.
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config libgmp-dev libcriterion-dev clang python3-venv)
+# afl++: AFL++ fuzz campaigns (fuzz/campaign --engine afl); libFuzzer comes with clang.
+pkgs=(build-essential cmake pkg-config libgmp-dev libcriterion-dev clang python3-venv afl++)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,64 @@
+/* fuzz/decode.h — turning fuzzer bytes into an operator call, and back.
+ *
+ * Why structural decoding: a mutation that flips one byte should change one property of the
+ * problem (a dimension, a type, a scale), not shift every later field. So the bytes that
+ * describe the problem (types, shapes, parameter shapes and values, data modes) are consumed
+ * from the END of the input, and the bytes of the tensors a and b from the FRONT. Growing or
+ * shrinking the data leaves the structure alone, and vice versa. An exhausted tail reads as
+ * zeros, which decode to the most ordinary problem (2-D, uint8, per-tensor, scale 2^-20 ...),
+ * and an exhausted front is filled by a deterministic generator, so every input decodes.
+ *
+ * Tail layout, in the order it is consumed (the first byte is the input's last byte); the
+ * exact encodings are in decode.c next to the code that reads them:
+ *   QLinearMatMul  types, [twist], shape section, params(a), params(b), params(y), data modes
+ *   MatMulInteger  types, [twist], shape section, [params(a_zp)], [params(b_zp)], data modes
+ *   shape section  form byte, dims of M, K, N (a "dim byte" each: small values most of the
+ *                  time, a table of tile boundaries, zero, or explicit values), batch dims
+ *   params(x)      scale shape, zero-point shape, scale family + values, zero-point mode + values
+ *
+ * qh_fz_encode() writes the bytes that decode to a given call (for turning ONNX vectors into
+ * seeds); decode(encode(call)) == call for every call whose ranks and sizes the decoder can
+ * reach (operands of rank <= 5, parameters of rank <= 7, within the size budget).
+ */
+#ifndef QMM_FUZZ_DECODE_H
+#define QMM_FUZZ_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qmm/qmm.h"
+
+/* Work bounds: the reference does exact rational arithmetic per output element, so inputs
+ * that would take more than a few milliseconds are rejected rather than run slowly. */
+#define QH_FZ_MAX_OUTPUT 4096       /* output elements */
+#define QH_FZ_MAX_MACS (1L << 18)   /* batch * M * N * K: 64x64x64 fits */
+#define QH_FZ_MAX_OPERAND (1L << 16) /* elements of a, of b, of any parameter */
+
+/* A decoded problem. Every tensor buffer is owned here (freed by qh_fz_case_free). */
+typedef struct qh_fz_case {
+    qmm_call call;          /* y carries dtype and shape (rank 0 when a, b do not fit) */
+    int64_t opset;          /* ai.onnx opset the node is written for */
+    const char *op_type;    /* "QLinearMatMul" or "MatMulInteger" */
+    char types[16];         /* "u8s8u8" (a, b, y) or "u8s8" for MatMulInteger */
+    int32_t n_inputs;       /* node inputs, in ONNX order; absent optional ones are UNDEFINED */
+    qmm_tensor *inputs[8];  /* point into `call` */
+    void *owned[8];
+} qh_fz_case;
+
+/* 0 and a filled case, or -1 when the problem exceeds the work bounds (the input is
+ * uninteresting, not wrong). The case is always safe to free. */
+int qh_fz_decode_qlinearmatmul(const uint8_t *data, size_t len, qh_fz_case *c);
+int qh_fz_decode_matmulinteger(const uint8_t *data, size_t len, qh_fz_case *c);
+void qh_fz_case_free(qh_fz_case *c);
+
+/* The bytes that decode to `call` (QLinearMatMul or MatMulInteger, y ignored); *out is
+ * malloc'd. -1 when the call is outside what the decoder can produce. */
+int qh_fz_encode(const qmm_call *call, int64_t opset, uint8_t **out, size_t *len);
+
+/* 1 when two calls are the same problem: op, opset, dtypes, shapes and input bytes. */
+int qh_fz_same_call(const qmm_call *x, int64_t x_opset, const qmm_call *y, int64_t y_opset);
+
+/* FNV-1a 64 of a byte string: names artifacts and corpus files by content. */
+uint64_t qh_fz_hash(const uint8_t *data, size_t len);
+
+#endif /* QMM_FUZZ_DECODE_H */

@@ -1,0 +1,526 @@
+/* fuzz/differential.c — see differential.h.
+ *
+ * State: the list of implementations is built once per process and then only read. A fuzz
+ * target is a process-wide singleton by nature (the engine owns main), so this is the one
+ * place in the project where file-scope mutable state is the right shape.
+ */
+#include "fuzz/differential.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "harness/backends.h"
+#include "harness/compare.h"
+#include "harness/expect.h"
+#include "harness/guard.h"
+#include "harness/invoke.h"
+#include "harness/meta.h"
+#include "harness/onnx_io.h"
+#include "harness/strbuf.h"
+
+#define QH_FZ_MAX_VARIANTS 16
+
+typedef struct variant {
+    char spec[512];  /* what qh_backend_open is given */
+    char label[256]; /* what the signature calls it */
+    int is_plugin;
+    int state;       /* 0 not opened yet, 1 open, -1 dropped */
+    qh_backend b;
+} variant;
+
+static variant variants[QH_FZ_MAX_VARIANTS];
+static int n_variants;
+static int set_up;
+static int opened;
+static int debug;
+
+static void add_variant(const char *spec, int is_plugin)
+{
+    if (n_variants == QH_FZ_MAX_VARIANTS) {
+        fprintf(stderr, "qmm-fuzz: more than %d implementations; ignoring %s\n",
+                QH_FZ_MAX_VARIANTS, spec);
+        return;
+    }
+    variant *v = &variants[n_variants++];
+    memset(v, 0, sizeof *v);
+    snprintf(v->spec, sizeof v->spec, "%s", spec);
+    snprintf(v->label, sizeof v->label, "%s", spec);
+    v->is_plugin = is_plugin;
+}
+
+static int env_int(const char *name, int dflt)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return dflt;
+    char *end;
+    long v = strtol(s, &end, 10);
+    return *end || v < 0 || v > 1024 ? dflt : (int)v;
+}
+
+/* Opens one implementation; drops it (with one line on stderr) when it cannot be opened or
+ * its query refuses a plain 2x2 uint8 problem, which is how a variant for an ISA this CPU
+ * lacks answers. */
+static void open_variant(variant *v)
+{
+    qh_error err;
+    if (qh_backend_open(v->spec, &v->b, &err) != 0) {
+        fprintf(stderr, "qmm-fuzz: skipping %s: %s\n", v->spec, err.msg);
+        v->state = -1;
+        return;
+    }
+    if (v->is_plugin && v->b.be->name) {
+        /* "mutant-ties-away" reads better in a signature than a path. */
+        const char *colon = strchr(v->spec, ':');
+        snprintf(v->label, sizeof v->label, "%s%s%s", v->b.be->name, colon ? ":" : "",
+                 colon ? colon + 1 : "");
+    }
+    static uint8_t ab[4] = {1, 2, 3, 4}, zp[1] = {0};
+    static float one = 1.0f;
+    qmm_call c;
+    memset(&c, 0, sizeof c);
+    c.op = QMM_OP_QLINEARMATMUL;
+    qmm_qlinearmatmul *q = &c.u.qlinearmatmul;
+    q->a = (qmm_tensor){.dtype = QMM_DTYPE_UINT8, .rank = 2, .dims = {2, 2}, .data = ab};
+    q->b = q->a;
+    q->y = q->a;
+    q->a_scale = (qmm_tensor){.dtype = QMM_DTYPE_FLOAT, .rank = 0, .data = &one};
+    q->b_scale = q->y_scale = q->a_scale;
+    q->a_zero_point = (qmm_tensor){.dtype = QMM_DTYPE_UINT8, .rank = 0, .data = zp};
+    q->b_zero_point = q->y_zero_point = q->a_zero_point;
+    q->opset = 10;
+    qmm_status st;
+    qmm_status_ok(&st);
+    if (v->b.be->query && v->b.be->query(v->b.be, &c, &st) == QMM_UNSUPPORTED) {
+        fprintf(stderr, "qmm-fuzz: skipping %s: %s\n", v->label, st.message);
+        qh_backend_close(&v->b);
+        v->state = -1;
+        return;
+    }
+    v->state = 1;
+    fprintf(stderr, "qmm-fuzz: comparing reference with %s\n", v->label);
+}
+
+void qh_fz_diff_setup(void)
+{
+    if (set_up)
+        return;
+    set_up = 1;
+    debug = env_int("QMM_FUZZ_DEBUG", 0);
+    if (env_int("QMM_FUZZ_BUILTINS", 1)) {
+        int threads = env_int("QMM_FUZZ_THREADS", 3);
+        for (int i = 0; qh_builtin_backends[i]; i++) {
+            const char *name = qh_builtin_backends[i];
+            if (strcmp(name, "reference") == 0)
+                continue;
+            if (strcmp(name, "optimized") != 0) {
+                add_variant(name, 0);
+                continue;
+            }
+            static const char *const isas[] = {"scalar", "avx2", "avxvnni", "avx512vnni"};
+            for (size_t k = 0; k < sizeof isas / sizeof isas[0]; k++) {
+                char spec[128];
+                snprintf(spec, sizeof spec, "optimized:isa=%s,threads=1", isas[k]);
+                add_variant(spec, 0);
+                if (threads > 1) {
+                    snprintf(spec, sizeof spec, "optimized:isa=%s,threads=%d", isas[k], threads);
+                    add_variant(spec, 0);
+                }
+            }
+        }
+    }
+    const char *plugins = getenv("QMM_FUZZ_BACKEND");
+    if (plugins && *plugins) {
+        char buf[4096];
+        snprintf(buf, sizeof buf, "%s", plugins);
+        for (char *save = NULL, *p = strtok_r(buf, ";", &save); p; p = strtok_r(NULL, ";", &save))
+            if (*p)
+                add_variant(p, 1);
+    }
+    /* Plugins are opened now, before any fork: dlopen is the slow part of starting, and a
+     * fork server that forks after it saves that time on every child. */
+    for (int i = 0; i < n_variants; i++)
+        if (variants[i].is_plugin)
+            open_variant(&variants[i]);
+    if (n_variants == 0)
+        fprintf(stderr, "qmm-fuzz: nothing to compare with the reference yet (no built-in "
+                        "backend besides it, QMM_FUZZ_BACKEND unset): decoding and the "
+                        "reference are exercised alone\n");
+}
+
+static void open_all(void)
+{
+    if (opened)
+        return;
+    opened = 1;
+    for (int i = 0; i < n_variants; i++)
+        if (variants[i].state == 0)
+            open_variant(&variants[i]);
+}
+
+/* ---- reporting ------------------------------------------------------------------------ */
+
+static void sanitize(char *s)
+{
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '-' || *s == '.' || *s == '_'))
+            *s = '_';
+}
+
+static void lower(char *dst, size_t size, const char *src)
+{
+    size_t i = 0;
+    for (; src[i] && i + 1 < size; i++)
+        dst[i] = (char)(src[i] >= 'A' && src[i] <= 'Z' ? src[i] - 'A' + 'a' : src[i]);
+    dst[i] = '\0';
+}
+
+static int make_dir(const char *path)
+{
+    return mkdir(path, 0777) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+static void fill_value_info(qh_value_info *vi, const char *name, const qmm_tensor *t)
+{
+    snprintf(vi->name, sizeof vi->name, "%s", name);
+    vi->elem_type = t->dtype;
+    vi->rank = t->rank;
+    memcpy(vi->dims, t->dims, sizeof vi->dims);
+}
+
+/* The problem as an ONNX node-test directory any runner can load: model.onnx, the present
+ * inputs, the reference's output (when it has one) and a qmm.meta saying what happened.
+ * The other implementation's output goes beside them as got_output_0.pb. */
+static int write_case(const char *dir, const char *target, const char *sig, uint64_t hash,
+                      const qh_fz_case *c, const qh_expectation *e, const variant *v,
+                      const qh_invocation *inv, qh_error *err)
+{
+    static const char *const ql_names[8] = {"a",       "a_scale",      "a_zero_point",
+                                            "b",       "b_scale",      "b_zero_point",
+                                            "y_scale", "y_zero_point"};
+    static const char *const mi_names[4] = {"A", "B", "a_zero_point", "b_zero_point"};
+    int ql = c->call.op == QMM_OP_QLINEARMATMUL;
+    char set[1100], path[1200];
+    snprintf(set, sizeof set, "%s/test_data_set_0", dir);
+    if (make_dir(dir) != 0 || make_dir(set) != 0) {
+        snprintf(err->msg, sizeof err->msg, "%s: cannot create: %s", set, strerror(errno));
+        return -1;
+    }
+    qh_model m;
+    memset(&m, 0, sizeof m);
+    m.ir_version = c->opset >= 21 ? 10 : 5;
+    m.n_opsets = 1;
+    m.opsets[0].version = c->opset;
+    snprintf(m.producer_name, sizeof m.producer_name, "qmmcheck-fuzz");
+    snprintf(m.graph_name, sizeof m.graph_name, "%s", target);
+    snprintf(m.op_type, sizeof m.op_type, "%s", c->op_type);
+    int32_t last = 0;
+    for (int32_t i = 0; i < c->n_inputs; i++)
+        if (qmm_tensor_present(c->inputs[i]))
+            last = i + 1;
+    m.n_inputs = last;
+    int32_t file = 0;
+    for (int32_t i = 0; i < last; i++) {
+        const qmm_tensor *t = c->inputs[i];
+        const char *name = ql ? ql_names[i] : mi_names[i];
+        if (!qmm_tensor_present(t))
+            continue; /* an omitted optional input: "" in the node, no file */
+        snprintf(m.inputs[i], sizeof m.inputs[i], "%s", name);
+        fill_value_info(&m.graph_inputs[m.n_graph_inputs++], name, t);
+        snprintf(path, sizeof path, "%s/input_%d.pb", set, file++);
+        if (qh_write_tensor_file(path, t, name, err) != 0)
+            return -1;
+    }
+    const char *yname = ql ? "y" : "Y";
+    m.n_outputs = 1;
+    snprintf(m.outputs[0], sizeof m.outputs[0], "%s", yname);
+    fill_value_info(&m.graph_outputs[m.n_graph_outputs++], yname, &e->exact);
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    if (qh_write_model_file(path, &m, err) != 0)
+        return -1;
+    if (e->code == QMM_OK) {
+        snprintf(path, sizeof path, "%s/output_0.pb", set);
+        if (qh_write_tensor_file(path, &e->exact, yname, err) != 0)
+            return -1;
+    }
+    if (inv->code == QMM_OK && inv->y.data) {
+        snprintf(path, sizeof path, "%s/got_output_0.pb", dir);
+        if (qh_write_tensor_file(path, &inv->y, yname, err) != 0)
+            return -1;
+    }
+    qh_meta meta;
+    qh_meta_init(&meta);
+    meta.expect = e->code == QMM_INVALID_ARGUMENT ? QMM_INVALID_ARGUMENT : QMM_OK;
+    meta.n_tags = 2;
+    snprintf(meta.tags[0], sizeof meta.tags[0], "fuzz");
+    snprintf(meta.tags[1], sizeof meta.tags[1], "%s", c->types);
+    snprintf(meta.provenance, sizeof meta.provenance, "%s input %016llx: %s", target,
+             (unsigned long long)hash, sig);
+    snprintf(meta.description, sizeof meta.description,
+             "reference: %s; %s: %s%s%.300s%s%s; got_output_0.pb holds what %s wrote",
+             qmm_status_name(e->code), v->label, qmm_status_name(inv->code),
+             inv->st.message[0] ? ": " : "", inv->st.message, inv->problem[0] ? "; " : "",
+             inv->problem, v->label);
+    /* the meta format is line-based: keep the free text on one line */
+    for (char *p = meta.description; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    char text[4096];
+    int n = qh_meta_format(&meta, text, sizeof text);
+    snprintf(path, sizeof path, "%s/qmm.meta", dir);
+    if (n < 0 || (size_t)n >= sizeof text ||
+        qh_write_file_atomic(path, text, (size_t)n, err) != 0)
+        return -1;
+    return 0;
+}
+
+static void print_tensor(const char *who, const qmm_tensor *t)
+{
+    char dims[128];
+    qh_format_dims(t, dims, sizeof dims);
+    int64_t n = qmm_tensor_numel(t);
+    fprintf(stderr, "  %s y %s %s = [", who, qh_dtype_name(t->dtype), dims);
+    for (int64_t i = 0; i < n && i < 64; i++)
+        fprintf(stderr, "%s%lld", i ? ", " : "", (long long)qh_tensor_int(t, i));
+    fprintf(stderr, "%s]\n", n > 64 ? ", ..." : "");
+}
+
+/* ---- the crash: one function per (implementation, types) ----------------------------- *
+ * Engines tell bugs apart by the crash's stack (libFuzzer -fork / ClusterFuzz: the top
+ * frames; AFL++: the path to it). One abort site would merge every difference into one
+ * "bug", so the abort is reached through a function named after the implementation slot and
+ * one named after the type combination: the top frames then read
+ *   abort <- qh_fz_difference_types_u8s8u8 <- qh_fz_difference_in_variant_3 <- ...
+ * and the signature itself is the last line printed before abort(). */
+static volatile int qh_fz_sink;
+
+#define QH_FZ_TYPES_FN(tag, idx)                                                            \
+    __attribute__((noinline, noreturn)) static void qh_fz_difference_types_##tag(           \
+        const char *sig)                                                                   \
+    {                                                                                      \
+        qh_fz_sink = idx;                                                                  \
+        fprintf(stderr, "==qmm-fuzz== DIFFERENCE: %s\n", sig);                             \
+        fflush(stderr);                                                                    \
+        abort();                                                                           \
+    }
+QH_FZ_TYPES_FN(u8u8u8, 0)
+QH_FZ_TYPES_FN(s8u8u8, 1)
+QH_FZ_TYPES_FN(u8s8u8, 2)
+QH_FZ_TYPES_FN(s8s8u8, 3)
+QH_FZ_TYPES_FN(u8u8s8, 4)
+QH_FZ_TYPES_FN(s8u8s8, 5)
+QH_FZ_TYPES_FN(u8s8s8, 6)
+QH_FZ_TYPES_FN(s8s8s8, 7)
+QH_FZ_TYPES_FN(other, 8)
+
+__attribute__((noinline, noreturn)) static void by_types(const char *types, const char *sig)
+{
+    /* MatMulInteger's "u8s8" lands on the QLinearMatMul functions with y = u8: the op is
+     * already told apart by the target binary. */
+    unsigned idx = 0;
+    for (int i = 0; i < 3; i++) {
+        const char *t = types + 2 * i;
+        if (t[0] == '\0')
+            break;
+        if (t[0] == 's')
+            idx |= 1u << i;
+    }
+    switch (idx) {
+    case 0: qh_fz_difference_types_u8u8u8(sig);
+    case 1: qh_fz_difference_types_s8u8u8(sig);
+    case 2: qh_fz_difference_types_u8s8u8(sig);
+    case 3: qh_fz_difference_types_s8s8u8(sig);
+    case 4: qh_fz_difference_types_u8u8s8(sig);
+    case 5: qh_fz_difference_types_s8u8s8(sig);
+    case 6: qh_fz_difference_types_u8s8s8(sig);
+    case 7: qh_fz_difference_types_s8s8s8(sig);
+    default: qh_fz_difference_types_other(sig);
+    }
+}
+
+#define QH_FZ_SLOT_FN(i)                                                                   \
+    __attribute__((noinline, noreturn)) static void qh_fz_difference_in_variant_##i(        \
+        const char *types, const char *sig)                                                \
+    {                                                                                      \
+        qh_fz_sink = 100 + i;                                                              \
+        by_types(types, sig);                                                              \
+    }
+QH_FZ_SLOT_FN(0)
+QH_FZ_SLOT_FN(1)
+QH_FZ_SLOT_FN(2)
+QH_FZ_SLOT_FN(3)
+QH_FZ_SLOT_FN(4)
+QH_FZ_SLOT_FN(5)
+QH_FZ_SLOT_FN(6)
+QH_FZ_SLOT_FN(7)
+QH_FZ_SLOT_FN(8)
+QH_FZ_SLOT_FN(9)
+QH_FZ_SLOT_FN(10)
+QH_FZ_SLOT_FN(11)
+QH_FZ_SLOT_FN(12)
+QH_FZ_SLOT_FN(13)
+QH_FZ_SLOT_FN(14)
+QH_FZ_SLOT_FN(15)
+
+__attribute__((noreturn)) static void crash(int slot, const char *types, const char *sig)
+{
+    switch (slot) {
+    case 0: qh_fz_difference_in_variant_0(types, sig);
+    case 1: qh_fz_difference_in_variant_1(types, sig);
+    case 2: qh_fz_difference_in_variant_2(types, sig);
+    case 3: qh_fz_difference_in_variant_3(types, sig);
+    case 4: qh_fz_difference_in_variant_4(types, sig);
+    case 5: qh_fz_difference_in_variant_5(types, sig);
+    case 6: qh_fz_difference_in_variant_6(types, sig);
+    case 7: qh_fz_difference_in_variant_7(types, sig);
+    case 8: qh_fz_difference_in_variant_8(types, sig);
+    case 9: qh_fz_difference_in_variant_9(types, sig);
+    case 10: qh_fz_difference_in_variant_10(types, sig);
+    case 11: qh_fz_difference_in_variant_11(types, sig);
+    case 12: qh_fz_difference_in_variant_12(types, sig);
+    case 13: qh_fz_difference_in_variant_13(types, sig);
+    case 14: qh_fz_difference_in_variant_14(types, sig);
+    default: qh_fz_difference_in_variant_15(types, sig);
+    }
+}
+
+__attribute__((noreturn)) static void report(const char *target, int slot, const qh_fz_case *c,
+                                             const qh_expectation *e, const qh_invocation *inv,
+                                             const qh_compare *cmp, const uint8_t *data,
+                                             size_t len)
+{
+    const variant *v = &variants[slot];
+    char op[64], sig[512];
+    lower(op, sizeof op, c->op_type);
+    snprintf(sig, sizeof sig, "reference-%s-%s-%s-difference", v->label, op, c->types);
+    uint64_t hash = qh_fz_hash(data, len);
+    const char *root = getenv("QMM_FUZZ_ARTIFACTS");
+    if (!root || !*root)
+        root = ".";
+    char name[512], dir[1024];
+    snprintf(name, sizeof name, "%s", sig);
+    sanitize(name);
+    snprintf(dir, sizeof dir, "%s/%s-%016llx", root, name, (unsigned long long)hash);
+
+    fprintf(stderr, "\n==qmm-fuzz== %s: reference and %s differ on %s %s (opset %lld)\n",
+            target, v->label, c->op_type, c->types, (long long)c->opset);
+    fprintf(stderr, "  reference: %s%s%s\n", qmm_status_name(e->code), e->message[0] ? ": " : "",
+            e->message);
+    fprintf(stderr, "  %s: %s%s%s\n", v->label, qmm_status_name(inv->code),
+            inv->st.message[0] ? ": " : "", inv->st.message);
+    if (inv->problem[0])
+        fprintf(stderr, "  %s %s\n", v->label, inv->problem);
+    if (e->code == QMM_OK)
+        print_tensor("reference", &e->exact);
+    if (inv->code == QMM_OK)
+        print_tensor(v->label, &inv->y);
+    if (cmp && (cmp->errors > 0 || cmp->shape_differs)) {
+        fprintf(stderr, "  first differences (%lld of %lld elements differ):\n",
+                (long long)cmp->errors, (long long)cmp->total);
+        qh_sb b = {0};
+        qh_explain_mismatches(&b, e, &inv->y, cmp, 8);
+        if (b.s)
+            fputs(b.s, stderr);
+        qh_sb_free(&b);
+    }
+    qh_error err;
+    (void)make_dir(root); /* one level, as a campaign script names a fresh folder */
+    if (write_case(dir, target, sig, hash, c, e, v, inv, &err) == 0)
+        fprintf(stderr, "  case written: %s\n  reproduce: qmmcheck run --backend '%s' "
+                        "--vectors '%s'\n",
+                dir, v->spec, dir);
+    else
+        fprintf(stderr, "  could not write the case: %s\n", err.msg);
+    crash(slot, c->types, sig);
+}
+
+/* ---- one input ------------------------------------------------------------------------ */
+
+/* The call as the implementations see it: every input copied into read-only pages that end
+ * at a PROT_NONE page (harness/guard.h), so a backend that writes into an input, or reads past
+ * one's end, faults on the spot, even uninstrumented plugin code that ASan cannot see. The
+ * reference reads the original call. Falls back to the plain inputs if mapping fails. */
+static void guard_inputs(const qh_fz_case *c, qmm_call *guarded, qh_guarded *g)
+{
+    *guarded = c->call;
+    memset(g, 0, sizeof(qh_guarded) * 8);
+    for (int32_t i = 0; i < c->n_inputs; i++) {
+        size_t off = (size_t)((const char *)c->inputs[i] - (const char *)&c->call);
+        qmm_tensor *t = (qmm_tensor *)((char *)guarded + off);
+        int64_t n = qmm_tensor_present(t) ? qmm_tensor_numel(t) : 0;
+        if (n > 0 && qh_guard_input(&g[i], "input", t->data,
+                                    (size_t)n * qmm_dtype_size(t->dtype)) == 0)
+            t->data = g[i].data;
+    }
+}
+
+/* QMM_FUZZ_DEBUG=1: one line per decoded input, for seeing what a crash input means. */
+static void describe(const qh_fz_case *c)
+{
+    fprintf(stderr, "qmm-fuzz: %s %s opset %lld:", c->op_type, c->types, (long long)c->opset);
+    for (int32_t i = 0; i < c->n_inputs; i++) {
+        char dims[128];
+        if (!qmm_tensor_present(c->inputs[i])) {
+            fprintf(stderr, " -");
+            continue;
+        }
+        qh_format_dims(c->inputs[i], dims, sizeof dims);
+        fprintf(stderr, " %s%s", qh_dtype_name(c->inputs[i]->dtype), dims);
+    }
+    fprintf(stderr, "\n");
+}
+
+void qh_fz_diff_one(const char *target, qh_fz_decoder decode, const uint8_t *data, size_t len)
+{
+    qh_fz_diff_setup();
+    open_all();
+    qh_fz_case c;
+    if (decode(data, len, &c) != 0) {
+        qh_fz_case_free(&c);
+        return;
+    }
+    if (debug)
+        describe(&c);
+    qh_expectation e;
+    if (qh_expect(&c.call, "spec", &e) != 0 ||
+        (e.code != QMM_OK && e.code != QMM_INVALID_ARGUMENT)) {
+        /* out of memory, or a call the reference does not compute (UNSUPPORTED) */
+        qh_expectation_free(&e);
+        qh_fz_case_free(&c);
+        return;
+    }
+    qmm_call guarded;
+    qh_guarded g[8];
+    guard_inputs(&c, &guarded, g);
+    for (int i = 0; i < n_variants; i++) {
+        variant *v = &variants[i];
+        if (v->state != 1)
+            continue;
+        qh_invocation inv;
+        if (qh_invoke(&v->b, &guarded, NULL, &inv) != 0) {
+            qh_invocation_free(&inv);
+            continue; /* the harness ran out of memory: not the backend's fault */
+        }
+        if (inv.code == QMM_UNSUPPORTED) {
+            qh_invocation_free(&inv);
+            continue;
+        }
+        if (inv.code != e.code)
+            report(target, i, &c, &e, &inv, NULL, data, len);
+        if (e.code == QMM_OK) {
+            qh_compare cmp;
+            qh_compare_outputs(&e.exact, e.overflow ? &e.alt : NULL, &inv.y, &cmp);
+            if (cmp.errors > 0 || cmp.shape_differs)
+                report(target, i, &c, &e, &inv, &cmp, data, len);
+        }
+        qh_invocation_free(&inv);
+    }
+    for (int i = 0; i < 8; i++)
+        qh_guard_free(&g[i]);
+    qh_expectation_free(&e);
+    qh_fz_case_free(&c);
+}

@@ -1,0 +1,38 @@
+/* fuzz/differential.h — the reference against every other implementation, one input at a time.
+ *
+ * Shared by the differential targets (fuzz_qlinearmatmul.c, fuzz_matmulinteger.c). The
+ * implementations compared with the reference (the spec profile, overflow-permitted
+ * alternative accepted) are:
+ *   - every built-in backend but the reference; for `optimized`, each ISA variant
+ *     (scalar, avx2, avxvnni, avx512vnni) single-threaded and with QMM_FUZZ_THREADS threads
+ *     (default 3: an odd count splits work unevenly). A variant whose capability query answers
+ *     UNSUPPORTED for a plain problem (an ISA this CPU lacks) is dropped at start-up;
+ *   - each plugin in QMM_FUZZ_BACKEND ("path.so[:options]", several separated by ';').
+ * QMM_FUZZ_BUILTINS=0 leaves the built-ins out (to fuzz one plugin at full speed);
+ * QMM_FUZZ_DEBUG=1 prints each decoded problem (types and shapes) on stderr.
+ *
+ * A difference (values, or statuses: one INVALID_ARGUMENT, the other OK; UNSUPPORTED never
+ * counts) writes an ONNX case directory under QMM_FUZZ_ARTIFACTS (default: the working
+ * directory), prints both outputs and the first differing elements, and aborts with the
+ * signature `reference-<backend>-<op>-<types>-difference`.
+ */
+#ifndef QMM_FUZZ_DIFFERENTIAL_H
+#define QMM_FUZZ_DIFFERENTIAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fuzz/decode.h"
+
+typedef int (*qh_fz_decoder)(const uint8_t *data, size_t len, qh_fz_case *c);
+
+/* Reads the environment and opens the plugins. Safe before fork (no threads are started:
+ * built-in backends, which may start thread pools, open on the first input instead, so an
+ * AFL++ fork server can call this before __AFL_INIT). Idempotent. */
+void qh_fz_diff_setup(void);
+
+/* Decodes one input and compares every implementation with the reference; returns normally
+ * when they agree, aborts when they do not. `target` names the fuzz target in reports. */
+void qh_fz_diff_one(const char *target, qh_fz_decoder decode, const uint8_t *data, size_t len);
+
+#endif /* QMM_FUZZ_DIFFERENTIAL_H */

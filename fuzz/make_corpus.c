@@ -1,0 +1,346 @@
+/* fuzz/make_corpus.c — seed inputs for the fuzz targets, from vectors and from a built-in set.
+ *
+ *   make_corpus [--check] [--synthetic] [--out DIR] [ROOT...]
+ *
+ * For every ONNX node-test case under each ROOT (vectors/onnx, vectors/seeds, vectors/edge):
+ *   - the call, encoded for the decoder (fuzz/decode.h), goes to DIR/fuzz_qlinearmatmul/ or
+ *     DIR/fuzz_matmulinteger/, after checking that it decodes back to the same call;
+ *   - model.onnx to DIR/fuzz_onnx_model/, every .pb of the data set to DIR/fuzz_onnx_tensor/,
+ *     qmm.meta to DIR/fuzz_meta/.
+ * --synthetic adds problems chosen to start a campaign at the interesting places: tile
+ * boundaries, every type combination, each parameter form, 1-D and batched operands, K = 0,
+ * power-of-two scales (exact ties), 16-bit scales, extreme values.
+ * Files are named by a hash of their content, so re-running only adds what is new.
+ * --check writes nothing: it verifies the encode/decode round trip on every vector (ctest
+ * runs it as fuzz_corpus_roundtrip) and exits 1 when one fails to invert.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fuzz/decode.h"
+#include "harness/case.h"
+#include "harness/onnx_io.h"
+#include "reference/qmm_reference.h"
+
+typedef struct opts {
+    int check;
+    const char *out;
+    long written, skipped, failed;
+} opts;
+
+static int make_dir(const char *path)
+{
+    return mkdir(path, 0777) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+static void save(opts *o, const char *target, const uint8_t *data, size_t len)
+{
+    if (o->check) {
+        o->written++;
+        return;
+    }
+    char dir[1024], path[1100];
+    snprintf(dir, sizeof dir, "%s/%s", o->out, target);
+    if (make_dir(o->out) != 0 || make_dir(dir) != 0) {
+        fprintf(stderr, "make_corpus: cannot create %s: %s\n", dir, strerror(errno));
+        o->failed++;
+        return;
+    }
+    snprintf(path, sizeof path, "%s/%016llx", dir, (unsigned long long)qh_fz_hash(data, len));
+    struct stat st;
+    if (stat(path, &st) == 0)
+        return;
+    qh_error err;
+    if (qh_write_file_atomic(path, data, len, &err) != 0) {
+        fprintf(stderr, "make_corpus: %s\n", err.msg);
+        o->failed++;
+        return;
+    }
+    o->written++;
+}
+
+static void save_file(opts *o, const char *target, const char *path)
+{
+    uint8_t *buf;
+    size_t len;
+    qh_error err;
+    if (qh_read_file(path, 1u << 20, &buf, &len, &err) != 0)
+        return; /* absent (qmm.meta is optional) or too large for a seed */
+    save(o, target, buf, len);
+    free(buf);
+}
+
+/* Encodes a call, proves the decoder gives it back, and saves it. `name` for messages. */
+static void save_call(opts *o, const char *name, const qmm_call *call, int64_t opset)
+{
+    uint8_t *buf;
+    size_t len;
+    if (qh_fz_encode(call, opset, &buf, &len) != 0) {
+        o->skipped++; /* a rank or size the decoder does not reach */
+        return;
+    }
+    qh_fz_case c;
+    int rc = call->op == QMM_OP_QLINEARMATMUL ? qh_fz_decode_qlinearmatmul(buf, len, &c)
+                                              : qh_fz_decode_matmulinteger(buf, len, &c);
+    if (rc != 0) {
+        o->skipped++; /* over the decoder's work bounds */
+    } else if (!qh_fz_same_call(call, opset, &c.call, c.opset)) {
+        fprintf(stderr, "make_corpus: %s: decode(encode(call)) is not the call\n", name);
+        o->failed++;
+    } else {
+        save(o, call->op == QMM_OP_QLINEARMATMUL ? "fuzz_qlinearmatmul" : "fuzz_matmulinteger",
+             buf, len);
+    }
+    qh_fz_case_free(&c);
+    free(buf);
+}
+
+static void from_case(opts *o, const qh_case_ref *ref)
+{
+    qh_case c;
+    qh_error err;
+    char path[2048];
+    snprintf(path, sizeof path, "%s/model.onnx", ref->dir);
+    save_file(o, "fuzz_onnx_model", path);
+    snprintf(path, sizeof path, "%s/qmm.meta", ref->dir);
+    save_file(o, "fuzz_meta", path);
+    if (ref->data_set >= 0) {
+        char set[2048];
+        snprintf(set, sizeof set, "%s/test_data_set_%d", ref->dir, ref->data_set);
+        DIR *d = opendir(set);
+        for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+            size_t n = strlen(e->d_name);
+            if (n > 3 && strcmp(e->d_name + n - 3, ".pb") == 0) {
+                snprintf(path, sizeof path, "%s/%s", set, e->d_name);
+                save_file(o, "fuzz_onnx_tensor", path);
+            }
+        }
+        if (d)
+            closedir(d);
+    }
+    if (qh_case_load(ref, &c, &err) != 0) {
+        o->skipped++; /* a deliberately broken vector; the parsers' seeds cover it */
+        return;
+    }
+    if (c.call.op == QMM_OP_QLINEARMATMUL || c.call.op == QMM_OP_MATMULINTEGER)
+        save_call(o, ref->name, &c.call, c.opset);
+    qh_case_free(&c);
+}
+
+/* ---- the synthetic set ---------------------------------------------------------------- */
+
+static uint32_t lcg(uint32_t *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return *s >> 24;
+}
+
+typedef struct synth {
+    int32_t ta, tb, ty;          /* dtypes */
+    int32_t sdt;                 /* scale dtype */
+    int32_t ar, br;              /* operand ranks (1, 2 or 3) */
+    int64_t m, k, n, batch_a, batch_b;
+    int a_form, b_form;          /* 0 per-tensor, 1 per-row [M] / per-column [N], 2 [M,1] / [1,N] */
+    int data;                    /* 0 random, 1 extremes, 2 ties-friendly small */
+    uint32_t seed;
+} synth;
+
+static void set_dims(qmm_tensor *t, int32_t rank, int64_t batch, int64_t r, int64_t c,
+                     int is_b)
+{
+    t->rank = rank;
+    if (rank == 1) {
+        t->dims[0] = is_b ? r : c;
+    } else if (rank == 2) {
+        t->dims[0] = r;
+        t->dims[1] = c;
+    } else {
+        t->dims[0] = batch;
+        t->dims[1] = r;
+        t->dims[2] = c;
+    }
+}
+
+static void fill8(qmm_tensor *t, int mode, uint32_t *seed)
+{
+    int64_t n = qmm_tensor_numel(t);
+    uint8_t *p = t->data;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t r = lcg(seed);
+        if (mode == 1)
+            r = (r & 1) ? 0x7f : 0x80; /* int8 extremes, uint8 127/128 */
+        if (mode == 3)
+            r = (r & 1) ? 0xff : 0x00;
+        else if (mode == 2)
+            r = r % 7;
+        p[i] = (uint8_t)r;
+    }
+}
+
+static void put_scale(qmm_tensor *t, int64_t i, double v)
+{
+    uint32_t bits = qmm_scale_encode(t->dtype, v);
+    uint8_t *p = t->data;
+    size_t w = qmm_dtype_size(t->dtype);
+    for (size_t j = 0; j < w; j++)
+        p[(size_t)i * w + j] = (uint8_t)(bits >> (8 * j));
+}
+
+static void make_param(qmm_tensor *scale, qmm_tensor *zp, int form, int64_t len, int is_b,
+                       int32_t sdt, int32_t zdt, uint8_t *sbuf, uint8_t *zbuf, uint32_t *seed,
+                       int ties)
+{
+    scale->dtype = sdt;
+    zp->dtype = zdt;
+    if (form == 0) {
+        scale->rank = 0;
+    } else if (form == 1) {
+        scale->rank = 1;
+        scale->dims[0] = len;
+    } else {
+        scale->rank = 2;
+        scale->dims[0] = is_b ? 1 : len;
+        scale->dims[1] = is_b ? len : 1;
+    }
+    zp->rank = scale->rank;
+    memcpy(zp->dims, scale->dims, sizeof zp->dims);
+    scale->data = sbuf;
+    zp->data = zbuf;
+    int64_t n = qmm_tensor_numel(scale);
+    for (int64_t i = 0; i < n; i++) {
+        /* powers of two make sa*sb*acc/sy land on .5 exactly: ties */
+        double v = ties ? 1.0 / (double)(1u << (lcg(seed) % 4)) : 0.001 + (lcg(seed) % 97) / 512.0;
+        put_scale(scale, i, v);
+        ((uint8_t *)zbuf)[i] = (uint8_t)(ties ? lcg(seed) % 3 : lcg(seed));
+    }
+}
+
+static void synth_one(opts *o, const synth *s, int qlinear)
+{
+    static uint8_t abuf[1 << 16], bbuf[1 << 16], sb[3][1024], zb[3][256];
+    uint32_t seed = s->seed;
+    qmm_call call;
+    memset(&call, 0, sizeof call);
+    qmm_tensor a = {.dtype = s->ta, .data = abuf}, b = {.dtype = s->tb, .data = bbuf};
+    set_dims(&a, s->ar, s->batch_a, s->m, s->k, 0);
+    set_dims(&b, s->br, s->batch_b, s->k, s->n, 1);
+    if (qmm_tensor_numel(&a) > (int64_t)sizeof abuf || qmm_tensor_numel(&b) > (int64_t)sizeof bbuf)
+        return;
+    fill8(&a, s->data, &seed);
+    fill8(&b, s->data == 1 ? 3 : s->data, &seed);
+    int64_t rows = s->ar == 1 ? 1 : s->m, cols = s->br == 1 ? 1 : s->n;
+    /* the 1-D per-row form [M] is only for a 2-D a */
+    int af = s->ar == 2 ? s->a_form : s->a_form ? 2 : 0;
+    int bf = s->b_form;
+    int ties = s->data == 2;
+    if (qlinear) {
+        call.op = QMM_OP_QLINEARMATMUL;
+        qmm_qlinearmatmul *q = &call.u.qlinearmatmul;
+        q->a = a;
+        q->b = b;
+        make_param(&q->a_scale, &q->a_zero_point, af, rows, 0, s->sdt, s->ta, sb[0], zb[0], &seed,
+                   ties);
+        make_param(&q->b_scale, &q->b_zero_point, bf, cols, 1, s->sdt, s->tb, sb[1], zb[1], &seed,
+                   ties);
+        make_param(&q->y_scale, &q->y_zero_point, 0, 1, 0, s->sdt, s->ty, sb[2], zb[2], &seed,
+                   ties);
+        q->y.dtype = s->ty;
+        q->opset = s->sdt == QMM_DTYPE_FLOAT ? 10 : 21;
+        save_call(o, "synthetic", &call, q->opset);
+    } else {
+        call.op = QMM_OP_MATMULINTEGER;
+        qmm_matmulinteger *q = &call.u.matmulinteger;
+        q->a = a;
+        q->b = b;
+        qmm_tensor unused;
+        if (s->a_form != 0 || s->data == 1)
+            make_param(&unused, &q->a_zero_point, af, rows, 0, QMM_DTYPE_FLOAT, s->ta, sb[0],
+                       zb[0], &seed, 0);
+        if (s->b_form != 0 || s->data == 1)
+            make_param(&unused, &q->b_zero_point, bf, cols, 1, QMM_DTYPE_FLOAT, s->tb, sb[1],
+                       zb[1], &seed, 0);
+        q->y.dtype = QMM_DTYPE_INT32;
+        save_call(o, "synthetic", &call, 10);
+    }
+}
+
+static void synthetic(opts *o)
+{
+    /* M, K, N around the tiles SIMD kernels use (4/8/16/32/64 wide), K = 0, M = 0 */
+    static const int64_t mkn[][3] = {
+        {1, 1, 1},   {2, 3, 4},   {4, 16, 8},  {7, 15, 17}, {8, 32, 16}, {3, 33, 31},
+        {16, 64, 8}, {1, 65, 63}, {5, 0, 3},   {0, 4, 3},   {17, 7, 2},  {2, 128, 33},
+    };
+    static const int32_t t8[2] = {QMM_DTYPE_UINT8, QMM_DTYPE_INT8};
+    static const int32_t st[3] = {QMM_DTYPE_FLOAT, QMM_DTYPE_FLOAT16, QMM_DTYPE_BFLOAT16};
+    uint32_t seed = 12345;
+    for (size_t i = 0; i < sizeof mkn / sizeof mkn[0]; i++) {
+        for (int types = 0; types < 8; types++) {
+            synth s = {.ta = t8[types & 1], .tb = t8[(types >> 1) & 1], .ty = t8[(types >> 2) & 1],
+                       .sdt = st[(i + (size_t)types) % 3], .ar = 2, .br = 2,
+                       .m = mkn[i][0], .k = mkn[i][1], .n = mkn[i][2], .batch_a = 1,
+                       .batch_b = 1, .a_form = (int)(i % 3), .b_form = (int)((i + 1) % 3),
+                       .data = types % 3, .seed = seed++};
+            synth_one(o, &s, 1);
+            if (types < 4)
+                synth_one(o, &s, 0);
+        }
+    }
+    /* 1-D operands and batch broadcasting */
+    static const int32_t ranks[][4] = {
+        {1, 2, 1, 1}, {2, 1, 1, 1}, {1, 1, 1, 1}, {3, 2, 2, 1}, {2, 3, 1, 3}, {3, 3, 1, 4},
+        {3, 3, 2, 2}, {3, 1, 3, 1},
+    };
+    for (size_t i = 0; i < sizeof ranks / sizeof ranks[0]; i++) {
+        synth s = {.ta = t8[i & 1], .tb = t8[(i >> 1) & 1], .ty = QMM_DTYPE_UINT8,
+                   .sdt = QMM_DTYPE_FLOAT, .ar = ranks[i][0], .br = ranks[i][1],
+                   .m = 3, .k = 17, .n = 5, .batch_a = ranks[i][2], .batch_b = ranks[i][3],
+                   .a_form = (int)(i % 3), .b_form = (int)(i % 2), .data = (int)(i % 3),
+                   .seed = seed++};
+        synth_one(o, &s, 1);
+        synth_one(o, &s, 0);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    opts o = {.out = "fuzz/corpus"};
+    int want_synth = 0, roots = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--check") == 0) {
+            o.check = 1;
+        } else if (strcmp(argv[i], "--synthetic") == 0) {
+            want_synth = 1;
+        } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
+            o.out = argv[++i];
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "usage: make_corpus [--check] [--synthetic] [--out DIR] [ROOT...]\n");
+            return 2;
+        } else {
+            qh_case_list list = {0};
+            qh_error err;
+            roots++;
+            if (qh_discover(argv[i], &list, &err) != 0) {
+                fprintf(stderr, "make_corpus: %s\n", err.msg);
+                return 1;
+            }
+            for (size_t j = 0; j < list.count; j++)
+                from_case(&o, &list.items[j]);
+            qh_case_list_free(&list);
+        }
+    }
+    if (want_synth)
+        synthetic(&o);
+    if (!want_synth && roots == 0) {
+        fprintf(stderr, "make_corpus: nothing to do (give ROOTs and/or --synthetic)\n");
+        return 2;
+    }
+    printf("make_corpus: %ld seed%s %s, %ld skipped (unreachable or unloadable), %ld failed\n",
+           o.written, o.written == 1 ? "" : "s", o.check ? "checked" : "written", o.skipped,
+           o.failed);
+    return o.failed ? 1 : 0;
+}
