@@ -8,6 +8,9 @@
 #include "harness/invoke.h"
 #include "optimized/qmm_optimized.h"
 #include "reference/qmm_reference.h"
+#ifdef QMM_HAVE_CUDA
+#include "optimized/qmm_cuda.h"
+#endif
 
 typedef struct builtin {
     const char *name;
@@ -17,9 +20,16 @@ typedef struct builtin {
 static const builtin builtins[] = {
     {"reference", qmm_reference_open},
     {"optimized", qmm_optimized_open},
+#ifdef QMM_HAVE_CUDA
+    {"cuda", qmm_cuda_open},
+#endif
 };
 
-const char *const qh_builtin_backends[] = {"reference", "optimized", NULL};
+const char *const qh_builtin_backends[] = {"reference", "optimized",
+#ifdef QMM_HAVE_CUDA
+                                           "cuda",
+#endif
+                                           NULL};
 
 static int is_plugin_name(const char *name)
 {

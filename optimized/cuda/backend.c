@@ -1,0 +1,243 @@
+/* optimized/cuda/backend.c — the CUDA backend as a qmm_backend table: options, device
+ * discovery, the capability query, and the per-backend device state (stream, cuBLASLt handle,
+ * workspace).
+ *
+ * No device is a first-class answer, not an error: the open succeeds and every query says
+ * UNSUPPORTED "no CUDA device", so a harness built with CUDA runs every suite (SKIPPED) on a
+ * machine without a GPU or without a driver. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optimized/cuda/cuda_internal.h"
+
+/* cuBLASLt workspace: enough for its split-K and stream-K int8 algorithms. */
+#define QMM_CU_WORKSPACE ((size_t)32 << 20)
+
+static qmm_status_code cu_query(const qmm_backend *self, const qmm_call *call, qmm_status *st)
+{
+    const qmm_cu_backend *cb = self->impl;
+    if (call->op != QMM_OP_QLINEARMATMUL && call->op != QMM_OP_MATMULINTEGER &&
+        call->op != QMM_OP_QORDEREDMATMUL)
+        return qmm_status_set(st, QMM_UNSUPPORTED, "%s: operator %s not implemented", cb->name,
+                              qmm_op_name(call->op));
+    if (cb->missing)
+        return qmm_status_set(st, QMM_UNSUPPORTED, "%s: %s", cb->name, cb->missing);
+    /* validation belongs to the operator call: invalid input is still "supported" */
+    return qmm_status_ok(st);
+}
+
+qmm_cu_backend *qmm_cu_from_backend(const qmm_backend *be)
+{
+    return be && be->query == cu_query ? be->impl : NULL;
+}
+
+static qmm_status_code check_runnable(const qmm_cu_backend *cb, qmm_status *st)
+{
+    if (cb->missing)
+        return qmm_status_set(st, QMM_UNSUPPORTED, "%s: %s", cb->name, cb->missing);
+    return QMM_OK;
+}
+
+static qmm_status_code cu_qlinearmatmul(const qmm_backend *self, const qmm_qlinearmatmul *c,
+                                        qmm_status *st)
+{
+    qmm_cu_backend *cb = self->impl;
+    if (check_runnable(cb, st) != QMM_OK)
+        return QMM_UNSUPPORTED;
+    return qmm_cu_qlinearmatmul(cb, c, st);
+}
+
+static qmm_status_code cu_matmulinteger(const qmm_backend *self, const qmm_matmulinteger *c,
+                                        qmm_status *st)
+{
+    qmm_cu_backend *cb = self->impl;
+    if (check_runnable(cb, st) != QMM_OK)
+        return QMM_UNSUPPORTED;
+    return qmm_cu_matmulinteger(cb, c, st);
+}
+
+static qmm_status_code cu_qorderedmatmul(const qmm_backend *self, const qmm_qorderedmatmul *c,
+                                         qmm_status *st)
+{
+    qmm_cu_backend *cb = self->impl;
+    if (check_runnable(cb, st) != QMM_OK)
+        return QMM_UNSUPPORTED;
+    return qmm_cu_qorderedmatmul(cb, c, st);
+}
+
+static void release_device(qmm_cu_backend *cb)
+{
+    if (cb->workspace)
+        cudaFree(cb->workspace);
+    if (cb->lt)
+        cublasLtDestroy(cb->lt);
+    if (cb->stream)
+        cudaStreamDestroy(cb->stream);
+    cb->workspace = NULL;
+    cb->lt = NULL;
+    cb->stream = NULL;
+}
+
+static void cu_close(qmm_backend *self)
+{
+    if (!self)
+        return;
+    qmm_cu_backend *cb = self->impl;
+    if (!cb->emulate && !cb->missing) {
+        cudaSetDevice(cb->device);
+        release_device(cb);
+    }
+    if (cb->have_lock)
+        pthread_mutex_destroy(&cb->lock);
+    free(cb);
+}
+
+/* key=value options; returns QMM_OK or INVALID_ARGUMENT with the offending option named. */
+static qmm_status_code parse_options(const char *options, int *device, int *emulate,
+                                     qmm_status *st)
+{
+    const char *p = options ? options : "";
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        if (len > 0) {
+            const char *eq = memchr(p, '=', len);
+            size_t klen = eq ? (size_t)(eq - p) : len;
+            const char *v = eq ? eq + 1 : p + len;
+            size_t vlen = eq ? len - klen - 1 : 0;
+            char buf[16];
+            char *end;
+            long val = -1;
+            if (vlen > 0 && vlen < sizeof buf) {
+                memcpy(buf, v, vlen);
+                buf[vlen] = '\0';
+                val = strtol(buf, &end, 10);
+                if (*end)
+                    val = -1;
+            }
+            if (klen == 6 && strncmp(p, "device", 6) == 0) {
+                if (val < 0 || val > 1023)
+                    return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                                          "option '%.*s': device must be 0..1023", (int)len, p);
+                *device = (int)val;
+            } else if (klen == 7 && strncmp(p, "emulate", 7) == 0) {
+                if (val != 0 && val != 1)
+                    return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                                          "option '%.*s': emulate must be 0 or 1", (int)len, p);
+                *emulate = (int)val;
+            } else {
+                return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                                      "option '%.*s': unknown (the cuda backend accepts "
+                                      "device=N, emulate=0|1)",
+                                      (int)len, p);
+            }
+        }
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return QMM_OK;
+}
+
+/* Sets cb->missing when no device can run; otherwise creates the stream, handle, workspace. */
+static qmm_status_code open_device(qmm_cu_backend *cb, qmm_status *st)
+{
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        /* the harness greps for "no CUDA device"; the runtime's words say why */
+        snprintf(cb->missing_buf, sizeof cb->missing_buf, "no CUDA device (%s)",
+                 e != cudaSuccess ? cudaGetErrorString(e) : "the runtime reports 0 devices");
+        cb->missing = cb->missing_buf;
+        cudaGetLastError(); /* clear the sticky-free error so later runtime calls start clean */
+        return QMM_OK;
+    }
+    if (cb->device >= count) {
+        snprintf(cb->missing_buf, sizeof cb->missing_buf,
+                 "no CUDA device %d (this machine has %d)", cb->device, count);
+        cb->missing = cb->missing_buf;
+        return QMM_OK;
+    }
+    qmm_status_code rc = QMM_OK;
+    if ((e = cudaSetDevice(cb->device)) != cudaSuccess ||
+        (e = cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaMalloc(&cb->workspace, QMM_CU_WORKSPACE)) != cudaSuccess) {
+        rc = qmm_cu_fail_cuda(cb, e, "initialising the device", st);
+    } else {
+        cublasStatus_t le = cublasLtCreate(&cb->lt);
+        if (le != CUBLAS_STATUS_SUCCESS)
+            rc = qmm_cu_fail_lt(cb, le, "creating the cuBLASLt handle", st);
+    }
+    if (rc != QMM_OK) {
+        release_device(cb);
+        return rc;
+    }
+    cb->workspace_size = QMM_CU_WORKSPACE;
+    return QMM_OK;
+}
+
+qmm_backend *qmm_cuda_open(uint32_t harness_abi, const char *options, qmm_status *st)
+{
+    if (harness_abi != QMM_ABI_VERSION) {
+        qmm_status_set(st, QMM_UNSUPPORTED, "cuda: built for ABI %u, the harness speaks ABI %u",
+                       (unsigned)QMM_ABI_VERSION, (unsigned)harness_abi);
+        return NULL;
+    }
+    int device = 0, emulate = 0;
+    if (parse_options(options, &device, &emulate, st) != QMM_OK)
+        return NULL;
+    qmm_cu_backend *cb = calloc(1, sizeof *cb);
+    if (!cb) {
+        qmm_status_set(st, QMM_OUT_OF_MEMORY, "cuda: out of memory");
+        return NULL;
+    }
+    cb->device = device;
+    cb->emulate = emulate;
+    if (emulate)
+        snprintf(cb->name, sizeof cb->name, "cuda:emulate=1");
+    else if (device != 0)
+        snprintf(cb->name, sizeof cb->name, "cuda:device=%d", device);
+    else
+        snprintf(cb->name, sizeof cb->name, "cuda");
+    if (pthread_mutex_init(&cb->lock, NULL) != 0) {
+        free(cb);
+        qmm_status_set(st, QMM_INTERNAL, "cuda: cannot create a mutex");
+        return NULL;
+    }
+    cb->have_lock = 1;
+    if (!emulate && open_device(cb, st) != QMM_OK) {
+        pthread_mutex_destroy(&cb->lock);
+        free(cb);
+        return NULL;
+    }
+    if (emulate) {
+        snprintf(cb->description, sizeof cb->description,
+                 "CUDA backend, emulated on the host (its parameter flattening, int8 shift, "
+                 "zero-point algebra and exact epilogue; a loop for the GEMM), profile spec");
+    } else if (cb->missing) {
+        snprintf(cb->description, sizeof cb->description,
+                 "CUDA backend (cuBLASLt int8 GEMM + exact epilogue); UNSUPPORTED here: %s",
+                 cb->missing);
+    } else {
+        struct cudaDeviceProp prop;
+        memset(&prop, 0, sizeof prop);
+        cudaGetDeviceProperties(&prop, device);
+        snprintf(cb->description, sizeof cb->description,
+                 "CUDA backend on device %d (%.100s, sm_%d%d): cuBLASLt int8 GEMM + exact "
+                 "epilogue, profile spec",
+                 device, prop.name, prop.major, prop.minor);
+    }
+    qmm_backend *be = &cb->table;
+    be->abi_version = QMM_ABI_VERSION;
+    be->struct_size = (uint32_t)sizeof *be;
+    be->name = cb->name;
+    be->description = cb->description;
+    be->impl = cb;
+    be->query = cu_query;
+    be->matmulinteger = cu_matmulinteger;
+    be->qlinearmatmul = cu_qlinearmatmul;
+    be->qorderedmatmul = cu_qorderedmatmul;
+    be->close = cu_close;
+    qmm_status_ok(st);
+    return be;
+}

@@ -1,0 +1,102 @@
+/* optimized/cuda/cuda_internal.h — what the CUDA backend's own files share (host C and the
+ * kernel launchers in kernels.cu). Not part of the operator interface. */
+#ifndef QMM_CUDA_INTERNAL_H
+#define QMM_CUDA_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include "optimized/cuda/epilogue.h"
+#include "optimized/qmm_cuda.h"
+#include "qmm/qmm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct qmm_cu_backend {
+    qmm_backend table;
+    int emulate;
+    int device;
+    const char *missing;     /* non-NULL: nothing can run, and why */
+    char missing_buf[192];
+    pthread_mutex_t lock;    /* device calls one at a time: one stream, handle, workspace */
+    int have_lock;
+    cudaStream_t stream;
+    cublasLtHandle_t lt;
+    void *workspace;
+    size_t workspace_size;
+    char name[64];
+    char description[256];
+} qmm_cu_backend;
+
+/* The backend behind `be`, or NULL when `be` is not a cuda backend. */
+qmm_cu_backend *qmm_cu_from_backend(const qmm_backend *be);
+
+/* K per GEMM: |sum of 65536 int8 products| <= 2^30, so every GEMM's int32 result is exact
+ * whatever cuBLASLt does on overflow; longer K is split and summed modulo 2^32 by us. */
+#define QMM_CU_KCHUNK 65536
+
+/* ---- kernel launchers (kernels.cu); each returns cudaGetLastError() after the launch ---- */
+
+/* nmat matrices of rows x k uint8/int8 (row-major, contiguous) -> int8 rows_p x kp (the shift
+ * of epilogue.h, zero padded), rowsum[mat * rows + r] = sum_k a' mod 2^32 (rows < `rows`). */
+cudaError_t qmm_cu_launch_prep_rows(const uint8_t *src, int is_signed, int64_t nmat,
+                                    int64_t rows, int64_t k, int64_t rows_p, int64_t kp,
+                                    int8_t *dst, int32_t *rowsum, cudaStream_t s);
+
+/* nmat matrices of k x n (row-major) -> transposed int8 n_p x kp, zero padded, colsum[mat * n
+ * + j] = sum_k b' mod 2^32; colsum must be zeroed first (atomic, order-free integer sums). */
+cudaError_t qmm_cu_launch_prep_cols(const uint8_t *src, int is_signed, int64_t nmat,
+                                    int64_t k, int64_t n, int64_t n_p, int64_t kp, int8_t *dst,
+                                    int32_t *colsum, cudaStream_t s);
+
+/* d[i] += t[i] modulo 2^32, i < count */
+cudaError_t qmm_cu_launch_add(int32_t *d, const int32_t *t, int64_t count, cudaStream_t s);
+
+/* qmm_cu_epi_element for every i < p->m, j < p->n */
+cudaError_t qmm_cu_launch_epilogue(const qmm_cu_epi *p, cudaStream_t s);
+
+/* qmm_cu_qord_element for every r < p->m, c < p->n */
+cudaError_t qmm_cu_launch_qord_epilogue(const qmm_cu_qord *p, cudaStream_t s);
+
+/* ---- host helpers (matmul.c) ---- */
+
+/* Maps a CUDA / cuBLASLt failure onto a status (OUT_OF_MEMORY for allocation failures). */
+qmm_status_code qmm_cu_fail_cuda(const qmm_cu_backend *cb, cudaError_t e, const char *what,
+                                 qmm_status *st);
+qmm_status_code qmm_cu_fail_lt(const qmm_cu_backend *cb, cublasStatus_t e, const char *what,
+                               qmm_status *st);
+
+/* D[i][j] = sum_{k < kk} X[i][k] * W[j][k] (int32), all row-major: X is m x kk int8 (row
+ * stride ldx), W is n x kk int8 (row stride ldw), D is m x n (row stride ldd). This is
+ * cuBLASLt's "TN" int8 form (the one its int8 tensor-core kernels take) read column-major:
+ * D^T = op_T(W) * X. kk <= QMM_CU_KCHUNK; dims, strides and pointers 16-byte aligned. */
+qmm_status_code qmm_cu_gemm_rows(qmm_cu_backend *cb, int64_t m, int64_t n, int64_t kk,
+                                 const int8_t *x, int64_t ldx, const int8_t *w, int64_t ldw,
+                                 int32_t *d, int64_t ldd, qmm_status *st);
+
+qmm_status_code qmm_cu_qlinearmatmul(qmm_cu_backend *cb, const qmm_qlinearmatmul *c,
+                                     qmm_status *st);
+qmm_status_code qmm_cu_matmulinteger(qmm_cu_backend *cb, const qmm_matmulinteger *c,
+                                     qmm_status *st);
+
+/* ---- QOrderedMatMul (qordered.c) ---- */
+
+/* Validates with the reference's rules (qmm_validate_qorderedmatmul); on success the batch,
+ * M, K, N and B's and C's batches (1 or A's; C's 0 when absent). */
+qmm_status_code qmm_cu_qordered_shape(const qmm_qorderedmatmul *c, int64_t *batch, int64_t *m,
+                                      int64_t *k, int64_t *n, int64_t *b_batch,
+                                      int64_t *c_batch, qmm_status *st);
+qmm_status_code qmm_cu_qorderedmatmul(qmm_cu_backend *cb, const qmm_qorderedmatmul *c,
+                                      qmm_status *st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QMM_CUDA_INTERNAL_H */

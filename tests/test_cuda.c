@@ -1,0 +1,418 @@
+/* tests/test_cuda.c — the CUDA backend.
+ *
+ * Without a device (the usual case on CI): the backend opens, every query answers UNSUPPORTED
+ * "no CUDA device", and `qmmcheck run --backend cuda` exits 0 with everything SKIPPED. The
+ * backend's arithmetic is still tested: epilogue.h (the device epilogue's source) is compiled
+ * here for the host and compared with the CPU backend's proven requantization, and the whole
+ * pipeline runs emulated on the host (`cuda:emulate=1`) against the reference: vector suites
+ * and the seeded random differential. With a device, the same suites and the differential run
+ * on it. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "optimized/cpu/opt_internal.h"
+#include "optimized/cuda/epilogue.h"
+#include "optimized/qmm_cuda.h"
+#include "reference/qmm_reference.h"
+#include "tests/cli_support.h"
+
+static qmm_backend *open_cuda(const char *options)
+{
+    qmm_status st;
+    qmm_backend *be = qmm_cuda_open(QMM_ABI_VERSION, options, &st);
+    cr_assert(be != NULL, "open cuda:%s: %s", options, st.message);
+    return be;
+}
+
+/* 1 when this machine has a usable device (the plain backend's query says OK). */
+static int have_device(void)
+{
+    qmm_backend *be = open_cuda("");
+    qmm_call call;
+    memset(&call, 0, sizeof call);
+    call.op = QMM_OP_QLINEARMATMUL;
+    qmm_status st;
+    int ok = be->query(be, &call, &st) == QMM_OK;
+    be->close(be);
+    return ok;
+}
+
+static uint64_t rng(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* ---- no device ---- */
+
+Test(cuda, no_device_answers_unsupported)
+{
+    if (have_device())
+        cr_skip_test("a CUDA device is present");
+    qmm_backend *be = open_cuda("");
+    cr_assert_str_eq(be->name, "cuda");
+    static const qmm_op_kind ops[] = {QMM_OP_QLINEARMATMUL, QMM_OP_MATMULINTEGER,
+                                      QMM_OP_QORDEREDMATMUL};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        qmm_call call;
+        memset(&call, 0, sizeof call);
+        call.op = ops[i];
+        qmm_status st;
+        cr_assert_eq(be->query(be, &call, &st), QMM_UNSUPPORTED);
+        cr_assert_eq(st.code, QMM_UNSUPPORTED);
+        cr_assert(strstr(st.message, "no CUDA device") != NULL, "reason: %s", st.message);
+        /* the operator call itself says the same, without touching its (empty) tensors */
+        cr_assert_eq(qmm_backend_run(be, &call, &st), QMM_UNSUPPORTED);
+        cr_assert(strstr(st.message, "no CUDA device") != NULL, "reason: %s", st.message);
+    }
+    cr_assert(strstr(be->description, "no CUDA device") != NULL);
+    be->close(be);
+}
+
+Test(cuda, no_device_suites_all_skipped, .init = make_tmp, .fini = remove_tmp)
+{
+    if (have_device())
+        cr_skip_test("a CUDA device is present");
+    char *out;
+    int rc = qmmcheck(&out, "run --backend cuda --vectors vectors");
+    cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+    cr_assert(strstr(out, "passed:0 ") != NULL, "%s", out);
+    cr_assert(strstr(out, "failed:0 ") != NULL, "%s", out);
+    cr_assert(strstr(out, "no CUDA device") != NULL, "%s", out);
+    cr_assert_eq(count_lines_with(out, ":PASSED "), 0, "%s", out);
+    cr_assert(count_lines_with(out, ":SKIPPED ") > 0, "%s", out);
+    free(out);
+}
+
+Test(cuda, options)
+{
+    qmm_status st;
+    cr_assert_null(qmm_cuda_open(QMM_ABI_VERSION, "bogus=1", &st));
+    cr_assert_eq(st.code, QMM_INVALID_ARGUMENT);
+    cr_assert(strstr(st.message, "bogus") != NULL);
+    cr_assert_null(qmm_cuda_open(QMM_ABI_VERSION, "device=x", &st));
+    cr_assert_eq(st.code, QMM_INVALID_ARGUMENT);
+    cr_assert_null(qmm_cuda_open(QMM_ABI_VERSION, "emulate=2", &st));
+    cr_assert_null(qmm_cuda_open(QMM_ABI_VERSION + 1, "", &st));
+    cr_assert_eq(st.code, QMM_UNSUPPORTED);
+    qmm_backend *be = open_cuda("emulate=1");
+    cr_assert_str_eq(be->name, "cuda:emulate=1");
+    qmm_call call;
+    memset(&call, 0, sizeof call);
+    call.op = QMM_OP_QLINEARMATMUL;
+    cr_assert_eq(be->query(be, &call, &st), QMM_OK);
+    double g, f;
+    cr_assert_eq(qmm_cuda_bench_resident(be, 64, 64, 64, 1, &g, &f, &st), QMM_UNSUPPORTED);
+    be->close(be);
+    be = open_cuda("device=7");
+    be->close(be);
+}
+
+/* ---- the epilogue arithmetic, compiled for the host ---- */
+
+/* A random positive float scale over most of float's range (subnormals included). */
+static double random_scale(uint64_t *s)
+{
+    for (;;) {
+        uint32_t bits = (uint32_t)rng(s) & 0x7fffffffu;
+        float f;
+        memcpy(&f, &bits, 4);
+        if (isfinite(f) && f > 0)
+            return f;
+    }
+}
+
+static int32_t random_acc(uint64_t *s)
+{
+    uint64_t r = rng(s);
+    switch (r % 4) {
+    case 0: return (int32_t)(uint32_t)(r >> 32);                  /* any int32 */
+    case 1: return (int32_t)((r >> 32) % 2001) - 1000;             /* small */
+    case 2: return (r >> 40) & 1 ? INT32_MAX - (int32_t)((r >> 8) & 7) : INT32_MIN;
+    default: return (int32_t)((r >> 32) % 200001) - 100000;
+    }
+}
+
+Test(cuda_epilogue, requant_exact_matches_cpu)
+{
+    uint64_t s = 1;
+    for (int i = 0; i < 200000; i++) {
+        int32_t acc = random_acc(&s);
+        double sa = random_scale(&s), sb = random_scale(&s), sy = random_scale(&s);
+        if (i % 2) { /* scales near each other: results in the interesting range */
+            sa = ldexp(1.0 + (double)(rng(&s) % 1000) / 1000.0, -(int)(rng(&s) % 12));
+            sb = ldexp(1.0 + (double)(rng(&s) % 1000) / 1000.0, -(int)(rng(&s) % 12));
+            sy = ldexp(1.0 + (double)(rng(&s) % 1000) / 1000.0, -(int)(rng(&s) % 8));
+            sa = (float)sa;
+            sb = (float)sb;
+            sy = (float)sy;
+        }
+        int64_t want = qmm_opt_requant_exact(acc, sa, sb, sy);
+        int64_t got = qmm_cu_requant_exact(acc, sa, sb, sy);
+        cr_assert_eq(got, want, "acc=%d sa=%a sb=%a sy=%a: got %lld want %lld", acc, sa, sb, sy,
+                     (long long)got, (long long)want);
+    }
+}
+
+Test(cuda_epilogue, requant_matches_cpu_ties_and_near_ties)
+{
+    uint64_t s = 7;
+    static const int32_t zps[] = {0, 1, -1, 127, -128, 128, 255, 3};
+    for (int i = 0; i < 400000; i++) {
+        int32_t acc;
+        double sa, sb, sy;
+        switch (i % 4) {
+        case 0: /* exact ties: x = acc / 2^t */
+            acc = (int32_t)(rng(&s) % 4001) - 2000;
+            sa = ldexp(1.0, -(int)(rng(&s) % 4));
+            sb = 1.0;
+            sy = ldexp(1.0, (int)(rng(&s) % 3) - 1);
+            break;
+        case 1: /* near ties through a non-dyadic y_scale */
+            acc = (int32_t)(rng(&s) % 4001) - 2000;
+            sa = (float)(3.0 * ldexp(1.0, -(int)(rng(&s) % 6)));
+            sb = (float)(1.0 + ldexp(1.0, -20));
+            sy = (float)(6.0 * ldexp(1.0, -(int)(rng(&s) % 6)));
+            break;
+        case 2: /* just around a half-integer */
+            acc = (int32_t)(rng(&s) % 255) + 1;
+            sa = (float)ldexp(1.0 + ldexp((double)(int)(rng(&s) % 9) - 4.0, -23), -1);
+            sb = 1.0;
+            sy = 1.0;
+            break;
+        default:
+            acc = random_acc(&s);
+            sa = random_scale(&s);
+            sb = random_scale(&s);
+            sy = random_scale(&s);
+        }
+        int32_t zy = zps[rng(&s) % 8];
+        int32_t qmin = i & 1 ? -128 : 0, qmax = i & 1 ? 127 : 255;
+        int32_t want = qmm_opt_requant_one(acc, sa, sb, sy, zy, qmin, qmax);
+        int32_t got = qmm_cu_requant(acc, sa, sb, sy, sb / sy, zy, qmin, qmax);
+        cr_assert_eq(got, want, "acc=%d sa=%a sb=%a sy=%a zy=%d: got %d want %d", acc, sa, sb,
+                     sy, zy, got, want);
+    }
+}
+
+Test(cuda_epilogue, correction_identity)
+{
+    /* dot + db*rowsum + da*colsum + K*da*db == sum (a - za)(b - zb) mod 2^32, for random
+     * vectors of every signedness */
+    uint64_t s = 3;
+    for (int t = 0; t < 2000; t++) {
+        int as = (int)(rng(&s) & 1), bs = (int)(rng(&s) & 1);
+        int64_t k = (int64_t)(rng(&s) % 300);
+        int32_t za = as ? (int8_t)rng(&s) : (uint8_t)rng(&s);
+        int32_t zb = bs ? (int8_t)rng(&s) : (uint8_t)rng(&s);
+        uint32_t dot = 0, rs = 0, cs = 0, exact = 0;
+        for (int64_t i = 0; i < k; i++) {
+            uint8_t a = (uint8_t)rng(&s), b = (uint8_t)rng(&s);
+            int32_t av = as ? (int8_t)a : a, bv = bs ? (int8_t)b : b;
+            int8_t a8 = qmm_cu_s8(a, as), b8 = qmm_cu_s8(b, bs);
+            dot += (uint32_t)(a8 * b8);
+            rs += (uint32_t)(int32_t)a8;
+            cs += (uint32_t)(int32_t)b8;
+            exact += (uint32_t)((av - za) * (bv - zb));
+        }
+        int32_t da = (as ? 0 : 128) - za, db = (bs ? 0 : 128) - zb;
+        cr_assert_eq(qmm_cu_correct((int32_t)dot, (int32_t)rs, (int32_t)cs, da, db, k),
+                     qmm_cu_wrap(exact));
+    }
+}
+
+/* ---- the whole pipeline, emulated on the host, against the reference ---- */
+
+Test(cuda, emulated_vector_suites, .init = make_tmp, .fini = remove_tmp)
+{
+    char *out;
+    int rc = qmmcheck(&out, "run --backend cuda:emulate=1 --vectors vectors");
+    cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+    cr_assert(strstr(out, "failed:0 ") != NULL, "%s", out);
+    cr_assert(count_lines_with(out, ":PASSED ") > 0, "%s", out);
+    free(out);
+}
+
+Test(cuda, emulated_differential, .init = make_tmp, .fini = remove_tmp)
+{
+    char *out;
+    int rc = qmmcheck(&out,
+                      "diff --backend reference --backend cuda:emulate=1 --seed 11 --count 20000 "
+                      "--quiet --out '%s/diff'",
+                      tmpdir);
+    cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+    free(out);
+}
+
+/* ---- QOrderedMatMul, emulated: logical problems placed with the layout formulas ---- */
+
+static void qordered_case(int order_a, int order_b, int order_y, int64_t m, int64_t k, int64_t n,
+                          int use_bias, int use_c, uint64_t seed)
+{
+    uint64_t s = seed;
+    int8_t *A = malloc((size_t)(m * k)), *B = malloc((size_t)(k * n));
+    int8_t *Ad = malloc((size_t)(m * k)), *Bd = malloc((size_t)(k * n));
+    int8_t *C = malloc((size_t)(m * n)), *Cd = malloc((size_t)(m * n)), *Y = malloc((size_t)(m * n));
+    float *sb = malloc((size_t)n * sizeof *sb), *bias = malloc((size_t)n * sizeof *bias);
+    cr_assert(A && B && Ad && Bd && C && Cd && Y && sb && bias);
+    for (int64_t i = 0; i < m * k; i++)
+        A[i] = (int8_t)rng(&s);
+    for (int64_t i = 0; i < k * n; i++)
+        B[i] = (int8_t)rng(&s);
+    for (int64_t i = 0; i < m * n; i++)
+        C[i] = (int8_t)rng(&s);
+    /* power-of-two scales and quarter biases: x is exact in double, ties included */
+    float sa = 0x1p-9f, sy = 0.5f, sc = 0.25f;
+    for (int64_t j = 0; j < n; j++) {
+        sb[j] = ldexpf(1.0f, -(int)(rng(&s) % 4));
+        bias[j] = (float)((int)(rng(&s) % 41) - 20) * 0.25f;
+    }
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t kk = 0; kk < k; kk++)
+            Ad[qmm_cu_order_offset(order_a, r, kk, m, k)] = A[r * k + kk];
+    for (int64_t kk = 0; kk < k; kk++)
+        for (int64_t c = 0; c < n; c++) {
+            int64_t o = order_b == QMM_ORDER_COL ? qmm_cu_order_offset(0, kk, c, k, n)
+                                                 : qmm_cu_order_offset(order_b, c, kk, n, k);
+            Bd[o] = B[kk * n + c];
+        }
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t c = 0; c < n; c++)
+            Cd[qmm_cu_order_offset(order_y, r, c, m, n)] = C[r * n + c];
+    qmm_qorderedmatmul call = {
+        .a = {QMM_DTYPE_INT8, 2, {m, k}, Ad},
+        .scale_a = {QMM_DTYPE_FLOAT, 0, {0}, &sa},
+        .b = {QMM_DTYPE_INT8, 2, {k, n}, Bd},
+        .scale_b = {QMM_DTYPE_FLOAT, 1, {n}, sb},
+        .scale_y = {QMM_DTYPE_FLOAT, 0, {0}, &sy},
+        .y = {QMM_DTYPE_INT8, 2, {m, n}, Y},
+        .order_a = order_a,
+        .order_b = order_b,
+        .order_y = order_y,
+    };
+    if (use_bias)
+        call.bias = (qmm_tensor){QMM_DTYPE_FLOAT, 1, {n}, bias};
+    if (use_c) {
+        call.c = (qmm_tensor){QMM_DTYPE_INT8, 2, {m, n}, Cd};
+        call.scale_c = (qmm_tensor){QMM_DTYPE_FLOAT, 0, {0}, &sc};
+    }
+    qmm_backend *be = open_cuda("emulate=1");
+    qmm_status st;
+    cr_assert_eq(be->qorderedmatmul(be, &call, &st), QMM_OK, "%s", st.message);
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t c = 0; c < n; c++) {
+            int64_t acc = 0;
+            for (int64_t kk = 0; kk < k; kk++)
+                acc += (int64_t)A[r * k + kk] * B[kk * n + c];
+            double x = (double)sa * sb[c] * (double)acc / sy + (use_bias ? bias[c] : 0.0) +
+                       (use_c ? (double)sc * C[r * n + c] / sy : 0.0);
+            double q = rint(x);
+            int want = q > 127 ? 127 : q < -128 ? -128 : (int)q;
+            int got = Y[qmm_cu_order_offset(order_y, r, c, m, n)];
+            cr_assert_eq(got, want, "orders (%d,%d,%d) %lldx%lldx%lld (%lld,%lld): x=%g", order_a,
+                         order_b, order_y, (long long)m, (long long)k, (long long)n,
+                         (long long)r, (long long)c, x);
+        }
+    be->close(be);
+    free(A);
+    free(B);
+    free(Ad);
+    free(Bd);
+    free(C);
+    free(Cd);
+    free(Y);
+    free(sb);
+    free(bias);
+}
+
+Test(cuda_qordered, device_offsets_match_reference)
+{
+    /* epilogue.h's offsets (device code) and the reference's, for every order and clean shape */
+    static const int64_t shapes[][2] = {{8, 32}, {32, 64}, {64, 32}, {96, 96}, {5, 7}, {1, 1}};
+    for (int order = 0; order < 5; order++)
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            int64_t R = shapes[i][0], C = shapes[i][1];
+            if ((order >= 2 && C % 32) || (order == 3 && R % 8) || (order == 4 && R % 32))
+                continue;
+            for (int64_t r = 0; r < R; r++)
+                for (int64_t c = 0; c < C; c++)
+                    cr_assert_eq(qmm_cu_order_offset(order, r, c, R, C),
+                                 qmm_order_offset(order, R, C, r, c), "order %d %lldx%lld", order,
+                                 (long long)R, (long long)C);
+        }
+}
+
+Test(cuda_qordered, emulated_orders)
+{
+    qordered_case(QMM_ORDER_ROW, QMM_ORDER_COL, QMM_ORDER_ROW, 5, 7, 3, 1, 1, 1);
+    qordered_case(QMM_ORDER_ROW, QMM_ORDER_COL, QMM_ORDER_ROW, 17, 40, 9, 0, 0, 2);
+    qordered_case(QMM_ORDER_COL32, QMM_ORDER_COL4_4R2_8C, QMM_ORDER_COL32, 8, 64, 32, 0, 1, 3);
+    qordered_case(QMM_ORDER_COL32, QMM_ORDER_COL4_4R2_8C, QMM_ORDER_COL32, 5, 32, 64, 0, 0, 4);
+    qordered_case(QMM_ORDER_COL32, QMM_ORDER_COL32_2R_4R4, QMM_ORDER_COL32, 3, 96, 64, 0, 1, 5);
+}
+
+Test(cuda_qordered, invalid_input)
+{
+    int8_t a[64] = {0}, b[64 * 32] = {0}, y[64] = {0};
+    float one = 1.0f, zero = 0.0f;
+    qmm_qorderedmatmul call = {
+        .a = {QMM_DTYPE_INT8, 2, {2, 32}, a},
+        .scale_a = {QMM_DTYPE_FLOAT, 0, {0}, &one},
+        .b = {QMM_DTYPE_INT8, 2, {32, 32}, b},
+        .scale_b = {QMM_DTYPE_FLOAT, 0, {0}, &one},
+        .scale_y = {QMM_DTYPE_FLOAT, 0, {0}, &one},
+        .y = {QMM_DTYPE_INT8, 2, {2, 32}, y},
+        .order_a = QMM_ORDER_ROW,
+        .order_b = QMM_ORDER_ROW,
+        .order_y = QMM_ORDER_ROW,
+    };
+    qmm_backend *be = open_cuda("emulate=1");
+    qmm_status st;
+    cr_assert_eq(be->qorderedmatmul(be, &call, &st), QMM_INVALID_ARGUMENT);
+    cr_assert(strstr(st.message, "order") != NULL, "%s", st.message);
+    call.order_b = QMM_ORDER_COL;
+    cr_assert_eq(be->qorderedmatmul(be, &call, &st), QMM_OK, "%s", st.message);
+    call.scale_y.data = &zero;
+    cr_assert_eq(be->qorderedmatmul(be, &call, &st), QMM_INVALID_ARGUMENT);
+    cr_assert(strstr(st.message, "scale_Y") != NULL, "%s", st.message);
+    call.scale_y.data = &one;
+    /* COL32 form: N must be whole 32-column tiles, no bias */
+    call.order_a = QMM_ORDER_COL32;
+    call.order_b = QMM_ORDER_COL32_2R_4R4;
+    call.order_y = QMM_ORDER_COL32;
+    cr_assert_eq(be->qorderedmatmul(be, &call, &st), QMM_OK, "%s", st.message);
+    call.b.dims[1] = 16;
+    call.y.dims[1] = 16;
+    cr_assert_eq(be->qorderedmatmul(be, &call, &st), QMM_INVALID_ARGUMENT);
+    cr_assert(strstr(st.message, "% 32") != NULL, "%s", st.message);
+    call.b.dims[1] = 32;
+    call.y.dims[1] = 32;
+    float bias[32] = {0};
+    call.bias = (qmm_tensor){QMM_DTYPE_FLOAT, 1, {32}, bias};
+    cr_assert_eq(be->qorderedmatmul(be, &call, &st), QMM_INVALID_ARGUMENT);
+    cr_assert(strstr(st.message, "bias") != NULL, "%s", st.message);
+    be->close(be);
+}
+
+/* ---- with a device: the real thing ---- */
+
+Test(cuda, device_differential, .init = make_tmp, .fini = remove_tmp, .timeout = 600)
+{
+    if (!have_device())
+        cr_skip_test("no CUDA device: the device differential needs a GPU");
+    char *out;
+    int rc = qmmcheck(&out, "run --backend cuda --vectors vectors");
+    cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+    cr_assert(strstr(out, "failed:0 ") != NULL, "%s", out);
+    free(out);
+    rc = qmmcheck(&out,
+                  "diff --backend reference --backend cuda --seed 12 --count 3000 --quiet "
+                  "--out '%s/diff'",
+                  tmpdir);
+    cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+    free(out);
+}
