@@ -283,7 +283,7 @@ static void print_tensor(const char *who, const qmm_tensor *t)
     char dims[128];
     qh_format_dims(t, dims, sizeof dims);
     int64_t n = qmm_tensor_numel(t);
-    fprintf(stderr, "  %s y %s %s = [", who, qh_dtype_name(t->dtype), dims);
+    fprintf(stderr, "  %s y %s %s = [", who, qmm_dtype_name(t->dtype), dims);
     for (int64_t i = 0; i < n && i < 64; i++)
         fprintf(stderr, "%s%lld", i ? ", " : "", (long long)qh_tensor_int(t, i));
     fprintf(stderr, "%s]\n", n > 64 ? ", ..." : "");
@@ -469,7 +469,7 @@ static void describe(const qh_fz_case *c)
             continue;
         }
         qh_format_dims(c->inputs[i], dims, sizeof dims);
-        fprintf(stderr, " %s%s", qh_dtype_name(c->inputs[i]->dtype), dims);
+        fprintf(stderr, " %s%s", qmm_dtype_name(c->inputs[i]->dtype), dims);
     }
     fprintf(stderr, "\n");
 }

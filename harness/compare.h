@@ -27,7 +27,4 @@ int64_t qh_tensor_int(const qmm_tensor *t, int64_t i);
 /* Writes "[2,3]" (or "[]") into buf. */
 void qh_format_dims(const qmm_tensor *t, char *buf, size_t size);
 
-/* The harness's older name for qmm_dtype_name (include/qmm/tensor.h). */
-#define qh_dtype_name qmm_dtype_name
-
 #endif /* QMM_HARNESS_COMPARE_H */

@@ -1396,7 +1396,7 @@ static void common_tags(qh_edge_case *c)
         char t[32];
         snprintf(t, sizeof t, "opset%d", q->opset);
         tag(c, t);
-        snprintf(t, sizeof t, "%s-scales", qh_dtype_name(q->a_scale.dtype));
+        snprintf(t, sizeof t, "%s-scales", qmm_dtype_name(q->a_scale.dtype));
         tag(c, t);
     } else {
         tag(c, "matmulinteger");

@@ -140,7 +140,7 @@ static const char *short_type(int32_t dtype)
     switch (dtype) {
     case QMM_DTYPE_UINT8: return "u8";
     case QMM_DTYPE_INT8: return "s8";
-    default: return qh_dtype_name(dtype);
+    default: return qmm_dtype_name(dtype);
     }
 }
 
@@ -168,7 +168,7 @@ void qh_problem_describe(const qh_problem *p, char *buf, size_t size)
     } while (0)
     if (p->call.op == QMM_OP_QLINEARMATMUL)
         PUT("QLinearMatMul opset %d %s %s", p->call.u.qlinearmatmul.opset, types,
-            qh_dtype_name(p->call.u.qlinearmatmul.a_scale.dtype));
+            qmm_dtype_name(p->call.u.qlinearmatmul.a_scale.dtype));
     else
         PUT("MatMulInteger %s", types);
     for (int32_t i = 0; i < qh_problem_n_inputs(p); i++) {

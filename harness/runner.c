@@ -107,6 +107,18 @@ static void sb_call_inputs(qh_sb *b, const qmm_call *call)
         sb_tensor_brief(b, "B", &c->b);
         sb_tensor_brief(b, "a_zero_point", &c->a_zero_point);
         sb_tensor_brief(b, "b_zero_point", &c->b_zero_point);
+    } else if (call->op == QMM_OP_QORDEREDMATMUL) {
+        const qmm_qorderedmatmul *c = &call->u.qorderedmatmul;
+        qh_sb_printf(b, "  QOrderedMatMul (order_A %d, order_B %d, order_Y %d)\n", c->order_a,
+                     c->order_b, c->order_y);
+        sb_tensor_brief(b, "A", &c->a);
+        sb_tensor_brief(b, "scale_A", &c->scale_a);
+        sb_tensor_brief(b, "B", &c->b);
+        sb_tensor_brief(b, "scale_B", &c->scale_b);
+        sb_tensor_brief(b, "scale_Y", &c->scale_y);
+        sb_tensor_brief(b, "bias", &c->bias);
+        sb_tensor_brief(b, "C", &c->c);
+        sb_tensor_brief(b, "scale_C", &c->scale_c);
     }
 }
 
