@@ -89,31 +89,22 @@ static void ref_close(qmm_backend *self)
 /* Options are comma-separated key=value pairs; only profile=NAME exists. */
 static qmm_status_code parse_options(const char *options, qmm_profile *profile, qmm_status *st)
 {
-    const char *p = options ? options : "";
     *profile = QMM_PROFILE_SPEC;
-    while (*p) {
-        size_t len = strcspn(p, ",");
-        if (len > 0) {
-            const char *eq = memchr(p, '=', len);
-            size_t klen = eq ? (size_t)(eq - p) : len;
-            if (klen != strlen("profile") || strncmp(p, "profile", klen) != 0)
-                return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                                      "option '%.*s': unknown (the reference accepts "
-                                      "profile=NAME)",
-                                      (int)len, p);
-            char value[64] = "";
-            size_t vlen = eq ? len - klen - 1 : 0;
-            if (eq && vlen < sizeof value)
-                memcpy(value, eq + 1, vlen);
-            if (!eq || vlen >= sizeof value || !qmm_profile_from_name(value, profile))
-                return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                                      "option '%.*s': unknown profile (the reference "
-                                      "implements spec, onnx-ref, ort-fp32, orion-fp16x16)",
-                                      (int)len, p);
-        }
-        p += len;
-        if (*p == ',')
-            p++;
+    qmm_option o;
+    for (const char *p = options; qmm_option_next(&p, &o);) {
+        if (!qmm_option_is(&o, "profile"))
+            return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                                  "option '%.*s': unknown (the reference accepts profile=NAME)",
+                                  o.item_len, o.item);
+        char value[64] = "";
+        if (o.value_len > 0 && (size_t)o.value_len < sizeof value)
+            memcpy(value, o.value, (size_t)o.value_len);
+        if (o.value_len == 0 || (size_t)o.value_len >= sizeof value ||
+            !qmm_profile_from_name(value, profile))
+            return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                                  "option '%.*s': unknown profile (the reference "
+                                  "implements spec, onnx-ref, ort-fp32, orion-fp16x16)",
+                                  o.item_len, o.item);
     }
     return QMM_OK;
 }

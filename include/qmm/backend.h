@@ -79,6 +79,78 @@ struct qmm_backend {
 typedef qmm_backend *(*qmm_backend_open_fn)(uint32_t harness_abi, const char *options,
                                              qmm_status *st);
 
+/* One item of an option string: "threads=2" in "isa=avx2,threads=2". Spans point into the
+ * string; `value` is empty when the item has no '='. */
+typedef struct qmm_option {
+    const char *item, *key, *value;
+    int item_len, key_len, value_len;
+} qmm_option;
+
+/* Steps through a comma-separated option string, skipping empty items: returns 1 and fills
+ * *opt while items remain, 0 at the end. `*cursor` starts at the string (NULL counts as ""). */
+static inline int qmm_option_next(const char **cursor, qmm_option *opt)
+{
+    const char *p = *cursor ? *cursor : "";
+    while (*p == ',')
+        p++;
+    if (*p == '\0') {
+        *cursor = p;
+        return 0;
+    }
+    const char *end = p;
+    while (*end && *end != ',')
+        end++;
+    const char *eq = p;
+    while (eq < end && *eq != '=')
+        eq++;
+    opt->item = p;
+    opt->item_len = (int)(end - p);
+    opt->key = p;
+    opt->key_len = (int)(eq - p);
+    opt->value = eq < end ? eq + 1 : end;
+    opt->value_len = (int)(end - opt->value);
+    *cursor = end;
+    return 1;
+}
+
+/* 1 when the item's key is exactly `key`. */
+static inline int qmm_option_is(const qmm_option *opt, const char *key)
+{
+    int n = 0;
+    while (key[n])
+        n++;
+    if (n != opt->key_len)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (opt->key[i] != key[i])
+            return 0;
+    return 1;
+}
+
+/* Parses the value as a decimal integer in [lo, hi]: 1 and *out on success, 0 otherwise. */
+static inline int qmm_option_int(const qmm_option *opt, long lo, long hi, long *out)
+{
+    if (opt->value_len == 0 || opt->value_len > 18)
+        return 0;
+    long v = 0;
+    int neg = opt->value[0] == '-';
+    for (int i = neg; i < opt->value_len; i++) {
+        char c = opt->value[i];
+        if (c < '0' || c > '9')
+            return 0;
+        v = v * 10 + (c - '0');
+    }
+    if (neg) {
+        if (opt->value_len == 1)
+            return 0;
+        v = -v;
+    }
+    if (v < lo || v > hi)
+        return 0;
+    *out = v;
+    return 1;
+}
+
 /* Dispatches a tagged call to the operator function, answering UNSUPPORTED for a NULL one. */
 static inline qmm_status_code qmm_backend_run(const qmm_backend *be, qmm_call *call,
                                               qmm_status *st)

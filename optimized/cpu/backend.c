@@ -102,44 +102,27 @@ static int is_ours(const qmm_backend *be)
 static qmm_status_code parse_options(const char *options, int *isa, int *threads,
                                      qmm_status *st)
 {
-    const char *p = options ? options : "";
-    while (*p) {
-        size_t len = strcspn(p, ",");
-        if (len > 0) {
-            const char *eq = memchr(p, '=', len);
-            size_t klen = eq ? (size_t)(eq - p) : len;
-            const char *v = eq ? eq + 1 : p + len;
-            size_t vlen = eq ? len - klen - 1 : 0;
-            if (klen == 3 && strncmp(p, "isa", 3) == 0) {
-                *isa = parse_isa(v, vlen);
-                if (*isa == -2)
-                    return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                                          "option '%.*s': unknown ISA (scalar, avx2, avxvnni, "
-                                          "avx512vnni or auto)",
-                                          (int)len, p);
-            } else if (klen == 7 && strncmp(p, "threads", 7) == 0) {
-                char buf[16];
-                char *end;
-                if (vlen == 0 || vlen >= sizeof buf)
-                    return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                                          "option '%.*s': threads must be 1..256", (int)len, p);
-                memcpy(buf, v, vlen);
-                buf[vlen] = '\0';
-                long n = strtol(buf, &end, 10);
-                if (*end || n < 1 || n > 256)
-                    return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                                          "option '%.*s': threads must be 1..256", (int)len, p);
-                *threads = (int)n;
-            } else {
+    qmm_option o;
+    long n;
+    for (const char *p = options; qmm_option_next(&p, &o);) {
+        if (qmm_option_is(&o, "isa")) {
+            *isa = parse_isa(o.value, (size_t)o.value_len);
+            if (*isa == -2)
                 return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                                      "option '%.*s': unknown (the optimized backend accepts "
-                                      "isa=scalar|avx2|avxvnni|avx512vnni|auto, threads=N)",
-                                      (int)len, p);
-            }
+                                      "option '%.*s': unknown ISA (scalar, avx2, avxvnni, "
+                                      "avx512vnni or auto)",
+                                      o.item_len, o.item);
+        } else if (qmm_option_is(&o, "threads")) {
+            if (!qmm_option_int(&o, 1, 256, &n))
+                return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                                      "option '%.*s': threads must be 1..256", o.item_len, o.item);
+            *threads = (int)n;
+        } else {
+            return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                                  "option '%.*s': unknown (the optimized backend accepts "
+                                  "isa=scalar|avx2|avxvnni|avx512vnni|auto, threads=N)",
+                                  o.item_len, o.item);
         }
-        p += len;
-        if (*p == ',')
-            p++;
     }
     return QMM_OK;
 }

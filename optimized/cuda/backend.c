@@ -97,44 +97,25 @@ static void cu_close(qmm_backend *self)
 static qmm_status_code parse_options(const char *options, int *device, int *emulate,
                                      qmm_status *st)
 {
-    const char *p = options ? options : "";
-    while (*p) {
-        size_t len = strcspn(p, ",");
-        if (len > 0) {
-            const char *eq = memchr(p, '=', len);
-            size_t klen = eq ? (size_t)(eq - p) : len;
-            const char *v = eq ? eq + 1 : p + len;
-            size_t vlen = eq ? len - klen - 1 : 0;
-            char buf[16];
-            char *end;
-            long val = -1;
-            if (vlen > 0 && vlen < sizeof buf) {
-                memcpy(buf, v, vlen);
-                buf[vlen] = '\0';
-                val = strtol(buf, &end, 10);
-                if (*end)
-                    val = -1;
-            }
-            if (klen == 6 && strncmp(p, "device", 6) == 0) {
-                if (val < 0 || val > 1023)
-                    return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                                          "option '%.*s': device must be 0..1023", (int)len, p);
-                *device = (int)val;
-            } else if (klen == 7 && strncmp(p, "emulate", 7) == 0) {
-                if (val != 0 && val != 1)
-                    return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                                          "option '%.*s': emulate must be 0 or 1", (int)len, p);
-                *emulate = (int)val;
-            } else {
+    qmm_option o;
+    long val;
+    for (const char *p = options; qmm_option_next(&p, &o);) {
+        if (qmm_option_is(&o, "device")) {
+            if (!qmm_option_int(&o, 0, 1023, &val))
                 return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                                      "option '%.*s': unknown (the cuda backend accepts "
-                                      "device=N, emulate=0|1)",
-                                      (int)len, p);
-            }
+                                      "option '%.*s': device must be 0..1023", o.item_len, o.item);
+            *device = (int)val;
+        } else if (qmm_option_is(&o, "emulate")) {
+            if (!qmm_option_int(&o, 0, 1, &val))
+                return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                                      "option '%.*s': emulate must be 0 or 1", o.item_len, o.item);
+            *emulate = (int)val;
+        } else {
+            return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                                  "option '%.*s': unknown (the cuda backend accepts "
+                                  "device=N, emulate=0|1)",
+                                  o.item_len, o.item);
         }
-        p += len;
-        if (*p == ',')
-            p++;
     }
     return QMM_OK;
 }
