@@ -694,6 +694,87 @@ Test(rounding, exact_path_directly)
     cr_assert_eq(qmm_opt_requant_exact(INT32_MAX, 0x1p-140, 0x1p-140, 0x1p100), 0);
 }
 
+/* The row requantizers (scalar, and the 8- and 16-lane ones where this CPU runs them) on
+ * rows whose lengths are not multiples of 8 or 16, mixing in every lane position: values
+ * within 2^-28 of a tie (only the exact path may decide them, so the whole vector block must
+ * fall back), saturation at both ends, zero accumulators and ordinary values. Each element
+ * must equal the exact rule clamp(RNE(acc*sa*sb/sy) + zy). */
+Test(rounding, row_requantizers_agree_with_the_exact_rule)
+{
+    typedef struct rq {
+        const char *name;
+        qmm_opt_requant_row_fn fn;
+        int usable;
+    } rq;
+    rq fns[] = {
+        {"scalar", qmm_opt_requant_row, 1},
+#if defined(__x86_64__)
+        {"avx2", qmm_opt_requant_row_avx2, qmm_opt_isa_missing(QMM_OPT_ISA_AVX2) == NULL},
+        {"avx512", qmm_opt_requant_row_avx512,
+         qmm_opt_isa_missing(QMM_OPT_ISA_AVX512VNNI) == NULL},
+#endif
+    };
+    enum { N = 53 };
+    rng r = {11};
+    int near_ties = 0;
+    for (int round = 0; round < 400; round++) {
+        /* sy = my * 2^(t-20), sa = 1: column j's sb = ma * 2^-20 puts acc*sb/sy at
+         * (acc*ma) / (my*2^t); acc*ma = (2h+1)*my*2^(t-1) + d gives h + 1/2 + d/(my*2^t) */
+        int64_t my = rnd(&r, 1 << 12, 1 << 14) | 1, t = rnd(&r, 16, 22);
+        double sa = 1.0, sy = ldexp((double)my, (int)t - 20);
+        int32_t acc[N];
+        double sb[N], cm[N];
+        int signed_y = round % 2;
+        int32_t zy = signed_y ? (int32_t)rnd(&r, -60, 60) : (int32_t)rnd(&r, 0, 60);
+        int32_t qmin = signed_y ? -128 : 0, qmax = signed_y ? 127 : 255;
+        for (int j = 0; j < N; j++) {
+            int kind = (int)((j + round) % 5);
+            int64_t ma = rnd(&r, 1, (1 << 24) - 1);
+            int32_t a = (int32_t)rnd(&r, -65025, 65025);
+            if (kind == 0) {
+                /* odd |acc| < 64, coprime with my: solve (2h+1)*my*2^(t-1) = -d (mod acc) */
+                int64_t d = next64(&r) & 1 ? 1 : -1, m = rnd(&r, 1, 31) * 2 + 1;
+                int64_t base = my * ((int64_t)1 << (t - 1)) % m, h = -1;
+                for (int64_t hh = 0; hh < m && h < 0; hh++)
+                    if (((2 * hh + 1) * base + d) % m == 0)
+                        h = hh;
+                if (h >= 0) {
+                    ma = ((2 * h + 1) * my * ((int64_t)1 << (t - 1)) + d) / m;
+                    a = (int32_t)(next64(&r) & 1 ? m : -m); /* -m: the tie at -(h + 1/2) */
+                    near_ties++;
+                }
+            } else if (kind == 1) {
+                a = INT32_MAX - (int32_t)rnd(&r, 0, 1000);
+            } else if (kind == 2) {
+                a = INT32_MIN + (int32_t)rnd(&r, 0, 1000);
+            } else if (kind == 3) {
+                a = 0;
+            }
+            acc[j] = a;
+            /* saturating lanes get scales up to 2^20: |x| far beyond int32 and 2^51 */
+            sb[j] = ldexp((double)ma, kind == 1 || kind == 2 ? (int)rnd(&r, -20, 20) : -20);
+            cm[j] = sb[j] / sy;
+        }
+        for (size_t f = 0; f < sizeof fns / sizeof fns[0]; f++) {
+            if (!fns[f].usable)
+                continue;
+            for (int n = N - 16; n <= N; n += 8) {
+                uint8_t out[N];
+                memset(out, 0x5a, sizeof out); /* what a skipped element would keep */
+                fns[f].fn(acc, (size_t)n, sa, sb, cm, sy, zy, qmin, qmax, out);
+                for (int j = 0; j < n; j++) {
+                    int64_t q = qmm_opt_requant_exact(acc[j], sa, sb[j], sy) + zy;
+                    q = q < qmin ? qmin : q > qmax ? qmax : q;
+                    cr_assert_eq(out[j], (uint8_t)q, "%s n=%d j=%d acc=%d sb=%a sy=%a zy=%d: "
+                                 "got %u want %u", fns[f].name, n, j, acc[j], sb[j], sy, zy,
+                                 out[j], (uint8_t)q);
+                }
+            }
+        }
+    }
+    cr_assert_geq(near_ties, 1000, "only %d near-ties were built", near_ties);
+}
+
 /* ---- prepack API ---- */
 
 Test(prepack, reuse_across_parameters_and_errors)

@@ -12,19 +12,25 @@
 /* The per-ISA dispatch table: constant, so nothing needs initialising at run time; what the
  * CPU can run is decided once by qmm_opt_cpu_features(). */
 static const qmm_opt_isa_ops isa_table[QMM_OPT_ISA_COUNT] = {
-    {QMM_OPT_ISA_SCALAR, 6, 16, 2, qmm_opt_kernel_scalar_6x16, NULL, NULL, 0},
+    {QMM_OPT_ISA_SCALAR, 6, 16, 2, qmm_opt_kernel_scalar_6x16, NULL, NULL, NULL, 0,
+     qmm_opt_requant_row, NULL},
 #if defined(__x86_64__)
-    {QMM_OPT_ISA_AVX2, 6, 16, 2, qmm_opt_kernel_avx2_6x16, qmm_opt_gemv_avx2,
-     qmm_opt_gemv_packed_avx2, 1},
-    /* the VNNI layouts are quads (and 32 columns for AVX-512): no small-M packed kernel */
-    {QMM_OPT_ISA_AVXVNNI, 6, 16, 4, qmm_opt_kernel_avxvnni_6x16, qmm_opt_gemv_avx2, NULL, 0},
-    {QMM_OPT_ISA_AVX512VNNI, 8, 32, 4, qmm_opt_kernel_avx512vnni_8x32, qmm_opt_gemv_avx2,
-     NULL, 0},
+    {QMM_OPT_ISA_AVX2, 6, 16, 2, qmm_opt_kernel_avx2_6x16, NULL, qmm_opt_gemv_avx2,
+     qmm_opt_gemv_packed_avx2, 1, qmm_opt_requant_row_avx2, NULL},
+    /* the VNNI layouts are quads: small M on a prepacked B runs the kernel on its rows only */
+    {QMM_OPT_ISA_AVXVNNI, 6, 16, 4, qmm_opt_kernel_avxvnni_6x16, qmm_opt_kernel_avxvnni_rx16,
+     qmm_opt_gemv_avx2, NULL, 0, qmm_opt_requant_row_avx2, qmm_opt_colsum_avxvnni},
+    {QMM_OPT_ISA_AVX512VNNI, 8, 32, 4, qmm_opt_kernel_avx512vnni_8x32,
+     qmm_opt_kernel_avx512vnni_rx32, qmm_opt_gemv_avx2, NULL, 0, qmm_opt_requant_row_avx512,
+     qmm_opt_colsum_avx512vnni},
 #else
     /* no x86 kernels: the other ISAs are refused by qmm_opt_isa_missing before use */
-    {QMM_OPT_ISA_AVX2, 6, 16, 2, qmm_opt_kernel_scalar_6x16, NULL, NULL, 0},
-    {QMM_OPT_ISA_AVXVNNI, 6, 16, 2, qmm_opt_kernel_scalar_6x16, NULL, NULL, 0},
-    {QMM_OPT_ISA_AVX512VNNI, 6, 16, 2, qmm_opt_kernel_scalar_6x16, NULL, NULL, 0},
+    {QMM_OPT_ISA_AVX2, 6, 16, 2, qmm_opt_kernel_scalar_6x16, NULL, NULL, NULL, 0,
+     qmm_opt_requant_row, NULL},
+    {QMM_OPT_ISA_AVXVNNI, 6, 16, 2, qmm_opt_kernel_scalar_6x16, NULL, NULL, NULL, 0,
+     qmm_opt_requant_row, NULL},
+    {QMM_OPT_ISA_AVX512VNNI, 6, 16, 2, qmm_opt_kernel_scalar_6x16, NULL, NULL, NULL, 0,
+     qmm_opt_requant_row, NULL},
 #endif
 };
 
@@ -91,6 +97,8 @@ static void opt_close(qmm_backend *self)
         return;
     qmm_opt_backend *ob = self->impl;
     qmm_opt_pool_destroy(ob->pool);
+    pthread_mutex_destroy(&ob->ws_lock);
+    free(ob->ws);
     free(ob);
 }
 
@@ -162,6 +170,7 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
         qmm_status_set(st, QMM_OUT_OF_MEMORY, "optimized: out of memory");
         return NULL;
     }
+    pthread_mutex_init(&ob->ws_lock, NULL);
     ob->ops = qmm_opt_isa_table((qmm_opt_isa)isa);
     ob->missing = qmm_opt_isa_missing((qmm_opt_isa)isa);
     ob->threads = threads;
@@ -176,6 +185,7 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
     if (!ob->missing) {
         ob->pool = qmm_opt_pool_create(threads);
         if (!ob->pool) {
+            pthread_mutex_destroy(&ob->ws_lock);
             free(ob);
             qmm_status_set(st, QMM_OUT_OF_MEMORY, "optimized: cannot start %d threads",
                            threads);

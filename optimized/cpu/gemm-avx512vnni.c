@@ -1,7 +1,6 @@
 /* optimized/cpu/gemm-avx512vnni.c — AVX-512 VNNI microkernel (built with -mavx512f
  * -mavx512bw -mavx512vl -mavx512vnni). 8 rows x 32 columns: 16 zmm accumulators, 2 B
- * registers, one broadcast. vpdpbusd (non-saturating) as in gemm-avxvnni.c. Not executed on
- * the development machine (no AVX-512): the dispatch refuses it there.
+ * registers, one broadcast. vpdpbusd (non-saturating) as in gemm-avxvnni.c.
  */
 #include <immintrin.h>
 
@@ -9,17 +8,20 @@
 
 enum { MR = 8, NR = 32 };
 
-void qmm_opt_kernel_avx512vnni_8x32(size_t kgroups, const int32_t *a, const int8_t *b,
-                                    int32_t *c, size_t ldc, int accumulate)
+/* The tile's first R rows (R a constant after inlining, so the accumulators stay in
+ * registers); the packed A advances by MR words per group whatever R is. */
+static inline __attribute__((always_inline)) void tile(int R, size_t kgroups, const int32_t *a,
+                                                      const int8_t *b, int32_t *c, size_t ldc,
+                                                      int accumulate)
 {
     __m512i acc[MR][2];
-    for (int r = 0; r < MR; r++)
+    for (int r = 0; r < R; r++)
         acc[r][0] = acc[r][1] = _mm512_setzero_si512();
     for (size_t t = 0; t < kgroups; t++) {
         /* columns 0-15 then 16-31, four k per column */
         __m512i b0 = _mm512_loadu_si512((const void *)b);
         __m512i b1 = _mm512_loadu_si512((const void *)(b + 64));
-        for (int r = 0; r < MR; r++) {
+        for (int r = 0; r < R; r++) {
             __m512i av = _mm512_set1_epi32(a[r]);
             acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, b0);
             acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, b1);
@@ -27,7 +29,7 @@ void qmm_opt_kernel_avx512vnni_8x32(size_t kgroups, const int32_t *a, const int8
         a += MR;
         b += NR * 4;
     }
-    for (int r = 0; r < MR; r++) {
+    for (int r = 0; r < R; r++) {
         int32_t *p0 = c + (size_t)r * ldc, *p1 = c + (size_t)r * ldc + 16;
         if (accumulate) {
             acc[r][0] = _mm512_add_epi32(acc[r][0], _mm512_loadu_si512((const void *)p0));
@@ -35,6 +37,160 @@ void qmm_opt_kernel_avx512vnni_8x32(size_t kgroups, const int32_t *a, const int8
         }
         _mm512_storeu_si512((void *)p0, acc[r][0]);
         _mm512_storeu_si512((void *)p1, acc[r][1]);
+    }
+}
+
+void qmm_opt_kernel_avx512vnni_8x32(size_t kgroups, const int32_t *a, const int8_t *b,
+                                    int32_t *c, size_t ldc, int accumulate)
+{
+    /* Assembly, as for the AVX2 kernel: GCC keeps the 16 accumulators of tile() in
+     * registers but copies them around the loop (30 register moves per 16 vpdpbusd, enough
+     * to make the loop front-end bound). Registers: accumulators zmm0-15 (row r: columns
+     * 0-15 in zmm 2r, 16-31 in zmm 2r+1), B zmm16-17, row broadcasts alternating zmm18-19. */
+    size_t kt = kgroups, ldcb = ldc * sizeof(int32_t);
+    int32_t *cp = c, *t;
+    long acc = accumulate;
+    __asm__ volatile(
+        "vpxord %%zmm0, %%zmm0, %%zmm0\n\t"
+        "vpxord %%zmm1, %%zmm1, %%zmm1\n\t"
+        "vpxord %%zmm2, %%zmm2, %%zmm2\n\t"
+        "vpxord %%zmm3, %%zmm3, %%zmm3\n\t"
+        "vpxord %%zmm4, %%zmm4, %%zmm4\n\t"
+        "vpxord %%zmm5, %%zmm5, %%zmm5\n\t"
+        "vpxord %%zmm6, %%zmm6, %%zmm6\n\t"
+        "vpxord %%zmm7, %%zmm7, %%zmm7\n\t"
+        "vpxord %%zmm8, %%zmm8, %%zmm8\n\t"
+        "vpxord %%zmm9, %%zmm9, %%zmm9\n\t"
+        "vpxord %%zmm10, %%zmm10, %%zmm10\n\t"
+        "vpxord %%zmm11, %%zmm11, %%zmm11\n\t"
+        "vpxord %%zmm12, %%zmm12, %%zmm12\n\t"
+        "vpxord %%zmm13, %%zmm13, %%zmm13\n\t"
+        "vpxord %%zmm14, %%zmm14, %%zmm14\n\t"
+        "vpxord %%zmm15, %%zmm15, %%zmm15\n\t"
+        "test %[k], %[k]\n\t"
+        "jz 2f\n\t"
+        ".p2align 5\n"
+        "1:\n\t"
+        "vmovdqu64 (%[b]), %%zmm16\n\t"
+        "vmovdqu64 64(%[b]), %%zmm17\n\t"
+        "vpbroadcastd 0(%[a]), %%zmm18\n\t"
+        "vpdpbusd %%zmm16, %%zmm18, %%zmm0\n\t"
+        "vpdpbusd %%zmm17, %%zmm18, %%zmm1\n\t"
+        "vpbroadcastd 4(%[a]), %%zmm19\n\t"
+        "vpdpbusd %%zmm16, %%zmm19, %%zmm2\n\t"
+        "vpdpbusd %%zmm17, %%zmm19, %%zmm3\n\t"
+        "vpbroadcastd 8(%[a]), %%zmm18\n\t"
+        "vpdpbusd %%zmm16, %%zmm18, %%zmm4\n\t"
+        "vpdpbusd %%zmm17, %%zmm18, %%zmm5\n\t"
+        "vpbroadcastd 12(%[a]), %%zmm19\n\t"
+        "vpdpbusd %%zmm16, %%zmm19, %%zmm6\n\t"
+        "vpdpbusd %%zmm17, %%zmm19, %%zmm7\n\t"
+        "vpbroadcastd 16(%[a]), %%zmm18\n\t"
+        "vpdpbusd %%zmm16, %%zmm18, %%zmm8\n\t"
+        "vpdpbusd %%zmm17, %%zmm18, %%zmm9\n\t"
+        "vpbroadcastd 20(%[a]), %%zmm19\n\t"
+        "vpdpbusd %%zmm16, %%zmm19, %%zmm10\n\t"
+        "vpdpbusd %%zmm17, %%zmm19, %%zmm11\n\t"
+        "vpbroadcastd 24(%[a]), %%zmm18\n\t"
+        "vpdpbusd %%zmm16, %%zmm18, %%zmm12\n\t"
+        "vpdpbusd %%zmm17, %%zmm18, %%zmm13\n\t"
+        "vpbroadcastd 28(%[a]), %%zmm19\n\t"
+        "vpdpbusd %%zmm16, %%zmm19, %%zmm14\n\t"
+        "vpdpbusd %%zmm17, %%zmm19, %%zmm15\n\t"
+        "add $32, %[a]\n\t"
+        "add $128, %[b]\n\t"
+        "dec %[k]\n\t"
+        "jnz 1b\n"
+        "2:\n\t"
+        "test %[acc], %[acc]\n\t"
+        "jz 3f\n\t"
+        "mov %[c], %[t]\n\t"
+        "vpaddd (%[t]), %%zmm0, %%zmm0\n\t"
+        "vpaddd 64(%[t]), %%zmm1, %%zmm1\n\t"
+        "add %[ldcb], %[t]\n\t"
+        "vpaddd (%[t]), %%zmm2, %%zmm2\n\t"
+        "vpaddd 64(%[t]), %%zmm3, %%zmm3\n\t"
+        "add %[ldcb], %[t]\n\t"
+        "vpaddd (%[t]), %%zmm4, %%zmm4\n\t"
+        "vpaddd 64(%[t]), %%zmm5, %%zmm5\n\t"
+        "add %[ldcb], %[t]\n\t"
+        "vpaddd (%[t]), %%zmm6, %%zmm6\n\t"
+        "vpaddd 64(%[t]), %%zmm7, %%zmm7\n\t"
+        "add %[ldcb], %[t]\n\t"
+        "vpaddd (%[t]), %%zmm8, %%zmm8\n\t"
+        "vpaddd 64(%[t]), %%zmm9, %%zmm9\n\t"
+        "add %[ldcb], %[t]\n\t"
+        "vpaddd (%[t]), %%zmm10, %%zmm10\n\t"
+        "vpaddd 64(%[t]), %%zmm11, %%zmm11\n\t"
+        "add %[ldcb], %[t]\n\t"
+        "vpaddd (%[t]), %%zmm12, %%zmm12\n\t"
+        "vpaddd 64(%[t]), %%zmm13, %%zmm13\n\t"
+        "add %[ldcb], %[t]\n\t"
+        "vpaddd (%[t]), %%zmm14, %%zmm14\n\t"
+        "vpaddd 64(%[t]), %%zmm15, %%zmm15\n\t"
+        "3:\n\t"
+        "vmovdqu64 %%zmm0, (%[c])\n\t"
+        "vmovdqu64 %%zmm1, 64(%[c])\n\t"
+        "add %[ldcb], %[c]\n\t"
+        "vmovdqu64 %%zmm2, (%[c])\n\t"
+        "vmovdqu64 %%zmm3, 64(%[c])\n\t"
+        "add %[ldcb], %[c]\n\t"
+        "vmovdqu64 %%zmm4, (%[c])\n\t"
+        "vmovdqu64 %%zmm5, 64(%[c])\n\t"
+        "add %[ldcb], %[c]\n\t"
+        "vmovdqu64 %%zmm6, (%[c])\n\t"
+        "vmovdqu64 %%zmm7, 64(%[c])\n\t"
+        "add %[ldcb], %[c]\n\t"
+        "vmovdqu64 %%zmm8, (%[c])\n\t"
+        "vmovdqu64 %%zmm9, 64(%[c])\n\t"
+        "add %[ldcb], %[c]\n\t"
+        "vmovdqu64 %%zmm10, (%[c])\n\t"
+        "vmovdqu64 %%zmm11, 64(%[c])\n\t"
+        "add %[ldcb], %[c]\n\t"
+        "vmovdqu64 %%zmm12, (%[c])\n\t"
+        "vmovdqu64 %%zmm13, 64(%[c])\n\t"
+        "add %[ldcb], %[c]\n\t"
+        "vmovdqu64 %%zmm14, (%[c])\n\t"
+        "vmovdqu64 %%zmm15, 64(%[c])\n\t"
+        : [a] "+r"(a), [b] "+r"(b), [k] "+r"(kt), [c] "+r"(cp), [t] "=&r"(t)
+        : [ldcb] "r"(ldcb), [acc] "r"(acc)
+        : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19");
+}
+
+/* Partial groups (the last rows of M, and M < 8 with a prepacked B: a gemv streams B once
+ * instead of multiplying seven rows of padding). */
+void qmm_opt_kernel_avx512vnni_rx32(size_t rows, size_t kgroups, const int32_t *a,
+                                    const int8_t *b, int32_t *c, size_t ldc, int accumulate)
+{
+    switch (rows) {
+    case 1: tile(1, kgroups, a, b, c, ldc, accumulate); break;
+    case 2: tile(2, kgroups, a, b, c, ldc, accumulate); break;
+    case 3: tile(3, kgroups, a, b, c, ldc, accumulate); break;
+    case 4: tile(4, kgroups, a, b, c, ldc, accumulate); break;
+    case 5: tile(5, kgroups, a, b, c, ldc, accumulate); break;
+    case 6: tile(6, kgroups, a, b, c, ldc, accumulate); break;
+    case 7: tile(7, kgroups, a, b, c, ldc, accumulate); break;
+    default: tile(MR, kgroups, a, b, c, ldc, accumulate); break;
+    }
+}
+
+/* Column sums of packed panels (pack.c's quads layout, 32 columns x kgroups each, panel p at
+ * b + p*pstride): vpdpbusd with an all-ones uint8 operand adds each column's four k values,
+ * so the sums wrap modulo 2^32 exactly as the scalar loop's. */
+void qmm_opt_colsum_avx512vnni(const int8_t *b, size_t kgroups, size_t npanels, size_t pstride,
+                               int32_t *colsum)
+{
+    const __m512i ones = _mm512_set1_epi8(1);
+    for (size_t p = 0; p < npanels; p++) {
+        const int8_t *bp = b + p * pstride;
+        __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+        for (size_t t = 0; t < kgroups; t++) {
+            s0 = _mm512_dpbusd_epi32(s0, ones, _mm512_loadu_si512((const void *)(bp + t * 128)));
+            s1 = _mm512_dpbusd_epi32(s1, ones,
+                                     _mm512_loadu_si512((const void *)(bp + t * 128 + 64)));
+        }
+        _mm512_storeu_si512((void *)(colsum + p * NR), s0);
+        _mm512_storeu_si512((void *)(colsum + p * NR + 16), s1);
     }
 }
 

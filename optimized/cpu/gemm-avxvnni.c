@@ -2,8 +2,7 @@
  *
  * vpdpbusd multiplies uint8 A' by int8 B' in quads and adds to int32 without saturation
  * (the "s" form saturates and is not used), so every product is exact and the sum wraps
- * modulo 2^32. Not executed on the development machine (no AVX-VNNI): the dispatch refuses
- * it there; the layout is the one pack.c's generic loop defines.
+ * modulo 2^32. The layout is the one pack.c's generic loop defines.
  */
 #include <immintrin.h>
 
@@ -11,17 +10,19 @@
 
 enum { MR = 6, NR = 16 };
 
-void qmm_opt_kernel_avxvnni_6x16(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
-                                 size_t ldc, int accumulate)
+/* The tile's first R rows (R a constant after inlining); A advances by MR words per group. */
+static inline __attribute__((always_inline)) void tile(int R, size_t kgroups, const int32_t *a,
+                                                      const int8_t *b, int32_t *c, size_t ldc,
+                                                      int accumulate)
 {
     __m256i acc[MR][2];
-    for (int r = 0; r < MR; r++)
+    for (int r = 0; r < R; r++)
         acc[r][0] = acc[r][1] = _mm256_setzero_si256();
     for (size_t t = 0; t < kgroups; t++) {
         /* columns 0-7 then 8-15, four k per column */
         __m256i b0 = _mm256_loadu_si256((const __m256i *)(const void *)b);
         __m256i b1 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 32));
-        for (int r = 0; r < MR; r++) {
+        for (int r = 0; r < R; r++) {
             __m256i av = _mm256_set1_epi32(a[r]);
             acc[r][0] = _mm256_dpbusd_avx_epi32(acc[r][0], av, b0);
             acc[r][1] = _mm256_dpbusd_avx_epi32(acc[r][1], av, b1);
@@ -29,7 +30,7 @@ void qmm_opt_kernel_avxvnni_6x16(size_t kgroups, const int32_t *a, const int8_t 
         a += MR;
         b += NR * 4;
     }
-    for (int r = 0; r < MR; r++) {
+    for (int r = 0; r < R; r++) {
         __m256i *p0 = (__m256i *)(void *)(c + (size_t)r * ldc);
         __m256i *p1 = (__m256i *)(void *)(c + (size_t)r * ldc + 8);
         if (accumulate) {
@@ -38,6 +39,46 @@ void qmm_opt_kernel_avxvnni_6x16(size_t kgroups, const int32_t *a, const int8_t 
         }
         _mm256_storeu_si256(p0, acc[r][0]);
         _mm256_storeu_si256(p1, acc[r][1]);
+    }
+}
+
+void qmm_opt_kernel_avxvnni_6x16(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
+                                 size_t ldc, int accumulate)
+{
+    tile(MR, kgroups, a, b, c, ldc, accumulate);
+}
+
+/* Partial groups: the last rows of M, and M < 6 with a prepacked B. */
+void qmm_opt_kernel_avxvnni_rx16(size_t rows, size_t kgroups, const int32_t *a,
+                                 const int8_t *b, int32_t *c, size_t ldc, int accumulate)
+{
+    switch (rows) {
+    case 1: tile(1, kgroups, a, b, c, ldc, accumulate); break;
+    case 2: tile(2, kgroups, a, b, c, ldc, accumulate); break;
+    case 3: tile(3, kgroups, a, b, c, ldc, accumulate); break;
+    case 4: tile(4, kgroups, a, b, c, ldc, accumulate); break;
+    case 5: tile(5, kgroups, a, b, c, ldc, accumulate); break;
+    default: tile(MR, kgroups, a, b, c, ldc, accumulate); break;
+    }
+}
+
+/* Column sums of packed panels (16 columns x kgroups each, panel p at b + p*pstride), as
+ * qmm_opt_colsum_avx512vnni: vpdpbusd with all-ones uint8, wrapping modulo 2^32. */
+void qmm_opt_colsum_avxvnni(const int8_t *b, size_t kgroups, size_t npanels, size_t pstride,
+                            int32_t *colsum)
+{
+    const __m256i ones = _mm256_set1_epi8(1);
+    for (size_t p = 0; p < npanels; p++) {
+        const int8_t *bp = b + p * pstride;
+        __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+        for (size_t t = 0; t < kgroups; t++) {
+            s0 = _mm256_dpbusd_avx_epi32(
+                s0, ones, _mm256_loadu_si256((const __m256i *)(const void *)(bp + t * 64)));
+            s1 = _mm256_dpbusd_avx_epi32(
+                s1, ones, _mm256_loadu_si256((const __m256i *)(const void *)(bp + t * 64 + 32)));
+        }
+        _mm256_storeu_si256((__m256i *)(void *)(colsum + p * NR), s0);
+        _mm256_storeu_si256((__m256i *)(void *)(colsum + p * NR + 8), s1);
     }
 }
 

@@ -139,7 +139,11 @@ static void pack_b_task(void *ctx, size_t task, int worker)
     const uint8_t *src = J->braw + bmat * J->k * J->n;
     int8_t *dst = J->bpack_own + bmat * J->kp * J->npad + j0 * J->kp;
     int32_t *cs = J->colsum_own ? J->colsum_own + bmat * J->npad + j0 : NULL;
-    qmm_opt_pack_b(src, J->n, J->b_signed, J->k, j0, j1, J->nr, J->kg, J->uw, dst, cs);
+    const qmm_opt_colsum_fn sums = J->ops ? J->ops->colsum : NULL;
+    qmm_opt_pack_b(src, J->n, J->b_signed, J->k, j0, j1, J->nr, J->kg, J->uw, dst,
+                   sums ? NULL : cs);
+    if (cs && sums) /* from the panels just written, still in cache */
+        sums(dst, J->kgroups, ceil_div(j1 - j0, (size_t)J->nr), J->kp * (size_t)J->nr, cs);
 }
 
 /* ---- phase 3: compute and epilogue ---- */
@@ -213,7 +217,7 @@ static void epilogue(const job *J, worker_scratch *w, int64_t bi, size_t m0, siz
                                      qmm_param_offset(&J->maps[P_AS], g, bi, (int64_t)i, 0));
         uint8_t *out = (uint8_t *)c->y.data + yoff;
         if (J->y_per_tensor) {
-            qmm_opt_requant_row(w->accrow, nc, sa, w->sb, w->cm, J->sy, J->zy, J->qmin,
+            J->ops->requant_row(w->accrow, nc, sa, w->sb, w->cm, J->sy, J->zy, J->qmin,
                                 J->qmax, out);
             continue;
         }
@@ -289,8 +293,12 @@ static void compute_task(void *ctx, size_t task, int worker)
                 const int8_t *bp = B + p * J->kp * nr + kc * nr * kg;
                 for (size_t gi = g0; gi < g1; gi++) {
                     const int32_t *ap = A + gi * J->kgroups * mr + kc * mr;
-                    J->ops->kernel(kcn, ap, bp, w->cbuf + (gi - g0) * mr * ldc + (p - p0) * nr,
-                                   ldc, kc > 0);
+                    int32_t *cp = w->cbuf + (gi - g0) * mr * ldc + (p - p0) * nr;
+                    size_t rows = m1 - gi * mr < mr ? m1 - gi * mr : mr;
+                    if (rows < mr && J->ops->kernel_rows)
+                        J->ops->kernel_rows(rows, kcn, ap, bp, cp, ldc, kc > 0);
+                    else
+                        J->ops->kernel(kcn, ap, bp, cp, ldc, kc > 0);
                 }
             }
         }
@@ -300,22 +308,56 @@ static void compute_task(void *ctx, size_t task, int worker)
 
 /* ---- setup ---- */
 
-static void job_free(job *J, int threads)
+/* Scratch layout: every piece 64-byte aligned inside one block. */
+static size_t carve(size_t *off, size_t bytes)
 {
-    free(J->amat_rep);
-    free(J->apack);
-    free(J->rowsum);
-    free(J->bpack_own);
-    free(J->colsum_own);
-    if (J->ws)
-        for (int t = 0; t < threads; t++) {
-            free(J->ws[t].cbuf);
-            free(J->ws[t].accrow);
-            free(J->ws[t].zbp);
-            free(J->ws[t].sb);
-            free(J->ws[t].cm);
+    size_t at = (*off + 63) & ~(size_t)63;
+    *off = at + bytes;
+    return at;
+}
+
+/* The call's scratch block: the backend's cached one when no other call holds it (grown to
+ * `bytes` if smaller), else a block of its own. NULL when out of memory. */
+static void *scratch_get(const qmm_opt_backend *cob, size_t bytes, int *cached)
+{
+    qmm_opt_backend *ob = (qmm_opt_backend *)cob; /* the cache is the only mutable state */
+    *cached = 0;
+    if (pthread_mutex_trylock(&ob->ws_lock) == 0) {
+        if (ob->ws_size < bytes) {
+            free(ob->ws);
+            ob->ws_size = 0;
+            ob->ws = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+            if (ob->ws)
+                ob->ws_size = bytes;
         }
-    free(J->ws);
+        if (ob->ws) {
+            *cached = 1;
+            return ob->ws;
+        }
+        pthread_mutex_unlock(&ob->ws_lock);
+        return NULL;
+    }
+    return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+}
+
+static void scratch_put(const qmm_opt_backend *cob, void *block, int cached)
+{
+    qmm_opt_backend *ob = (qmm_opt_backend *)cob;
+    if (cached)
+        pthread_mutex_unlock(&ob->ws_lock);
+    else
+        free(block);
+}
+
+/* Packing, one pool run: A's row chunks, then (task >= a tasks) B's column chunks. */
+static void pack_task(void *ctx, size_t task, int worker)
+{
+    job *J = ctx;
+    size_t na = J->namat * J->a_chunks;
+    if (task < na)
+        pack_a_task(ctx, task, worker);
+    else
+        pack_b_task(ctx, task - na, worker);
 }
 
 /* Runs a validated call. `pb` is a prepacked B or NULL. */
@@ -346,27 +388,47 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
     J->npad = ceil_div(J->n, (size_t)J->nr) * (size_t)J->nr;
     J->braw = J->b->data;
 
-    qmm_status_code rc = QMM_OUT_OF_MEMORY;
     size_t a_numel = (size_t)qmm_tensor_numel(J->a);
     size_t b_numel = (size_t)qmm_tensor_numel(J->b);
     J->namat = J->m && J->k ? a_numel / (J->m * J->k) : 1;
     J->nbmat = J->k && J->n ? b_numel / (J->k * J->n) : 1;
     J->a_words = J->direct || J->smallp ? J->m * ((J->k + 1) / 2) : J->mpad * J->kgroups;
-    J->amat_rep = malloc(J->namat * sizeof *J->amat_rep);
-    J->apack = malloc((J->namat * J->a_words + 1) * sizeof *J->apack);
-    J->rowsum = malloc(J->namat * J->m * sizeof *J->rowsum);
-    J->ws = calloc((size_t)threads, sizeof *J->ws);
-    if (!J->amat_rep || !J->apack || !J->rowsum || !J->ws)
-        goto out;
+    int own_b = !pb && !J->direct;
+    /* one block for everything: offsets first, then the block */
+    size_t off = 0, o_rep, o_apack, o_rowsum, o_ws, o_bpack = 0, o_colsum = 0;
+    size_t o_t[5 * 256];
+    o_rep = carve(&off, J->namat * sizeof *J->amat_rep);
+    o_apack = carve(&off, (J->namat * J->a_words + 1) * sizeof *J->apack);
+    o_rowsum = carve(&off, J->namat * J->m * sizeof *J->rowsum);
+    o_ws = carve(&off, (size_t)threads * sizeof *J->ws);
+    for (int t = 0; t < threads; t++) {
+        o_t[5 * t] = carve(&off, (size_t)MB_MAX * NC_MAX * sizeof(int32_t));
+        o_t[5 * t + 1] = carve(&off, NC_MAX * sizeof(int32_t));
+        o_t[5 * t + 2] = carve(&off, NC_MAX * sizeof(int32_t));
+        o_t[5 * t + 3] = carve(&off, NC_MAX * sizeof(double));
+        o_t[5 * t + 4] = carve(&off, NC_MAX * sizeof(double));
+    }
+    if (own_b) {
+        o_bpack = carve(&off, J->nbmat * J->kp * J->npad + 1);
+        if (J->kg == 4)
+            o_colsum = carve(&off, J->nbmat * J->npad * sizeof *J->colsum_own);
+    }
+    int cached;
+    char *blk = scratch_get(ob, off, &cached);
+    if (!blk)
+        return qmm_status_set(st, QMM_OUT_OF_MEMORY, "%s: out of memory for the packed operands",
+                              ob->name);
+    J->amat_rep = (int64_t *)(void *)(blk + o_rep);
+    J->apack = (int32_t *)(void *)(blk + o_apack);
+    J->rowsum = (int32_t *)(void *)(blk + o_rowsum);
+    J->ws = (worker_scratch *)(void *)(blk + o_ws);
     for (int t = 0; t < threads; t++) {
         worker_scratch *w = &J->ws[t];
-        w->cbuf = malloc((size_t)MB_MAX * NC_MAX * sizeof *w->cbuf);
-        w->accrow = malloc(NC_MAX * sizeof *w->accrow);
-        w->zbp = malloc(NC_MAX * sizeof *w->zbp);
-        w->sb = malloc(NC_MAX * sizeof *w->sb);
-        w->cm = malloc(NC_MAX * sizeof *w->cm);
-        if (!w->cbuf || !w->accrow || !w->zbp || !w->sb || !w->cm)
-            goto out;
+        w->cbuf = (int32_t *)(void *)(blk + o_t[5 * t]);
+        w->accrow = (int32_t *)(void *)(blk + o_t[5 * t + 1]);
+        w->zbp = (int32_t *)(void *)(blk + o_t[5 * t + 2]);
+        w->sb = (double *)(void *)(blk + o_t[5 * t + 3]);
+        w->cm = (double *)(void *)(blk + o_t[5 * t + 4]);
     }
     for (size_t i = 0; i < J->namat; i++)
         J->amat_rep[i] = -1;
@@ -382,12 +444,9 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
     if (pb) {
         J->bpack = pb->data;
         J->colsum = pb->colsum;
-    } else if (!J->direct) {
-        J->bpack_own = malloc(J->nbmat * J->kp * J->npad + 1);
-        if (J->kg == 4)
-            J->colsum_own = malloc(J->nbmat * J->npad * sizeof *J->colsum_own);
-        if (!J->bpack_own || (J->kg == 4 && !J->colsum_own))
-            goto out;
+    } else if (own_b) {
+        J->bpack_own = (int8_t *)(blk + o_bpack);
+        J->colsum_own = J->kg == 4 ? (int32_t *)(void *)(blk + o_colsum) : NULL;
         J->bpack = J->bpack_own;
         J->colsum = J->colsum_own;
     }
@@ -411,18 +470,11 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
     J->nnb = ceil_div(J->n, J->nb);
 
     J->a_chunks = ceil_div(J->m, PACK_ROWS);
-    qmm_opt_pool_run(ob->pool, J->namat * J->a_chunks, pack_a_task, J);
-    if (!pb && !J->direct) {
-        J->b_chunks = ceil_div(J->n, NC_MAX);
-        qmm_opt_pool_run(ob->pool, J->nbmat * J->b_chunks, pack_b_task, J);
-    }
+    J->b_chunks = own_b ? ceil_div(J->n, NC_MAX) : 0;
+    qmm_opt_pool_run(ob->pool, J->namat * J->a_chunks + J->nbmat * J->b_chunks, pack_task, J);
     qmm_opt_pool_run(ob->pool, J->batch * J->nmb * J->nnb, compute_task, J);
-    rc = qmm_status_ok(st);
-out:
-    job_free(J, threads);
-    if (rc == QMM_OUT_OF_MEMORY)
-        qmm_status_set(st, rc, "%s: out of memory for the packed operands", ob->name);
-    return rc;
+    scratch_put(ob, blk, cached);
+    return qmm_status_ok(st);
 }
 
 /* The packed B must be the one this call describes, from this backend. */
@@ -561,8 +613,10 @@ qmm_status_code qmm_opt_pack_b_all(const qmm_opt_backend *ob, const qmm_tensor *
     /* the same packer the calls use, one matrix and one column chunk per task */
     job J;
     memset(&J, 0, sizeof J);
+    J.ops = ops;
     J.k = pb->k;
     J.n = pb->n;
+    J.kgroups = pb->kp / (size_t)ops->kg;
     J.kp = pb->kp;
     J.npad = pb->npad;
     J.nr = ops->nr;

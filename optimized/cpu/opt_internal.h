@@ -15,6 +15,7 @@
 #ifndef QMM_OPT_INTERNAL_H
 #define QMM_OPT_INTERNAL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -70,13 +71,32 @@ typedef void (*qmm_opt_gemv_packed_fn)(size_t rows, size_t kpairs, const int32_t
                                        size_t lda, const int8_t *b, size_t pstride,
                                        size_t npanels, int32_t *c, size_t ldc);
 
+/* One output row's requantization (qmm_opt_requant_row's contract, below). */
+typedef void (*qmm_opt_requant_row_fn)(const int32_t *acc, size_t n, double sa,
+                                       const double *sb, const double *cm, double sy,
+                                       int32_t zy, int32_t qmin, int32_t qmax, uint8_t *out);
+
+/* The kernel on the first `rows` rows of a group only (rows < mr; the packed A keeps its mr
+ * stride): the tile's other rows of c are left alone. */
+typedef void (*qmm_opt_kernel_rows_fn)(size_t rows, size_t kgroups, const int32_t *a,
+                                       const int8_t *b, int32_t *c, size_t ldc, int accumulate);
+
+/* Column sums sum_k B'[k][j] (mod 2^32) of `npanels` packed quads panels (nr columns,
+ * kgroups groups each, panel p at b + p*pstride) into colsum[p*nr + c]. */
+typedef void (*qmm_opt_colsum_fn)(const int8_t *b, size_t kgroups, size_t npanels,
+                                  size_t pstride, int32_t *colsum);
+
 typedef struct qmm_opt_isa_ops {
     qmm_opt_isa isa;
     int mr, nr, kg;          /* tile rows, tile columns, k values per group (2 or 4) */
     qmm_opt_kernel_fn kernel;
+    qmm_opt_kernel_rows_fn kernel_rows; /* NULL: partial groups run the full kernel */
     qmm_opt_gemv_fn gemv;    /* NULL: small M goes through the packed path */
     qmm_opt_gemv_packed_fn gemv_packed; /* NULL: small M with a prepacked B uses `kernel` */
     int uw;                  /* B packed in the "unsigned words" layout (qmm_opt_pack_b) */
+    qmm_opt_requant_row_fn requant_row;
+    qmm_opt_colsum_fn colsum; /* quads layouts: column sums from the packed panels; NULL:
+                                 qmm_opt_pack_b sums the columns of b itself */
 } qmm_opt_isa_ops;
 
 void qmm_opt_kernel_scalar_6x16(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
@@ -90,8 +110,16 @@ void qmm_opt_gemv_packed_avx2(size_t rows, size_t kpairs, const int32_t *a, size
                               size_t ldc);
 void qmm_opt_kernel_avxvnni_6x16(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
                                  size_t ldc, int accumulate);
+void qmm_opt_kernel_avxvnni_rx16(size_t rows, size_t kgroups, const int32_t *a,
+                                 const int8_t *b, int32_t *c, size_t ldc, int accumulate);
 void qmm_opt_kernel_avx512vnni_8x32(size_t kgroups, const int32_t *a, const int8_t *b,
                                     int32_t *c, size_t ldc, int accumulate);
+void qmm_opt_colsum_avxvnni(const int8_t *b, size_t kgroups, size_t npanels, size_t pstride,
+                            int32_t *colsum);
+void qmm_opt_colsum_avx512vnni(const int8_t *b, size_t kgroups, size_t npanels, size_t pstride,
+                               int32_t *colsum);
+void qmm_opt_kernel_avx512vnni_rx32(size_t rows, size_t kgroups, const int32_t *a,
+                                    const int8_t *b, int32_t *c, size_t ldc, int accumulate);
 
 /* The peak loops of `qmmcheck bench --peak`: `iters` iterations of a dependency-free block of
  * the kernel's multiply-accumulate instructions; returns int8 MACs performed. */
@@ -131,6 +159,16 @@ int64_t qmm_opt_requant_exact(int32_t acc, double sa, double sb, double sy);
 void qmm_opt_requant_row(const int32_t *acc, size_t n, double sa, const double *sb,
                          const double *cm, double sy, int32_t zy, int32_t qmin, int32_t qmax,
                          uint8_t *out);
+
+/* qmm_opt_requant_row eight (requant-avx2.c) or sixteen (requant-avx512.c) elements at a
+ * time: the same results. */
+void qmm_opt_requant_row_avx2(const int32_t *acc, size_t n, double sa, const double *sb,
+                              const double *cm, double sy, int32_t zy, int32_t qmin,
+                              int32_t qmax, uint8_t *out);
+
+void qmm_opt_requant_row_avx512(const int32_t *acc, size_t n, double sa, const double *sb,
+                                const double *cm, double sy, int32_t zy, int32_t qmin,
+                                int32_t qmax, uint8_t *out);
 
 /* One element with any scales: the same rule, m = (sa*sb)/sy. */
 int32_t qmm_opt_requant_one(int32_t acc, double sa, double sb, double sy, int32_t zy,
@@ -175,6 +213,12 @@ typedef struct qmm_opt_backend {
     const char *missing;       /* non-NULL: this CPU cannot run ops->isa, and why */
     qmm_opt_pool *pool;
     int threads;
+    /* A call's scratch (packed operands, per-thread sums), kept between calls so that
+     * repeated calls do not fault in fresh pages: grown as needed, freed at close. A call
+     * that finds it in use by another call allocates its own. */
+    pthread_mutex_t ws_lock;
+    void *ws;
+    size_t ws_size;
     char name[64];
     char description[192];
 } qmm_opt_backend;

@@ -19,55 +19,82 @@ static inline int8_t b_prime(const uint8_t *b, size_t idx, uint8_t flip)
     return (int8_t)(uint8_t)(b[idx] ^ flip);
 }
 
+/* sum_k (a[k] - z) mod 2^32, as a sum of bytes (a loop compilers vectorize) less k*z. */
+static uint32_t row_sum(const uint8_t *src, size_t k, int a_signed, int32_t z)
+{
+    uint32_t sum = 0;
+    if (a_signed)
+        for (size_t kk = 0; kk < k; kk++)
+            sum += (uint32_t)(int32_t)(int8_t)src[kk];
+    else
+        for (size_t kk = 0; kk < k; kk++)
+            sum += src[kk];
+    return sum - (uint32_t)k * (uint32_t)z;
+}
+
+/* Group word t of one row: the int16 pair (a - z) or the uint8 quad a' = a (+128 for int8);
+ * k values past the row's end are 0 (pairs) or a' = 0 (quads), which adds nothing. */
+static inline uint32_t a_word(const uint8_t *src, size_t k, size_t t, int a_signed, int32_t z,
+                              int kg)
+{
+    uint32_t w = 0;
+    if (kg == 2) {
+        for (size_t q = 0; q < 2; q++) {
+            size_t kk = 2 * t + q;
+            if (kk < k) {
+                int32_t x = a_signed ? (int32_t)(int8_t)src[kk] : (int32_t)src[kk];
+                w |= ((uint32_t)(x - z) & 0xffffu) << (16 * q);
+            }
+        }
+        return w;
+    }
+    uint8_t flip = a_signed ? 0x80 : 0;
+    for (size_t q = 0; q < 4; q++) {
+        size_t kk = 4 * t + q;
+        if (kk < k)
+            w |= (uint32_t)(uint8_t)(src[kk] ^ flip) << (8 * q);
+    }
+    return w;
+}
+
 void qmm_opt_pack_a(const uint8_t *a, size_t lda, int a_signed, size_t rows, size_t k,
                     const int32_t *za, int mr, int kg, int32_t *dst, int32_t *rowsum)
 {
     size_t kgroups = (k + (size_t)kg - 1) / (size_t)kg;
+    size_t full = k / (size_t)kg; /* groups with every k inside the row */
     size_t groups = (rows + (size_t)mr - 1) / (size_t)mr;
+    uint32_t flip4 = a_signed ? 0x80808080u : 0;
     for (size_t g = 0; g < groups; g++) {
         int32_t *gd = dst + g * kgroups * (size_t)mr;
         for (int r = 0; r < mr; r++) {
             size_t row = g * (size_t)mr + (size_t)r;
+            int32_t *col = gd + r;
             if (row >= rows) {
                 for (size_t t = 0; t < kgroups; t++)
-                    gd[t * (size_t)mr + (size_t)r] = 0;
+                    col[t * (size_t)mr] = 0;
                 continue;
             }
             const uint8_t *src = a + row * lda;
             int32_t z = za[row];
-            uint32_t sum = 0;
-            if (kg == 2) {
-                for (size_t t = 0; t < kgroups; t++) {
-                    int32_t v[2] = {0, 0};
-                    for (int q = 0; q < 2; q++) {
-                        size_t kk = 2 * t + (size_t)q;
-                        if (kk < k) {
-                            int32_t x = a_signed ? (int32_t)(int8_t)src[kk] : (int32_t)src[kk];
-                            v[q] = x - z;
-                            sum += (uint32_t)v[q];
-                        }
-                    }
-                    uint32_t w = ((uint32_t)v[0] & 0xffffu) | (((uint32_t)v[1] & 0xffffu) << 16);
-                    gd[t * (size_t)mr + (size_t)r] = (int32_t)w;
+            rowsum[row] = (int32_t)row_sum(src, k, a_signed, z);
+            size_t t = 0;
+            if (kg == 4) {
+                for (; t < full; t++) {
+                    uint32_t w;
+                    memcpy(&w, src + 4 * t, 4); /* little-endian: byte q is k = 4t + q */
+                    col[t * (size_t)mr] = (int32_t)(w ^ flip4);
                 }
             } else {
-                /* quads of uint8 a' = a (+128 for int8); a' - za' = a - za for the row sum */
-                uint8_t flip = a_signed ? 0x80 : 0;
-                for (size_t t = 0; t < kgroups; t++) {
-                    uint32_t w = 0;
-                    for (int q = 0; q < 4; q++) {
-                        size_t kk = 4 * t + (size_t)q;
-                        if (kk < k) {
-                            uint8_t x = (uint8_t)(src[kk] ^ flip);
-                            w |= (uint32_t)x << (8 * q);
-                            int32_t orig = a_signed ? (int32_t)(int8_t)src[kk] : (int32_t)src[kk];
-                            sum += (uint32_t)(orig - z);
-                        }
-                    }
-                    gd[t * (size_t)mr + (size_t)r] = (int32_t)w;
+                for (; t < full; t++) {
+                    int32_t x0 = a_signed ? (int32_t)(int8_t)src[2 * t] : (int32_t)src[2 * t];
+                    int32_t x1 = a_signed ? (int32_t)(int8_t)src[2 * t + 1]
+                                          : (int32_t)src[2 * t + 1];
+                    col[t * (size_t)mr] = (int32_t)(((uint32_t)(x0 - z) & 0xffffu) |
+                                                    (((uint32_t)(x1 - z) & 0xffffu) << 16));
                 }
             }
-            rowsum[row] = (int32_t)sum;
+            for (; t < kgroups; t++)
+                col[t * (size_t)mr] = (int32_t)a_word(src, k, t, a_signed, z, kg);
         }
     }
 }

@@ -1,12 +1,24 @@
 /* optimized/cpu/threadpool.c — a persistent pool: threads are started once per backend and
  * sleep on a condition variable between calls, so a call pays a wake-up, not a thread
- * creation. Tasks are claimed from an atomic counter; which thread runs a task never changes
+ * creation. A worker that has just finished spins for a short while (SPIN_ROUNDS pauses,
+ * some tens of microseconds) before it sleeps, and so does the caller waiting for the
+ * workers: a call runs two jobs back to back (packing, then computing), and calls often
+ * follow each other, so most hand-overs then cost no system call at all. Tasks are claimed from an atomic counter; which thread runs a task never changes
  * a result (each output element is written by exactly one task, and integer sums are exact
  * modulo 2^32 whatever their order), so results are identical for every thread count.
  */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <emmintrin.h>
+#define cpu_relax() _mm_pause()
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+enum { SPIN_ROUNDS = 2000 };
 
 #include "optimized/cpu/opt_internal.h"
 
@@ -16,9 +28,9 @@ struct qmm_opt_pool {
     pthread_mutex_t busy;     /* held by the call that owns the pool */
     pthread_mutex_t lock;     /* guards everything below */
     pthread_cond_t wake, done;
-    uint64_t generation;      /* bumped for each job */
-    int stop;
-    int active;               /* workers still inside the current job */
+    _Atomic uint64_t generation; /* bumped for each job (under lock; read anywhere) */
+    atomic_int stop;
+    atomic_int active;           /* workers still inside the current job */
     /* the current job */
     qmm_opt_task_fn fn;
     void *ctx;
@@ -47,8 +59,12 @@ static void *worker_main(void *arg)
     free(arg);
     qmm_opt_pool *p = wa.pool;
     uint64_t seen = 0;
-    pthread_mutex_lock(&p->lock);
     for (;;) {
+        for (int i = 0; i < SPIN_ROUNDS && !atomic_load(&p->stop) &&
+                        atomic_load(&p->generation) == seen;
+             i++)
+            cpu_relax();
+        pthread_mutex_lock(&p->lock);
         while (!p->stop && p->generation == seen)
             pthread_cond_wait(&p->wake, &p->lock);
         if (p->stop)
@@ -59,6 +75,7 @@ static void *worker_main(void *arg)
         pthread_mutex_lock(&p->lock);
         if (--p->active == 0)
             pthread_cond_signal(&p->done);
+        pthread_mutex_unlock(&p->lock);
     }
     pthread_mutex_unlock(&p->lock);
     return NULL;
@@ -142,6 +159,8 @@ void qmm_opt_pool_run(qmm_opt_pool *p, size_t ntasks, qmm_opt_task_fn fn, void *
 
     run_tasks(p, 0);
 
+    for (int i = 0; i < SPIN_ROUNDS && atomic_load(&p->active) > 0; i++)
+        cpu_relax();
     pthread_mutex_lock(&p->lock);
     while (p->active > 0)
         pthread_cond_wait(&p->done, &p->lock);

@@ -1,0 +1,63 @@
+/* optimized/cpu/requant-avx2.c — qmm_opt_requant_row eight elements at a time (this file alone
+ * is built with -mavx2; no FMA, so every product and sum rounds exactly as in requant.c).
+ *
+ * The same decision as the scalar fast path (requant.c, where the error bound is proved):
+ * v = fl(acc * fl(sa * cm[j])); |v| >= 2^21 saturates by the sign of v; otherwise r = RNE(v)
+ * by the 1.5*2^52 trick, and r is the answer when |v - r| < 1/2 - 2^-28. The lanes run the
+ * scalar operations in the same order on the same doubles, so each computes bit for bit what
+ * the scalar code computes (acc = 0 included: v = 0 decides 0 there too). A block of eight in
+ * which any lane is undecided (within 2^-28 of a half-integer) goes to the scalar row
+ * function, whose exact fallback decides it.
+ */
+#include <immintrin.h>
+
+#include "optimized/cpu/opt_internal.h"
+
+/* Four lanes: the clamped results in *q; returns the 4-bit mask of decided lanes. v is first
+ * clamped to +-2^21: a saturating lane then rounds to +-2^21 exactly (decided, and clamped to
+ * qmax or qmin below, as the scalar code saturates it), the others are unchanged. */
+static inline int lanes4(__m128i acc, __m256d m, __m128i zy, __m128i qmin, __m128i qmax,
+                         __m128i *q)
+{
+    const __m256d magic = _mm256_set1_pd(6755399441055744.0); /* 1.5 * 2^52 */
+    const __m256d lim = _mm256_set1_pd(2097152.0);            /* 2^21 */
+    __m256d v = _mm256_mul_pd(_mm256_cvtepi32_pd(acc), m);
+    v = _mm256_min_pd(_mm256_max_pd(v, _mm256_sub_pd(_mm256_setzero_pd(), lim)), lim);
+    __m256d r = _mm256_sub_pd(_mm256_add_pd(v, magic), magic);
+    __m256d d = _mm256_andnot_pd(_mm256_set1_pd(-0.0), _mm256_sub_pd(v, r));
+    int decided =
+        _mm256_movemask_pd(_mm256_cmp_pd(d, _mm256_set1_pd(0.5 - 0x1p-28), _CMP_LT_OQ));
+    __m128i ri = _mm256_cvtpd_epi32(r); /* an integer within +-2^21: exact */
+    *q = _mm_min_epi32(_mm_max_epi32(_mm_add_epi32(ri, zy), qmin), qmax);
+    return decided;
+}
+
+void qmm_opt_requant_row_avx2(const int32_t *acc, size_t n, double sa, const double *sb,
+                              const double *cm, double sy, int32_t zy, int32_t qmin,
+                              int32_t qmax, uint8_t *out)
+{
+    const __m256d vsa = _mm256_set1_pd(sa);
+    const __m128i vzy = _mm_set1_epi32(zy), vmin = _mm_set1_epi32(qmin),
+                  vmax = _mm_set1_epi32(qmax);
+    int is_signed = qmin < 0;
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m128i q0, q1;
+        __m256d m0 = _mm256_mul_pd(vsa, _mm256_loadu_pd(cm + j));
+        __m256d m1 = _mm256_mul_pd(vsa, _mm256_loadu_pd(cm + j + 4));
+        int d0 = lanes4(_mm_loadu_si128((const __m128i *)(const void *)(acc + j)), m0, vzy, vmin,
+                        vmax, &q0);
+        int d1 = lanes4(_mm_loadu_si128((const __m128i *)(const void *)(acc + j + 4)), m1, vzy,
+                        vmin, vmax, &q1);
+        if ((d0 & d1) != 0xf) {
+            qmm_opt_requant_row(acc + j, 8, sa, sb + j, cm + j, sy, zy, qmin, qmax, out + j);
+            continue;
+        }
+        /* values lie in [qmin, qmax]: the saturating packs keep them, and their low bytes */
+        __m128i w = _mm_packs_epi32(q0, q1);
+        __m128i b = is_signed ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
+        _mm_storel_epi64((__m128i *)(void *)(out + j), b);
+    }
+    if (j < n)
+        qmm_opt_requant_row(acc + j, n - j, sa, sb + j, cm + j, sy, zy, qmin, qmax, out + j);
+}

@@ -1,0 +1,56 @@
+/* optimized/cpu/requant-avx512.c — qmm_opt_requant_row sixteen elements at a time (this file
+ * alone is built with AVX-512 F/VL/BW; no FMA contraction: every operation is an intrinsic).
+ *
+ * Lane for lane the computation of requant-avx2.c (and so of requant.c's scalar fast path,
+ * whose error bound decides): v = fl(acc * fl(sa * cm[j])) clamped to +-2^21, r = RNE(v) by the
+ * 1.5*2^52 trick, r decides when |v - r| < 1/2 - 2^-28; a block with an undecided lane goes to
+ * the scalar row function and its exact fallback.
+ */
+#include <immintrin.h>
+
+#include "optimized/cpu/opt_internal.h"
+
+/* Eight lanes: the clamped results in *q; returns the mask of decided lanes. */
+static inline __mmask8 lanes8(__m256i acc, __m512d m, __m256i zy, __m256i qmin, __m256i qmax,
+                              __m256i *q)
+{
+    const __m512d magic = _mm512_set1_pd(6755399441055744.0); /* 1.5 * 2^52 */
+    const __m512d lim = _mm512_set1_pd(2097152.0);            /* 2^21 */
+    __m512d v = _mm512_mul_pd(_mm512_cvtepi32_pd(acc), m);
+    v = _mm512_min_pd(_mm512_max_pd(v, _mm512_sub_pd(_mm512_setzero_pd(), lim)), lim);
+    __m512d r = _mm512_sub_pd(_mm512_add_pd(v, magic), magic);
+    __m512d d = _mm512_abs_pd(_mm512_sub_pd(v, r));
+    __mmask8 decided = _mm512_cmp_pd_mask(d, _mm512_set1_pd(0.5 - 0x1p-28), _CMP_LT_OQ);
+    __m256i ri = _mm512_cvtpd_epi32(r); /* an integer within +-2^21: exact */
+    *q = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(ri, zy), qmin), qmax);
+    return decided;
+}
+
+void qmm_opt_requant_row_avx512(const int32_t *acc, size_t n, double sa, const double *sb,
+                                const double *cm, double sy, int32_t zy, int32_t qmin,
+                                int32_t qmax, uint8_t *out)
+{
+    const __m512d vsa = _mm512_set1_pd(sa);
+    const __m256i vzy = _mm256_set1_epi32(zy), vmin = _mm256_set1_epi32(qmin),
+                  vmax = _mm256_set1_epi32(qmax);
+    size_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m256i q0, q1;
+        __m512d m0 = _mm512_mul_pd(vsa, _mm512_loadu_pd(cm + j));
+        __m512d m1 = _mm512_mul_pd(vsa, _mm512_loadu_pd(cm + j + 8));
+        __mmask8 d0 = lanes8(_mm256_loadu_si256((const __m256i *)(const void *)(acc + j)), m0,
+                             vzy, vmin, vmax, &q0);
+        __mmask8 d1 = lanes8(_mm256_loadu_si256((const __m256i *)(const void *)(acc + j + 8)),
+                             m1, vzy, vmin, vmax, &q1);
+        if ((d0 & d1) != 0xff) {
+            qmm_opt_requant_row(acc + j, 16, sa, sb + j, cm + j, sy, zy, qmin, qmax, out + j);
+            continue;
+        }
+        /* vpmovdb keeps each value's low byte: the stored byte of q in [qmin, qmax] */
+        __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
+        _mm_storeu_si128((__m128i *)(void *)(out + j), _mm512_cvtepi32_epi8(q));
+    }
+    if (j < n)
+        qmm_opt_requant_row_avx2(acc + j, n - j, sa, sb + j, cm + j, sy, zy, qmin, qmax,
+                                 out + j);
+}
