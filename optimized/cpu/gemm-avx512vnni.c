@@ -9,15 +9,44 @@
 enum { MR = 8, NR = 32 };
 
 /* The tile's first R rows (R a constant after inlining, so the accumulators stay in
- * registers); the packed A advances by MR words per group whatever R is. */
+ * registers); the packed A advances by MR words per group whatever R is. With R <= 4 the
+ * k groups alternate between two sets of accumulators (summed at the end: the same sums
+ * modulo 2^32): one set would leave only 2R vpdpbusd dependency chains, too few to hide
+ * its latency when B streams from cache (M = 1 on a prepacked B). */
 static inline __attribute__((always_inline)) void tile(int R, size_t kgroups, const int32_t *a,
                                                       const int8_t *b, int32_t *c, size_t ldc,
                                                       int accumulate)
 {
-    __m512i acc[MR][2];
-    for (int r = 0; r < R; r++)
+    __m512i acc[MR][2], alt[4][2];
+    const int two = R <= 4;
+    for (int r = 0; r < R; r++) {
         acc[r][0] = acc[r][1] = _mm512_setzero_si512();
-    for (size_t t = 0; t < kgroups; t++) {
+        if (two)
+            alt[r][0] = alt[r][1] = _mm512_setzero_si512();
+    }
+    size_t t = 0;
+    if (two) {
+        for (; t + 2 <= kgroups; t += 2) {
+            __m512i b0 = _mm512_loadu_si512((const void *)b);
+            __m512i b1 = _mm512_loadu_si512((const void *)(b + 64));
+            __m512i b2 = _mm512_loadu_si512((const void *)(b + 128));
+            __m512i b3 = _mm512_loadu_si512((const void *)(b + 192));
+            for (int r = 0; r < R; r++) {
+                __m512i av = _mm512_set1_epi32(a[r]), aw = _mm512_set1_epi32(a[MR + r]);
+                acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, b0);
+                acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, b1);
+                alt[r][0] = _mm512_dpbusd_epi32(alt[r][0], aw, b2);
+                alt[r][1] = _mm512_dpbusd_epi32(alt[r][1], aw, b3);
+            }
+            a += 2 * MR;
+            b += 2 * NR * 4;
+        }
+        for (int r = 0; r < R; r++) {
+            acc[r][0] = _mm512_add_epi32(acc[r][0], alt[r][0]);
+            acc[r][1] = _mm512_add_epi32(acc[r][1], alt[r][1]);
+        }
+    }
+    for (; t < kgroups; t++) {
         /* columns 0-15 then 16-31, four k per column */
         __m512i b0 = _mm512_loadu_si512((const void *)b);
         __m512i b1 = _mm512_loadu_si512((const void *)(b + 64));
