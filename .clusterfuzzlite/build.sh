@@ -20,7 +20,11 @@ cmake -S "$src" -B "$build" \
   -DQMM_FUZZ=ON -DQMM_FUZZ_ENGINE=external -DQMM_FUZZ_LINK="$LIB_FUZZING_ENGINE" \
   -DQMM_BUILD_TESTS=OFF -DQMM_CUDA=OFF -Dpkgcfg_lib_GMP_gmp="$gmp_static"
 
-targets="fuzz_qlinearmatmul fuzz_matmulinteger fuzz_onnx_tensor fuzz_onnx_model fuzz_meta"
+# fuzz_qorderedmatmul: with QMM_CUDA=OFF (no nvcc in the image) no built-in backend but the
+# reference implements QOrderedMatMul, so here it checks the decoder and the reference under
+# the sanitizers; campaigns built with nvcc also compare the cuda backend's host emulation.
+targets="fuzz_qlinearmatmul fuzz_matmulinteger fuzz_qorderedmatmul fuzz_onnx_tensor fuzz_onnx_model
+fuzz_meta"
 # shellcheck disable=SC2086
 cmake --build "$build" -j"$(nproc)" --target $targets
 

@@ -375,46 +375,46 @@ static void store_scale_bits(qmm_tensor *t, int64_t i, uint32_t bits)
     }
 }
 
-static void read_scales(src *s, qmm_tensor *t)
+static double scale_value(src *s, unsigned fam)
+{
+    switch (fam) {
+    case 0:
+    case 1:
+        /* byte 0 (also an exhausted tail) gives 2^-1: with every scale 0.5,
+         * sa·sb/sy = 0.5 and every odd accumulator is a tie */
+        return ldexp(1.0, (int)((tail(s) + 19) % 40) - 20);
+    case 2: {
+        unsigned m = 1 + tail(s) % 64;
+        return ldexp((double)m, (int)(tail(s) % 40) - 26);
+    }
+    case 3:
+        return common_scales[tail(s) % 16];
+    case 6: {
+        unsigned hi = tail(s);
+        unsigned u = hi << 8 | tail(s);
+        return ldexp(1.0 + u / 65536.0, (int)(tail(s) % 24) - 16);
+    }
+    default:
+        return 1.0;
+    }
+}
+
+/* A family byte, then each element: families 4 and 5 are raw bits from the tail, low byte
+ * first (4 bytes for float, else 2), the others the value `value` reads, rounded to the
+ * tensor's type. */
+static void read_values(src *s, qmm_tensor *t, double (*value)(src *s, unsigned fam))
 {
     unsigned fam = tail(s) & 7;
     int64_t n = qmm_tensor_numel(t);
-    int wide = t->dtype == QMM_DTYPE_FLOAT;
     for (int64_t i = 0; i < n; i++) {
-        double v = 1.0;
-        switch (fam) {
-        case 0:
-        case 1:
-            /* byte 0 (also an exhausted tail) gives 2^-1: with every scale 0.5,
-             * sa·sb/sy = 0.5 and every odd accumulator is a tie */
-            v = ldexp(1.0, (int)((tail(s) + 19) % 40) - 20);
-            break;
-        case 2: {
-            unsigned m = 1 + tail(s) % 64;
-            v = ldexp((double)m, (int)(tail(s) % 40) - 26);
-            break;
-        }
-        case 3:
-            v = common_scales[tail(s) % 16];
-            break;
-        case 4:
-        case 5: {
-            uint32_t bits = 0;
-            for (int j = 0; j < (wide ? 4 : 2); j++)
-                bits |= (uint32_t)tail(s) << (8 * j);
-            store_scale_bits(t, i, bits);
+        if (fam != 4 && fam != 5) {
+            store_scale_bits(t, i, qmm_scale_encode(t->dtype, value(s, fam)));
             continue;
         }
-        case 6: {
-            unsigned hi = tail(s);
-            unsigned u = hi << 8 | tail(s);
-            v = ldexp(1.0 + u / 65536.0, (int)(tail(s) % 24) - 16);
-            break;
-        }
-        default:
-            break;
-        }
-        store_scale_bits(t, i, qmm_scale_encode(t->dtype, v));
+        uint32_t bits = 0;
+        for (int j = 0; j < (t->dtype == QMM_DTYPE_FLOAT ? 4 : 2); j++)
+            bits |= (uint32_t)tail(s) << (8 * j);
+        store_scale_bits(t, i, bits);
     }
 }
 
@@ -427,6 +427,45 @@ static void write_scales(sink *k, const qmm_tensor *t)
     for (int64_t i = 0; i < n; i++)
         for (int j = 0; j < w; j++)
             put(k, p[w * i + j]);
+}
+
+/* Bias families (QOrderedMatMul; the bias is in output units, so it moves results across
+ * rounding cells and saturation bounds directly), chosen by a byte (low 3 bits):
+ *   0,1  k/2 for a signed byte k: halves, so a tie survives or appears (byte 0: 0.0)
+ *   2    k·2^-e: dyadic fractions down to 2^-23
+ *   3    the saturation edges and their neighbours (127.5, -128.5, ...)
+ *   4,5  raw bit patterns as for scales: NaN and infinities (invalid), huge, subnormal
+ *   6    k + u/65536: general values, far from ties
+ *   7    0.5 throughout */
+static const double bias_edges[8] = {127.5, -128.5, 126.5,     -127.5,
+                                     128.5, -129.5, 127.49999, -128.49999};
+
+/* The byte as a two's complement int8, without an implementation-defined conversion. */
+static int signed_byte(unsigned b)
+{
+    return (int)((b & 0xffu) ^ 0x80u) - 128;
+}
+
+static double bias_value(src *s, unsigned fam)
+{
+    switch (fam) {
+    case 0:
+    case 1:
+        return signed_byte(tail(s)) / 2.0;
+    case 2: {
+        int k = signed_byte(tail(s));
+        return ldexp((double)k, -(int)(tail(s) % 24));
+    }
+    case 3:
+        return bias_edges[tail(s) % 8];
+    case 6: {
+        int whole = signed_byte(tail(s));
+        unsigned hi = tail(s);
+        return whole + (double)(hi << 8 | tail(s)) / 65536.0;
+    }
+    default:
+        return 0.5;
+    }
 }
 
 /* Zero point modes (low 3 bits): 0-3 one byte per element; 4 all qmin; 5 all qmax;
@@ -532,6 +571,24 @@ static int within(const qmm_tensor *t)
     return n >= 0 && n <= QH_FZ_MAX_OPERAND;
 }
 
+/* 1 when the reference's work on a batch x M x N output with K stays within the bounds: the
+ * output elements and their multiply-adds, and also its loops over batch and rows, which run
+ * even when the output is empty (A [65535,65535,0] would be 2^32 iterations of nothing: seconds
+ * in an instrumented build). */
+static int work_fits(int64_t batch, int64_t m, int64_t n, int64_t k)
+{
+    const int64_t dims[3] = {batch, m, n};
+    int64_t loops = 1, outputs = 1;
+    for (int i = 0; i < 3; i++) {
+        int64_t d = dims[i] > 0 ? dims[i] : 1;
+        if (loops > QH_FZ_MAX_MACS / d)
+            return 0;
+        loops *= d;
+        outputs *= dims[i];
+    }
+    return outputs <= QH_FZ_MAX_OUTPUT && (k <= 0 || outputs <= QH_FZ_MAX_MACS / k);
+}
+
 /* Sets y's shape from a and b; -1 when the work would exceed the bounds. */
 static int shape_output(qmm_tensor *a, qmm_tensor *b, qmm_tensor *y)
 {
@@ -542,9 +599,7 @@ static int shape_output(qmm_tensor *a, qmm_tensor *b, qmm_tensor *y)
     y->rank = 0;
     if (qmm_matmul_geometry(a, b, &g, &st) != QMM_OK)
         return 0; /* invalid input: the backends must say so; y stays a scalar */
-    if (g.batch * g.m * g.n > QH_FZ_MAX_OUTPUT)
-        return -1;
-    if (g.k > 0 && g.batch * g.m * g.n > QH_FZ_MAX_MACS / g.k)
+    if (!work_fits(g.batch, g.m, g.n, g.k))
         return -1;
     y->rank = g.y_rank;
     memcpy(y->dims, g.y_dims, sizeof y->dims);
@@ -587,8 +642,18 @@ static int32_t next_scale_type(int32_t t)
            : t == QMM_DTYPE_FLOAT16 ? QMM_DTYPE_BFLOAT16 : QMM_DTYPE_FLOAT;
 }
 
-static void init_src(src *s, const uint8_t *data, size_t len)
+/* Empties the case and names the operator and its node inputs (`in`, in ONNX order, point
+ * into c->call); the source starts on the input. */
+static void begin_case(qh_fz_case *c, qmm_op_kind op, const char *op_type, int64_t opset,
+                       qmm_tensor *const *in, int32_t n_inputs, src *s, const uint8_t *data,
+                       size_t len)
 {
+    memset(c, 0, sizeof *c);
+    c->call.op = op;
+    c->op_type = op_type;
+    c->opset = opset;
+    memcpy(c->inputs, in, (size_t)n_inputs * sizeof *in);
+    c->n_inputs = n_inputs;
     s->d = data;
     s->front = 0;
     s->back = len;
@@ -597,16 +662,11 @@ static void init_src(src *s, const uint8_t *data, size_t len)
 
 int qh_fz_decode_qlinearmatmul(const uint8_t *data, size_t len, qh_fz_case *c)
 {
-    memset(c, 0, sizeof *c);
-    c->op_type = "QLinearMatMul";
-    c->call.op = QMM_OP_QLINEARMATMUL;
     qmm_qlinearmatmul *q = &c->call.u.qlinearmatmul;
     qmm_tensor *in[8] = {&q->a, &q->a_scale, &q->a_zero_point, &q->b,
                          &q->b_scale, &q->b_zero_point, &q->y_scale, &q->y_zero_point};
-    memcpy(c->inputs, in, sizeof in);
-    c->n_inputs = 8;
     src s;
-    init_src(&s, data, len);
+    begin_case(c, QMM_OP_QLINEARMATMUL, "QLinearMatMul", 0, in, 8, &s, data, len);
 
     unsigned ty = tail(&s);
     unsigned twist = (ty & 0xC0) == 0xC0 ? tail(&s) % 4 : 4;
@@ -641,7 +701,7 @@ int qh_fz_decode_qlinearmatmul(const uint8_t *data, size_t len, qh_fz_case *c)
             return -1;
         if (!alloc_tensor(c, slots[r][0], scales[r]) || !alloc_tensor(c, slots[r][1], zps[r]))
             return -1;
-        read_scales(&s, scales[r]);
+        read_values(&s, scales[r], scale_value);
         read_zps(&s, zps[r]);
     }
     data_mode ma = read_data_mode(&s), mb = read_data_mode(&s);
@@ -659,16 +719,10 @@ int qh_fz_decode_qlinearmatmul(const uint8_t *data, size_t len, qh_fz_case *c)
  * share a shape with, so each has a parameter-shape byte of its own. */
 int qh_fz_decode_matmulinteger(const uint8_t *data, size_t len, qh_fz_case *c)
 {
-    memset(c, 0, sizeof *c);
-    c->op_type = "MatMulInteger";
-    c->call.op = QMM_OP_MATMULINTEGER;
-    c->opset = 10;
     qmm_matmulinteger *q = &c->call.u.matmulinteger;
     qmm_tensor *in[4] = {&q->a, &q->b, &q->a_zero_point, &q->b_zero_point};
-    memcpy(c->inputs, in, sizeof in);
-    c->n_inputs = 4;
     src s;
-    init_src(&s, data, len);
+    begin_case(c, QMM_OP_MATMULINTEGER, "MatMulInteger", 10, in, 4, &s, data, len);
 
     unsigned ty = tail(&s);
     unsigned twist = (ty & 0xC0) == 0xC0 ? tail(&s) % 4 : 4;
@@ -700,6 +754,254 @@ int qh_fz_decode_matmulinteger(const uint8_t *data, size_t len, qh_fz_case *c)
         return -1;
     fill_data(&s, &q->a, ma, first_zp(&q->a_zero_point));
     fill_data(&s, &q->b, mb, first_zp(&q->b_zero_point));
+    return 0;
+}
+
+/* ---- QOrderedMatMul ------------------------------------------------------------------- *
+ * Form byte: bits 0-1 the order combination (0 and 3: A ROW, B COL, Y ROW; 1: A COL32,
+ * B COL4_4R2_8C, Y COL32; 2: A COL32, B COL32_2R_4R4, Y COL32); bit 2 a bias [N] (in the ROW
+ * combination: the COL32 one takes none); bit 3 C and scale_C; bit 4 scale_B per-column [N];
+ * bits 5-7 all set: a twist byte and its argument bytes follow (one rule broken, below).
+ * Layout byte: bit 0 A is [batch,M,K] (else [M,K]); bits 1-2 B is [K,N] (0), [1,K,N] (1) or
+ * [batch,K,N] (2, 3); bits 3-4 the same for C and [M,N].
+ * Scalars byte: bits 0-3 make scale_A, scale_B (when not per-column), scale_Y, scale_C [1]
+ * rather than [].
+ * Dims: M, K, N, then batch when A is 3-D (else 1). In the COL32 combinations K and N are
+ * whole 32-wide tiles, as those orders require (tile_dim: a small dim counts tiles, a larger
+ * one is rounded up to a tile), so every shape there tiles cleanly.
+ * Then the scales of A, B, Y, [C] (scale_value), [the bias (bias_value)], and the data modes of
+ * A, B, [C], whose data is filled in their physical (ordered) layout.
+ *
+ * Twists: the twist byte % QOM_TWISTS names the rule; those from QOM_DTYPE on take one more
+ * byte, which picks the tensor. A twist that needs C or a bias makes it present. QOM_TILES and
+ * QOM_BIAS_ANY break nothing in the ROW combination (a plain valid problem there). */
+enum {
+    QOM_ORDERS,       /* three bytes: order_A, order_B, order_Y = byte % 8 (5-7: no order) */
+    QOM_TILES,        /* K and N are plain dims in the COL32 combinations: rarely clean */
+    QOM_K,            /* B's K is K + 1 */
+    QOM_B_BATCH,      /* B is [batch + 2, K, N] */
+    QOM_C_BATCH,      /* C is [batch + 2, M, N] */
+    QOM_C_SHAPE,      /* C is [M, N + 1] */
+    QOM_BIAS_SHAPE,   /* the bias is [N + 1] */
+    QOM_BIAS_ANY,     /* a bias [N] in either combination (the COL32 one forbids it) */
+    QOM_DTYPE,        /* A, B, C uint8; scale_A, scale_B, scale_Y, scale_C or bias float16 */
+    QOM_PAIRING,      /* C without scale_C (odd byte), scale_C without C (even) */
+    QOM_SCALE_SHAPE,  /* scale_A [2], scale_B [N + 1], scale_Y [2] or scale_C [2] */
+    QOM_RANK,         /* A [1,batch,M,K], B [1,1,K,N], C [1,1,M,N] or A [K] */
+    QOM_TWISTS,
+};
+
+static const int32_t order_combos[4][3] = {
+    {QMM_ORDER_ROW, QMM_ORDER_COL, QMM_ORDER_ROW},
+    {QMM_ORDER_COL32, QMM_ORDER_COL4_4R2_8C, QMM_ORDER_COL32},
+    {QMM_ORDER_COL32, QMM_ORDER_COL32_2R_4R4, QMM_ORDER_COL32},
+    {QMM_ORDER_ROW, QMM_ORDER_COL, QMM_ORDER_ROW},
+};
+
+/* K or N in a COL32 combination: a small dim 1..8 gives 1 to 4 tiles (32, 32, 64, 64, ...,
+ * 128), a larger one is rounded up to a tile (15..32 -> 32, 33..64 -> 64, ...): with a batch,
+ * M and two such dims, most problems still fit the work bounds. */
+static int64_t tile_dim(int64_t d)
+{
+    return d <= 8 ? 32 * ((d + 1) / 2) : (d + 31) / 32 * 32;
+}
+
+/* The dim that tile_dim() turns into v, a multiple of 32. */
+static int64_t tile_dim_code(int64_t v)
+{
+    return v == 0 ? 0 : v <= 128 ? 2 * (v / 32) - 1 : v;
+}
+
+static void set_shape(qmm_tensor *t, int32_t dtype, int32_t rank, const int64_t *dims)
+{
+    t->dtype = dtype;
+    t->rank = rank;
+    memset(t->dims, 0, sizeof t->dims);
+    for (int32_t i = 0; i < rank; i++)
+        t->dims[i] = dims[i];
+}
+
+/* [r, c], or [batch, r, c] when `batched` */
+static void set_matrix(qmm_tensor *t, int batched, int64_t batch, int64_t r, int64_t c)
+{
+    const int64_t d[3] = {batch, r, c};
+    set_shape(t, QMM_DTYPE_INT8, batched ? 3 : 2, batched ? d : d + 1);
+}
+
+/* A float [] ([1] when `one`), or [n] with n >= 0 */
+static void set_float(qmm_tensor *t, int one, int64_t n)
+{
+    set_shape(t, QMM_DTYPE_FLOAT, one || n >= 0 ? 1 : 0, (const int64_t[]){n >= 0 ? n : 1});
+}
+
+typedef struct qom_dims {
+    int64_t batch, m, k, n;
+} qom_dims;
+
+static void qom_need_c(qmm_qorderedmatmul *q, const qom_dims *d)
+{
+    if (!qmm_tensor_present(&q->c))
+        set_matrix(&q->c, 0, 1, d->m, d->n);
+    if (!qmm_tensor_present(&q->scale_c))
+        set_float(&q->scale_c, 0, -1);
+}
+
+static void qom_need_bias(qmm_qorderedmatmul *q, const qom_dims *d)
+{
+    if (!qmm_tensor_present(&q->bias))
+        set_float(&q->bias, 0, d->n);
+}
+
+static void qom_twist(qmm_qorderedmatmul *q, unsigned twist, unsigned arg, const qom_dims *d)
+{
+    switch (twist) {
+    case QOM_K:
+        q->b.dims[q->b.rank - 2] = d->k + 1;
+        break;
+    case QOM_B_BATCH:
+        set_matrix(&q->b, 1, d->batch + 2, d->k, d->n);
+        break;
+    case QOM_C_BATCH:
+        qom_need_c(q, d);
+        set_matrix(&q->c, 1, d->batch + 2, d->m, d->n);
+        break;
+    case QOM_C_SHAPE:
+        qom_need_c(q, d);
+        set_matrix(&q->c, 0, 1, d->m, d->n + 1);
+        break;
+    case QOM_BIAS_SHAPE:
+        set_float(&q->bias, 0, d->n + 1);
+        break;
+    case QOM_BIAS_ANY:
+        qom_need_bias(q, d);
+        break;
+    case QOM_DTYPE: {
+        qmm_tensor *t[8] = {&q->a, &q->b, &q->c, &q->scale_a, &q->scale_b, &q->scale_y,
+                            &q->scale_c, &q->bias};
+        unsigned w = arg % 8;
+        if (w == 2 || w == 6)
+            qom_need_c(q, d);
+        if (w == 7)
+            qom_need_bias(q, d);
+        t[w]->dtype = w < 3 ? QMM_DTYPE_UINT8 : QMM_DTYPE_FLOAT16;
+        break;
+    }
+    case QOM_PAIRING:
+        qom_need_c(q, d);
+        if (arg & 1)
+            q->scale_c.dtype = QMM_DTYPE_UNDEFINED;
+        else
+            q->c.dtype = QMM_DTYPE_UNDEFINED;
+        break;
+    case QOM_SCALE_SHAPE: {
+        unsigned w = arg % 4;
+        if (w == 3)
+            qom_need_c(q, d);
+        qmm_tensor *t[4] = {&q->scale_a, &q->scale_b, &q->scale_y, &q->scale_c};
+        set_float(t[w], 0, w == 1 ? d->n + 1 : 2);
+        break;
+    }
+    case QOM_RANK: {
+        unsigned w = arg % 4;
+        if (w == 0) {
+            set_shape(&q->a, q->a.dtype, 4, (const int64_t[]){1, d->batch, d->m, d->k});
+        } else if (w == 1) {
+            set_shape(&q->b, q->b.dtype, 4, (const int64_t[]){1, 1, d->k, d->n});
+        } else if (w == 2) {
+            qom_need_c(q, d);
+            set_shape(&q->c, q->c.dtype, 4, (const int64_t[]){1, 1, d->m, d->n});
+        } else {
+            set_shape(&q->a, q->a.dtype, 1, (const int64_t[]){d->k});
+        }
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+int qh_fz_decode_qorderedmatmul(const uint8_t *data, size_t len, qh_fz_case *c)
+{
+    qmm_qorderedmatmul *q = &c->call.u.qorderedmatmul;
+    qmm_tensor *in[8] = {&q->a,       &q->scale_a, &q->b, &q->scale_b,
+                         &q->scale_y, &q->bias,    &q->c, &q->scale_c};
+    src s;
+    begin_case(c, QMM_OP_QORDEREDMATMUL, "QOrderedMatMul", 1, in, 8, &s, data, len);
+
+    unsigned form = tail(&s), twist = QOM_TWISTS, arg = 0;
+    unsigned combo = form & 3;
+    q->order_a = order_combos[combo][0];
+    q->order_b = order_combos[combo][1];
+    q->order_y = order_combos[combo][2];
+    if (form >> 5 == 7) {
+        twist = tail(&s) % QOM_TWISTS;
+        if (twist == QOM_ORDERS) {
+            q->order_a = (int32_t)(tail(&s) % 8);
+            q->order_b = (int32_t)(tail(&s) % 8);
+            q->order_y = (int32_t)(tail(&s) % 8);
+        } else if (twist >= QOM_DTYPE) {
+            arg = tail(&s);
+        }
+    }
+    int col32 = combo == 1 || combo == 2;
+    unsigned layout = tail(&s), scalars = tail(&s);
+    qom_dims d;
+    d.m = read_dim(&s);
+    d.k = read_dim(&s);
+    d.n = read_dim(&s);
+    if (col32 && twist != QOM_TILES) {
+        d.k = tile_dim(d.k);
+        d.n = tile_dim(d.n);
+    }
+    d.batch = (layout & 1) ? read_dim(&s) : 1;
+
+    unsigned bf = (layout >> 1) & 3, cf = (layout >> 3) & 3;
+    set_matrix(&q->a, layout & 1, d.batch, d.m, d.k);
+    set_matrix(&q->b, bf != 0, bf >= 2 ? d.batch : 1, d.k, d.n);
+    set_float(&q->scale_a, scalars & 1, -1);
+    set_float(&q->scale_b, scalars & 2, (form & 0x10) ? d.n : -1);
+    set_float(&q->scale_y, scalars & 4, -1);
+    if (form & 8) {
+        set_matrix(&q->c, cf != 0, cf >= 2 ? d.batch : 1, d.m, d.n);
+        set_float(&q->scale_c, scalars & 8, -1);
+    }
+    if ((form & 4) && !col32)
+        qom_need_bias(q, &d);
+    qom_twist(q, twist, arg, &d);
+    q->y.dtype = QMM_DTYPE_INT8;
+    snprintf(c->types, sizeof c->types, "%s%s%s", type_tag(q->a.dtype), type_tag(q->b.dtype),
+             type_tag(q->y.dtype));
+
+    for (int i = 0; i < 8; i++)
+        if (!within(in[i]))
+            return -1;
+    qmm_status st;
+    if (qmm_qordered_y_shape(&q->a, &q->b, &q->y.rank, q->y.dims, &st) == QMM_OK) {
+        int32_t r = q->a.rank;
+        if (!work_fits(r == 3 ? q->a.dims[0] : 1, q->a.dims[r - 2], q->b.dims[q->b.rank - 1],
+                       q->a.dims[r - 1]))
+            return -1;
+    } else {
+        q->y.rank = 0; /* invalid input: the backends must say so */
+    }
+    for (int i = 0; i < 8; i++)
+        if (qmm_tensor_present(in[i]) && !alloc_tensor(c, i, in[i]))
+            return -1;
+    read_values(&s, &q->scale_a, scale_value);
+    read_values(&s, &q->scale_b, scale_value);
+    read_values(&s, &q->scale_y, scale_value);
+    if (qmm_tensor_present(&q->scale_c))
+        read_values(&s, &q->scale_c, scale_value);
+    if (qmm_tensor_present(&q->bias))
+        read_values(&s, &q->bias, bias_value);
+    qmm_tensor *ops[3] = {&q->a, &q->b, &q->c};
+    data_mode modes[3] = {{0, 0}, {0, 0}, {0, 0}};
+    for (int i = 0; i < 3; i++)
+        if (qmm_tensor_present(ops[i]))
+            modes[i] = read_data_mode(&s);
+    for (int i = 0; i < 3; i++)
+        if (qmm_tensor_present(ops[i]))
+            fill_data(&s, ops[i], modes[i], 0);
     return 0;
 }
 
@@ -807,6 +1109,108 @@ static int encode_matmulinteger(sink *k, const qmm_matmulinteger *q)
     return 0;
 }
 
+/* The layout byte's form of an operand's batch: 0 for [r,c], 1 for [1,r,c], 2 for
+ * [batch,r,c]; -1 when the decoder cannot give the shape. */
+static int batch_form(const qmm_tensor *t, int64_t batch, int64_t r, int64_t c)
+{
+    if (t->rank != 2 && t->rank != 3)
+        return -1;
+    if (t->dims[t->rank - 2] != r || t->dims[t->rank - 1] != c)
+        return -1;
+    if (t->rank == 2)
+        return 0;
+    return t->dims[0] == 1 ? 1 : t->dims[0] == batch ? 2 : -1;
+}
+
+/* 0 for [], 1 for [1], -1 for any other shape */
+static int scalar_form(const qmm_tensor *t)
+{
+    return t->rank == 0 ? 0 : t->rank == 1 && t->dims[0] == 1 ? 1 : -1;
+}
+
+/* Valid calls, and calls that break only the order rule (QOM_ORDERS), the tile rule
+ * (QOM_TILES) or the no-bias rule of the COL32 combination (QOM_BIAS_ANY): what the committed
+ * vectors hold. */
+static int encode_qorderedmatmul(sink *k, const qmm_qorderedmatmul *q)
+{
+    int has_c = qmm_tensor_present(&q->c), has_bias = qmm_tensor_present(&q->bias);
+    const qmm_tensor *floats[5] = {&q->scale_a, &q->scale_b, &q->scale_y, &q->scale_c, &q->bias};
+    for (int i = 0; i < 5; i++)
+        if (qmm_tensor_present(floats[i]) && floats[i]->dtype != QMM_DTYPE_FLOAT)
+            return -1;
+    if (q->a.dtype != QMM_DTYPE_INT8 || q->b.dtype != QMM_DTYPE_INT8 ||
+        !qmm_tensor_present(&q->scale_a) || !qmm_tensor_present(&q->scale_b) ||
+        !qmm_tensor_present(&q->scale_y) || (has_c && q->c.dtype != QMM_DTYPE_INT8) ||
+        has_c != qmm_tensor_present(&q->scale_c) ||
+        (q->a.rank != 2 && q->a.rank != 3) || q->b.rank < 2)
+        return -1;
+    qom_dims d = {q->a.rank == 3 ? q->a.dims[0] : 1, q->a.dims[q->a.rank - 2],
+                  q->a.dims[q->a.rank - 1], q->b.dims[q->b.rank - 1]};
+    int bf = batch_form(&q->b, q->a.rank == 3 ? d.batch : 1, d.k, d.n);
+    int cf = has_c ? batch_form(&q->c, q->a.rank == 3 ? d.batch : 1, d.m, d.n) : 0;
+    int per_col = scalar_form(&q->scale_b) < 0;
+    unsigned scalars = 0;
+    const qmm_tensor *sc[4] = {&q->scale_a, &q->scale_b, &q->scale_y, &q->scale_c};
+    for (int i = 0; i < 4; i++) {
+        int f = qmm_tensor_present(sc[i]) ? scalar_form(sc[i]) : 0;
+        if (f < 0 && !(i == 1 && q->scale_b.rank == 1 && q->scale_b.dims[0] == d.n))
+            return -1;
+        scalars |= (f > 0 ? 1u : 0u) << i;
+    }
+    if (bf < 0 || cf < 0 || (has_bias && (q->bias.rank != 1 || q->bias.dims[0] != d.n)))
+        return -1;
+
+    unsigned combo = 0, twist = QOM_TWISTS;
+    while (combo < 3 && !(order_combos[combo][0] == q->order_a &&
+                          order_combos[combo][1] == q->order_b &&
+                          order_combos[combo][2] == q->order_y))
+        combo++;
+    if (combo == 3) {
+        combo = 0;
+        twist = QOM_ORDERS;
+        if (q->order_a < 0 || q->order_a > 7 || q->order_b < 0 || q->order_b > 7 ||
+            q->order_y < 0 || q->order_y > 7)
+            return -1;
+    }
+    int tiles = combo != 0;
+    if (tiles && (d.k % 32 != 0 || d.n % 32 != 0)) {
+        tiles = 0;
+        twist = QOM_TILES;
+    }
+    if (has_bias && combo != 0) {
+        if (twist != QOM_TWISTS)
+            return -1;
+        twist = QOM_BIAS_ANY;
+    }
+    put(k, combo | (has_bias && combo == 0 ? 4u : 0u) | (has_c ? 8u : 0u) |
+               (per_col ? 0x10u : 0u) | (twist != QOM_TWISTS ? 0xE0u : 0u));
+    if (twist != QOM_TWISTS)
+        put(k, twist);
+    if (twist == QOM_ORDERS) {
+        put(k, (unsigned)q->order_a);
+        put(k, (unsigned)q->order_b);
+        put(k, (unsigned)q->order_y);
+    }
+    put(k, (q->a.rank == 3 ? 1u : 0u) | (unsigned)bf << 1 | (unsigned)cf << 3);
+    put(k, scalars);
+    write_dim(k, d.m);
+    write_dim(k, tiles ? tile_dim_code(d.k) : d.k);
+    write_dim(k, tiles ? tile_dim_code(d.n) : d.n);
+    if (q->a.rank == 3)
+        write_dim(k, d.batch);
+    for (int i = 0; i < 5; i++)
+        if (qmm_tensor_present(floats[i]))
+            write_scales(k, floats[i]); /* the bias's raw family is the scales' (4) */
+    const qmm_tensor *ops[3] = {&q->a, &q->b, &q->c};
+    for (int i = 0; i < 3; i++)
+        if (qmm_tensor_present(ops[i]))
+            put(k, 0);
+    for (int i = 0; i < 3; i++)
+        if (qmm_tensor_present(ops[i]))
+            write_data(k, ops[i]);
+    return 0;
+}
+
 int qh_fz_encode(const qmm_call *call, int64_t opset, uint8_t **out, size_t *len)
 {
     sink k;
@@ -820,6 +1224,8 @@ int qh_fz_encode(const qmm_call *call, int64_t opset, uint8_t **out, size_t *len
         rc = encode_qlinearmatmul(&k, &q);
     } else if (call->op == QMM_OP_MATMULINTEGER) {
         rc = encode_matmulinteger(&k, &call->u.matmulinteger);
+    } else if (call->op == QMM_OP_QORDEREDMATMUL) {
+        rc = encode_qorderedmatmul(&k, &call->u.qorderedmatmul);
     }
     if (rc == 0 && !k.bad) {
         *len = k.nf + k.nt;
@@ -864,6 +1270,18 @@ int qh_fz_same_call(const qmm_call *x, int64_t x_opset, const qmm_call *y, int64
         return same_tensor(&p->a, &q->a) && same_tensor(&p->b, &q->b) &&
                same_tensor(&p->a_zero_point, &q->a_zero_point) &&
                same_tensor(&p->b_zero_point, &q->b_zero_point);
+    }
+    if (x->op == QMM_OP_QORDEREDMATMUL) {
+        const qmm_qorderedmatmul *p = &x->u.qorderedmatmul, *q = &y->u.qorderedmatmul;
+        const qmm_tensor *pt[8] = {&p->a,       &p->scale_a, &p->b, &p->scale_b,
+                                   &p->scale_y, &p->bias,    &p->c, &p->scale_c};
+        const qmm_tensor *qt[8] = {&q->a,       &q->scale_a, &q->b, &q->scale_b,
+                                   &q->scale_y, &q->bias,    &q->c, &q->scale_c};
+        int same = p->order_a == q->order_a && p->order_b == q->order_b &&
+                   p->order_y == q->order_y;
+        for (int i = 0; i < 8 && same; i++)
+            same = same_tensor(pt[i], qt[i]);
+        return same; /* one com.microsoft version: the opsets do not matter */
     }
     if (x->op != QMM_OP_QLINEARMATMUL)
         return 0;

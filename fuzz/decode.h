@@ -12,6 +12,9 @@
  * exact encodings are in decode.c next to the code that reads them:
  *   QLinearMatMul  types, [twist], shape section, params(a), params(b), params(y), data modes
  *   MatMulInteger  types, [twist], shape section, [params(a_zp)], [params(b_zp)], data modes
+ *   QOrderedMatMul form (orders, bias, C, per-column scale_B), [twist + its bytes], layout
+ *                  (batches of A, B, C), scalar shapes, dims of M, K, N, [batch], scales of
+ *                  A, B, Y, [C], [bias], data modes of A, B, [C]
  *   shape section  form byte, dims of M, K, N (a "dim byte" each: small values most of the
  *                  time, a table of tile boundaries, zero, or explicit values), batch dims
  *   params(x)      scale shape, zero-point shape, scale family + values, zero-point mode + values
@@ -31,14 +34,15 @@
 /* Work bounds: the reference does exact rational arithmetic per output element, so inputs
  * that would take more than a few milliseconds are rejected rather than run slowly. */
 #define QH_FZ_MAX_OUTPUT 4096       /* output elements */
-#define QH_FZ_MAX_MACS (1L << 18)   /* batch * M * N * K: 64x64x64 fits */
+#define QH_FZ_MAX_MACS (1L << 18)   /* batch * M * N * K: 64x64x64 fits; also batch * M * N
+                                       with empty dims counted as 1 (the reference's loops) */
 #define QH_FZ_MAX_OPERAND (1L << 16) /* elements of a, of b, of any parameter */
 
 /* A decoded problem. Every tensor buffer is owned here (freed by qh_fz_case_free). */
 typedef struct qh_fz_case {
     qmm_call call;          /* y carries dtype and shape (rank 0 when a, b do not fit) */
-    int64_t opset;          /* ai.onnx opset the node is written for */
-    const char *op_type;    /* "QLinearMatMul" or "MatMulInteger" */
+    int64_t opset;          /* ai.onnx opset (com.microsoft for QOrderedMatMul) of the node */
+    const char *op_type;    /* "QLinearMatMul", "MatMulInteger" or "QOrderedMatMul" */
     char types[16];         /* "u8s8u8" (a, b, y) or "u8s8" for MatMulInteger */
     int32_t n_inputs;       /* node inputs, in ONNX order; absent optional ones are UNDEFINED */
     qmm_tensor *inputs[8];  /* point into `call` */
@@ -49,10 +53,15 @@ typedef struct qh_fz_case {
  * uninteresting, not wrong). The case is always safe to free. */
 int qh_fz_decode_qlinearmatmul(const uint8_t *data, size_t len, qh_fz_case *c);
 int qh_fz_decode_matmulinteger(const uint8_t *data, size_t len, qh_fz_case *c);
+/* QOrderedMatMul (com.microsoft, opset 1): valid problems in both order combinations most of
+ * the time, one broken rule when the form byte asks for a twist. */
+int qh_fz_decode_qorderedmatmul(const uint8_t *data, size_t len, qh_fz_case *c);
 void qh_fz_case_free(qh_fz_case *c);
 
-/* The bytes that decode to `call` (QLinearMatMul or MatMulInteger, y ignored); *out is
- * malloc'd. -1 when the call is outside what the decoder can produce. */
+/* The bytes that decode to `call` (any of the three operators, y ignored; `opset` matters for
+ * QLinearMatMul only); *out is malloc'd. -1 when the call is outside what the decoder can
+ * produce (for QOrderedMatMul: valid calls, and calls that break only the order, tile or
+ * COL32-bias rule). */
 int qh_fz_encode(const qmm_call *call, int64_t opset, uint8_t **out, size_t *len);
 
 /* 1 when two calls are the same problem: op, opset, dtypes, shapes and input bytes. */

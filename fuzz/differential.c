@@ -118,6 +118,10 @@ void qh_fz_diff_setup(void)
                 continue;
             if (strcmp(name, "optimized") != 0) {
                 add_variant(name, 0);
+                /* without a device `cuda` is dropped below (its query answers UNSUPPORTED);
+                 * its host emulation runs the same epilogue and layouts everywhere */
+                if (strcmp(name, "cuda") == 0)
+                    add_variant("cuda:emulate=1", 0);
                 continue;
             }
             static const char *const isas[] = {"scalar", "avx2", "avxvnni", "avx512vnni"};
@@ -192,6 +196,56 @@ static void fill_value_info(qh_value_info *vi, const char *name, const qmm_tenso
     memcpy(vi->dims, t->dims, sizeof vi->dims);
 }
 
+/* The node: op_type, domain, opsets and attributes (the three orders of QOrderedMatMul). */
+static void node_of(qh_model *m, const qh_fz_case *c)
+{
+    m->n_opsets = 1;
+    m->opsets[0].version = c->opset;
+    m->ir_version = c->opset >= 21 ? 10 : 5;
+    snprintf(m->op_type, sizeof m->op_type, "%s", c->op_type);
+    if (c->call.op != QMM_OP_QORDEREDMATMUL)
+        return;
+    const qmm_qorderedmatmul *q = &c->call.u.qorderedmatmul;
+    static const char *const attrs[3] = {"order_A", "order_B", "order_Y"};
+    const int32_t orders[3] = {q->order_a, q->order_b, q->order_y};
+    m->ir_version = 8;
+    m->n_opsets = 2;
+    m->opsets[0].version = 17; /* com.microsoft 1 is used with ai.onnx opsets of this era */
+    snprintf(m->opsets[1].domain, sizeof m->opsets[1].domain, "com.microsoft");
+    m->opsets[1].version = c->opset;
+    snprintf(m->domain, sizeof m->domain, "com.microsoft");
+    m->n_attrs = 3;
+    for (int i = 0; i < 3; i++) {
+        snprintf(m->attrs[i].name, sizeof m->attrs[i].name, "%s", attrs[i]);
+        m->attrs[i].type = QH_ATTR_INT;
+        m->attrs[i].i = orders[i];
+    }
+}
+
+/* "orders-2-3-2" (order_A, order_B, order_Y) for QOrderedMatMul, "" otherwise: a meta tag,
+ * and in the debug line. */
+static void orders_of(const qh_fz_case *c, char *buf, size_t size)
+{
+    const qmm_qorderedmatmul *q = &c->call.u.qorderedmatmul;
+    buf[0] = '\0';
+    if (c->call.op == QMM_OP_QORDEREDMATMUL)
+        snprintf(buf, size, "orders-%d-%d-%d", (int)q->order_a, (int)q->order_b,
+                 (int)q->order_y);
+}
+
+/* The node's input names, in ONNX order, and its output's. */
+static const char *const *io_names(qmm_op_kind op, const char **output)
+{
+    static const char *const ql[8] = {"a",       "a_scale",      "a_zero_point",
+                                      "b",       "b_scale",      "b_zero_point",
+                                      "y_scale", "y_zero_point"};
+    static const char *const mi[4] = {"A", "B", "a_zero_point", "b_zero_point"};
+    static const char *const qo[8] = {"A", "scale_A", "B",    "scale_B",
+                                      "scale_Y", "bias", "C", "scale_C"};
+    *output = op == QMM_OP_QLINEARMATMUL ? "y" : "Y";
+    return op == QMM_OP_QLINEARMATMUL ? ql : op == QMM_OP_MATMULINTEGER ? mi : qo;
+}
+
 /* The problem as an ONNX node-test directory any runner can load: model.onnx, the present
  * inputs, the reference's output (when it has one) and a qmm.meta saying what happened.
  * The other implementation's output goes beside them as got_output_0.pb. */
@@ -199,11 +253,8 @@ static int write_case(const char *dir, const char *target, const char *sig, uint
                       const qh_fz_case *c, const qh_expectation *e, const variant *v,
                       const qh_invocation *inv, qh_error *err)
 {
-    static const char *const ql_names[8] = {"a",       "a_scale",      "a_zero_point",
-                                            "b",       "b_scale",      "b_zero_point",
-                                            "y_scale", "y_zero_point"};
-    static const char *const mi_names[4] = {"A", "B", "a_zero_point", "b_zero_point"};
-    int ql = c->call.op == QMM_OP_QLINEARMATMUL;
+    const char *yname;
+    const char *const *names = io_names(c->call.op, &yname);
     char set[1100], path[1200];
     snprintf(set, sizeof set, "%s/test_data_set_0", dir);
     if (make_dir(dir) != 0 || make_dir(set) != 0) {
@@ -212,12 +263,9 @@ static int write_case(const char *dir, const char *target, const char *sig, uint
     }
     qh_model m;
     memset(&m, 0, sizeof m);
-    m.ir_version = c->opset >= 21 ? 10 : 5;
-    m.n_opsets = 1;
-    m.opsets[0].version = c->opset;
+    node_of(&m, c);
     snprintf(m.producer_name, sizeof m.producer_name, "qmmcheck-fuzz");
     snprintf(m.graph_name, sizeof m.graph_name, "%s", target);
-    snprintf(m.op_type, sizeof m.op_type, "%s", c->op_type);
     int32_t last = 0;
     for (int32_t i = 0; i < c->n_inputs; i++)
         if (qmm_tensor_present(c->inputs[i]))
@@ -226,7 +274,7 @@ static int write_case(const char *dir, const char *target, const char *sig, uint
     int32_t file = 0;
     for (int32_t i = 0; i < last; i++) {
         const qmm_tensor *t = c->inputs[i];
-        const char *name = ql ? ql_names[i] : mi_names[i];
+        const char *name = names[i];
         if (!qmm_tensor_present(t))
             continue; /* an omitted optional input: "" in the node, no file */
         snprintf(m.inputs[i], sizeof m.inputs[i], "%s", name);
@@ -235,7 +283,6 @@ static int write_case(const char *dir, const char *target, const char *sig, uint
         if (qh_write_tensor_file(path, t, name, err) != 0)
             return -1;
     }
-    const char *yname = ql ? "y" : "Y";
     m.n_outputs = 1;
     snprintf(m.outputs[0], sizeof m.outputs[0], "%s", yname);
     fill_value_info(&m.graph_outputs[m.n_graph_outputs++], yname, &e->exact);
@@ -258,6 +305,9 @@ static int write_case(const char *dir, const char *target, const char *sig, uint
     meta.n_tags = 2;
     snprintf(meta.tags[0], sizeof meta.tags[0], "fuzz");
     snprintf(meta.tags[1], sizeof meta.tags[1], "%s", c->types);
+    orders_of(c, meta.tags[2], sizeof meta.tags[2]);
+    if (meta.tags[2][0])
+        meta.n_tags = 3;
     snprintf(meta.provenance, sizeof meta.provenance, "%s input %016llx: %s", target,
              (unsigned long long)hash, sig);
     snprintf(meta.description, sizeof meta.description,
@@ -461,7 +511,10 @@ static void guard_inputs(const qh_fz_case *c, qmm_call *guarded, qh_guarded *g)
 /* QMM_FUZZ_DEBUG=1: one line per decoded input, for seeing what a crash input means. */
 static void describe(const qh_fz_case *c)
 {
-    fprintf(stderr, "qmm-fuzz: %s %s opset %lld:", c->op_type, c->types, (long long)c->opset);
+    char orders[64];
+    orders_of(c, orders, sizeof orders);
+    fprintf(stderr, "qmm-fuzz: %s %s opset %lld%s%s:", c->op_type, c->types,
+            (long long)c->opset, orders[0] ? " " : "", orders);
     for (int32_t i = 0; i < c->n_inputs; i++) {
         char dims[128];
         if (!qmm_tensor_present(c->inputs[i])) {

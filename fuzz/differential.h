@@ -1,12 +1,15 @@
 /* fuzz/differential.h — the reference against every other implementation, one input at a time.
  *
- * Shared by the differential targets (fuzz_qlinearmatmul.c, fuzz_matmulinteger.c). The
- * implementations compared with the reference (the spec profile, overflow-permitted
- * alternative accepted) are:
+ * Shared by the differential targets (fuzz_qlinearmatmul.c, fuzz_matmulinteger.c,
+ * fuzz_qorderedmatmul.c). The implementations compared with the reference (the spec profile,
+ * overflow-permitted alternative accepted) are:
  *   - every built-in backend but the reference; for `optimized`, each ISA variant
  *     (scalar, avx2, avxvnni, avx512vnni) single-threaded and with QMM_FUZZ_THREADS threads
- *     (default 3: an odd count splits work unevenly). A variant whose capability query answers
- *     UNSUPPORTED for a plain problem (an ISA this CPU lacks) is dropped at start-up;
+ *     (default 3: an odd count splits work unevenly); for `cuda` (when built), the device and
+ *     its host emulation `cuda:emulate=1`. A variant whose capability query answers
+ *     UNSUPPORTED for a plain problem (an ISA this CPU lacks, no CUDA device) is dropped at
+ *     start-up; one that answers UNSUPPORTED for a given call (the optimized backend on
+ *     QOrderedMatMul) is left out of that call's comparison;
  *   - each plugin in QMM_FUZZ_BACKEND ("path.so[:options]", several separated by ';').
  * QMM_FUZZ_BUILTINS=0 leaves the built-ins out (to fuzz one plugin at full speed);
  * QMM_FUZZ_DEBUG=1 prints each decoded problem (types and shapes) on stderr.
@@ -34,5 +37,23 @@ void qh_fz_diff_setup(void);
 /* Decodes one input and compares every implementation with the reference; returns normally
  * when they agree, aborts when they do not. `target` names the fuzz target in reports. */
 void qh_fz_diff_one(const char *target, qh_fz_decoder decode, const uint8_t *data, size_t len);
+
+/* The entry points of a differential target: LLVMFuzzerInitialize runs the setup (before an
+ * AFL++ fork server forks), LLVMFuzzerTestOneInput one input through `decoder`. */
+#define QH_FZ_DIFF_TARGET(target, decoder)                                                  \
+    int LLVMFuzzerInitialize(int *argc, char ***argv);                                      \
+    int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);                           \
+    int LLVMFuzzerInitialize(int *argc, char ***argv)                                       \
+    {                                                                                       \
+        (void)argc;                                                                         \
+        (void)argv;                                                                         \
+        qh_fz_diff_setup();                                                                 \
+        return 0;                                                                           \
+    }                                                                                       \
+    int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)                            \
+    {                                                                                       \
+        qh_fz_diff_one(target, decoder, data, size);                                        \
+        return 0;                                                                           \
+    }
 
 #endif /* QMM_FUZZ_DIFFERENTIAL_H */

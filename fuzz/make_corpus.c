@@ -2,14 +2,17 @@
  *
  *   make_corpus [--check] [--synthetic] [--out DIR] [ROOT...]
  *
- * For every ONNX node-test case under each ROOT (vectors/onnx, vectors/seeds, vectors/edge):
- *   - the call, encoded for the decoder (fuzz/decode.h), goes to DIR/fuzz_qlinearmatmul/ or
- *     DIR/fuzz_matmulinteger/, after checking that it decodes back to the same call;
+ * For every ONNX node-test case under each ROOT (vectors/onnx, vectors/seeds, vectors/edge,
+ * vectors/qordered):
+ *   - the call, encoded for the decoder (fuzz/decode.h), goes to DIR/fuzz_qlinearmatmul/,
+ *     DIR/fuzz_matmulinteger/ or DIR/fuzz_qorderedmatmul/, after checking that it decodes back
+ *     to the same call;
  *   - model.onnx to DIR/fuzz_onnx_model/, every .pb of the data set to DIR/fuzz_onnx_tensor/,
  *     qmm.meta to DIR/fuzz_meta/.
  * --synthetic adds problems chosen to start a campaign at the interesting places: tile
  * boundaries, every type combination, each parameter form, 1-D and batched operands, K = 0,
- * power-of-two scales (exact ties), 16-bit scales, extreme values.
+ * power-of-two scales (exact ties), 16-bit scales, extreme values; for QOrderedMatMul both
+ * order combinations, C, bias, per-column scale_B and batches.
  * Files are named by a hash of their content, so re-running only adds what is new.
  * --check writes nothing: it verifies the encode/decode round trip on every vector (ctest
  * runs it as fuzz_corpus_roundtrip) and exits 1 when one fails to invert.
@@ -74,26 +77,40 @@ static void save_file(opts *o, const char *target, const char *path)
     free(buf);
 }
 
+/* The differential target an operator's seeds are for, and the decoder it reads them with. */
+typedef struct op_target {
+    qmm_op_kind op;
+    const char *target;
+    int (*decode)(const uint8_t *data, size_t len, qh_fz_case *c);
+} op_target;
+
+static const op_target op_targets[] = {
+    {QMM_OP_QLINEARMATMUL, "fuzz_qlinearmatmul", qh_fz_decode_qlinearmatmul},
+    {QMM_OP_MATMULINTEGER, "fuzz_matmulinteger", qh_fz_decode_matmulinteger},
+    {QMM_OP_QORDEREDMATMUL, "fuzz_qorderedmatmul", qh_fz_decode_qorderedmatmul},
+};
+
 /* Encodes a call, proves the decoder gives it back, and saves it. `name` for messages. */
 static void save_call(opts *o, const char *name, const qmm_call *call, int64_t opset)
 {
+    const op_target *t = NULL;
+    for (size_t i = 0; i < sizeof op_targets / sizeof op_targets[0]; i++)
+        if (op_targets[i].op == call->op)
+            t = &op_targets[i];
     uint8_t *buf;
     size_t len;
-    if (qh_fz_encode(call, opset, &buf, &len) != 0) {
-        o->skipped++; /* a rank or size the decoder does not reach */
+    if (!t || qh_fz_encode(call, opset, &buf, &len) != 0) {
+        o->skipped++; /* a rank, size or broken rule the decoder does not reach */
         return;
     }
     qh_fz_case c;
-    int rc = call->op == QMM_OP_QLINEARMATMUL ? qh_fz_decode_qlinearmatmul(buf, len, &c)
-                                              : qh_fz_decode_matmulinteger(buf, len, &c);
-    if (rc != 0) {
+    if (t->decode(buf, len, &c) != 0) {
         o->skipped++; /* over the decoder's work bounds */
     } else if (!qh_fz_same_call(call, opset, &c.call, c.opset)) {
         fprintf(stderr, "make_corpus: %s: decode(encode(call)) is not the call\n", name);
         o->failed++;
     } else {
-        save(o, call->op == QMM_OP_QLINEARMATMUL ? "fuzz_qlinearmatmul" : "fuzz_matmulinteger",
-             buf, len);
+        save(o, t->target, buf, len);
     }
     qh_fz_case_free(&c);
     free(buf);
@@ -126,8 +143,7 @@ static void from_case(opts *o, const qh_case_ref *ref)
         o->skipped++; /* a deliberately broken vector; the parsers' seeds cover it */
         return;
     }
-    if (c.call.op == QMM_OP_QLINEARMATMUL || c.call.op == QMM_OP_MATMULINTEGER)
-        save_call(o, ref->name, &c.call, c.opset);
+    save_call(o, ref->name, &c.call, c.opset);
     qh_case_free(&c);
 }
 
@@ -163,6 +179,15 @@ static void set_dims(qmm_tensor *t, int32_t rank, int64_t batch, int64_t r, int6
         t->dims[1] = r;
         t->dims[2] = c;
     }
+}
+
+/* An int8 [r,c], or [batch,r,c] when `batched`, on `buf`. */
+static void synth_dims(qmm_tensor *t, int batched, int64_t batch, int64_t r, int64_t c,
+                       uint8_t *buf)
+{
+    t->dtype = QMM_DTYPE_INT8;
+    t->data = buf;
+    set_dims(t, batched ? 3 : 2, batch, r, c, 0);
 }
 
 static void fill8(qmm_tensor *t, int mode, uint32_t *seed)
@@ -268,6 +293,70 @@ static void synth_one(opts *o, const synth *s, int qlinear)
     }
 }
 
+/* QOrderedMatMul: both COL32 combinations at a few tile counts, the ROW one around the SIMD
+ * tile sizes; alternately batched A (with B of batch 1 or A's), C (broadcast or batched),
+ * per-column scale_B and a bias; power-of-two scales and half-integer biases (ties). */
+static void synthetic_qordered(opts *o, uint32_t *seed)
+{
+    static const int64_t shapes[][4] = {
+        /* order combination (0 ROW, 1 COL32 + COL4_4R2_8C, 2 COL32 + COL32_2R_4R4), M, K, N */
+        {0, 1, 1, 1},   {0, 2, 3, 4},   {0, 7, 15, 17}, {0, 8, 32, 16}, {0, 3, 64, 33},
+        {0, 1, 0, 5},   {1, 1, 32, 32}, {1, 3, 32, 64}, {1, 8, 64, 32}, {2, 2, 32, 32},
+        {2, 32, 64, 32}, {2, 5, 32, 64},
+    };
+    static const int32_t orders[3][3] = {
+        {QMM_ORDER_ROW, QMM_ORDER_COL, QMM_ORDER_ROW},
+        {QMM_ORDER_COL32, QMM_ORDER_COL4_4R2_8C, QMM_ORDER_COL32},
+        {QMM_ORDER_COL32, QMM_ORDER_COL32_2R_4R4, QMM_ORDER_COL32},
+    };
+    static uint8_t abuf[1 << 13], bbuf[1 << 14], cbuf[1 << 13], fbuf[5][256];
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const int64_t *sh = shapes[i];
+        int batched = (i & 1) != 0, c_present = (i & 2) != 0;
+        int64_t batch = batched ? 2 : 1;
+        qmm_call call;
+        memset(&call, 0, sizeof call);
+        call.op = QMM_OP_QORDEREDMATMUL;
+        qmm_qorderedmatmul *q = &call.u.qorderedmatmul;
+        q->order_a = orders[sh[0]][0];
+        q->order_b = orders[sh[0]][1];
+        q->order_y = orders[sh[0]][2];
+        synth_dims(&q->a, batched, batch, sh[1], sh[2], abuf);
+        synth_dims(&q->b, batched && (i & 4), batch, sh[2], sh[3], bbuf);
+        fill8(&q->a, i % 5 == 4, seed);
+        fill8(&q->b, i % 5 == 4, seed);
+        qmm_tensor *floats[5] = {&q->scale_a, &q->scale_b, &q->scale_y, &q->scale_c, &q->bias};
+        for (int f = 0; f < 5; f++) {
+            floats[f]->dtype = QMM_DTYPE_FLOAT;
+            floats[f]->data = fbuf[f];
+        }
+        /* per-column scale_B and bias [N]; N <= 64 */
+        if (i % 3 == 1) {
+            q->scale_b.rank = 1;
+            q->scale_b.dims[0] = sh[3];
+        }
+        if (sh[0] == 0 && i % 2 == 0) {
+            q->bias.rank = 1;
+            q->bias.dims[0] = sh[3];
+        } else {
+            q->bias.dtype = QMM_DTYPE_UNDEFINED;
+        }
+        if (c_present) {
+            synth_dims(&q->c, batched && (i & 8), batch, sh[1], sh[3], cbuf);
+            fill8(&q->c, 0, seed);
+        } else {
+            q->c.dtype = q->scale_c.dtype = QMM_DTYPE_UNDEFINED;
+        }
+        for (int f = 0; f < 5; f++)
+            for (int64_t j = 0; qmm_tensor_present(floats[f]) && j < qmm_tensor_numel(floats[f]);
+                 j++)
+                put_scale(floats[f], j,
+                          f == 4 ? ((int)lcg(seed) - 128) / 2.0 : 1.0 / (1u << (lcg(seed) % 4)));
+        q->y.dtype = QMM_DTYPE_INT8;
+        save_call(o, "synthetic", &call, 1);
+    }
+}
+
 static void synthetic(opts *o)
 {
     /* M, K, N around the tiles SIMD kernels use (4/8/16/32/64 wide), K = 0, M = 0 */
@@ -304,6 +393,7 @@ static void synthetic(opts *o)
         synth_one(o, &s, 1);
         synth_one(o, &s, 0);
     }
+    synthetic_qordered(o, &seed);
 }
 
 int main(int argc, char **argv)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # fuzz/smoke.sh [SECONDS] — the CI fuzz step: builds the libFuzzer targets with clang into
-# build-fuzz (-DQMM_FUZZ=ON: ASan + UBSan + coverage) and runs each for SECONDS (default 60)
+# build-fuzz (-DQMM_FUZZ=ON: ASan + UBSan + coverage; the CUDA backend too where nvcc is found,
+# for the host emulation the differential targets compare) and runs each for SECONDS (default 60)
 # from the committed corpus (read, never written: new inputs go to a temporary directory).
 # Fails on any crash, sanitizer report, leak or "...-difference" abort; the crashing input
 # and, for a difference, its ONNX case directory are kept under build-fuzz/smoke/.
@@ -13,7 +14,8 @@ cmake --build build-fuzz -j"$(nproc)" >/dev/null
 out=build-fuzz/smoke
 rm -rf "$out"
 failed=()
-for t in fuzz_qlinearmatmul fuzz_matmulinteger fuzz_onnx_tensor fuzz_onnx_model fuzz_meta; do
+for t in fuzz_qlinearmatmul fuzz_matmulinteger fuzz_qorderedmatmul fuzz_onnx_tensor fuzz_onnx_model \
+         fuzz_meta; do
   case "$t" in
     fuzz_onnx_*) dict=fuzz/dict/onnx.dict ;;
     fuzz_meta) dict=fuzz/dict/meta.dict ;;
