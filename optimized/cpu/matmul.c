@@ -34,6 +34,7 @@ typedef struct worker_scratch {
     int32_t *cbuf;   /* MB_MAX x NC_MAX partial sums */
     int32_t *accrow; /* NC_MAX corrected accumulators */
     int32_t *zbp;    /* NC_MAX */
+    int32_t *zc;     /* NC_MAX: zap * colsum for a zero point constant along i */
     double *sb, *cm; /* NC_MAX each */
 } worker_scratch;
 
@@ -194,18 +195,40 @@ static void epilogue(const job *J, worker_scratch *w, int64_t bi, size_t m0, siz
         ys_base = qmm_param_offset(&J->maps[P_YS], g, bi, 0, 0);
         yz_base = qmm_param_offset(&J->maps[P_YZ], g, bi, 0, 0);
     }
+    /* The common case — b's zero point constant along j, a's constant along i — needs no
+     * multiply per element: zbp*rowsum is one number per row, zap*colsum one row of numbers
+     * per block (baseline x86-64 has no 32-bit vector multiply, and the per-element products
+     * cost as much as the rest of the epilogue). */
+    int za_const = !qmm_tensor_present(J->az) || J->maps[P_AZ].row_stride == 0;
+    int sums_only = zb_const && (!colsum || za_const);
+    if (sums_only && colsum) {
+        uint32_t zap = (uint32_t)(zp_at(J->az, &J->maps[P_AZ], g, bi, (int64_t)m0, 0) +
+                                  (shift_a ? 128 : 0));
+        for (size_t jj = 0; jj < nc; jj++)
+            w->zc[jj] = (int32_t)(zap * (uint32_t)colsum[j0 + jj]);
+    }
     for (size_t i = m0; i < m1; i++) {
         uint32_t rs = (uint32_t)rowsum[i];
-        uint32_t zap = 0;
-        if (colsum)
-            zap = (uint32_t)(zp_at(J->az, &J->maps[P_AZ], g, bi, (int64_t)i, 0) +
-                             (shift_a ? 128 : 0));
         const int32_t *crow = cbuf + (i - m0) * ldc;
-        for (size_t jj = 0; jj < nc; jj++) {
-            uint32_t acc = (uint32_t)crow[jj] - (uint32_t)w->zbp[jj] * rs;
+        if (sums_only) {
+            uint32_t zr = (uint32_t)w->zbp[0] * rs;
             if (colsum)
-                acc -= zap * (uint32_t)colsum[j0 + jj];
-            w->accrow[jj] = wrap_u32(acc);
+                for (size_t jj = 0; jj < nc; jj++)
+                    w->accrow[jj] = wrap_u32((uint32_t)crow[jj] - zr - (uint32_t)w->zc[jj]);
+            else
+                for (size_t jj = 0; jj < nc; jj++)
+                    w->accrow[jj] = wrap_u32((uint32_t)crow[jj] - zr);
+        } else {
+            uint32_t zap = 0;
+            if (colsum)
+                zap = (uint32_t)(zp_at(J->az, &J->maps[P_AZ], g, bi, (int64_t)i, 0) +
+                                 (shift_a ? 128 : 0));
+            for (size_t jj = 0; jj < nc; jj++) {
+                uint32_t acc = (uint32_t)crow[jj] - (uint32_t)w->zbp[jj] * rs;
+                if (colsum)
+                    acc -= zap * (uint32_t)colsum[j0 + jj];
+                w->accrow[jj] = wrap_u32(acc);
+            }
         }
         size_t yoff = ((size_t)bi * J->m + i) * J->n + j0;
         if (J->mmi) {
@@ -279,7 +302,9 @@ static void compute_task(void *ctx, size_t task, int worker)
     const int8_t *B = J->bpack + bmat * J->kp * J->npad;
     const int32_t *colsum = J->colsum ? J->colsum + bmat * J->npad : NULL;
     size_t mr = (size_t)J->mr, nr = (size_t)J->nr, kg = (size_t)J->kg;
-    size_t kcg = KC_K / kg;
+    /* K blocks keep a B panel slice in L1 while the row groups stream past; a task with a
+     * single row group has nothing to reuse it for, and reads each panel in one pass */
+    size_t kcg = m1 - m0 <= mr && J->kgroups > 0 ? J->kgroups : KC_K / kg;
     size_t g0 = m0 / mr, g1 = (m1 + mr - 1) / mr;
     for (size_t j0 = n0; j0 < n1; j0 += NC_MAX) {
         size_t j1 = j0 + NC_MAX < n1 ? j0 + NC_MAX : n1;
@@ -396,17 +421,18 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
     int own_b = !pb && !J->direct;
     /* one block for everything: offsets first, then the block */
     size_t off = 0, o_rep, o_apack, o_rowsum, o_ws, o_bpack = 0, o_colsum = 0;
-    size_t o_t[5 * 256];
+    size_t o_t[6 * 256];
     o_rep = carve(&off, J->namat * sizeof *J->amat_rep);
     o_apack = carve(&off, (J->namat * J->a_words + 1) * sizeof *J->apack);
     o_rowsum = carve(&off, J->namat * J->m * sizeof *J->rowsum);
     o_ws = carve(&off, (size_t)threads * sizeof *J->ws);
     for (int t = 0; t < threads; t++) {
-        o_t[5 * t] = carve(&off, (size_t)MB_MAX * NC_MAX * sizeof(int32_t));
-        o_t[5 * t + 1] = carve(&off, NC_MAX * sizeof(int32_t));
-        o_t[5 * t + 2] = carve(&off, NC_MAX * sizeof(int32_t));
-        o_t[5 * t + 3] = carve(&off, NC_MAX * sizeof(double));
-        o_t[5 * t + 4] = carve(&off, NC_MAX * sizeof(double));
+        o_t[6 * t] = carve(&off, (size_t)MB_MAX * NC_MAX * sizeof(int32_t));
+        o_t[6 * t + 1] = carve(&off, NC_MAX * sizeof(int32_t));
+        o_t[6 * t + 2] = carve(&off, NC_MAX * sizeof(int32_t));
+        o_t[6 * t + 3] = carve(&off, NC_MAX * sizeof(double));
+        o_t[6 * t + 4] = carve(&off, NC_MAX * sizeof(double));
+        o_t[6 * t + 5] = carve(&off, NC_MAX * sizeof(int32_t));
     }
     if (own_b) {
         o_bpack = carve(&off, J->nbmat * J->kp * J->npad + 1);
@@ -424,11 +450,12 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
     J->ws = (worker_scratch *)(void *)(blk + o_ws);
     for (int t = 0; t < threads; t++) {
         worker_scratch *w = &J->ws[t];
-        w->cbuf = (int32_t *)(void *)(blk + o_t[5 * t]);
-        w->accrow = (int32_t *)(void *)(blk + o_t[5 * t + 1]);
-        w->zbp = (int32_t *)(void *)(blk + o_t[5 * t + 2]);
-        w->sb = (double *)(void *)(blk + o_t[5 * t + 3]);
-        w->cm = (double *)(void *)(blk + o_t[5 * t + 4]);
+        w->cbuf = (int32_t *)(void *)(blk + o_t[6 * t]);
+        w->accrow = (int32_t *)(void *)(blk + o_t[6 * t + 1]);
+        w->zbp = (int32_t *)(void *)(blk + o_t[6 * t + 2]);
+        w->sb = (double *)(void *)(blk + o_t[6 * t + 3]);
+        w->cm = (double *)(void *)(blk + o_t[6 * t + 4]);
+        w->zc = (int32_t *)(void *)(blk + o_t[6 * t + 5]);
     }
     for (size_t i = 0; i < J->namat; i++)
         J->amat_rep[i] = -1;

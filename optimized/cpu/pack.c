@@ -66,6 +66,36 @@ void qmm_opt_pack_a(const uint8_t *a, size_t lda, int a_signed, size_t rows, siz
     uint32_t flip4 = a_signed ? 0x80808080u : 0;
     for (size_t g = 0; g < groups; g++) {
         int32_t *gd = dst + g * kgroups * (size_t)mr;
+        /* quads: rows in fours, 16 bytes of each (4 groups) transposed at once */
+        size_t quad_rows = 0, tq = 0;
+#if defined(__SSE2__)
+        if (kg == 4) {
+            size_t in_group = rows - g * (size_t)mr < (size_t)mr ? rows - g * (size_t)mr
+                                                                 : (size_t)mr;
+            quad_rows = in_group / 4 * 4;
+            tq = full / 4 * 4;
+            const __m128i vflip = _mm_set1_epi32((int)flip4);
+            for (size_t r0 = 0; r0 < quad_rows; r0 += 4) {
+                const uint8_t *s0 = a + (g * (size_t)mr + r0) * lda;
+                for (size_t t = 0; t < tq; t += 4) {
+                    __m128i x0 = _mm_loadu_si128((const __m128i *)(const void *)(s0 + 4 * t));
+                    __m128i x1 =
+                        _mm_loadu_si128((const __m128i *)(const void *)(s0 + lda + 4 * t));
+                    __m128i x2 =
+                        _mm_loadu_si128((const __m128i *)(const void *)(s0 + 2 * lda + 4 * t));
+                    __m128i x3 =
+                        _mm_loadu_si128((const __m128i *)(const void *)(s0 + 3 * lda + 4 * t));
+                    __m128i l01 = _mm_unpacklo_epi32(x0, x1), h01 = _mm_unpackhi_epi32(x0, x1);
+                    __m128i l23 = _mm_unpacklo_epi32(x2, x3), h23 = _mm_unpackhi_epi32(x2, x3);
+                    __m128i w[4] = {_mm_unpacklo_epi64(l01, l23), _mm_unpackhi_epi64(l01, l23),
+                                    _mm_unpacklo_epi64(h01, h23), _mm_unpackhi_epi64(h01, h23)};
+                    for (size_t q = 0; q < 4; q++)
+                        _mm_storeu_si128((__m128i *)(void *)(gd + (t + q) * (size_t)mr + r0),
+                                         _mm_xor_si128(w[q], vflip));
+                }
+            }
+        }
+#endif
         for (int r = 0; r < mr; r++) {
             size_t row = g * (size_t)mr + (size_t)r;
             int32_t *col = gd + r;
@@ -77,7 +107,7 @@ void qmm_opt_pack_a(const uint8_t *a, size_t lda, int a_signed, size_t rows, siz
             const uint8_t *src = a + row * lda;
             int32_t z = za[row];
             rowsum[row] = (int32_t)row_sum(src, k, a_signed, z);
-            size_t t = 0;
+            size_t t = (size_t)r < quad_rows ? tq : 0; /* the groups done above */
             if (kg == 4) {
                 for (; t < full; t++) {
                     uint32_t w;
