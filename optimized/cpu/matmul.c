@@ -25,7 +25,9 @@ enum {
     KC_K = 512,    /* k values per K block: B panel slice nr*KC bytes stays in L1 */
     GEMV_M_MAX = 4,
     GEMV_ACC = 4096, /* small M, unpacked B: int32 sums per task (rows x columns): 16 KB, L1 */
-    PACK_ROWS = 96,
+    PACK_ROWS = 48,  /* rows per A packing task: a multiple of every mr */
+    PACK_COLS = 128, /* columns per B packing task: a multiple of every nr (small tasks keep
+                        both threads busy when there are few of them) */
 };
 
 enum { P_AS, P_AZ, P_BS, P_BZ, P_YS, P_YZ, P_COUNT };
@@ -136,7 +138,7 @@ static void pack_b_task(void *ctx, size_t task, int worker)
 {
     job *J = ctx;
     size_t bmat = task / J->b_chunks, chunk = task % J->b_chunks;
-    size_t j0 = chunk * NC_MAX, j1 = j0 + NC_MAX < J->n ? j0 + NC_MAX : J->n;
+    size_t j0 = chunk * PACK_COLS, j1 = j0 + PACK_COLS < J->n ? j0 + PACK_COLS : J->n;
     const uint8_t *src = J->braw + bmat * J->k * J->n;
     int8_t *dst = J->bpack_own + bmat * J->kp * J->npad + j0 * J->kp;
     int32_t *cs = J->colsum_own ? J->colsum_own + bmat * J->npad + j0 : NULL;
@@ -497,7 +499,7 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
     J->nnb = ceil_div(J->n, J->nb);
 
     J->a_chunks = ceil_div(J->m, PACK_ROWS);
-    J->b_chunks = own_b ? ceil_div(J->n, NC_MAX) : 0;
+    J->b_chunks = own_b ? ceil_div(J->n, PACK_COLS) : 0;
     qmm_opt_pool_run(ob->pool, J->namat * J->a_chunks + J->nbmat * J->b_chunks, pack_task, J);
     qmm_opt_pool_run(ob->pool, J->batch * J->nmb * J->nnb, compute_task, J);
     scratch_put(ob, blk, cached);
@@ -653,7 +655,7 @@ qmm_status_code qmm_opt_pack_b_all(const qmm_opt_backend *ob, const qmm_tensor *
     J.braw = b->data;
     J.bpack_own = pb->data;
     J.colsum_own = pb->colsum;
-    J.b_chunks = ceil_div(pb->n, NC_MAX);
+    J.b_chunks = ceil_div(pb->n, PACK_COLS);
     qmm_opt_pool_run(ob->pool, pb->nmat * J.b_chunks, pack_b_task, &J);
     return qmm_status_ok(st);
 }
