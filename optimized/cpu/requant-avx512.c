@@ -10,9 +10,9 @@
 
 #include "optimized/cpu/opt_internal.h"
 
-/* Eight lanes: the clamped results in *q; returns the mask of decided lanes. */
-static inline __mmask8 lanes8(__m256i acc, __m512d m, __m256i zy, __m256i qmin, __m256i qmax,
-                              __m256i *q)
+/* Eight lanes: RNE(v) + zy as int32 in *q (|q| <= 2^21 + 255, not yet clamped); returns the
+ * mask of decided lanes. */
+static inline __mmask8 lanes8(__m256i acc, __m512d m, __m256i zy, __m256i *q)
 {
     const __m512d magic = _mm512_set1_pd(6755399441055744.0); /* 1.5 * 2^52 */
     const __m512d lim = _mm512_set1_pd(2097152.0);            /* 2^21 */
@@ -21,8 +21,7 @@ static inline __mmask8 lanes8(__m256i acc, __m512d m, __m256i zy, __m256i qmin, 
     __m512d r = _mm512_sub_pd(_mm512_add_pd(v, magic), magic);
     __m512d d = _mm512_abs_pd(_mm512_sub_pd(v, r));
     __mmask8 decided = _mm512_cmp_pd_mask(d, _mm512_set1_pd(0.5 - 0x1p-28), _CMP_LT_OQ);
-    __m256i ri = _mm512_cvtpd_epi32(r); /* an integer within +-2^21: exact */
-    *q = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(ri, zy), qmin), qmax);
+    *q = _mm256_add_epi32(_mm512_cvtpd_epi32(r), zy); /* r is an integer: exact */
     return decided;
 }
 
@@ -31,24 +30,35 @@ void qmm_opt_requant_row_avx512(const int32_t *acc, size_t n, double sa, const d
                                 int32_t qmax, uint8_t *out)
 {
     const __m512d vsa = _mm512_set1_pd(sa);
-    const __m256i vzy = _mm256_set1_epi32(zy), vmin = _mm256_set1_epi32(qmin),
-                  vmax = _mm256_set1_epi32(qmax);
+    const __m256i vzy = _mm256_set1_epi32(zy);
+    const __m512i vmin = _mm512_set1_epi32(qmin), vmax = _mm512_set1_epi32(qmax);
+    /* int8 y spans the whole of vpmovsdb's saturation range, and uint8 y with a floor of 0
+     * the whole of vpmovusdb's: then the saturating narrowings are the clamp */
+    int full_s8 = qmin == -128 && qmax == 127, full_u8 = qmin == 0 && qmax == 255;
     size_t j = 0;
     for (; j + 16 <= n; j += 16) {
         __m256i q0, q1;
         __m512d m0 = _mm512_mul_pd(vsa, _mm512_loadu_pd(cm + j));
         __m512d m1 = _mm512_mul_pd(vsa, _mm512_loadu_pd(cm + j + 8));
         __mmask8 d0 = lanes8(_mm256_loadu_si256((const __m256i *)(const void *)(acc + j)), m0,
-                             vzy, vmin, vmax, &q0);
+                             vzy, &q0);
         __mmask8 d1 = lanes8(_mm256_loadu_si256((const __m256i *)(const void *)(acc + j + 8)),
-                             m1, vzy, vmin, vmax, &q1);
+                             m1, vzy, &q1);
         if ((d0 & d1) != 0xff) {
             qmm_opt_requant_row(acc + j, 16, sa, sb + j, cm + j, sy, zy, qmin, qmax, out + j);
             continue;
         }
-        /* vpmovdb keeps each value's low byte: the stored byte of q in [qmin, qmax] */
         __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
-        _mm_storeu_si128((__m128i *)(void *)(out + j), _mm512_cvtepi32_epi8(q));
+        __m128i bytes;
+        if (full_s8) {
+            bytes = _mm512_cvtsepi32_epi8(q);
+        } else if (full_u8) {
+            bytes = _mm512_cvtusepi32_epi8(_mm512_max_epi32(q, _mm512_setzero_si512()));
+        } else { /* a narrower range: clamp, then keep each value's low byte */
+            q = _mm512_min_epi32(_mm512_max_epi32(q, vmin), vmax);
+            bytes = _mm512_cvtepi32_epi8(q);
+        }
+        _mm_storeu_si128((__m128i *)(void *)(out + j), bytes);
     }
     if (j < n)
         qmm_opt_requant_row_avx2(acc + j, n - j, sa, sb + j, cm + j, sy, zy, qmin, qmax,
