@@ -204,8 +204,8 @@ void qmm_opt_kernel_avx512vnni_rx32(size_t rows, size_t kgroups, const int32_t *
 }
 
 /* Column sums of packed panels (pack.c's quads layout, 32 columns x kgroups each, panel p at
- * b + p*pstride): vpdpbusd with an all-ones uint8 operand adds each column's four k values,
- * so the sums wrap modulo 2^32 exactly as the scalar loop's. */
+ * b + p*pstride): vpdpbusd with an all-ones uint8 operand adds each column's four k values;
+ * the sums wrap modulo 2^32, like every accumulator. */
 void qmm_opt_colsum_avx512vnni(const int8_t *b, size_t kgroups, size_t npanels, size_t pstride,
                                int32_t *colsum)
 {

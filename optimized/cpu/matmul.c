@@ -40,6 +40,21 @@ typedef struct worker_scratch {
     double *sb, *cm; /* NC_MAX each */
 } worker_scratch;
 
+/* A worker's scratch is one run of WS_BYTES: the pieces above in that order (each size a
+ * multiple of 64 bytes, so every piece stays 64-byte aligned). */
+#define WS_BYTES ((size_t)MB_MAX * NC_MAX * 4 + 3 * NC_MAX * 4 + 2 * NC_MAX * 8)
+
+static void worker_scratch_at(worker_scratch *w, char *p)
+{
+    w->cbuf = (int32_t *)(void *)p;
+    p += (size_t)MB_MAX * NC_MAX * 4;
+    w->accrow = (int32_t *)(void *)p;
+    w->zbp = (int32_t *)(void *)(p + NC_MAX * 4);
+    w->zc = (int32_t *)(void *)(p + 2 * NC_MAX * 4);
+    w->sb = (double *)(void *)(p + 3 * NC_MAX * 4);
+    w->cm = (double *)(void *)(p + 3 * NC_MAX * 4 + NC_MAX * 8);
+}
+
 typedef struct job {
     const qmm_opt_isa_ops *ops;
     const qmm_geometry *g;
@@ -142,11 +157,10 @@ static void pack_b_task(void *ctx, size_t task, int worker)
     const uint8_t *src = J->braw + bmat * J->k * J->n;
     int8_t *dst = J->bpack_own + bmat * J->kp * J->npad + j0 * J->kp;
     int32_t *cs = J->colsum_own ? J->colsum_own + bmat * J->npad + j0 : NULL;
-    const qmm_opt_colsum_fn sums = J->ops ? J->ops->colsum : NULL;
-    qmm_opt_pack_b(src, J->n, J->b_signed, J->k, j0, j1, J->nr, J->kg, J->uw, dst,
-                   sums ? NULL : cs);
-    if (cs && sums) /* from the panels just written, still in cache */
-        sums(dst, J->kgroups, ceil_div(j1 - j0, (size_t)J->nr), J->kp * (size_t)J->nr, cs);
+    qmm_opt_pack_b(src, J->n, J->b_signed, J->k, j0, j1, J->nr, J->kg, J->uw, dst);
+    if (cs) /* from the panels just written, still in cache */
+        J->ops->colsum(dst, J->kgroups, ceil_div(j1 - j0, (size_t)J->nr),
+                       J->kp * (size_t)J->nr, cs);
 }
 
 /* ---- phase 3: compute and epilogue ---- */
@@ -422,20 +436,12 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
     J->a_words = J->direct || J->smallp ? J->m * ((J->k + 1) / 2) : J->mpad * J->kgroups;
     int own_b = !pb && !J->direct;
     /* one block for everything: offsets first, then the block */
-    size_t off = 0, o_rep, o_apack, o_rowsum, o_ws, o_bpack = 0, o_colsum = 0;
-    size_t o_t[6 * 256];
+    size_t off = 0, o_rep, o_apack, o_rowsum, o_ws, o_wsb, o_bpack = 0, o_colsum = 0;
     o_rep = carve(&off, J->namat * sizeof *J->amat_rep);
     o_apack = carve(&off, (J->namat * J->a_words + 1) * sizeof *J->apack);
     o_rowsum = carve(&off, J->namat * J->m * sizeof *J->rowsum);
     o_ws = carve(&off, (size_t)threads * sizeof *J->ws);
-    for (int t = 0; t < threads; t++) {
-        o_t[6 * t] = carve(&off, (size_t)MB_MAX * NC_MAX * sizeof(int32_t));
-        o_t[6 * t + 1] = carve(&off, NC_MAX * sizeof(int32_t));
-        o_t[6 * t + 2] = carve(&off, NC_MAX * sizeof(int32_t));
-        o_t[6 * t + 3] = carve(&off, NC_MAX * sizeof(double));
-        o_t[6 * t + 4] = carve(&off, NC_MAX * sizeof(double));
-        o_t[6 * t + 5] = carve(&off, NC_MAX * sizeof(int32_t));
-    }
+    o_wsb = carve(&off, (size_t)threads * WS_BYTES);
     if (own_b) {
         o_bpack = carve(&off, J->nbmat * J->kp * J->npad + 1);
         if (J->kg == 4)
@@ -450,15 +456,8 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
     J->apack = (int32_t *)(void *)(blk + o_apack);
     J->rowsum = (int32_t *)(void *)(blk + o_rowsum);
     J->ws = (worker_scratch *)(void *)(blk + o_ws);
-    for (int t = 0; t < threads; t++) {
-        worker_scratch *w = &J->ws[t];
-        w->cbuf = (int32_t *)(void *)(blk + o_t[6 * t]);
-        w->accrow = (int32_t *)(void *)(blk + o_t[6 * t + 1]);
-        w->zbp = (int32_t *)(void *)(blk + o_t[6 * t + 2]);
-        w->sb = (double *)(void *)(blk + o_t[6 * t + 3]);
-        w->cm = (double *)(void *)(blk + o_t[6 * t + 4]);
-        w->zc = (int32_t *)(void *)(blk + o_t[6 * t + 5]);
-    }
+    for (int t = 0; t < threads; t++)
+        worker_scratch_at(&J->ws[t], blk + o_wsb + (size_t)t * WS_BYTES);
     for (size_t i = 0; i < J->namat; i++)
         J->amat_rep[i] = -1;
     for (int64_t bi = 0; bi < g->batch; bi++) {

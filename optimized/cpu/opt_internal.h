@@ -95,8 +95,8 @@ typedef struct qmm_opt_isa_ops {
     qmm_opt_gemv_packed_fn gemv_packed; /* NULL: small M with a prepacked B uses `kernel` */
     int uw;                  /* B packed in the "unsigned words" layout (qmm_opt_pack_b) */
     qmm_opt_requant_row_fn requant_row;
-    qmm_opt_colsum_fn colsum; /* quads layouts: column sums from the packed panels; NULL:
-                                 qmm_opt_pack_b sums the columns of b itself */
+    qmm_opt_colsum_fn colsum; /* column sums from the packed panels: required with kg 4
+                                 (the quads layouts' correction term), NULL with kg 2 */
 } qmm_opt_isa_ops;
 
 void qmm_opt_kernel_scalar_6x16(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
@@ -138,15 +138,15 @@ void qmm_opt_pack_a(const uint8_t *a, size_t lda, int a_signed, size_t rows, siz
 
 /* Packs columns [j0, j1) (j0 a multiple of nr) of a K x N matrix (row stride ldb) into panels
  * of nr columns: panel p at dst + p*kp*nr, zero padded in k and in columns.
- * uw 0: layout [kgroup][col][kg] of int8 B' (uint8 b - 128, int8 b as is). colsum (may be
- *       NULL) receives sum_k B' per column from j0.
+ * uw 0: layout [kgroup][col][kg] of int8 B' (uint8 b - 128, int8 b as is). The quads
+ *       layouts' column sums come from the packed panels (the ISA's `colsum`).
  * uw 1 (nr 16, kg 2 only; AVX2): "unsigned words": B'' = b for uint8, b + 128 for int8
  *       (0..255), per k pair t and column l < 8 the four bytes at dst + 32t + 4l are
  *       B''[2t][l], B''[2t][l+8], B''[2t+1][l], B''[2t+1][l+8]. As 16-bit words, w & 0xff
  *       gives column l's (k, k+1) pair and w >> 8 column l+8's: two exact vpmaddwd operands
  *       from one load, a vpand and a vpsrlw (no vpmovsxbw, slow on Zen 3). */
 void qmm_opt_pack_b(const uint8_t *b, size_t ldb, int b_signed, size_t k, size_t j0, size_t j1,
-                    int nr, int kg, int uw, int8_t *dst, int32_t *colsum);
+                    int nr, int kg, int uw, int8_t *dst);
 
 /* ---- requantization (requant.c) ---- */
 

@@ -215,7 +215,7 @@ static void pack_b_panel_sse2(const uint8_t *b, size_t ldb, uint8_t flip, size_t
 #endif
 
 void qmm_opt_pack_b(const uint8_t *b, size_t ldb, int b_signed, size_t k, size_t j0, size_t j1,
-                    int nr, int kg, int uw, int8_t *dst, int32_t *colsum)
+                    int nr, int kg, int uw, int8_t *dst)
 {
     uint8_t flip = b_signed ? 0 : 0x80;
     size_t kp = (k + (size_t)kg - 1) / (size_t)kg * (size_t)kg;
@@ -241,16 +241,5 @@ void qmm_opt_pack_b(const uint8_t *b, size_t ldb, int b_signed, size_t k, size_t
         else
 #endif
             pack_b_panel_generic(b, ldb, flip, k, n, j, nr, kg, panel);
-    }
-    if (colsum) {
-        size_t width = (j1 - j0 + (size_t)nr - 1) / (size_t)nr * (size_t)nr;
-        memset(colsum, 0, width * sizeof *colsum);
-        /* row-major walk: sequential reads of b, which the strided walk would not give */
-        for (size_t kk = 0; kk < k; kk++) {
-            const uint8_t *row = b + kk * ldb;
-            for (size_t j = j0; j < j1 && j < n; j++)
-                colsum[j - j0] = (int32_t)((uint32_t)colsum[j - j0] +
-                                           (uint32_t)(int32_t)b_prime(row, j, flip));
-        }
     }
 }
