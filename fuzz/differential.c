@@ -124,7 +124,8 @@ void qh_fz_diff_setup(void)
                     add_variant("cuda:emulate=1", 0);
                 continue;
             }
-            static const char *const isas[] = {"scalar", "avx2", "avxvnni", "avx512vnni"};
+            static const char *const isas[] = {"scalar", "avx2", "avxvnni", "avx512vnni",
+                                                     "amx"};
             for (size_t k = 0; k < sizeof isas / sizeof isas[0]; k++) {
                 char spec[128];
                 snprintf(spec, sizeof spec, "optimized:isa=%s,threads=1", isas[k]);

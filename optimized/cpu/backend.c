@@ -12,25 +12,38 @@
 /* The per-ISA dispatch table: constant, so nothing needs initialising at run time; what the
  * CPU can run is decided once by qmm_opt_cpu_features(). */
 static const qmm_opt_isa_ops isa_table[QMM_OPT_ISA_COUNT] = {
-    {QMM_OPT_ISA_SCALAR, 6, 16, 2, qmm_opt_kernel_scalar_6x16, NULL, NULL, NULL, 0,
-     qmm_opt_requant_row, NULL},
+    {.isa = QMM_OPT_ISA_SCALAR, .mr = 6, .nr = 16, .kg = 2,
+     .kernel = qmm_opt_kernel_scalar_6x16, .requant_row = qmm_opt_requant_row},
 #if defined(__x86_64__)
-    {QMM_OPT_ISA_AVX2, 6, 16, 2, qmm_opt_kernel_avx2_6x16, NULL, qmm_opt_gemv_avx2,
-     qmm_opt_gemv_packed_avx2, 1, qmm_opt_requant_row_avx2, NULL},
+    {.isa = QMM_OPT_ISA_AVX2, .mr = 6, .nr = 16, .kg = 2, .kernel = qmm_opt_kernel_avx2_6x16,
+     .gemv = qmm_opt_gemv_avx2, .gemv_packed = qmm_opt_gemv_packed_avx2, .uw = 1,
+     .requant_row = qmm_opt_requant_row_avx2},
     /* the VNNI layouts are quads: small M on a prepacked B runs the kernel on its rows only */
-    {QMM_OPT_ISA_AVXVNNI, 6, 16, 4, qmm_opt_kernel_avxvnni_6x16, qmm_opt_kernel_avxvnni_rx16,
-     qmm_opt_gemv_avx2, NULL, 0, qmm_opt_requant_row_avx2, qmm_opt_colsum_avxvnni},
-    {QMM_OPT_ISA_AVX512VNNI, 8, 32, 4, qmm_opt_kernel_avx512vnni_8x32,
-     qmm_opt_kernel_avx512vnni_rx32, qmm_opt_gemv_avx2, NULL, 0, qmm_opt_requant_row_avx512,
-     qmm_opt_colsum_avx512vnni},
+    {.isa = QMM_OPT_ISA_AVXVNNI, .mr = 6, .nr = 16, .kg = 4,
+     .kernel = qmm_opt_kernel_avxvnni_6x16, .kernel_rows = qmm_opt_kernel_avxvnni_rx16,
+     .gemv = qmm_opt_gemv_avx2, .requant_row = qmm_opt_requant_row_avx2,
+     .colsum = qmm_opt_colsum_avxvnni},
+    {.isa = QMM_OPT_ISA_AVX512VNNI, .mr = 8, .nr = 32, .kg = 4,
+     .kernel = qmm_opt_kernel_avx512vnni_8x32, .kernel_rows = qmm_opt_kernel_avx512vnni_rx32,
+     .gemv = qmm_opt_gemv_avx2, .requant_row = qmm_opt_requant_row_avx512,
+     .colsum = qmm_opt_colsum_avx512vnni},
+    /* AMX: B in the AVX-512 quads layout (so the same column sums), A in tiles, K padded to
+     * whole tiles */
+    {.isa = QMM_OPT_ISA_AMX, .mr = 32, .nr = 32, .kg = 4, .kalign = 16, .atiles = 1,
+     .kernel = qmm_opt_kernel_amx_32x32, .kernel_rows = qmm_opt_kernel_amx_rx32,
+     .gemv = qmm_opt_gemv_avx2, .requant_row = qmm_opt_requant_row_avx512,
+     .colsum = qmm_opt_colsum_avx512vnni, .task_begin = qmm_opt_amx_begin,
+     .task_end = qmm_opt_amx_end},
 #else
     /* no x86 kernels: the other ISAs are refused by qmm_opt_isa_missing before use */
-    {QMM_OPT_ISA_AVX2, 6, 16, 2, qmm_opt_kernel_scalar_6x16, NULL, NULL, NULL, 0,
-     qmm_opt_requant_row, NULL},
-    {QMM_OPT_ISA_AVXVNNI, 6, 16, 2, qmm_opt_kernel_scalar_6x16, NULL, NULL, NULL, 0,
-     qmm_opt_requant_row, NULL},
-    {QMM_OPT_ISA_AVX512VNNI, 6, 16, 2, qmm_opt_kernel_scalar_6x16, NULL, NULL, NULL, 0,
-     qmm_opt_requant_row, NULL},
+    {.isa = QMM_OPT_ISA_AVX2, .mr = 6, .nr = 16, .kg = 2, .kernel = qmm_opt_kernel_scalar_6x16,
+     .requant_row = qmm_opt_requant_row},
+    {.isa = QMM_OPT_ISA_AVXVNNI, .mr = 6, .nr = 16, .kg = 2,
+     .kernel = qmm_opt_kernel_scalar_6x16, .requant_row = qmm_opt_requant_row},
+    {.isa = QMM_OPT_ISA_AVX512VNNI, .mr = 6, .nr = 16, .kg = 2,
+     .kernel = qmm_opt_kernel_scalar_6x16, .requant_row = qmm_opt_requant_row},
+    {.isa = QMM_OPT_ISA_AMX, .mr = 6, .nr = 16, .kg = 2, .kernel = qmm_opt_kernel_scalar_6x16,
+     .requant_row = qmm_opt_requant_row},
 #endif
 };
 
@@ -41,6 +54,8 @@ const qmm_opt_isa_ops *qmm_opt_isa_table(qmm_opt_isa isa)
 
 static qmm_opt_isa best_isa(void)
 {
+    if (!qmm_opt_isa_missing(QMM_OPT_ISA_AMX))
+        return QMM_OPT_ISA_AMX;
     if (!qmm_opt_isa_missing(QMM_OPT_ISA_AVX512VNNI))
         return QMM_OPT_ISA_AVX512VNNI;
     if (!qmm_opt_isa_missing(QMM_OPT_ISA_AVXVNNI))
@@ -118,7 +133,7 @@ static qmm_status_code parse_options(const char *options, int *isa, int *threads
             if (*isa == -2)
                 return qmm_status_set(st, QMM_INVALID_ARGUMENT,
                                       "option '%.*s': unknown ISA (scalar, avx2, avxvnni, "
-                                      "avx512vnni or auto)",
+                                      "avx512vnni, amx or auto)",
                                       o.item_len, o.item);
         } else if (qmm_option_is(&o, "threads")) {
             if (!qmm_option_int(&o, 1, 256, &n))
@@ -128,7 +143,7 @@ static qmm_status_code parse_options(const char *options, int *isa, int *threads
         } else {
             return qmm_status_set(st, QMM_INVALID_ARGUMENT,
                                   "option '%.*s': unknown (the optimized backend accepts "
-                                  "isa=scalar|avx2|avxvnni|avx512vnni|auto, threads=N)",
+                                  "isa=scalar|avx2|avxvnni|avx512vnni|amx|auto, threads=N)",
                                   o.item_len, o.item);
         }
     }
@@ -152,8 +167,8 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
             isa = parse_isa(env, strlen(env));
             if (isa == -2) {
                 qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                               "QMM_ISA=%s: unknown ISA (scalar, avx2, avxvnni, avx512vnni or "
-                               "auto)",
+                               "QMM_ISA=%s: unknown ISA (scalar, avx2, avxvnni, avx512vnni, amx "
+                               "or auto)",
                                env);
                 return NULL;
             }

@@ -20,12 +20,13 @@
 #include "reference/qmm_reference.h"
 
 enum {
-    MB_MAX = 96,   /* rows per task: a multiple of every mr (6, 8) */
+    MB_MAX = 96,   /* rows per task: a multiple of every mr (6, 8, 32) */
     NC_MAX = 256,  /* columns per task and per chunk: a multiple of every nr (16, 32) */
     KC_K = 512,    /* k values per K block: B panel slice nr*KC bytes stays in L1 */
     GEMV_M_MAX = 4,
     GEMV_ACC = 4096, /* small M, unpacked B: int32 sums per task (rows x columns): 16 KB, L1 */
-    PACK_ROWS = 48,  /* rows per A packing task: a multiple of every mr */
+    PACK_ROWS = 48,  /* rows per A packing task, rounded up to a multiple of mr */
+    PACK_ROWS_MAX = 64,
     PACK_COLS = 128, /* columns per B packing task: a multiple of every nr (small tasks keep
                         both threads busy when there are few of them) */
 };
@@ -81,6 +82,7 @@ typedef struct job {
     const int32_t *colsum;
     /* tasks */
     size_t a_chunks, b_chunks;    /* per matrix */
+    size_t pack_rows;             /* rows per A packing task */
     size_t mb, nmb, nb, nnb;
     worker_scratch *ws;
     /* requantization constants */
@@ -102,6 +104,13 @@ static int64_t zp_at(const qmm_tensor *zp, const qmm_param_map *map, const qmm_g
 static size_t ceil_div(size_t a, size_t b)
 {
     return (a + b - 1) / b;
+}
+
+/* K groups of a packed operand: ceil(k / kg), rounded up to the ISA's alignment. */
+static size_t packed_kgroups(const qmm_opt_isa_ops *ops, size_t k)
+{
+    size_t align = ops->kalign > 1 ? (size_t)ops->kalign : 1;
+    return ceil_div(ceil_div(k, (size_t)ops->kg), align) * align;
 }
 
 static inline int32_t wrap_u32(uint32_t u)
@@ -129,9 +138,9 @@ static void pack_a_task(void *ctx, size_t task, int worker)
 {
     job *J = ctx;
     size_t amat = task / J->a_chunks, chunk = task % J->a_chunks;
-    size_t r0 = chunk * PACK_ROWS, r1 = r0 + PACK_ROWS < J->m ? r0 + PACK_ROWS : J->m;
+    size_t r0 = chunk * J->pack_rows, r1 = r0 + J->pack_rows < J->m ? r0 + J->pack_rows : J->m;
     int64_t bi = J->amat_rep[amat];
-    int32_t za[PACK_ROWS];
+    int32_t za[PACK_ROWS_MAX];
     for (size_t i = r0; i < r1; i++)
         za[i - r0] = (int32_t)zp_at(J->az, &J->maps[P_AZ], J->g, bi, (int64_t)i, 0);
     const uint8_t *src = (const uint8_t *)J->a->data + amat * J->m * J->k + r0 * J->k;
@@ -140,8 +149,11 @@ static void pack_a_task(void *ctx, size_t task, int worker)
         size_t kpairs = (J->k + 1) / 2;
         qmm_opt_pack_a(src, J->k, J->a_signed, r1 - r0, J->k, za, 1, 2,
                        J->apack + amat * J->a_words + r0 * kpairs, rs);
+    } else if (J->ops->atiles) {
+        qmm_opt_pack_a_tiles(src, J->k, J->a_signed, r1 - r0, J->k, za, J->mr, J->kgroups,
+                             J->apack + amat * J->a_words + r0 * J->kgroups, rs);
     } else {
-        /* r0 is a multiple of mr (PACK_ROWS is), so chunks start on a group */
+        /* r0 is a multiple of mr (pack_rows is), so chunks start on a group */
         qmm_opt_pack_a(src, J->k, J->a_signed, r1 - r0, J->k, za, J->mr, J->kg,
                        J->apack + amat * J->a_words + r0 * J->kgroups, rs);
     }
@@ -157,7 +169,7 @@ static void pack_b_task(void *ctx, size_t task, int worker)
     const uint8_t *src = J->braw + bmat * J->k * J->n;
     int8_t *dst = J->bpack_own + bmat * J->kp * J->npad + j0 * J->kp;
     int32_t *cs = J->colsum_own ? J->colsum_own + bmat * J->npad + j0 : NULL;
-    qmm_opt_pack_b(src, J->n, J->b_signed, J->k, j0, j1, J->nr, J->kg, J->uw, dst);
+    qmm_opt_pack_b(src, J->n, J->b_signed, J->k, J->kgroups, j0, j1, J->nr, J->kg, J->uw, dst);
     if (cs) /* from the panels just written, still in cache */
         J->ops->colsum(dst, J->kgroups, ceil_div(j1 - j0, (size_t)J->nr),
                        J->kp * (size_t)J->nr, cs);
@@ -317,6 +329,8 @@ static void compute_task(void *ctx, size_t task, int worker)
 
     const int8_t *B = J->bpack + bmat * J->kp * J->npad;
     const int32_t *colsum = J->colsum ? J->colsum + bmat * J->npad : NULL;
+    if (J->ops->task_begin)
+        J->ops->task_begin();
     size_t mr = (size_t)J->mr, nr = (size_t)J->nr, kg = (size_t)J->kg;
     /* K blocks keep a B panel slice in L1 while the row groups stream past; a task with a
      * single row group has nothing to reuse it for, and reads each panel in one pass */
@@ -345,6 +359,8 @@ static void compute_task(void *ctx, size_t task, int worker)
         }
         epilogue(J, w, bi, m0, m1, j0, j1, w->cbuf, ldc, rowsum, colsum);
     }
+    if (J->ops->task_end)
+        J->ops->task_end();
 }
 
 /* ---- setup ---- */
@@ -423,7 +439,7 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
     J->b_signed = J->b->dtype == QMM_DTYPE_INT8;
     J->direct = ops->gemv != NULL && pb == NULL && J->m <= GEMV_M_MAX;
     J->smallp = ops->gemv_packed != NULL && pb != NULL && J->m <= GEMV_M_MAX && J->uw;
-    J->kgroups = ceil_div(J->k, (size_t)J->kg);
+    J->kgroups = packed_kgroups(ops, J->k);
     J->kp = J->kgroups * (size_t)J->kg;
     J->mpad = ceil_div(J->m, (size_t)J->mr) * (size_t)J->mr;
     J->npad = ceil_div(J->n, (size_t)J->nr) * (size_t)J->nr;
@@ -497,7 +513,8 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
     }
     J->nnb = ceil_div(J->n, J->nb);
 
-    J->a_chunks = ceil_div(J->m, PACK_ROWS);
+    J->pack_rows = ceil_div(PACK_ROWS, (size_t)J->mr) * (size_t)J->mr;
+    J->a_chunks = ceil_div(J->m, J->pack_rows);
     J->b_chunks = own_b ? ceil_div(J->n, PACK_COLS) : 0;
     qmm_opt_pool_run(ob->pool, J->namat * J->a_chunks + J->nbmat * J->b_chunks, pack_task, J);
     qmm_opt_pool_run(ob->pool, J->batch * J->nmb * J->nnb, compute_task, J);
@@ -629,7 +646,7 @@ qmm_status_code qmm_opt_pack_b_all(const qmm_opt_backend *ob, const qmm_tensor *
     memcpy(pb->dims, b->dims, sizeof pb->dims);
     pb->k = (size_t)(b->rank == 1 ? b->dims[0] : b->dims[b->rank - 2]);
     pb->n = (size_t)(b->rank == 1 ? 1 : b->dims[b->rank - 1]);
-    pb->kp = ceil_div(pb->k, (size_t)ops->kg) * (size_t)ops->kg;
+    pb->kp = packed_kgroups(ops, pb->k) * (size_t)ops->kg;
     pb->npad = ceil_div(pb->n, (size_t)ops->nr) * (size_t)ops->nr;
     pb->nmat = pb->k && pb->n ? (size_t)numel / (pb->k * pb->n) : 1;
     pb->data = malloc(pb->nmat * pb->kp * pb->npad + 1);

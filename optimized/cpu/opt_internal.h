@@ -29,13 +29,17 @@ typedef enum qmm_opt_isa {
     QMM_OPT_ISA_AVX2 = 1,
     QMM_OPT_ISA_AVXVNNI = 2,
     QMM_OPT_ISA_AVX512VNNI = 3,
-    QMM_OPT_ISA_COUNT = 4,
+    QMM_OPT_ISA_AMX = 4,
+    QMM_OPT_ISA_COUNT = 5,
 } qmm_opt_isa;
 
 typedef struct qmm_opt_cpu {
     int avx2;       /* AVX2 and the OS saves YMM state */
     int avxvnni;    /* AVX-VNNI (VEX vpdpbusd) with AVX2 */
-    int avx512vnni; /* AVX-512 F/BW/VL/VNNI and the OS saves ZMM and opmask state */
+    int avx512vnni; /* AVX-512 F/DQ/BW/VL/VNNI and the OS saves ZMM and opmask state */
+    int amx;        /* AMX-TILE and AMX-INT8 with AVX-512 VNNI, the OS saves tile state and
+                       granted this process its use (Linux: arch_prctl ARCH_REQ_XCOMP_PERM) */
+    const char *amx_missing; /* why amx is 0 */
 } qmm_opt_cpu;
 
 /* Detected once (pthread_once); the pointer is to read-only data afterwards. */
@@ -77,7 +81,8 @@ typedef void (*qmm_opt_requant_row_fn)(const int32_t *acc, size_t n, double sa,
                                        int32_t zy, int32_t qmin, int32_t qmax, uint8_t *out);
 
 /* The kernel on the first `rows` rows of a group only (rows < mr; the packed A keeps its mr
- * stride): the tile's other rows of c are left alone. */
+ * stride). The tile's other rows of c are the group's padding: a kernel may leave them alone
+ * or fill them with their (zero-row) products, as AMX does for a 16-row slice. */
 typedef void (*qmm_opt_kernel_rows_fn)(size_t rows, size_t kgroups, const int32_t *a,
                                        const int8_t *b, int32_t *c, size_t ldc, int accumulate);
 
@@ -97,6 +102,11 @@ typedef struct qmm_opt_isa_ops {
     qmm_opt_requant_row_fn requant_row;
     qmm_opt_colsum_fn colsum; /* column sums from the packed panels: required with kg 4
                                  (the quads layouts' correction term), NULL with kg 2 */
+    int kalign;              /* packed K groups are a multiple of this (AMX: 16, one tile) */
+    int atiles;              /* A packed in the "tiles" layout (qmm_opt_pack_a_tiles) */
+    void (*task_begin)(void); /* called by a thread before its task's first kernel call
+                                 (AMX: load the tile configuration), or NULL */
+    void (*task_end)(void);   /* after its task's last kernel call (AMX: release), or NULL */
 } qmm_opt_isa_ops;
 
 void qmm_opt_kernel_scalar_6x16(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
@@ -121,6 +131,16 @@ void qmm_opt_colsum_avx512vnni(const int8_t *b, size_t kgroups, size_t npanels, 
 void qmm_opt_kernel_avx512vnni_rx32(size_t rows, size_t kgroups, const int32_t *a,
                                     const int8_t *b, int32_t *c, size_t ldc, int accumulate);
 
+/* AMX (gemm-amx.c): 32 x 32 tiles of the "tiles" A layout and the quads B layout (nr 32),
+ * kgroups a multiple of 16; the tile configuration must be loaded (qmm_opt_amx_begin) on
+ * the calling thread. The rows form runs rows <= 4 with AVX-512 VNNI, <= 16 on one A tile. */
+void qmm_opt_amx_begin(void);
+void qmm_opt_amx_end(void);
+void qmm_opt_kernel_amx_32x32(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
+                              size_t ldc, int accumulate);
+void qmm_opt_kernel_amx_rx32(size_t rows, size_t kgroups, const int32_t *a, const int8_t *b,
+                             int32_t *c, size_t ldc, int accumulate);
+
 /* The peak loops of `qmmcheck bench --peak`: `iters` iterations of a dependency-free block of
  * the kernel's multiply-accumulate instructions; returns int8 MACs performed. */
 uint64_t qmm_opt_peak_avx2(uint64_t iters);
@@ -136,8 +156,19 @@ uint64_t qmm_opt_peak_avx512vnni(uint64_t iters);
 void qmm_opt_pack_a(const uint8_t *a, size_t lda, int a_signed, size_t rows, size_t k,
                     const int32_t *za, int mr, int kg, int32_t *dst, int32_t *rowsum);
 
+/* The AMX "tiles" layout of A: groups of mr rows (mr a multiple of 16), kgroups (a multiple
+ * of 16, >= ceil(K/4)) uint8 quads a' (int8 a + 128) per row, zero past K and past `rows`.
+ * Within a group, K tile T (16 groups, 64 bytes of each row) holds rows in order, 64 bytes
+ * each: byte (T*mr + r)*64 + q is a'[r][64T + q] — a 16-row slice is one tile load with
+ * stride 64. In 32-bit words, group g's K tile T starts at g*kgroups*mr + 16*T*mr, the
+ * offset the driver computes for any layout. rowsum as for qmm_opt_pack_a. */
+void qmm_opt_pack_a_tiles(const uint8_t *a, size_t lda, int a_signed, size_t rows, size_t k,
+                          const int32_t *za, int mr, size_t kgroups, int32_t *dst,
+                          int32_t *rowsum);
+
 /* Packs columns [j0, j1) (j0 a multiple of nr) of a K x N matrix (row stride ldb) into panels
- * of nr columns: panel p at dst + p*kp*nr, zero padded in k and in columns.
+ * of nr columns: panel p at dst + p*kgroups*kg*nr, zero padded in k (to kgroups groups,
+ * >= ceil(K/kg)) and in columns.
  * uw 0: layout [kgroup][col][kg] of int8 B' (uint8 b - 128, int8 b as is). The quads
  *       layouts' column sums come from the packed panels (the ISA's `colsum`).
  * uw 1 (nr 16, kg 2 only; AVX2): "unsigned words": B'' = b for uint8, b + 128 for int8
@@ -145,8 +176,8 @@ void qmm_opt_pack_a(const uint8_t *a, size_t lda, int a_signed, size_t rows, siz
  *       B''[2t][l], B''[2t][l+8], B''[2t+1][l], B''[2t+1][l+8]. As 16-bit words, w & 0xff
  *       gives column l's (k, k+1) pair and w >> 8 column l+8's: two exact vpmaddwd operands
  *       from one load, a vpand and a vpsrlw (no vpmovsxbw, slow on Zen 3). */
-void qmm_opt_pack_b(const uint8_t *b, size_t ldb, int b_signed, size_t k, size_t j0, size_t j1,
-                    int nr, int kg, int uw, int8_t *dst);
+void qmm_opt_pack_b(const uint8_t *b, size_t ldb, int b_signed, size_t k, size_t kgroups,
+                    size_t j0, size_t j1, int nr, int kg, int uw, int8_t *dst);
 
 /* ---- requantization (requant.c) ---- */
 

@@ -129,11 +129,49 @@ void qmm_opt_pack_a(const uint8_t *a, size_t lda, int a_signed, size_t rows, siz
     }
 }
 
+void qmm_opt_pack_a_tiles(const uint8_t *a, size_t lda, int a_signed, size_t rows, size_t k,
+                          const int32_t *za, int mr, size_t kgroups, int32_t *dst,
+                          int32_t *rowsum)
+{
+    size_t ktiles = kgroups / 16, full = k / 64, groups = (rows + (size_t)mr - 1) / (size_t)mr;
+    uint8_t flip = a_signed ? 0x80 : 0;
+    for (size_t g = 0; g < groups; g++) {
+        uint8_t *gd = (uint8_t *)(dst + g * kgroups * (size_t)mr);
+        for (size_t r = 0; r < (size_t)mr; r++) {
+            size_t row = g * (size_t)mr + r;
+            uint8_t *o = gd + r * 64;
+            size_t ostride = (size_t)mr * 64; /* from one K tile of the row to the next */
+            if (row >= rows) {
+                for (size_t t = 0; t < ktiles; t++)
+                    memset(o + t * ostride, 0, 64);
+                continue;
+            }
+            const uint8_t *src = a + row * lda;
+            rowsum[row] = (int32_t)row_sum(src, k, a_signed, za[row]);
+            size_t t = 0;
+#if defined(__SSE2__)
+            const __m128i vflip = _mm_set1_epi8((char)flip);
+            for (; t < full; t++)
+                for (size_t q = 0; q < 64; q += 16)
+                    _mm_storeu_si128((__m128i *)(void *)(o + t * ostride + q),
+                                     _mm_xor_si128(_mm_loadu_si128((const __m128i *)(
+                                                       const void *)(src + 64 * t + q)),
+                                                   vflip));
+#endif
+            for (; t < ktiles; t++)
+                for (size_t q = 0; q < 64; q++) {
+                    size_t kk = 64 * t + q;
+                    o[t * ostride + q] = kk < k ? (uint8_t)(src[kk] ^ flip) : 0;
+                }
+        }
+    }
+}
+
 /* The defining element loop for one panel (columns j0 .. j0+nr-1, any of them past n). */
 static void pack_b_panel_generic(const uint8_t *b, size_t ldb, uint8_t flip, size_t k,
-                                 size_t n, size_t j0, int nr, int kg, int8_t *dst)
+                                 size_t kgroups, size_t n, size_t j0, int nr, int kg,
+                                 int8_t *dst)
 {
-    size_t kgroups = (k + (size_t)kg - 1) / (size_t)kg;
     for (size_t t = 0; t < kgroups; t++)
         for (int c = 0; c < nr; c++)
             for (int q = 0; q < kg; q++) {
@@ -181,10 +219,9 @@ static void pack_b_panel_uw_sse2(const uint8_t *b, size_t ldb, uint8_t flip, siz
 }
 
 /* A full panel (all nr columns inside n) with nr a multiple of 16. Rows past k read as 0. */
-static void pack_b_panel_sse2(const uint8_t *b, size_t ldb, uint8_t flip, size_t k, size_t j0,
-                              int nr, int kg, int8_t *dst)
+static void pack_b_panel_sse2(const uint8_t *b, size_t ldb, uint8_t flip, size_t k,
+                              size_t kgroups, size_t j0, int nr, int kg, int8_t *dst)
 {
-    size_t kgroups = (k + (size_t)kg - 1) / (size_t)kg;
     const __m128i vflip = _mm_set1_epi8((char)flip);
     const __m128i zero = _mm_setzero_si128();
     for (size_t t = 0; t < kgroups; t++) {
@@ -214,11 +251,11 @@ static void pack_b_panel_sse2(const uint8_t *b, size_t ldb, uint8_t flip, size_t
 }
 #endif
 
-void qmm_opt_pack_b(const uint8_t *b, size_t ldb, int b_signed, size_t k, size_t j0, size_t j1,
-                    int nr, int kg, int uw, int8_t *dst)
+void qmm_opt_pack_b(const uint8_t *b, size_t ldb, int b_signed, size_t k, size_t kgroups,
+                    size_t j0, size_t j1, int nr, int kg, int uw, int8_t *dst)
 {
     uint8_t flip = b_signed ? 0 : 0x80;
-    size_t kp = (k + (size_t)kg - 1) / (size_t)kg * (size_t)kg;
+    size_t kp = kgroups * (size_t)kg;
     /* ldb is the matrix's n: columns past it are padding */
     size_t n = ldb;
     if (uw) { /* nr 16, kg 2; no column sums (the pairs-style A carries a - za) */
@@ -237,9 +274,9 @@ void qmm_opt_pack_b(const uint8_t *b, size_t ldb, int b_signed, size_t k, size_t
         int8_t *panel = dst + (j - j0) / (size_t)nr * kp * (size_t)nr;
 #if defined(__SSE2__)
         if (j + (size_t)nr <= n && nr % 16 == 0)
-            pack_b_panel_sse2(b, ldb, flip, k, j, nr, kg, panel);
+            pack_b_panel_sse2(b, ldb, flip, k, kgroups, j, nr, kg, panel);
         else
 #endif
-            pack_b_panel_generic(b, ldb, flip, k, n, j, nr, kg, panel);
+            pack_b_panel_generic(b, ldb, flip, k, kgroups, n, j, nr, kg, panel);
     }
 }

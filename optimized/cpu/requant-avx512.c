@@ -14,14 +14,17 @@
  * mask of decided lanes. */
 static inline __mmask8 lanes8(__m256i acc, __m512d m, __m256i zy, __m256i *q)
 {
-    const __m512d magic = _mm512_set1_pd(6755399441055744.0); /* 1.5 * 2^52 */
-    const __m512d lim = _mm512_set1_pd(2097152.0);            /* 2^21 */
+    const __m512d lim = _mm512_set1_pd(2097152.0), nlim = _mm512_set1_pd(-2097152.0); /* 2^21 */
     __m512d v = _mm512_mul_pd(_mm512_cvtepi32_pd(acc), m);
-    v = _mm512_min_pd(_mm512_max_pd(v, _mm512_sub_pd(_mm512_setzero_pd(), lim)), lim);
-    __m512d r = _mm512_sub_pd(_mm512_add_pd(v, magic), magic);
-    __m512d d = _mm512_abs_pd(_mm512_sub_pd(v, r));
+    v = _mm512_min_pd(_mm512_max_pd(v, nlim), lim);
+    /* vreducepd with imm 0: v - RNE(v), exact; vcvtpd2dq rounds by MXCSR, which is RNE
+     * (C's default environment; the magic-number form of requant-avx2.c costs one more
+     * operation) */
+    __m512d d = _mm512_abs_pd(_mm512_reduce_pd(v, _MM_FROUND_TO_NEAREST_INT));
     __mmask8 decided = _mm512_cmp_pd_mask(d, _mm512_set1_pd(0.5 - 0x1p-28), _CMP_LT_OQ);
-    *q = _mm256_add_epi32(_mm512_cvtpd_epi32(r), zy); /* r is an integer: exact */
+    *q = _mm256_add_epi32(_mm512_cvt_roundpd_epi32(v, _MM_FROUND_TO_NEAREST_INT |
+                                                          _MM_FROUND_NO_EXC),
+                          zy);
     return decided;
 }
 
