@@ -762,7 +762,18 @@ Test(rounding, row_requantizers_agree_with_the_exact_rule)
             for (int n = N - 16; n <= N; n += 8) {
                 uint8_t out[N];
                 memset(out, 0x5a, sizeof out); /* what a skipped element would keep */
-                fns[f].fn(acc, (size_t)n, sa, sb, cm, sy, zy, qmin, qmax, out);
+                /* every other length: the same accumulators given as raw sums with the
+                 * zero-point corrections zr and zc[j] still to take off (mod 2^32) */
+                int32_t raw[N], zc[N];
+                uint32_t zr = n % 16 == 5 ? (uint32_t)next64(&r) : 0;
+                for (int j = 0; j < N; j++) {
+                    zc[j] = (int32_t)(uint32_t)next64(&r);
+                    raw[j] = (int32_t)((uint32_t)acc[j] + zr + (uint32_t)zc[j]);
+                }
+                if (zr)
+                    fns[f].fn(raw, zc, zr, (size_t)n, sa, sb, cm, sy, zy, qmin, qmax, out);
+                else
+                    fns[f].fn(acc, NULL, 0, (size_t)n, sa, sb, cm, sy, zy, qmin, qmax, out);
                 for (int j = 0; j < n; j++) {
                     int64_t q = qmm_opt_requant_exact(acc[j], sa, sb[j], sy) + zy;
                     q = q < qmin ? qmin : q > qmax ? qmax : q;

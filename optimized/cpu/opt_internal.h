@@ -76,9 +76,10 @@ typedef void (*qmm_opt_gemv_packed_fn)(size_t rows, size_t kpairs, const int32_t
                                        size_t npanels, int32_t *c, size_t ldc);
 
 /* One output row's requantization (qmm_opt_requant_row's contract, below). */
-typedef void (*qmm_opt_requant_row_fn)(const int32_t *acc, size_t n, double sa,
-                                       const double *sb, const double *cm, double sy,
-                                       int32_t zy, int32_t qmin, int32_t qmax, uint8_t *out);
+typedef void (*qmm_opt_requant_row_fn)(const int32_t *acc, const int32_t *zc, uint32_t zr,
+                                       size_t n, double sa, const double *sb, const double *cm,
+                                       double sy, int32_t zy, int32_t qmin, int32_t qmax,
+                                       uint8_t *out);
 
 /* The kernel on the first `rows` rows of a group only (rows < mr; the packed A keeps its mr
  * stride). The tile's other rows of c are the group's padding: a kernel may leave them alone
@@ -185,21 +186,23 @@ void qmm_opt_pack_b(const uint8_t *b, size_t ldb, int b_signed, size_t k, size_t
  * or bfloat16 values), clamped to +-2^40 — far outside any 8-bit result. */
 int64_t qmm_opt_requant_exact(int32_t acc, double sa, double sb, double sy);
 
-/* One output row with per-tensor y_scale/y_zero_point: out[j] = clamp(RNE(acc[j]*sa*sb[j]/sy)
- * + zy) for j < n, where cm[j] = sb[j] / sy (rounded). Fast double path, exact fallback. */
-void qmm_opt_requant_row(const int32_t *acc, size_t n, double sa, const double *sb,
-                         const double *cm, double sy, int32_t zy, int32_t qmin, int32_t qmax,
-                         uint8_t *out);
+/* One output row with per-tensor y_scale/y_zero_point: out[j] = clamp(RNE(x_j*sa*sb[j]/sy)
+ * + zy) for j < n, where cm[j] = sb[j] / sy (rounded) and x_j = acc[j] - zr - zc[j] modulo
+ * 2^32 as int32 (zc NULL: no zc term) — the zero-point corrections applied on the way in, so
+ * the epilogue needs no separate pass. Fast double path, exact fallback. */
+void qmm_opt_requant_row(const int32_t *acc, const int32_t *zc, uint32_t zr, size_t n,
+                         double sa, const double *sb, const double *cm, double sy, int32_t zy,
+                         int32_t qmin, int32_t qmax, uint8_t *out);
 
 /* qmm_opt_requant_row eight (requant-avx2.c) or sixteen (requant-avx512.c) elements at a
  * time: the same results. */
-void qmm_opt_requant_row_avx2(const int32_t *acc, size_t n, double sa, const double *sb,
-                              const double *cm, double sy, int32_t zy, int32_t qmin,
-                              int32_t qmax, uint8_t *out);
+void qmm_opt_requant_row_avx2(const int32_t *acc, const int32_t *zc, uint32_t zr, size_t n,
+                              double sa, const double *sb, const double *cm, double sy,
+                              int32_t zy, int32_t qmin, int32_t qmax, uint8_t *out);
 
-void qmm_opt_requant_row_avx512(const int32_t *acc, size_t n, double sa, const double *sb,
-                                const double *cm, double sy, int32_t zy, int32_t qmin,
-                                int32_t qmax, uint8_t *out);
+void qmm_opt_requant_row_avx512(const int32_t *acc, const int32_t *zc, uint32_t zr, size_t n,
+                                double sa, const double *sb, const double *cm, double sy,
+                                int32_t zy, int32_t qmin, int32_t qmax, uint8_t *out);
 
 /* One element with any scales: the same rule, m = (sa*sb)/sy. */
 int32_t qmm_opt_requant_one(int32_t acc, double sa, double sb, double sy, int32_t zy,

@@ -32,11 +32,21 @@ static inline int lanes4(__m128i acc, __m256d m, __m128i zy, __m128i qmin, __m12
     return decided;
 }
 
-void qmm_opt_requant_row_avx2(const int32_t *acc, size_t n, double sa, const double *sb,
-                              const double *cm, double sy, int32_t zy, int32_t qmin,
-                              int32_t qmax, uint8_t *out)
+/* Four accumulators at acc + j less the corrections (qmm_opt_requant_row's x). */
+static inline __m128i corrected4(const int32_t *acc, const int32_t *zc, __m128i vzr, size_t j)
+{
+    __m128i x = _mm_sub_epi32(_mm_loadu_si128((const __m128i *)(const void *)(acc + j)), vzr);
+    if (zc)
+        x = _mm_sub_epi32(x, _mm_loadu_si128((const __m128i *)(const void *)(zc + j)));
+    return x;
+}
+
+void qmm_opt_requant_row_avx2(const int32_t *acc, const int32_t *zc, uint32_t zr, size_t n,
+                              double sa, const double *sb, const double *cm, double sy,
+                              int32_t zy, int32_t qmin, int32_t qmax, uint8_t *out)
 {
     const __m256d vsa = _mm256_set1_pd(sa);
+    const __m128i vzr = _mm_set1_epi32((int32_t)zr);
     const __m128i vzy = _mm_set1_epi32(zy), vmin = _mm_set1_epi32(qmin),
                   vmax = _mm_set1_epi32(qmax);
     int is_signed = qmin < 0;
@@ -45,12 +55,11 @@ void qmm_opt_requant_row_avx2(const int32_t *acc, size_t n, double sa, const dou
         __m128i q0, q1;
         __m256d m0 = _mm256_mul_pd(vsa, _mm256_loadu_pd(cm + j));
         __m256d m1 = _mm256_mul_pd(vsa, _mm256_loadu_pd(cm + j + 4));
-        int d0 = lanes4(_mm_loadu_si128((const __m128i *)(const void *)(acc + j)), m0, vzy, vmin,
-                        vmax, &q0);
-        int d1 = lanes4(_mm_loadu_si128((const __m128i *)(const void *)(acc + j + 4)), m1, vzy,
-                        vmin, vmax, &q1);
+        int d0 = lanes4(corrected4(acc, zc, vzr, j), m0, vzy, vmin, vmax, &q0);
+        int d1 = lanes4(corrected4(acc, zc, vzr, j + 4), m1, vzy, vmin, vmax, &q1);
         if ((d0 & d1) != 0xf) {
-            qmm_opt_requant_row(acc + j, 8, sa, sb + j, cm + j, sy, zy, qmin, qmax, out + j);
+            qmm_opt_requant_row(acc + j, zc ? zc + j : NULL, zr, 8, sa, sb + j, cm + j, sy, zy,
+                                qmin, qmax, out + j);
             continue;
         }
         /* values lie in [qmin, qmax]: the saturating packs keep them, and their low bytes */
@@ -59,5 +68,6 @@ void qmm_opt_requant_row_avx2(const int32_t *acc, size_t n, double sa, const dou
         _mm_storel_epi64((__m128i *)(void *)(out + j), b);
     }
     if (j < n)
-        qmm_opt_requant_row(acc + j, n - j, sa, sb + j, cm + j, sy, zy, qmin, qmax, out + j);
+        qmm_opt_requant_row(acc + j, zc ? zc + j : NULL, zr, n - j, sa, sb + j, cm + j, sy, zy,
+                            qmin, qmax, out + j);
 }

@@ -1,10 +1,11 @@
 /* optimized/cpu/requant-avx512.c — qmm_opt_requant_row sixteen elements at a time (this file
  * alone is built with AVX-512 F/VL/BW; no FMA contraction: every operation is an intrinsic).
  *
- * Lane for lane the computation of requant-avx2.c (and so of requant.c's scalar fast path,
- * whose error bound decides): v = fl(acc * fl(sa * cm[j])) clamped to +-2^21, r = RNE(v) by the
- * 1.5*2^52 trick, r decides when |v - r| < 1/2 - 2^-28; a block with an undecided lane goes to
- * the scalar row function and its exact fallback.
+ * Lane for lane the decision of requant-avx2.c (and so of requant.c's scalar fast path,
+ * whose error bound decides): v = fl(x * fl(sa * cm[j])) clamped to +-2^21, r = RNE(v) (here
+ * vreducepd gives v - r exactly and vcvtpd2dq with embedded round-to-nearest-even gives r), r
+ * decides when |v - r| < 1/2 - 2^-28; a block with an undecided lane goes to the scalar row
+ * function and its exact fallback.
  */
 #include <immintrin.h>
 
@@ -28,11 +29,12 @@ static inline __mmask8 lanes8(__m256i acc, __m512d m, __m256i zy, __m256i *q)
     return decided;
 }
 
-void qmm_opt_requant_row_avx512(const int32_t *acc, size_t n, double sa, const double *sb,
-                                const double *cm, double sy, int32_t zy, int32_t qmin,
-                                int32_t qmax, uint8_t *out)
+void qmm_opt_requant_row_avx512(const int32_t *acc, const int32_t *zc, uint32_t zr, size_t n,
+                                double sa, const double *sb, const double *cm, double sy,
+                                int32_t zy, int32_t qmin, int32_t qmax, uint8_t *out)
 {
     const __m512d vsa = _mm512_set1_pd(sa);
+    const __m512i vzr = _mm512_set1_epi32((int32_t)zr);
     const __m256i vzy = _mm256_set1_epi32(zy);
     const __m512i vmin = _mm512_set1_epi32(qmin), vmax = _mm512_set1_epi32(qmax);
     /* int8 y spans the whole of vpmovsdb's saturation range, and uint8 y with a floor of 0
@@ -41,14 +43,16 @@ void qmm_opt_requant_row_avx512(const int32_t *acc, size_t n, double sa, const d
     size_t j = 0;
     for (; j + 16 <= n; j += 16) {
         __m256i q0, q1;
+        __m512i x = _mm512_sub_epi32(_mm512_loadu_si512((const void *)(acc + j)), vzr);
+        if (zc)
+            x = _mm512_sub_epi32(x, _mm512_loadu_si512((const void *)(zc + j)));
         __m512d m0 = _mm512_mul_pd(vsa, _mm512_loadu_pd(cm + j));
         __m512d m1 = _mm512_mul_pd(vsa, _mm512_loadu_pd(cm + j + 8));
-        __mmask8 d0 = lanes8(_mm256_loadu_si256((const __m256i *)(const void *)(acc + j)), m0,
-                             vzy, &q0);
-        __mmask8 d1 = lanes8(_mm256_loadu_si256((const __m256i *)(const void *)(acc + j + 8)),
-                             m1, vzy, &q1);
+        __mmask8 d0 = lanes8(_mm512_castsi512_si256(x), m0, vzy, &q0);
+        __mmask8 d1 = lanes8(_mm512_extracti64x4_epi64(x, 1), m1, vzy, &q1);
         if ((d0 & d1) != 0xff) {
-            qmm_opt_requant_row(acc + j, 16, sa, sb + j, cm + j, sy, zy, qmin, qmax, out + j);
+            qmm_opt_requant_row(acc + j, zc ? zc + j : NULL, zr, 16, sa, sb + j, cm + j, sy, zy,
+                                qmin, qmax, out + j);
             continue;
         }
         __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
@@ -64,6 +68,6 @@ void qmm_opt_requant_row_avx512(const int32_t *acc, size_t n, double sa, const d
         _mm_storeu_si128((__m128i *)(void *)(out + j), bytes);
     }
     if (j < n)
-        qmm_opt_requant_row_avx2(acc + j, n - j, sa, sb + j, cm + j, sy, zy, qmin, qmax,
-                                 out + j);
+        qmm_opt_requant_row_avx2(acc + j, zc ? zc + j : NULL, zr, n - j, sa, sb + j, cm + j, sy,
+                                 zy, qmin, qmax, out + j);
 }

@@ -109,17 +109,19 @@ int32_t qmm_opt_requant_one(int32_t acc, double sa, double sb, double sy, int32_
     return clamp_add(qmm_opt_requant_exact(acc, sa, sb, sy), zy, qmin, qmax);
 }
 
-void qmm_opt_requant_row(const int32_t *acc, size_t n, double sa, const double *sb,
-                         const double *cm, double sy, int32_t zy, int32_t qmin, int32_t qmax,
-                         uint8_t *out)
+void qmm_opt_requant_row(const int32_t *acc, const int32_t *zc, uint32_t zr, size_t n,
+                         double sa, const double *sb, const double *cm, double sy, int32_t zy,
+                         int32_t qmin, int32_t qmax, uint8_t *out)
 {
     for (size_t j = 0; j < n; j++) {
         int32_t q;
-        double v = (double)acc[j] * (sa * cm[j]);
-        if (acc[j] == 0)
+        uint32_t u = (uint32_t)acc[j] - zr - (zc ? (uint32_t)zc[j] : 0u);
+        int32_t x = u <= (uint32_t)INT32_MAX ? (int32_t)u : (int32_t)(u - 0x80000000u) + INT32_MIN;
+        double v = (double)x * (sa * cm[j]);
+        if (x == 0)
             q = clamp_add(0, zy, qmin, qmax);
         else if (!fast_round(v, zy, qmin, qmax, &q))
-            q = clamp_add(qmm_opt_requant_exact(acc[j], sa, sb[j], sy), zy, qmin, qmax);
+            q = clamp_add(qmm_opt_requant_exact(x, sa, sb[j], sy), zy, qmin, qmax);
         out[j] = (uint8_t)((uint32_t)q & 0xffu);
     }
 }
