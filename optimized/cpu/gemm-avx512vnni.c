@@ -240,3 +240,53 @@ uint64_t qmm_opt_peak_avx512vnni(uint64_t iters)
     (void)sink;
     return iters * 12u * 64u;
 }
+
+/* B packing for the nr-32 quads layout with its column sums in one pass (the driver's
+ * pack_b for avx512vnni and amx; qmm_opt_pack_b's layout and sums, bit for bit). A full
+ * panel's K group is four rows of 32 bytes interleaved into 128: byte unpacks pair the rows
+ * within 128-bit lanes, and a lane permute puts the column quads in order. vpdpbusd with an
+ * all-ones uint8 operand adds each column's four values into its sum (wrapping, as every
+ * accumulator). Edge panels take qmm_opt_pack_b and qmm_opt_colsum_avx512vnni. */
+void qmm_opt_pack_b_avx512vnni(const uint8_t *b, size_t ldb, int b_signed, size_t k,
+                               size_t kgroups, size_t j0, size_t j1, int8_t *dst,
+                               int32_t *colsum)
+{
+    const __m256i flip = _mm256_set1_epi8(b_signed ? 0 : (char)0x80);
+    const __m256i ones = _mm256_set1_epi8(1), zero = _mm256_setzero_si256();
+    size_t n = ldb, pstride = kgroups * NR * 4;
+    size_t j = j0;
+    for (; j + NR <= j1 && j + NR <= n; j += NR) {
+        int8_t *o = dst + (j - j0) / NR * pstride;
+        __m256i s[4] = {zero, zero, zero, zero};
+        for (size_t t = 0; t < kgroups; t++, o += NR * 4) {
+            __m256i r[4];
+            for (size_t q = 0; q < 4; q++) {
+                size_t kk = 4 * t + q;
+                r[q] = kk < k ? _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(
+                                                     const void *)(b + kk * ldb + j)),
+                                                 flip)
+                              : zero;
+            }
+            __m256i lo01 = _mm256_unpacklo_epi8(r[0], r[1]), hi01 = _mm256_unpackhi_epi8(r[0], r[1]);
+            __m256i lo23 = _mm256_unpacklo_epi8(r[2], r[3]), hi23 = _mm256_unpackhi_epi8(r[2], r[3]);
+            /* per 128-bit lane: columns 0-3, 4-7, 8-11, 12-15 of the lane's 16 */
+            __m256i e0 = _mm256_unpacklo_epi16(lo01, lo23), e1 = _mm256_unpackhi_epi16(lo01, lo23);
+            __m256i e2 = _mm256_unpacklo_epi16(hi01, hi23), e3 = _mm256_unpackhi_epi16(hi01, hi23);
+            __m256i v[4] = {_mm256_permute2x128_si256(e0, e1, 0x20),
+                            _mm256_permute2x128_si256(e2, e3, 0x20),
+                            _mm256_permute2x128_si256(e0, e1, 0x31),
+                            _mm256_permute2x128_si256(e2, e3, 0x31)};
+            for (int u = 0; u < 4; u++) {
+                _mm256_storeu_si256((__m256i *)(void *)(o + 32 * u), v[u]);
+                s[u] = _mm256_dpbusd_epi32(s[u], ones, v[u]);
+            }
+        }
+        for (int u = 0; u < 4; u++)
+            _mm256_storeu_si256((__m256i *)(void *)(colsum + (j - j0) + 8 * (size_t)u), s[u]);
+    }
+    if (j < j1) {
+        int8_t *o = dst + (j - j0) / NR * pstride;
+        qmm_opt_pack_b(b, ldb, b_signed, k, kgroups, j, j1, NR, 4, 0, o);
+        qmm_opt_colsum_avx512vnni(o, kgroups, (j1 - j + NR - 1) / NR, pstride, colsum + (j - j0));
+    }
+}

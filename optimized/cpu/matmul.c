@@ -171,6 +171,10 @@ static void pack_b_task(void *ctx, size_t task, int worker)
     const uint8_t *src = J->braw + bmat * J->k * J->n;
     int8_t *dst = J->bpack_own + bmat * J->kp * J->npad + j0 * J->kp;
     int32_t *cs = J->colsum_own ? J->colsum_own + bmat * J->npad + j0 : NULL;
+    if (cs && J->ops->pack_b) {
+        J->ops->pack_b(src, J->n, J->b_signed, J->k, J->kgroups, j0, j1, dst, cs);
+        return;
+    }
     qmm_opt_pack_b(src, J->n, J->b_signed, J->k, J->kgroups, j0, j1, J->nr, J->kg, J->uw, dst);
     if (cs) /* from the panels just written, still in cache */
         J->ops->colsum(dst, J->kgroups, ceil_div(j1 - j0, (size_t)J->nr),

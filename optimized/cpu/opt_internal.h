@@ -103,6 +103,10 @@ typedef struct qmm_opt_isa_ops {
     qmm_opt_requant_row_fn requant_row;
     qmm_opt_colsum_fn colsum; /* column sums from the packed panels: required with kg 4
                                  (the quads layouts' correction term), NULL with kg 2 */
+    /* packs columns [j0, j1) of B as qmm_opt_pack_b (uw 0) does and writes their column
+     * sums (colsum[j - j0]) as `colsum` would, in one pass; NULL: those two in turn */
+    void (*pack_b)(const uint8_t *b, size_t ldb, int b_signed, size_t k, size_t kgroups,
+                   size_t j0, size_t j1, int8_t *dst, int32_t *colsum);
     int kalign;              /* packed K groups are a multiple of this (AMX: 16, one tile) */
     int atiles;              /* A packed in the "tiles" layout (qmm_opt_pack_a_tiles) */
     void (*task_begin)(void); /* called by a thread before its task's first kernel call
@@ -128,6 +132,9 @@ void qmm_opt_kernel_avx512vnni_8x32(size_t kgroups, const int32_t *a, const int8
 void qmm_opt_colsum_avxvnni(const int8_t *b, size_t kgroups, size_t npanels, size_t pstride,
                             int32_t *colsum);
 void qmm_opt_colsum_avx512vnni(const int8_t *b, size_t kgroups, size_t npanels, size_t pstride,
+                               int32_t *colsum);
+void qmm_opt_pack_b_avx512vnni(const uint8_t *b, size_t ldb, int b_signed, size_t k,
+                               size_t kgroups, size_t j0, size_t j1, int8_t *dst,
                                int32_t *colsum);
 void qmm_opt_kernel_avx512vnni_rx32(size_t rows, size_t kgroups, const int32_t *a,
                                     const int8_t *b, int32_t *c, size_t ldc, int accumulate);
