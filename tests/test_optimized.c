@@ -700,6 +700,24 @@ Test(rounding, exact_path_directly)
  * within 2^-28 of a tie (only the exact path may decide them, so the whole vector block must
  * fall back), saturation at both ends, zero accumulators and ordinary values. Each element
  * must equal the exact rule clamp(RNE(acc*sa*sb/sy) + zy). */
+#if defined(__x86_64__)
+/* The float requantizer with its multipliers made as the driver makes them (every test scale
+ * lies in its range). */
+static void requant_row_f32(const int32_t *acc, const int32_t *zc, uint32_t zr, size_t n,
+                            double sa, const double *sb, const double *cm, double sy, int32_t zy,
+                            int32_t qmin, int32_t qmax, uint8_t *out)
+{
+    float mf[64];
+    cr_assert_leq(n, 64);
+    for (size_t j = 0; j < n; j++) {
+        double m = sa * cm[j];
+        cr_assert(m >= 0x1p-100 && m <= 0x1p100, "m=%a", m);
+        mf[j] = (float)m;
+    }
+    qmm_opt_requant_row_f32_avx512(acc, zc, zr, n, mf, sa, sb, cm, sy, zy, qmin, qmax, out);
+}
+#endif
+
 Test(rounding, row_requantizers_agree_with_the_exact_rule)
 {
     typedef struct rq {
@@ -713,11 +731,12 @@ Test(rounding, row_requantizers_agree_with_the_exact_rule)
         {"avx2", qmm_opt_requant_row_avx2, qmm_opt_isa_missing(QMM_OPT_ISA_AVX2) == NULL},
         {"avx512", qmm_opt_requant_row_avx512,
          qmm_opt_isa_missing(QMM_OPT_ISA_AVX512VNNI) == NULL},
+        {"avx512-f32", requant_row_f32, qmm_opt_isa_missing(QMM_OPT_ISA_AVX512VNNI) == NULL},
 #endif
     };
     enum { N = 53 };
     rng r = {11};
-    int near_ties = 0;
+    int near_ties = 0, big_ties = 0;
     for (int round = 0; round < 400; round++) {
         /* sy = my * 2^(t-20), sa = 1: column j's sb = ma * 2^-20 puts acc*sb/sy at
          * (acc*ma) / (my*2^t); acc*ma = (2h+1)*my*2^(t-1) + d gives h + 1/2 + d/(my*2^t) */
@@ -731,8 +750,29 @@ Test(rounding, row_requantizers_agree_with_the_exact_rule)
         for (int j = 0; j < N; j++) {
             int kind = (int)((j + round) % 5);
             int64_t ma = rnd(&r, 1, (1 << 24) - 1);
+            int shift = 0;
             int32_t a = (int32_t)rnd(&r, -65025, 65025);
-            if (kind == 0) {
+            if (kind == 0 && round % 2 == 0) {
+                /* a near-tie at h + 1/2 for h in 128 .. 190 (uint8 y: zy <= 60 keeps the
+                 * result inside 0..255), where single precision errs most for a result that
+                 * does not saturate: 2^-16 .. 2^-18 from the tie (acc*ma = (2h+1)*my*2^(t2-1)
+                 * + d, and sb's extra 2^(t-t2) turns the round's 2^t into 2^t2), inside the
+                 * float requantizer's undecided band (2^-12), so only a wider path may
+                 * decide it */
+                int64_t t2 = 4, m = rnd(&r, 2, 31) * 2 + 1;
+                int64_t d = next64(&r) & 1 ? 1 : -1, h = -1;
+                int64_t base = my * ((int64_t)1 << (t2 - 1)) % m;
+                for (int64_t hh = 128; hh < 128 + m && h < 0; hh++)
+                    if (((2 * hh + 1) * base + d) % m == 0)
+                        h = hh;
+                int64_t mab = h < 0 ? 0 : ((2 * h + 1) * my * ((int64_t)1 << (t2 - 1)) + d) / m;
+                if (h >= 0 && mab < (1 << 24)) {
+                    ma = mab;
+                    a = (int32_t)m;
+                    shift = (int)(t - t2);
+                    big_ties++;
+                }
+            } else if (kind == 0) {
                 /* odd |acc| < 64, coprime with my: solve (2h+1)*my*2^(t-1) = -d (mod acc) */
                 int64_t d = next64(&r) & 1 ? 1 : -1, m = rnd(&r, 1, 31) * 2 + 1;
                 int64_t base = my * ((int64_t)1 << (t - 1)) % m, h = -1;
@@ -753,7 +793,8 @@ Test(rounding, row_requantizers_agree_with_the_exact_rule)
             }
             acc[j] = a;
             /* saturating lanes get scales up to 2^20: |x| far beyond int32 and 2^51 */
-            sb[j] = ldexp((double)ma, kind == 1 || kind == 2 ? (int)rnd(&r, -20, 20) : -20);
+            sb[j] = ldexp((double)ma,
+                          kind == 1 || kind == 2 ? (int)rnd(&r, -20, 20) : -20 + shift);
             cm[j] = sb[j] / sy;
         }
         for (size_t f = 0; f < sizeof fns / sizeof fns[0]; f++) {
@@ -785,6 +826,7 @@ Test(rounding, row_requantizers_agree_with_the_exact_rule)
         }
     }
     cr_assert_geq(near_ties, 1000, "only %d near-ties were built", near_ties);
+    cr_assert_geq(big_ties, 500, "only %d near-ties above 128 were built", big_ties);
 }
 
 /* ---- prepack API ---- */

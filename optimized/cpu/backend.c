@@ -26,13 +26,15 @@ static const qmm_opt_isa_ops isa_table[QMM_OPT_ISA_COUNT] = {
     {.isa = QMM_OPT_ISA_AVX512VNNI, .mr = 8, .nr = 32, .kg = 4,
      .kernel = qmm_opt_kernel_avx512vnni_8x32, .kernel_rows = qmm_opt_kernel_avx512vnni_rx32,
      .gemv = qmm_opt_gemv_avx2, .requant_row = qmm_opt_requant_row_avx512,
-     .colsum = qmm_opt_colsum_avx512vnni, .pack_b = qmm_opt_pack_b_avx512vnni},
+     .requant_row_f32 = qmm_opt_requant_row_f32_avx512, .colsum = qmm_opt_colsum_avx512vnni,
+     .pack_b = qmm_opt_pack_b_avx512vnni},
     /* AMX: B in the AVX-512 quads layout (so the same column sums), A in tiles, K padded to
      * whole tiles */
     {.isa = QMM_OPT_ISA_AMX, .mr = 32, .nr = 32, .kg = 4, .kalign = 16, .atiles = 1,
      .kernel = qmm_opt_kernel_amx_32x32, .kernel_rows = qmm_opt_kernel_amx_rx32,
      .gemv = qmm_opt_gemv_avx2, .requant_row = qmm_opt_requant_row_avx512,
-     .colsum = qmm_opt_colsum_avx512vnni, .pack_b = qmm_opt_pack_b_avx512vnni,
+     .requant_row_f32 = qmm_opt_requant_row_f32_avx512, .colsum = qmm_opt_colsum_avx512vnni,
+     .pack_b = qmm_opt_pack_b_avx512vnni,
      .task_begin = qmm_opt_amx_begin,
      .task_end = qmm_opt_amx_end},
 #else

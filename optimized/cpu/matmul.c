@@ -41,11 +41,12 @@ typedef struct worker_scratch {
     int32_t *zbp;    /* NC_MAX */
     int32_t *zc;     /* NC_MAX: zap * colsum for a zero point constant along i */
     double *sb, *cm; /* NC_MAX each */
+    float *mf;       /* NC_MAX: (float)(sa * cm[j]) for the float requantizer */
 } worker_scratch;
 
 /* A worker's scratch is one run of WS_BYTES: the pieces above in that order (each size a
  * multiple of 64 bytes, so every piece stays 64-byte aligned). */
-#define WS_BYTES ((size_t)MB_MAX * NC_MAX * 4 + 3 * NC_MAX * 4 + 2 * NC_MAX * 8)
+#define WS_BYTES ((size_t)MB_MAX * NC_MAX * 4 + 4 * NC_MAX * 4 + 2 * NC_MAX * 8)
 
 static void worker_scratch_at(worker_scratch *w, char *p)
 {
@@ -56,6 +57,20 @@ static void worker_scratch_at(worker_scratch *w, char *p)
     w->zc = (int32_t *)(void *)(p + 2 * NC_MAX * 4);
     w->sb = (double *)(void *)(p + 3 * NC_MAX * 4);
     w->cm = (double *)(void *)(p + 3 * NC_MAX * 4 + NC_MAX * 8);
+    w->mf = (float *)(void *)(p + 3 * NC_MAX * 4 + 2 * NC_MAX * 8);
+}
+
+/* mf[j] = (float)(sa * cm[j]) for j < nc; 0 when one of them is outside [2^-100, 2^100] (the
+ * float requantizer's range, requant.c), 1 when all are inside. */
+static int float_multipliers(double sa, const double *cm, size_t nc, float *mf)
+{
+    for (size_t j = 0; j < nc; j++) {
+        double m = sa * cm[j];
+        if (!(m >= 0x1p-100 && m <= 0x1p100))
+            return 0;
+        mf[j] = (float)m;
+    }
+    return 1;
 }
 
 typedef struct job {
@@ -243,6 +258,9 @@ static void epilogue(const job *J, worker_scratch *w, int64_t bi, size_t m0, siz
     }
     /* the per-tensor requantizer applies the sums-only corrections itself (one pass less) */
     int fused = sums_only && J->qlm && J->y_per_tensor;
+    /* the float requantizer's multipliers, made again only when sa changes along i */
+    double mf_sa = -1.0;
+    int mf_ok = 0;
     for (size_t i = m0; i < m1; i++) {
         uint32_t rs = (uint32_t)rowsum[i];
         const int32_t *crow = cbuf + (i - m0) * ldc;
@@ -278,8 +296,18 @@ static void epilogue(const job *J, worker_scratch *w, int64_t bi, size_t m0, siz
                                      qmm_param_offset(&J->maps[P_AS], g, bi, (int64_t)i, 0));
         uint8_t *out = (uint8_t *)c->y.data + yoff;
         if (fused) {
-            J->ops->requant_row(crow, colsum ? w->zc : NULL, (uint32_t)w->zbp[0] * rs, nc, sa,
-                                w->sb, w->cm, J->sy, J->zy, J->qmin, J->qmax, out);
+            const int32_t *zc = colsum ? w->zc : NULL;
+            uint32_t zr = (uint32_t)w->zbp[0] * rs;
+            if (J->ops->requant_row_f32 && sa != mf_sa) {
+                mf_sa = sa;
+                mf_ok = float_multipliers(sa, w->cm, nc, w->mf);
+            }
+            if (J->ops->requant_row_f32 && mf_ok)
+                J->ops->requant_row_f32(crow, zc, zr, nc, w->mf, sa, w->sb, w->cm, J->sy, J->zy,
+                                        J->qmin, J->qmax, out);
+            else
+                J->ops->requant_row(crow, zc, zr, nc, sa, w->sb, w->cm, J->sy, J->zy, J->qmin,
+                                    J->qmax, out);
             continue;
         }
         if (J->y_per_tensor) {

@@ -92,6 +92,13 @@ typedef void (*qmm_opt_kernel_rows_fn)(size_t rows, size_t kgroups, const int32_
 typedef void (*qmm_opt_colsum_fn)(const int8_t *b, size_t kgroups, size_t npanels,
                                   size_t pstride, int32_t *colsum);
 
+/* requant_row with a single-precision first try (qmm_opt_requant_row_f32_avx512). */
+typedef void (*qmm_opt_requant_row_f32_fn)(const int32_t *acc, const int32_t *zc, uint32_t zr,
+                                           size_t n, const float *mf, double sa,
+                                           const double *sb, const double *cm, double sy,
+                                           int32_t zy, int32_t qmin, int32_t qmax,
+                                           uint8_t *out);
+
 typedef struct qmm_opt_isa_ops {
     qmm_opt_isa isa;
     int mr, nr, kg;          /* tile rows, tile columns, k values per group (2 or 4) */
@@ -101,6 +108,7 @@ typedef struct qmm_opt_isa_ops {
     qmm_opt_gemv_packed_fn gemv_packed; /* NULL: small M with a prepacked B uses `kernel` */
     int uw;                  /* B packed in the "unsigned words" layout (qmm_opt_pack_b) */
     qmm_opt_requant_row_fn requant_row;
+    qmm_opt_requant_row_f32_fn requant_row_f32; /* NULL: requant_row only */
     qmm_opt_colsum_fn colsum; /* column sums from the packed panels: required with kg 4
                                  (the quads layouts' correction term), NULL with kg 2 */
     /* packs columns [j0, j1) of B as qmm_opt_pack_b (uw 0) does and writes their column
@@ -210,6 +218,14 @@ void qmm_opt_requant_row_avx2(const int32_t *acc, const int32_t *zc, uint32_t zr
 void qmm_opt_requant_row_avx512(const int32_t *acc, const int32_t *zc, uint32_t zr, size_t n,
                                 double sa, const double *sb, const double *cm, double sy,
                                 int32_t zy, int32_t qmin, int32_t qmax, uint8_t *out);
+
+/* qmm_opt_requant_row's results with a float first try, 16 lanes: mf[j] = (float)(sa*cm[j]),
+ * every one a normal float in [2^-100, 2^100] (the caller checks; see requant.c for the
+ * bound). Blocks the float path cannot decide go to qmm_opt_requant_row_avx512. */
+void qmm_opt_requant_row_f32_avx512(const int32_t *acc, const int32_t *zc, uint32_t zr,
+                                    size_t n, const float *mf, double sa, const double *sb,
+                                    const double *cm, double sy, int32_t zy, int32_t qmin,
+                                    int32_t qmax, uint8_t *out);
 
 /* One element with any scales: the same rule, m = (sa*sb)/sy. */
 int32_t qmm_opt_requant_one(int32_t acc, double sa, double sb, double sy, int32_t zy,

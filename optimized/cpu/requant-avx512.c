@@ -29,6 +29,54 @@ static inline __mmask8 lanes8(__m256i acc, __m512d m, __m256i zy, __m256i *q)
     return decided;
 }
 
+/* Sixteen results (RNE + zy, |q| <= 2^21 + 255) clamped to [qmin, qmax], as bytes. int8 y
+ * spans the whole of vpmovsdb's saturation range, and uint8 y with a floor of 0 the whole of
+ * vpmovusdb's: then the saturating narrowings are the clamp. */
+static inline __m128i narrow16(__m512i q, int32_t qmin, int32_t qmax)
+{
+    if (qmin == -128 && qmax == 127)
+        return _mm512_cvtsepi32_epi8(q);
+    if (qmin == 0 && qmax == 255)
+        return _mm512_cvtusepi32_epi8(_mm512_max_epi32(q, _mm512_setzero_si512()));
+    /* a narrower range: clamp, then keep each value's low byte */
+    q = _mm512_min_epi32(_mm512_max_epi32(q, _mm512_set1_epi32(qmin)), _mm512_set1_epi32(qmax));
+    return _mm512_cvtepi32_epi8(q);
+}
+
+/* The float first try (requant.c: the single-precision bound). Per 16 lanes:
+ * v = fl32(fl32(x) * mf[j]) with round-to-nearest-even on every operation (embedded, so the
+ * MXCSR does not matter), clamped to +-2^9, r = RNE(v); r decides when |v - r| < 1/2 - 2^-12. */
+void qmm_opt_requant_row_f32_avx512(const int32_t *acc, const int32_t *zc, uint32_t zr,
+                                    size_t n, const float *mf, double sa, const double *sb,
+                                    const double *cm, double sy, int32_t zy, int32_t qmin,
+                                    int32_t qmax, uint8_t *out)
+{
+    enum { RNE = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC };
+    const __m512i vzr = _mm512_set1_epi32((int32_t)zr), vzy = _mm512_set1_epi32(zy);
+    const __m512 lim = _mm512_set1_ps(512.0f), nlim = _mm512_set1_ps(-512.0f);
+    const __m512 half = _mm512_set1_ps(0.5f - 0x1p-12f);
+    size_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m512i x = _mm512_sub_epi32(_mm512_loadu_si512((const void *)(acc + j)), vzr);
+        if (zc)
+            x = _mm512_sub_epi32(x, _mm512_loadu_si512((const void *)(zc + j)));
+        __m512 v = _mm512_mul_round_ps(_mm512_cvt_roundepi32_ps(x, RNE), _mm512_loadu_ps(mf + j),
+                                       RNE);
+        v = _mm512_min_ps(_mm512_max_ps(v, nlim), lim);
+        __m512 d = _mm512_abs_ps(_mm512_reduce_ps(v, _MM_FROUND_TO_NEAREST_INT));
+        if (_mm512_cmp_ps_mask(d, half, _CMP_LT_OQ) != 0xffff) {
+            qmm_opt_requant_row_avx512(acc + j, zc ? zc + j : NULL, zr, 16, sa, sb + j, cm + j, sy,
+                                       zy, qmin, qmax, out + j);
+            continue;
+        }
+        __m512i q = _mm512_add_epi32(_mm512_cvt_roundps_epi32(v, RNE), vzy);
+        _mm_storeu_si128((__m128i *)(void *)(out + j), narrow16(q, qmin, qmax));
+    }
+    if (j < n)
+        qmm_opt_requant_row_avx512(acc + j, zc ? zc + j : NULL, zr, n - j, sa, sb + j, cm + j, sy,
+                                   zy, qmin, qmax, out + j);
+}
+
 void qmm_opt_requant_row_avx512(const int32_t *acc, const int32_t *zc, uint32_t zr, size_t n,
                                 double sa, const double *sb, const double *cm, double sy,
                                 int32_t zy, int32_t qmin, int32_t qmax, uint8_t *out)
@@ -36,10 +84,6 @@ void qmm_opt_requant_row_avx512(const int32_t *acc, const int32_t *zc, uint32_t 
     const __m512d vsa = _mm512_set1_pd(sa);
     const __m512i vzr = _mm512_set1_epi32((int32_t)zr);
     const __m256i vzy = _mm256_set1_epi32(zy);
-    const __m512i vmin = _mm512_set1_epi32(qmin), vmax = _mm512_set1_epi32(qmax);
-    /* int8 y spans the whole of vpmovsdb's saturation range, and uint8 y with a floor of 0
-     * the whole of vpmovusdb's: then the saturating narrowings are the clamp */
-    int full_s8 = qmin == -128 && qmax == 127, full_u8 = qmin == 0 && qmax == 255;
     size_t j = 0;
     for (; j + 16 <= n; j += 16) {
         __m256i q0, q1;
@@ -56,16 +100,7 @@ void qmm_opt_requant_row_avx512(const int32_t *acc, const int32_t *zc, uint32_t 
             continue;
         }
         __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
-        __m128i bytes;
-        if (full_s8) {
-            bytes = _mm512_cvtsepi32_epi8(q);
-        } else if (full_u8) {
-            bytes = _mm512_cvtusepi32_epi8(_mm512_max_epi32(q, _mm512_setzero_si512()));
-        } else { /* a narrower range: clamp, then keep each value's low byte */
-            q = _mm512_min_epi32(_mm512_max_epi32(q, vmin), vmax);
-            bytes = _mm512_cvtepi32_epi8(q);
-        }
-        _mm_storeu_si128((__m128i *)(void *)(out + j), bytes);
+        _mm_storeu_si128((__m128i *)(void *)(out + j), narrow16(q, qmin, qmax));
     }
     if (j < n)
         qmm_opt_requant_row_avx2(acc + j, zc ? zc + j : NULL, zr, n - j, sa, sb + j, cm + j, sy,

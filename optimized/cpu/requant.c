@@ -13,6 +13,18 @@
  *   then |x - r| < 1/2 - 2^-28 + 2^-30 < 1/2, so x rounds to r as well, ties included (x is
  *   strictly closer to r than to any other integer).
  * - Otherwise v is within 2^-28 of a half-integer and the exact integer path decides.
+ * Single-precision first try (requant-avx512.c, 16 lanes a vector): the caller makes
+ * mf = fl32(fl(sa * cm)) and uses it only when fl(sa * cm) lies in [2^-100, 2^100], so mf is a
+ * normal float; then v = fl32(fl32(x) * mf), every operation rounding to nearest even. Each of
+ * the three float roundings has relative error <= 2^-24 (a product that underflows adds at
+ * most 2^-150 absolute) and fl(sa * cm) <= 2^-52, so
+ *     |v - x| <= 3.01 * 2^-24 |x| <= 2^-22.4 |v|                       (+ 2^-149 at most).
+ * - If |v| >= 2^9 then |x| > 511.9, so |RNE(x)| >= 512 and RNE(x) + zy (|zy| <= 255)
+ *   lies outside every 8-bit range: the result saturates by the sign of v. The code clamps v
+ *   to +-2^9, which rounds to +-512 and saturates the same way.
+ * - Else |v - x| < 2^-13, and with r = RNE(v): |v - r| < 1/2 - 2^-12 gives |x - r| < 1/2,
+ *   so x rounds to r. Otherwise (x within about 2^-12 of a half-integer: ~1 lane in 4000)
+ *   the block of 16 goes to the double path above, which is exact.
  * The exact path writes each scale as an integer mantissa times a power of two
  * (x = acc*ma*mb / my * 2^s, with ma, mb, my < 2^24 after dropping trailing zero bits) and
  * rounds the quotient with __int128 arithmetic (|acc*ma*mb| < 2^79).
