@@ -64,7 +64,8 @@ qmm_status_code qmm_optimized_matmulinteger_packed(const qmm_backend *be,
                                                    const qmm_optimized_packed_b *pb,
                                                    qmm_status *st);
 
-/* The ISA the backend runs ("scalar", "avx2", "avxvnni", "avx512vnni") and its thread count;
+/* The ISA the backend runs ("scalar", "avx2", "avxvnni", "avx512vnni", "amx") and its thread
+ * count;
  * for tools such as `qmmcheck bench`. NULL / 0 when `be` is not an optimized backend. */
 const char *qmm_optimized_isa(const qmm_backend *be);
 int qmm_optimized_threads(const qmm_backend *be);
@@ -76,6 +77,11 @@ int qmm_optimized_threads(const qmm_backend *be);
  * multiply-accumulate) and sets *loop to a description of the sequence; 0 when the CPU has
  * none of them. */
 double qmm_optimized_peak_ops(int threads, double seconds, const char **loop);
+
+/* The same for AMX-INT8 (tdpbusd into four independent C tiles, operands in tile registers):
+ * the ceiling of the amx variant. 0 when this CPU or OS cannot run AMX. Benchmarks report
+ * percentages against qmm_optimized_peak_ops, the VNNI peak, whichever variant runs. */
+double qmm_optimized_peak_amx_ops(int threads, double seconds);
 
 #ifdef __cplusplus
 }

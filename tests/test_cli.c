@@ -398,3 +398,54 @@ Test(cli, isolated_runs_give_the_same_verdicts)
     cr_expect(strstr(out, "failed:3") != NULL, "%s", out);
     free(out);
 }
+
+/* ---- bench: the line per shape, the JSON report, the peak ---- */
+
+Test(cli, bench_prints_shapes_and_writes_the_json_report)
+{
+    char *out;
+    int rc = qmmcheck(&out,
+                      "bench --backend optimized:isa=scalar --shape 7x33x9 --shape 1x5x3 "
+                      "--types u8s8u8 --threads 1 --reps 3 --const-b --report json:%s/b.json",
+                      tmpdir);
+    cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+    cr_expect(strstr(out, "bench optimized:isa=scalar,threads=1 7x33x9 u8s8u8 threads=1 "
+                          "const-b=yes reps=3 median=") != NULL,
+              "%s", out);
+    cr_expect(strstr(out, " 1x5x3 u8s8u8 ") != NULL, "%s", out);
+    free(out);
+    char path[512];
+    snprintf(path, sizeof path, "%s/b.json", tmpdir);
+    char *j = slurp(path);
+    cr_expect(strstr(j, "\"results\": [") != NULL, "%s", j);
+    cr_expect(strstr(j, "{\"shape\": \"7x33x9\", \"m\": 7, \"k\": 33, \"n\": 9, \"types\": "
+                        "\"u8s8u8\", \"threads\": 1, \"const_b\": true, \"reps\": 3, "
+                        "\"median_s\": ") != NULL,
+              "%s", j);
+    cr_expect(strstr(j, "{\"shape\": \"1x5x3\"") != NULL, "%s", j);
+    cr_expect_eq(count_lines_with(j, "\"pct_peak\": "), 2, "%s", j); /* one per shape */
+    free(j);
+
+    const char *bad[] = {
+        "bench --backend optimized --types u8s8u8",                  /* no shape */
+        "bench --backend optimized --shape 7x33 --types u8s8u8",     /* two dims */
+        "bench --backend optimized --shape 7x33x9 --types u8u8",     /* two types */
+        "bench --backend optimized --shape 7x-3x9 --types u8s8u8",   /* negative */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rc = qmmcheck(&out, "%s", bad[i]);
+        cr_expect_eq(rc, 2, "'qmmcheck %s' exited %d, want 2; output:\n%s", bad[i], rc, out);
+        free(out);
+    }
+}
+
+Test(cli, bench_peak_names_its_loop)
+{
+    char *out;
+    int rc = qmmcheck(&out, "bench --peak --threads 1");
+    cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+    cr_expect(strstr(out, "peak threads=1 ") != NULL, "%s", out);
+    cr_expect(strstr(out, " GOPS (int8, 2 ops per multiply-accumulate) loop: ") != NULL, "%s",
+              out);
+    free(out);
+}

@@ -159,3 +159,26 @@ void qmm_opt_kernel_amx_rx32(size_t rows, size_t kgroups, const int32_t *a, cons
     else
         tiles(2, kgroups, a, b, c, ldc, accumulate);
 }
+
+/* Peak loop: four independent tdpbusd chains on operands already in tile registers (zeros:
+ * the instruction's speed does not depend on the values). */
+uint64_t qmm_opt_peak_amx(uint64_t iters)
+{
+    qmm_opt_amx_begin();
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_zero(4);
+    _tile_zero(5);
+    _tile_zero(6);
+    _tile_zero(7);
+    for (uint64_t i = 0; i < iters; i++) {
+        _tile_dpbusd(0, 4, 6);
+        _tile_dpbusd(1, 4, 7);
+        _tile_dpbusd(2, 5, 6);
+        _tile_dpbusd(3, 5, 7);
+    }
+    qmm_opt_amx_end();
+    return iters * 4u * 16u * 16u * 64u;
+}

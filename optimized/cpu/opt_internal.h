@@ -162,6 +162,7 @@ void qmm_opt_kernel_amx_rx32(size_t rows, size_t kgroups, const int32_t *a, cons
 uint64_t qmm_opt_peak_avx2(uint64_t iters);
 uint64_t qmm_opt_peak_avxvnni(uint64_t iters);
 uint64_t qmm_opt_peak_avx512vnni(uint64_t iters);
+uint64_t qmm_opt_peak_amx(uint64_t iters); /* loads and releases the tile configuration */
 
 /* ---- packing (pack.c) ---- */
 

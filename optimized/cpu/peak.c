@@ -58,6 +58,32 @@ static double run_peak(peak_fn fn, int threads, uint64_t iters)
     return dt > 0 ? (double)macs / dt : 0;
 }
 
+/* Calibrates fn on one thread, then runs it for about `seconds` on `threads`: ops/s. */
+static double measure(peak_fn fn, int threads, double seconds)
+{
+    if (threads < 1)
+        threads = 1;
+    uint64_t iters = 100000;
+    double rate = run_peak(fn, 1, iters);
+    uint64_t per_iter = fn(1);
+    if (rate > 0 && per_iter > 0)
+        iters = (uint64_t)(seconds * rate / (double)per_iter);
+    if (iters < 1000)
+        iters = 1000;
+    return 2.0 * run_peak(fn, threads, iters);
+}
+
+double qmm_optimized_peak_amx_ops(int threads, double seconds)
+{
+#if defined(__x86_64__)
+    if (!qmm_opt_isa_missing(QMM_OPT_ISA_AMX))
+        return measure(qmm_opt_peak_amx, threads, seconds);
+#endif
+    (void)threads;
+    (void)seconds;
+    return 0;
+}
+
 double qmm_optimized_peak_ops(int threads, double seconds, const char **loop)
 {
     peak_fn fn = NULL;
@@ -79,15 +105,5 @@ double qmm_optimized_peak_ops(int threads, double seconds, const char **loop)
         *loop = what;
     if (!fn)
         return 0;
-    if (threads < 1)
-        threads = 1;
-    /* calibrate on one thread, then size the run to `seconds` */
-    uint64_t iters = 100000;
-    double rate = run_peak(fn, 1, iters);
-    uint64_t per_iter = fn(1);
-    if (rate > 0 && per_iter > 0)
-        iters = (uint64_t)(seconds * rate / (double)per_iter);
-    if (iters < 1000)
-        iters = 1000;
-    return 2.0 * run_peak(fn, threads, iters);
+    return measure(fn, threads, seconds);
 }

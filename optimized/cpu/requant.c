@@ -23,8 +23,8 @@
  *   lies outside every 8-bit range: the result saturates by the sign of v. The code clamps v
  *   to +-2^9, which rounds to +-512 and saturates the same way.
  * - Else |v - x| < 2^-13, and with r = RNE(v): |v - r| < 1/2 - 2^-12 gives |x - r| < 1/2,
- *   so x rounds to r. Otherwise (x within about 2^-12 of a half-integer: ~1 lane in 4000)
- *   the block of 16 goes to the double path above, which is exact.
+ *   so x rounds to r. Otherwise (x within about 2^-12 of a half-integer: ~1 lane in 2000)
+ *   the block of 16 goes to the double path above, which decides exactly.
  * The exact path writes each scale as an integer mantissa times a power of two
  * (x = acc*ma*mb / my * 2^s, with ma, mb, my < 2^24 after dropping trailing zero bits) and
  * rounds the quotient with __int128 arithmetic (|acc*ma*mb| < 2^79).
