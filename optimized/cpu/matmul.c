@@ -699,8 +699,12 @@ qmm_status_code qmm_opt_pack_b_all(const qmm_opt_backend *ob, const qmm_tensor *
     pb->kp = packed_kgroups(ops, pb->k) * (size_t)ops->kg;
     pb->npad = ceil_div(pb->n, (size_t)ops->nr) * (size_t)ops->nr;
     pb->nmat = pb->k && pb->n ? (size_t)numel / (pb->k * pb->n) : 1;
-    pb->data = malloc(pb->nmat * pb->kp * pb->npad + 1);
-    pb->colsum = ops->kg == 4 ? malloc(pb->nmat * pb->npad * sizeof *pb->colsum + 1) : NULL;
+    /* 64-byte aligned, as the per-call scratch is: a zmm load or an AMX tile row from a
+     * 16-byte aligned panel (what malloc gives) splits a cache line every time */
+    pb->data = aligned_alloc(64, (pb->nmat * pb->kp * pb->npad + 64) & ~(size_t)63);
+    pb->colsum = ops->kg == 4 ? aligned_alloc(64, (pb->nmat * pb->npad * sizeof *pb->colsum + 64) &
+                                                      ~(size_t)63)
+                              : NULL;
     if (!pb->data || (ops->kg == 4 && !pb->colsum))
         return qmm_status_set(st, QMM_OUT_OF_MEMORY, "%s: out of memory packing b", ob->name);
     if (pb->n == 0)
