@@ -101,6 +101,7 @@ typedef struct job {
     size_t a_chunks, b_chunks;    /* per matrix */
     size_t pack_rows;             /* rows per A packing task */
     size_t mb, nmb, nb, nnb;
+    int rows_first;               /* consecutive tasks walk down the rows of a column block */
     worker_scratch *ws;
     /* requantization constants */
     int y_per_tensor;
@@ -335,9 +336,19 @@ static void compute_task(void *ctx, size_t task, int worker)
 {
     job *J = ctx;
     worker_scratch *w = &J->ws[worker];
-    size_t nb_i = task % J->nnb, rest = task / J->nnb;
-    size_t mb_i = rest % J->nmb;
-    int64_t bi = (int64_t)(rest / J->nmb);
+    size_t mb_i, nb_i, rest;
+    if (J->rows_first) {
+        mb_i = task % J->nmb;
+        rest = task / J->nmb;
+        nb_i = rest % J->nnb;
+        rest /= J->nnb;
+    } else {
+        nb_i = task % J->nnb;
+        rest = task / J->nnb;
+        mb_i = rest % J->nmb;
+        rest /= J->nmb;
+    }
+    int64_t bi = (int64_t)rest;
     size_t m0 = mb_i * J->mb, m1 = m0 + J->mb < J->m ? m0 + J->mb : J->m;
     size_t n0 = nb_i * J->nb, n1 = n0 + J->nb < J->n ? n0 + J->nb : J->n;
     size_t amat = amat_of(J, bi), bmat = bmat_of(J, bi);
@@ -562,6 +573,12 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
         J->nb = nb < 64 ? 64 : nb > NC_MAX ? NC_MAX : nb;
     }
     J->nnb = ceil_div(J->n, J->nb);
+    /* Task order. Rows first: consecutive tasks share a B column block (kept in L2) and
+     * stream A blocks; columns first: the reverse. Measured with AMX (2 threads): rows first
+     * is 9% faster at 2048^3 and 5% at 128x768x768 with a prepacked B, 5% slower at
+     * 128x768x768 when B was just packed by the call (its blocks are spread over both cores'
+     * caches), the same elsewhere. */
+    J->rows_first = pb != NULL || J->nmb >= 4;
 
     J->pack_rows = ceil_div(PACK_ROWS, (size_t)J->mr) * (size_t)J->mr;
     J->a_chunks = ceil_div(J->m, J->pack_rows);
