@@ -17,7 +17,7 @@ typedef enum qmm_op_kind {
     QMM_OP_NONE = 0,
     QMM_OP_MATMULINTEGER = 1,  /* ai.onnx MatMulInteger, opset 10 */
     QMM_OP_QLINEARMATMUL = 2,  /* ai.onnx QLinearMatMul, opset 10 and 21 */
-    QMM_OP_QORDEREDMATMUL = 3, /* com.microsoft QOrderedMatMul (reserved) */
+    QMM_OP_QORDEREDMATMUL = 3, /* com.microsoft QOrderedMatMul */
 } qmm_op_kind;
 
 /* MatMulInteger: y (int32) = sum_k (a - a_zero_point)(b - b_zero_point), wrapped to int32.
@@ -54,8 +54,9 @@ typedef enum qmm_order {
     QMM_ORDER_COL32_2R_4R4 = 4,
 } qmm_order;
 
-/* QOrderedMatMul (com.microsoft). Reserved: the layout is fixed now so the ABI need not change
- * when the operator is implemented; no built-in backend accepts it yet. */
+/* QOrderedMatMul (com.microsoft). The reference implements it (docs/qorderedmatmul.md: every
+ * order, profiles spec and ort-fp32) and so does the CUDA backend; the optimized CPU backend
+ * answers UNSUPPORTED. */
 typedef struct qmm_qorderedmatmul {
     qmm_tensor a;
     qmm_tensor scale_a;
