@@ -131,11 +131,6 @@ static size_t packed_kgroups(const qmm_opt_isa_ops *ops, size_t k)
     return ceil_div(ceil_div(k, (size_t)ops->kg), align) * align;
 }
 
-static inline int32_t wrap_u32(uint32_t u)
-{
-    return u <= (uint32_t)INT32_MAX ? (int32_t)u : (int32_t)(u - 0x80000000u) + INT32_MIN;
-}
-
 static size_t amat_of(const job *J, int64_t bi)
 {
     if (J->m == 0 || J->k == 0)
@@ -271,10 +266,10 @@ static void epilogue(const job *J, worker_scratch *w, int64_t bi, size_t m0, siz
             uint32_t zr = (uint32_t)w->zbp[0] * rs;
             if (colsum)
                 for (size_t jj = 0; jj < nc; jj++)
-                    w->accrow[jj] = wrap_u32((uint32_t)crow[jj] - zr - (uint32_t)w->zc[jj]);
+                    w->accrow[jj] = qmm_opt_wrap_u32((uint32_t)crow[jj] - zr - (uint32_t)w->zc[jj]);
             else
                 for (size_t jj = 0; jj < nc; jj++)
-                    w->accrow[jj] = wrap_u32((uint32_t)crow[jj] - zr);
+                    w->accrow[jj] = qmm_opt_wrap_u32((uint32_t)crow[jj] - zr);
         } else {
             uint32_t zap = 0;
             if (colsum)
@@ -284,7 +279,7 @@ static void epilogue(const job *J, worker_scratch *w, int64_t bi, size_t m0, siz
                 uint32_t acc = (uint32_t)crow[jj] - (uint32_t)w->zbp[jj] * rs;
                 if (colsum)
                     acc -= zap * (uint32_t)colsum[j0 + jj];
-                w->accrow[jj] = wrap_u32(acc);
+                w->accrow[jj] = qmm_opt_wrap_u32(acc);
             }
         }
         size_t yoff = ((size_t)bi * J->m + i) * J->n + j0;
@@ -303,7 +298,7 @@ static void epilogue(const job *J, worker_scratch *w, int64_t bi, size_t m0, siz
                 mf_sa = sa;
                 mf_ok = float_multipliers(sa, w->cm, nc, w->mf);
             }
-            if (J->ops->requant_row_f32 && mf_ok)
+            if (mf_ok) /* only ever set with requant_row_f32 */
                 J->ops->requant_row_f32(crow, zc, zr, nc, w->mf, sa, w->sb, w->cm, J->sy, J->zy,
                                         J->qmin, J->qmax, out);
             else

@@ -22,6 +22,12 @@
 #include "optimized/qmm_optimized.h"
 #include "qmm/qmm.h"
 
+/* A sum computed modulo 2^32 as the int32 it stands for (without a signed overflow). */
+static inline int32_t qmm_opt_wrap_u32(uint32_t u)
+{
+    return u <= (uint32_t)INT32_MAX ? (int32_t)u : (int32_t)(u - 0x80000000u) + INT32_MIN;
+}
+
 /* ---- ISAs and CPU features (cpuid.c) ---- */
 
 typedef enum qmm_opt_isa {

@@ -43,6 +43,15 @@ static inline __m128i narrow16(__m512i q, int32_t qmin, int32_t qmax)
     return _mm512_cvtepi32_epi8(q);
 }
 
+/* Sixteen accumulators at acc + j less the corrections (qmm_opt_requant_row's x). */
+static inline __m512i corrected16(const int32_t *acc, const int32_t *zc, __m512i vzr, size_t j)
+{
+    __m512i x = _mm512_sub_epi32(_mm512_loadu_si512((const void *)(acc + j)), vzr);
+    if (zc)
+        x = _mm512_sub_epi32(x, _mm512_loadu_si512((const void *)(zc + j)));
+    return x;
+}
+
 /* The float first try (requant.c: the single-precision bound). Per 16 lanes:
  * v = fl32(fl32(x) * mf[j]) with round-to-nearest-even on every operation (embedded, so the
  * MXCSR does not matter), clamped to +-2^9, r = RNE(v); r decides when |v - r| < 1/2 - 2^-12. */
@@ -57,9 +66,7 @@ void qmm_opt_requant_row_f32_avx512(const int32_t *acc, const int32_t *zc, uint3
     const __m512 half = _mm512_set1_ps(0.5f - 0x1p-12f);
     size_t j = 0;
     for (; j + 16 <= n; j += 16) {
-        __m512i x = _mm512_sub_epi32(_mm512_loadu_si512((const void *)(acc + j)), vzr);
-        if (zc)
-            x = _mm512_sub_epi32(x, _mm512_loadu_si512((const void *)(zc + j)));
+        __m512i x = corrected16(acc, zc, vzr, j);
         __m512 v = _mm512_mul_round_ps(_mm512_cvt_roundepi32_ps(x, RNE), _mm512_loadu_ps(mf + j),
                                        RNE);
         v = _mm512_min_ps(_mm512_max_ps(v, nlim), lim);
@@ -87,9 +94,7 @@ void qmm_opt_requant_row_avx512(const int32_t *acc, const int32_t *zc, uint32_t 
     size_t j = 0;
     for (; j + 16 <= n; j += 16) {
         __m256i q0, q1;
-        __m512i x = _mm512_sub_epi32(_mm512_loadu_si512((const void *)(acc + j)), vzr);
-        if (zc)
-            x = _mm512_sub_epi32(x, _mm512_loadu_si512((const void *)(zc + j)));
+        __m512i x = corrected16(acc, zc, vzr, j);
         __m512d m0 = _mm512_mul_pd(vsa, _mm512_loadu_pd(cm + j));
         __m512d m1 = _mm512_mul_pd(vsa, _mm512_loadu_pd(cm + j + 8));
         __mmask8 d0 = lanes8(_mm512_castsi512_si256(x), m0, vzy, &q0);

@@ -127,8 +127,7 @@ void qmm_opt_requant_row(const int32_t *acc, const int32_t *zc, uint32_t zr, siz
 {
     for (size_t j = 0; j < n; j++) {
         int32_t q;
-        uint32_t u = (uint32_t)acc[j] - zr - (zc ? (uint32_t)zc[j] : 0u);
-        int32_t x = u <= (uint32_t)INT32_MAX ? (int32_t)u : (int32_t)(u - 0x80000000u) + INT32_MIN;
+        int32_t x = qmm_opt_wrap_u32((uint32_t)acc[j] - zr - (zc ? (uint32_t)zc[j] : 0u));
         double v = (double)x * (sa * cm[j]);
         if (x == 0)
             q = clamp_add(0, zy, qmin, qmax);
