@@ -26,6 +26,8 @@
 #include "harness/expect.h"
 #include "harness/guard.h"
 
+volatile sig_atomic_t qh_interrupted = 0;
+
 /* ---- the tensors of a call, in a fixed order (the output last) ------------------------- */
 
 #define QH_CALL_MAX_TENSORS 9

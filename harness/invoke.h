@@ -2,6 +2,8 @@
 #ifndef QMM_HARNESS_INVOKE_H
 #define QMM_HARNESS_INVOKE_H
 
+#include <signal.h>
+
 #include "harness/backends.h"
 #include "qmm/qmm.h"
 
@@ -30,6 +32,10 @@ typedef struct qh_invocation {
  * or -1 when the harness itself failed (memory), with `problem` set. */
 int qh_invoke(qh_backend *b, const qmm_call *call, const qh_invoke_opts *o, qh_invocation *out);
 void qh_invocation_free(qh_invocation *inv);
+
+/* Set (to the signal number) by qmmcheck's SIGINT/SIGTERM handler: every wait on a worker
+ * returns promptly once it is set, and the worker is killed. */
+extern volatile sig_atomic_t qh_interrupted;
 
 /* Ends the backend's worker process, if it has one (qh_backend_close calls this). */
 void qh_worker_stop(qh_backend *b);
