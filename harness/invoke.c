@@ -449,4 +449,6 @@ void qh_invocation_free(qh_invocation *inv)
 {
     free(inv->y.data);
     inv->y.data = NULL;
+    free(inv->output);
+    inv->output = NULL;
 }

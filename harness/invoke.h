@@ -18,6 +18,7 @@ typedef enum qh_invoke_outcome {
     QH_DIED,          /* the worker died (crash): `problem` names the signal */
     QH_HUNG,          /* the worker passed the timeout and was killed */
     QH_MISBEHAVED,    /* returned, but broke a memory rule: `problem` says which */
+    QH_INTERRUPTED,   /* qh_interrupted was set while waiting; the worker was killed */
 } qh_invoke_outcome;
 
 typedef struct qh_invocation {
@@ -26,7 +27,12 @@ typedef struct qh_invocation {
     qmm_status st;
     qmm_tensor y;        /* owned: the output as the backend left it */
     char problem[256];
+    char *output;          /* owned, NUL-terminated: what the worker printed on stdout and stderr
+                            * during the call, raw bytes (at most QH_OUTPUT_KEEP); NULL if none */
+    size_t output_dropped; /* bytes printed beyond what was kept */
 } qh_invocation;
+
+#define QH_OUTPUT_KEEP 4096
 
 /* Asks the backend's capability query, then runs the call (whose y carries dtype and shape).
  * A query answering UNSUPPORTED is returned as code UNSUPPORTED without running. Returns 0,
