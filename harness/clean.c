@@ -68,7 +68,7 @@ size_t qh_clean_into(char *dst, size_t size, const char *s, size_t n, size_t max
     size_t cap = size - 1;
     if (max_out && max_out < cap)
         cap = max_out;
-    size_t o = 0;
+    size_t o = 0, mark = 0; /* mark: a boundary with room for "..." after it */
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;
     while (i < n) {
@@ -87,9 +87,10 @@ size_t qh_clean_into(char *dst, size_t size, const char *s, size_t n, size_t max
             piece = (const char *)p + i;
             plen = (size_t)len;
         }
-        /* keep room for the ellipsis unless this is the last piece */
-        size_t room = i + (size_t)len < n ? cap - (cap >= 3 ? 3 : cap) : cap;
-        if (o + plen > room) {
+        /* text that fits whole is kept whole; otherwise it is cut back to the last piece
+         * boundary that leaves room for the ellipsis */
+        if (o + plen > cap) {
+            o = mark;
             size_t e = cap - o < 3 ? cap - o : 3;
             memcpy(dst + o, ellipsis, e);
             o += e;
@@ -98,6 +99,8 @@ size_t qh_clean_into(char *dst, size_t size, const char *s, size_t n, size_t max
         memcpy(dst + o, piece, plen);
         o += plen;
         i += (size_t)len;
+        if (o <= cap - (cap >= 3 ? 3 : cap))
+            mark = o;
     }
     dst[o] = '\0';
     return o;

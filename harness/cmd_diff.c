@@ -69,6 +69,7 @@ static void outcome_text(const qh_invocation *inv, char *buf, size_t size)
     case QH_DIED: snprintf(buf, size, "CRASHED (%s)", inv->problem); break;
     case QH_HUNG: snprintf(buf, size, "TIMEOUT (%s)", inv->problem); break;
     case QH_MISBEHAVED: snprintf(buf, size, "MISBEHAVED (%s)", inv->problem); break;
+    case QH_INTERRUPTED: snprintf(buf, size, "INTERRUPTED (%s)", inv->problem); break;
     }
 }
 

@@ -1,6 +1,8 @@
 /* harness/strbuf.c — the growable string. */
 #include "harness/strbuf.h"
 
+#include "harness/clean.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,48 +50,99 @@ void qh_sb_puts(qh_sb *b, const char *s)
     b->len += n;
 }
 
+/* Appends n raw bytes. */
+static void put_bytes(qh_sb *b, const void *s, size_t n)
+{
+    if (reserve(b, n) != 0)
+        return;
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+/* Walks s one UTF-8 character at a time; a byte that does not start a valid sequence comes
+ * back as U+FFFD with length 1, so the escapers below never copy invalid UTF-8. */
+static int next_char(const unsigned char *p, unsigned *cp)
+{
+    size_t n = strnlen((const char *)p, 4);
+    int len = qh_utf8_seq(p, n, cp);
+    if (len == 0) {
+        *cp = 0xfffd;
+        return 1;
+    }
+    return len;
+}
+
+static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
+
 void qh_sb_json(qh_sb *b, const char *s)
 {
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        unsigned c;
+        int len = next_char(p, &c);
+        switch (c) {
         case '"': qh_sb_puts(b, "\\\""); break;
         case '\\': qh_sb_puts(b, "\\\\"); break;
         case '\n': qh_sb_puts(b, "\\n"); break;
         case '\r': qh_sb_puts(b, "\\r"); break;
         case '\t': qh_sb_puts(b, "\\t"); break;
         default:
-            if (*p < 0x20)
-                qh_sb_printf(b, "\\u%04x", *p);
-            else if (reserve(b, 1) == 0) {
-                b->s[b->len++] = (char)*p;
-                b->s[b->len] = '\0';
-            }
+            /* JSON needs only C0 escaped; DEL, C1 and the line separators are escaped too
+             * so a report shown in a terminal or pasted into JavaScript stays inert */
+            if (c < 0x20 || c == 0x7f || (c >= 0x80 && c <= 0x9f) || c == 0x2028 ||
+                c == 0x2029)
+                qh_sb_printf(b, "\\u%04x", c);
+            else if (c == 0xfffd && len == 1)
+                put_bytes(b, replacement, 3);
+            else
+                put_bytes(b, p, (size_t)len);
         }
+        p += len;
     }
 }
 
 void qh_sb_xml(qh_sb *b, const char *s)
 {
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        unsigned c;
+        int len = next_char(p, &c);
+        switch (c) {
         case '<': qh_sb_puts(b, "&lt;"); break;
         case '>': qh_sb_puts(b, "&gt;"); break;
         case '&': qh_sb_puts(b, "&amp;"); break;
         case '"': qh_sb_puts(b, "&quot;"); break;
         case '\'': qh_sb_puts(b, "&apos;"); break;
         case '\n': case '\t': case '\r':
-            qh_sb_printf(b, "&#%d;", *p);
+            qh_sb_printf(b, "&#%u;", c);
             break;
         default:
-            /* XML 1.0 cannot carry other control characters at all. */
-            if (*p < 0x20)
-                qh_sb_puts(b, "?");
-            else if (reserve(b, 1) == 0) {
-                b->s[b->len++] = (char)*p;
-                b->s[b->len] = '\0';
-            }
+            /* XML 1.0 cannot carry other C0 controls, U+FFFE or U+FFFF at all, not even as
+             * character references: they are written as visible text instead */
+            if (c < 0x20 || c == 0xfffe || c == 0xffff)
+                qh_sb_printf(b, c < 0x20 ? "\\x%02x" : "\\u{%x}", c);
+            else if (c == 0xfffd && len == 1)
+                put_bytes(b, replacement, 3);
+            else
+                put_bytes(b, p, (size_t)len);
         }
+        p += len;
     }
+}
+
+/* 1 when the word holds a byte a terminal line must not show raw: a control character, a
+ * C1 control or line separator, or a byte that is not UTF-8. */
+static int needs_ansi_c(const unsigned char *p)
+{
+    while (*p) {
+        unsigned c;
+        size_t n = strnlen((const char *)p, 4);
+        int len = qh_utf8_seq(p, n, &c);
+        if (len == 0 || c < 0x20 || c == 0x7f || (c >= 0x80 && c <= 0x9f) || c == 0x2028 ||
+            c == 0x2029)
+            return 1;
+        p += len;
+    }
+    return 0;
 }
 
 void qh_sb_shell_word(qh_sb *b, const char *s)
@@ -103,12 +156,27 @@ void qh_sb_shell_word(qh_sb *b, const char *s)
         qh_sb_puts(b, s);
         return;
     }
+    if (needs_ansi_c((const unsigned char *)s)) {
+        /* $'...' (bash, zsh, ksh, POSIX 2024 sh) names every byte exactly while keeping the
+         * line one line: a newline in a directory name cannot start a forged case line */
+        qh_sb_puts(b, "$'");
+        for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+            if (*p == '\'' || *p == '\\')
+                qh_sb_printf(b, "\\%c", *p);
+            else if (*p < 0x20 || *p >= 0x7f)
+                qh_sb_printf(b, "\\x%02x", *p);
+            else
+                put_bytes(b, p, 1);
+        }
+        qh_sb_puts(b, "'");
+        return;
+    }
     qh_sb_puts(b, "'");
     for (const char *p = s; *p; p++) {
         if (*p == '\'')
             qh_sb_puts(b, "'\\''");
         else
-            qh_sb_printf(b, "%c", *p);
+            put_bytes(b, p, 1);
     }
     qh_sb_puts(b, "'");
 }
