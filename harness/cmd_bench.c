@@ -21,6 +21,7 @@
 
 #include "harness/backends.h"
 #include "harness/commands.h"
+#include "harness/numparse.h"
 #include "optimized/qmm_optimized.h"
 
 #define BENCH_MAX_SHAPES 32
@@ -53,6 +54,35 @@ static int usage(const char *msg)
             "       qmmcheck bench --peak [--threads T]\n",
             msg);
     return 2;
+}
+
+/* `OPTION VALUE: expected WANT`, then the usage. */
+static int bad_value(const char *option, const char *value, const char *want)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s %s: expected %s", option, value, want);
+    return usage(msg);
+}
+
+/* "MxKxN", each part strict (harness/numparse.h) and at most 2^20. */
+static int parse_shape(const char *s, int64_t mkn[3])
+{
+    char buf[64];
+    if (strlen(s) >= sizeof buf)
+        return -1;
+    snprintf(buf, sizeof buf, "%s", s);
+    char *part = buf;
+    for (int d = 0; d < 3; d++) {
+        char *x = strchr(part, 'x');
+        if ((d < 2) != (x != NULL))
+            return -1;
+        if (x)
+            *x = '\0';
+        if (qh_parse_i64(part, 0, 1 << 20, &mkn[d]))
+            return -1;
+        part = x ? x + 1 : NULL;
+    }
+    return 0;
 }
 
 static int parse_types(const char *s, int32_t t[3])
@@ -234,14 +264,12 @@ int qh_cmd_bench(int argc, char **argv)
             types = v;
             i++;
         } else if (strcmp(o, "--threads") == 0) {
-            threads = atoi(v);
-            if (threads < 1 || threads > 256)
-                return usage("--threads must be 1..256");
+            if (qh_parse_int(v, 1, 256, &threads))
+                return bad_value(o, v, "a number 1..256");
             i++;
         } else if (strcmp(o, "--reps") == 0) {
-            reps = atoi(v);
-            if (reps < 1)
-                return usage("--reps must be >= 1");
+            if (qh_parse_int(v, 1, 1000000000, &reps))
+                return bad_value(o, v, "a number >= 1");
             i++;
         } else if (strcmp(o, "--report") == 0) {
             if (strncmp(v, "json:", 5) != 0 || !v[5])
@@ -249,16 +277,10 @@ int qh_cmd_bench(int argc, char **argv)
             report = v + 5;
             i++;
         } else if (strcmp(o, "--shape") == 0) {
-            long long m, k, n;
-            char extra;
             if (nshapes == BENCH_MAX_SHAPES)
                 return usage("too many --shape options");
-            if (sscanf(v, "%lldx%lldx%lld%c", &m, &k, &n, &extra) != 3 || m < 0 || k < 0 ||
-                n < 0 || m > (1 << 20) || k > (1 << 20) || n > (1 << 20))
-                return usage("--shape takes MxKxN (each 0..1048576)");
-            shapes[nshapes][0] = m;
-            shapes[nshapes][1] = k;
-            shapes[nshapes][2] = n;
+            if (parse_shape(v, shapes[nshapes]))
+                return bad_value(o, v, "MxKxN (each 0..1048576)");
             nshapes++;
             i++;
         } else {

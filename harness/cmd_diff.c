@@ -1,7 +1,6 @@
 /* harness/cmd_diff.c — `qmmcheck diff`: seeded random differential testing of two backends
  * (DESIGN §5). Problem I of seed S is generated from (S, I) alone, so any difference can be
  * replayed on its own with --problem I. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 #include "harness/compare.h"
 #include "harness/expect.h"
 #include "harness/invoke.h"
+#include "harness/numparse.h"
 #include "harness/problem.h"
 #include "harness/strbuf.h"
 
@@ -32,14 +32,11 @@ static int usage(const char *msg, const char *arg)
     return 2;
 }
 
-static int parse_u64(const char *s, unsigned long long *out)
+/* `OPTION VALUE: expected WANT`, then the usage. */
+static int bad_value(const char *option, const char *value, const char *want)
 {
-    char *end;
-    errno = 0;
-    if (s[0] == '-')
-        return -1;
-    *out = strtoull(s, &end, 10);
-    return errno || end == s || *end ? -1 : 0;
+    fprintf(stderr, "qmmcheck diff: %s %s: expected %s\n%s", option, value, want, diff_usage);
+    return 2;
 }
 
 static double now_s(void)
@@ -292,7 +289,7 @@ int qh_cmd_diff(int argc, char **argv)
     int n_spec = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        unsigned long long u;
+        uint64_t u;
         if (strcmp(a, "--isolate") == 0) {
             o.isolate = 1;
             continue;
@@ -323,18 +320,17 @@ int qh_cmd_diff(int argc, char **argv)
                 return usage("--profile %s: unknown semantics profile", val);
             o.profile = val;
         } else if (strcmp(a, "--seconds") == 0 || strcmp(a, "--timeout") == 0) {
-            char *end;
-            double v = strtod(val, &end);
-            if (end == val || *end || !(v >= 0) || v > 1e7)
-                return usage("expected seconds >= 0, got %s", val);
+            double v;
+            if (qh_parse_double(val, 0, 1e7, &v))
+                return bad_value(a, val, "seconds >= 0");
             if (a[2] == 's') {
                 o.seconds = v;
                 o.have_seconds = 1;
             } else {
                 o.timeout_s = v;
             }
-        } else if (parse_u64(val, &u) != 0) {
-            return usage("expected a number >= 0, got %s", val);
+        } else if (qh_parse_u64(val, UINT64_MAX, &u) != 0) {
+            return bad_value(a, val, "a number >= 0");
         } else if (strcmp(a, "--seed") == 0) {
             o.seed = u;
             o.have_seed = 1;

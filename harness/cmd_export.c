@@ -1,12 +1,12 @@
 /* harness/cmd_export.c — `qmmcheck export`: writes the edge-case suites as ONNX node-test
  * directories (DESIGN §5, §6). */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness/commands.h"
 #include "harness/edge.h"
+#include "harness/numparse.h"
 
 static const char export_usage[] =
     "usage: qmmcheck export --suite NAME|all --out DIR [--seed N]\n"
@@ -60,11 +60,10 @@ int qh_cmd_export(int argc, char **argv)
             } else if (a[2] == 'o') {
                 out = val;
             } else {
-                char *end;
-                errno = 0;
-                seed = strtoull(val, &end, 10);
-                if (errno || end == val || *end || val[0] == '-')
+                uint64_t u;
+                if (qh_parse_u64(val, UINT64_MAX, &u))
                     return usage("--seed %s: expected a number >= 0", val);
+                seed = u;
                 have_seed = 1;
             }
         } else if (strcmp(a, "--list") == 0) {

@@ -8,6 +8,7 @@
 #include "harness/commands.h"
 #include "harness/expect.h"
 #include "harness/fingerprint.h"
+#include "harness/numparse.h"
 #include "harness/onnx_io.h"
 #include "harness/strbuf.h"
 
@@ -53,10 +54,8 @@ static int parse(int argc, char **argv, fp_opts *o)
                 return fp_usage("--report %s: expected json:FILE", val);
             o->report = val + 5;
         } else if (strcmp(a, "--timeout") == 0) {
-            char *end;
             i++;
-            o->timeout_s = strtod(val, &end);
-            if (end == val || *end || !(o->timeout_s >= 0) || o->timeout_s > 1e6)
+            if (qh_parse_double(val, 0, 1e6, &o->timeout_s))
                 return fp_usage("--timeout %s: expected seconds >= 0 (0: none)", val);
         } else if (strcmp(a, "--isolate") == 0) {
             o->isolate = 1;

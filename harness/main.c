@@ -1,5 +1,4 @@
 /* harness/main.c — the qmmcheck command line. */
-#include <errno.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 #include "harness/case.h"
 #include "harness/commands.h"
 #include "harness/expect.h"
+#include "harness/numparse.h"
 #include "harness/report.h"
 #include "harness/runner.h"
 #include "harness/strbuf.h"
@@ -71,14 +71,21 @@ static int usage_error(const char *fmt, const char *arg)
     return EXIT_USAGE;
 }
 
-static int parse_int(const char *s, int *out)
+/* "I/N" with 1 <= I <= N, each part strict (harness/numparse.h). */
+static int parse_shard(const char *val, int *i, int *n)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < 0 || v > 1000000000)
+    const char *slash = strchr(val, '/');
+    char first[16];
+    if (!slash || (size_t)(slash - val) >= sizeof first)
         return -1;
-    *out = (int)v;
+    memcpy(first, val, (size_t)(slash - val));
+    first[slash - val] = '\0';
+    int a, b;
+    if (qh_parse_int(first, 1, 1000000000, &a) || qh_parse_int(slash + 1, 1, 1000000000, &b) ||
+        a > b)
+        return -1;
+    *i = a;
+    *n = b;
     return 0;
 }
 
@@ -130,18 +137,11 @@ static int parse_opts(int argc, char **argv, opts *o)
             o->xfail = val;
         } else if (strcmp(a, "--shard") == 0) {
             NEED_VALUE();
-            char buf[64];
-            snprintf(buf, sizeof buf, "%s", val);
-            char *slash = strchr(buf, '/');
-            if (!slash)
-                return usage_error("--shard %s: expected I/N with 1 <= I <= N", val);
-            *slash = '\0';
-            if (parse_int(buf, &o->shard_i) || parse_int(slash + 1, &o->shard_n) ||
-                o->shard_n < 1 || o->shard_i < 1 || o->shard_i > o->shard_n)
+            if (parse_shard(val, &o->shard_i, &o->shard_n))
                 return usage_error("--shard %s: expected I/N with 1 <= I <= N", val);
         } else if (strcmp(a, "--data-set") == 0) {
             NEED_VALUE();
-            if (parse_int(val, &o->data_set))
+            if (qh_parse_int(val, 0, 1000000000, &o->data_set))
                 return usage_error("--data-set %s: expected a number >= 0", val);
         } else if (strcmp(a, "--isolate") == 0) {
             o->isolate = 1;
@@ -149,13 +149,11 @@ static int parse_opts(int argc, char **argv, opts *o)
             o->isolate = 0;
         } else if (strcmp(a, "--timeout") == 0) {
             NEED_VALUE();
-            char *end;
-            o->timeout_s = strtod(val, &end);
-            if (end == val || *end || !(o->timeout_s >= 0) || o->timeout_s > 1e6)
+            if (qh_parse_double(val, 0, 1e6, &o->timeout_s))
                 return usage_error("--timeout %s: expected seconds >= 0 (0: none)", val);
         } else if (strcmp(a, "--max-skipped") == 0) {
             NEED_VALUE();
-            if (parse_int(val, &o->max_skipped))
+            if (qh_parse_int(val, 0, 1000000000, &o->max_skipped))
                 return usage_error("--max-skipped %s: expected a number >= 0", val);
         } else if (strcmp(a, "--determinism") == 0) {
             o->determinism = 1;

@@ -173,3 +173,45 @@ Test(strbuf, shell_word_stays_one_line)
     cr_expect_str_eq(t, "$'x\\x0a999:PASSED \\'y\\'\\\\\\xff'");
     free(t);
 }
+
+/* ---- the command line ---------------------------------------------------------- */
+
+TestSuite(cli_out, .init = make_tmp, .fini = remove_tmp);
+
+/* 60 zeros: "1/" ZEROS60 "2x" is one byte longer than the buffer the old --shard parser cut
+ * the value into, which read it as 1/2 */
+#define ZEROS60 "000000000000000000000000000000000000000000000000000000000000"
+
+Test(cli_out, numeric_options_are_strict)
+{
+    static const struct {
+        const char *args, *option;
+    } bad[] = {
+        {"run --backend reference --vectors vectors/seeds --shard 1/" ZEROS60 "2x", "--shard"},
+        {"run --backend reference --vectors vectors/seeds --shard ' 1/2'", "--shard"},
+        {"run --backend reference --vectors vectors/seeds --shard 1/+2", "--shard"},
+        {"run --backend reference --vectors vectors/seeds --timeout ' 1'", "--timeout"},
+        {"run --backend reference --vectors vectors/seeds --timeout 1e1", "--timeout"},
+        {"run --backend reference --vectors vectors/seeds --max-skipped 99999999999", "--max-skipped"},
+        {"repro --data-set +0 vectors/seeds", "--data-set"},
+        {"diff --backend reference --backend reference --seed ' -1' --count 1", "--seed"},
+        {"diff --backend reference --backend reference --seed 18446744073709551616 --count 1",
+         "--seed"},
+        {"diff --backend reference --backend reference --seed 1 --count 1x", "--count"},
+        {"diff --backend reference --backend reference --seed 1 --seconds ' 1'", "--seconds"},
+        {"bench --backend reference --shape 1x2x3x --reps 1", "--shape"},
+        {"bench --backend reference --shape ' 1x2x3' --reps 1", "--shape"},
+        {"bench --backend reference --shape 1x2x3 --threads +2 --reps 1", "--threads"},
+        {"bench --backend reference --shape 1x2x3 --reps 1x", "--reps"},
+        {"export --suite all --out x --seed ' 1'", "--seed"},
+        {"fingerprint --backend reference --timeout 1e3", "--timeout"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *out;
+        int rc = qmmcheck(&out, "%s", bad[i].args);
+        cr_expect_eq(rc, 2, "'%s' exited %d, want 2:\n%s", bad[i].args, rc, out);
+        cr_expect(strstr(out, bad[i].option), "'%s': message does not name %s:\n%s",
+                  bad[i].args, bad[i].option, out);
+        free(out);
+    }
+}
