@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include "harness/clean.h"
 
 #define META_FILE_MAX ((size_t)1 << 20)
 
@@ -49,6 +52,14 @@ static void trim(const char **b, const char **e)
         (*e)--;
 }
 
+/* Text from the file as a message quotes it: one clean line, at most 64 bytes, so a newline
+ * or invalid UTF-8 in qmm.meta cannot break the line it is reported on. */
+static const char *quoted(char *buf, size_t size, const char *b, const char *e)
+{
+    qh_clean_into(buf, size, b, (size_t)(e - b), 64);
+    return buf;
+}
+
 static int copy_value(char *dst, size_t cap, const char *b, const char *e)
 {
     size_t n = (size_t)(e - b);
@@ -84,6 +95,7 @@ int qh_meta_parse(const char *text, size_t len, const char *what, qh_meta *m, qh
     const char *p = text, *end = text + len;
     int seen[K_COUNT] = {0};
     size_t line = 0;
+    char q_buf[80];
 
     if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
         p += 3; /* editors on some platforms add a UTF-8 byte-order mark */
@@ -113,8 +125,8 @@ int qh_meta_parse(const char *text, size_t len, const char *what, qh_meta *m, qh
             return meta_fail(err, what, line, "missing key before '='");
         for (const char *q = kb; q < ke; q++)
             if (!((*q >= 'a' && *q <= 'z') || *q == '_'))
-                return meta_fail(err, what, line, "key '%.*s': keys are lower-case [a-z_]+",
-                                 (int)(ke - kb), kb);
+                return meta_fail(err, what, line, "key '%s': keys are lower-case [a-z_]+",
+                                 quoted(q_buf, sizeof q_buf, kb, ke));
         size_t klen = (size_t)(ke - kb);
         int key = -1;
         for (int k = 0; k < K_COUNT; k++)
@@ -139,9 +151,9 @@ int qh_meta_parse(const char *text, size_t len, const char *what, qh_meta *m, qh
         case K_EXPECT:
             if (parse_expect(vb, ve, &m->expect) != 0)
                 return meta_fail(err, what, line,
-                                 "expect: '%.*s' is not one of OK, UNSUPPORTED, "
+                                 "expect: '%s' is not one of OK, UNSUPPORTED, "
                                  "INVALID_ARGUMENT, OUT_OF_MEMORY, INTERNAL",
-                                 (int)(ve - vb > 64 ? 64 : ve - vb), vb);
+                                 quoted(q_buf, sizeof q_buf, vb, ve));
             break;
         case K_TAGS: {
             const char *t = vb;
@@ -156,8 +168,8 @@ int qh_meta_parse(const char *text, size_t len, const char *what, qh_meta *m, qh
                     return meta_fail(err, what, line, "tags: more than %d tags",
                                      QH_META_MAX_TAGS);
                 if (copy_value(m->tags[m->n_tags], sizeof m->tags[0], tb, te) != 0)
-                    return meta_fail(err, what, line, "tags: tag '%.*s' is longer than %zu "
-                                     "bytes", (int)(te - tb > 64 ? 64 : te - tb), tb,
+                    return meta_fail(err, what, line, "tags: tag '%s' is longer than %zu "
+                                     "bytes", quoted(q_buf, sizeof q_buf, tb, te),
                                      sizeof m->tags[0] - 1);
                 m->n_tags++;
             }
@@ -195,32 +207,17 @@ int qh_meta_parse(const char *text, size_t len, const char *what, qh_meta *m, qh
 int qh_meta_read_file(const char *path, qh_meta *m, qh_error *err)
 {
     qh_meta_init(m);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (errno == ENOENT)
-            return 0;
-        if (err)
-            snprintf(err->msg, sizeof err->msg, "%s: cannot open: %s", path, strerror(errno));
+    /* Only a name that is not there at all means "no sidecar"; a dangling symlink, a
+     * directory or a FIFO named qmm.meta is an error (qh_read_file refuses the last two
+     * without blocking). */
+    struct stat st;
+    if (lstat(path, &st) != 0 && errno == ENOENT)
+        return 0;
+    uint8_t *buf = NULL;
+    size_t n = 0;
+    if (qh_read_file(path, META_FILE_MAX, &buf, &n, err) != 0)
         return -1;
-    }
-    char *buf = malloc(META_FILE_MAX + 1);
-    if (!buf) {
-        fclose(f);
-        if (err)
-            snprintf(err->msg, sizeof err->msg, "%s: out of memory", path);
-        return -1;
-    }
-    size_t n = fread(buf, 1, META_FILE_MAX + 1, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad || n > META_FILE_MAX) {
-        free(buf);
-        if (err)
-            snprintf(err->msg, sizeof err->msg, "%s: %s", path,
-                     bad ? "read error" : "larger than 1 MiB");
-        return -1;
-    }
-    int rc = qh_meta_parse(buf, n, path, m, err);
+    int rc = qh_meta_parse((const char *)buf, n, path, m, err);
     free(buf);
     return rc;
 }

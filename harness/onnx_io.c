@@ -902,6 +902,11 @@ static int parse_opset(const pctx *c, const uint8_t *buf, size_t len, qh_opset *
         case 2:
             if (want_wire(&m, &f, QH_PB_VARINT) != 0)
                 return -1;
+            /* Operators take the opset as an int: a larger one would wrap to a small,
+             * valid-looking version and run the case under the wrong semantics. */
+            if (f.u > (uint64_t)INT32_MAX)
+                return fail(c, m.name, "version", "%lld is outside 0..%ld",
+                            (long long)(int64_t)f.u, (long)INT32_MAX);
             o->version = (int64_t)f.u;
             break;
         default:
@@ -1196,11 +1201,28 @@ int qh_encode_model(const qh_model *m, uint8_t **out, size_t *len, qh_error *err
          : (size_t)((uint64_t)QH_MAX_TENSOR_BYTES * 2 + ((uint64_t)1 << 20)))
 #define MODEL_FILE_MAX ((size_t)64 << 20)
 
+const char *qh_file_kind(unsigned mode)
+{
+    switch (mode & S_IFMT) {
+    case S_IFREG: return "a regular file";
+    case S_IFDIR: return "a directory";
+    case S_IFIFO: return "a FIFO";
+    case S_IFCHR: return "a character device";
+    case S_IFBLK: return "a block device";
+    case S_IFSOCK: return "a socket";
+    case S_IFLNK: return "a symbolic link";
+    default: return "an unknown kind of file";
+    }
+}
+
 int qh_read_file(const char *path, size_t max, uint8_t **buf, size_t *len, qh_error *err)
 {
     *buf = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY);
+    /* O_NONBLOCK so that opening a FIFO (or a device that waits for a peer) returns at once
+     * instead of blocking until a writer appears; what is not a regular file is then refused
+     * before anything is read. A symlink to a regular file is followed like the file. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0)
         return fail_plain(err, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
@@ -1209,9 +1231,15 @@ int qh_read_file(const char *path, size_t max, uint8_t **buf, size_t *len, qh_er
         close(fd);
         return fail_plain(err, "%s: cannot stat: %s", path, strerror(e));
     }
-    if (S_ISDIR(st.st_mode)) {
+    if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return fail_plain(err, "%s: is a directory", path);
+        return fail_plain(err, "%s: not a regular file (%s)", path, qh_file_kind(st.st_mode));
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        int e = errno;
+        close(fd);
+        return fail_plain(err, "%s: cannot open: %s", path, strerror(e));
     }
     if (st.st_size > 0 && (uint64_t)st.st_size > (uint64_t)max) {
         close(fd);

@@ -103,8 +103,12 @@ int qh_read_model_file(const char *path, qh_model *out, qh_error *err);
 int qh_write_tensor_file(const char *path, const qmm_tensor *t, const char *name, qh_error *err);
 int qh_write_model_file(const char *path, const qh_model *m, qh_error *err);
 
-/* Reads a whole file (at most `max` bytes; larger is an error). *buf is malloc'd. */
+/* Reads a whole regular file (at most `max` bytes; larger is an error). *buf is malloc'd.
+ * Anything else (a FIFO, a device, a directory, a socket) is refused without blocking:
+ * "PATH: not a regular file (a FIFO)". A symlink is followed. */
 int qh_read_file(const char *path, size_t max, uint8_t **buf, size_t *len, qh_error *err);
+/* "a FIFO", "a directory", ... for a stat mode, as the messages above say it. */
+const char *qh_file_kind(unsigned mode);
 /* Writes `len` bytes to path via a temporary file in the same directory and rename(2). */
 int qh_write_file_atomic(const char *path, const void *buf, size_t len, qh_error *err);
 

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness/meta.h"
@@ -251,6 +252,65 @@ Test(meta, files)
     unlink(path);
     /* a directory is not a missing file */
     cr_assert_eq(qh_meta_read_file(dir, &m, &err), -1);
+    cr_assert_eq(rmdir(dir), 0);
+}
+
+/* Text quoted from the file is one clean line: a carriage return or invalid UTF-8 in a key
+ * or value cannot break the line the error is printed on. */
+Test(meta, quoted_text_is_cleaned)
+{
+    expect_error("ke\ry = 1\n", "key 'ke\\ry'");
+    expect_error("expect = OK\x1b[2J\xff\n", "expect: 'OK\\x1b[2J\xEF\xBF\xBD'");
+    char text[200];
+    snprintf(text, sizeof text, "tags = %s\r\x01%0100d\n", "t", 0);
+    expect_error(text, "tags: tag 't\\r\\x01");
+    qh_meta m;
+    qh_error err;
+    cr_assert_eq(parse("expect = \x80\x0b\n", &m, &err), -1);
+    for (const char *p = err.msg; *p; p++)
+        cr_assert((unsigned char)*p >= 0x20 && *p != 0x7f, "raw control byte in: %s", err.msg);
+}
+
+/* What is not a regular file is refused without blocking, naming the path and its kind; a
+ * dangling symlink is not a missing sidecar. */
+Test(meta, files_that_are_not_regular, .timeout = 10)
+{
+    char dir[] = "/tmp/qmm_meta_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char path[256], want[300];
+    snprintf(path, sizeof path, "%s/qmm.meta", dir);
+    qh_meta m;
+    qh_error err;
+
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    cr_assert_eq(qh_meta_read_file(path, &m, &err), -1);
+    snprintf(want, sizeof want, "%s: not a regular file (a FIFO)", path);
+    cr_assert_str_eq(err.msg, want);
+    unlink(path);
+
+    cr_assert_eq(mkdir(path, 0700), 0);
+    cr_assert_eq(qh_meta_read_file(path, &m, &err), -1);
+    snprintf(want, sizeof want, "%s: not a regular file (a directory)", path);
+    cr_assert_str_eq(err.msg, want);
+    rmdir(path);
+
+    cr_assert_eq(symlink("nowhere", path), 0);
+    cr_assert_eq(qh_meta_read_file(path, &m, &err), -1);
+    snprintf(want, sizeof want, "%s: cannot open: No such file or directory", path);
+    cr_assert_str_eq(err.msg, want);
+    unlink(path);
+
+    /* a symlink to a regular file is read like the file */
+    char real[256];
+    snprintf(real, sizeof real, "%s/real", dir);
+    FILE *f = fopen(real, "w");
+    fputs("expect = UNSUPPORTED\n", f);
+    fclose(f);
+    cr_assert_eq(symlink("real", path), 0);
+    cr_assert_eq(qh_meta_read_file(path, &m, &err), 0, "%s", err.msg);
+    cr_assert_eq(m.expect, QMM_UNSUPPORTED);
+    unlink(path);
+    unlink(real);
     cr_assert_eq(rmdir(dir), 0);
 }
 

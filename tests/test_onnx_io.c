@@ -1410,6 +1410,59 @@ Test(onnx_files, write_read_and_errors)
 
 /* ---- deterministic mini-fuzz --------------------------------------------------------- */
 
+/* An opset version is an int to every operator: a larger one (or a negative one) would wrap to
+ * a small, valid-looking version, so it is an error naming the field. */
+Test(onnx_model, opset_version_beyond_int)
+{
+    static const int64_t bad[] = {(int64_t)INT32_MAX + 1, ((int64_t)1 << 32) + 10, -1};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        qh_model m;
+        fill_model(&m);
+        m.opsets[0].version = bad[i];
+        size_t len;
+        uint8_t *enc = model_bytes(&m, &len);
+        char want[128];
+        snprintf(want, sizeof want, "OperatorSetIdProto.version: %lld is outside 0..2147483647",
+                 (long long)bad[i]);
+        expect_model_error(enc, len, want);
+        free(enc);
+    }
+    qh_model m;
+    fill_model(&m);
+    m.opsets[0].version = INT32_MAX;
+    size_t len;
+    uint8_t *enc = model_bytes(&m, &len);
+    qh_model back;
+    qh_error err;
+    cr_assert_eq(parse_model_bytes(enc, len, &back, &err), 0, "%s", err.msg);
+    cr_assert_eq(back.opsets[0].version, INT32_MAX);
+    free(enc);
+}
+
+/* qh_read_file refuses what is not a regular file, naming its kind, and does not block on a
+ * FIFO that has no writer. */
+Test(onnx_files, not_regular_files, .timeout = 10)
+{
+    char dir[] = "/tmp/qmm_onnx_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char path[256], want[300];
+    snprintf(path, sizeof path, "%s/fifo", dir);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    uint8_t *buf;
+    size_t len;
+    qh_error err;
+    cr_assert_eq(qh_read_file(path, 100, &buf, &len, &err), -1);
+    snprintf(want, sizeof want, "%s: not a regular file (a FIFO)", path);
+    cr_assert_str_eq(err.msg, want);
+    unlink(path);
+    cr_assert_eq(qh_read_file(dir, 100, &buf, &len, &err), -1);
+    snprintf(want, sizeof want, "%s: not a regular file (a directory)", dir);
+    cr_assert_str_eq(err.msg, want);
+    cr_assert_eq(qh_read_file("/dev/null", 100, &buf, &len, &err), -1);
+    cr_assert_str_eq(err.msg, "/dev/null: not a regular file (a character device)");
+    cr_assert_eq(rmdir(dir), 0);
+}
+
 static uint64_t rng_next(uint64_t *s)
 {
     uint64_t x = *s;
