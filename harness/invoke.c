@@ -75,13 +75,15 @@ static size_t tensor_bytes(const qmm_tensor *t)
 
 /* ---- in process ----------------------------------------------------------------------- */
 
-static int invoke_here(qh_backend *b, const qmm_call *call, qh_invocation *out)
+static int invoke_here(qh_backend *b, const qmm_call *call, const qh_invoke_opts *o,
+                       qh_invocation *out)
 {
     qmm_call c = *call;
     qmm_tensor *y = qh_call_output(&c);
     out->y = *y;
-    /* A poison fill makes an element the backend forgets to write unlikely to match. */
-    if (qh_alloc_tensor(&out->y, 0xa5) != 0) {
+    /* A poison fill makes an element the backend forgets to write unlikely to match; the
+     * runner asks for a second fill to tell an unwritten element from a written one. */
+    if (qh_alloc_tensor(&out->y, o && o->fill ? o->fill : 0xa5) != 0) {
         snprintf(out->problem, sizeof out->problem, "cannot allocate the output");
         return -1;
     }
@@ -442,7 +444,7 @@ int qh_invoke(qh_backend *b, const qmm_call *call, const qh_invoke_opts *o, qh_i
     qmm_status_ok(&out->st);
     if (o && o->isolate)
         return invoke_isolated(b, call, o, out);
-    return invoke_here(b, call, out);
+    return invoke_here(b, call, o, out);
 }
 
 void qh_invocation_free(qh_invocation *inv)
