@@ -1,10 +1,13 @@
-/* harness/guard.c — guarded buffers and the fault handler that names what was touched. */
+/* harness/guard.c — guarded buffers, sealing and retiring them, and the fault handler that
+ * names what was touched. */
 #define _GNU_SOURCE 1 /* REG_ERR in ucontext: tells a write fault from a read fault */
 #include "harness/guard.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -14,29 +17,95 @@ static size_t page_size(void)
     return p > 0 ? (size_t)p : 4096;
 }
 
-/* Maps enough pages for `len` bytes (+ `front` bytes) plus one trailing PROT_NONE page, and
- * returns where `len` bytes must start to end exactly at that page. */
-static int map_ending_at_guard(qh_guarded *g, size_t len, size_t front)
+/* ---- what the handler knows ------------------------------------------------------------
+ * A copy of every region of the current call and of the previous call's retired regions. The
+ * worker's main thread changes it; the handler, in any thread, only reads it. An entry's
+ * state is written last when it is filled and first when it is emptied, so the handler never
+ * reads a half-made entry as live. */
+
+enum { H_FREE = 0, H_CURRENT, H_SEALED, H_RETIRED };
+
+typedef struct h_region {
+    qh_guarded g;
+    volatile sig_atomic_t state;
+} h_region;
+
+static h_region h_tab[2 * QH_GUARD_MAX_REGIONS];
+static int h_fd = -1;
+static qh_fault_reporter h_report;
+
+static h_region *h_find(const unsigned char *map)
+{
+    for (size_t i = 0; map && i < sizeof h_tab / sizeof h_tab[0]; i++)
+        if (h_tab[i].state != H_FREE && h_tab[i].g.map == map)
+            return &h_tab[i];
+    return NULL;
+}
+
+/* Records g with `state`, in its existing entry or a free one (none free: not recorded, and a
+ * fault there is reported as a crash). */
+static void h_put(const qh_guarded *g, int state)
+{
+    h_region *e = h_find(g->map);
+    if (e) {
+        e->state = state;
+        return;
+    }
+    for (size_t i = 0; i < sizeof h_tab / sizeof h_tab[0]; i++)
+        if (h_tab[i].state == H_FREE) {
+            h_tab[i].g = *g;
+            h_tab[i].state = state;
+            return;
+        }
+}
+
+static void h_forget(const unsigned char *map)
+{
+    h_region *e = h_find(map);
+    if (e)
+        e->state = H_FREE;
+}
+
+/* ---- placing tensors ------------------------------------------------------------------ */
+
+/* Reserves zone + pages for `len` bytes (+ `front` bytes) + zone, all inaccessible, opens the
+ * pages between the zones for reading and writing, and returns where `len` bytes must start
+ * to end exactly at the rear zone. */
+static int map_between_zones(qh_guarded *g, size_t len, size_t front)
 {
     size_t ps = page_size();
     size_t body = (len + front + ps - 1) / ps * ps;
     if (body == 0)
         body = ps;
-    g->map_len = body + ps;
-    void *m = mmap(NULL, g->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (len > (size_t)-1 / 2 - 2 * QH_GUARD_ZONE)
+        return -1;
+    g->map_len = QH_GUARD_ZONE + body + QH_GUARD_ZONE;
+    void *m = mmap(NULL, g->map_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
     if (m == MAP_FAILED) {
         g->map = NULL;
         return -1;
     }
     g->map = m;
-    if (mprotect(g->map + body, ps, PROT_NONE) != 0) {
+    if (mprotect(g->map + QH_GUARD_ZONE, body, PROT_READ | PROT_WRITE) != 0) {
         munmap(g->map, g->map_len);
         g->map = NULL;
         return -1;
     }
-    g->data = g->map + body - len;
+    g->data = g->map + QH_GUARD_ZONE + body - len;
     g->len = len;
     return 0;
+}
+
+/* The pages between the zones. */
+static unsigned char *body_start(const qh_guarded *g)
+{
+    return g->map + QH_GUARD_ZONE;
+}
+
+static size_t body_len(const qh_guarded *g)
+{
+    return g->map_len - 2 * QH_GUARD_ZONE;
 }
 
 static void set_name(qh_guarded *g, const char *name)
@@ -52,12 +121,11 @@ int qh_guard_input(qh_guarded *g, const char *name, const void *src, size_t len)
 {
     memset(g, 0, sizeof *g);
     set_name(g, name);
-    if (map_ending_at_guard(g, len, 0) != 0)
+    if (map_between_zones(g, len, 0) != 0)
         return -1;
     if (len)
         memcpy(g->data, src, len);
-    size_t body = g->map_len - page_size();
-    if (mprotect(g->map, body, PROT_READ) != 0) {
+    if (mprotect(body_start(g), body_len(g), PROT_READ) != 0) {
         qh_guard_free(g);
         return -1;
     }
@@ -70,10 +138,10 @@ int qh_guard_output(qh_guarded *g, const char *name, size_t len, unsigned char f
     set_name(g, name);
     g->writable = 1;
     /* at least 64 canary bytes, the width of the widest vector store */
-    if (map_ending_at_guard(g, len, 64) != 0)
+    if (map_between_zones(g, len, 64) != 0)
         return -1;
-    g->canary_len = (size_t)(g->data - g->map);
-    memset(g->map, QH_CANARY_BYTE, g->canary_len);
+    g->canary_len = (size_t)(g->data - body_start(g));
+    memset(body_start(g), QH_CANARY_BYTE, g->canary_len);
     memset(g->data, fill, len);
     return 0;
 }
@@ -82,23 +150,79 @@ size_t qh_guard_canaries_hit(const qh_guarded *g)
 {
     size_t hit = 0;
     for (size_t i = 0; i < g->canary_len; i++)
-        hit += g->map[i] != QH_CANARY_BYTE;
+        hit += body_start(g)[i] != QH_CANARY_BYTE;
     return hit;
 }
 
 void qh_guard_free(qh_guarded *g)
 {
-    if (g->map)
+    if (g->map) {
+        h_forget(g->map);
         munmap(g->map, g->map_len);
+    }
     memset(g, 0, sizeof *g);
 }
 
-/* ---- the fault handler: async-signal-safe formatting only ----------------------------- */
+/* ---- sealing and retiring ------------------------------------------------------------- */
 
-static const qh_guarded *h_regions;
-static int h_count;
-static int h_fd = -1;
-static qh_fault_reporter h_report;
+/* The process's thread count (field 20 of /proc/self/stat); 0 when unknown. */
+static long thread_count(void)
+{
+    char buf[1024];
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    /* the command name (field 2) may hold spaces and parentheses: count from its last ')' */
+    char *p = strrchr(buf, ')');
+    for (int field = 2; p && field < 20; field++)
+        p = strchr(p + 1, ' ');
+    if (!p)
+        return 0;
+    long v = 0;
+    for (p++; *p >= '0' && *p <= '9'; p++)
+        v = v * 10 + (*p - '0');
+    return v;
+}
+
+void qh_guard_seal(qh_guarded *g, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (!g[i].map || !g[i].writable)
+            continue;
+        h_put(&g[i], H_SEALED); /* first: a write that faults from now on is "after return" */
+        mprotect(body_start(&g[i]), body_len(&g[i]), PROT_READ);
+    }
+    if (thread_count() > 1) {
+        struct timespec ts = {0, QH_GUARD_GRACE_NS};
+        while (nanosleep(&ts, &ts) != 0) {
+        }
+    }
+}
+
+void qh_guard_retire(qh_guarded *g, int n)
+{
+    /* the call before the previous one: its regions go now */
+    for (size_t i = 0; i < sizeof h_tab / sizeof h_tab[0]; i++) {
+        if (h_tab[i].state != H_RETIRED)
+            continue;
+        h_tab[i].state = H_FREE;
+        munmap(h_tab[i].g.map, h_tab[i].g.map_len);
+    }
+    for (int i = 0; i < n; i++) {
+        if (!g[i].map)
+            continue;
+        h_put(&g[i], H_RETIRED);
+        mprotect(g[i].map, g[i].map_len, PROT_NONE);
+        memset(&g[i], 0, sizeof g[i]);
+    }
+}
+
+/* ---- the fault handler: async-signal-safe formatting only ----------------------------- */
 
 typedef struct sbuf {
     char s[256];
@@ -136,29 +260,73 @@ static int fault_was_write(void *uctx)
 #endif
 }
 
+/* "input a" or "y". */
+static void put_label(sbuf *b, const qh_guarded *g)
+{
+    put(b, g->writable ? "" : "input ");
+    put(b, g->name);
+}
+
+/* "wrote 12288 bytes past the end of y", "read 8 bytes before the start of input a". */
+static void put_distance(sbuf *b, const char *verb, size_t d, const char *where,
+                         const qh_guarded *g)
+{
+    put(b, verb);
+    put(b, " ");
+    put_u(b, d);
+    put(b, d == 1 ? " byte " : " bytes ");
+    put(b, where);
+    put_label(b, g);
+}
+
+/* The sentence for a fault at addr inside region e; 0 when the fault is not one a guard
+ * explains (a fault inside the output while the call runs). */
+static int explain(sbuf *b, const h_region *e, const unsigned char *addr, int write)
+{
+    const qh_guarded *g = &e->g;
+    const char *verb = write == 0 ? "read" : write == 1 ? "wrote" : "accessed";
+    const unsigned char *end = g->data + g->len;
+    int in_body = addr >= body_start(g) && addr < body_start(g) + body_len(g);
+    if (e->state == H_RETIRED) {
+        put(b, "a thread of the previous call ");
+        put(b, write == 1 ? "wrote into" : verb);
+        put(b, " its ");
+        put_label(b, g);
+        put(b, " after the call returned");
+    } else if (e->state == H_SEALED && in_body) {
+        put(b, write == 1 ? "wrote into " : verb);
+        put(b, write == 1 ? "" : " ");
+        put_label(b, g);
+        put(b, " after the call returned");
+    } else if (addr >= end) {
+        put_distance(b, verb, (size_t)(addr - end) + 1, "past the end of ", g);
+    } else if (addr < g->data) {
+        put_distance(b, verb, (size_t)(g->data - addr), "before the start of ", g);
+    } else if (!g->writable) {
+        put(b, write == 0 ? "read inside " : "wrote into ");
+        put_label(b, g);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+static volatile sig_atomic_t h_busy;
+
 static void on_fault(int sig, siginfo_t *si, void *uctx)
 {
     const unsigned char *addr = si->si_addr;
-    int write = fault_was_write(uctx);
     sbuf b = {.n = 0};
-    for (int i = 0; i < h_count; i++) {
-        const qh_guarded *g = &h_regions[i];
-        if (!g->map || addr < g->map || addr >= g->map + g->map_len)
+    for (size_t i = 0; i < sizeof h_tab / sizeof h_tab[0]; i++) {
+        const h_region *e = &h_tab[i];
+        if (e->state == H_FREE || addr < e->g.map || addr >= e->g.map + e->g.map_len)
             continue;
-        const unsigned char *end = g->data + g->len;
-        if (addr >= end) {
-            size_t past = (size_t)(addr - end) + 1;
-            put(&b, write == 0 ? "read " : write == 1 ? "wrote " : "accessed ");
-            put_u(&b, past);
-            put(&b, past == 1 ? " byte past " : " bytes past ");
-            put(&b, g->writable ? "" : "the end of input ");
-            put(&b, g->name);
-        } else if (!g->writable) {
-            put(&b, write == 0 ? "read inside input " : "wrote into input ");
-            put(&b, g->name);
-        } else {
-            continue; /* a fault inside the writable output: not ours to explain */
-        }
+        if (!explain(&b, e, addr, fault_was_write(uctx)))
+            break;
+        /* one report per worker: a second thread faulting meanwhile waits for the _exit */
+        if (__atomic_exchange_n(&h_busy, 1, __ATOMIC_SEQ_CST))
+            for (;;)
+                pause();
         h_report(h_fd, b.s);
         _exit(0);
     }
@@ -169,14 +337,19 @@ static void on_fault(int sig, siginfo_t *si, void *uctx)
 
 void qh_guard_install_handler(const qh_guarded *regions, int n, int fd, qh_fault_reporter report)
 {
-    h_regions = regions;
-    h_count = n;
+    /* regions of an earlier call that was neither retired nor freed are forgotten */
+    for (size_t i = 0; i < sizeof h_tab / sizeof h_tab[0]; i++)
+        if (h_tab[i].state == H_CURRENT || h_tab[i].state == H_SEALED)
+            h_tab[i].state = H_FREE;
+    for (int i = 0; i < n; i++)
+        if (regions[i].map)
+            h_put(&regions[i], H_CURRENT);
     h_fd = fd;
     h_report = report;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_fault;
-    sa.sa_flags = SA_SIGINFO | SA_RESETHAND;
+    sa.sa_flags = SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGSEGV, &sa, NULL);
     sigaction(SIGBUS, &sa, NULL);
