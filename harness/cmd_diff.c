@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "harness/backends.h"
+#include "harness/clean.h"
 #include "harness/commands.h"
 #include "harness/compare.h"
 #include "harness/expect.h"
@@ -89,6 +90,15 @@ static void sb_values(qh_sb *b, const qmm_tensor *y, int64_t limit)
 }
 
 
+/* Prints one line built from backend answers (their messages are untrusted): cleaned, so a
+ * message cannot start a line of its own. */
+static void print_clean(const char *indent, const qh_sb *b)
+{
+    char *c = qh_clean_dup(b->s ? b->s : "", b->len, 0);
+    printf("%s%s\n", indent, c ? c : "(out of memory)");
+    free(c);
+}
+
 typedef struct counts {
     unsigned long long problems, same, differences, skipped, tolerated;
 } counts;
@@ -140,7 +150,7 @@ static void report_difference(const diff_opts *o, qh_backend *be, unsigned long 
         qh_sb_puts(&line, " --profile ");
         qh_sb_shell_word(&line, o->profile);
     }
-    printf("%s\n", line.s ? line.s : "");
+    print_clean("", &line);
     qh_sb_free(&line);
 
     /* detail: the first differing elements, both outputs in full (bounded) */
@@ -170,7 +180,7 @@ static void report_difference(const diff_opts *o, qh_backend *be, unsigned long 
                          inv[k].outcome == QH_RETURNED ? inv[k].st.message : "");
         }
     }
-    printf("    %s\n", vals.s ? vals.s : "");
+    print_clean("    ", &vals);
 
     /* the saved case: the reference's answer is the expected output, never backend A's */
     char dir[4096];
@@ -184,7 +194,8 @@ static void report_difference(const diff_opts *o, qh_backend *be, unsigned long 
     m.n_tags++;
     snprintf(m.provenance, sizeof m.provenance, "qmmcheck diff --seed %llu --problem %llu",
              o->seed, index);
-    snprintf(m.description, sizeof m.description, "%s", vals.s ? vals.s : "");
+    /* the backends' messages are untrusted: one clean line, cut at a character boundary */
+    qh_clean_into(m.description, sizeof m.description, vals.s ? vals.s : "", vals.len, 0);
     qh_sb_free(&vals);
     if (o->profile && strcmp(o->profile, "spec") != 0)
         snprintf(m.profile, sizeof m.profile, "%s", o->profile);
@@ -365,7 +376,9 @@ int qh_cmd_diff(int argc, char **argv)
     for (int k = 0; k < 2; k++) {
         qh_error err;
         if (qh_backend_open(o.spec[k], &be[k], &err) != 0) {
-            fprintf(stderr, "qmmcheck diff: %s\n", err.msg);
+            char *c = qh_clean_dup(err.msg, strlen(err.msg), 0); /* it quotes the spec */
+            fprintf(stderr, "qmmcheck diff: %s\n", c ? c : err.msg);
+            free(c);
             if (k)
                 qh_backend_close(&be[0]);
             return 2;

@@ -1,14 +1,18 @@
 /* harness/main.c — the qmmcheck command line. */
 #include <regex.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "harness/backends.h"
 #include "harness/case.h"
+#include "harness/clean.h"
 #include "harness/commands.h"
 #include "harness/expect.h"
+#include "harness/invoke.h"
 #include "harness/numparse.h"
 #include "harness/report.h"
 #include "harness/runner.h"
@@ -16,6 +20,7 @@
 
 #define EXIT_BAD 1
 #define EXIT_USAGE 2
+#define EXIT_EMPTY 3 /* the run judged no case (docs/formats.md, "Exit status") */
 #define MAX_MULTI 64
 
 static const char usage_text[] =
@@ -25,7 +30,8 @@ static const char usage_text[] =
     "  run     --backend SPEC [--backend SPEC...] --vectors DIR [DIR...]\n"
     "          [--filter REGEX] [--shard I/N] [--xfail FILE] [--report json:FILE]\n"
     "          [--report junit:FILE] [--profile NAME] [--quiet] [--verbose]\n"
-    "          [--isolate | --no-isolate] [--timeout S] [--max-skipped N]\n"
+    "          [--isolate | --no-isolate] [--timeout S] [--memory-limit BYTES]\n"
+    "          [--max-skipped N] [--allow-empty]\n"
     "          [--determinism [--variants 'threads=1;threads=2']]\n"
     "          judge every case under the vector trees against each backend\n"
     "  list    --vectors DIR [DIR...] [--filter REGEX] [--shard I/N]   list the cases\n"
@@ -41,7 +47,9 @@ static const char usage_text[] =
     "SPEC is a built-in backend (reference) or a plugin path (./libx.so), optionally\n"
     "followed by :OPTIONS, e.g. reference:profile=spec.\n"
     "Exit status: 0 when no case FAILED, CRASHED, TIMED OUT or had an ERROR; 1 otherwise;\n"
-    "2 for usage errors.\n";
+    "2 for usage errors; 3 when the run judged no case (none found, the filter or shard\n"
+    "left none, or every case was SKIPPED) unless --allow-empty is given; 128+N when\n"
+    "signal N (SIGINT, SIGTERM) stopped it, after writing the reports of the cases done.\n";
 
 typedef struct opts {
     const char *backends[MAX_MULTI];
@@ -58,10 +66,17 @@ typedef struct opts {
     int data_set;
     int isolate;          /* -1: plugins isolated, built-ins not; 0 never; 1 always */
     double timeout_s;
+    uint64_t memory_limit; /* per isolated worker; 0 none; QH_MEMORY_LIMIT_DEFAULT */
     int max_skipped;      /* -1: no limit */
     int determinism;
     const char *variants;
+    int allow_empty;      /* a run that judges no case exits 0, not EXIT_EMPTY */
 } opts;
+
+/* How many cases each step of collect() kept, to say why a run judged nothing. */
+typedef struct found_counts {
+    size_t discovered, filtered, sharded;
+} found_counts;
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -96,6 +111,7 @@ static int parse_opts(int argc, char **argv, opts *o)
     o->data_set = 0;
     o->isolate = -1;
     o->timeout_s = 30;
+    o->memory_limit = QH_MEMORY_LIMIT_DEFAULT;
     o->max_skipped = -1;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -151,10 +167,16 @@ static int parse_opts(int argc, char **argv, opts *o)
             NEED_VALUE();
             if (qh_parse_double(val, 0, 1e6, &o->timeout_s))
                 return usage_error("--timeout %s: expected seconds >= 0 (0: none)", val);
+        } else if (strcmp(a, "--memory-limit") == 0) {
+            NEED_VALUE();
+            if (qh_parse_bytes(val, &o->memory_limit))
+                return usage_error("--memory-limit %s: expected bytes, e.g. 512M (0: none)", val);
         } else if (strcmp(a, "--max-skipped") == 0) {
             NEED_VALUE();
             if (qh_parse_int(val, 0, 1000000000, &o->max_skipped))
                 return usage_error("--max-skipped %s: expected a number >= 0", val);
+        } else if (strcmp(a, "--allow-empty") == 0) {
+            o->allow_empty = 1;
         } else if (strcmp(a, "--determinism") == 0) {
             o->determinism = 1;
         } else if (strcmp(a, "--variants") == 0) {
@@ -179,7 +201,7 @@ static int parse_opts(int argc, char **argv, opts *o)
 }
 
 /* Discovers, filters and shards the cases. Returns 0, or EXIT_USAGE after printing why. */
-static int collect(const opts *o, qh_case_list *list)
+static int collect(const opts *o, qh_case_list *list, found_counts *found)
 {
     memset(list, 0, sizeof *list);
     regex_t re;
@@ -205,9 +227,12 @@ static int collect(const opts *o, qh_case_list *list)
     }
     /* Shard over the filtered list, so shards stay balanced whatever the filter. */
     size_t kept = 0;
+    found->discovered = all.count;
+    found->filtered = 0;
     for (size_t i = 0; i < all.count; i++) {
         qh_case_ref *r = &all.items[i];
         int keep = !o->filter || regexec(&re, r->name, 0, NULL, 0) == 0;
+        found->filtered += (size_t)keep;
         if (keep && o->shard_n > 0)
             keep = (int)(kept++ % (size_t)o->shard_n) == o->shard_i - 1;
         if (keep) {
@@ -220,9 +245,44 @@ static int collect(const opts *o, qh_case_list *list)
     }
     list->items = all.items;
     list->cap = all.cap;
+    found->sharded = list->count;
     if (o->filter)
         regfree(&re);
     return 0;
+}
+
+/* Why a run judged no case, for the EXIT_EMPTY message. */
+static const char *empty_reason(const found_counts *f, int64_t total)
+{
+    if (f->discovered == 0)
+        return "no case was found under the --vectors directories";
+    if (f->filtered == 0)
+        return "the --filter matched no case";
+    if (f->sharded == 0)
+        return "the --shard holds no case";
+    return total > 0 ? "every case was SKIPPED (the backend answered UNSUPPORTED)"
+                     : "no case ran";
+}
+
+/* SIGINT/SIGTERM: the first asks the run to stop (qh_interrupted: the loop ends, workers are
+ * killed, the reports of the cases done are written); a second while shutting down exits at
+ * once. No SA_RESTART, so a blocking wait returns EINTR and sees the flag. */
+static void on_interrupt(int sig)
+{
+    if (qh_interrupted)
+        _exit(128 + sig);
+    qh_interrupted = sig;
+}
+
+static void install_interrupt_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
 }
 
 static char *join_command(int argc, char **argv)
@@ -236,27 +296,63 @@ static char *join_command(int argc, char **argv)
     return qh_sb_take(&b);
 }
 
+/* Prints text from a file or a plugin as one clean line (harness/clean.h). */
+static void put_clean(const char *s, size_t n, size_t max_out, FILE *f)
+{
+    char *c = qh_clean_dup(s, n, max_out);
+    fputs(c ? c : "(out of memory)", f);
+    free(c);
+}
+
+/* The detail lines, each cleaned on its own: the harness's line breaks stay, and a line that
+ * does not start with the detail indent gets it, so no detail can pass for a case line. */
+static void put_detail(const char *d)
+{
+    while (*d) {
+        const char *nl = strchr(d, '\n');
+        size_t len = nl ? (size_t)(nl - d) : strlen(d);
+        if (len < 4 || strncmp(d, "    ", 4) != 0)
+            fputs("    ", stdout);
+        put_clean(d, len, 0, stdout);
+        fputc('\n', stdout);
+        d += len + (nl != NULL);
+    }
+}
+
+/* The case line (docs/formats.md): name and summary cleaned here, whatever produced them. */
 static void print_result(const qh_result *r, const qh_case_ref *ref, const char *profile,
                          int quiet)
 {
     if (quiet && r->status == QH_PASSED)
         return;
     char *repro = qh_repro_command(ref, r->backend, profile);
-    printf("%lld:%s %s", (long long)r->number, qh_case_status_name(r->status), r->name);
-    if (r->summary && r->summary[0])
-        printf(" (%s)", r->summary);
+    printf("%lld:%s ", (long long)r->number, qh_case_status_name(r->status));
+    put_clean(r->name, strlen(r->name), 0, stdout);
+    if (r->summary && r->summary[0]) {
+        fputs(" (", stdout);
+        put_clean(r->summary, strlen(r->summary), QH_CLEAN_LINE_MAX, stdout);
+        fputs(")", stdout);
+    }
     printf(" __REPRO: %s\n", repro ? repro : "");
     if (r->detail && r->detail[0])
-        fputs(r->detail, stdout);
+        put_detail(r->detail);
     fflush(stdout);
     free(repro);
 }
 
+/* How the options isolate a backend (--isolate/--no-isolate, --timeout, --memory-limit). */
+static qh_isolation isolation_of(const opts *o)
+{
+    return (qh_isolation){.isolate = o->isolate, .timeout_s = o->timeout_s,
+                          .memory_limit = o->memory_limit};
+}
+
 static int open_backends(const opts *o, qh_backend *bes)
 {
+    qh_isolation iso = isolation_of(o);
     for (int i = 0; i < o->n_backends; i++) {
         qh_error err;
-        if (qh_backend_open(o->backends[i], &bes[i], &err) != 0) {
+        if (qh_backend_open_isolated(o->backends[i], &iso, &bes[i], &err) != 0) {
             fprintf(stderr, "qmmcheck: %s\n", err.msg);
             for (int j = 0; j < i; j++)
                 qh_backend_close(&bes[j]);
@@ -287,7 +383,8 @@ static int open_variants(const opts *o, const qh_backend *base, qh_backend *out,
         char spec[2048];
         variant_spec(base->spec, v, spec, sizeof spec);
         qh_error err;
-        if (qh_backend_open(spec, &out[n], &err) != 0) {
+        qh_isolation iso = isolation_of(o);
+        if (qh_backend_open_isolated(spec, &iso, &out[n], &err) != 0) {
             fprintf(stderr, "qmmcheck: --determinism: variant %s left out: %s\n", spec, err.msg);
             continue;
         }
@@ -306,6 +403,13 @@ static int cmd_run(int argc, char **argv)
         return usage_error("%s", "run: give at least one --backend");
     if (o.n_vectors == 0)
         return usage_error("%s", "run: give at least one --vectors DIR");
+    for (int i = 0; i < o.n_reports; i++) {
+        qh_error err;
+        if (qh_report_clear(o.reports[i], &err) != 0) {
+            fprintf(stderr, "qmmcheck: %s\n", err.msg);
+            return EXIT_USAGE;
+        }
+    }
     qh_xfail xf = {0};
     if (o.xfail) {
         qh_error err;
@@ -315,7 +419,8 @@ static int cmd_run(int argc, char **argv)
         }
     }
     qh_case_list list;
-    rc = collect(&o, &list);
+    found_counts found;
+    rc = collect(&o, &list, &found);
     if (rc) {
         qh_xfail_free(&xf);
         return rc;
@@ -338,7 +443,7 @@ static int cmd_run(int argc, char **argv)
     qh_backend variants[MAX_MULTI][8];
     for (int j = 0; j < o.n_backends; j++) {
         eos[j] = (qh_eval_opts){.verbose = o.verbose, .profile = o.profile};
-        eos[j].invoke.isolate = o.isolate < 0 ? bes[j].is_plugin : o.isolate;
+        eos[j].invoke.isolate = bes[j].isolated;
         eos[j].invoke.timeout_s = o.timeout_s;
         eos[j].determinism = o.determinism;
         if (o.determinism) {
@@ -349,11 +454,18 @@ static int cmd_run(int argc, char **argv)
     qh_run_summary sum = {0};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    install_interrupt_handlers();
     size_t k = 0;
-    for (size_t i = 0; i < list.count; i++) {
-        for (int j = 0; j < o.n_backends; j++, k++) {
+    for (size_t i = 0; i < list.count && !qh_interrupted; i++) {
+        for (int j = 0; j < o.n_backends && !qh_interrupted; j++) {
             qh_result *r = &results[k];
             qh_eval_case(&list.items[i], &bes[j], &eos[j], r);
+            if (qh_interrupted) {
+                /* the case under way when the signal came has no verdict: left out */
+                qh_result_free(r);
+                memset(r, 0, sizeof *r);
+                break;
+            }
             r->number = (int64_t)k + 1;
             if (xf.count && qh_xfail_match(&xf, r->name)) {
                 if (r->status == QH_FAILED)
@@ -364,16 +476,20 @@ static int cmd_run(int argc, char **argv)
             sum.counts[r->status]++;
             sum.total++;
             print_result(r, &list.items[i], o.profile, o.quiet);
+            k++;
         }
     }
+    int sig = qh_interrupted;
+    if (sig)
+        sum.interrupted = sig == SIGINT ? "SIGINT" : "SIGTERM";
     clock_gettime(CLOCK_MONOTONIC, &t1);
     sum.seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
 
     char line[512];
     qh_summary_format(&sum, line, sizeof line);
-    printf("SUMMARY: %s (%.3f s)\n", line, sum.seconds);
-    if (sum.total == 0)
-        fprintf(stderr, "qmmcheck: warning: no cases matched\n");
+    printf("SUMMARY: %s (%.3f s)%s%s\n", line, sum.seconds,
+           sig ? " interrupted by " : "", sig ? sum.interrupted : "");
+    fflush(stdout);
 
     int exit_code = 0;
     for (int s = 0; s < QH_STATUS_COUNT; s++)
@@ -392,13 +508,21 @@ static int cmd_run(int argc, char **argv)
                o.max_skipped);
         exit_code = EXIT_BAD;
     }
+    if (!sig && exit_code == 0 && sum.total == skipped && !o.allow_empty) {
+        const char *why = empty_reason(&found, sum.total);
+        printf("EMPTY: no case was judged: %s\n", why);
+        fprintf(stderr, "qmmcheck: no case was judged: %s (exit %d; --allow-empty accepts "
+                "that)\n", why, EXIT_EMPTY);
+        exit_code = EXIT_EMPTY;
+    }
 
     char *command = join_command(argc + 1, argv - 1);
     for (int i = 0; i < o.n_reports; i++) {
         qh_error err;
         if (qh_report_write(o.reports[i], command, results, k, &sum, &err) != 0) {
             fprintf(stderr, "qmmcheck: report: %s\n", err.msg);
-            exit_code = EXIT_BAD;
+            if (exit_code == 0 || exit_code == EXIT_EMPTY)
+                exit_code = EXIT_BAD;
         }
     }
     free(command);
@@ -412,7 +536,7 @@ static int cmd_run(int argc, char **argv)
     }
     qh_case_list_free(&list);
     qh_xfail_free(&xf);
-    return exit_code;
+    return sig ? 128 + sig : exit_code;
 }
 
 static int cmd_list(int argc, char **argv)
@@ -429,11 +553,17 @@ static int cmd_list(int argc, char **argv)
     if (o.n_vectors == 0)
         return usage_error("%s", "list: give --vectors DIR or --backends");
     qh_case_list list;
-    rc = collect(&o, &list);
+    found_counts found;
+    rc = collect(&o, &list, &found);
     if (rc)
         return rc;
-    for (size_t i = 0; i < list.count; i++)
-        printf("%s\t%s\n", list.items[i].name, list.items[i].dir);
+    for (size_t i = 0; i < list.count; i++) {
+        const qh_case_ref *r = &list.items[i];
+        put_clean(r->name, strlen(r->name), 0, stdout);
+        fputc('\t', stdout);
+        put_clean(r->dir, strlen(r->dir), 0, stdout);
+        fputc('\n', stdout);
+    }
     fprintf(stderr, "%zu cases\n", list.count);
     qh_case_list_free(&list);
     return 0;
@@ -455,10 +585,11 @@ static int cmd_repro(int argc, char **argv)
     rc = open_backends(&o, &be);
     if (rc)
         return rc;
-    qh_case_ref ref = {(char *)o.vectors[0], (char *)o.vectors[0], o.data_set};
+    qh_case_ref ref = {.dir = (char *)o.vectors[0], .name = (char *)o.vectors[0],
+                       .data_set = o.data_set};
     qh_result r;
     qh_eval_opts eo = {.verbose = 1, .profile = o.profile};
-    eo.invoke.isolate = o.isolate < 0 ? be.is_plugin : o.isolate;
+    eo.invoke.isolate = be.isolated;
     eo.invoke.timeout_s = o.timeout_s;
     qh_eval_case(&ref, &be, &eo, &r);
     r.number = 1;

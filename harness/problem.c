@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "harness/clean.h"
 #include "harness/compare.h"
 #include "reference/qmm_reference.h"
 
@@ -591,6 +592,31 @@ static void value_info(qh_value_info *v, const char *name, const qmm_tensor *t, 
         v->dims[i] = t->dims[i];
 }
 
+/* One meta text field made a clean line in place (harness/clean.h), so a value holding a
+ * newline or bytes that are not UTF-8 cannot break the qmm.meta it is written to. */
+static void clean_field(char *field, size_t size)
+{
+    char tmp[QH_META_TEXT_MAX];
+    size_t n = strnlen(field, size);
+    qh_clean_into(tmp, size < sizeof tmp ? size : sizeof tmp, field, n, 0);
+    memcpy(field, tmp, strlen(tmp) + 1);
+}
+
+/* Every free-text value of a meta, cleaned: the written file always loads back. */
+static void meta_clean(qh_meta *m)
+{
+    for (int32_t i = 0; i < m->n_tags && i < QH_META_MAX_TAGS; i++) {
+        clean_field(m->tags[i], sizeof m->tags[i]);
+        for (char *c = m->tags[i]; *c; c++)
+            if (*c == ',') /* a comma would split the tag in two */
+                *c = ';';
+    }
+    clean_field(m->profile, sizeof m->profile);
+    clean_field(m->provenance, sizeof m->provenance);
+    clean_field(m->description, sizeof m->description);
+    clean_field(m->onnx_version, sizeof m->onnx_version);
+}
+
 int qh_problem_write_dir(const char *dir, const qh_problem *p, const qmm_tensor *output,
                          const qh_meta *meta, qh_error *err)
 {
@@ -648,8 +674,10 @@ int qh_problem_write_dir(const char *dir, const qh_problem *p, const qmm_tensor 
     }
     free(m);
     if (rc == 0 && meta) {
+        qh_meta clean = *meta;
+        meta_clean(&clean);
         char text[4096];
-        int n = qh_meta_format(meta, text, sizeof text);
+        int n = qh_meta_format(&clean, text, sizeof text);
         if (n < 0 || (size_t)n >= sizeof text) {
             snprintf(err->msg, sizeof err->msg, "%s/qmm.meta: too long", dir);
             return -1;

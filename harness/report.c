@@ -1,12 +1,47 @@
 /* harness/report.c — JSON and JUnit XML reports. */
 #include "harness/report.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "harness/strbuf.h"
 
 #define QH_VERSION "0.1.0"
+
+/* FILE of a spec whose kind is known good. */
+static const char *spec_path(const char *spec)
+{
+    return strchr(spec, ':') + 1;
+}
+
+/* 0 when FILE does not exist or is a regular file; else -1 naming what it is. lstat: a
+ * symlink is refused whatever it points to, so a planted link cannot redirect the report. */
+static int check_target(const char *spec, qh_error *err)
+{
+    const char *path = spec_path(spec);
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT)
+            return 0;
+        snprintf(err->msg, sizeof err->msg, "--report %s: %s", spec, strerror(errno));
+        return -1;
+    }
+    if (S_ISREG(st.st_mode))
+        return 0;
+    snprintf(err->msg, sizeof err->msg, "--report %s: %s exists and is %s, not a regular file",
+             spec, path,
+             S_ISLNK(st.st_mode)   ? "a symbolic link (refused whatever it points to)"
+             : S_ISDIR(st.st_mode) ? "a directory"
+                                   : "a device or special file");
+    return -1;
+}
 
 int qh_report_check_spec(const char *spec, qh_error *err)
 {
@@ -16,6 +51,18 @@ int qh_report_check_spec(const char *spec, qh_error *err)
           (colon - spec == 5 && strncmp(spec, "junit", 5) == 0))) {
         snprintf(err->msg, sizeof err->msg,
                  "--report %s: expected json:FILE or junit:FILE", spec);
+        return -1;
+    }
+    return check_target(spec, err);
+}
+
+int qh_report_clear(const char *spec, qh_error *err)
+{
+    if (qh_report_check_spec(spec, err) != 0)
+        return -1;
+    if (unlink(spec_path(spec)) != 0 && errno != ENOENT) {
+        snprintf(err->msg, sizeof err->msg, "--report %s: cannot remove the previous report: %s",
+                 spec, strerror(errno));
         return -1;
     }
     return 0;
@@ -41,8 +88,12 @@ static void write_json(qh_sb *b, const char *command, const qh_result *r, size_t
 {
     qh_sb_puts(b, "{\n  \"tool\": \"qmmcheck\",\n  \"version\": \"" QH_VERSION "\",\n  ");
     json_str(b, "command", command, 0);
-    qh_sb_printf(b, ",\n  \"seconds\": %.6f,\n  \"summary\": {\"total\": %lld", sum->seconds,
-                 (long long)sum->total);
+    qh_sb_printf(b, ",\n  \"seconds\": %.6f,\n  ", sum->seconds);
+    if (sum->interrupted) {
+        json_str(b, "interrupted", sum->interrupted, 0);
+        qh_sb_puts(b, ",\n  ");
+    }
+    qh_sb_printf(b, "\"summary\": {\"total\": %lld", (long long)sum->total);
     for (int s = 0; s < QH_STATUS_COUNT; s++)
         qh_sb_printf(b, ", \"%s\": %lld", qh_case_status_key((qh_case_status)s),
                      (long long)sum->counts[s]);
@@ -86,6 +137,11 @@ static void write_junit(qh_sb *b, const qh_result *r, size_t n, const qh_run_sum
                  "skipped=\"%lld\" time=\"%.6f\">\n",
                  (long long)sum->total, (long long)failures, (long long)errors,
                  (long long)skipped, sum->seconds);
+    if (sum->interrupted) {
+        qh_sb_puts(b, "    <properties><property name=\"interrupted\" value=\"");
+        qh_sb_xml(b, sum->interrupted);
+        qh_sb_puts(b, "\"/></properties>\n");
+    }
     for (size_t i = 0; i < n; i++) {
         const char *st = qh_case_status_name(r[i].status);
         qh_sb_puts(b, "    <testcase classname=\"qmmcheck.");
@@ -118,12 +174,55 @@ static void write_junit(qh_sb *b, const qh_result *r, size_t n, const qh_run_sum
     qh_sb_puts(b, "  </testsuite>\n</testsuites>\n");
 }
 
+/* A new file beside `path` with an unpredictable name: O_EXCL | O_NOFOLLOW, so neither a
+ * planted file nor a planted symlink can take the write. The fd, or -1 with err. */
+static int open_temp(const char *path, char *tmp, size_t size, qh_error *err)
+{
+    for (int tries = 0; tries < 100; tries++) {
+        uint64_t r;
+        if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+            r = (uint64_t)time(NULL) * 6364136223846793005ull +
+                (uint64_t)getpid() * 1442695040888963407ull + (uint64_t)tries;
+        int k = snprintf(tmp, size, "%s.tmp-%016llx", path, (unsigned long long)r);
+        if (k < 0 || (size_t)k >= size) {
+            snprintf(err->msg, sizeof err->msg, "%s: path too long", path);
+            return -1;
+        }
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd >= 0)
+            return fd;
+        if (errno != EEXIST) {
+            snprintf(err->msg, sizeof err->msg, "%s: cannot create %s: %s", path, tmp,
+                     strerror(errno));
+            return -1;
+        }
+    }
+    snprintf(err->msg, sizeof err->msg, "%s: cannot create a temporary file beside it", path);
+    return -1;
+}
+
+/* Writes all of buf to fd; 0 or errno. */
+static int write_all(int fd, const char *buf, size_t len)
+{
+    while (len) {
+        ssize_t w = write(fd, buf, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno;
+        }
+        buf += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
 int qh_report_write(const char *spec, const char *command, const qh_result *results, size_t n,
                     const qh_run_summary *sum, qh_error *err)
 {
     if (qh_report_check_spec(spec, err) != 0)
         return -1;
-    const char *path = strchr(spec, ':') + 1;
+    const char *path = spec_path(spec);
     qh_sb b = {0};
     if (spec[1] == 's')
         write_json(&b, command, results, n, sum);
@@ -134,7 +233,22 @@ int qh_report_write(const char *spec, const char *command, const qh_result *resu
         snprintf(err->msg, sizeof err->msg, "%s: out of memory building the report", path);
         return -1;
     }
-    int rc = qh_write_file_atomic(path, b.s, b.len, err);
+    char tmp[4096];
+    int fd = open_temp(path, tmp, sizeof tmp, err);
+    if (fd < 0) {
+        qh_sb_free(&b);
+        return -1;
+    }
+    int e = write_all(fd, b.s ? b.s : "", b.len);
     qh_sb_free(&b);
-    return rc;
+    if (close(fd) != 0 && e == 0)
+        e = errno;
+    if (e == 0 && rename(tmp, path) != 0)
+        e = errno;
+    if (e != 0) {
+        unlink(tmp);
+        snprintf(err->msg, sizeof err->msg, "%s: cannot write the report: %s", path, strerror(e));
+        return -1;
+    }
+    return 0;
 }

@@ -200,8 +200,9 @@ Test(cli, unsupported_backend_is_skipped)
     char *out;
     int rc = qmmcheck(&out, "run --backend '%s:mode=unsupported' --vectors vectors" CLASSIC,
                       env("QMM_FAKE_PLUGIN"));
-    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect_eq(rc, 3, "a run that judged nothing must not pass: %s", out);
     cr_expect(strstr(out, "skipped:24") != NULL, "%s", out);
+    cr_expect(strstr(out, "EMPTY: no case was judged: every case was SKIPPED") != NULL, "%s", out);
     cr_expect(strstr(out, "(unsupported: fake: mode=unsupported supports nothing)") != NULL, "%s", out);
     free(out);
 }
@@ -357,8 +358,8 @@ Test(cli, plugin_load_errors_exit_2_with_a_clear_message)
 Test(cli, mostly_skipped_runs_warn_and_max_skipped_fails)
 {
     char *out;
-    int rc = qmmcheck(&out, "run --backend '%s:mode=unsupported' --vectors vectors/seeds",
-                      env("QMM_FAKE_PLUGIN"));
+    int rc = qmmcheck(&out, "run --backend '%s:mode=unsupported' --vectors vectors/seeds "
+                            "--allow-empty", env("QMM_FAKE_PLUGIN"));
     cr_expect_eq(rc, 0, "%s", out);
     cr_expect(strstr(out, "WARNING: 3 of 3 cases were SKIPPED") != NULL, "%s", out);
     free(out);
@@ -367,8 +368,8 @@ Test(cli, mostly_skipped_runs_warn_and_max_skipped_fails)
     cr_expect_eq(rc, 1, "%s", out);
     cr_expect(strstr(out, "FAILED: 3 cases skipped, more than --max-skipped 2") != NULL, "%s", out);
     free(out);
-    rc = qmmcheck(&out, "run --backend '%s:mode=unsupported' --vectors vectors/seeds --max-skipped 3",
-                  env("QMM_FAKE_PLUGIN"));
+    rc = qmmcheck(&out, "run --backend '%s:mode=unsupported' --vectors vectors/seeds --max-skipped 3 "
+                        "--allow-empty", env("QMM_FAKE_PLUGIN"));
     cr_expect_eq(rc, 0, "%s", out);
     free(out);
 }

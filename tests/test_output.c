@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "harness/clean.h"
+#include "harness/meta.h"
 #include "harness/numparse.h"
 #include "harness/strbuf.h"
 
@@ -212,6 +213,143 @@ Test(cli_out, numeric_options_are_strict)
         cr_expect_eq(rc, 2, "'%s' exited %d, want 2:\n%s", bad[i].args, rc, out);
         cr_expect(strstr(out, bad[i].option), "'%s': message does not name %s:\n%s",
                   bad[i].args, bad[i].option, out);
+        free(out);
+    }
+}
+
+/* A copy of a committed case under tmpdir/vec, in a directory whose name holds a forged case
+ * line and summary, bytes that are not UTF-8 and a control character. */
+static const char forged_name[] = "x\n999:PASSED y\nSUMMARY: total:1 passed:1 \x80\xff\x01z";
+
+static void make_forged_case(void)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/vec/%s' && cp -r '%s/vectors/seeds/onnx-doc-qlinearmatmul-2d'/. '%s/vec/%s'",
+             tmpdir, forged_name, env("QMM_SOURCE_DIR"), tmpdir, forged_name);
+    cr_assert(system(cmd) == 0, "%s", cmd);
+}
+
+/* How many lines of `text` start with `prefix`. */
+static int count_lines_starting(const char *text, const char *prefix)
+{
+    int n = 0;
+    for (const char *line = text; line && *line;) {
+        if (strncmp(line, prefix, strlen(prefix)) == 0)
+            n++;
+        line = strchr(line, '\n');
+        line = line ? line + 1 : NULL;
+    }
+    return n;
+}
+
+/* Runs a python3 snippet on a file; its exit status. */
+static int python_check(const char *code, const char *path)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "python3 -c '%s' '%s' 2>&1", code, path);
+    int rc = system(cmd);
+    return rc == -1 || !WIFEXITED(rc) ? -1 : WEXITSTATUS(rc);
+}
+
+Test(cli_out, forged_name_prints_no_forged_line_and_reports_stay_valid)
+{
+    make_forged_case();
+    char *out;
+    int rc = qmmcheck(&out, "run --backend reference --vectors %s/vec --report json:%s/r.json "
+                            "--report junit:%s/r.xml", tmpdir, tmpdir, tmpdir);
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect_eq(count_lines_starting(out, "999:"), 0, "a forged case line:\n%s", out);
+    cr_expect_eq(count_lines_starting(out, "SUMMARY:"), 1, "a forged summary:\n%s", out);
+    cr_expect_eq(count_lines_starting(out, "1:PASSED "), 1, "%s", out);
+    /* every line of the output is clean text */
+    for (char *line = out; line && *line;) {
+        char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        cr_expect(qh_is_clean(line, len), "not clean: %.*s", (int)len, line);
+        line = nl ? nl + 1 : NULL;
+    }
+    free(out);
+    char path[512];
+    snprintf(path, sizeof path, "%s/r.json", tmpdir);
+    cr_expect_eq(python_check("import json,sys; r=json.load(open(sys.argv[1],encoding=\"utf-8\")); "
+                              "assert r[\"cases\"][0][\"name\"].startswith(\"x\\n999:PASSED\")",
+                              path), 0, "the JSON report is not valid UTF-8 JSON");
+    snprintf(path, sizeof path, "%s/r.xml", tmpdir);
+    cr_expect_eq(python_check("import sys,xml.etree.ElementTree as E; E.parse(sys.argv[1])", path), 0,
+                 "the JUnit report is not well-formed XML");
+}
+
+/* The fake plugin (tests/plugins/fake_backend.c, all zeros) beside the qmmcheck under test. */
+static void fake_plugin_path(char *buf, size_t size)
+{
+    const char *q = env("QMMCHECK");
+    const char *slash = strrchr(q, '/');
+    cr_assert(slash);
+    snprintf(buf, size, "%.*s/../tests/libqmm_fake_backend.so", (int)(slash - q), q);
+    cr_assert(access(buf, R_OK) == 0, "%s is not built", buf);
+}
+
+Test(cli_out, diff_saves_a_qmm_meta_that_loads_back_whatever_the_backend_is_called)
+{
+    char fake[1024], cmd[4096];
+    fake_plugin_path(fake, sizeof fake);
+    /* the plugin's path, which diff quotes in the saved description, holds newlines, a
+     * forged summary and a byte that is not UTF-8 (no ':', which would start the options) */
+    static const char name[] = "lib\nSUMMARY total=1\nexpect = OK\n\xff.so";
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s/%s'", fake, tmpdir, name);
+    cr_assert(system(cmd) == 0);
+    char *out;
+    int rc = qmmcheck(&out, "diff --backend reference --backend '%s/%s' --seed 1 --count 3 "
+                            "--out '%s/d' --quiet", tmpdir, name, tmpdir);
+    cr_expect_eq(rc, 1, "%s", out);
+    cr_expect_eq(count_lines_starting(out, "SUMMARY"), 0, "a forged summary:\n%s", out);
+    cr_expect_eq(count_lines_starting(out, "DIFF SUMMARY:"), 1, "%s", out);
+    free(out);
+    int loaded = 0;
+    for (int i = 0; i < 3; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/d/problem-%d/qmm.meta", tmpdir, i);
+        if (access(path, F_OK) != 0)
+            continue;
+        qh_meta m;
+        qh_meta_init(&m);
+        qh_error err;
+        cr_expect_eq(qh_meta_read_file(path, &m, &err), 0, "%s", err.msg);
+        cr_expect(strstr(m.description, "lib\\nSUMMARY") != NULL, "%s", m.description);
+        cr_expect(qh_is_clean(m.description, strlen(m.description)), "%s", m.description);
+        loaded++;
+    }
+    cr_expect_gt(loaded, 0, "diff saved no case");
+}
+
+Test(cli_out, a_run_that_judges_nothing_exits_3)
+{
+    char empty[512], fake[1024];
+    snprintf(empty, sizeof empty, "%s/empty", tmpdir);
+    cr_assert(mkdir(empty, 0755) == 0);
+    fake_plugin_path(fake, sizeof fake);
+    static const struct {
+        const char *args, *why;
+    } runs[] = {
+        {"run --backend reference --vectors '%s'", "no case was found"},
+        {"run --backend reference --vectors vectors/seeds --filter '^nothing-matches$'",
+         "the --filter matched no case"},
+        {"run --backend reference --vectors vectors/seeds/onnx-doc-matmulinteger --shard 2/2",
+         "the --shard holds no case"},
+        {"run --backend '%s:mode=unsupported' --vectors vectors/seeds",
+         "every case was SKIPPED"},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char args[2048];
+        snprintf(args, sizeof args, runs[i].args, i == 0 ? empty : fake);
+        char *out;
+        int rc = qmmcheck(&out, "%s", args);
+        cr_expect_eq(rc, 3, "'%s' exited %d, want 3:\n%s", args, rc, out);
+        cr_expect(strstr(out, runs[i].why), "'%s' does not say '%s':\n%s", args, runs[i].why,
+                  out);
+        free(out);
+        rc = qmmcheck(&out, "%s --allow-empty", args);
+        cr_expect_eq(rc, 0, "'%s --allow-empty' exited %d, want 0:\n%s", args, rc, out);
         free(out);
     }
 }
