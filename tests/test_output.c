@@ -193,7 +193,8 @@ Test(cli_out, numeric_options_are_strict)
         {"run --backend reference --vectors vectors/seeds --shard 1/+2", "--shard"},
         {"run --backend reference --vectors vectors/seeds --timeout ' 1'", "--timeout"},
         {"run --backend reference --vectors vectors/seeds --timeout 1e1", "--timeout"},
-        {"run --backend reference --vectors vectors/seeds --max-skipped 99999999999", "--max-skipped"},
+        {"run --backend reference --vectors vectors/seeds --max-skipped 99999999999",
+         "--max-skipped"},
         {"repro --data-set +0 vectors/seeds", "--data-set"},
         {"diff --backend reference --backend reference --seed ' -1' --count 1", "--seed"},
         {"diff --backend reference --backend reference --seed 18446744073709551616 --count 1",
@@ -224,7 +225,9 @@ static const char forged_name[] = "x\n999:PASSED y\nSUMMARY: total:1 passed:1 \x
 static void make_forged_case(void)
 {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s/vec/%s' && cp -r '%s/vectors/seeds/onnx-doc-qlinearmatmul-2d'/. '%s/vec/%s'",
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s/vec/%s' && cp -r '%s/vectors/seeds/onnx-doc-qlinearmatmul-2d'/. "
+             "'%s/vec/%s'",
              tmpdir, forged_name, env("QMM_SOURCE_DIR"), tmpdir, forged_name);
     cr_assert(system(cmd) == 0, "%s", cmd);
 }
@@ -275,7 +278,8 @@ Test(cli_out, forged_name_prints_no_forged_line_and_reports_stay_valid)
                               "assert r[\"cases\"][0][\"name\"].startswith(\"x\\n999:PASSED\")",
                               path), 0, "the JSON report is not valid UTF-8 JSON");
     snprintf(path, sizeof path, "%s/r.xml", tmpdir);
-    cr_expect_eq(python_check("import sys,xml.etree.ElementTree as E; E.parse(sys.argv[1])", path), 0,
+    cr_expect_eq(python_check("import sys,xml.etree.ElementTree as E; E.parse(sys.argv[1])",
+                              path), 0,
                  "the JUnit report is not well-formed XML");
 }
 
@@ -352,4 +356,92 @@ Test(cli_out, a_run_that_judges_nothing_exits_3)
         cr_expect_eq(rc, 0, "'%s --allow-empty' exited %d, want 0:\n%s", args, rc, out);
         free(out);
     }
+}
+
+Test(cli_out, report_targets_must_be_regular_files)
+{
+    char *out;
+    int rc = qmmcheck(&out, "run --backend reference --vectors vectors/seeds "
+                            "--report json:/dev/null");
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "/dev/null exists and is a device or special file") != NULL, "%s", out);
+    free(out);
+    /* a planted symlink is refused, and the file it points to never written */
+    char link_path[512], target[512];
+    snprintf(target, sizeof target, "%s/target", tmpdir);
+    snprintf(link_path, sizeof link_path, "%s/r.xml", tmpdir);
+    cr_assert(symlink(target, link_path) == 0);
+    rc = qmmcheck(&out, "run --backend reference --vectors vectors/seeds --report junit:%s",
+                  link_path);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "symbolic link") != NULL, "%s", out);
+    cr_expect_neq(access(target, F_OK), 0, "the report went through the symlink");
+    free(out);
+}
+
+Test(cli_out, a_run_that_stops_early_leaves_no_stale_report)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/r.json", tmpdir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs("{\"stale\": true}\n", f);
+    fclose(f);
+    char *out;
+    /* the run stops (a missing --xfail file) after it started: the old report is gone */
+    int rc = qmmcheck(&out, "run --backend reference --vectors vectors/seeds --report json:%s "
+                            "--xfail %s/missing.txt", path, tmpdir);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect_neq(access(path, F_OK), 0, "the previous run's report is still there");
+    free(out);
+}
+
+Test(cli_out, sigterm_writes_both_reports_and_exits_143)
+{
+    char json[512], xml[512], args[8192];
+    snprintf(json, sizeof json, "%s/r.json", tmpdir);
+    snprintf(xml, sizeof xml, "%s/r.xml", tmpdir);
+    /* a long run: the committed vectors sixteen times over */
+    int n = snprintf(args, sizeof args, "exec '%s' run --backend reference --report json:%s "
+                     "--report junit:%s", env("QMMCHECK"), json, xml);
+    for (int i = 0; i < 16; i++)
+        n += snprintf(args + n, sizeof args - (size_t)n, " --vectors vectors");
+    int fds[2];
+    cr_assert(pipe(fds) == 0);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        if (chdir(env("QMM_SOURCE_DIR")) != 0)
+            _exit(126);
+        execl("/bin/sh", "sh", "-c", args, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    char line[8192];
+    cr_assert(fgets(line, sizeof line, f) != NULL, "no case line");
+    cr_expect(strncmp(line, "1:", 2) == 0, "%s", line);
+    kill(pid, SIGTERM);
+    char *summary = NULL;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "SUMMARY:", 8) == 0)
+            summary = strdup(line);
+    fclose(f);
+    int status;
+    cr_assert(waitpid(pid, &status, 0) == pid);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM, "status %#x", status);
+    cr_assert(summary, "no SUMMARY line");
+    cr_expect(strstr(summary, "interrupted by SIGTERM") != NULL, "%s", summary);
+    free(summary);
+    cr_expect_eq(python_check("import json,sys; r=json.load(open(sys.argv[1])); "
+                              "assert r[\"interrupted\"] == \"SIGTERM\", r.get(\"interrupted\"); "
+                              "assert 0 < r[\"summary\"][\"total\"] == len(r[\"cases\"])", json),
+                 0, "the JSON report");
+    cr_expect_eq(python_check("import sys,xml.etree.ElementTree as E; t=E.parse(sys.argv[1]); "
+                              "p=t.find(\".//property[@name=\\\"interrupted\\\"]\"); "
+                              "assert p is not None and p.get(\"value\") == \"SIGTERM\"", xml),
+                 0, "the JUnit report");
 }
