@@ -15,7 +15,8 @@ typedef struct qh_expectation {
     char profile[64];
     qmm_call call;                           /* the call, with y writing into `exact` */
     qmm_tensor exact;                        /* owned: the expected output */
-    qmm_tensor alt;                          /* owned: the overflow-permitted alternative */
+    qmm_tensor alt;                          /* the overflow-permitted alternative: owned when
+                                              * overflow, else exact's own buffer */
     int overflow;                            /* some element's acc does not fit int32 */
 } qh_expectation;
 
@@ -28,7 +29,7 @@ extern const char *const qh_profiles[];
  * used). Returns 0; -1 only when memory runs out or the profile is unknown, with the reason in
  * e->message. Invalid calls are not errors: e->code says INVALID_ARGUMENT (also where the
  * profile itself rejects the input, as orion-fp16x16 does), UNSUPPORTED where the profile
- * does not define the call. Under a profile other than spec, overflow is 0 and alt == exact:
+ * does not define the call. Under a profile other than spec, overflow is 0 and alt is exact:
  * the profile already says whether the accumulator wraps. */
 int qh_expect(const qmm_call *call, const char *profile, qh_expectation *e);
 void qh_expectation_free(qh_expectation *e);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "harness/clean.h"
 #include "harness/compare.h"
 #include "harness/expect.h"
 #include "harness/invoke.h"
@@ -130,6 +131,31 @@ typedef struct verdict {
     qh_sb detail;
 } verdict;
 
+/* Untrusted text (a plugin's status message, a worker's problem) as one clean line, read at
+ * most `max` bytes far: a plugin need not have terminated its message. */
+typedef struct clean_text {
+    char s[QH_CLEAN_LINE_MAX + 1];
+} clean_text;
+
+static const char *cleaned(clean_text *t, const char *s, size_t max)
+{
+    qh_clean_into(t->s, sizeof t->s, s, strnlen(s, max), QH_CLEAN_LINE_MAX);
+    return t->s;
+}
+
+#define CLEAN(t, field) cleaned(&(t), (field), sizeof(field))
+
+/* What the worker printed during the call, cleaned into one bounded detail line. */
+static void sb_worker_output(qh_sb *b, const qh_invocation *inv)
+{
+    size_t n = inv->output ? strlen(inv->output) : 0;
+    if (n == 0 && inv->output_dropped == 0)
+        return;
+    clean_text t;
+    qh_sb_printf(b, "    worker output (%zu bytes, %zu dropped): %s\n", n, inv->output_dropped,
+                 cleaned(&t, inv->output ? inv->output : "", n));
+}
+
 static double now_seconds(void)
 {
     struct timespec ts;
@@ -193,13 +219,14 @@ static void check_determinism(qh_case *c, qh_backend *hb, const qh_eval_opts *o,
             continue;
         }
         const char *who = r < 0 ? "a second run" : vb->spec;
+        clean_text t;
         size_t bytes = (size_t)qmm_tensor_numel(&first->y) * qmm_dtype_size(first->y.dtype);
         if (again.outcome != QH_RETURNED || again.code != first->code) {
             v->status = QH_FAILED;
             qh_sb_printf(&v->summary, "not deterministic: %s answered %s%s%s, the first run %s",
                          who, again.outcome == QH_RETURNED ? qmm_status_name(again.code) : "",
                          again.outcome == QH_RETURNED ? "" : "abnormally: ",
-                         again.outcome == QH_RETURNED ? "" : again.problem,
+                         again.outcome == QH_RETURNED ? "" : CLEAN(t, again.problem),
                          qmm_status_name(first->code));
         } else if (first->code == QMM_OK && bytes &&
                    memcmp(first->y.data, again.y.data, bytes) != 0) {
@@ -218,6 +245,88 @@ static void check_determinism(qh_case *c, qh_backend *hb, const qh_eval_opts *o,
         if (v->status == QH_FAILED)
             return;
     }
+}
+
+/* 1 when every byte of element i of y is `fill`. */
+static int element_is_fill(const qmm_tensor *y, int64_t i, unsigned char fill)
+{
+    size_t es = qmm_dtype_size(y->dtype);
+    const unsigned char *p = (const unsigned char *)y->data + (size_t)i * es;
+    for (size_t k = 0; k < es; k++)
+        if (p[k] != fill)
+            return 0;
+    return 1;
+}
+
+#define FIRST_FILL 0xa5  /* what qh_invoke fills the output with by default */
+#define SECOND_FILL 0x5a
+
+/* A backend answered OK. An element still holding the fill may be unwritten, or written with
+ * a value that happens to be the fill (165 everywhere is a right answer for K = 0): only then
+ * is the call run again with another fill, and an element holding the fill both times was
+ * never written. Elements that differ otherwise between the runs are not deterministic.
+ * Returns 1 with the verdict set when the backend fails this. */
+static int check_unwritten(qh_case *c, qh_backend *hb, const qh_eval_opts *o,
+                           const qh_invocation *first, verdict *v)
+{
+    const qmm_tensor *y = &first->y;
+    int64_t n = qmm_tensor_numel(y), i0 = 0;
+    while (i0 < n && !element_is_fill(y, i0, FIRST_FILL))
+        i0++;
+    if (i0 >= n)
+        return 0;
+    qh_invoke_opts io = o->invoke;
+    io.fill = SECOND_FILL;
+    qh_invocation again;
+    clean_text t;
+    if (qh_invoke(hb, &c->call, &io, &again) != 0) {
+        v->status = QH_ERROR;
+        qh_sb_printf(&v->summary, "%s", CLEAN(t, again.problem));
+        qh_invocation_free(&again);
+        return 1;
+    }
+    if (again.outcome != QH_RETURNED || again.code != QMM_OK) {
+        v->status = QH_FAILED;
+        qh_sb_printf(&v->summary,
+                     "not deterministic: a second run (to find unwritten elements) answered %s%s",
+                     again.outcome == QH_RETURNED ? qmm_status_name(again.code) : "abnormally: ",
+                     again.outcome == QH_RETURNED ? "" : CLEAN(t, again.problem));
+        qh_invocation_free(&again);
+        return 1;
+    }
+    int64_t unwritten = 0, changed = 0, first_unwritten = -1, first_changed = -1;
+    size_t es = qmm_dtype_size(y->dtype);
+    for (int64_t i = i0; i < n; i++) {
+        if (!element_is_fill(y, i, FIRST_FILL))
+            continue;
+        if (element_is_fill(&again.y, i, SECOND_FILL)) {
+            if (unwritten++ == 0)
+                first_unwritten = i;
+        } else if (memcmp((const char *)again.y.data + (size_t)i * es,
+                          (const char *)y->data + (size_t)i * es, es) != 0) {
+            if (changed++ == 0)
+                first_changed = i;
+        }
+    }
+    if (unwritten) {
+        v->status = QH_FAILED;
+        qh_sb_puts(&v->summary, "did not write ");
+        qh_sb_coord(&v->summary, y, first_unwritten);
+        qh_sb_printf(&v->summary, " (%lld of %lld elements unwritten)", (long long)unwritten,
+                     (long long)n);
+        qh_sb_printf(&v->detail, "    first unwritten element: index %lld; it kept the "
+                     "output's fill byte in two runs with different fills (0x%02x, 0x%02x)\n",
+                     (long long)first_unwritten, FIRST_FILL, SECOND_FILL);
+    } else if (changed) {
+        v->status = QH_FAILED;
+        qh_sb_puts(&v->summary, "not deterministic: ");
+        qh_sb_coord(&v->summary, y, first_changed);
+        qh_sb_printf(&v->summary, " was %lld in one run and %lld in another (%lld elements "
+                     "differ)", (long long)qh_tensor_int(y, first_changed),
+                     (long long)qh_tensor_int(&again.y, first_changed), (long long)changed);
+    }
+    qh_invocation_free(&again);
+    return unwritten || changed;
 }
 
 static void judge(qh_case *c, qh_backend *hb, const qh_eval_opts *o, verdict *v)
@@ -266,28 +375,34 @@ static void judge(qh_case *c, qh_backend *hb, const qh_eval_opts *o, verdict *v)
     if (o->verbose)
         sb_call_inputs(&v->detail, &c->call);
 
+    /* Everything the backend or its worker says is cleaned: a summary stays one line. */
+    clean_text said;
     if (qh_invoke(hb, &c->call, &o->invoke, &inv) != 0) {
         v->status = QH_ERROR;
-        qh_sb_puts(&v->summary, inv.problem);
+        qh_sb_puts(&v->summary, CLEAN(said, inv.problem));
         goto out;
     }
-    if (inv.outcome == QH_DIED) {
+    if (inv.outcome == QH_INTERRUPTED) {
+        v->status = QH_ERROR;
+        qh_sb_puts(&v->summary, "interrupted");
+    } else if (inv.outcome == QH_DIED) {
         v->status = QH_CRASHED;
-        qh_sb_puts(&v->summary, inv.problem);
+        qh_sb_puts(&v->summary, CLEAN(said, inv.problem));
     } else if (inv.outcome == QH_HUNG) {
         v->status = QH_TIMEOUT;
-        qh_sb_puts(&v->summary, inv.problem);
+        qh_sb_puts(&v->summary, CLEAN(said, inv.problem));
     } else if (inv.outcome == QH_MISBEHAVED) {
         v->status = QH_FAILED;
-        qh_sb_puts(&v->summary, inv.problem);
+        qh_sb_puts(&v->summary, CLEAN(said, inv.problem));
     } else if (inv.code == QMM_UNSUPPORTED) {
         v->status = QH_SKIPPED;
-        qh_sb_printf(&v->summary, "unsupported: %s", inv.st.message);
+        qh_sb_printf(&v->summary, "unsupported: %s", CLEAN(said, inv.st.message));
     } else if (e.code == QMM_INVALID_ARGUMENT) {
         if (inv.code == QMM_INVALID_ARGUMENT) {
             v->status = QH_PASSED;
             if (o->verbose)
-                qh_sb_printf(&v->detail, "  rejected as expected: %s\n", inv.st.message);
+                qh_sb_printf(&v->detail, "  rejected as expected: %s\n",
+                             CLEAN(said, inv.st.message));
         } else if (inv.code == QMM_OK) {
             v->status = QH_UNCHECKED;
             qh_sb_printf(&v->summary, "accepted invalid input; the reference says: %s",
@@ -296,12 +411,14 @@ static void judge(qh_case *c, qh_backend *hb, const qh_eval_opts *o, verdict *v)
             v->status = QH_FAILED;
             qh_sb_printf(&v->summary,
                          "answered %s for invalid input (expected INVALID_ARGUMENT): %s",
-                         qmm_status_name(inv.code), inv.st.message);
+                         qmm_status_name(inv.code), CLEAN(said, inv.st.message));
         }
     } else if (inv.code != QMM_OK) {
         v->status = QH_FAILED;
         qh_sb_printf(&v->summary, "answered %s for a valid call: %s",
-                     qmm_status_name(inv.code), inv.st.message);
+                     qmm_status_name(inv.code), CLEAN(said, inv.st.message));
+    } else if (check_unwritten(c, hb, o, &inv, v)) {
+        /* the verdict is set: an unwritten element says more than the mismatch it makes */
     } else {
         qh_compare cmp;
         qh_compare_outputs(&e.exact, e.overflow ? &e.alt : NULL, &inv.y, &cmp);
@@ -318,6 +435,8 @@ static void judge(qh_case *c, qh_backend *hb, const qh_eval_opts *o, verdict *v)
 
     if (o->determinism && (v->status == QH_PASSED || v->status == QH_UNCHECKED))
         check_determinism(c, hb, o, &inv, v);
+    if (o->verbose || (v->status != QH_PASSED && v->status != QH_SKIPPED))
+        sb_worker_output(&v->detail, &inv);
 
     if (mistrusted) {
         if (v->status == QH_PASSED) {

@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "harness/clean.h"
 #include "harness/expect.h"
 #include "harness/guard.h"
 #include "harness/problem.h"
@@ -205,13 +207,14 @@ Test(guard, fault_outside_every_region_is_a_crash)
 }
 
 /* A backend thread that goes on writing into y after the call returned. */
+static volatile int writer_running;
+
 static void *keep_writing(void *arg)
 {
     volatile unsigned char *y = arg;
     for (unsigned i = 0;; i++) {
         y[i % 1000] = (unsigned char)i;
-        struct timespec ts = {0, 100000};
-        nanosleep(&ts, NULL);
+        writer_running = 1;
     }
     return NULL;
 }
@@ -222,6 +225,8 @@ static void thread_writes_after_seal(int fd)
     place_call(g, fd);
     pthread_t t;
     pthread_create(&t, NULL, keep_writing, g[Y].data);
+    while (!writer_running)
+        sched_yield();
     /* the call "returns": the thread must be caught within the grace period */
     qh_guard_seal(g, N_REGIONS);
 }
@@ -311,4 +316,230 @@ static void time_twenty_seals(int fd)
 Test(guard, seal_without_threads_does_not_wait)
 {
     expect_report(time_twenty_seals, "fast");
+}
+
+/* ---- the runner, in process, against backend tables built here ------------------------- */
+
+/* QLinearMatMul (opset 10, uint8) a[m,k] = av, b[k,n] = bv, scales 1 except y_scale sy, zero
+ * points 0 except y's zy. */
+static void qlm_problem(qh_problem *p, int64_t m, int64_t k, int64_t n, int av, int bv,
+                        double sy, int zy)
+{
+    qh_problem_init(p, QMM_OP_QLINEARMATMUL, 10);
+    int64_t da[2] = {m, k}, db[2] = {k, n};
+    const int64_t *dims[8] = {da, NULL, NULL, db, NULL, NULL, NULL, NULL};
+    const int32_t types[8] = {QMM_DTYPE_UINT8, QMM_DTYPE_FLOAT, QMM_DTYPE_UINT8,
+                              QMM_DTYPE_UINT8, QMM_DTYPE_FLOAT, QMM_DTYPE_UINT8,
+                              QMM_DTYPE_FLOAT, QMM_DTYPE_UINT8};
+    const double values[8] = {av, 1, 0, bv, 1, 0, sy, zy};
+    for (int32_t i = 0; i < 8; i++) {
+        qmm_tensor *t = qh_problem_input(p, i);
+        cr_assert(qh_problem_tensor(p, t, types[i], dims[i] ? 2 : 0, dims[i]));
+        for (int64_t e = 0; e < qmm_tensor_numel(t); e++) {
+            if (types[i] == QMM_DTYPE_FLOAT)
+                qh_tensor_set_scale(t, e, values[i]);
+            else
+                qh_tensor_set_int(t, e, (int64_t)values[i]);
+        }
+    }
+    qh_problem_finish(p);
+}
+
+/* What the test backends below do; set by each test. */
+static int calls;
+static int skip_index = -1;   /* `some`: the element it leaves alone */
+static int value = 165;       /* what `some` writes */
+static const char *said;      /* `chatty`: its status message */
+static qmm_status_code answer; /* `chatty`: its status code */
+
+static qmm_status_code writes_nothing(const qmm_backend *self, const qmm_qlinearmatmul *c,
+                                      qmm_status *st)
+{
+    (void)self, (void)c;
+    calls++;
+    return qmm_status_ok(st);
+}
+
+static qmm_status_code writes_some(const qmm_backend *self, const qmm_qlinearmatmul *c,
+                                   qmm_status *st)
+{
+    (void)self;
+    calls++;
+    for (int64_t i = 0; i < qmm_tensor_numel(&c->y); i++)
+        if (i != skip_index)
+            ((unsigned char *)c->y.data)[i] = (unsigned char)value;
+    return qmm_status_ok(st);
+}
+
+/* Writes nothing on its first call, `value` everywhere afterwards. */
+static qmm_status_code writes_late(const qmm_backend *self, const qmm_qlinearmatmul *c,
+                                   qmm_status *st)
+{
+    if (calls == 0) {
+        calls++;
+        return qmm_status_ok(st);
+    }
+    return writes_some(self, c, st);
+}
+
+static qmm_status_code chatty(const qmm_backend *self, const qmm_qlinearmatmul *c,
+                              qmm_status *st)
+{
+    (void)self, (void)c;
+    calls++;
+    if (!said) { /* a message that fills the buffer without a terminating NUL */
+        st->code = answer;
+        memset(st->message, '\n', sizeof st->message);
+        return answer;
+    }
+    return qmm_status_set(st, answer, "%s", said);
+}
+
+/* Judges the problem in process against a table whose qlinearmatmul is `op`. */
+static void judge_with(qh_problem *p, qmm_status_code (*op)(const qmm_backend *,
+                                                            const qmm_qlinearmatmul *,
+                                                            qmm_status *),
+                       qh_result *res)
+{
+    char dir[] = "/tmp/qmm-guard-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    qh_error err = {{0}};
+    cr_assert_eq(qh_problem_write_dir(dir, p, NULL, NULL, &err), 0, "%s", err.msg);
+    static qmm_backend table;
+    memset(&table, 0, sizeof table);
+    table.abi_version = QMM_ABI_VERSION;
+    table.struct_size = sizeof table;
+    table.name = "test";
+    table.qlinearmatmul = op;
+    static qh_backend hb;
+    memset(&hb, 0, sizeof hb);
+    hb.be = &table;
+    hb.table = table;
+    snprintf(hb.spec, sizeof hb.spec, "test");
+    qh_case_ref ref = {.dir = dir, .name = "case", .data_set = 0};
+    qh_eval_opts o;
+    memset(&o, 0, sizeof o);
+    calls = 0;
+    qh_eval_case(&ref, &hb, &o, res);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* Judges a [2,k]·[k,3] QLinearMatMul whose y zero point is zy (with K = 0, y = zy everywhere)
+ * against `op`; checks the status, the summary and, when want_calls > 0, how many calls. */
+static void expect_verdict(int64_t k, int zy,
+                           qmm_status_code (*op)(const qmm_backend *, const qmm_qlinearmatmul *,
+                                                 qmm_status *),
+                           qh_case_status want, const char *summary, int want_calls)
+{
+    qh_problem p;
+    qlm_problem(&p, 2, k, 3, 1, 1, 1.0, zy);
+    qh_result res;
+    judge_with(&p, op, &res);
+    cr_expect_str_eq(qh_case_status_name(res.status), qh_case_status_name(want), "summary: %s",
+                     res.summary ? res.summary : "(none)");
+    cr_expect_str_eq(res.summary ? res.summary : "", summary);
+    if (want_calls > 0)
+        cr_expect_eq(calls, want_calls);
+    qh_result_free(&res);
+    qh_problem_free(&p);
+}
+
+Test(unwritten, nothing_written_fails_when_the_answer_is_the_fill)
+{
+    expect_verdict(0, 165, writes_nothing, QH_FAILED,
+                   "did not write y[0,0] (6 of 6 elements unwritten)", 2);
+}
+
+Test(unwritten, one_unwritten_element_is_named)
+{
+    skip_index = 4;
+    expect_verdict(0, 165, writes_some, QH_FAILED,
+                   "did not write y[1,1] (1 of 6 elements unwritten)", 2);
+}
+
+/* an element equal to the fill pays for a second run, which shows it was written */
+Test(unwritten, writing_the_fill_value_passes)
+{
+    expect_verdict(0, 165, writes_some, QH_PASSED, "", 2);
+}
+
+Test(unwritten, no_fill_in_the_output_means_one_run)
+{
+    value = 7;
+    expect_verdict(0, 7, writes_some, QH_PASSED, "", 1);
+}
+
+Test(unwritten, written_only_in_the_second_run_is_not_deterministic)
+{
+    value = 9;
+    expect_verdict(0, 165, writes_late, QH_FAILED,
+                   "not deterministic: y[0,0] was 165 in one run and 9 in another (6 elements "
+                   "differ)", 0);
+}
+
+Test(cleaned, forged_case_lines_in_a_status_message_stay_on_one_line)
+{
+    said = "\n999:PASSED x\nSUMMARY: total:1 passed:1";
+    answer = QMM_INTERNAL;
+    expect_verdict(2, 0, chatty, QH_FAILED,
+                   "answered INTERNAL for a valid call: \\n999:PASSED x\\nSUMMARY: total:1 "
+                   "passed:1", 1);
+}
+
+Test(cleaned, unsupported_message_is_cleaned)
+{
+    said = "no\r\n1:PASSED y";
+    answer = QMM_UNSUPPORTED;
+    expect_verdict(2, 0, chatty, QH_SKIPPED, "unsupported: no\\r\\n1:PASSED y", 1);
+}
+
+Test(cleaned, unterminated_message_is_bounded)
+{
+    qh_problem p;
+    qlm_problem(&p, 2, 2, 3, 1, 1, 1.0, 0);
+    said = NULL;
+    answer = QMM_INTERNAL;
+    qh_result res;
+    judge_with(&p, chatty, &res);
+    cr_expect_eq(res.status, QH_FAILED);
+    cr_assert(res.summary);
+    cr_expect(strchr(res.summary, '\n') == NULL, "summary: %s", res.summary);
+    cr_expect_leq(strlen(res.summary), QH_CLEAN_LINE_MAX + 64);
+    qh_result_free(&res);
+    qh_problem_free(&p);
+}
+
+/* ---- the expectation: no full-size copy that is not needed ----------------------------- */
+
+Test(expectation, no_overflow_means_no_second_buffer)
+{
+    qh_problem p;
+    qlm_problem(&p, 2, 4, 3, 3, 5, 1.0, 0);
+    qh_expectation e;
+    cr_assert_eq(qh_expect(&p.call, NULL, &e), 0, "%s", e.message);
+    cr_expect_eq(e.overflow, 0);
+    cr_expect(e.alt.data == e.exact.data, "alt is exact itself");
+    cr_expect_eq(qh_tensor_int(&e.exact, 5), 60);
+    qh_expectation_free(&e);
+    cr_assert_eq(qh_expect(&p.call, "onnx-ref", &e), 0, "%s", e.message);
+    cr_expect(e.alt.data == e.exact.data, "a profile has no second accepted result");
+    qh_expectation_free(&e);
+    qh_problem_free(&p);
+}
+
+Test(expectation, overflow_computes_the_wrapped_alternative)
+{
+    qh_problem p;
+    /* acc = 33026 * 255 * 255 = 2147515650 > INT32_MAX; / 2^24: 128 exact, wrapped -> 0 */
+    qlm_problem(&p, 1, 33026, 1, 255, 255, 16777216.0, 0);
+    qh_expectation e;
+    cr_assert_eq(qh_expect(&p.call, NULL, &e), 0, "%s", e.message);
+    cr_expect_eq(e.overflow, 1);
+    cr_expect(e.alt.data != e.exact.data);
+    cr_expect_eq(qh_tensor_int(&e.exact, 0), 128);
+    cr_expect_eq(qh_tensor_int(&e.alt, 0), 0);
+    qh_expectation_free(&e);
+    qh_problem_free(&p);
 }
