@@ -1,7 +1,9 @@
-/* harness/backends.c — built-in backend registry and plugin loading. */
+/* harness/backends.c — built-in backend registry, plugin loading, and the choice between an
+ * in-process and an isolated backend. */
 #include "harness/backends.h"
 
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -64,16 +66,20 @@ static int open_plugin(const char *path, const char *options, qh_backend *out, q
         dlclose(dl);
         return -1;
     }
-    if (be->abi_version != QMM_ABI_VERSION) {
-        snprintf(err->msg, sizeof err->msg,
-                 "%s: plugin built for qmm ABI %u, this qmmcheck speaks ABI %u", path,
+    char why[256] = "";
+    if (be->abi_version != QMM_ABI_VERSION)
+        snprintf(why, sizeof why, "plugin built for qmm ABI %u, this qmmcheck speaks ABI %u",
                  be->abi_version, QMM_ABI_VERSION);
-        if (be->close)
-            be->close(be);
+    else
+        qh_table_adopt(be, &out->table, why, sizeof why);
+    if (why[0]) {
+        snprintf(err->msg, sizeof err->msg, "%s: %s", path, why);
+        /* The table cannot be trusted to hold a close pointer: leak it rather than guess. */
         dlclose(dl);
         return -1;
     }
     out->be = be;
+    out->has_query = out->table.query != NULL;
     out->dl = dl;
     out->is_plugin = 1;
     return 0;
@@ -107,6 +113,8 @@ int qh_backend_open(const char *spec, qh_backend *out, qh_error *err)
             snprintf(err->msg, sizeof err->msg, "backend %s: %s", spec, st.message);
             return -1;
         }
+        qh_table_adopt(out->be, &out->table, err->msg, sizeof err->msg); /* ours: full size */
+        out->has_query = out->table.query != NULL;
         return 0;
     }
     snprintf(err->msg, sizeof err->msg,
@@ -114,11 +122,73 @@ int qh_backend_open(const char *spec, qh_backend *out, qh_error *err)
     return -1;
 }
 
+/* Every table version has the fields up to and including impl; what follows (query, the
+ * operators, close) was added over time and reads as absent when a table ends before it. */
+#define QH_TABLE_MIN offsetof(qmm_backend, query)
+
+int qh_table_adopt(const qmm_backend *raw, qmm_backend *copy, char *msg, size_t size)
+{
+    size_t n = raw->struct_size;
+    if (n < QH_TABLE_MIN) {
+        snprintf(msg, size,
+                 "backend table too small: struct_size %u, the first ABI's table has at least "
+                 "%zu bytes", raw->struct_size, (size_t)QH_TABLE_MIN);
+        return -1;
+    }
+    memset(copy, 0, sizeof *copy);
+    memcpy(copy, raw, n < sizeof *copy ? n : sizeof *copy);
+    return 0;
+}
+
+void qh_warn_no_query(const char *spec)
+{
+    /* once per plugin, not once per --determinism variant of it */
+    static char last[1024];
+    if (strcmp(last, spec) == 0)
+        return;
+    snprintf(last, sizeof last, "%s", spec);
+    fprintf(stderr, "qmmcheck: warning: %s has no capability query; every call is run\n", spec);
+}
+
+int qh_backend_open_isolated(const char *spec, const qh_isolation *iso, qh_backend *out,
+                             qh_error *err)
+{
+    char name[1024];
+    snprintf(name, sizeof name, "%s", spec);
+    char *colon = strchr(name, ':');
+    if (colon)
+        *colon = '\0';
+    int plugin = is_plugin_name(name);
+    int isolated = iso->isolate < 0 ? plugin : iso->isolate;
+    if (!isolated) {
+        if (qh_backend_open(spec, out, err) != 0)
+            return -1;
+        out->iso = *iso;
+        if (plugin && !out->table.query)
+            qh_warn_no_query(name);
+        return 0;
+    }
+    memset(out, 0, sizeof *out);
+    if (strlen(spec) >= sizeof out->spec) {
+        snprintf(err->msg, sizeof err->msg, "backend spec too long");
+        return -1;
+    }
+    memcpy(out->spec, spec, strlen(spec) + 1);
+    out->is_plugin = plugin;
+    out->isolated = 1;
+    out->iso = *iso;
+    if (qh_worker_open(out, err) != 0)
+        return -1;
+    if (plugin && !out->broken[0] && !out->has_query)
+        qh_warn_no_query(name);
+    return 0;
+}
+
 void qh_backend_close(qh_backend *b)
 {
     qh_worker_stop(b);
-    if (b->be && b->be->close)
-        b->be->close(b->be);
+    if (b->be && b->table.close)
+        b->table.close(b->be);
     if (b->dl)
         dlclose(b->dl);
     memset(b, 0, sizeof *b);

@@ -2,26 +2,74 @@
  *
  * SPEC is NAME[:OPTIONS]. NAME is a built-in backend ("reference") or a path to a shared
  * library (it contains a '/' or ends in ".so"), which must export QMM_PLUGIN_ENTRY.
+ *
+ * A backend is opened either in process (qh_backend_open: the table lives in qmmcheck) or
+ * isolated (qh_backend_open_isolated: a worker process opens it, and every call into it —
+ * query, the operators, close — runs there; qmmcheck never loads the library).
  */
 #ifndef QMM_HARNESS_BACKENDS_H
 #define QMM_HARNESS_BACKENDS_H
 
+#include <stdint.h>
+
 #include "harness/onnx_io.h"
 #include "qmm/qmm.h"
 
+/* How a backend is isolated. */
+typedef struct qh_isolation {
+    int isolate;           /* -1: plugins isolated, built-ins not; 0 never; 1 always */
+    double timeout_s;      /* limit for open, query and close in the worker; <= 0 for none */
+    uint64_t memory_limit; /* per worker, bytes; 0 for none; QH_MEMORY_LIMIT_DEFAULT */
+} qh_isolation;
+
+/* Half the machine's physical memory, resolved when a worker starts. */
+#define QH_MEMORY_LIMIT_DEFAULT UINT64_MAX
+
 typedef struct qh_backend {
-    qmm_backend *be;
-    void *dl;          /* dlopen handle for plugins, NULL for built-ins */
-    char spec[1024];   /* as given on the command line, used in __REPRO: lines */
+    qmm_backend *be;       /* in process: the backend's own table, passed as `self`;
+                            * NULL when isolated */
+    qmm_backend table;     /* the harness's full-size copy of the table that every call reads
+                            * its function pointers from (what an older table lacks is NULL) */
+    void *dl;              /* dlopen handle for plugins, NULL for built-ins */
+    char spec[1024];       /* as given on the command line, used in __REPRO: lines */
     int is_plugin;
-    int worker_pid;    /* the isolated worker (harness/invoke.c), 0 when none */
-    int worker_fd;
+    int isolated;          /* opened by a worker: every call runs there */
+    qh_isolation iso;
+    int has_query;         /* the table has a capability query */
+    char broken[256];      /* isolated only: why the backend cannot run ("" when it can) */
+    /* The isolated worker (harness/invoke.c); worker_pid 0 when none. */
+    int worker_pid;
+    int worker_fd;         /* the socket */
+    int worker_out;        /* read end of the worker's stdout/stderr pipe */
+    int worker_dead;       /* reaped; worker_status holds how it ended */
+    int worker_status;
+    uint32_t seq;          /* number of the last call sent */
+    char *captured;        /* what the worker printed since the last call took it */
+    size_t captured_len, captured_dropped;
 } qh_backend;
 
-/* 0 on success; -1 with err for an unknown name, a missing entry point, an ABI mismatch,
- * a NULL table or options the backend rejects. */
+/* In process. 0 on success; -1 with err for an unknown name, a missing entry point, an ABI
+ * mismatch, a table too small, a NULL table or options the backend rejects. */
 int qh_backend_open(const char *spec, qh_backend *out, qh_error *err);
+
+/* Opens the backend as `iso` says: in process (as qh_backend_open), or in a worker. Isolated,
+ * the worker opens the backend and answers within iso->timeout_s: -1 with err when the entry
+ * point refuses (NULL, ABI, options); 0 when it is open — or when the open crashed or hung,
+ * which marks the backend broken: every later qh_invoke fails naming why. */
+int qh_backend_open_isolated(const char *spec, const qh_isolation *iso, qh_backend *out,
+                             qh_error *err);
+
+/* Copies a backend's table into the harness's full-size `copy`, zero-filling what an older
+ * (smaller struct_size) table lacks. -1 with a message for a table smaller than the fixed
+ * header every version has (abi_version through impl). */
+int qh_table_adopt(const qmm_backend *raw, qmm_backend *copy, char *msg, size_t size);
+
+/* Closes the backend; stops its worker (asking it to close the backend) if it has one. Safe
+ * after qh_backend_finish. */
 void qh_backend_close(qh_backend *b);
+
+/* Warns on stderr, once per plugin, that it has no capability query. */
+void qh_warn_no_query(const char *spec);
 
 /* The built-in backend names, NULL-terminated, for `qmmcheck list --backends`. */
 extern const char *const qh_builtin_backends[];

@@ -1,0 +1,156 @@
+/* tests/plugins/hostile.c — a plugin that misbehaves on purpose, built only from the public
+ * headers. The option `mode=M` picks the misbehaviour (test_isolation.c drives each one):
+ *   crash_open   qmm_backend_open dies with SIGSEGV
+ *   hang_query   the capability query never returns
+ *   crash_close  close dies with SIGSEGV
+ *   old_table    returns a table from an older build: struct_size ends before qorderedmatmul
+ *                and the allocation ends there too
+ *   grow_dims    the query enlarges a.dims in the call it is given
+ *   forge        the operator prints a forged case line and SUMMARY on stdout and stderr
+ *   fork_abort   the operator forks a child that lingers 30 s, then aborts
+ *   hang_run     the operator writes its pid to `pidfile=PATH`, then never returns
+ *   big_alloc    the operator allocates and touches 256 MiB, answering OUT_OF_MEMORY when
+ *                an allocation fails
+ *   no_query     the table has no capability query
+ *   tiny_table   struct_size claims a table smaller than any ABI's
+ *   nowrite      the operator answers OK without writing y
+ * Otherwise the operator writes zeros. */
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "qmm/qmm.h"
+
+qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st);
+
+typedef struct hostile {
+    char mode[32];
+    char pidfile[512];
+} hostile;
+
+static void crash(void)
+{
+    raise(SIGSEGV);
+    abort();
+}
+
+static int is(const hostile *h, const char *mode)
+{
+    return strcmp(h->mode, mode) == 0;
+}
+
+static qmm_status_code h_query(const qmm_backend *self, const qmm_call *call, qmm_status *st)
+{
+    const hostile *h = self->impl;
+    if (is(h, "hang_query"))
+        for (;;)
+            pause();
+    if (is(h, "grow_dims") && call->op == QMM_OP_MATMULINTEGER) {
+        /* the harness promised query a call it may not change; prove it gets a copy */
+        qmm_call *c = (qmm_call *)call;
+        c->u.matmulinteger.a.dims[0] *= 1 << 20;
+    }
+    return qmm_status_ok(st);
+}
+
+static qmm_status_code h_run(const hostile *h, const qmm_tensor *y, qmm_status *st)
+{
+    if (is(h, "forge")) {
+        printf("\n1:PASSED forged-by-stdout __REPRO: x\nSUMMARY: total:1 passed:1 failed:0\n");
+        fprintf(stderr, "\n2:PASSED forged-by-stderr\n");
+    } else if (is(h, "fork_abort")) {
+        if (fork() == 0) {
+            sleep(30);
+            _exit(0);
+        }
+        abort();
+    } else if (is(h, "hang_run")) {
+        FILE *f = fopen(h->pidfile, "w");
+        if (f) {
+            fprintf(f, "%d\n", (int)getpid());
+            fclose(f);
+        }
+        for (;;)
+            pause();
+    } else if (is(h, "big_alloc")) {
+        size_t chunk = (size_t)16 << 20;
+        void *blocks[16] = {0};
+        int ok = 1;
+        for (int i = 0; i < 16 && ok; i++) {
+            blocks[i] = malloc(chunk);
+            ok = blocks[i] != NULL;
+            if (ok)
+                memset(blocks[i], 1, chunk);
+        }
+        for (int i = 0; i < 16; i++)
+            free(blocks[i]);
+        if (!ok)
+            return qmm_status_set(st, QMM_OUT_OF_MEMORY, "hostile: allocation failed");
+    }
+    int64_t n = qmm_tensor_numel(y);
+    if (n > 0 && !is(h, "nowrite"))
+        memset(y->data, 0, (size_t)n * qmm_dtype_size(y->dtype));
+    return qmm_status_ok(st);
+}
+
+static qmm_status_code h_mmi(const qmm_backend *self, const qmm_matmulinteger *c,
+                             qmm_status *st)
+{
+    return h_run(self->impl, &c->y, st);
+}
+
+static qmm_status_code h_qlmm(const qmm_backend *self, const qmm_qlinearmatmul *c,
+                              qmm_status *st)
+{
+    return h_run(self->impl, &c->y, st);
+}
+
+static void h_close(qmm_backend *self)
+{
+    if (is(self->impl, "crash_close"))
+        crash();
+    free(self->impl);
+    free(self);
+}
+
+qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st)
+{
+    (void)harness_abi;
+    hostile *h = calloc(1, sizeof *h);
+    if (!h) {
+        qmm_status_set(st, QMM_OUT_OF_MEMORY, "hostile: out of memory");
+        return NULL;
+    }
+    qmm_option opt;
+    for (const char *cur = options; qmm_option_next(&cur, &opt);) {
+        char *dst = qmm_option_is(&opt, "mode") ? h->mode
+                  : qmm_option_is(&opt, "pidfile") ? h->pidfile : NULL;
+        size_t cap = dst == h->mode ? sizeof h->mode : sizeof h->pidfile;
+        if (dst && (size_t)opt.value_len < cap)
+            memcpy(dst, opt.value, (size_t)opt.value_len);
+    }
+    if (is(h, "crash_open"))
+        crash();
+    /* an older build's table ends before qorderedmatmul: allocate exactly that much */
+    size_t size = is(h, "old_table") ? offsetof(qmm_backend, qorderedmatmul) : sizeof(qmm_backend);
+    qmm_backend *be = calloc(1, size);
+    if (!be) {
+        free(h);
+        qmm_status_set(st, QMM_OUT_OF_MEMORY, "hostile: out of memory");
+        return NULL;
+    }
+    be->abi_version = QMM_ABI_VERSION;
+    be->struct_size = is(h, "tiny_table") ? 8 : (uint32_t)size;
+    be->name = "hostile";
+    be->description = "misbehaves on purpose";
+    be->impl = h;
+    be->query = is(h, "no_query") ? NULL : h_query;
+    be->matmulinteger = h_mmi;
+    be->qlinearmatmul = h_qlmm;
+    if (size == sizeof(qmm_backend))
+        be->close = h_close;
+    return be;
+}

@@ -1,0 +1,366 @@
+/* tests/plugins/test_isolation.c — hostile plugins (hostile.c) cannot forge, hang or lose a
+ * verdict: every call into an isolated plugin (open, query, the operators, close) runs in a
+ * worker, whose output is captured and whose process group dies with it.
+ *
+ * Each test runs qmmcheck on the three seed cases (or one of them) with --isolate and a short
+ * --timeout, under `timeout -s KILL` so that a regression hangs nothing. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness/backends.h"
+#include "harness/invoke.h"
+#include "tests/cli_support.h"
+
+TestSuite(isolation, .init = make_tmp, .fini = remove_tmp, .timeout = 60);
+
+/* AddressSanitizer builds apply no memory limit (see harness/invoke.c). */
+#if defined(__SANITIZE_ADDRESS__)
+#define NO_MEMORY_LIMIT 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NO_MEMORY_LIMIT 1
+#endif
+#endif
+
+static void nap(void)
+{
+    struct timespec ts = {0, 10000000};
+    nanosleep(&ts, NULL);
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Runs `SHELL_TAIL` after cd to the source dir, with Q standing for the bounded qmmcheck;
+ * returns the exit code and the output of the whole pipeline (stdout + stderr). */
+static int run_hostile(char **out, const char *mode, const char *extra)
+{
+    char cmd[8192], outfile[512];
+    snprintf(outfile, sizeof outfile, "%s/out.txt", tmpdir);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && timeout -s KILL 30 '%s' run --backend '%s:mode=%s' --isolate "
+             "--timeout 1 --vectors vectors/seeds --report json:%s/r.json "
+             "--report junit:%s/r.xml %s > '%s' 2>&1",
+             env("QMM_SOURCE_DIR"), env("QMMCHECK"), env("QMM_HOSTILE_PLUGIN"), mode, tmpdir,
+             tmpdir, extra, outfile);
+    int rc = system(cmd);
+    cr_assert(rc != -1 && WIFEXITED(rc), "could not run: %s", cmd);
+    *out = slurp(outfile);
+    return WEXITSTATUS(rc);
+}
+
+/* How many lines of `text` start with `prefix`. */
+static int lines_starting(const char *text, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    int count = 0;
+    for (const char *line = text; line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+        count += strncmp(line, prefix, n) == 0;
+    return count;
+}
+
+/* The run ended properly: one SUMMARY line and both reports. */
+static void assert_run_ended(const char *out)
+{
+    cr_assert_eq(lines_starting(out, "SUMMARY: total:"), 1, "%s", out);
+    char path[512];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/r.json", tmpdir);
+    cr_assert(stat(path, &st) == 0, "no JSON report:\n%s", out);
+    snprintf(path, sizeof path, "%s/r.xml", tmpdir);
+    cr_assert(stat(path, &st) == 0, "no JUnit report:\n%s", out);
+}
+
+/* Runs the hostile mode, asserts the exit code and, for exit 1, that the run ended properly;
+ * returns the output (malloc'd). */
+static char *expect_run(const char *mode, const char *extra, int want)
+{
+    char *out;
+    int rc = run_hostile(&out, mode, extra);
+    cr_assert_eq(rc, want, "exit %d (139 is qmmcheck's own crash):\n%s", rc, out);
+    if (want == 1)
+        assert_run_ended(out);
+    return out;
+}
+
+Test(isolation, crash_in_open_is_an_error_per_case_not_a_dead_run)
+{
+    char *out = expect_run("crash_open", "", 1);
+    cr_assert(strstr(out, "error:3"), "%s", out);
+    cr_assert_eq(count_lines_with(out, "qmm_backend_open crashed: killed by SIGSEGV"), 3, "%s",
+                 out);
+    free(out);
+}
+
+Test(isolation, hang_in_query_is_a_timeout)
+{
+    double t0 = now();
+    char *out = expect_run("hang_query", "--filter matmulinteger", 1);
+    cr_assert_eq(count_lines_with(out, ":TIMEOUT onnx-doc-matmulinteger"), 1, "%s", out);
+    cr_assert(now() - t0 < 10, "took %.1f s", now() - t0);
+    free(out);
+}
+
+Test(isolation, crash_in_close_leaves_the_run_and_reports_whole)
+{
+    char *out = expect_run("crash_close", "", 1);
+    free(out);
+}
+
+Test(isolation, an_older_smaller_table_is_copied_not_read_past)
+{
+    char *out = expect_run("old_table", "", 1);
+    cr_assert(strstr(out, "failed:3"), "the zeros it writes are wrong everywhere:\n%s", out);
+    cr_assert_null(strstr(out, "CRASHED"), "%s", out);
+    free(out);
+}
+
+Test(isolation, a_table_smaller_than_any_abi_is_refused)
+{
+    char *out = expect_run("tiny_table", "", 2);
+    cr_assert(strstr(out, "backend table too small: struct_size 8"), "%s", out);
+    free(out);
+}
+
+Test(isolation, a_query_that_enlarges_dims_changes_nothing)
+{
+    char *out = expect_run("grow_dims", "--filter matmulinteger", 1);
+    cr_assert_eq(count_lines_with(out, ":FAILED onnx-doc-matmulinteger (errors:"), 1, "%s",
+                 out);
+    free(out);
+}
+
+Test(isolation, printed_lines_are_captured_not_forged)
+{
+    char *out = expect_run("forge", "", 1);
+    cr_assert_not(lines_starting(out, "1:PASSED forged"), "%s", out);
+    cr_assert_not(lines_starting(out, "2:PASSED forged"), "%s", out);
+    cr_assert_not(lines_starting(out, "SUMMARY: total:1 passed:1"), "%s", out);
+    /* shown, cleaned, in the case's detail */
+    cr_assert(strstr(out, "forged-by-stdout"), "%s", out);
+    cr_assert(strstr(out, "forged-by-stderr"), "%s", out);
+    free(out);
+}
+
+Test(isolation, a_lingering_child_neither_delays_the_crash_nor_holds_stdout)
+{
+    char cmd[8192], outfile[512];
+    snprintf(outfile, sizeof outfile, "%s/out.txt", tmpdir);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && timeout -s KILL 60 '%s' run --backend '%s:mode=fork_abort' --isolate "
+             "--timeout 20 --filter matmulinteger --vectors vectors/seeds 2>&1 | cat > '%s'",
+             env("QMM_SOURCE_DIR"), env("QMMCHECK"), env("QMM_HOSTILE_PLUGIN"), outfile);
+    double t0 = now();
+    int rc = system(cmd);
+    double took = now() - t0;
+    char *out = slurp(outfile);
+    cr_assert(rc != -1 && WIFEXITED(rc), "%s", out);
+    cr_assert_eq(count_lines_with(out, ":CRASHED onnx-doc-matmulinteger (killed by SIGABRT"), 1,
+                 "%s", out);
+    cr_assert(took < 5, "took %.1f s (the child sleeps 30 s, --timeout is 20 s):\n%s", took,
+              out);
+    free(out);
+}
+
+static int alive(pid_t pid)
+{
+    if (kill(pid, 0) != 0)
+        return 0;
+    char path[64], buf[256] = "";
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    return !(p && p[1] == ' ' && p[2] == 'Z'); /* a zombie is gone for our purpose */
+}
+
+Test(isolation, sigterm_kills_a_hanging_worker_and_writes_the_report)
+{
+    char pidfile[512], json[512], outfile[512], cmd[8192];
+    snprintf(pidfile, sizeof pidfile, "%s/worker.pid", tmpdir);
+    snprintf(json, sizeof json, "%s/r.json", tmpdir);
+    snprintf(outfile, sizeof outfile, "%s/out.txt", tmpdir);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && exec '%s' run --backend '%s:mode=hang_run,pidfile=%s' --isolate "
+             "--timeout 0 --vectors vectors/seeds --report json:%s > '%s' 2>&1",
+             env("QMM_SOURCE_DIR"), env("QMMCHECK"), env("QMM_HOSTILE_PLUGIN"), pidfile, json,
+             outfile);
+    pid_t p = fork();
+    cr_assert(p >= 0);
+    if (p == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    pid_t worker = 0;
+    for (int i = 0; i < 500 && worker <= 0; i++) {
+        FILE *f = fopen(pidfile, "r");
+        if (f) {
+            int w = 0;
+            if (fscanf(f, "%d", &w) == 1)
+                worker = w;
+            fclose(f);
+        }
+        if (worker <= 0)
+            nap();
+    }
+    cr_assert(worker > 0, "the plugin never started");
+    kill(p, SIGTERM);
+    int status = 0;
+    double t0 = now();
+    while (waitpid(p, &status, WNOHANG) == 0 && now() - t0 < 5)
+        nap();
+    int exited = now() - t0 < 5;
+    if (!exited) {
+        kill(p, SIGKILL);
+        waitpid(p, &status, 0);
+    }
+    for (int i = 0; i < 200 && alive(worker); i++)
+        nap();
+    int worker_alive = alive(worker);
+    if (worker_alive)
+        kill(worker, SIGKILL);
+    char *out = slurp(outfile);
+    cr_assert(exited, "qmmcheck did not exit within 5 s of SIGTERM:\n%s", out);
+    cr_assert_not(worker_alive, "the worker %d outlived qmmcheck:\n%s", (int)worker, out);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM, "status %d:\n%s",
+              status, out);
+    char *report = slurp(json);
+    cr_assert(strstr(report, "\"interrupted\""), "%s", report);
+    free(report);
+    free(out);
+}
+
+Test(isolation, a_backend_beyond_the_memory_limit_fails_alone)
+{
+    char *out = expect_run("big_alloc", "--memory-limit 64M --filter matmulinteger", 1);
+#ifndef NO_MEMORY_LIMIT
+    cr_assert_eq(count_lines_with(out, "answered OUT_OF_MEMORY for a valid call"), 1, "%s", out);
+#endif
+    free(out);
+    out = expect_run("big_alloc", "--memory-limit 64X", 2);
+    cr_assert(strstr(out, "--memory-limit 64X"), "%s", out);
+    free(out);
+}
+
+Test(isolation, a_missing_query_is_warned_about_once)
+{
+    char *out = expect_run("no_query", "--determinism --variants 'x=1;x=2'", 1);
+    cr_assert_eq(count_lines_with(out, "has no capability query; every call is run"), 1, "%s",
+                 out);
+    free(out);
+}
+
+/* ---- the invoker itself --------------------------------------------------------------- */
+
+static uint8_t a_data[6] = {1, 2, 3, 4, 5, 6}, b_data[6] = {1, 0, 0, 1, 1, 1};
+
+static qmm_call small_call(void)
+{
+    qmm_call c;
+    memset(&c, 0, sizeof c);
+    c.op = QMM_OP_MATMULINTEGER;
+    qmm_matmulinteger *m = &c.u.matmulinteger;
+    m->a = (qmm_tensor){.dtype = QMM_DTYPE_UINT8, .rank = 2, .dims = {2, 3}, .data = a_data};
+    m->b = (qmm_tensor){.dtype = QMM_DTYPE_UINT8, .rank = 2, .dims = {3, 2}, .data = b_data};
+    m->y = (qmm_tensor){.dtype = QMM_DTYPE_INT32, .rank = 2, .dims = {2, 2}};
+    return c;
+}
+
+static void open_hostile(const char *mode, int isolate, qh_backend *b)
+{
+    char spec[1024];
+    snprintf(spec, sizeof spec, "%s:mode=%s", env("QMM_HOSTILE_PLUGIN"), mode);
+    qh_isolation iso = {.isolate = isolate, .timeout_s = 5, .memory_limit = 0};
+    qh_error err;
+    cr_assert_eq(qh_backend_open_isolated(spec, &iso, b, &err), 0, "%s", err.msg);
+    cr_assert_eq(b->isolated, isolate);
+}
+
+Test(isolation, the_fill_is_honoured_in_both_paths)
+{
+    for (int isolate = 0; isolate <= 1; isolate++) {
+        for (int f = 0; f < 2; f++) {
+            qh_backend b;
+            open_hostile("nowrite", isolate, &b);
+            qmm_call c = small_call();
+            qh_invoke_opts o = {.isolate = isolate, .timeout_s = 5, .fill = f ? 0x5a : 0};
+            qh_invocation inv;
+            cr_assert_eq(qh_invoke(&b, &c, &o, &inv), 0, "%s", inv.problem);
+            cr_assert_eq(inv.outcome, QH_RETURNED, "%s", inv.problem);
+            cr_assert_eq(inv.code, QMM_OK);
+            const unsigned char *y = inv.y.data;
+            for (int i = 0; i < 16; i++)
+                cr_assert_eq(y[i], f ? 0x5a : 0xa5, "isolate %d fill %d byte %d: %#x", isolate,
+                             f, i, y[i]);
+            qh_invocation_free(&inv);
+            char why[256];
+            cr_assert_eq(qh_backend_finish(&b, why, sizeof why), 0, "%s", why);
+            qh_backend_close(&b);
+        }
+    }
+}
+
+Test(isolation, the_output_comes_back_in_place_and_what_it_printed_with_it)
+{
+    qh_backend b;
+    open_hostile("forge", 1, &b);
+    qmm_call c = small_call();
+    qh_invoke_opts o = {.isolate = 1, .timeout_s = 5};
+    qh_invocation inv;
+    cr_assert_eq(qh_invoke(&b, &c, &o, &inv), 0, "%s", inv.problem);
+    cr_assert_eq(inv.outcome, QH_RETURNED, "%s", inv.problem);
+    cr_assert_not_null(inv.y_map, "the output is the worker's shared mapping");
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(((const int32_t *)inv.y.data)[i], 0);
+    cr_assert_not_null(inv.output);
+    cr_assert(strstr(inv.output, "1:PASSED forged-by-stdout"), "%s", inv.output);
+    cr_assert(strstr(inv.output, "2:PASSED forged-by-stderr"), "%s", inv.output);
+    cr_assert_eq(inv.output_dropped, 0);
+    qh_invocation_free(&inv);
+    /* the parent's call is untouched */
+    cr_assert_eq(c.u.matmulinteger.a.dims[0], 2);
+    qh_backend_close(&b);
+}
+
+Test(isolation, finish_reports_a_crash_in_close_and_close_stays_safe)
+{
+    qh_backend b;
+    open_hostile("crash_close", 1, &b);
+    qmm_call c = small_call();
+    qh_invocation inv;
+    cr_assert_eq(qh_invoke(&b, &c, NULL, &inv), 0, "%s", inv.problem);
+    qh_invocation_free(&inv);
+    char why[256];
+    cr_assert_eq(qh_backend_finish(&b, why, sizeof why), QH_DIED);
+    cr_assert(strstr(why, "close crashed: killed by SIGSEGV"), "%s", why);
+    qh_backend_close(&b);
+    qh_backend_close(&b);
+}
+
+Test(isolation, a_query_that_enlarges_dims_in_process_gets_a_copy)
+{
+    qh_backend b;
+    open_hostile("grow_dims", 0, &b);
+    qmm_call c = small_call();
+    qh_invocation inv;
+    cr_assert_eq(qh_invoke(&b, &c, NULL, &inv), 0, "%s", inv.problem);
+    cr_assert_eq(c.u.matmulinteger.a.dims[0], 2);
+    qh_invocation_free(&inv);
+    qh_backend_close(&b);
+}
