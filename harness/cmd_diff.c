@@ -375,7 +375,9 @@ int qh_cmd_diff(int argc, char **argv)
     qh_backend be[2];
     for (int k = 0; k < 2; k++) {
         qh_error err;
-        if (qh_backend_open(o.spec[k], &be[k], &err) != 0) {
+        qh_isolation iso = {.isolate = o.isolate, .timeout_s = o.timeout_s,
+                            .memory_limit = QH_MEMORY_LIMIT_DEFAULT};
+        if (qh_backend_open_isolated(o.spec[k], &iso, &be[k], &err) != 0) {
             char *c = qh_clean_dup(err.msg, strlen(err.msg), 0); /* it quotes the spec */
             fprintf(stderr, "qmmcheck diff: %s\n", c ? c : err.msg);
             free(c);

@@ -176,7 +176,9 @@ int qh_cmd_fingerprint(int argc, char **argv)
         return rc;
     qh_backend be;
     qh_error err;
-    if (qh_backend_open(o.backend, &be, &err) != 0) {
+    qh_isolation iso = {.isolate = o.isolate, .timeout_s = o.timeout_s,
+                        .memory_limit = QH_MEMORY_LIMIT_DEFAULT};
+    if (qh_backend_open_isolated(o.backend, &iso, &be, &err) != 0) {
         fprintf(stderr, "qmmcheck: %s\n", err.msg);
         return EXIT_USAGE;
     }
