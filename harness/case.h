@@ -12,11 +12,24 @@
 #include "harness/onnx_io.h"
 #include "qmm/qmm.h"
 
+/* Why discovery could not make a path into a case. Such a path is still listed, so that it is
+ * counted and reported: loading it fails with a message naming the path and the reason. */
+enum {
+    QH_REF_OK = 0,      /* a case directory (or one with no data set, which loads as ERROR) */
+    QH_REF_TOO_DEEP,    /* a directory past the depth limit, not searched */
+    QH_REF_UNREADABLE,  /* a directory or entry that could not be read (problem_errno says why) */
+    QH_REF_SET_NAME,    /* test_data_set_<something other than a plain N> */
+    QH_REF_SET_NOT_DIR, /* test_data_set_N that is not a directory */
+};
+
 /* A case found on disk, before it is loaded. */
 typedef struct qh_case_ref {
-    char *dir;    /* the case directory, as reachable from the working directory */
-    char *name;   /* stable display name: path relative to the --vectors root [@N] */
-    int data_set; /* N of test_data_set_N, or -1 when the directory has none */
+    char *dir;         /* the case directory (or the path a problem is about), as reachable
+                        * from the working directory */
+    char *name;        /* stable display name: path relative to the --vectors root [@N] */
+    int data_set;      /* N of test_data_set_N, or -1 when the directory has none */
+    int problem;       /* QH_REF_*: 0 for an ordinary case */
+    int problem_errno; /* the errno behind QH_REF_UNREADABLE */
 } qh_case_ref;
 
 typedef struct qh_case_list {
@@ -24,8 +37,12 @@ typedef struct qh_case_list {
     size_t count, cap;
 } qh_case_list;
 
-/* Appends every case under `root` (recursively, sorted by name, symlinks followed to a bounded
- * depth). `root` may itself be a case directory. -1 with err when root cannot be read. */
+/* Appends every case under `root` (recursively, sorted by name within each directory, real
+ * subdirectories before symlinks; each directory entered once, by device and inode, so
+ * symlinks back up the tree add nothing). `root` may itself be a case directory. A directory
+ * with any model.onnx entry is a case directory. What cannot be searched below the root (too
+ * deep, unreadable, a badly named data set) is appended as a ref with `problem` set, whose
+ * load fails naming it. -1 with err only when root itself cannot be read. */
 int qh_discover(const char *root, qh_case_list *list, qh_error *err);
 void qh_case_list_free(qh_case_list *list);
 

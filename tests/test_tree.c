@@ -1,4 +1,334 @@
-/* tests/test_tree.c — placeholder, replaced in this change. */
-#include <criterion/criterion.h>
+/* tests/test_tree.c — hostile case trees and files, through the real qmmcheck binary.
+ *
+ * Each test copies a small committed vector into a temporary directory, breaks it one way
+ * (a FIFO, a symlink loop, a tree too deep, a stray or misnamed file, a field out of range)
+ * and checks that the run finishes, counts every case exactly once, and reports the problem
+ * as an ERROR naming the file and the field. qmmcheck runs under `timeout` so that a
+ * regression that hangs fails the test instead of the suite.
+ */
+#include "tests/cli_support.h"
 
-Test(test_tree, placeholder) { cr_assert(1); }
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness/onnx_io.h"
+
+TestSuite(tree, .init = make_tmp, .fini = remove_tmp);
+
+#define QLINEAR "vectors/onnx/onnx-1.12.0/test_qlinearmatmul_2D"
+#define INTEGER "vectors/onnx/onnx-1.12.0/test_matmulinteger"
+
+/* Exit status 124: `timeout` had to stop it. */
+#define HUNG 124
+
+/* Runs `qmmcheck run --backend reference --vectors DIR EXTRA` under a 10 s timeout. */
+static int run_tree(char **out, const char *dir, const char *extra)
+{
+    char cmd[8192], outfile[512];
+    snprintf(outfile, sizeof outfile, "%s/out.txt", tmpdir);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && timeout 10 '%s' run --backend reference --vectors '%s' %s > '%s' 2>&1",
+             env("QMM_SOURCE_DIR"), env("QMMCHECK"), dir, extra, outfile);
+    int rc = system(cmd);
+    cr_assert(rc != -1 && WIFEXITED(rc), "could not run: %s", cmd);
+    *out = slurp(outfile);
+    cr_assert_neq(WEXITSTATUS(rc), HUNG, "qmmcheck hung; output:\n%s", *out);
+    return WEXITSTATUS(rc);
+}
+
+/* tmpdir/vec/<name>: a copy of a committed case. Returns tmpdir/vec. */
+static const char *copy_case(const char *from, const char *name)
+{
+    static char vec[512];
+    snprintf(vec, sizeof vec, "%s/vec", tmpdir);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/%s' && cp -r '%s/%s'/. '%s/%s'", vec, name,
+             env("QMM_SOURCE_DIR"), from, vec, name);
+    cr_assert(system(cmd) == 0, "%s", cmd);
+    return vec;
+}
+
+static char *path_in(const char *fmt, const char *rel)
+{
+    static char p[1024];
+    snprintf(p, sizeof p, fmt, tmpdir, rel);
+    return p;
+}
+
+/* The run reports exactly one ERROR case line for `name` whose text contains `needle`. */
+static void expect_error(const char *out, const char *name, const char *needle)
+{
+    char line[600];
+    snprintf(line, sizeof line, ":ERROR %s (", name);
+    cr_expect_eq(count_lines_with(out, line), 1, "no ERROR line for %s:\n%s", name, out);
+    cr_expect_eq(count_lines_with(out, needle), 1, "'%s' not reported:\n%s", needle, out);
+}
+
+/* A run whose only case is an ERROR for `name` reporting `needle`. */
+static void expect_one_error(const char *vec, const char *name, const char *needle)
+{
+    char *out;
+    cr_expect_eq(run_tree(&out, vec, ""), 1, "%s", out);
+    expect_error(out, name, needle);
+    free(out);
+}
+
+/* tmpdir/vec/<rel>, removed so that something else can take its name. */
+static char *removed(const char *rel)
+{
+    char *p = path_in("%s/vec/%s", rel);
+    cr_assert_eq(unlink(p), 0, "%s", p);
+    return p;
+}
+
+/* Rewrites tmpdir/vec/<name>/model.onnx through `edit`. */
+static void edit_model(const char *name, void (*edit)(qh_model *))
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/vec/%s/model.onnx", tmpdir, name);
+    qh_model m;
+    qh_error err;
+    cr_assert_eq(qh_read_model_file(path, &m, &err), 0, "%s", err.msg);
+    edit(&m);
+    cr_assert_eq(qh_write_model_file(path, &m, &err), 0, "%s", err.msg);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert(f, "cannot write %s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* ---- files that are not regular files ----------------------------------------------- */
+
+Test(tree, fifo_qmm_meta_is_an_error_not_a_hang)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    cr_assert_eq(mkfifo(removed("q/qmm.meta"), 0600), 0);
+    expect_one_error(vec, "q", "q/qmm.meta: not a regular file (a FIFO)");
+}
+
+Test(tree, fifo_xfail_is_an_error_not_a_hang)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    const char *fifo = path_in("%s/%s", "xfail.fifo");
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    char extra[600], *out;
+    snprintf(extra, sizeof extra, "--xfail '%s'", fifo);
+    cr_expect_eq(run_tree(&out, vec, extra), 2, "%s", out);
+    cr_expect(strstr(out, "xfail.fifo: not a regular file (a FIFO)"), "%s", out);
+    free(out);
+}
+
+Test(tree, qmm_meta_directory_names_the_kind)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    cr_assert_eq(mkdir(removed("q/qmm.meta"), 0700), 0);
+    expect_one_error(vec, "q", "q/qmm.meta: not a regular file (a directory)");
+}
+
+Test(tree, input_file_that_is_a_directory)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    cr_assert_eq(mkdir(removed("q/test_data_set_0/input_0.pb"), 0700), 0);
+    char *out;
+    cr_expect_eq(run_tree(&out, vec, ""), 1, "%s", out);
+    expect_error(out, "q", "test_data_set_0/input_0.pb: not a regular file (a directory)");
+    cr_expect_eq(count_lines_with(out, "has no input_0.pb"), 0, "%s", out);
+    free(out);
+}
+
+/* ---- trees: each directory once, nothing lost --------------------------------------- */
+
+Test(tree, two_symlinks_to_dot_count_each_case_once, .timeout = 30)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    cr_assert_eq(symlink(".", path_in("%s/vec/%s", "a")), 0);
+    cr_assert_eq(symlink(".", path_in("%s/vec/%s", "b")), 0);
+    char *out;
+    cr_expect_eq(run_tree(&out, vec, ""), 0, "%s", out);
+    cr_expect(strstr(out, "SUMMARY: total:1 passed:1 "), "%s", out);
+    cr_expect_eq(count_lines_with(out, ":PASSED q "), 1, "%s", out);
+    free(out);
+}
+
+Test(tree, one_symlink_makes_no_duplicates)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    /* "a" sorts before "q": the case keeps its real name, not the one through the link */
+    cr_assert_eq(symlink("q", path_in("%s/vec/%s", "a")), 0);
+    cr_assert_eq(symlink("..", path_in("%s/vec/q/%s", "up")), 0);
+    char *out;
+    cr_expect_eq(run_tree(&out, vec, ""), 0, "%s", out);
+    cr_expect(strstr(out, "SUMMARY: total:1 passed:1 "), "%s", out);
+    cr_expect_eq(count_lines_with(out, ":PASSED q "), 1, "%s", out);
+    free(out);
+}
+
+Test(tree, case_deeper_than_the_limit_is_reported)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    char rel[256] = "";
+    for (int i = 0; i < 40; i++)
+        strcat(rel, "d/");
+    strcat(rel, "deep");
+    copy_case(QLINEAR, rel);
+    char *out;
+    cr_expect_eq(run_tree(&out, vec, ""), 1, "%s", out);
+    cr_expect(strstr(out, "total:2 passed:1 "), "%s", out);
+    cr_expect_eq(count_lines_with(out, ":ERROR d/d/d/"), 1, "%s", out);
+    cr_expect_eq(count_lines_with(out, "not searched: directories nest deeper than 32 levels"),
+                 1, "%s", out);
+    free(out);
+}
+
+Test(tree, dangling_model_onnx_is_reported)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    copy_case(QLINEAR, "gone");
+    cr_assert_eq(symlink("nowhere.onnx", removed("gone/model.onnx")), 0);
+    char *out;
+    cr_expect_eq(run_tree(&out, vec, ""), 1, "%s", out);
+    cr_expect(strstr(out, "total:2 passed:1 "), "%s", out);
+    expect_error(out, "gone", "gone/model.onnx: cannot open: No such file or directory");
+    free(out);
+}
+
+/* The tests run as root, whom chmod 000 does not stop; a path longer than PATH_MAX is a
+ * directory nobody can read, so that is the unreadable subdirectory here. */
+Test(tree, unreadable_subdirectory_is_reported_and_the_run_goes_on)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    char name[201];
+    memset(name, 'x', 200);
+    name[200] = '\0';
+    int fd = open(vec, O_RDONLY | O_DIRECTORY);
+    cr_assert(fd >= 0);
+    for (int i = 0; i < 24; i++) {
+        cr_assert_eq(mkdirat(fd, name, 0700), 0);
+        int next = openat(fd, name, O_RDONLY | O_DIRECTORY);
+        cr_assert(next >= 0);
+        close(fd);
+        fd = next;
+    }
+    close(fd);
+    char *out;
+    cr_expect_eq(run_tree(&out, vec, ""), 1, "%s", out);
+    cr_expect(strstr(out, "total:2 passed:1 "), "%s", out);
+    /* the line is longer than count_lines_with looks */
+    cr_expect(strstr(out, "\n2:ERROR xxxx"), "%s", out);
+    cr_expect(strstr(out, "xxx: cannot read directory: File name too long)"), "%s", out);
+    free(out);
+}
+
+/* ---- data set directories and numbered files ---------------------------------------- */
+
+Test(tree, data_set_0_00_000_are_not_three_copies)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s/q' && cp -r test_data_set_0 test_data_set_00 && "
+             "cp -r test_data_set_0 test_data_set_000",
+             vec);
+    cr_assert(system(cmd) == 0);
+    char *out;
+    cr_expect_eq(run_tree(&out, vec, ""), 1, "%s", out);
+    cr_expect(strstr(out, "total:3 passed:1 "), "%s", out);
+    cr_expect_eq(count_lines_with(out, ":PASSED q "), 1, "%s", out);
+    expect_error(out, "q/test_data_set_00", "q/test_data_set_00: not a data set name");
+    expect_error(out, "q/test_data_set_000", "q/test_data_set_000: not a data set name");
+    free(out);
+}
+
+Test(tree, stray_input_after_a_gap_is_an_error)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd '%s/q/test_data_set_0' && cp input_0.pb input_9.pb", vec);
+    cr_assert(system(cmd) == 0);
+    expect_one_error(vec, "q", "test_data_set_0/input_9.pb: stray file after a gap: input_8.pb is "
+                               "missing");
+}
+
+/* ---- strict fields, messages that name the file and field --------------------------- */
+
+static void opset_beyond_int(qh_model *m)
+{
+    m->opsets[0].version = ((int64_t)1 << 32) + 10; /* wrapped to int, 10 */
+}
+
+Test(tree, opset_beyond_int_is_an_error)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    edit_model("q", opset_beyond_int);
+    expect_one_error(vec, "q", "q/model.onnx: OperatorSetIdProto.version: 4294967306 is outside "
+                               "0..2147483647");
+}
+
+Test(tree, unknown_profile_in_qmm_meta_names_file_and_field)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    write_text(path_in("%s/vec/q/%s", "qmm.meta"), "profile = nonesuch\n");
+    expect_one_error(vec, "q", "q/qmm.meta: profile: unknown profile 'nonesuch' (known: spec, ");
+}
+
+static void add_attribute(qh_model *m)
+{
+    qh_attr *a = &m->attrs[m->n_attrs++];
+    memset(a, 0, sizeof *a);
+    strcpy(a->name, "alpha");
+    a->type = QH_ATTR_INT;
+    a->i = 1;
+}
+
+/* A name that would start a line of its own, and a type no attribute of these has. */
+static void add_mistyped_attribute(qh_model *m)
+{
+    qh_attr *a = &m->attrs[m->n_attrs++];
+    memset(a, 0, sizeof *a);
+    strcpy(a->name, "order_A\n1:PASSED forged");
+    a->type = QH_ATTR_STRING;
+    strcpy(a->s, "x");
+}
+
+Test(tree, attributes_on_qlinearmatmul_and_matmulinteger)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    copy_case(INTEGER, "i");
+    copy_case(QLINEAR, "q2");
+    edit_model("q", add_attribute);
+    edit_model("i", add_attribute);
+    edit_model("q2", add_mistyped_attribute);
+    char *out;
+    cr_expect_eq(run_tree(&out, vec, ""), 1, "%s", out);
+    cr_expect(strstr(out, "total:3 passed:0 "), "%s", out);
+    expect_error(out, "q", "q/model.onnx: NodeProto.attribute: unknown attribute 'alpha' "
+                           "(QLinearMatMul takes no attributes)");
+    expect_error(out, "i", "i/model.onnx: NodeProto.attribute: unknown attribute 'alpha' "
+                           "(MatMulInteger takes no attributes)");
+    expect_error(out, "q2", "q2/model.onnx: NodeProto.attribute: unknown attribute "
+                            "'order_A\\n1:PASSED forged'");
+    cr_expect_null(strstr(out, "\n1:PASSED"), "a forged line:\n%s", out);
+    free(out);
+}
+
+static void unknown_op(qh_model *m)
+{
+    strcpy(m->op_type, "Foo\nBar");
+}
+
+Test(tree, unknown_operator_names_the_field)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    edit_model("q", unknown_op);
+    expect_one_error(vec, "q", "q/model.onnx: NodeProto.op_type: unknown operator 'Foo\\nBar' "
+                               "(expected QLinearMatMul, MatMulInteger or com.microsoft "
+                               "QOrderedMatMul)");
+}
