@@ -543,3 +543,34 @@ Test(expectation, overflow_computes_the_wrapped_alternative)
     qh_expectation_free(&e);
     qh_problem_free(&p);
 }
+
+/* ---- the comparator: blocks that match are skipped whole, mismatches still all found ----- */
+
+Test(compare, mismatches_at_block_edges_are_all_found)
+{
+    enum { N = 10000 };
+    static int32_t ex[N], al[N], got[N];
+    for (int i = 0; i < N; i++)
+        ex[i] = al[i] = got[i] = i;
+    got[0] = got[4095] = got[4096] = got[8192] = got[N - 1] = -1;
+    al[4096] = -1; /* accepted as the overflow alternative */
+    qmm_tensor te = {.dtype = QMM_DTYPE_INT32, .rank = 1, .dims = {N}, .data = ex};
+    qmm_tensor ta = te, tg = te;
+    ta.data = al;
+    tg.data = got;
+    qh_compare r;
+    qh_compare_outputs(&te, &ta, &tg, &r);
+    cr_expect_eq(r.total, N);
+    cr_expect_eq(r.errors, 4);
+    cr_assert_eq(r.n_kept, 4);
+    const int64_t want[4] = {0, 4095, 8192, N - 1};
+    for (int k = 0; k < 4; k++)
+        cr_expect_eq(r.kept[k], want[k], "kept[%d]", k);
+    qh_compare_outputs(&te, NULL, &te, &r);
+    cr_expect_eq(r.errors, 0);
+    te.dims[0] = 0;
+    tg.dims[0] = 0;
+    qh_compare_outputs(&te, NULL, &tg, &r);
+    cr_expect_eq(r.total, 0);
+    cr_expect_eq(r.errors, 0);
+}
