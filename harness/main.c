@@ -251,6 +251,33 @@ static int collect(const opts *o, qh_case_list *list, found_counts *found)
     return 0;
 }
 
+/* Closes the backend's worker, asking the backend to close first: when that crashed or hung,
+ * fills `row` ("<close>", CRASHED or TIMEOUT), prints its line (even with --quiet: it is
+ * never a pass) and returns 1; else 0. */
+static int finish_backend(qh_backend *be, qh_result *row, int64_t number)
+{
+    char why[512];
+    int rc = qh_backend_finish(be, why, sizeof why);
+    if (rc != QH_DIED && rc != QH_HUNG)
+        return 0; /* closed, or the run was interrupted (reported on the SUMMARY line) */
+    memset(row, 0, sizeof *row);
+    row->number = number;
+    row->name = strdup("<close>");
+    row->path = strdup("");
+    row->backend = be->spec;
+    row->status = rc == QH_DIED ? QH_CRASHED : QH_TIMEOUT;
+    row->summary = qh_clean_dup(why, strlen(why), QH_CLEAN_LINE_MAX);
+    qh_sb line = {0};
+    qh_sb_printf(&line, "%lld:%s <close> (%s) __REPRO: qmmcheck run --backend ", (long long)number,
+                 qh_case_status_name(row->status), row->summary ? row->summary : "");
+    qh_sb_shell_word(&line, be->spec);
+    qh_sb_puts(&line, " --vectors DIR");
+    printf("%s\n", line.s ? line.s : "");
+    qh_sb_free(&line);
+    fflush(stdout);
+    return 1;
+}
+
 /* Why a run judged no case, for the EXIT_EMPTY message. */
 static const char *empty_reason(const found_counts *f, int64_t total)
 {
@@ -433,8 +460,9 @@ static int cmd_run(int argc, char **argv)
         return rc;
     }
 
-    size_t n = list.count * (size_t)o.n_backends;
-    qh_result *results = calloc(n ? n : 1, sizeof *results);
+    /* one row per case and backend, and room for one "<close>" row per backend */
+    size_t n = (list.count + 1) * (size_t)o.n_backends;
+    qh_result *results = calloc(n, sizeof *results);
     if (!results) {
         fprintf(stderr, "qmmcheck: out of memory\n");
         return EXIT_BAD;
@@ -479,6 +507,12 @@ static int cmd_run(int argc, char **argv)
             k++;
         }
     }
+    for (int j = 0; j < o.n_backends; j++)
+        if (finish_backend(&bes[j], &results[k], (int64_t)k + 1)) {
+            sum.counts[results[k].status]++;
+            sum.total++;
+            k++;
+        }
     int sig = qh_interrupted;
     if (sig)
         sum.interrupted = sig == SIGINT ? "SIGINT" : "SIGTERM";

@@ -283,14 +283,20 @@ Test(cli_out, forged_name_prints_no_forged_line_and_reports_stay_valid)
                  "the JUnit report is not well-formed XML");
 }
 
-/* The fake plugin (tests/plugins/fake_backend.c, all zeros) beside the qmmcheck under test. */
-static void fake_plugin_path(char *buf, size_t size)
+/* A test plugin of the build under test, by its path below the build's tests/ directory. */
+static void test_plugin_path(char *buf, size_t size, const char *leaf)
 {
     const char *q = env("QMMCHECK");
     const char *slash = strrchr(q, '/');
     cr_assert(slash);
-    snprintf(buf, size, "%.*s/../tests/libqmm_fake_backend.so", (int)(slash - q), q);
+    snprintf(buf, size, "%.*s/../tests/%s", (int)(slash - q), q, leaf);
     cr_assert(access(buf, R_OK) == 0, "%s is not built", buf);
+}
+
+/* The fake plugin (tests/plugins/fake_backend.c, all zeros). */
+static void fake_plugin_path(char *buf, size_t size)
+{
+    test_plugin_path(buf, size, "libqmm_fake_backend.so");
 }
 
 Test(cli_out, diff_saves_a_qmm_meta_that_loads_back_whatever_the_backend_is_called)
@@ -451,4 +457,23 @@ Test(cli_out, sigterm_writes_both_reports_and_exits_143)
                               "p=t.find(\".//property[@name=\\\"interrupted\\\"]\"); "
                               "assert p is not None and p.get(\"value\") == \"SIGTERM\"", xml),
                  0, "the JUnit report");
+}
+
+Test(cli_out, a_crash_in_close_is_a_counted_row)
+{
+    char hostile[1024], json[512];
+    test_plugin_path(hostile, sizeof hostile, "plugins/libqmm_hostile.so");
+    snprintf(json, sizeof json, "%s/r.json", tmpdir);
+    char *out;
+    int rc = qmmcheck(&out, "run -q --backend '%s:mode=crash_close' --vectors vectors/seeds "
+                            "--report json:%s", hostile, json);
+    cr_expect_eq(rc, 1, "%s", out);
+    cr_expect_eq(count_lines_starting(out, "4:CRASHED <close> (close crashed"), 1, "%s", out);
+    cr_expect(strstr(out, "SUMMARY: total:4 ") && strstr(out, " crashed:1 "), "%s", out);
+    free(out);
+    cr_expect_eq(python_check("import json,sys; r=json.load(open(sys.argv[1])); "
+                              "c=r[\"cases\"][-1]; assert c[\"name\"] == \"<close>\"; "
+                              "assert c[\"status\"] == \"crashed\", c; "
+                              "assert r[\"summary\"][\"crashed\"] == 1", json),
+                 0, "the JSON report has no <close> row");
 }
