@@ -574,3 +574,35 @@ Test(compare, mismatches_at_block_edges_are_all_found)
     cr_expect_eq(r.total, 0);
     cr_expect_eq(r.errors, 0);
 }
+
+/* ---- an interrupted call -------------------------------------------------------------- */
+
+Test(interrupted, a_call_cut_short_by_a_signal_is_an_error)
+{
+    qh_problem p;
+    qlm_problem(&p, 2, 2, 3, 1, 1, 1.0, 0);
+    char dir[] = "/tmp/qmm-guard-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    qh_error err = {{0}};
+    cr_assert_eq(qh_problem_write_dir(dir, &p, NULL, NULL, &err), 0, "%s", err.msg);
+    qh_isolation iso = {.isolate = 1, .timeout_s = 5, .memory_limit = 0};
+    qh_backend hb;
+    cr_assert_eq(qh_backend_open_isolated("reference", &iso, &hb, &err), 0, "%s", err.msg);
+    qh_case_ref ref = {.dir = dir, .name = "case", .data_set = 0};
+    qh_eval_opts o;
+    memset(&o, 0, sizeof o);
+    o.invoke.isolate = 1;
+    o.invoke.timeout_s = 5;
+    qh_interrupted = SIGINT; /* as qmmcheck's handler sets it */
+    qh_result res;
+    qh_eval_case(&ref, &hb, &o, &res);
+    qh_interrupted = 0;
+    cr_expect_str_eq(qh_case_status_name(res.status), "ERROR");
+    cr_expect_str_eq(res.summary ? res.summary : "", "interrupted");
+    qh_result_free(&res);
+    qh_backend_close(&hb);
+    qh_problem_free(&p);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
