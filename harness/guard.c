@@ -3,10 +3,13 @@
 #define _GNU_SOURCE 1 /* REG_ERR in ucontext: tells a write fault from a read fault */
 #include "harness/guard.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -165,11 +168,13 @@ void qh_guard_free(qh_guarded *g)
 
 /* ---- sealing and retiring ------------------------------------------------------------- */
 
-/* The process's thread count (field 20 of /proc/self/stat); 0 when unknown. */
-static long thread_count(void)
+/* The state letter of /proc/self/task/TID/stat ('R' running or runnable, 'S' sleeping...),
+ * or 0 when it cannot be read. */
+static char task_state(const char *tid)
 {
-    char buf[1024];
-    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%s/stat", tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;
     ssize_t n = read(fd, buf, sizeof buf - 1);
@@ -177,16 +182,26 @@ static long thread_count(void)
     if (n <= 0)
         return 0;
     buf[n] = '\0';
-    /* the command name (field 2) may hold spaces and parentheses: count from its last ')' */
-    char *p = strrchr(buf, ')');
-    for (int field = 2; p && field < 20; field++)
-        p = strchr(p + 1, ' ');
-    if (!p)
+    /* the command name may hold spaces and parentheses: the state follows its last ')' */
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* 1 when a thread other than the caller is running or waiting for a CPU: one that could be
+ * about to write into a sealed output. Sleeping threads (an idle pool) do not count. */
+static int other_thread_runnable(void)
+{
+    char self[24];
+    snprintf(self, sizeof self, "%ld", (long)syscall(SYS_gettid));
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
         return 0;
-    long v = 0;
-    for (p++; *p >= '0' && *p <= '9'; p++)
-        v = v * 10 + (*p - '0');
-    return v;
+    int found = 0;
+    for (struct dirent *e; !found && (e = readdir(d)) != NULL;)
+        found = e->d_name[0] != '.' && strcmp(e->d_name, self) != 0 &&
+                task_state(e->d_name) == 'R';
+    closedir(d);
+    return found;
 }
 
 void qh_guard_seal(qh_guarded *g, int n)
@@ -197,10 +212,13 @@ void qh_guard_seal(qh_guarded *g, int n)
         h_put(&g[i], H_SEALED); /* first: a write that faults from now on is "after return" */
         mprotect(body_start(&g[i]), body_len(&g[i]), PROT_READ);
     }
-    if (thread_count() > 1) {
-        struct timespec ts = {0, QH_GUARD_GRACE_NS};
-        while (nanosleep(&ts, &ts) != 0) {
-        }
+    /* The grace period: while another thread runs, it may be a thread the backend left
+     * writing; give it up to QH_GUARD_GRACE_NS to fault here, inside the call that made it.
+     * A single-threaded process, or one whose other threads sleep, pays one look at /proc. */
+    const long step = 200000;
+    for (long waited = 0; waited < QH_GUARD_GRACE_NS && other_thread_runnable(); waited += step) {
+        struct timespec ts = {0, step};
+        nanosleep(&ts, NULL);
     }
 }
 

@@ -26,9 +26,9 @@
 /* Inaccessible bytes on each side of a tensor. Reserved address space only: PROT_NONE pages
  * cost no memory and do not count against RLIMIT_DATA. */
 #define QH_GUARD_ZONE ((size_t)4 << 20)
-/* How long qh_guard_seal waits, when the process has more than one thread, for a thread the
- * backend left running to write into the sealed output. */
-#define QH_GUARD_GRACE_NS 3000000L
+/* The longest qh_guard_seal waits, while another thread of the process is running, for a
+ * thread the backend left running to write into the sealed output. */
+#define QH_GUARD_GRACE_NS 10000000L
 
 typedef struct qh_guarded {
     unsigned char *map;   /* the whole mapping, zones included */
@@ -63,9 +63,10 @@ void qh_guard_install_handler(const qh_guarded *regions, int n, int fd, qh_fault
 
 /* Called by the worker right after the backend returns, before reading the output: makes the
  * writable regions read-only, so a later write by a thread the backend left running faults
- * inside y ("wrote into y after the call returned"). When the process has more than one
- * thread it then waits QH_GUARD_GRACE_NS, so such a thread is caught within the call that
- * made it (a single-threaded process pays nothing). */
+ * inside y ("wrote into y after the call returned"). While another thread of the process is
+ * running or runnable it then waits, at most QH_GUARD_GRACE_NS, so such a thread is caught
+ * within the call that made it; when every other thread sleeps (an idle pool) or there is
+ * none, it only looks at /proc/self/task once. */
 void qh_guard_seal(qh_guarded *g, int n);
 
 /* Called by the worker at the end of a call instead of qh_guard_free: makes the regions
