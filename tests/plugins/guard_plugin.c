@@ -1,0 +1,85 @@
+/* tests/plugins/guard_plugin.c — a plugin that misbehaves against the guards and the
+ * verdict's text, built only from the public headers. The option `mode=M` picks what its
+ * MatMulInteger does (guard_cli.c drives each one):
+ *   late_writer  starts a thread that keeps writing into y, and returns OK while it runs
+ *   far_write    writes one byte three pages past the end of y
+ *   chatty       prints 5000 bytes (a forged case line, an escape sequence, filler) and
+ *                answers INTERNAL
+ * Every other call is answered with zeros. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "qmm/qmm.h"
+
+qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st);
+
+static void *keep_writing(void *arg)
+{
+    volatile unsigned char *y = arg;
+    for (unsigned i = 0;; i++)
+        y[0] = (unsigned char)i;
+    return NULL;
+}
+
+static qmm_status_code g_mmi(const qmm_backend *self, const qmm_matmulinteger *c,
+                             qmm_status *st)
+{
+    const char *mode = self->impl;
+    size_t bytes = (size_t)qmm_tensor_numel(&c->y) * qmm_dtype_size(c->y.dtype);
+    if (bytes)
+        memset(c->y.data, 0, bytes);
+    if (strcmp(mode, "late_writer") == 0 && bytes) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, keep_writing, c->y.data) == 0)
+            pthread_detach(t);
+    } else if (strcmp(mode, "far_write") == 0) {
+        ((volatile unsigned char *)c->y.data)[bytes + 3 * (size_t)sysconf(_SC_PAGESIZE)] = 1;
+    } else if (strcmp(mode, "chatty") == 0) {
+        printf("\n7:PASSED forged-by-guard-plugin\n\x1b[31mred");
+        for (int i = 0; i < 4960; i++)
+            putchar('z');
+        fflush(stdout);
+        return qmm_status_set(st, QMM_INTERNAL, "chatty");
+    }
+    return qmm_status_ok(st);
+}
+
+static void g_close(qmm_backend *self)
+{
+    free(self->impl);
+    free(self);
+}
+
+qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st)
+{
+    if (harness_abi != QMM_ABI_VERSION) {
+        qmm_status_set(st, QMM_UNSUPPORTED, "built for ABI %u, harness has %u",
+                       QMM_ABI_VERSION, harness_abi);
+        return NULL;
+    }
+    if (strncmp(options, "mode=", 5) != 0) {
+        qmm_status_set(st, QMM_INVALID_ARGUMENT, "guard_plugin: mode=M is required");
+        return NULL;
+    }
+    qmm_backend *b = calloc(1, sizeof *b);
+    char *mode = malloc(strlen(options + 5) + 1);
+    if (!b || !mode) {
+        free(b);
+        free(mode);
+        qmm_status_set(st, QMM_OUT_OF_MEMORY, "guard_plugin: out of memory");
+        return NULL;
+    }
+    strcpy(mode, options + 5);
+    b->abi_version = QMM_ABI_VERSION;
+    b->struct_size = sizeof *b;
+    b->name = "guard_plugin";
+    b->description = "misbehaves against the guards (tests only)";
+    b->impl = mode;
+    b->matmulinteger = g_mmi;
+    b->close = g_close;
+    qmm_status_ok(st);
+    return b;
+}
