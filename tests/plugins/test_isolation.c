@@ -116,6 +116,9 @@ Test(isolation, hang_in_query_is_a_timeout)
 Test(isolation, crash_in_close_leaves_the_run_and_reports_whole)
 {
     char *out = expect_run("crash_close", "", 1);
+    cr_assert_eq(count_lines_with(out, ":CRASHED <close> (close crashed: killed by SIG"), 1,
+                 "%s", out);
+    cr_assert(strstr(out, "crashed:1"), "%s", out);
     free(out);
 }
 
