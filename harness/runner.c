@@ -277,9 +277,6 @@ static int64_t next_fill(const qmm_tensor *y, int64_t from, int64_t n, unsigned 
     return n;
 }
 
-#define FIRST_FILL 0xa5  /* what qh_invoke fills the output with by default */
-#define SECOND_FILL 0x5a
-
 /* A backend answered OK. An element still holding the fill may be unwritten, or written with
  * a value that happens to be the fill (165 everywhere is a right answer for K = 0): only then
  * is the call run again with another fill, and an element holding the fill both times was
@@ -289,12 +286,15 @@ static int check_unwritten(qh_case *c, qh_backend *hb, const qh_eval_opts *o,
                            const qh_invocation *first, verdict *v)
 {
     const qmm_tensor *y = &first->y;
+    /* qh_invoke's fill (0xa5 unless asked otherwise), then its complement (0x5a) */
+    const unsigned char fill1 = o->invoke.fill ? o->invoke.fill : 0xa5;
+    const unsigned char fill2 = (unsigned char)~fill1;
     int64_t n = qmm_tensor_numel(y);
-    int64_t i0 = n > 0 ? next_fill(y, 0, n, FIRST_FILL) : 0;
+    int64_t i0 = n > 0 ? next_fill(y, 0, n, fill1) : 0;
     if (i0 >= n)
         return 0;
     qh_invoke_opts io = o->invoke;
-    io.fill = SECOND_FILL;
+    io.fill = fill2;
     qh_invocation again;
     clean_text t;
     if (qh_invoke(hb, &c->call, &io, &again) != 0) {
@@ -314,8 +314,8 @@ static int check_unwritten(qh_case *c, qh_backend *hb, const qh_eval_opts *o,
     }
     int64_t unwritten = 0, changed = 0, first_unwritten = -1, first_changed = -1;
     size_t es = qmm_dtype_size(y->dtype);
-    for (int64_t i = i0; i < n; i = next_fill(y, i + 1, n, FIRST_FILL)) {
-        if (element_is_fill(&again.y, i, SECOND_FILL)) {
+    for (int64_t i = i0; i < n; i = next_fill(y, i + 1, n, fill1)) {
+        if (element_is_fill(&again.y, i, fill2)) {
             if (unwritten++ == 0)
                 first_unwritten = i;
         } else if (memcmp((const char *)again.y.data + (size_t)i * es,
@@ -332,7 +332,7 @@ static int check_unwritten(qh_case *c, qh_backend *hb, const qh_eval_opts *o,
                      (long long)n);
         qh_sb_printf(&v->detail, "    first unwritten element: index %lld; it kept the "
                      "output's fill byte in two runs with different fills (0x%02x, 0x%02x)\n",
-                     (long long)first_unwritten, FIRST_FILL, SECOND_FILL);
+                     (long long)first_unwritten, fill1, fill2);
     } else if (changed) {
         v->status = QH_FAILED;
         qh_sb_puts(&v->summary, "not deterministic: ");
