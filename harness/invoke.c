@@ -255,12 +255,12 @@ static void report_fault(int fd, const char *sentence)
 
 /* A message of n bytes at p with room for one file descriptor (the output's memfd). */
 typedef struct fd_msg {
+    struct iovec iov;
+    struct msghdr mh;
     union {
         char buf[CMSG_SPACE(sizeof(int))];
         struct cmsghdr align;
     } cb;
-    struct iovec iov;
-    struct msghdr mh;
 } fd_msg;
 
 static void fd_msg_init(fd_msg *m, void *p, size_t n)
@@ -448,6 +448,15 @@ static void worker_main(const char *spec, int fd)
     _exit(0); /* the parent is gone or garbled: no close, it asks for that explicitly */
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define QH_NO_MEMORY_LIMIT 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define QH_NO_MEMORY_LIMIT 1
+#endif
+#endif
+
+#ifndef QH_NO_MEMORY_LIMIT
 /* The worker's data size now (VmData), before the backend is opened: qmmcheck's own
  * libraries (cuBLASLt's data alone is large) do not count against the backend's limit. */
 static uint64_t data_in_use(void)
@@ -462,6 +471,7 @@ static uint64_t data_in_use(void)
         fclose(f);
     return (uint64_t)kb * 1024;
 }
+#endif
 
 /* The data-size limit: `limit` bytes beyond what the worker uses before opening the backend.
  * RLIMIT_DATA rather than RLIMIT_AS: it counts the backend's heap (brk and private writable
@@ -469,13 +479,6 @@ static uint64_t data_in_use(void)
  * space merely reserved (guard zones, thread stacks, code). */
 static void apply_memory_limit(uint64_t limit)
 {
-#if defined(__SANITIZE_ADDRESS__)
-#define QH_NO_MEMORY_LIMIT 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define QH_NO_MEMORY_LIMIT 1
-#endif
-#endif
 #ifdef QH_NO_MEMORY_LIMIT
     /* AddressSanitizer's shadow memory is a private mapping of terabytes: any limit would
      * fail the worker's first allocation, so the limit is not applied in such builds. */
