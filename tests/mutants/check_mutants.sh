@@ -20,7 +20,7 @@ mutants=(
   "ignore-b-scale-per-column|FAILED|errors:[0-9]+|"
   "ignore-a-zero-point|FAILED|errors:[0-9]+|"
   "drop-last-k|FAILED|errors:[0-9]+|"
-  "write-past-output|FAILED|wrote 1 byte past y|"
+  "write-past-output|FAILED|wrote 1 byte past the end of y|"
   "write-input|FAILED|wrote into input [aA]|"
   "crash-k0|CRASHED|killed by SIGSEGV|"
   "hang-m1|TIMEOUT|no answer within|--timeout 1"
