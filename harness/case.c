@@ -347,7 +347,7 @@ static int need(const qmm_tensor *const *in, int32_t n, int32_t i, const char *o
 {
     if (i < n && in[i] && in[i]->dtype != QMM_DTYPE_UNDEFINED)
         return 0;
-    snprintf(err->msg, sizeof err->msg, "%s: required input %d (%s) is missing", op, i, what);
+    snprintf(err->msg, sizeof err->msg, "NodeProto.input: %s: required input %d (%s) is missing", op, i, what);
     return -1;
 }
 
@@ -453,7 +453,7 @@ int qh_call_build_node(const char *op_type, const char *domain, int64_t opset,
         static const char *names[8] = {"a",      "a_scale",      "a_zero_point", "b",
                                        "b_scale", "b_zero_point", "y_scale",      "y_zero_point"};
         if (n != 8) {
-            snprintf(err->msg, sizeof err->msg, "QLinearMatMul: %d inputs, expected 8", n);
+            snprintf(err->msg, sizeof err->msg, "NodeProto.input: QLinearMatMul: %d inputs, expected 8", n);
             return -1;
         }
         for (int32_t i = 0; i < 8; i++)
@@ -480,11 +480,11 @@ int qh_call_build_node(const char *op_type, const char *domain, int64_t opset,
         static const char *names[5] = {"A", "scale_A", "B", "scale_B", "scale_Y"};
         if (opset < 1) {
             snprintf(err->msg, sizeof err->msg,
-                     "QOrderedMatMul: the model imports no com.microsoft opset (version 1)");
+                     "ModelProto.opset_import: QOrderedMatMul: the model imports no com.microsoft opset (version 1)");
             return -1;
         }
         if (n < 5 || n > 8) {
-            snprintf(err->msg, sizeof err->msg, "QOrderedMatMul: %d inputs, expected 5 to 8", n);
+            snprintf(err->msg, sizeof err->msg, "NodeProto.input: QOrderedMatMul: %d inputs, expected 5 to 8", n);
             return -1;
         }
         for (int32_t i = 0; i < 5; i++)

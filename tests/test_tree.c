@@ -332,3 +332,16 @@ Test(tree, unknown_operator_names_the_field)
                                "(expected QLinearMatMul, MatMulInteger or com.microsoft "
                                "QOrderedMatMul)");
 }
+
+static void drop_last_input(qh_model *m)
+{
+    m->n_inputs--;
+}
+
+Test(tree, missing_node_input_names_the_field)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    removed("q/test_data_set_0/input_7.pb");
+    edit_model("q", drop_last_input);
+    expect_one_error(vec, "q", "q/model.onnx: NodeProto.input: QLinearMatMul: 7 inputs, expected 8");
+}
