@@ -205,7 +205,7 @@ Test(cli_out, numeric_options_are_strict)
         {"bench --backend reference --shape ' 1x2x3' --reps 1", "--shape"},
         {"bench --backend reference --shape 1x2x3 --threads +2 --reps 1", "--threads"},
         {"bench --backend reference --shape 1x2x3 --reps 1x", "--reps"},
-        {"export --suite all --out x --seed ' 1'", "--seed"},
+        {"export --suite all --out /tmp/qmm-strict-seed-never-written --seed ' 1'", "--seed"},
         {"fingerprint --backend reference --timeout 1e3", "--timeout"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
