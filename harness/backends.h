@@ -74,4 +74,12 @@ void qh_warn_no_query(const char *spec);
 /* The built-in backend names, NULL-terminated, for `qmmcheck list --backends`. */
 extern const char *const qh_builtin_backends[];
 
+/* Calls into an open backend's table in this process (the worker's, or the harness's own when
+ * not isolated): through the harness's copy of the table, with the backend's own pointer as
+ * `self`. qh_backend_call runs the call's operator (UNSUPPORTED for one the table lacks);
+ * qh_backend_ask asks the capability query on a copy of the call, so the query cannot change
+ * what runs, and answers QMM_OK or QMM_UNSUPPORTED (OK when there is no query). */
+qmm_status_code qh_backend_call(const qh_backend *b, qmm_call *c, qmm_status *st);
+qmm_status_code qh_backend_ask(const qh_backend *b, const qmm_call *call, qmm_status *st);
+
 #endif /* QMM_HARNESS_BACKENDS_H */
