@@ -33,7 +33,7 @@ const char *const qh_builtin_backends[] = {"reference", "optimized",
 #endif
                                            NULL};
 
-static int is_plugin_name(const char *name)
+int qh_spec_is_plugin(const char *name)
 {
     size_t n = strlen(name);
     return strchr(name, '/') != NULL || (n > 3 && strcmp(name + n - 3, ".so") == 0);
@@ -101,7 +101,7 @@ int qh_backend_open(const char *spec, qh_backend *out, qh_error *err)
         *colon = '\0';
         options = colon + 1;
     }
-    if (is_plugin_name(name))
+    if (qh_spec_is_plugin(name))
         return open_plugin(name, options, out, err);
     for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++) {
         if (strcmp(builtins[i].name, name) != 0)
@@ -150,43 +150,8 @@ void qh_warn_no_query(const char *spec)
     fprintf(stderr, "qmmcheck: warning: %s has no capability query; every call is run\n", spec);
 }
 
-int qh_backend_open_isolated(const char *spec, const qh_isolation *iso, qh_backend *out,
-                             qh_error *err)
+void qh_backend_release(qh_backend *b)
 {
-    char name[1024];
-    snprintf(name, sizeof name, "%s", spec);
-    char *colon = strchr(name, ':');
-    if (colon)
-        *colon = '\0';
-    int plugin = is_plugin_name(name);
-    int isolated = iso->isolate < 0 ? plugin : iso->isolate;
-    if (!isolated) {
-        if (qh_backend_open(spec, out, err) != 0)
-            return -1;
-        out->iso = *iso;
-        if (plugin && !out->table.query)
-            qh_warn_no_query(name);
-        return 0;
-    }
-    memset(out, 0, sizeof *out);
-    if (strlen(spec) >= sizeof out->spec) {
-        snprintf(err->msg, sizeof err->msg, "backend spec too long");
-        return -1;
-    }
-    memcpy(out->spec, spec, strlen(spec) + 1);
-    out->is_plugin = plugin;
-    out->isolated = 1;
-    out->iso = *iso;
-    if (qh_worker_open(out, err) != 0)
-        return -1;
-    if (plugin && !out->broken[0] && !out->has_query)
-        qh_warn_no_query(name);
-    return 0;
-}
-
-void qh_backend_close(qh_backend *b)
-{
-    qh_worker_stop(b);
     if (b->be && b->table.close)
         b->table.close(b->be);
     if (b->dl)

@@ -52,21 +52,17 @@ typedef struct qh_backend {
  * mismatch, a table too small, a NULL table or options the backend rejects. */
 int qh_backend_open(const char *spec, qh_backend *out, qh_error *err);
 
-/* Opens the backend as `iso` says: in process (as qh_backend_open), or in a worker. Isolated,
- * the worker opens the backend and answers within iso->timeout_s: -1 with err when the entry
- * point refuses (NULL, ABI, options); 0 when it is open — or when the open crashed or hung,
- * which marks the backend broken: every later qh_invoke fails naming why. */
-int qh_backend_open_isolated(const char *spec, const qh_isolation *iso, qh_backend *out,
-                             qh_error *err);
-
 /* Copies a backend's table into the harness's full-size `copy`, zero-filling what an older
  * (smaller struct_size) table lacks. -1 with a message for a table smaller than the fixed
  * header every version has (abi_version through impl). */
 int qh_table_adopt(const qmm_backend *raw, qmm_backend *copy, char *msg, size_t size);
 
-/* Closes the backend; stops its worker (asking it to close the backend) if it has one. Safe
- * after qh_backend_finish. */
-void qh_backend_close(qh_backend *b);
+/* Closes an in-process backend: its close, then the plugin's library (qh_backend_close in
+ * harness/invoke.h also stops a worker first). */
+void qh_backend_release(qh_backend *b);
+
+/* Whether the NAME part of a spec names a plugin (it holds a '/' or ends in ".so"). */
+int qh_spec_is_plugin(const char *name);
 
 /* Warns on stderr, once per plugin, that it has no capability query. */
 void qh_warn_no_query(const char *spec);

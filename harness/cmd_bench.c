@@ -352,6 +352,6 @@ int qh_cmd_bench(int argc, char **argv)
     if (rc == 0 && report)
         rc = write_json(report, qb.be->name, types, eff_threads, const_b, peak, loop, res,
                         nshapes);
-    qh_backend_close(&qb);
+    qh_backend_release(&qb);
     return rc;
 }

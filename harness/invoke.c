@@ -45,6 +45,48 @@ static unsigned char fill_of(const qh_invoke_opts *o)
     return o && o->fill ? o->fill : DEFAULT_FILL;
 }
 
+/* ---- opening and closing ---------------------------------------------------------------- */
+
+int qh_backend_open_isolated(const char *spec, const qh_isolation *iso, qh_backend *out,
+                             qh_error *err)
+{
+    char name[1024];
+    snprintf(name, sizeof name, "%s", spec);
+    char *colon = strchr(name, ':');
+    if (colon)
+        *colon = '\0';
+    int plugin = qh_spec_is_plugin(name);
+    int isolated = iso->isolate < 0 ? plugin : iso->isolate;
+    if (!isolated) {
+        if (qh_backend_open(spec, out, err) != 0)
+            return -1;
+        out->iso = *iso;
+        if (plugin && !out->table.query)
+            qh_warn_no_query(name);
+        return 0;
+    }
+    memset(out, 0, sizeof *out);
+    if (strlen(spec) >= sizeof out->spec) {
+        snprintf(err->msg, sizeof err->msg, "backend spec too long");
+        return -1;
+    }
+    memcpy(out->spec, spec, strlen(spec) + 1);
+    out->is_plugin = plugin;
+    out->isolated = 1;
+    out->iso = *iso;
+    if (qh_worker_open(out, err) != 0)
+        return -1;
+    if (plugin && !out->broken[0] && !out->has_query)
+        qh_warn_no_query(name);
+    return 0;
+}
+
+void qh_backend_close(qh_backend *b)
+{
+    qh_worker_stop(b);
+    qh_backend_release(b);
+}
+
 /* ---- in process ----------------------------------------------------------------------- */
 
 static int invoke_here(qh_backend *b, const qmm_call *call, unsigned char fill,

@@ -7,6 +7,17 @@
 #include "harness/backends.h"
 #include "qmm/qmm.h"
 
+/* Opens the backend as `iso` says: in process (as qh_backend_open), or in a worker. Isolated,
+ * the worker opens the backend and answers within iso->timeout_s: -1 with err when the entry
+ * point refuses (NULL, ABI, options); 0 when it is open — or when the open crashed or hung,
+ * which marks the backend broken: every later qh_invoke fails naming why. */
+int qh_backend_open_isolated(const char *spec, const qh_isolation *iso, qh_backend *out,
+                             qh_error *err);
+
+/* Closes the backend; stops its worker (asking it to close the backend) if it has one. Safe
+ * after qh_backend_finish. */
+void qh_backend_close(qh_backend *b);
+
 typedef struct qh_invoke_opts {
     int isolate;        /* run the call in a forked worker (crash/hang isolation) */
     double timeout_s;   /* with isolate: per-call limit, <= 0 for none */

@@ -837,7 +837,7 @@ Test(backend, optimized_cpu_is_unsupported)
     cr_expect_eq(b.be->query(b.be, &v.call, &st), QMM_UNSUPPORTED);
     cr_expect(strstr(st.message, "QOrderedMatMul"), "%s", st.message);
     cr_expect_eq(qmm_backend_run(b.be, &v.call, &st), QMM_UNSUPPORTED);
-    qh_backend_close(&b);
+    qh_backend_release(&b);
 }
 
 Test(backend, expectation_under_each_profile)
