@@ -2,6 +2,9 @@
 include(CMakePackageConfigHelpers)
 
 install(DIRECTORY include/qmm DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The contract the headers implement (include/qmm/ops.h points at it), where packaged docs go:
+# share/doc/<package>, under the package's name qmm rather than the project's.
+install(FILES docs/semantics.md DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/qmm)
 # The reference's own API (geometry, parameter maps, exact explain) for tools built on it.
 install(FILES reference/qmm_reference.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/qmm
         RENAME reference.h)

@@ -11,6 +11,8 @@ export CC="$cc" CFLAGS="-O1 $flags" LDFLAGS="$flags"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+# the contract the installed headers point at
+grep -q "^## 1\. Shapes" "$tmp/prefix/share/doc/qmm/semantics.md"
 cmake -S "$src/tests/install" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
 cmake --build "$tmp/consumer" >/dev/null
 "$tmp/consumer/consumer_ref"
