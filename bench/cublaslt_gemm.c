@@ -1,5 +1,6 @@
-/* bench/cublaslt_gemm.c — the GPU benchmark of DESIGN §7 / issue 7: the cuda backend's exact
- * QLinearMatMul pipeline against a plain cuBLASLt int8 GEMM, both on device-resident data.
+/* bench/cublaslt_gemm.c — the GPU benchmark of issue 7 (contract: docs/semantics.md §6): the cuda
+ * backend's exact QLinearMatMul pipeline against a plain cuBLASLt int8 GEMM, both on
+ * device-resident data.
  *
  *   qmm_cublaslt_bench [--reps N] [SIZE ...]        (default sizes 4096 8192: SIZE^3 problems)
  *

@@ -1,6 +1,6 @@
 /* harness/cmd_diff.c — `qmmcheck diff`: seeded random differential testing of two backends
- * (DESIGN §5). Problem I of seed S is generated from (S, I) alone, so any difference can be
- * replayed on its own with --problem I. */
+ * (docs/architecture.md §2). Problem I of seed S is generated from (S, I) alone, so any difference
+ * can be replayed on its own with --problem I. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* harness/cmd_export.c — `qmmcheck export`: writes the edge-case suites as ONNX node-test
- * directories (DESIGN §5, §6). */
+ * directories (docs/architecture.md §2, docs/formats.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

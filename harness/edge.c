@@ -68,7 +68,8 @@ static const qh_edge_suite suites[] = {
               "(float, float16, bfloat16 scales)",
      11},
     {"zero-points", "MatMulInteger with and without zero points, per-row and per-column", 12},
-    {"invalid", "one case per input rule of DESIGN §2.2/§2.3: expected INVALID_ARGUMENT", 13},
+    {"invalid", "one case per input rule of docs/semantics.md §2.5/§3: expected INVALID_ARGUMENT",
+     13},
     {"random", "seeded random problems over the whole operator space (the diff generator)",
      14},
 };

@@ -1,7 +1,8 @@
 /* harness/edge.h — the edge-case generator: named, tagged suites of hand-constructed problems
  * (rounding ties, near-ties, saturation, int16 pair-sum extremes, every parameter form,
  * broadcasting, 1-D operands, empty dimensions, int32 accumulator overflow, subnormal and huge
- * scales, every type combination, zero points, one invalid case per rule of DESIGN §2.2).
+ * scales, every type combination, zero points, one invalid case per rule of docs/semantics.md
+ * §2.5).
  *
  * Deterministic: a suite and a seed give the same cases, byte for byte, on every machine.
  * Expected outputs come from the exact reference (qmm_ref_compute). docs/edge-suites.md says

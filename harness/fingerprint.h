@@ -1,4 +1,5 @@
-/* harness/fingerprint.h — which semantics profile does a backend behave like (DESIGN §3, §5)?
+/* harness/fingerprint.h — which semantics profile does a backend behave like (docs/semantics.md
+ * §5)?
  *
  * A small built-in suite of problems on which the profiles disagree (ties with odd and even
  * zero points, float32 near-ties, accumulators past 2^24 and past int32, saturation, float16

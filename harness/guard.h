@@ -1,4 +1,5 @@
-/* harness/guard.h — memory guards around a backend call (DESIGN §5).
+/* harness/guard.h — memory guards around a backend call (docs/architecture.md §2,
+ * docs/isolation.md).
  *
  * Every tensor lives in its own mapping with an inaccessible zone of QH_GUARD_ZONE bytes on
  * each side, so a stray access up to that far before or past a tensor faults inside that

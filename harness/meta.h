@@ -1,4 +1,5 @@
-/* harness/meta.h — the qmm.meta sidecar: what ONNX cannot say about a case (DESIGN §6).
+/* harness/meta.h — the qmm.meta sidecar: what ONNX cannot say about a case (docs/architecture.md
+ * §2, docs/formats.md).
  *
  * Format (docs/formats.md): UTF-8 text, one `key = value` per line; blank lines and lines
  * starting with '#' are ignored; keys are lower-case [a-z_]+; surrounding white space is

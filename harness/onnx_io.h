@@ -1,5 +1,6 @@
-/* harness/onnx_io.h — native reader and writer for ONNX node-test directories (DESIGN §6):
- * model.onnx (ModelProto with one node) and test_data_set_N/{input,output}_i.pb (TensorProto).
+/* harness/onnx_io.h — native reader and writer for ONNX node-test directories (docs/architecture.md
+ * §2, docs/formats.md): model.onnx (ModelProto with one node) and
+ * test_data_set_N/{input,output}_i.pb (TensorProto).
  *
  * Only the protobuf fields a node test uses are interpreted; every other field is skipped by
  * wire type. Malformed input never crashes the reader: it returns -1 and an error that names

@@ -528,7 +528,7 @@ int qh_problem_random(qh_problem *p, qh_rng *r, const qh_random_opts *o)
                                            : pick_zp(r, ty, zkind_y));
     }
 
-    /* now and then, break one rule of DESIGN §2.2 on purpose */
+    /* now and then, break one rule of docs/semantics.md §2.5 on purpose */
     if (o && o->invalid_per_mille > 0 && qh_rng_range(r, 0, 999) < o->invalid_per_mille) {
         int kind = (int)qh_rng_range(r, 0, qlm ? 3 : 1);
         if (kind == 0) {

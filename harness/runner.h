@@ -1,4 +1,4 @@
-/* harness/runner.h — judging cases against backends (DESIGN §5). */
+/* harness/runner.h — judging cases against backends (docs/architecture.md §2). */
 #ifndef QMM_HARNESS_RUNNER_H
 #define QMM_HARNESS_RUNNER_H
 

@@ -1,5 +1,5 @@
-/* reference/compute.c — the exact `spec` computation (DESIGN §2.2, §2.3) and the per-element
- * explanation the harness prints.
+/* reference/compute.c — the exact `spec` computation (docs/semantics.md §2.3, §3) and the
+ * per-element explanation the harness prints.
  *
  * The accumulator is an exact int64: each term is at most 255*255 in magnitude, so it cannot
  * overflow before K reaches 2^47, and such an operand would not fit in any memory. The
@@ -57,7 +57,8 @@ static void scaled_value(requant *rq, double sa, double sb, double sy, int64_t a
     mpq_div(rq->value, rq->value, rq->tmp);
 }
 
-/* clamp(RNE(value) + zy, qmin, qmax): round first, then add the zero point (DESIGN §2.2). */
+/* clamp(RNE(value) + zy, qmin, qmax): round first, then add the zero point (docs/semantics.md
+ * §2.3). */
 static int64_t round_and_saturate(requant *rq, int64_t zy, int64_t qmin, int64_t qmax)
 {
     /* floor division: value = q + r/den with 0 <= r < den (den > 0 in canonical form) */

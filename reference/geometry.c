@@ -1,4 +1,4 @@
-/* reference/geometry.c — numpy.matmul shape rules (DESIGN §2.1). */
+/* reference/geometry.c — numpy.matmul shape rules (docs/semantics.md §1). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* reference/params.c — which quantization parameter shapes are allowed (DESIGN §2.2) and
+/* reference/params.c — which quantization parameter shapes are allowed (docs/semantics.md §2.2) and
  * where each output element finds its parameter.
  */
 #include <string.h>

@@ -1,4 +1,4 @@
-/* reference/profiles.c — the non-spec semantics profiles (DESIGN §3, docs/profiles.md).
+/* reference/profiles.c — the non-spec semantics profiles (docs/semantics.md §5, docs/profiles.md).
  *
  * Each profile imitates one implementation's arithmetic step by step, so every rounding is
  * spelled out here rather than left to the host's float types: float32, float16 and bfloat16

@@ -1,5 +1,5 @@
 /* reference/qmm_reference.h — the exact reference backend and the shape/parameter rules it
- * shares with the optimized backend and the harness (DESIGN §2).
+ * shares with the optimized backend and the harness (docs/semantics.md).
  *
  * Deliberately simple: int64 accumulation, GMP rationals for requantization. Speed is not a
  * goal; being obviously right is.
@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-/* ---- numpy.matmul geometry (DESIGN §2.1) ---------------------------------------------- */
+/* ---- numpy.matmul geometry (docs/semantics.md §1) -------------------------------------------- */
 
 typedef struct qmm_geometry {
     int64_t m, k, n;
@@ -41,7 +41,7 @@ qmm_status_code qmm_matmul_geometry(const qmm_tensor *a, const qmm_tensor *b, qm
 int64_t qmm_geometry_a_offset(const qmm_geometry *g, int64_t batch_index);
 int64_t qmm_geometry_b_offset(const qmm_geometry *g, int64_t batch_index);
 
-/* ---- quantization parameters (DESIGN §2.2) -------------------------------------------- */
+/* ---- quantization parameters (docs/semantics.md §2.2) ---------------------------------------- */
 
 typedef enum qmm_param_role {
     QMM_PARAM_A = 0, /* per-tensor or per-row of a */
@@ -75,19 +75,19 @@ double qmm_scale_decode(int32_t dtype, const void *data, int64_t index);
 
 /* ---- validation ----------------------------------------------------------------------- */
 
-/* Full validation of a call against DESIGN §2.2 / §2.3, including the shape of y. On success
- * fills the geometry. QMM_UNSUPPORTED for valid calls the reference does not compute yet
+/* Full validation of a call against docs/semantics.md §2.5 / §3, including the shape of y. On
+ * success fills the geometry. QMM_UNSUPPORTED for valid calls the reference does not compute yet
  * (float8 types). */
 qmm_status_code qmm_validate_qlinearmatmul(const qmm_qlinearmatmul *c, qmm_geometry *g,
                                            qmm_status *st);
 qmm_status_code qmm_validate_matmulinteger(const qmm_matmulinteger *c, qmm_geometry *g,
                                            qmm_status *st);
 
-/* ---- QOrderedMatMul (DESIGN §2.4, docs/qorderedmatmul.md) ---------------------------- */
+/* ---- QOrderedMatMul (docs/semantics.md §4, docs/qorderedmatmul.md) --------------------------- */
 
 /* Element offset of (r, c) in a rows x cols matrix stored in cublasLt order `order`
- * (qmm_order: COL, ROW, COL32, COL4_4R2_8C, COL32_2R_4R4), by the formulas of DESIGN §2.4
- * (COL4_4R2_8C and COL32_2R_4R4 pad rows to 8 / 32 in the leading dimension). -1 for an
+ * (qmm_order: COL, ROW, COL32, COL4_4R2_8C, COL32_2R_4R4), by the formulas of docs/semantics.md
+ * §4.2 (COL4_4R2_8C and COL32_2R_4R4 pad rows to 8 / 32 in the leading dimension). -1 for an
  * unknown order or (r, c) outside the matrix. */
 int64_t qmm_order_offset(int order, int64_t rows, int64_t cols, int64_t r, int64_t c);
 
@@ -126,7 +126,7 @@ typedef struct qmm_ref_element {
 qmm_status_code qmm_ref_explain(const qmm_call *call, int64_t index, qmm_ref_element *e,
                                 qmm_status *st);
 
-/* ---- semantics profiles (DESIGN §3, docs/profiles.md) ---------------------------------- */
+/* ---- semantics profiles (docs/semantics.md §5, docs/profiles.md) ----------------------------- */
 
 /* A complete rule for turning the integer problem into output bytes. `spec` is the contract;
  * the others reproduce what a named implementation computes, bit for bit. */
@@ -145,9 +145,9 @@ const char *qmm_profile_name(qmm_profile p);
 /* 1 and *out set when `name` is a profile's name, 0 otherwise. */
 int qmm_profile_from_name(const char *name, qmm_profile *out);
 
-/* Computes call->y under profile `p`. Validation (DESIGN §2) is the same for every profile.
- * QMM_PROFILE_SPEC is qmm_ref_compute(call, NULL, NULL, st). QOrderedMatMul is defined under
- * spec and ort-fp32 only (the others: UNSUPPORTED after validation). MatMulInteger has no
+/* Computes call->y under profile `p`. Validation (docs/semantics.md §2.5) is the same for every
+ * profile. QMM_PROFILE_SPEC is qmm_ref_compute(call, NULL, NULL, st). QOrderedMatMul is defined
+ * under spec and ort-fp32 only (the others: UNSUPPORTED after validation). MatMulInteger has no
  * requantization: every profile gives the spec result, except orion-fp16x16 (UNSUPPORTED).
  * orion-fp16x16 computes int8 only (other types: UNSUPPORTED) and answers
  * QMM_INVALID_ARGUMENT where Orion panics (an input element -128, a result clamped to -128,

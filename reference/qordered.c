@@ -1,6 +1,6 @@
-/* reference/qordered.c — QOrderedMatMul (com.microsoft, DESIGN §2.4, docs/qorderedmatmul.md):
- * the cublasLt memory orders, every input rule, the exact `spec` computation, the `ort-fp32`
- * form and the per-element explanation.
+/* reference/qordered.c — QOrderedMatMul (com.microsoft, docs/semantics.md §4,
+ * docs/qorderedmatmul.md): the cublasLt memory orders, every input rule, the exact `spec`
+ * computation, the `ort-fp32` form and the per-element explanation.
  *
  * Like compute.c the accumulator is an exact int64 and requantization is done on exact GMP
  * rationals; the ort-fp32 form rounds every step to float32 through
@@ -141,7 +141,7 @@ static qmm_status_code check_orders(const qmm_qorderedmatmul *c, qmm_status *st)
     return QMM_OK;
 }
 
-/* [] and [1] both mean one element, as everywhere in qmmcheck (DESIGN §2.2). */
+/* [] and [1] both mean one element, as everywhere in qmmcheck (docs/semantics.md §2.2). */
 static int is_scalar(const qmm_tensor *t)
 {
     return t->rank == 0 || (t->rank == 1 && t->dims[0] == 1);

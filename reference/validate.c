@@ -1,4 +1,4 @@
-/* reference/validate.c — every input rule of DESIGN §2.2 and §2.3, in one place, so the
+/* reference/validate.c — every input rule of docs/semantics.md §2.5 and §3, in one place, so the
  * computation can assume a well-formed call.
  */
 #include <math.h>

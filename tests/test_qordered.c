@@ -1,4 +1,4 @@
-/* tests/test_qordered.c — QOrderedMatMul (DESIGN §2.4, docs/qorderedmatmul.md): the five
+/* tests/test_qordered.c — QOrderedMatMul (docs/semantics.md §4, docs/qorderedmatmul.md): the five
  * cublasLt layouts, the spec and ort-fp32 computations, every rejection, the harness's loader
  * and the committed vectors/qordered cases (which this file also generates).
  *

@@ -10,8 +10,8 @@ the runtime rejects them and diverge when it returns an output.
     python3 vectors/crosscheck.py vectors/edge [--out docs/peer-report.md]
 
 QLinearMatMul cases tagged overflow-permitted also accept the result computed from the
-int32-wrapped accumulator (DESIGN §2.2); this script recomputes it exactly (Python integers and
-fractions) for the 2-D shapes those cases use.
+int32-wrapped accumulator (docs/semantics.md §2.4); this script recomputes it exactly (Python
+integers and fractions) for the 2-D shapes those cases use.
 """
 import argparse
 import datetime
@@ -243,7 +243,7 @@ def main():
         f"- command: `{cmd}`",
         f"- date: {datetime.date.today().isoformat()}",
         f"- cases: {len(cases)} under `{args.root}`; the spec answer is each case's stored "
-        "`output_0.pb` (for the edge suites: the exact reference, DESIGN §2) or its "
+        "`output_0.pb` (for the edge suites: the exact reference, docs/semantics.md) or its "
         "`qmm.meta` `expect = INVALID_ARGUMENT`",
         "",
         "Verdicts: **agrees** — the output equals the spec's, bit for bit (an invalid case "

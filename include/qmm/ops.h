@@ -2,7 +2,8 @@
  *
  * Input tensors follow the ONNX node's input order. The output tensor `y` arrives with its
  * dtype, rank, dims and buffer already set by the caller (shape as numpy.matmul gives it);
- * a backend checks it and fills y->data. See ../shared/DESIGN.md §2 for the semantics.
+ * a backend checks it and fills y->data. See docs/semantics.md (installed
+ * as share/doc/qmm/semantics.md) for the semantics.
  */
 #ifndef QMM_OPS_H
 #define QMM_OPS_H

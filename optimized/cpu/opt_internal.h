@@ -1,7 +1,7 @@
 /* optimized/cpu/opt_internal.h — what the optimized backend's own files share. Nothing here is
  * part of the operator interface or of qmm_optimized.h.
  *
- * The arithmetic every path shares (DESIGN §7): an element's accumulator is
+ * The arithmetic every path shares (docs/semantics.md §6): an element's accumulator is
  *     acc = dot - zap_i * colsum_j - zbp_j * rowsum_i          (mod 2^32)
  * where `dot` is what a microkernel sums over the packed operands and the other terms undo
  * whatever the packing changed:

@@ -276,7 +276,8 @@ QMM_CU_FN void qmm_cu_epi_element(const qmm_cu_epi *p, int64_t i, int64_t j)
 /* ---- QOrderedMatMul ---- */
 
 /* cublasLtOrder_t offsets of element (r, c) in a matrix of `rows` rows and `cols` columns
- * (DESIGN §2.4; the clean shapes the validation demands make every offset < rows * cols). */
+ * (docs/semantics.md §4.2; the clean shapes the validation demands make every offset < rows *
+ * cols). */
 QMM_CU_FN int64_t qmm_cu_order_offset(int order, int64_t r, int64_t c, int64_t rows,
                                       int64_t cols)
 {

@@ -1,5 +1,5 @@
-/* optimized/cuda/layout_check.c — checks DESIGN §2.4's element-offset formulas for the five
- * cublasLt orders against what cublasLtMatrixTransform actually does on this device.
+/* optimized/cuda/layout_check.c — checks the element-offset formulas of docs/semantics.md §4.2 for
+ * the five cublasLt orders against what cublasLtMatrixTransform actually does on this device.
  *
  * For each order and shape (R, C <= 127, clean tiles for the tiled orders), a ROW-order matrix
  * holding r (pass 1) or c (pass 2) in element (r, c) is transformed into the order; the

@@ -1,4 +1,4 @@
-/* optimized/cuda/qordered.c — QOrderedMatMul (com.microsoft) on cuBLASLt, DESIGN §2.4.
+/* optimized/cuda/qordered.c — QOrderedMatMul (com.microsoft) on cuBLASLt, docs/semantics.md §4.
  *
  *   (A ROW, B COL, Y ROW): B in COL order is B^T row-major, so A and B^T are both "rows of K"
  *     and the call is the QLinearMatMul GEMM (qmm_cu_gemm_rows) after zero padding.
