@@ -17,6 +17,7 @@
 #include "harness/report.h"
 #include "harness/runner.h"
 #include "harness/strbuf.h"
+#include "harness/version.h"
 
 #define EXIT_BAD 1
 #define EXIT_USAGE 2
@@ -654,7 +655,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
-        printf("qmmcheck 0.1.0 (qmm ABI %u)\n", QMM_ABI_VERSION);
+        printf("qmmcheck " QH_VERSION " (qmm ABI %u)\n", QMM_ABI_VERSION);
         return 0;
     }
     return usage_error("unknown command '%s'", cmd);

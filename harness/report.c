@@ -12,8 +12,7 @@
 #include <unistd.h>
 
 #include "harness/strbuf.h"
-
-#define QH_VERSION "0.1.0"
+#include "harness/version.h"
 
 /* FILE of a spec whose kind is known good. */
 static const char *spec_path(const char *spec)

@@ -162,6 +162,31 @@ Test(cli, json_and_junit_reports)
     free(x);
 }
 
+/* ---- the version: CMake's project(... VERSION), passed in as QMM_VERSION ---- */
+
+Test(cli, version_is_the_cmake_project_version)
+{
+    const char *version = env("QMM_VERSION");
+    char *out;
+    int rc = qmmcheck(&out, "--version");
+    cr_assert_eq(rc, 0, "%s", out);
+    char want[256];
+    snprintf(want, sizeof want, "qmmcheck %s (qmm ABI ", version);
+    cr_expect(strncmp(out, want, strlen(want)) == 0, "want '%s...', got '%s'", want, out);
+    free(out);
+
+    rc = qmmcheck(&out, "run -q --backend reference --vectors vectors/seeds --report json:%s/r.json",
+                  tmpdir);
+    cr_assert_eq(rc, 0, "%s", out);
+    free(out);
+    char path[512];
+    snprintf(path, sizeof path, "%s/r.json", tmpdir);
+    char *j = slurp(path);
+    snprintf(want, sizeof want, "{\n  \"tool\": \"qmmcheck\",\n  \"version\": \"%s\",\n", version);
+    cr_expect(strncmp(j, want, strlen(want)) == 0, "want '%s...', got '%s'", want, j);
+    free(j);
+}
+
 /* ---- a plugin that computes wrong results ---- */
 
 Test(cli, wrong_backend_fails_with_detail_and_xfail)

@@ -9,5 +9,5 @@ target_link_libraries(test_guard_cli PRIVATE PkgConfig::CRITERION)
 target_include_directories(test_guard_cli PRIVATE ${PROJECT_SOURCE_DIR})
 add_test(NAME test_guard_cli COMMAND test_guard_cli --jobs 2)
 set_tests_properties(test_guard_cli PROPERTIES ENVIRONMENT
-  "QMM_SOURCE_DIR=${PROJECT_SOURCE_DIR};QMMCHECK=$<TARGET_FILE:qmmcheck>;QMM_GUARD_PLUGIN=$<TARGET_FILE:qmm_guard_plugin>")
+  "${QMM_TEST_ENV};QMM_GUARD_PLUGIN=$<TARGET_FILE:qmm_guard_plugin>")
 add_dependencies(test_guard_cli qmmcheck qmm_guard_plugin)
