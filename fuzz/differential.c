@@ -20,6 +20,7 @@
 #include "harness/meta.h"
 #include "harness/onnx_io.h"
 #include "harness/strbuf.h"
+#include "optimized/qmm_optimized.h"
 
 #define QH_FZ_MAX_VARIANTS 16
 
@@ -124,14 +125,13 @@ void qh_fz_diff_setup(void)
                     add_variant("cuda:emulate=1", 0);
                 continue;
             }
-            static const char *const isas[] = {"scalar", "avx2", "avxvnni", "avx512vnni",
-                                                     "amx"};
-            for (size_t k = 0; k < sizeof isas / sizeof isas[0]; k++) {
+            const char *isa;
+            for (int k = 0; (isa = qmm_optimized_isa_variant(k)) != NULL; k++) {
                 char spec[128];
-                snprintf(spec, sizeof spec, "optimized:isa=%s,threads=1", isas[k]);
+                snprintf(spec, sizeof spec, "optimized:isa=%s,threads=1", isa);
                 add_variant(spec, 0);
                 if (threads > 1) {
-                    snprintf(spec, sizeof spec, "optimized:isa=%s,threads=%d", isas[k], threads);
+                    snprintf(spec, sizeof spec, "optimized:isa=%s,threads=%d", isa, threads);
                     add_variant(spec, 0);
                 }
             }

@@ -7,9 +7,10 @@
  * produces exactly that one). The wrapped sum is then requantized exactly.
  *
  * Options (comma-separated key=value, as `--backend optimized:isa=avx2,threads=2`):
- *   isa=auto|scalar|avx2|avxvnni|avx512vnni   microkernel family (default auto: the best this
- *                                              CPU has; the environment variable QMM_ISA, when
- *                                              set, replaces auto)
+ *   isa=auto|scalar|avx2|avxvnni|avx512vnni|amx   microkernel family (default auto: the best
+ *                                                  this CPU has; the environment variable
+ *                                                  QMM_ISA, when set, replaces auto); the
+ *                                                  names are qmm_optimized_isa_variant's
  *   threads=N                                  worker threads, 1..256 (default: online CPUs)
  * Asking for an ISA the CPU lacks is not an error: the open succeeds and every query answers
  * UNSUPPORTED with the reason, so no illegal instruction is ever executed.
@@ -64,11 +65,15 @@ qmm_status_code qmm_optimized_matmulinteger_packed(const qmm_backend *be,
                                                    const qmm_optimized_packed_b *pb,
                                                    qmm_status *st);
 
-/* The ISA the backend runs ("scalar", "avx2", "avxvnni", "avx512vnni", "amx") and its thread
- * count;
+/* The ISA the backend runs (one of qmm_optimized_isa_variant's names) and its thread count,
  * for tools such as `qmmcheck bench`. NULL / 0 when `be` is not an optimized backend. */
 const char *qmm_optimized_isa(const qmm_backend *be);
 int qmm_optimized_threads(const qmm_backend *be);
+
+/* The i-th ISA variant the backend has, from 0: "scalar", "avx2", "avxvnni", "avx512vnni",
+ * "amx"; NULL past the last. These are the names isa= accepts besides auto, whether or not
+ * this CPU can run them; tools that try every variant iterate over this list. */
+const char *qmm_optimized_isa_variant(int i);
 
 /* Measures this machine's int8 peak for `threads` threads running for about `seconds`: a
  * dedicated loop of independent multiply-accumulates with no memory traffic, using the best

@@ -81,6 +81,20 @@ static int parse_isa(const char *v, size_t len)
     return -2;
 }
 
+/* What isa= and QMM_ISA accept, for messages: the ISA names joined by `sep`, then `last`
+ * and "auto" ("scalar|avx2|...|auto", "scalar, avx2, ... or auto"). Returns buf. */
+static const char *isa_choices(char *buf, size_t size, const char *sep, const char *last)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < QMM_OPT_ISA_COUNT && o < size; i++)
+        o += (size_t)snprintf(buf + o, size - o, "%s%s", i ? sep : "",
+                              qmm_opt_isa_name((qmm_opt_isa)i));
+    if (o < size)
+        snprintf(buf + o, size - o, "%sauto", last);
+    return buf;
+}
+
 static int is_ours(const qmm_backend *be);
 
 static qmm_status_code opt_query(const qmm_backend *self, const qmm_call *call, qmm_status *st)
@@ -130,14 +144,14 @@ static qmm_status_code parse_options(const char *options, int *isa, int *threads
 {
     qmm_option o;
     long n;
+    char choices[128];
     for (const char *p = options; qmm_option_next(&p, &o);) {
         if (qmm_option_is(&o, "isa")) {
             *isa = parse_isa(o.value, (size_t)o.value_len);
             if (*isa == -2)
                 return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                                      "option '%.*s': unknown ISA (scalar, avx2, avxvnni, "
-                                      "avx512vnni, amx or auto)",
-                                      o.item_len, o.item);
+                                      "option '%.*s': unknown ISA (%s)", o.item_len, o.item,
+                                      isa_choices(choices, sizeof choices, ", ", " or "));
         } else if (qmm_option_is(&o, "threads")) {
             if (!qmm_option_int(&o, 1, 256, &n))
                 return qmm_status_set(st, QMM_INVALID_ARGUMENT,
@@ -146,8 +160,9 @@ static qmm_status_code parse_options(const char *options, int *isa, int *threads
         } else {
             return qmm_status_set(st, QMM_INVALID_ARGUMENT,
                                   "option '%.*s': unknown (the optimized backend accepts "
-                                  "isa=scalar|avx2|avxvnni|avx512vnni|amx|auto, threads=N)",
-                                  o.item_len, o.item);
+                                  "isa=%s, threads=N)",
+                                  o.item_len, o.item,
+                                  isa_choices(choices, sizeof choices, "|", "|"));
         }
     }
     return QMM_OK;
@@ -169,10 +184,9 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
         if (env && *env) {
             isa = parse_isa(env, strlen(env));
             if (isa == -2) {
-                qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                               "QMM_ISA=%s: unknown ISA (scalar, avx2, avxvnni, avx512vnni, amx "
-                               "or auto)",
-                               env);
+                char choices[128];
+                qmm_status_set(st, QMM_INVALID_ARGUMENT, "QMM_ISA=%s: unknown ISA (%s)", env,
+                               isa_choices(choices, sizeof choices, ", ", " or "));
                 return NULL;
             }
         }
@@ -288,6 +302,11 @@ const char *qmm_optimized_isa(const qmm_backend *be)
         return NULL;
     const qmm_opt_backend *ob = be->impl;
     return qmm_opt_isa_name(ob->ops->isa);
+}
+
+const char *qmm_optimized_isa_variant(int i)
+{
+    return i >= 0 && i < QMM_OPT_ISA_COUNT ? qmm_opt_isa_name((qmm_opt_isa)i) : NULL;
 }
 
 int qmm_optimized_threads(const qmm_backend *be)
