@@ -1,4 +1,4 @@
-/* harness/report.c — JSON and JUnit XML reports. */
+/* harness/report.c — JSON and JUnit XML reports, chosen by the kind a spec names. */
 #include "harness/report.h"
 
 #include <errno.h>
@@ -13,6 +13,36 @@
 
 #include "harness/strbuf.h"
 #include "harness/version.h"
+
+typedef void report_writer(qh_sb *b, const char *command, const qh_result *r, size_t n,
+                           const qh_run_summary *sum);
+static void write_json(qh_sb *b, const char *command, const qh_result *r, size_t n,
+                       const qh_run_summary *sum);
+static void write_junit(qh_sb *b, const char *command, const qh_result *r, size_t n,
+                        const qh_run_summary *sum);
+
+/* The report kinds, by the KIND of `--report KIND:FILE` (docs/formats.md). */
+static const struct report_kind {
+    const char *name;
+    report_writer *write;
+} report_kinds[] = {
+    {"json", write_json},
+    {"junit", write_junit},
+};
+#define N_REPORT_KINDS (sizeof report_kinds / sizeof report_kinds[0])
+
+/* The kind of a spec KIND:FILE with a known KIND and a FILE, or NULL. */
+static const struct report_kind *spec_kind(const char *spec)
+{
+    const char *colon = strchr(spec, ':');
+    if (!colon || colon[1] == '\0')
+        return NULL;
+    size_t len = (size_t)(colon - spec);
+    for (size_t i = 0; i < N_REPORT_KINDS; i++)
+        if (strlen(report_kinds[i].name) == len && strncmp(spec, report_kinds[i].name, len) == 0)
+            return &report_kinds[i];
+    return NULL;
+}
 
 /* FILE of a spec whose kind is known good. */
 static const char *spec_path(const char *spec)
@@ -44,12 +74,13 @@ static int check_target(const char *spec, qh_error *err)
 
 int qh_report_check_spec(const char *spec, qh_error *err)
 {
-    const char *colon = strchr(spec, ':');
-    if (!colon || colon[1] == '\0' ||
-        !((colon - spec == 4 && strncmp(spec, "json", 4) == 0) ||
-          (colon - spec == 5 && strncmp(spec, "junit", 5) == 0))) {
-        snprintf(err->msg, sizeof err->msg,
-                 "--report %s: expected json:FILE or junit:FILE", spec);
+    if (!spec_kind(spec)) {
+        /* "expected json:FILE or junit:FILE", every known kind named */
+        size_t o = (size_t)snprintf(err->msg, sizeof err->msg, "--report %s: expected", spec);
+        for (size_t i = 0; i < N_REPORT_KINDS && o < sizeof err->msg; i++)
+            o += (size_t)snprintf(err->msg + o, sizeof err->msg - o, "%s%s:FILE",
+                                  i == 0 ? " " : i + 1 == N_REPORT_KINDS ? " or " : ", ",
+                                  report_kinds[i].name);
         return -1;
     }
     return check_target(spec, err);
@@ -120,7 +151,8 @@ static void write_json(qh_sb *b, const char *command, const qh_result *r, size_t
     qh_sb_puts(b, "\n  ]\n}\n");
 }
 
-static void write_junit(qh_sb *b, const qh_result *r, size_t n, const qh_run_summary *sum)
+static void write_junit(qh_sb *b, const char *command, const qh_result *r, size_t n,
+                        const qh_run_summary *sum)
 {
     int64_t failures = sum->counts[QH_FAILED];
     int64_t errors = sum->counts[QH_CRASHED] + sum->counts[QH_TIMEOUT] + sum->counts[QH_ERROR];
@@ -223,10 +255,7 @@ int qh_report_write(const char *spec, const char *command, const qh_result *resu
         return -1;
     const char *path = spec_path(spec);
     qh_sb b = {0};
-    if (spec[1] == 's')
-        write_json(&b, command, results, n, sum);
-    else
-        write_junit(&b, results, n, sum);
+    spec_kind(spec)->write(&b, command, results, n, sum);
     if (b.failed) {
         qh_sb_free(&b);
         snprintf(err->msg, sizeof err->msg, "%s: out of memory building the report", path);
