@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness/invoke.h"
 #include "optimized/qmm_optimized.h"
 #include "reference/qmm_reference.h"
 #ifdef QMM_HAVE_CUDA

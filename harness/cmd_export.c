@@ -1,7 +1,6 @@
 /* harness/cmd_export.c — `qmmcheck export`: writes the edge-case suites as ONNX node-test
  * directories (docs/architecture.md §2, docs/formats.md). */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "harness/commands.h"

@@ -32,7 +32,6 @@
 
 #include "harness/case.h"
 #include "harness/expect.h"
-#include "harness/guard.h"
 #include "harness/wire.h"
 #include "harness/worker.h"
 

@@ -14,7 +14,6 @@
  * have batch 1 (broadcast) or A's batch.
  */
 #include <gmp.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
