@@ -345,127 +345,189 @@ static int check_unwritten(qh_case *c, qh_backend *hb, const qh_eval_opts *o,
     return unwritten || changed;
 }
 
+/* Invalid geometry: give the backend the stored output's shape so a backend that wrongly
+ * accepts the call still has somewhere to write. */
+static void lend_stored_shape(qh_case *c)
+{
+    if (c->y_shape_known || c->n_outputs == 0)
+        return;
+    qmm_tensor *y = qh_call_output(&c->call);
+    y->rank = c->outputs[0].t.rank;
+    memcpy(y->dims, c->outputs[0].t.dims, sizeof y->dims);
+}
+
+/* 1 when the reference's answer can judge the backend (OK or INVALID_ARGUMENT); else 0 with
+ * the verdict set (SKIPPED, or ERROR). */
+static int expectation_usable(const qh_expectation *e, verdict *v)
+{
+    if (e->code == QMM_UNSUPPORTED) {
+        v->status = QH_SKIPPED;
+        qh_sb_printf(&v->summary, "the reference cannot judge this case: %s", e->message);
+        return 0;
+    }
+    if (e->code != QMM_OK && e->code != QMM_INVALID_ARGUMENT) {
+        v->status = QH_ERROR;
+        qh_sb_printf(&v->summary, "reference: %s: %s", qmm_status_name(e->code), e->message);
+        return 0;
+    }
+    return 1;
+}
+
+/* The vector is trusted against the profile its own qmm.meta names (spec by default),
+ * whatever profile the backend is judged under. Returns 1 with the reason in `why` when it
+ * is mistrusted. */
+static int vector_mistrusted_by_meta(qh_case *c, const qh_expectation *e, qh_sb *why)
+{
+    const char *vp = c->meta.profile[0] ? c->meta.profile : QH_DEFAULT_PROFILE;
+    if (strcmp(vp, e->profile) == 0 || !qh_profile_known(vp))
+        return vector_mistrusted(c, e->code, e->message, &e->exact, e->overflow ? &e->alt : NULL,
+                                 why);
+    qh_expectation ve;
+    int mistrusted = 0;
+    if (qh_expect(&c->call, vp, &ve) == 0)
+        mistrusted = vector_mistrusted(c, ve.code, ve.message, &ve.exact,
+                                       ve.overflow ? &ve.alt : NULL, why);
+    qh_expectation_free(&ve);
+    return mistrusted;
+}
+
+/* The call did not return normally (interrupted, crashed, hung, broke a memory rule): sets
+ * the verdict and returns 1; 0 when it returned. */
+static int classify_abnormal(const qh_invocation *inv, verdict *v)
+{
+    clean_text said;
+    if (inv->outcome == QH_INTERRUPTED) {
+        v->status = QH_ERROR;
+        qh_sb_puts(&v->summary, "interrupted");
+        return 1;
+    }
+    if (inv->outcome == QH_DIED)
+        v->status = QH_CRASHED;
+    else if (inv->outcome == QH_HUNG)
+        v->status = QH_TIMEOUT;
+    else if (inv->outcome == QH_MISBEHAVED)
+        v->status = QH_FAILED;
+    else
+        return 0;
+    qh_sb_puts(&v->summary, CLEAN(said, inv->problem));
+    return 1;
+}
+
+/* The reference rejects the input: the backend must answer INVALID_ARGUMENT too. */
+static void classify_invalid(const qh_expectation *e, const qh_invocation *inv, int verbose,
+                             verdict *v)
+{
+    clean_text said;
+    if (inv->code == QMM_INVALID_ARGUMENT) {
+        v->status = QH_PASSED;
+        if (verbose)
+            qh_sb_printf(&v->detail, "  rejected as expected: %s\n",
+                         CLEAN(said, inv->st.message));
+    } else if (inv->code == QMM_OK) {
+        v->status = QH_UNCHECKED;
+        qh_sb_printf(&v->summary, "accepted invalid input; the reference says: %s", e->message);
+    } else {
+        v->status = QH_FAILED;
+        qh_sb_printf(&v->summary, "answered %s for invalid input (expected INVALID_ARGUMENT): %s",
+                     qmm_status_name(inv->code), CLEAN(said, inv->st.message));
+    }
+}
+
+/* A valid call the backend answered OK: every element written, each equal to the reference's
+ * (or to the overflow-permitted alternative). */
+static void classify_output(qh_case *c, qh_backend *hb, const qh_eval_opts *o,
+                            const qh_expectation *e, const qh_invocation *inv, verdict *v)
+{
+    if (check_unwritten(c, hb, o, inv, v))
+        return; /* the verdict is set: an unwritten element says more than the mismatch */
+    qh_compare cmp;
+    qh_compare_outputs(&e->exact, e->overflow ? &e->alt : NULL, &inv->y, &cmp);
+    if (cmp.errors == 0) {
+        v->status = QH_PASSED;
+        return;
+    }
+    v->status = QH_FAILED;
+    qh_sb_printf(&v->summary, "errors:%lld total:%lld", (long long)cmp.errors,
+                 (long long)cmp.total);
+    qh_explain_mismatches(&v->detail, e, &inv->y, &cmp, o->verbose ? QH_COMPARE_KEEP : 4);
+}
+
+/* The backend's answer against the reference's. Everything the backend or its worker says is
+ * cleaned: a summary stays one line. */
+static void classify(qh_case *c, qh_backend *hb, const qh_eval_opts *o, const qh_expectation *e,
+                     const qh_invocation *inv, verdict *v)
+{
+    clean_text said;
+    if (classify_abnormal(inv, v))
+        return;
+    if (inv->code == QMM_UNSUPPORTED) {
+        v->status = QH_SKIPPED;
+        qh_sb_printf(&v->summary, "unsupported: %s", CLEAN(said, inv->st.message));
+    } else if (e->code == QMM_INVALID_ARGUMENT) {
+        classify_invalid(e, inv, o->verbose, v);
+    } else if (inv->code != QMM_OK) {
+        v->status = QH_FAILED;
+        qh_sb_printf(&v->summary, "answered %s for a valid call: %s",
+                     qmm_status_name(inv->code), CLEAN(said, inv->st.message));
+    } else {
+        classify_output(c, hb, o, e, inv, v);
+    }
+}
+
+/* A mistrusted vector turns a pass into MISTRUSTED; any other verdict keeps its status and
+ * notes the mistrust. */
+static void apply_mistrust(const qh_sb *why, verdict *v)
+{
+    if (v->status == QH_PASSED) {
+        v->status = QH_MISTRUSTED;
+        qh_sb_puts(&v->summary, why->s ? why->s : "");
+    } else {
+        qh_sb_printf(&v->detail, "    note: the vector is also mistrusted: %s\n",
+                     why->s ? why->s : "");
+    }
+}
+
+/* Calls the backend and judges its answer: classified, then (when asked) run again for
+ * determinism, the worker's output kept, the vector's mistrust applied. */
+static void invoke_and_judge(qh_case *c, qh_backend *hb, const qh_eval_opts *o,
+                             const qh_expectation *e, int mistrusted, const qh_sb *why,
+                             verdict *v)
+{
+    qh_invocation inv = {0};
+    if (qh_invoke(hb, &c->call, &o->invoke, &inv) != 0) {
+        clean_text said;
+        v->status = QH_ERROR;
+        qh_sb_puts(&v->summary, CLEAN(said, inv.problem));
+        qh_invocation_free(&inv);
+        return;
+    }
+    classify(c, hb, o, e, &inv, v);
+    if (o->determinism && (v->status == QH_PASSED || v->status == QH_UNCHECKED))
+        check_determinism(c, hb, o, &inv, v);
+    if (o->verbose || (v->status != QH_PASSED && v->status != QH_SKIPPED))
+        sb_worker_output(&v->detail, &inv);
+    if (mistrusted)
+        apply_mistrust(why, v);
+    qh_invocation_free(&inv);
+}
+
 static void judge(qh_case *c, qh_backend *hb, const qh_eval_opts *o, verdict *v)
 {
-    if (!c->y_shape_known && c->n_outputs > 0) {
-        /* Invalid geometry: give the backend the stored output's shape so a backend that
-         * wrongly accepts the call still has somewhere to write. */
-        qmm_tensor *y = qh_call_output(&c->call);
-        y->rank = c->outputs[0].t.rank;
-        memcpy(y->dims, c->outputs[0].t.dims, sizeof y->dims);
-    }
+    lend_stored_shape(c);
     qh_expectation e;
     if (qh_expect(&c->call, o->profile, &e) != 0) {
         v->status = QH_ERROR;
         qh_sb_printf(&v->summary, "reference: %s", e.message);
         return;
     }
-    qh_invocation inv = {0};
-    qh_sb why = {0};
-    if (e.code == QMM_UNSUPPORTED) {
-        v->status = QH_SKIPPED;
-        qh_sb_printf(&v->summary, "the reference cannot judge this case: %s", e.message);
-        goto out;
+    if (expectation_usable(&e, v)) {
+        qh_sb why = {0};
+        int mistrusted = vector_mistrusted_by_meta(c, &e, &why);
+        if (o->verbose)
+            sb_call_inputs(&v->detail, &c->call);
+        invoke_and_judge(c, hb, o, &e, mistrusted, &why, v);
+        qh_sb_free(&why);
     }
-    if (e.code != QMM_OK && e.code != QMM_INVALID_ARGUMENT) {
-        v->status = QH_ERROR;
-        qh_sb_printf(&v->summary, "reference: %s: %s", qmm_status_name(e.code), e.message);
-        goto out;
-    }
-    /* The vector is trusted against the profile its own qmm.meta names (spec by default),
-     * whatever profile the backend is judged under. */
-    const char *vp = c->meta.profile[0] ? c->meta.profile : QH_DEFAULT_PROFILE;
-    int mistrusted;
-    if (strcmp(vp, e.profile) == 0 || !qh_profile_known(vp)) {
-        mistrusted = vector_mistrusted(c, e.code, e.message, &e.exact,
-                                       e.overflow ? &e.alt : NULL, &why);
-    } else {
-        qh_expectation ve;
-        if (qh_expect(&c->call, vp, &ve) == 0)
-            mistrusted = vector_mistrusted(c, ve.code, ve.message, &ve.exact,
-                                           ve.overflow ? &ve.alt : NULL, &why);
-        else
-            mistrusted = 0;
-        qh_expectation_free(&ve);
-    }
-    if (o->verbose)
-        sb_call_inputs(&v->detail, &c->call);
-
-    /* Everything the backend or its worker says is cleaned: a summary stays one line. */
-    clean_text said;
-    if (qh_invoke(hb, &c->call, &o->invoke, &inv) != 0) {
-        v->status = QH_ERROR;
-        qh_sb_puts(&v->summary, CLEAN(said, inv.problem));
-        goto out;
-    }
-    if (inv.outcome == QH_INTERRUPTED) {
-        v->status = QH_ERROR;
-        qh_sb_puts(&v->summary, "interrupted");
-    } else if (inv.outcome == QH_DIED) {
-        v->status = QH_CRASHED;
-        qh_sb_puts(&v->summary, CLEAN(said, inv.problem));
-    } else if (inv.outcome == QH_HUNG) {
-        v->status = QH_TIMEOUT;
-        qh_sb_puts(&v->summary, CLEAN(said, inv.problem));
-    } else if (inv.outcome == QH_MISBEHAVED) {
-        v->status = QH_FAILED;
-        qh_sb_puts(&v->summary, CLEAN(said, inv.problem));
-    } else if (inv.code == QMM_UNSUPPORTED) {
-        v->status = QH_SKIPPED;
-        qh_sb_printf(&v->summary, "unsupported: %s", CLEAN(said, inv.st.message));
-    } else if (e.code == QMM_INVALID_ARGUMENT) {
-        if (inv.code == QMM_INVALID_ARGUMENT) {
-            v->status = QH_PASSED;
-            if (o->verbose)
-                qh_sb_printf(&v->detail, "  rejected as expected: %s\n",
-                             CLEAN(said, inv.st.message));
-        } else if (inv.code == QMM_OK) {
-            v->status = QH_UNCHECKED;
-            qh_sb_printf(&v->summary, "accepted invalid input; the reference says: %s",
-                         e.message);
-        } else {
-            v->status = QH_FAILED;
-            qh_sb_printf(&v->summary,
-                         "answered %s for invalid input (expected INVALID_ARGUMENT): %s",
-                         qmm_status_name(inv.code), CLEAN(said, inv.st.message));
-        }
-    } else if (inv.code != QMM_OK) {
-        v->status = QH_FAILED;
-        qh_sb_printf(&v->summary, "answered %s for a valid call: %s",
-                     qmm_status_name(inv.code), CLEAN(said, inv.st.message));
-    } else if (check_unwritten(c, hb, o, &inv, v)) {
-        /* the verdict is set: an unwritten element says more than the mismatch it makes */
-    } else {
-        qh_compare cmp;
-        qh_compare_outputs(&e.exact, e.overflow ? &e.alt : NULL, &inv.y, &cmp);
-        if (cmp.errors == 0) {
-            v->status = QH_PASSED;
-        } else {
-            v->status = QH_FAILED;
-            qh_sb_printf(&v->summary, "errors:%lld total:%lld", (long long)cmp.errors,
-                         (long long)cmp.total);
-            qh_explain_mismatches(&v->detail, &e, &inv.y, &cmp,
-                                  o->verbose ? QH_COMPARE_KEEP : 4);
-        }
-    }
-
-    if (o->determinism && (v->status == QH_PASSED || v->status == QH_UNCHECKED))
-        check_determinism(c, hb, o, &inv, v);
-    if (o->verbose || (v->status != QH_PASSED && v->status != QH_SKIPPED))
-        sb_worker_output(&v->detail, &inv);
-
-    if (mistrusted) {
-        if (v->status == QH_PASSED) {
-            v->status = QH_MISTRUSTED;
-            qh_sb_puts(&v->summary, why.s ? why.s : "");
-        } else {
-            qh_sb_printf(&v->detail, "    note: the vector is also mistrusted: %s\n",
-                         why.s ? why.s : "");
-        }
-    }
-out:
-    qh_sb_free(&why);
-    qh_invocation_free(&inv);
     qh_expectation_free(&e);
 }
 
