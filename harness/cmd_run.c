@@ -23,6 +23,7 @@
 #define EXIT_USAGE 2
 #define EXIT_EMPTY 3 /* the run judged no case (docs/formats.md, "Exit status") */
 #define MAX_MULTI 64
+#define MAX_VARIANTS 8 /* --determinism variants per backend */
 
 typedef struct opts {
     const char *backends[MAX_MULTI];
@@ -393,156 +394,230 @@ static int open_variants(const opts *o, const qh_backend *base, qh_backend *out,
     return n;
 }
 
-int qh_cmd_run(int argc, char **argv)
-{
+/* Everything one `qmmcheck run` holds, from its options to its rows. */
+typedef struct run_state {
     opts o;
-    int rc = parse_opts(argc, argv, &o);
+    qh_xfail xf;
+    qh_case_list list;
+    found_counts found;
+    qh_backend bes[MAX_MULTI];
+    qh_eval_opts eos[MAX_MULTI];
+    qh_backend variants[MAX_MULTI][MAX_VARIANTS];
+    qh_result *results; /* one row per case and backend, and room for one "<close>" row per
+                         * backend */
+    size_t k;           /* the rows filled */
+    qh_run_summary sum;
+} run_state;
+
+/* Parses the options, clears the reports, reads --xfail and collects the cases. Returns 0,
+ * or the exit status after printing why. */
+static int prepare_run(int argc, char **argv, run_state *r)
+{
+    opts *o = &r->o;
+    int rc = parse_opts(argc, argv, o);
     if (rc)
         return rc;
-    if (o.n_backends == 0)
+    if (o->n_backends == 0)
         return usage_error("%s", "run: give at least one --backend");
-    if (o.n_vectors == 0)
+    if (o->n_vectors == 0)
         return usage_error("%s", "run: give at least one --vectors DIR");
-    for (int i = 0; i < o.n_reports; i++) {
+    for (int i = 0; i < o->n_reports; i++) {
         qh_error err;
-        if (qh_report_clear(o.reports[i], &err) != 0) {
+        if (qh_report_clear(o->reports[i], &err) != 0) {
             fprintf(stderr, "qmmcheck: %s\n", err.msg);
             return EXIT_USAGE;
         }
     }
-    qh_xfail xf = {0};
-    if (o.xfail) {
+    if (o->xfail) {
         qh_error err;
-        if (qh_xfail_read(o.xfail, &xf, &err) != 0) {
+        if (qh_xfail_read(o->xfail, &r->xf, &err) != 0) {
             fprintf(stderr, "qmmcheck: --xfail: %s\n", err.msg);
             return EXIT_USAGE;
         }
     }
-    qh_case_list list;
-    found_counts found;
-    rc = collect(&o, &list, &found);
-    if (rc) {
-        qh_xfail_free(&xf);
-        return rc;
-    }
-    qh_backend bes[MAX_MULTI];
-    rc = open_backends(&o, bes);
-    if (rc) {
-        qh_case_list_free(&list);
-        qh_xfail_free(&xf);
-        return rc;
-    }
+    rc = collect(o, &r->list, &r->found);
+    if (rc)
+        qh_xfail_free(&r->xf);
+    return rc;
+}
 
-    /* one row per case and backend, and room for one "<close>" row per backend */
-    size_t n = (list.count + 1) * (size_t)o.n_backends;
-    qh_result *results = calloc(n, sizeof *results);
-    if (!results) {
-        fprintf(stderr, "qmmcheck: out of memory\n");
-        return EXIT_BAD;
-    }
-    qh_eval_opts eos[MAX_MULTI];
-    qh_backend variants[MAX_MULTI][8];
-    for (int j = 0; j < o.n_backends; j++) {
-        eos[j] = (qh_eval_opts){.verbose = o.verbose, .profile = o.profile};
-        eos[j].invoke.isolate = bes[j].isolated;
-        eos[j].invoke.timeout_s = o.timeout_s;
-        eos[j].determinism = o.determinism;
-        if (o.determinism) {
-            eos[j].n_variants = open_variants(&o, &bes[j], variants[j], 8);
-            eos[j].variants = variants[j];
+/* How each backend is judged: the run's options, its isolation, its --determinism variants. */
+static void set_eval_opts(run_state *r)
+{
+    const opts *o = &r->o;
+    for (int j = 0; j < o->n_backends; j++) {
+        qh_eval_opts *eo = &r->eos[j];
+        *eo = (qh_eval_opts){.verbose = o->verbose, .profile = o->profile};
+        eo->invoke.isolate = r->bes[j].isolated;
+        eo->invoke.timeout_s = o->timeout_s;
+        eo->determinism = o->determinism;
+        if (o->determinism) {
+            eo->n_variants = open_variants(o, &r->bes[j], r->variants[j], MAX_VARIANTS);
+            eo->variants = r->variants[j];
         }
     }
-    qh_run_summary sum = {0};
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    install_interrupt_handlers();
-    size_t k = 0;
-    for (size_t i = 0; i < list.count && !qh_interrupted; i++) {
-        for (int j = 0; j < o.n_backends && !qh_interrupted; j++) {
-            qh_result *r = &results[k];
-            qh_eval_case(&list.items[i], &bes[j], &eos[j], r);
+}
+
+/* An expected failure that failed is XFAIL; one that passed, XPASS. */
+static void apply_xfail(const qh_xfail *xf, qh_result *res)
+{
+    if (!xf->count || !qh_xfail_match(xf, res->name))
+        return;
+    if (res->status == QH_FAILED)
+        res->status = QH_XFAIL;
+    else if (res->status == QH_PASSED)
+        res->status = QH_XPASS;
+}
+
+/* Judges every case against every backend, printing each row, until done or interrupted. */
+static void run_cases(run_state *r)
+{
+    for (size_t i = 0; i < r->list.count && !qh_interrupted; i++) {
+        for (int j = 0; j < r->o.n_backends && !qh_interrupted; j++) {
+            qh_result *res = &r->results[r->k];
+            qh_eval_case(&r->list.items[i], &r->bes[j], &r->eos[j], res);
             if (qh_interrupted) {
                 /* the case under way when the signal came has no verdict: left out */
-                qh_result_free(r);
-                memset(r, 0, sizeof *r);
+                qh_result_free(res);
+                memset(res, 0, sizeof *res);
                 break;
             }
-            r->number = (int64_t)k + 1;
-            if (xf.count && qh_xfail_match(&xf, r->name)) {
-                if (r->status == QH_FAILED)
-                    r->status = QH_XFAIL;
-                else if (r->status == QH_PASSED)
-                    r->status = QH_XPASS;
-            }
-            sum.counts[r->status]++;
-            sum.total++;
-            print_result(r, &list.items[i], o.profile, o.quiet);
-            k++;
+            res->number = (int64_t)r->k + 1;
+            apply_xfail(&r->xf, res);
+            r->sum.counts[res->status]++;
+            r->sum.total++;
+            print_result(res, &r->list.items[i], r->o.profile, r->o.quiet);
+            r->k++;
         }
     }
-    for (int j = 0; j < o.n_backends; j++)
-        if (finish_backend(&bes[j], &results[k], (int64_t)k + 1)) {
-            sum.counts[results[k].status]++;
-            sum.total++;
-            k++;
+}
+
+/* Closes each backend; a close that crashed or hung adds its "<close>" row. */
+static void finish_backends(run_state *r)
+{
+    for (int j = 0; j < r->o.n_backends; j++)
+        if (finish_backend(&r->bes[j], &r->results[r->k], (int64_t)r->k + 1)) {
+            r->sum.counts[r->results[r->k].status]++;
+            r->sum.total++;
+            r->k++;
         }
-    int sig = qh_interrupted;
+}
+
+/* The SUMMARY line, with the run's duration since t0 and the signal that stopped it, if any. */
+static void summarize(qh_run_summary *sum, int sig, const struct timespec *t0)
+{
+    struct timespec t1;
     if (sig)
-        sum.interrupted = sig == SIGINT ? "SIGINT" : "SIGTERM";
+        sum->interrupted = sig == SIGINT ? "SIGINT" : "SIGTERM";
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    sum.seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    sum->seconds = (double)(t1.tv_sec - t0->tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0->tv_nsec);
 
     char line[512];
-    qh_summary_format(&sum, line, sizeof line);
-    printf("SUMMARY: %s (%.3f s)%s%s\n", line, sum.seconds,
-           sig ? " interrupted by " : "", sig ? sum.interrupted : "");
+    qh_summary_format(sum, line, sizeof line);
+    printf("SUMMARY: %s (%.3f s)%s%s\n", line, sum->seconds,
+           sig ? " interrupted by " : "", sig ? sum->interrupted : "");
     fflush(stdout);
+}
 
+/* A backend that supports nothing must never look green. */
+static void warn_mostly_skipped(const qh_run_summary *sum)
+{
+    int64_t skipped = sum->counts[QH_SKIPPED];
+    if (sum->total > 0 && 2 * skipped > sum->total) {
+        printf("WARNING: %lld of %lld cases were SKIPPED (the backend answered UNSUPPORTED): "
+               "this run checked almost nothing\n", (long long)skipped, (long long)sum->total);
+        fprintf(stderr, "qmmcheck: WARNING: %lld of %lld cases were SKIPPED\n",
+                (long long)skipped, (long long)sum->total);
+    }
+}
+
+/* The exit status the rows give (docs/formats.md, "Exit status"), before the reports: 1 for
+ * a bad status or more skipped than --max-skipped, 3 for a run that judged no case. */
+static int exit_status(const run_state *r, int sig)
+{
+    const qh_run_summary *sum = &r->sum;
     int exit_code = 0;
     for (int s = 0; s < QH_STATUS_COUNT; s++)
-        if (sum.counts[s] && qh_case_status_is_bad((qh_case_status)s))
+        if (sum->counts[s] && qh_case_status_is_bad((qh_case_status)s))
             exit_code = EXIT_BAD;
-    /* A backend that supports nothing must never look green. */
-    int64_t skipped = sum.counts[QH_SKIPPED];
-    if (sum.total > 0 && 2 * skipped > sum.total) {
-        printf("WARNING: %lld of %lld cases were SKIPPED (the backend answered UNSUPPORTED): "
-               "this run checked almost nothing\n", (long long)skipped, (long long)sum.total);
-        fprintf(stderr, "qmmcheck: WARNING: %lld of %lld cases were SKIPPED\n",
-                (long long)skipped, (long long)sum.total);
-    }
-    if (o.max_skipped >= 0 && skipped > o.max_skipped) {
+    warn_mostly_skipped(sum);
+    int64_t skipped = sum->counts[QH_SKIPPED];
+    if (r->o.max_skipped >= 0 && skipped > r->o.max_skipped) {
         printf("FAILED: %lld cases skipped, more than --max-skipped %d\n", (long long)skipped,
-               o.max_skipped);
+               r->o.max_skipped);
         exit_code = EXIT_BAD;
     }
-    if (!sig && exit_code == 0 && sum.total == skipped && !o.allow_empty) {
-        const char *why = empty_reason(&found, sum.total);
+    if (!sig && exit_code == 0 && sum->total == skipped && !r->o.allow_empty) {
+        const char *why = empty_reason(&r->found, sum->total);
         printf("EMPTY: no case was judged: %s\n", why);
         fprintf(stderr, "qmmcheck: no case was judged: %s (exit %d; --allow-empty accepts "
                 "that)\n", why, EXIT_EMPTY);
         exit_code = EXIT_EMPTY;
     }
+    return exit_code;
+}
 
+/* Writes each --report; one that cannot be written makes a passing or empty run exit 1. */
+static int write_reports(const run_state *r, int argc, char **argv, int exit_code)
+{
     char *command = join_command(argc + 1, argv - 1);
-    for (int i = 0; i < o.n_reports; i++) {
+    for (int i = 0; i < r->o.n_reports; i++) {
         qh_error err;
-        if (qh_report_write(o.reports[i], command, results, k, &sum, &err) != 0) {
+        if (qh_report_write(r->o.reports[i], command, r->results, r->k, &r->sum, &err) != 0) {
             fprintf(stderr, "qmmcheck: report: %s\n", err.msg);
             if (exit_code == 0 || exit_code == EXIT_EMPTY)
                 exit_code = EXIT_BAD;
         }
     }
     free(command);
-    for (size_t i = 0; i < k; i++)
-        qh_result_free(&results[i]);
-    free(results);
-    for (int j = 0; j < o.n_backends; j++) {
-        for (int32_t v = 0; v < eos[j].n_variants; v++)
-            qh_backend_close(&eos[j].variants[v]);
-        qh_backend_close(&bes[j]);
+    return exit_code;
+}
+
+/* Frees the rows, closes every backend and its variants, frees the cases and --xfail. */
+static void free_run(run_state *r)
+{
+    for (size_t i = 0; i < r->k; i++)
+        qh_result_free(&r->results[i]);
+    free(r->results);
+    for (int j = 0; j < r->o.n_backends; j++) {
+        for (int32_t v = 0; v < r->eos[j].n_variants; v++)
+            qh_backend_close(&r->eos[j].variants[v]);
+        qh_backend_close(&r->bes[j]);
     }
-    qh_case_list_free(&list);
-    qh_xfail_free(&xf);
+    qh_case_list_free(&r->list);
+    qh_xfail_free(&r->xf);
+}
+
+int qh_cmd_run(int argc, char **argv)
+{
+    run_state r;
+    memset(&r, 0, sizeof r);
+    int rc = prepare_run(argc, argv, &r);
+    if (rc)
+        return rc;
+    rc = open_backends(&r.o, r.bes);
+    if (rc) {
+        qh_case_list_free(&r.list);
+        qh_xfail_free(&r.xf);
+        return rc;
+    }
+    r.results = calloc((r.list.count + 1) * (size_t)r.o.n_backends, sizeof *r.results);
+    if (!r.results) {
+        fprintf(stderr, "qmmcheck: out of memory\n");
+        return EXIT_BAD;
+    }
+    set_eval_opts(&r);
+
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    install_interrupt_handlers();
+    run_cases(&r);
+    finish_backends(&r);
+    int sig = qh_interrupted;
+    summarize(&r.sum, sig, &t0);
+    int exit_code = exit_status(&r, sig);
+    exit_code = write_reports(&r, argc, argv, exit_code);
+    free_run(&r);
     return sig ? 128 + sig : exit_code;
 }
 
