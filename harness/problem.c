@@ -2,14 +2,12 @@
  * a problem as an ONNX node-test directory (see problem.h). */
 #include "harness/problem.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include "harness/clean.h"
+#include "harness/casedir.h"
 #include "harness/compare.h"
 #include "reference/qmm_reference.h"
 
@@ -559,71 +557,9 @@ int qh_problem_random(qh_problem *p, qh_rng *r, const qh_random_opts *o)
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
-int qh_mkdirs(const char *path, qh_error *err)
-{
-    char buf[4096];
-    size_t len = strlen(path);
-    if (len == 0 || len >= sizeof buf) {
-        snprintf(err->msg, sizeof err->msg, "%s: path too long", path);
-        return -1;
-    }
-    memcpy(buf, path, len + 1);
-    for (size_t i = 1; i <= len; i++) {
-        if (buf[i] != '/' && buf[i] != '\0')
-            continue;
-        char c = buf[i];
-        buf[i] = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
-            snprintf(err->msg, sizeof err->msg, "%s: cannot create: %s", buf, strerror(errno));
-            return -1;
-        }
-        buf[i] = c;
-    }
-    return 0;
-}
-
-static void value_info(qh_value_info *v, const char *name, const qmm_tensor *t, int shape_known)
-{
-    memset(v, 0, sizeof *v);
-    snprintf(v->name, sizeof v->name, "%s", name);
-    v->elem_type = t->dtype;
-    v->rank = shape_known ? t->rank : -1;
-    for (int32_t i = 0; shape_known && i < t->rank; i++)
-        v->dims[i] = t->dims[i];
-}
-
-/* One meta text field made a clean line in place (harness/clean.h), so a value holding a
- * newline or bytes that are not UTF-8 cannot break the qmm.meta it is written to. */
-static void clean_field(char *field, size_t size)
-{
-    char tmp[QH_META_TEXT_MAX];
-    size_t n = strnlen(field, size);
-    qh_clean_into(tmp, size < sizeof tmp ? size : sizeof tmp, field, n, 0);
-    memcpy(field, tmp, strlen(tmp) + 1);
-}
-
-/* Every free-text value of a meta, cleaned: the written file always loads back. */
-static void meta_clean(qh_meta *m)
-{
-    for (int32_t i = 0; i < m->n_tags && i < QH_META_MAX_TAGS; i++) {
-        clean_field(m->tags[i], sizeof m->tags[i]);
-        for (char *c = m->tags[i]; *c; c++)
-            if (*c == ',') /* a comma would split the tag in two */
-                *c = ';';
-    }
-    clean_field(m->profile, sizeof m->profile);
-    clean_field(m->provenance, sizeof m->provenance);
-    clean_field(m->description, sizeof m->description);
-    clean_field(m->onnx_version, sizeof m->onnx_version);
-}
-
 int qh_problem_write_dir(const char *dir, const qh_problem *p, const qmm_tensor *output,
                          const qh_meta *meta, qh_error *err)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/test_data_set_0", dir);
-    if (qh_mkdirs(path, err) != 0)
-        return -1;
     int qlm = p->call.op == QMM_OP_QLINEARMATMUL;
     int32_t opset = qlm ? p->call.u.qlinearmatmul.opset : 10;
     qh_model *m = calloc(1, sizeof *m);
@@ -640,50 +576,20 @@ int qh_problem_write_dir(const char *dir, const qh_problem *p, const qmm_tensor 
     snprintf(m->graph_name, sizeof m->graph_name, "%s", leaf ? leaf + 1 : dir);
     snprintf(m->op_type, sizeof m->op_type, "%s", qlm ? "QLinearMatMul" : "MatMulInteger");
     const qmm_tensor *y = qlm ? &p->call.u.qlinearmatmul.y : &p->call.u.matmulinteger.y;
-    int32_t n_in = qh_problem_n_inputs(p);
-    /* omitted optional inputs are "" in the node; trailing ones are dropped */
-    int32_t last = -1;
-    for (int32_t i = 0; i < n_in; i++)
-        if (qmm_tensor_present(qh_problem_input_c(p, i)))
-            last = i;
-    int rc = 0;
-    int32_t file_index = 0;
-    for (int32_t i = 0; i <= last && rc == 0; i++) {
-        const qmm_tensor *t = qh_problem_input_c(p, i);
-        const char *name = qh_problem_input_name(p, i);
-        if (!qmm_tensor_present(t)) {
-            m->inputs[m->n_inputs++][0] = '\0';
-            continue;
-        }
-        snprintf(m->inputs[m->n_inputs++], QH_NAME_MAX, "%s", name);
-        value_info(&m->graph_inputs[m->n_graph_inputs++], name, t, 1);
-        snprintf(path, sizeof path, "%s/test_data_set_0/input_%d.pb", dir, file_index++);
-        rc = qh_write_tensor_file(path, t, name, err);
-    }
     const char *yname = qlm ? "y" : "Y";
     m->n_outputs = 1;
     snprintf(m->outputs[0], QH_NAME_MAX, "%s", yname);
-    value_info(&m->graph_outputs[m->n_graph_outputs++], yname, y, p->y_shape_known);
-    if (rc == 0 && output) {
-        snprintf(path, sizeof path, "%s/test_data_set_0/output_0.pb", dir);
-        rc = qh_write_tensor_file(path, output, yname, err);
+    qh_value_info_of(&m->graph_outputs[m->n_graph_outputs++], yname, y, p->y_shape_known);
+    const qmm_tensor *ins[QH_MAX_IO];
+    const char *names[QH_MAX_IO];
+    int32_t n_in = qh_problem_n_inputs(p);
+    for (int32_t i = 0; i < n_in && i < QH_MAX_IO; i++) {
+        ins[i] = qh_problem_input_c(p, i);
+        names[i] = qh_problem_input_name(p, i);
     }
-    if (rc == 0) {
-        snprintf(path, sizeof path, "%s/model.onnx", dir);
-        rc = qh_write_model_file(path, m, err);
-    }
+    qh_casedir c = {.model = m, .n_inputs = n_in, .inputs = ins, .input_names = names,
+                    .output = output, .meta = meta};
+    int rc = qh_casedir_write(dir, &c, err);
     free(m);
-    if (rc == 0 && meta) {
-        qh_meta clean = *meta;
-        meta_clean(&clean);
-        char text[4096];
-        int n = qh_meta_format(&clean, text, sizeof text);
-        if (n < 0 || (size_t)n >= sizeof text) {
-            snprintf(err->msg, sizeof err->msg, "%s/qmm.meta: too long", dir);
-            return -1;
-        }
-        snprintf(path, sizeof path, "%s/qmm.meta", dir);
-        rc = qh_write_file_atomic(path, text, (size_t)n, err);
-    }
     return rc;
 }

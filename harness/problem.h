@@ -89,10 +89,7 @@ int qh_problem_random(qh_problem *p, qh_rng *r, const qh_random_opts *o);
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
-/* Creates `path` and its missing parents (mode 0755). */
-int qh_mkdirs(const char *path, qh_error *err);
-
-/* Writes the problem as an ONNX node-test directory: DIR/model.onnx,
+/* Writes the problem as an ONNX node-test directory (harness/casedir.h): DIR/model.onnx,
  * DIR/test_data_set_0/input_i.pb (present inputs only, in node order), output_0.pb when
  * `output` is not NULL, and DIR/qmm.meta when `meta` is not NULL. Creates DIR. */
 int qh_problem_write_dir(const char *dir, const qh_problem *p, const qmm_tensor *output,

@@ -119,6 +119,50 @@ Test(edge, list_names_suites_counts_and_tags)
     free(out);
 }
 
+/* The case writer (harness/casedir.h) follows links among the parents the user named, but
+ * refuses a case directory that is a link, and a path component that is not a directory,
+ * naming the path. */
+Test(edge, export_refuses_a_linked_case_dir_and_a_file_in_the_way)
+{
+    char cmd[2048], *out;
+    const qh_edge_suite *s = qh_edge_suite_find("ties");
+    qh_edge_cases cs = {0};
+    qh_error err;
+    cr_assert(s);
+    cr_assert_eq(qh_edge_build(s, s->seed, &cs, &err), 0, "%s", err.msg);
+    char first[192];
+    snprintf(first, sizeof first, "%s", cs.items[0].name);
+    qh_edge_cases_free(&cs);
+
+    snprintf(cmd, sizeof cmd, "mkdir '%s/real' && ln -s real '%s/link'", tmpdir, tmpdir);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_eq(qmmcheck(&out, "export --suite ties --out '%s/link/'", tmpdir), 0, "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s/real/%s/model.onnx", tmpdir, first);
+    char *model = slurp(cmd);
+    cr_expect(model != NULL, "a link among the parents is followed: %s missing", cmd);
+    free(model);
+
+    snprintf(cmd, sizeof cmd, "mkdir '%s/f' && touch '%s/f/qlinearmatmul'", tmpdir, tmpdir);
+    cr_assert_eq(system(cmd), 0);
+    cr_expect_eq(qmmcheck(&out, "export --suite ties --out '%s/f'", tmpdir), 1, "%s", out);
+    snprintf(cmd, sizeof cmd, "%s/f/qlinearmatmul: exists and is not a directory (a regular file)",
+             tmpdir);
+    cr_expect(strstr(out, cmd) != NULL, "%s", out);
+    free(out);
+
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/l/%s' '%s/elsewhere' && rmdir '%s/l/%s' && "
+             "ln -s '%s/elsewhere' '%s/l/%s'",
+             tmpdir, first, tmpdir, tmpdir, first, tmpdir, tmpdir, first);
+    cr_assert_eq(system(cmd), 0);
+    cr_expect_eq(qmmcheck(&out, "export --suite ties --out '%s/l'", tmpdir), 1, "%s", out);
+    snprintf(cmd, sizeof cmd, "%s/l/%s: a symbolic link", tmpdir, first);
+    cr_expect(strstr(out, cmd) != NULL, "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "rmdir '%s/elsewhere'", tmpdir); /* still empty */
+    cr_expect_eq(system(cmd), 0, "something was written through the link");
+}
+
 /* ---- hand-checked expectations ---- */
 
 static void read_output(const char *case_dir, qh_tensor *t)

@@ -16,9 +16,9 @@
 
 #include "harness/backends.h"
 #include "harness/case.h"
+#include "harness/casedir.h"
 #include "harness/expect.h"
 #include "harness/meta.h"
-#include "harness/problem.h"
 #include "reference/qmm_reference.h"
 
 #define I8 QMM_DTYPE_INT8
