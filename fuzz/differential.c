@@ -6,13 +6,12 @@
  */
 #include "fuzz/differential.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "harness/backends.h"
+#include "harness/casedir.h"
 #include "harness/compare.h"
 #include "harness/expect.h"
 #include "harness/guard.h"
@@ -184,19 +183,6 @@ static void lower(char *dst, size_t size, const char *src)
     dst[i] = '\0';
 }
 
-static int make_dir(const char *path)
-{
-    return mkdir(path, 0777) == 0 || errno == EEXIST ? 0 : -1;
-}
-
-static void fill_value_info(qh_value_info *vi, const char *name, const qmm_tensor *t)
-{
-    snprintf(vi->name, sizeof vi->name, "%s", name);
-    vi->elem_type = t->dtype;
-    vi->rank = t->rank;
-    memcpy(vi->dims, t->dims, sizeof vi->dims);
-}
-
 /* The node: op_type, domain, opsets and attributes (the three orders of QOrderedMatMul). */
 static void node_of(qh_model *m, const qh_fz_case *c)
 {
@@ -256,50 +242,14 @@ static int write_case(const char *dir, const char *target, const char *sig, uint
 {
     const char *yname;
     const char *const *names = io_names(c->call.op, &yname);
-    char set[1100], path[1200];
-    snprintf(set, sizeof set, "%s/test_data_set_0", dir);
-    if (make_dir(dir) != 0 || make_dir(set) != 0) {
-        snprintf(err->msg, sizeof err->msg, "%s: cannot create: %s", set, strerror(errno));
-        return -1;
-    }
     qh_model m;
     memset(&m, 0, sizeof m);
     node_of(&m, c);
     snprintf(m.producer_name, sizeof m.producer_name, "qmmcheck-fuzz");
     snprintf(m.graph_name, sizeof m.graph_name, "%s", target);
-    int32_t last = 0;
-    for (int32_t i = 0; i < c->n_inputs; i++)
-        if (qmm_tensor_present(c->inputs[i]))
-            last = i + 1;
-    m.n_inputs = last;
-    int32_t file = 0;
-    for (int32_t i = 0; i < last; i++) {
-        const qmm_tensor *t = c->inputs[i];
-        const char *name = names[i];
-        if (!qmm_tensor_present(t))
-            continue; /* an omitted optional input: "" in the node, no file */
-        snprintf(m.inputs[i], sizeof m.inputs[i], "%s", name);
-        fill_value_info(&m.graph_inputs[m.n_graph_inputs++], name, t);
-        snprintf(path, sizeof path, "%s/input_%d.pb", set, file++);
-        if (qh_write_tensor_file(path, t, name, err) != 0)
-            return -1;
-    }
     m.n_outputs = 1;
     snprintf(m.outputs[0], sizeof m.outputs[0], "%s", yname);
-    fill_value_info(&m.graph_outputs[m.n_graph_outputs++], yname, &e->exact);
-    snprintf(path, sizeof path, "%s/model.onnx", dir);
-    if (qh_write_model_file(path, &m, err) != 0)
-        return -1;
-    if (e->code == QMM_OK) {
-        snprintf(path, sizeof path, "%s/output_0.pb", set);
-        if (qh_write_tensor_file(path, &e->exact, yname, err) != 0)
-            return -1;
-    }
-    if (inv->code == QMM_OK && inv->y.data) {
-        snprintf(path, sizeof path, "%s/got_output_0.pb", dir);
-        if (qh_write_tensor_file(path, &inv->y, yname, err) != 0)
-            return -1;
-    }
+    qh_value_info_of(&m.graph_outputs[m.n_graph_outputs++], yname, &e->exact, 1);
     qh_meta meta;
     qh_meta_init(&meta);
     meta.expect = e->code == QMM_INVALID_ARGUMENT ? QMM_INVALID_ARGUMENT : QMM_OK;
@@ -316,16 +266,17 @@ static int write_case(const char *dir, const char *target, const char *sig, uint
              qmm_status_name(e->code), v->label, qmm_status_name(inv->code),
              inv->st.message[0] ? ": " : "", inv->st.message, inv->problem[0] ? "; " : "",
              inv->problem, v->label);
-    /* the meta format is line-based: keep the free text on one line */
-    for (char *p = meta.description; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
-    char text[4096];
-    int n = qh_meta_format(&meta, text, sizeof text);
-    snprintf(path, sizeof path, "%s/qmm.meta", dir);
-    if (n < 0 || (size_t)n >= sizeof text ||
-        qh_write_file_atomic(path, text, (size_t)n, err) != 0)
+    qh_casedir cd = {.model = &m, .n_inputs = c->n_inputs,
+                     .inputs = (const qmm_tensor *const *)c->inputs, .input_names = names,
+                     .output = e->code == QMM_OK ? &e->exact : NULL, .meta = &meta};
+    if (qh_casedir_write(dir, &cd, err) != 0)
         return -1;
+    if (inv->code == QMM_OK && inv->y.data) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/got_output_0.pb", dir);
+        if (qh_write_tensor_file(path, &inv->y, yname, err) != 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -479,7 +430,6 @@ __attribute__((noreturn)) static void report(const char *target, int slot, const
         qh_sb_free(&b);
     }
     qh_error err;
-    (void)make_dir(root); /* one level, as a campaign script names a fresh folder */
     if (write_case(dir, target, sig, hash, c, e, v, inv, &err) == 0)
         fprintf(stderr, "  case written: %s\n  reproduce: qmmcheck run --backend '%s' "
                         "--vectors '%s'\n",
