@@ -18,7 +18,6 @@
  * runs it as fuzz_corpus_roundtrip) and exits 1 when one fails to invert.
  */
 #include <dirent.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +25,7 @@
 
 #include "fuzz/decode.h"
 #include "harness/case.h"
+#include "harness/casedir.h"
 #include "harness/onnx_io.h"
 #include "reference/qmm_reference.h"
 
@@ -35,11 +35,6 @@ typedef struct opts {
     long written, skipped, failed;
 } opts;
 
-static int make_dir(const char *path)
-{
-    return mkdir(path, 0777) == 0 || errno == EEXIST ? 0 : -1;
-}
-
 static void save(opts *o, const char *target, const uint8_t *data, size_t len)
 {
     if (o->check) {
@@ -47,9 +42,10 @@ static void save(opts *o, const char *target, const uint8_t *data, size_t len)
         return;
     }
     char dir[1024], path[1100];
+    qh_error err;
     snprintf(dir, sizeof dir, "%s/%s", o->out, target);
-    if (make_dir(o->out) != 0 || make_dir(dir) != 0) {
-        fprintf(stderr, "make_corpus: cannot create %s: %s\n", dir, strerror(errno));
+    if (qh_mkdirs(dir, &err) != 0) {
+        fprintf(stderr, "make_corpus: %s\n", err.msg);
         o->failed++;
         return;
     }
@@ -57,7 +53,6 @@ static void save(opts *o, const char *target, const uint8_t *data, size_t len)
     struct stat st;
     if (stat(path, &st) == 0)
         return;
-    qh_error err;
     if (qh_write_file_atomic(path, data, len, &err) != 0) {
         fprintf(stderr, "make_corpus: %s\n", err.msg);
         o->failed++;
