@@ -935,30 +935,19 @@ Test(loader, malformed_nodes)
 
 /* ---- vectors/qordered: generated here, committed, run by qmmcheck -------------------------- */
 
-static void value_info(qh_value_info *vi, const char *name, const qmm_tensor *t)
-{
-    memset(vi, 0, sizeof *vi);
-    snprintf(vi->name, sizeof vi->name, "%s", name);
-    vi->elem_type = t->dtype;
-    vi->rank = t->rank;
-    for (int32_t i = 0; i < t->rank; i++)
-        vi->dims[i] = t->dims[i];
-}
-
 static void write_case(const char *root, const vcase *v)
 {
-    static const char *names[8] = {"A", "scale_A", "B", "scale_B", "scale_Y", "bias", "C",
-                                   "scale_C"};
+    static const char *const names[8] = {"A",       "scale_A", "B", "scale_B",
+                                         "scale_Y", "bias",    "C", "scale_C"};
     const qmm_qorderedmatmul *q = &v->call.u.qorderedmatmul;
     const qmm_tensor *ins[8] = {&q->a, &q->scale_a, &q->b, &q->scale_b, &q->scale_y, &q->bias,
                                 &q->c, &q->scale_c};
-    char dir[1024], path[1200];
+    char dir[1024];
     qh_error err;
-    snprintf(dir, sizeof dir, "%s/%s/test_data_set_0", root, v->name);
-    cr_assert_eq(qh_mkdirs(dir, &err), 0, "%s", err.msg);
     snprintf(dir, sizeof dir, "%s/%s", root, v->name);
 
     qh_model *m = calloc(1, sizeof *m);
+    cr_assert(m);
     m->ir_version = 8;
     snprintf(m->producer_name, sizeof m->producer_name, "qmmcheck");
     m->n_opsets = 2;
@@ -968,39 +957,17 @@ static void write_case(const char *root, const vcase *v)
     snprintf(m->graph_name, sizeof m->graph_name, "qordered");
     snprintf(m->op_type, sizeof m->op_type, "QOrderedMatMul");
     snprintf(m->domain, sizeof m->domain, "com.microsoft");
-    int last = 4;
-    for (int i = 5; i < 8; i++)
-        if (qmm_tensor_present(ins[i]))
-            last = i;
-    int file = 0;
-    for (int i = 0; i <= last; i++) {
-        if (!qmm_tensor_present(ins[i])) {
-            m->inputs[m->n_inputs++][0] = '\0';
-            continue;
-        }
-        snprintf(m->inputs[m->n_inputs++], QH_NAME_MAX, "%s", names[i]);
-        value_info(&m->graph_inputs[m->n_graph_inputs++], names[i], ins[i]);
-        snprintf(path, sizeof path, "%s/test_data_set_0/input_%d.pb", dir, file++);
-        cr_assert_eq(qh_write_tensor_file(path, ins[i], names[i], &err), 0, "%s", err.msg);
-    }
     m->n_outputs = 1;
     snprintf(m->outputs[0], QH_NAME_MAX, "Y");
-    value_info(&m->graph_outputs[m->n_graph_outputs++], "Y", &q->y);
+    qh_value_info_of(&m->graph_outputs[m->n_graph_outputs++], "Y", &q->y, 1);
     const char *an[3] = {"order_A", "order_B", "order_Y"};
     const int32_t av[3] = {q->order_a, q->order_b, q->order_y};
     m->n_attrs = 3;
     for (int i = 0; i < 3; i++)
         m->attrs[i] = int_attr(an[i], av[i]);
-    snprintf(path, sizeof path, "%s/model.onnx", dir);
-    cr_assert_eq(qh_write_model_file(path, m, &err), 0, "%s", err.msg);
-    free(m);
 
-    if (v->expect == QMM_OK) {
-        qmm_tensor y = q->y;
-        y.data = (void *)v->want;
-        snprintf(path, sizeof path, "%s/test_data_set_0/output_0.pb", dir);
-        cr_assert_eq(qh_write_tensor_file(path, &y, "Y", &err), 0, "%s", err.msg);
-    }
+    qmm_tensor y = q->y;
+    y.data = (void *)v->want;
     qh_meta meta;
     qh_meta_init(&meta);
     meta.expect = v->expect;
@@ -1012,11 +979,11 @@ static void write_case(const char *root, const vcase *v)
         snprintf(meta.profile, sizeof meta.profile, "%s", v->profile);
     snprintf(meta.provenance, sizeof meta.provenance, "tests/test_qordered.c, hand-computed");
     snprintf(meta.description, sizeof meta.description, "%s", v->description);
-    char text[4096];
-    int n = qh_meta_format(&meta, text, sizeof text);
-    cr_assert(n > 0 && (size_t)n < sizeof text);
-    snprintf(path, sizeof path, "%s/qmm.meta", dir);
-    cr_assert_eq(qh_write_file_atomic(path, text, (size_t)n, &err), 0, "%s", err.msg);
+    qh_casedir c = {.model = m, .n_inputs = 8, .inputs = ins, .input_names = names,
+                    .output = v->expect == QMM_OK ? &y : NULL, .meta = &meta};
+    int rc = qh_casedir_write(dir, &c, &err);
+    free(m);
+    cr_assert_eq(rc, 0, "%s", err.msg);
 }
 
 static void write_all(const char *root)
