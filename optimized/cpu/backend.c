@@ -13,18 +13,21 @@
  * CPU can run is decided once by qmm_opt_cpu_features(). */
 static const qmm_opt_isa_ops isa_table[QMM_OPT_ISA_COUNT] = {
     {.isa = QMM_OPT_ISA_SCALAR, .mr = 6, .nr = 16, .kg = 2,
-     .kernel = qmm_opt_kernel_scalar_6x16, .requant_row = qmm_opt_requant_row},
+     .kernel = qmm_opt_kernel_scalar_6x16, .portable = qmm_opt_kernel_scalar_6x16,
+     .requant_row = qmm_opt_requant_row},
 #if defined(__x86_64__)
     {.isa = QMM_OPT_ISA_AVX2, .mr = 6, .nr = 16, .kg = 2, .kernel = qmm_opt_kernel_avx2_6x16,
-     .gemv = qmm_opt_gemv_avx2, .gemv_packed = qmm_opt_gemv_packed_avx2, .uw = 1,
-     .requant_row = qmm_opt_requant_row_avx2},
+     .portable = qmm_opt_kernel_portable_uw_6x16, .gemv = qmm_opt_gemv_avx2,
+     .gemv_packed = qmm_opt_gemv_packed_avx2, .uw = 1, .requant_row = qmm_opt_requant_row_avx2},
     /* the VNNI layouts are quads: small M on a prepacked B runs the kernel on its rows only */
     {.isa = QMM_OPT_ISA_AVXVNNI, .mr = 6, .nr = 16, .kg = 4,
      .kernel = qmm_opt_kernel_avxvnni_6x16, .kernel_rows = qmm_opt_kernel_avxvnni_rx16,
+     .portable = qmm_opt_kernel_portable_quads_6x16,
      .gemv = qmm_opt_gemv_avx2, .requant_row = qmm_opt_requant_row_avx2,
      .colsum = qmm_opt_colsum_avxvnni},
     {.isa = QMM_OPT_ISA_AVX512VNNI, .mr = 8, .nr = 32, .kg = 4,
      .kernel = qmm_opt_kernel_avx512vnni_8x32, .kernel_rows = qmm_opt_kernel_avx512vnni_rx32,
+     .portable = qmm_opt_kernel_portable_quads_8x32,
      .gemv = qmm_opt_gemv_avx2, .requant_row = qmm_opt_requant_row_avx512,
      .requant_row_f32 = qmm_opt_requant_row_f32_avx512, .colsum = qmm_opt_colsum_avx512vnni,
      .pack_b = qmm_opt_pack_b_avx512vnni},
@@ -32,6 +35,7 @@ static const qmm_opt_isa_ops isa_table[QMM_OPT_ISA_COUNT] = {
      * whole tiles */
     {.isa = QMM_OPT_ISA_AMX, .mr = 32, .nr = 32, .kg = 4, .kalign = 16, .atiles = 1,
      .kernel = qmm_opt_kernel_amx_32x32, .kernel_rows = qmm_opt_kernel_amx_rx32,
+     .portable = qmm_opt_kernel_portable_tiles_32x32,
      .gemv = qmm_opt_gemv_avx2, .requant_row = qmm_opt_requant_row_avx512,
      .requant_row_f32 = qmm_opt_requant_row_f32_avx512, .colsum = qmm_opt_colsum_avx512vnni,
      .pack_b = qmm_opt_pack_b_avx512vnni,
@@ -40,13 +44,15 @@ static const qmm_opt_isa_ops isa_table[QMM_OPT_ISA_COUNT] = {
 #else
     /* no x86 kernels: the other ISAs are refused by qmm_opt_isa_missing before use */
     {.isa = QMM_OPT_ISA_AVX2, .mr = 6, .nr = 16, .kg = 2, .kernel = qmm_opt_kernel_scalar_6x16,
-     .requant_row = qmm_opt_requant_row},
+     .portable = qmm_opt_kernel_scalar_6x16, .requant_row = qmm_opt_requant_row},
     {.isa = QMM_OPT_ISA_AVXVNNI, .mr = 6, .nr = 16, .kg = 2,
-     .kernel = qmm_opt_kernel_scalar_6x16, .requant_row = qmm_opt_requant_row},
-    {.isa = QMM_OPT_ISA_AVX512VNNI, .mr = 6, .nr = 16, .kg = 2,
-     .kernel = qmm_opt_kernel_scalar_6x16, .requant_row = qmm_opt_requant_row},
-    {.isa = QMM_OPT_ISA_AMX, .mr = 6, .nr = 16, .kg = 2, .kernel = qmm_opt_kernel_scalar_6x16,
+     .kernel = qmm_opt_kernel_scalar_6x16, .portable = qmm_opt_kernel_scalar_6x16,
      .requant_row = qmm_opt_requant_row},
+    {.isa = QMM_OPT_ISA_AVX512VNNI, .mr = 6, .nr = 16, .kg = 2,
+     .kernel = qmm_opt_kernel_scalar_6x16, .portable = qmm_opt_kernel_scalar_6x16,
+     .requant_row = qmm_opt_requant_row},
+    {.isa = QMM_OPT_ISA_AMX, .mr = 6, .nr = 16, .kg = 2, .kernel = qmm_opt_kernel_scalar_6x16,
+     .portable = qmm_opt_kernel_scalar_6x16, .requant_row = qmm_opt_requant_row},
 #endif
 };
 

@@ -109,6 +109,8 @@ typedef struct qmm_opt_isa_ops {
     qmm_opt_isa isa;
     int mr, nr, kg;          /* tile rows, tile columns, k values per group (2 or 4) */
     qmm_opt_kernel_fn kernel;
+    qmm_opt_kernel_fn portable; /* the plain-C kernel on the same layout (gemm-scalar.c): what
+                                   `kernel` and `kernel_rows` must compute; tests only */
     qmm_opt_kernel_rows_fn kernel_rows; /* NULL: partial groups run the full kernel */
     qmm_opt_gemv_fn gemv;    /* NULL: small M goes through the packed path */
     qmm_opt_gemv_packed_fn gemv_packed; /* NULL: small M with a prepacked B uses `kernel` */
@@ -128,8 +130,31 @@ typedef struct qmm_opt_isa_ops {
     void (*task_end)(void);   /* after its task's last kernel call (AMX: release), or NULL */
 } qmm_opt_isa_ops;
 
+/* The portable C kernels (gemm-scalar.c), one per packing layout, written for clarity: the
+ * specification each SIMD kernel on that layout is tested against (tests/test_ukernel.c).
+ * The "pairs" layout's is the scalar variant's own kernel. */
 void qmm_opt_kernel_scalar_6x16(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
                                 size_t ldc, int accumulate);
+/* "unsigned words" B (AVX2) */
+void qmm_opt_kernel_portable_uw_6x16(size_t kgroups, const int32_t *a, const int8_t *b,
+                                     int32_t *c, size_t ldc, int accumulate);
+/* quads, 16 columns (AVX-VNNI) */
+void qmm_opt_kernel_portable_quads_6x16(size_t kgroups, const int32_t *a, const int8_t *b,
+                                        int32_t *c, size_t ldc, int accumulate);
+/* quads, 32 columns (AVX-512 VNNI) */
+void qmm_opt_kernel_portable_quads_8x32(size_t kgroups, const int32_t *a, const int8_t *b,
+                                        int32_t *c, size_t ldc, int accumulate);
+/* the "tiles" A and the 32-column quads B (AMX) */
+void qmm_opt_kernel_portable_tiles_32x32(size_t kgroups, const int32_t *a, const int8_t *b,
+                                         int32_t *c, size_t ldc, int accumulate);
+/* the small-M forms: qmm_opt_gemv_fn's and qmm_opt_gemv_packed_fn's contracts */
+void qmm_opt_gemv_portable(size_t rows, size_t k, const int32_t *a, size_t lda,
+                           const uint8_t *b, size_t ldb, int b_signed, size_t n, int32_t *c,
+                           size_t ldc);
+void qmm_opt_gemv_packed_portable(size_t rows, size_t kpairs, const int32_t *a, size_t lda,
+                                  const int8_t *b, size_t pstride, size_t npanels, int32_t *c,
+                                  size_t ldc);
+
 void qmm_opt_kernel_avx2_6x16(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
                               size_t ldc, int accumulate);
 void qmm_opt_gemv_avx2(size_t rows, size_t k, const int32_t *a, size_t lda, const uint8_t *b,
