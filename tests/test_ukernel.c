@@ -12,6 +12,7 @@
  * K group (3, 5, 63, 65, ...), a long K (4099) and one past int32 (33031).
  */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -339,27 +340,16 @@ static void check_isa(qmm_opt_isa isa)
         check_shape(ops, 4, 33, long_ks[ki], 0, &seed);
 }
 
-Test(ukernel, scalar, .timeout = 600)
+/* every row of the kernel table: a new ISA is checked as soon as it has one */
+ParameterizedTestParameters(ukernel, every_isa)
 {
-    check_isa(QMM_OPT_ISA_SCALAR);
+    static qmm_opt_isa isas[QMM_OPT_ISA_COUNT];
+    for (int i = 0; i < QMM_OPT_ISA_COUNT; i++)
+        isas[i] = (qmm_opt_isa)i;
+    return cr_make_param_array(qmm_opt_isa, isas, QMM_OPT_ISA_COUNT);
 }
 
-Test(ukernel, avx2, .timeout = 600)
+ParameterizedTest(qmm_opt_isa *isa, ukernel, every_isa, .timeout = 600)
 {
-    check_isa(QMM_OPT_ISA_AVX2);
-}
-
-Test(ukernel, avxvnni, .timeout = 600)
-{
-    check_isa(QMM_OPT_ISA_AVXVNNI);
-}
-
-Test(ukernel, avx512vnni, .timeout = 600)
-{
-    check_isa(QMM_OPT_ISA_AVX512VNNI);
-}
-
-Test(ukernel, amx, .timeout = 600)
-{
-    check_isa(QMM_OPT_ISA_AMX);
+    check_isa(*isa);
 }
