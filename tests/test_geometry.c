@@ -6,22 +6,7 @@
 #include <string.h>
 
 #include "reference/qmm_reference.h"
-
-/* A tensor of `rank` dims given as ints; data may be NULL (only shapes matter here). */
-static qmm_tensor mk(int32_t dtype, void *data, int rank, ...)
-{
-    qmm_tensor t;
-    memset(&t, 0, sizeof t);
-    t.dtype = dtype;
-    t.rank = rank;
-    t.data = data;
-    va_list ap;
-    va_start(ap, rank);
-    for (int i = 0; i < rank; i++)
-        t.dims[i] = va_arg(ap, int);
-    va_end(ap);
-    return t;
-}
+#include "tests/tensor_support.h"
 
 #define U8 QMM_DTYPE_UINT8
 

@@ -20,6 +20,7 @@
 #include "harness/expect.h"
 #include "harness/meta.h"
 #include "reference/qmm_reference.h"
+#include "tests/tensor_support.h"
 
 #define I8 QMM_DTYPE_INT8
 #define U8 QMM_DTYPE_UINT8
@@ -29,21 +30,6 @@
 
 enum { COL = QMM_ORDER_COL, ROW = QMM_ORDER_ROW, COL32 = QMM_ORDER_COL32,
        COL4 = QMM_ORDER_COL4_4R2_8C, COL32_2R = QMM_ORDER_COL32_2R_4R4 };
-
-static qmm_tensor mk(int32_t dtype, void *data, int rank, ...)
-{
-    qmm_tensor t;
-    memset(&t, 0, sizeof t);
-    t.dtype = dtype;
-    t.rank = rank;
-    t.data = data;
-    va_list ap;
-    va_start(ap, rank);
-    for (int i = 0; i < rank; i++)
-        t.dims[i] = va_arg(ap, int);
-    va_end(ap);
-    return t;
-}
 
 #define SF(x) mk(F32, (float[]){(x)}, 0)
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "reference/qmm_reference.h"
+#include "tests/tensor_support.h"
 
 #define U8 QMM_DTYPE_UINT8
 #define I8 QMM_DTYPE_INT8
@@ -16,21 +17,6 @@
 #define F16 QMM_DTYPE_FLOAT16
 #define BF16 QMM_DTYPE_BFLOAT16
 #define I32 QMM_DTYPE_INT32
-
-static qmm_tensor mk(int32_t dtype, void *data, int rank, ...)
-{
-    qmm_tensor t;
-    memset(&t, 0, sizeof t);
-    t.dtype = dtype;
-    t.rank = rank;
-    t.data = data;
-    va_list ap;
-    va_start(ap, rank);
-    for (int i = 0; i < rank; i++)
-        t.dims[i] = va_arg(ap, int);
-    va_end(ap);
-    return t;
-}
 
 /* Scalars (rank 0); compound literals live until the end of the enclosing block. */
 #define SF(x) mk(F32, (float[]){(x)}, 0)
