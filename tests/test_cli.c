@@ -2,6 +2,7 @@
  * case lines, reports. Runs the real binary ($QMMCHECK) on the committed vectors and on cases
  * built in temporary directories. */
 #include "tests/cli_support.h"
+#include "tests/casefile_support.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,18 +243,6 @@ Test(cli, plugin_returning_null_is_a_usage_error)
 }
 
 /* ---- cases built here: invalid input, wrong stored output ---- */
-
-static void write_tensor(const char *dir, const char *file, int32_t dtype, int32_t rank,
-                         const int64_t *dims, const void *data, const char *name)
-{
-    qmm_tensor t = {.dtype = dtype, .rank = rank, .data = (void *)data};
-    for (int32_t i = 0; i < rank; i++)
-        t.dims[i] = dims[i];
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    qh_error err;
-    cr_assert(qh_write_tensor_file(path, &t, name, &err) == 0, "%s", err.msg);
-}
 
 /* MatMulInteger with a K mismatch: a [2,3] x b [2,2]. */
 static void write_kmismatch_case(const char *dir, const char *meta)

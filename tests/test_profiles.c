@@ -672,6 +672,7 @@ Test(fingerprint, reference_under_each_profile_is_named)
 /* ---- the command line ---- */
 
 #include "tests/cli_support.h"
+#include "tests/casefile_support.h"
 
 TestSuite(cli, .init = make_tmp, .fini = remove_tmp);
 
@@ -728,18 +729,6 @@ Test(cli, fingerprint_usage_errors)
     cr_expect_eq(qmmcheck(&out, "help"), 0);
     cr_expect(strstr(out, "fingerprint --backend SPEC") != NULL, "%s", out);
     free(out);
-}
-
-static void write_tensor(const char *dir, const char *file, int32_t dtype, int32_t rank,
-                         const int64_t *dims, const void *data, const char *name)
-{
-    qmm_tensor t = {.dtype = dtype, .rank = rank, .data = (void *)data};
-    for (int32_t i = 0; i < rank; i++)
-        t.dims[i] = dims[i];
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    qh_error err;
-    cr_assert(qh_write_tensor_file(path, &t, name, &err) == 0, "%s", err.msg);
 }
 
 /* A 1x1 QLinearMatMul case directory, int8 or uint8, scales 0.5/1/1, zero points 0/0/zy;
