@@ -624,38 +624,39 @@ Test(onnx_typed, negative_int8_and_int16)
     qh_tensor_free(&t);
 }
 
+/* `n` elements of `dtype` (`size` bytes each) given as unpacked varints v[] of typed field
+ * `field` must be stored as those little-endian words. */
+static void expect_varint_data(int32_t dtype, uint32_t field, size_t size, size_t n,
+                               const uint64_t *v)
+{
+    qh_pb_buf b;
+    qh_pb_buf_init(&b);
+    put_header(&b, dtype, (int64_t)n);
+    for (size_t k = 0; k < n; k++)
+        qh_pb_put_varint_field(&b, field, v[k]);
+    qh_tensor t = parse_ok(&b);
+    const uint8_t *d = t.t.data;
+    for (size_t k = 0; k < n; k++) {
+        uint64_t got = 0;
+        for (size_t i = 0; i < size; i++)
+            got |= (uint64_t)d[k * size + i] << (8 * i);
+        cr_assert_eq(got, v[k], "dtype %d element %zu", (int)dtype, k);
+    }
+    qh_tensor_free(&t);
+}
+
 Test(onnx_typed, float16_and_bfloat16_bit_patterns)
 {
     int32_t types[] = {QMM_DTYPE_FLOAT16, QMM_DTYPE_BFLOAT16, QMM_DTYPE_UINT16};
-    for (int k = 0; k < 3; k++) {
-        qh_pb_buf b;
-        qh_pb_buf_init(&b);
-        put_header(&b, types[k], 2);
-        qh_pb_put_varint_field(&b, 5, 0x3c00);
-        qh_pb_put_varint_field(&b, 5, 0xffff);
-        qh_tensor t = parse_ok(&b);
-        const uint8_t *d = t.t.data;
-        cr_assert_eq(d[0] | d[1] << 8, 0x3c00);
-        cr_assert_eq(d[2] | d[3] << 8, 0xffff);
-        qh_tensor_free(&t);
-    }
+    for (int k = 0; k < 3; k++)
+        expect_varint_data(types[k], 5, 2, 2, (const uint64_t[]){0x3c00, 0xffff});
 }
 
 Test(onnx_typed, bool_and_float8)
 {
     int32_t types[] = {QMM_DTYPE_BOOL, QMM_DTYPE_FLOAT8E4M3FN, QMM_DTYPE_FLOAT8E5M2FNUZ};
-    for (int k = 0; k < 3; k++) {
-        qh_pb_buf b;
-        qh_pb_buf_init(&b);
-        put_header(&b, types[k], 2);
-        qh_pb_put_varint_field(&b, 5, 1);
-        qh_pb_put_varint_field(&b, 5, 0);
-        qh_tensor t = parse_ok(&b);
-        const uint8_t *d = t.t.data;
-        cr_assert_eq(d[0], 1);
-        cr_assert_eq(d[1], 0);
-        qh_tensor_free(&t);
-    }
+    for (int k = 0; k < 3; k++)
+        expect_varint_data(types[k], 5, 1, 2, (const uint64_t[]){1, 0});
     qh_pb_buf b;
     qh_pb_buf_init(&b);
     put_header(&b, QMM_DTYPE_BOOL, 1);
@@ -723,23 +724,8 @@ Test(onnx_typed, int64_double_uint64)
     cr_assert_eq(memcmp(t.t.data, dv, sizeof dv), 0);
     qh_tensor_free(&t);
 
-    qh_pb_buf_init(&b);
-    put_header(&b, QMM_DTYPE_UINT64, 1);
-    qh_pb_put_varint_field(&b, 11, UINT64_MAX);
-    t = parse_ok(&b);
-    uint64_t u64;
-    memcpy(&u64, t.t.data, 8);
-    cr_assert_eq(u64, UINT64_MAX);
-    qh_tensor_free(&t);
-
-    qh_pb_buf_init(&b);
-    put_header(&b, QMM_DTYPE_UINT32, 1);
-    qh_pb_put_varint_field(&b, 11, UINT32_MAX);
-    t = parse_ok(&b);
-    uint32_t u32;
-    memcpy(&u32, t.t.data, 4);
-    cr_assert_eq(u32, UINT32_MAX);
-    qh_tensor_free(&t);
+    expect_varint_data(QMM_DTYPE_UINT64, 11, 8, 1, (const uint64_t[]){UINT64_MAX});
+    expect_varint_data(QMM_DTYPE_UINT32, 11, 4, 1, (const uint64_t[]){UINT32_MAX});
 
     qh_pb_buf_init(&b);
     put_header(&b, QMM_DTYPE_UINT32, 1);
