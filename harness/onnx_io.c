@@ -140,6 +140,18 @@ static int want_wire(msg *m, const qh_pb_field *f, uint32_t wire)
                 qh_pb_wire_name(f->wire), qh_pb_wire_name(wire));
 }
 
+/* A repeated message field read into a fixed array holding `n` of at most `max`: checks the
+ * wire type, then that there is room ("more than MAX WHAT" on `field` otherwise). */
+static int next_slot(msg *m, const qh_pb_field *f, int32_t n, int32_t max, const char *field,
+                     const char *what)
+{
+    if (want_wire(m, f, QH_PB_LEN) != 0)
+        return -1;
+    if (n >= max)
+        return fail(m->c, m->name, field, "more than %d %s", (int)max, what);
+    return 0;
+}
+
 /* Copies a protobuf string into a fixed NUL-terminated array. */
 static int get_string(msg *m, const qh_pb_field *f, char *dst, size_t cap)
 {
@@ -654,10 +666,8 @@ static int parse_node(const pctx *c, const uint8_t *buf, size_t len, qh_model *o
                 return -1;
             break;
         case 5: {
-            if (want_wire(&m, &f, QH_PB_LEN) != 0)
+            if (next_slot(&m, &f, out->n_attrs, QH_MAX_ATTRS, "attribute", "attributes") != 0)
                 return -1;
-            if (out->n_attrs >= QH_MAX_ATTRS)
-                return fail(c, m.name, "attribute", "more than %d attributes", QH_MAX_ATTRS);
             qh_attr *a = &out->attrs[out->n_attrs];
             memset(a, 0, sizeof *a);
             if (parse_attr(c, f.data, f.len, a) != 0)
@@ -861,19 +871,15 @@ static int parse_graph(const pctx *c, const uint8_t *buf, size_t len, qh_model *
             return fail(c, m.name, fname(&m, f.num),
                         "initializers are not supported in node tests");
         case 11:
-            if (want_wire(&m, &f, QH_PB_LEN) != 0)
+            if (next_slot(&m, &f, out->n_graph_inputs, QH_MAX_IO, "input", "inputs") != 0)
                 return -1;
-            if (out->n_graph_inputs >= QH_MAX_IO)
-                return fail(c, m.name, "input", "more than %d inputs", QH_MAX_IO);
             if (parse_value_info(c, f.data, f.len, &out->graph_inputs[out->n_graph_inputs]))
                 return -1;
             out->n_graph_inputs++;
             break;
         case 12:
-            if (want_wire(&m, &f, QH_PB_LEN) != 0)
+            if (next_slot(&m, &f, out->n_graph_outputs, QH_MAX_IO, "output", "outputs") != 0)
                 return -1;
-            if (out->n_graph_outputs >= QH_MAX_IO)
-                return fail(c, m.name, "output", "more than %d outputs", QH_MAX_IO);
             if (parse_value_info(c, f.data, f.len,
                                  &out->graph_outputs[out->n_graph_outputs]))
                 return -1;
@@ -948,12 +954,8 @@ int qh_parse_model(const uint8_t *buf, size_t len, const char *what, qh_model *o
                 goto fail;
             break;
         case 8:
-            if (want_wire(&m, &f, QH_PB_LEN) != 0)
+            if (next_slot(&m, &f, out->n_opsets, QH_MAX_OPSETS, "opset_import", "opset imports"))
                 goto fail;
-            if (out->n_opsets >= QH_MAX_OPSETS) {
-                fail(&c, m.name, "opset_import", "more than %d opset imports", QH_MAX_OPSETS);
-                goto fail;
-            }
             if (parse_opset(&c, f.data, f.len, &out->opsets[out->n_opsets]) != 0)
                 goto fail;
             out->n_opsets++;
