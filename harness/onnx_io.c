@@ -356,6 +356,163 @@ static int decode_typed(msg *m, const uint8_t *buf, size_t len, uint32_t num, in
     return rc;
 }
 
+/* What a TensorProto's fields said, before any of it is checked against the rest. */
+typedef struct tensor_seen {
+    int32_t rank;
+    int64_t dims[QMM_MAX_RANK];
+    int have_dtype;
+    int64_t dtype;
+    const uint8_t *raw;
+    size_t raw_len;
+    int have_raw;
+    uint32_t typed_num; /* which typed field carries data, 0 for none */
+    uint64_t typed_count;
+} tensor_seen;
+
+/* One dims field, a single varint or a packed run, appended to s->dims. */
+static int read_dims(msg *m, const qh_pb_field *f, tensor_seen *s)
+{
+    int packed = f->wire == QH_PB_LEN;
+    const uint8_t *p = f->data, *end = packed ? f->data + f->len : f->data;
+    if (!packed && f->wire != QH_PB_VARINT)
+        return fail(m->c, m->name, "dims", "wire type %u (%s), expected varint or packed",
+                    f->wire, qh_pb_wire_name(f->wire));
+    for (;;) {
+        uint64_t v = f->u;
+        if (packed) {
+            char why[128];
+            if (p >= end)
+                break;
+            if (qh_pb_read_varint(&p, end, &v, why, sizeof why) != 0)
+                return fail(m->c, m->name, "dims", "packed: %s", why);
+        }
+        if (s->rank >= QMM_MAX_RANK)
+            return fail(m->c, m->name, "dims", "rank exceeds %d", QMM_MAX_RANK);
+        if ((int64_t)v < 0)
+            return fail(m->c, m->name, "dims", "dimension %d is negative (%lld)",
+                        (int)s->rank, (long long)(int64_t)v);
+        s->dims[s->rank++] = (int64_t)v;
+        if (!packed)
+            break;
+    }
+    return 0;
+}
+
+/* One TensorProto field into s (the name straight into out); rejects what is unsupported. */
+static int read_tensor_field(msg *m, const qh_pb_field *f, tensor_seen *s, qh_tensor *out)
+{
+    switch (f->num) {
+    case TF_DIMS:
+        return read_dims(m, f, s);
+    case TF_DATA_TYPE:
+        if (want_wire(m, f, QH_PB_VARINT) != 0)
+            return -1;
+        s->have_dtype = 1;
+        s->dtype = (int64_t)(int32_t)(uint32_t)f->u;
+        return 0;
+    case TF_SEGMENT:
+        return fail(m->c, m->name, "segment", "segmented tensors are not supported");
+    case TF_STRING:
+        return fail(m->c, m->name, "string_data", "string tensors are not supported");
+    case TF_FLOAT:
+    case TF_INT32:
+    case TF_INT64:
+    case TF_DOUBLE:
+    case TF_UINT64:
+        if (s->typed_num && s->typed_num != f->num)
+            return fail(m->c, m->name, fname(m, f->num), "data also given in %s",
+                        fname(m, s->typed_num));
+        s->typed_num = f->num;
+        return count_typed(m, f, &s->typed_count);
+    case TF_NAME:
+        return get_string(m, f, out->name, sizeof out->name);
+    case TF_RAW:
+        if (want_wire(m, f, QH_PB_LEN) != 0)
+            return -1;
+        s->have_raw = 1;
+        s->raw = f->data;
+        s->raw_len = f->len;
+        return 0;
+    case TF_DOC:
+        return want_wire(m, f, QH_PB_LEN);
+    case TF_EXTERNAL:
+        return fail(m->c, m->name, "external_data", "external data is not supported");
+    case TF_LOCATION:
+        if (want_wire(m, f, QH_PB_VARINT) != 0)
+            return -1;
+        if (f->u != 0)
+            return fail(m->c, m->name, "data_location", "external data is not supported");
+        return 0;
+    default:
+        return 0; /* unknown fields were skipped by wire type in qh_pb_next */
+    }
+}
+
+/* Checks the data type, the element count and the data fields against each other; sets
+ * *bytes_out to the tensor's size. */
+static int check_tensor_sizes(msg *m, const tensor_seen *s, size_t *bytes_out)
+{
+    if (!s->have_dtype)
+        return fail(m->c, m->name, "data_type", "missing");
+    int64_t dtype = s->dtype;
+    size_t esize = (dtype >= 0 && dtype <= INT32_MAX) ? qmm_dtype_size((int32_t)dtype) : 0;
+    if (esize == 0)
+        return fail(m->c, m->name, "data_type", "unsupported data type %lld (%s)",
+                    (long long)dtype, dtype_name(dtype));
+
+    int64_t numel = 1;
+    for (int32_t i = 0; i < s->rank; i++) {
+        if (s->dims[i] != 0 && numel > INT64_MAX / s->dims[i])
+            return fail(m->c, m->name, "dims", "element count overflows int64");
+        numel *= s->dims[i];
+    }
+    if (numel > QH_MAX_TENSOR_BYTES / (int64_t)esize)
+        return fail(m->c, m->name, "dims", "%lld elements of %s exceed the %lld-byte limit",
+                    (long long)numel, dtype_name(dtype), (long long)QH_MAX_TENSOR_BYTES);
+    size_t bytes = (size_t)numel * esize;
+
+    if (s->typed_num) {
+        if (typed_field_for((int32_t)dtype) != s->typed_num)
+            return fail(m->c, m->name, fname(m, s->typed_num), "not valid for data_type %s",
+                        dtype_name(dtype));
+        if (s->typed_count != (uint64_t)numel)
+            return fail(m->c, m->name, fname(m, s->typed_num), "%llu elements, dims say %lld",
+                        (unsigned long long)s->typed_count, (long long)numel);
+    }
+    if (s->have_raw && s->raw_len != bytes)
+        return fail(m->c, m->name, "raw_data", "length %zu, expected %zu (%lld elements of %s)",
+                    s->raw_len, bytes, (long long)numel, dtype_name(dtype));
+    if (!s->have_raw && !s->typed_num && numel != 0)
+        return fail(m->c, m->name, "raw_data", "missing: %lld elements but no data",
+                    (long long)numel);
+    *bytes_out = bytes;
+    return 0;
+}
+
+/* The tensor's bytes, from the typed field (which raw_data, if also given, must match) or
+ * from raw_data; *data is allocated here and only on success. */
+static int load_tensor_data(msg *m, const uint8_t *buf, size_t len, const tensor_seen *s,
+                            size_t bytes, uint8_t **data_out)
+{
+    uint8_t *data = malloc(bytes ? bytes : 1);
+    if (!data)
+        return fail(m->c, m->name, "raw_data", "out of memory allocating %zu bytes", bytes);
+    if (s->typed_num) {
+        if (decode_typed(m, buf, len, s->typed_num, (int32_t)s->dtype, data) != 0) {
+            free(data);
+            return -1;
+        }
+        if (s->have_raw && memcmp(s->raw, data, bytes) != 0) {
+            free(data);
+            return fail(m->c, m->name, "raw_data", "conflicts with %s", fname(m, s->typed_num));
+        }
+    } else if (bytes) {
+        memcpy(data, s->raw, bytes);
+    }
+    *data_out = data;
+    return 0;
+}
+
 static int parse_tensor(const uint8_t *buf, size_t len, const char *what, qh_tensor *out,
                         qh_error *err)
 {
@@ -364,150 +521,26 @@ static int parse_tensor(const uint8_t *buf, size_t len, const char *what, qh_ten
     memset(out, 0, sizeof *out);
     msg_init(&m, &c, "TensorProto", tensor_fields, buf, len);
 
-    int32_t rank = 0;
-    int64_t dims[QMM_MAX_RANK] = {0};
-    int have_dtype = 0;
-    int64_t dtype = 0;
-    const uint8_t *raw = NULL;
-    size_t raw_len = 0;
-    int have_raw = 0;
-    uint32_t typed_num = 0; /* which typed field carries data, 0 for none */
-    uint64_t typed_count = 0;
+    tensor_seen s;
+    memset(&s, 0, sizeof s);
     qh_pb_field f;
     int rc;
-
-    while ((rc = msg_next(&m, &f)) > 0) {
-        switch (f.num) {
-        case TF_DIMS: {
-            int packed = f.wire == QH_PB_LEN;
-            const uint8_t *p = f.data, *end = packed ? f.data + f.len : f.data;
-            if (!packed && f.wire != QH_PB_VARINT)
-                return fail(&c, m.name, "dims", "wire type %u (%s), expected varint or packed",
-                            f.wire, qh_pb_wire_name(f.wire));
-            for (;;) {
-                uint64_t v = f.u;
-                if (packed) {
-                    char why[128];
-                    if (p >= end)
-                        break;
-                    if (qh_pb_read_varint(&p, end, &v, why, sizeof why) != 0)
-                        return fail(&c, m.name, "dims", "packed: %s", why);
-                }
-                if (rank >= QMM_MAX_RANK)
-                    return fail(&c, m.name, "dims", "rank exceeds %d", QMM_MAX_RANK);
-                if ((int64_t)v < 0)
-                    return fail(&c, m.name, "dims", "dimension %d is negative (%lld)",
-                                (int)rank, (long long)(int64_t)v);
-                dims[rank++] = (int64_t)v;
-                if (!packed)
-                    break;
-            }
-            break;
-        }
-        case TF_DATA_TYPE:
-            if (want_wire(&m, &f, QH_PB_VARINT) != 0)
-                return -1;
-            have_dtype = 1;
-            dtype = (int64_t)(int32_t)(uint32_t)f.u;
-            break;
-        case TF_SEGMENT:
-            return fail(&c, m.name, "segment", "segmented tensors are not supported");
-        case TF_STRING:
-            return fail(&c, m.name, "string_data", "string tensors are not supported");
-        case TF_FLOAT:
-        case TF_INT32:
-        case TF_INT64:
-        case TF_DOUBLE:
-        case TF_UINT64:
-            if (typed_num && typed_num != f.num)
-                return fail(&c, m.name, fname(&m, f.num), "data also given in %s",
-                            fname(&m, typed_num));
-            typed_num = f.num;
-            if (count_typed(&m, &f, &typed_count) != 0)
-                return -1;
-            break;
-        case TF_NAME:
-            if (get_string(&m, &f, out->name, sizeof out->name) != 0)
-                return -1;
-            break;
-        case TF_RAW:
-            if (want_wire(&m, &f, QH_PB_LEN) != 0)
-                return -1;
-            have_raw = 1;
-            raw = f.data;
-            raw_len = f.len;
-            break;
-        case TF_DOC:
-            if (want_wire(&m, &f, QH_PB_LEN) != 0)
-                return -1;
-            break;
-        case TF_EXTERNAL:
-            return fail(&c, m.name, "external_data", "external data is not supported");
-        case TF_LOCATION:
-            if (want_wire(&m, &f, QH_PB_VARINT) != 0)
-                return -1;
-            if (f.u != 0)
-                return fail(&c, m.name, "data_location", "external data is not supported");
-            break;
-        default:
-            break; /* unknown fields were skipped by wire type in qh_pb_next */
-        }
-    }
+    while ((rc = msg_next(&m, &f)) > 0)
+        if (read_tensor_field(&m, &f, &s, out) != 0)
+            return -1;
     if (rc < 0)
         return -1;
 
-    if (!have_dtype)
-        return fail(&c, m.name, "data_type", "missing");
-    size_t esize = (dtype >= 0 && dtype <= INT32_MAX) ? qmm_dtype_size((int32_t)dtype) : 0;
-    if (esize == 0)
-        return fail(&c, m.name, "data_type", "unsupported data type %lld (%s)",
-                    (long long)dtype, dtype_name(dtype));
-
-    int64_t numel = 1;
-    for (int32_t i = 0; i < rank; i++) {
-        if (dims[i] != 0 && numel > INT64_MAX / dims[i])
-            return fail(&c, m.name, "dims", "element count overflows int64");
-        numel *= dims[i];
-    }
-    if (numel > QH_MAX_TENSOR_BYTES / (int64_t)esize)
-        return fail(&c, m.name, "dims", "%lld elements of %s exceed the %lld-byte limit",
-                    (long long)numel, dtype_name(dtype), (long long)QH_MAX_TENSOR_BYTES);
-    size_t bytes = (size_t)numel * esize;
-
-    if (typed_num) {
-        if (typed_field_for((int32_t)dtype) != typed_num)
-            return fail(&c, m.name, fname(&m, typed_num), "not valid for data_type %s",
-                        dtype_name(dtype));
-        if (typed_count != (uint64_t)numel)
-            return fail(&c, m.name, fname(&m, typed_num), "%llu elements, dims say %lld",
-                        (unsigned long long)typed_count, (long long)numel);
-    }
-    if (have_raw && raw_len != bytes)
-        return fail(&c, m.name, "raw_data", "length %zu, expected %zu (%lld elements of %s)",
-                    raw_len, bytes, (long long)numel, dtype_name(dtype));
-    if (!have_raw && !typed_num && numel != 0)
-        return fail(&c, m.name, "raw_data", "missing: %lld elements but no data",
-                    (long long)numel);
-
+    size_t bytes = 0;
+    if (check_tensor_sizes(&m, &s, &bytes) != 0)
+        return -1;
     /* Sizes are now validated against the bytes actually present, so allocating is safe. */
-    uint8_t *data = malloc(bytes ? bytes : 1);
-    if (!data)
-        return fail(&c, m.name, "raw_data", "out of memory allocating %zu bytes", bytes);
-    if (typed_num) {
-        if (decode_typed(&m, buf, len, typed_num, (int32_t)dtype, data) != 0) {
-            free(data);
-            return -1;
-        }
-        if (have_raw && memcmp(raw, data, bytes) != 0) {
-            free(data);
-            return fail(&c, m.name, "raw_data", "conflicts with %s", fname(&m, typed_num));
-        }
-    } else if (bytes) {
-        memcpy(data, raw, bytes);
-    }
-    out->t.dtype = (int32_t)dtype;
-    out->t.rank = rank;
-    memcpy(out->t.dims, dims, sizeof dims);
+    uint8_t *data = NULL;
+    if (load_tensor_data(&m, buf, len, &s, bytes, &data) != 0)
+        return -1;
+    out->t.dtype = (int32_t)s.dtype;
+    out->t.rank = s.rank;
+    memcpy(out->t.dims, s.dims, sizeof s.dims);
     out->t.data = data;
     return 0;
 }
