@@ -235,6 +235,13 @@ static int32_t pick_rank(qh_rng *r)
     return u < 10 ? 1 : u < 65 ? 2 : u < 90 ? 3 : 4;
 }
 
+/* A value within 3 of zero point zp, clamped to dt's range. */
+static int64_t near_zp(qh_rng *r, int32_t dt, int64_t zp)
+{
+    int64_t v = zp + qh_rng_range(r, -3, 3);
+    return v < qmin(dt) ? qmin(dt) : v > qmax(dt) ? qmax(dt) : v;
+}
+
 typedef struct value_mode {
     int kind; /* 0 uniform, 1 extremes only, 2 near the zero point, 3 constant */
     int64_t constant;
@@ -252,11 +259,7 @@ static void fill_values(qh_rng *r, qmm_tensor *t, int64_t zp)
         int64_t v;
         switch (m.kind) {
         case 1: v = qh_rng_chance(r, 1, 2) ? lo : hi; break;
-        case 2: {
-            v = zp + qh_rng_range(r, -3, 3);
-            v = v < lo ? lo : v > hi ? hi : v;
-            break;
-        }
+        case 2: v = near_zp(r, t->dtype, zp); break;
         case 3: v = m.constant; break;
         default: v = qh_rng_range(r, lo, hi); break;
         }
@@ -390,26 +393,67 @@ static void pick_scales(qh_rng *r, int64_t k, scale_plan *s)
     }
 }
 
-int qh_problem_random(qh_problem *p, qh_rng *r, const qh_random_opts *o)
+/* One operand as drawn: its type, shape and how its zero point was picked. */
+typedef struct operand_plan {
+    int32_t dtype, rank;
+    int64_t dims[QMM_MAX_RANK];
+    int zkind;  /* pick_zp's kind for the zero point's further elements */
+    int64_t z0; /* the zero point's first element, which the values are centred on */
+} operand_plan;
+
+/* The operator, its opset and (for QLinearMatMul) the scale type; sets up p. Returns qlm. */
+static int pick_op(qh_problem *p, qh_rng *r, int32_t *sdt)
 {
-    int64_t max_out = o && o->max_outputs > 0 ? o->max_outputs : 4096;
-    int64_t max_macs = o && o->max_macs > 0 ? o->max_macs : (int64_t)1 << 20;
     int qlm = qh_rng_chance(r, 4, 5);
-    int32_t opset = 10, sdt = QMM_DTYPE_FLOAT;
+    int32_t opset = 10;
+    *sdt = QMM_DTYPE_FLOAT;
     if (qlm && qh_rng_chance(r, 3, 5)) {
         static const int32_t sts[3] = {QMM_DTYPE_FLOAT, QMM_DTYPE_FLOAT16, QMM_DTYPE_BFLOAT16};
         opset = 21;
-        sdt = sts[qh_rng_range(r, 0, 2)];
+        *sdt = sts[qh_rng_range(r, 0, 2)];
     }
     qh_problem_init(p, qlm ? QMM_OP_QLINEARMATMUL : QMM_OP_MATMULINTEGER, opset);
-    int32_t ta = qh_rng_chance(r, 1, 2) ? U8 : S8;
-    int32_t tb = qh_rng_chance(r, 1, 2) ? U8 : S8;
-    int32_t ty = qh_rng_chance(r, 1, 2) ? U8 : S8;
+    return qlm;
+}
 
-    /* shapes */
-    int32_t ra = pick_rank(r), rb = pick_rank(r);
+/* Halves the largest of m, k, n until the problem is cheap enough for the exact reference. */
+static void shrink_to_budget(const qh_random_opts *o, int32_t ra, int32_t rb, int64_t batch,
+                             int64_t *m, int64_t *k, int64_t *n)
+{
+    int64_t max_out = o && o->max_outputs > 0 ? o->max_outputs : 4096;
+    int64_t max_macs = o && o->max_macs > 0 ? o->max_macs : (int64_t)1 << 20;
+    for (;;) {
+        int64_t mm = ra == 1 ? 1 : *m, nn = rb == 1 ? 1 : *n;
+        if (batch * mm * nn <= max_out && batch * mm * nn * (*k ? *k : 1) <= max_macs)
+            break;
+        if (*m <= 1 && *n <= 1 && *k <= 1)
+            break; /* only the batch is left, and it is bounded by 3^6 */
+        int64_t *big = k;
+        if (ra != 1 && *m >= *big)
+            big = m;
+        if (rb != 1 && *n >= *big)
+            big = n;
+        *big /= 2;
+    }
+}
+
+/* The operand's leading dims: the shared batch dims bd (br of them), each sometimes 1. */
+static void pick_batch_dims(qh_rng *r, operand_plan *x, const int64_t *bd, int32_t br)
+{
+    int32_t bx = x->rank >= 2 ? x->rank - 2 : 0;
+    for (int32_t i = 0; i < bx; i++) {
+        int64_t d = bd[br - bx + i];
+        x->dims[i] = qh_rng_chance(r, 1, 3) ? 1 : d;
+    }
+}
+
+/* Ranks and dims of a and b (their types already set); returns K. */
+static int64_t pick_shapes(qh_rng *r, const qh_random_opts *o, operand_plan *a, operand_plan *b)
+{
+    a->rank = pick_rank(r);
+    b->rank = pick_rank(r);
     int64_t m = pick_dim(r), k = pick_dim(r), n = pick_dim(r);
-    int32_t ba = ra >= 2 ? ra - 2 : 0, bb = rb >= 2 ? rb - 2 : 0;
+    int32_t ba = a->rank >= 2 ? a->rank - 2 : 0, bb = b->rank >= 2 ? b->rank - 2 : 0;
     int32_t br = ba > bb ? ba : bb;
     int64_t bd[QMM_MAX_RANK];
     int64_t batch = 1;
@@ -417,140 +461,166 @@ int qh_problem_random(qh_problem *p, qh_rng *r, const qh_random_opts *o)
         bd[i] = qh_rng_chance(r, 1, 50) ? 0 : qh_rng_range(r, 1, 3);
         batch *= bd[i];
     }
-    /* shrink until the problem is cheap enough to run through the exact reference */
-    for (;;) {
-        int64_t mm = ra == 1 ? 1 : m, nn = rb == 1 ? 1 : n;
-        if (batch * mm * nn <= max_out && batch * mm * nn * (k ? k : 1) <= max_macs)
-            break;
-        if (m <= 1 && n <= 1 && k <= 1)
-            break; /* only the batch is left, and it is bounded by 3^6 */
-        int64_t *big = &k;
-        if (ra != 1 && m >= *big)
-            big = &m;
-        if (rb != 1 && n >= *big)
-            big = &n;
-        *big /= 2;
-    }
-    int64_t adims[QMM_MAX_RANK], bdims[QMM_MAX_RANK];
-    for (int32_t i = 0; i < ba; i++) {
-        int64_t d = bd[br - ba + i];
-        adims[i] = qh_rng_chance(r, 1, 3) ? 1 : d;
-    }
-    for (int32_t i = 0; i < bb; i++) {
-        int64_t d = bd[br - bb + i];
-        bdims[i] = qh_rng_chance(r, 1, 3) ? 1 : d;
-    }
-    if (ra == 1) {
-        adims[0] = k;
+    shrink_to_budget(o, a->rank, b->rank, batch, &m, &k, &n);
+    pick_batch_dims(r, a, bd, br);
+    pick_batch_dims(r, b, bd, br);
+    if (a->rank == 1) {
+        a->dims[0] = k;
     } else {
-        adims[ra - 2] = m;
-        adims[ra - 1] = k;
+        a->dims[a->rank - 2] = m;
+        a->dims[a->rank - 1] = k;
     }
-    if (rb == 1) {
-        bdims[0] = k;
+    if (b->rank == 1) {
+        b->dims[0] = k;
     } else {
-        bdims[rb - 2] = k;
-        bdims[rb - 1] = n;
+        b->dims[b->rank - 2] = k;
+        b->dims[b->rank - 1] = n;
     }
+    return k;
+}
 
-    int zkind_a = (int)qh_rng_range(r, 0, 2), zkind_b = (int)qh_rng_range(r, 0, 2);
-    int64_t za0 = pick_zp(r, ta, zkind_a), zb0 = pick_zp(r, tb, zkind_b);
-    qmm_tensor *a = qh_problem_input(p, 0);
-    qmm_tensor *b = qh_problem_input(p, qlm ? 3 : 1);
-    if (!qh_problem_tensor(p, a, ta, ra, adims) || !qh_problem_tensor(p, b, tb, rb, bdims))
-        return -1;
-    fill_values(r, a, za0);
-    fill_values(r, b, zb0);
-    int64_t pd[QMM_MAX_RANK];
-    int32_t pr;
+/* A zero point's elements: x's z0 first, then fresh draws of x's kind. */
+static void fill_zero_point(qh_rng *r, qmm_tensor *z, const operand_plan *x)
+{
+    int64_t cnt = qmm_tensor_numel(z);
+    for (int64_t i = 0; i < cnt; i++)
+        qh_tensor_set_int(z, i, i == 0 ? x->z0 : pick_zp(r, x->dtype, x->zkind));
+}
 
-    if (!qlm) {
-        qmm_matmulinteger *c = &p->call.u.matmulinteger;
-        for (int side = 0; side < 2; side++) {
-            qmm_tensor *z = side ? &c->b_zero_point : &c->a_zero_point;
-            if (qh_rng_chance(r, 3, 10))
-                continue; /* absent: 0 */
-            pr = pick_param_shape(r, side ? 'b' : 'a', side ? rb : ra, side ? bdims : adims, pd);
-            if (!qh_problem_tensor(p, z, side ? tb : ta, pr, pd))
-                return -1;
-            int64_t cnt = qmm_tensor_numel(z);
-            for (int64_t i = 0; i < cnt; i++)
-                qh_tensor_set_int(z, i, i == 0 ? (side ? zb0 : za0)
-                                               : pick_zp(r, side ? tb : ta, side ? zkind_b : zkind_a));
-        }
-    } else {
-        qmm_qlinearmatmul *c = &p->call.u.qlinearmatmul;
-        scale_plan sp;
-        pick_scales(r, k, &sp);
-        if (sp.mode == 2) {
-            /* re-draw the operands close to their zero points so acc stays small */
-            int64_t na = qmm_tensor_numel(a), nb = qmm_tensor_numel(b);
-            for (int64_t i = 0; i < na; i++) {
-                int64_t v = za0 + qh_rng_range(r, -3, 3);
-                qh_tensor_set_int(a, i, v < qmin(ta) ? qmin(ta) : v > qmax(ta) ? qmax(ta) : v);
-            }
-            for (int64_t i = 0; i < nb; i++) {
-                int64_t v = zb0 + qh_rng_range(r, -3, 3);
-                qh_tensor_set_int(b, i, v < qmin(tb) ? qmin(tb) : v > qmax(tb) ? qmax(tb) : v);
-            }
-        }
-        for (int side = 0; side < 2; side++) {
-            qmm_tensor *s = side ? &c->b_scale : &c->a_scale;
-            qmm_tensor *z = side ? &c->b_zero_point : &c->a_zero_point;
-            int32_t dt = side ? tb : ta;
-            pr = pick_param_shape(r, side ? 'b' : 'a', side ? rb : ra, side ? bdims : adims, pd);
-            if (!qh_problem_tensor(p, s, sdt, pr, pd) || !qh_problem_tensor(p, z, dt, pr, pd))
-                return -1;
-            fill_scales(r, s, side ? sp.sb : sp.sa, sp.mode);
-            int64_t cnt = qmm_tensor_numel(z);
-            for (int64_t i = 0; i < cnt; i++)
-                qh_tensor_set_int(z, i, i == 0 ? (side ? zb0 : za0)
-                                               : pick_zp(r, dt, side ? zkind_b : zkind_a));
-        }
-        /* y's zero point type decides y's type; its shape needs y's shape first */
-        qmm_tensor ytmp;
-        memset(&ytmp, 0, sizeof ytmp);
-        c->y_zero_point.dtype = ty;
-        qh_problem_finish(p);
-        ytmp = c->y;
-        pr = p->y_shape_known ? pick_y_param_shape(r, &ytmp, pd) : 0;
-        if (!qh_problem_tensor(p, &c->y_scale, sdt, pr, pd) ||
-            !qh_problem_tensor(p, &c->y_zero_point, ty, pr, pd))
+/* MatMulInteger: each zero point absent (0) or of a random parameter shape. */
+static int random_mmi_params(qh_problem *p, qh_rng *r, const operand_plan *a,
+                             const operand_plan *b)
+{
+    qmm_matmulinteger *c = &p->call.u.matmulinteger;
+    for (int side = 0; side < 2; side++) {
+        const operand_plan *x = side ? b : a;
+        qmm_tensor *z = side ? &c->b_zero_point : &c->a_zero_point;
+        int64_t pd[QMM_MAX_RANK];
+        if (qh_rng_chance(r, 3, 10))
+            continue; /* absent: 0 */
+        int32_t pr = pick_param_shape(r, side ? 'b' : 'a', x->rank, x->dims, pd);
+        if (!qh_problem_tensor(p, z, x->dtype, pr, pd))
             return -1;
-        fill_scales(r, &c->y_scale, sp.sy, sp.mode);
-        int zkind_y = (int)qh_rng_range(r, 0, 2);
-        int64_t cnt = qmm_tensor_numel(&c->y_zero_point);
-        for (int64_t i = 0; i < cnt; i++)
-            qh_tensor_set_int(&c->y_zero_point, i,
-                              zkind_y == 2 ? qh_rng_range(r, qmin(ty) / 2, qmax(ty) / 2 + 64)
-                                           : pick_zp(r, ty, zkind_y));
+        fill_zero_point(r, z, x);
     }
+    return 0;
+}
 
-    /* now and then, break one rule of docs/semantics.md §2.5 on purpose */
-    if (o && o->invalid_per_mille > 0 && qh_rng_range(r, 0, 999) < o->invalid_per_mille) {
-        int kind = (int)qh_rng_range(r, 0, qlm ? 3 : 1);
-        if (kind == 0) {
-            a->rank = 0; /* the buffer always holds at least one element */
-        } else if (kind == 1) {
-            qmm_tensor *z = qlm ? &p->call.u.qlinearmatmul.a_zero_point
-                                : &p->call.u.matmulinteger.a_zero_point;
-            if (qmm_tensor_present(z))
-                z->dtype = z->dtype == U8 ? S8 : U8;
-            else
-                a->rank = 0;
-        } else if (kind == 2) {
-            qmm_tensor *s = qh_rng_chance(r, 1, 2) ? &p->call.u.qlinearmatmul.b_scale
-                                                   : &p->call.u.qlinearmatmul.y_scale;
-            static const double bad[4] = {0.0, -1.0, NAN, INFINITY};
-            qh_tensor_set_scale(s, 0, bad[qh_rng_range(r, 0, 3)]);
-        } else {
-            /* float16/bfloat16 scales need opset 21; narrowing float to float16 keeps every
-             * read inside the buffer */
-            if (sdt == QMM_DTYPE_FLOAT)
-                p->call.u.qlinearmatmul.a_scale.dtype = QMM_DTYPE_FLOAT16;
-            p->call.u.qlinearmatmul.opset = 10;
-        }
+/* Re-draws every value of t close to zero point zp. */
+static void redraw_near(qh_rng *r, qmm_tensor *t, int64_t zp)
+{
+    int64_t n = qmm_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++)
+        qh_tensor_set_int(t, i, near_zp(r, t->dtype, zp));
+}
+
+/* y's scale and zero point; the zero point's type decides y's type, and its shape needs y's
+ * shape first. */
+static int random_y_params(qh_problem *p, qh_rng *r, int32_t ty, int32_t sdt,
+                           const scale_plan *sp)
+{
+    qmm_qlinearmatmul *c = &p->call.u.qlinearmatmul;
+    int64_t pd[QMM_MAX_RANK];
+    qmm_tensor ytmp;
+    memset(&ytmp, 0, sizeof ytmp);
+    c->y_zero_point.dtype = ty;
+    qh_problem_finish(p);
+    ytmp = c->y;
+    int32_t pr = p->y_shape_known ? pick_y_param_shape(r, &ytmp, pd) : 0;
+    if (!qh_problem_tensor(p, &c->y_scale, sdt, pr, pd) ||
+        !qh_problem_tensor(p, &c->y_zero_point, ty, pr, pd))
+        return -1;
+    fill_scales(r, &c->y_scale, sp->sy, sp->mode);
+    int zkind_y = (int)qh_rng_range(r, 0, 2);
+    int64_t cnt = qmm_tensor_numel(&c->y_zero_point);
+    for (int64_t i = 0; i < cnt; i++)
+        qh_tensor_set_int(&c->y_zero_point, i,
+                          zkind_y == 2 ? qh_rng_range(r, qmin(ty) / 2, qmax(ty) / 2 + 64)
+                                       : pick_zp(r, ty, zkind_y));
+    return 0;
+}
+
+/* QLinearMatMul: a scale plan, then a's, b's and y's scales and zero points. */
+static int random_qlm_params(qh_problem *p, qh_rng *r, const operand_plan *a,
+                             const operand_plan *b, int32_t ty, int32_t sdt, int64_t k)
+{
+    qmm_qlinearmatmul *c = &p->call.u.qlinearmatmul;
+    scale_plan sp;
+    pick_scales(r, k, &sp);
+    if (sp.mode == 2) {
+        /* re-draw the operands close to their zero points so acc stays small */
+        redraw_near(r, qh_problem_input(p, 0), a->z0);
+        redraw_near(r, qh_problem_input(p, 3), b->z0);
     }
+    for (int side = 0; side < 2; side++) {
+        const operand_plan *x = side ? b : a;
+        qmm_tensor *s = side ? &c->b_scale : &c->a_scale;
+        qmm_tensor *z = side ? &c->b_zero_point : &c->a_zero_point;
+        int64_t pd[QMM_MAX_RANK];
+        int32_t pr = pick_param_shape(r, side ? 'b' : 'a', x->rank, x->dims, pd);
+        if (!qh_problem_tensor(p, s, sdt, pr, pd) || !qh_problem_tensor(p, z, x->dtype, pr, pd))
+            return -1;
+        fill_scales(r, s, side ? sp.sb : sp.sa, sp.mode);
+        fill_zero_point(r, z, x);
+    }
+    return random_y_params(p, r, ty, sdt, &sp);
+}
+
+/* Now and then, breaks one rule of docs/semantics.md §2.5 on purpose. */
+static void maybe_break_rule(qh_problem *p, qh_rng *r, const qh_random_opts *o, int qlm,
+                             int32_t sdt)
+{
+    if (!o || o->invalid_per_mille <= 0 || qh_rng_range(r, 0, 999) >= o->invalid_per_mille)
+        return;
+    qmm_tensor *a = qh_problem_input(p, 0);
+    int kind = (int)qh_rng_range(r, 0, qlm ? 3 : 1);
+    if (kind == 0) {
+        a->rank = 0; /* the buffer always holds at least one element */
+    } else if (kind == 1) {
+        qmm_tensor *z = qlm ? &p->call.u.qlinearmatmul.a_zero_point
+                            : &p->call.u.matmulinteger.a_zero_point;
+        if (qmm_tensor_present(z))
+            z->dtype = z->dtype == U8 ? S8 : U8;
+        else
+            a->rank = 0;
+    } else if (kind == 2) {
+        qmm_tensor *s = qh_rng_chance(r, 1, 2) ? &p->call.u.qlinearmatmul.b_scale
+                                               : &p->call.u.qlinearmatmul.y_scale;
+        static const double bad[4] = {0.0, -1.0, NAN, INFINITY};
+        qh_tensor_set_scale(s, 0, bad[qh_rng_range(r, 0, 3)]);
+    } else {
+        /* float16/bfloat16 scales need opset 21; narrowing float to float16 keeps every
+         * read inside the buffer */
+        if (sdt == QMM_DTYPE_FLOAT)
+            p->call.u.qlinearmatmul.a_scale.dtype = QMM_DTYPE_FLOAT16;
+        p->call.u.qlinearmatmul.opset = 10;
+    }
+}
+
+int qh_problem_random(qh_problem *p, qh_rng *r, const qh_random_opts *o)
+{
+    int32_t sdt;
+    int qlm = pick_op(p, r, &sdt);
+    operand_plan a, b;
+    a.dtype = qh_rng_chance(r, 1, 2) ? U8 : S8;
+    b.dtype = qh_rng_chance(r, 1, 2) ? U8 : S8;
+    int32_t ty = qh_rng_chance(r, 1, 2) ? U8 : S8;
+    int64_t k = pick_shapes(r, o, &a, &b);
+
+    a.zkind = (int)qh_rng_range(r, 0, 2);
+    b.zkind = (int)qh_rng_range(r, 0, 2);
+    a.z0 = pick_zp(r, a.dtype, a.zkind);
+    b.z0 = pick_zp(r, b.dtype, b.zkind);
+    qmm_tensor *ta = qh_problem_input(p, 0);
+    qmm_tensor *tb = qh_problem_input(p, qlm ? 3 : 1);
+    if (!qh_problem_tensor(p, ta, a.dtype, a.rank, a.dims) ||
+        !qh_problem_tensor(p, tb, b.dtype, b.rank, b.dims))
+        return -1;
+    fill_values(r, ta, a.z0);
+    fill_values(r, tb, b.z0);
+    if ((qlm ? random_qlm_params(p, r, &a, &b, ty, sdt, k) : random_mmi_params(p, r, &a, &b)) != 0)
+        return -1;
+    maybe_break_rule(p, r, o, qlm, sdt);
     qh_problem_finish(p);
     return 0;
 }
