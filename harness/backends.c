@@ -157,29 +157,9 @@ void qh_backend_release(qh_backend *b)
         dlclose(b->dl);
     memset(b, 0, sizeof *b);
 }
-/* Runs the call: the function pointers come from the harness's copy of the table, `self` is
- * the table the backend gave (its impl lives behind it). */
 qmm_status_code qh_backend_call(const qh_backend *b, qmm_call *c, qmm_status *st)
 {
-    const qmm_backend *tab = &b->table, *self = b->be;
-    switch (c->op) {
-    case QMM_OP_MATMULINTEGER:
-        if (tab->matmulinteger)
-            return tab->matmulinteger(self, &c->u.matmulinteger, st);
-        break;
-    case QMM_OP_QLINEARMATMUL:
-        if (tab->qlinearmatmul)
-            return tab->qlinearmatmul(self, &c->u.qlinearmatmul, st);
-        break;
-    case QMM_OP_QORDEREDMATMUL:
-        if (tab->qorderedmatmul)
-            return tab->qorderedmatmul(self, &c->u.qorderedmatmul, st);
-        break;
-    case QMM_OP_NONE:
-        break;
-    }
-    return qmm_status_set(st, QMM_UNSUPPORTED, "%s: operator %s not implemented",
-                          tab->name ? tab->name : "backend", qmm_op_name(c->op));
+    return qmm_backend_run_via(&b->table, b->be, c, st);
 }
 
 /* The capability query, asked on a copy of the call so it cannot change what runs. */

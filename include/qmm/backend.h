@@ -151,28 +151,38 @@ static inline int qmm_option_int(const qmm_option *opt, long lo, long hi, long *
     return 1;
 }
 
-/* Dispatches a tagged call to the operator function, answering UNSUPPORTED for a NULL one. */
-static inline qmm_status_code qmm_backend_run(const qmm_backend *be, qmm_call *call,
-                                              qmm_status *st)
+/* Dispatches a tagged call through `table`'s operator pointers, passing `self` to them,
+ * answering UNSUPPORTED for a NULL one. `table` and `self` are the same backend except in a
+ * harness that keeps its own copy of a plugin's table (harness/backends.c). */
+static inline qmm_status_code qmm_backend_run_via(const qmm_backend *table,
+                                                  const qmm_backend *self, qmm_call *call,
+                                                  qmm_status *st)
 {
     switch (call->op) {
     case QMM_OP_MATMULINTEGER:
-        if (be->matmulinteger)
-            return be->matmulinteger(be, &call->u.matmulinteger, st);
+        if (table->matmulinteger)
+            return table->matmulinteger(self, &call->u.matmulinteger, st);
         break;
     case QMM_OP_QLINEARMATMUL:
-        if (be->qlinearmatmul)
-            return be->qlinearmatmul(be, &call->u.qlinearmatmul, st);
+        if (table->qlinearmatmul)
+            return table->qlinearmatmul(self, &call->u.qlinearmatmul, st);
         break;
     case QMM_OP_QORDEREDMATMUL:
-        if (be->qorderedmatmul)
-            return be->qorderedmatmul(be, &call->u.qorderedmatmul, st);
+        if (table->qorderedmatmul)
+            return table->qorderedmatmul(self, &call->u.qorderedmatmul, st);
         break;
     case QMM_OP_NONE:
         break;
     }
-    return qmm_status_set(st, QMM_UNSUPPORTED, "%s: operator %s not implemented", be->name,
-                          qmm_op_name(call->op));
+    return qmm_status_set(st, QMM_UNSUPPORTED, "%s: operator %s not implemented",
+                          table->name ? table->name : "backend", qmm_op_name(call->op));
+}
+
+/* Dispatches a tagged call to the backend's own operator function. */
+static inline qmm_status_code qmm_backend_run(const qmm_backend *be, qmm_call *call,
+                                              qmm_status *st)
+{
+    return qmm_backend_run_via(be, be, call, st);
 }
 
 #ifdef __cplusplus
