@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "harness/backends.h"
+#include "harness/clean.h"
 #include "harness/casedir.h"
 #include "harness/compare.h"
 #include "harness/expect.h"
@@ -72,10 +73,13 @@ static void open_variant(variant *v)
         v->state = -1;
         return;
     }
-    if (v->is_plugin && v->b.be->name) {
-        /* "mutant-ties-away" reads better in a signature than a path. */
+    if (v->is_plugin && v->b.table.name) {
+        /* "mutant-ties-away" reads better in a signature than a path; the plugin's name is
+         * its own text, so it is cleaned (harness/clean.h) */
         const char *colon = strchr(v->spec, ':');
-        snprintf(v->label, sizeof v->label, "%s%s%s", v->b.be->name, colon ? ":" : "",
+        char name[128];
+        qh_clean_into(name, sizeof name, v->b.table.name, strlen(v->b.table.name), 0);
+        snprintf(v->label, sizeof v->label, "%s%s%s", name, colon ? ":" : "",
                  colon ? colon + 1 : "");
     }
     static uint8_t ab[4] = {1, 2, 3, 4}, zp[1] = {0};
@@ -94,8 +98,10 @@ static void open_variant(variant *v)
     q->opset = 10;
     qmm_status st;
     qmm_status_ok(&st);
-    if (v->b.be->query && v->b.be->query(v->b.be, &c, &st) == QMM_UNSUPPORTED) {
-        fprintf(stderr, "qmm-fuzz: skipping %s: %s\n", v->label, st.message);
+    if (qh_backend_ask(&v->b, &c, &st) == QMM_UNSUPPORTED) {
+        char said[QH_CLEAN_LINE_MAX];
+        qh_clean_into(said, sizeof said, st.message, strnlen(st.message, sizeof st.message), 0);
+        fprintf(stderr, "qmm-fuzz: skipping %s: %s\n", v->label, said);
         qh_backend_close(&v->b);
         v->state = -1;
         return;
@@ -412,8 +418,11 @@ __attribute__((noreturn)) static void report(const char *target, int slot, const
             target, v->label, c->op_type, c->types, (long long)c->opset);
     fprintf(stderr, "  reference: %s%s%s\n", qmm_status_name(e->code), e->message[0] ? ": " : "",
             e->message);
-    fprintf(stderr, "  %s: %s%s%s\n", v->label, qmm_status_name(inv->code),
-            inv->st.message[0] ? ": " : "", inv->st.message);
+    char said[QH_CLEAN_LINE_MAX];
+    qh_clean_into(said, sizeof said, inv->st.message,
+                  strnlen(inv->st.message, sizeof inv->st.message), 0);
+    fprintf(stderr, "  %s: %s%s%s\n", v->label, qmm_status_name(inv->code), said[0] ? ": " : "",
+            said);
     if (inv->problem[0])
         fprintf(stderr, "  %s %s\n", v->label, inv->problem);
     if (e->code == QMM_OK)

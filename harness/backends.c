@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "harness/clean.h"
 #include "optimized/qmm_optimized.h"
 #include "reference/qmm_reference.h"
 #ifdef QMM_HAVE_CUDA
@@ -38,6 +39,16 @@ int qh_spec_is_plugin(const char *name)
     return strchr(name, '/') != NULL || (n > 3 && strcmp(name + n - 3, ".so") == 0);
 }
 
+/* What an entry point said when it refused: one clean line (harness/clean.h), since it
+ * reaches the terminal through the caller's error. */
+static void said_by_backend(char *buf, size_t size, const qmm_status *st)
+{
+    if (!st->message[0])
+        snprintf(buf, size, "(no message)");
+    else
+        qh_clean_into(buf, size, st->message, strnlen(st->message, sizeof st->message), 0);
+}
+
 static int open_plugin(const char *path, const char *options, qh_backend *out, qh_error *err)
 {
     void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -59,9 +70,10 @@ static int open_plugin(const char *path, const char *options, qh_backend *out, q
     qmm_status_ok(&st);
     qmm_backend *be = open(QMM_ABI_VERSION, options, &st);
     if (!be) {
+        char said[QH_CLEAN_LINE_MAX];
+        said_by_backend(said, sizeof said, &st);
         snprintf(err->msg, sizeof err->msg, "%s: %s() returned no backend: %s: %s", path,
-                 QMM_PLUGIN_ENTRY, qmm_status_name(st.code),
-                 st.message[0] ? st.message : "(no message)");
+                 QMM_PLUGIN_ENTRY, qmm_status_name(st.code), said);
         dlclose(dl);
         return -1;
     }
@@ -109,7 +121,9 @@ int qh_backend_open(const char *spec, qh_backend *out, qh_error *err)
         qmm_status_ok(&st);
         out->be = builtins[i].open(QMM_ABI_VERSION, options, &st);
         if (!out->be) {
-            snprintf(err->msg, sizeof err->msg, "backend %s: %s", spec, st.message);
+            char said[QH_CLEAN_LINE_MAX];
+            said_by_backend(said, sizeof said, &st);
+            snprintf(err->msg, sizeof err->msg, "backend %s: %s", spec, said);
             return -1;
         }
         qh_table_adopt(out->be, &out->table, err->msg, sizeof err->msg); /* ours: full size */

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "harness/backends.h"
+#include "harness/clean.h"
 #include "harness/commands.h"
 #include "harness/numparse.h"
 #include "optimized/qmm_optimized.h"
@@ -108,11 +109,21 @@ static uint64_t rng_next(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+/* A backend's text (its name, a status message) as bench prints it: cleaned, since a plugin's
+ * text is not trusted (harness/clean.h). */
+static const char *shown(char *buf, size_t size, const char *text)
+{
+    qh_clean_into(buf, size, text ? text : "", text ? strlen(text) : 0, 0);
+    return buf;
+}
+
 /* Runs one shape; 0 on success, 1 when the backend failed (message printed). */
 static int bench_shape(qh_backend *qb, int64_t m, int64_t k, int64_t n, const int32_t t[3],
                        int const_b, int reps, bench_result *res)
 {
     qmm_backend *be = qb->be;
+    char name[128], msg[QH_CLEAN_LINE_MAX];
+    shown(name, sizeof name, qb->table.name);
     size_t an = (size_t)(m * k), bn = (size_t)(k * n), yn = (size_t)(m * n);
     uint8_t *a = malloc(an ? an : 1), *b = malloc(bn ? bn : 1), *y = malloc(yn ? yn : 1);
     if (!a || !b || !y) {
@@ -142,12 +153,15 @@ static int bench_shape(qh_backend *qb, int64_t m, int64_t k, int64_t n, const in
         .y = {t[2], 2, {m, n}, y},
         .opset = 10,
     };
+    /* through the harness's copy of the table, as every other caller (harness/backends.h) */
+    qmm_call call = {.op = QMM_OP_QLINEARMATMUL, .u.qlinearmatmul = c};
     qmm_status st;
     qmm_optimized_packed_b *pb = NULL;
     if (const_b && qmm_optimized_isa(be)) {
-        pb = qmm_optimized_pack_b(be, &c.b, &st);
+        pb = qmm_optimized_pack_b(be, &call.u.qlinearmatmul.b, &st);
         if (!pb) {
-            fprintf(stderr, "qmmcheck bench: %s: pack_b: %s\n", be->name, st.message);
+            fprintf(stderr, "qmmcheck bench: %s: pack_b: %s\n", name,
+                    shown(msg, sizeof msg, st.message));
             free(a);
             free(b);
             free(y);
@@ -157,14 +171,15 @@ static int bench_shape(qh_backend *qb, int64_t m, int64_t k, int64_t n, const in
     int rc = 0;
     double *times = NULL;
 #define BENCH_CALL()                                                                       \
-    (pb ? qmm_optimized_qlinearmatmul_packed(be, &c, pb, &st) : be->qlinearmatmul(be, &c, &st))
+    (pb ? qmm_optimized_qlinearmatmul_packed(be, &call.u.qlinearmatmul, pb, &st)             \
+        : qh_backend_call(qb, &call, &st))
     /* warm-up: at least 2 calls and 0.2 s (caches, pages, the pool's threads) */
     double w0 = now_s(), one = 0;
     for (int i = 0; i < 2 || now_s() - w0 < 0.2; i++) {
         double t0 = now_s();
         if (BENCH_CALL() != QMM_OK) {
-            fprintf(stderr, "qmmcheck bench: %s: %s: %s\n", be->name, qmm_status_name(st.code),
-                    st.message);
+            fprintf(stderr, "qmmcheck bench: %s: %s: %s\n", name, qmm_status_name(st.code),
+                    shown(msg, sizeof msg, st.message));
             rc = 1;
             goto out;
         }
@@ -186,7 +201,7 @@ static int bench_shape(qh_backend *qb, int64_t m, int64_t k, int64_t n, const in
         qmm_status_code code = BENCH_CALL();
         times[i] = now_s() - t0;
         if (code != QMM_OK) {
-            fprintf(stderr, "qmmcheck bench: %s: %s\n", be->name, st.message);
+            fprintf(stderr, "qmmcheck bench: %s: %s\n", name, shown(msg, sizeof msg, st.message));
             rc = 1;
             goto out;
         }
@@ -329,8 +344,11 @@ int qh_cmd_bench(int argc, char **argv)
         eff_threads = threads ? threads : 1;
     const char *loop;
     double peak = qmm_optimized_peak_ops(eff_threads, 0.5, &loop) / 1e9;
-    printf("backend %s (%s)\npeak threads=%d %.1f GOPS, loop: %s\n", qb.be->name,
-           qb.be->description ? qb.be->description : "", eff_threads, peak, loop);
+    char name[128], description[QH_CLEAN_LINE_MAX];
+    shown(name, sizeof name, qb.table.name);
+    shown(description, sizeof description, qb.table.description);
+    printf("backend %s (%s)\npeak threads=%d %.1f GOPS, loop: %s\n", name, description,
+           eff_threads, peak, loop);
 
     bench_result res[BENCH_MAX_SHAPES];
     memset(res, 0, sizeof res);
@@ -344,13 +362,13 @@ int qh_cmd_bench(int argc, char **argv)
         res[s].pct_peak = peak > 0 ? 100.0 * res[s].gops / peak : 0;
         printf("bench %s %lldx%lldx%lld %s threads=%d const-b=%s reps=%d median=%.6f s "
                "min=%.6f s %.1f GOPS %.1f%% of peak\n",
-               qb.be->name, (long long)shapes[s][0], (long long)shapes[s][1],
+               name, (long long)shapes[s][0], (long long)shapes[s][1],
                (long long)shapes[s][2], types, eff_threads, const_b ? "yes" : "no",
                res[s].reps, res[s].median_s, res[s].min_s, res[s].gops, res[s].pct_peak);
         fflush(stdout);
     }
     if (rc == 0 && report)
-        rc = write_json(report, qb.be->name, types, eff_threads, const_b, peak, loop, res,
+        rc = write_json(report, name, types, eff_threads, const_b, peak, loop, res,
                         nshapes);
     qh_backend_release(&qb);
     return rc;

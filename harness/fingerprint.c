@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/clean.h"
 #include "harness/compare.h"
 #include "harness/expect.h"
 
@@ -333,8 +334,9 @@ static int score_case(qh_backend *b, const qh_fp_case *c, const qh_invoke_opts *
     if (rc == 0) {
         cr->returned = inv.outcome == QH_RETURNED;
         cr->code = inv.code;
-        snprintf(cr->problem, sizeof cr->problem, "%s",
-                 cr->returned ? inv.st.message : inv.problem);
+        const char *why = cr->returned ? inv.st.message : inv.problem;
+        /* the backend's words: one clean line (harness/clean.h) */
+        qh_clean_into(cr->problem, sizeof cr->problem, why, strnlen(why, sizeof inv.st.message), 0);
         cr->skipped = cr->returned && inv.code == QMM_UNSUPPORTED;
         for (int p = 0; p < QMM_PROFILE_COUNT; p++) {
             if (ex[p].code == QMM_UNSUPPORTED)

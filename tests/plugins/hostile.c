@@ -14,6 +14,8 @@
  *   no_query     the table has no capability query
  *   tiny_table   struct_size claims a table smaller than any ABI's
  *   nowrite      the operator answers OK without writing y
+ *   refuse_forged  the entry point refuses with a message holding a forged case line
+ *   forged_name  the table's name holds a forged case line and SUMMARY
  * Otherwise the operator writes zeros. */
 #include <signal.h>
 #include <stddef.h>
@@ -134,6 +136,11 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
     }
     if (is(h, "crash_open"))
         crash();
+    if (is(h, "refuse_forged")) {
+        free(h);
+        qmm_status_set(st, QMM_INVALID_ARGUMENT, "no\n999:PASSED forged\nSUMMARY: total:1 passed:1");
+        return NULL;
+    }
     /* an older build's table ends before qorderedmatmul: allocate exactly that much */
     size_t size = is(h, "old_table") ? offsetof(qmm_backend, qorderedmatmul) : sizeof(qmm_backend);
     qmm_backend *be = calloc(1, size);
@@ -144,7 +151,8 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
     }
     be->abi_version = QMM_ABI_VERSION;
     be->struct_size = is(h, "tiny_table") ? 8 : (uint32_t)size;
-    be->name = "hostile";
+    be->name = is(h, "forged_name") ? "hostile\n999:PASSED forged\nSUMMARY: total:1 passed:1"
+                                    : "hostile";
     be->description = "misbehaves on purpose";
     be->impl = h;
     be->query = is(h, "no_query") ? NULL : h_query;
