@@ -51,12 +51,12 @@ static inline char *slurp(const char *path)
     return s;
 }
 
-/* Runs `qmmcheck ARGS` from the source directory; returns its exit code, and its combined
- * output in *out (malloc'd). */
+/* Runs `WRAPPER qmmcheck ARGS` from the source directory (WRAPPER: a command prefix such as
+ * `timeout 10`, or ""); returns its exit code, and its combined output in *out (malloc'd). */
 #if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
+__attribute__((format(printf, 3, 4)))
 #endif
-static inline int qmmcheck(char **out, const char *fmt, ...)
+static inline int qmmcheck_under(char **out, const char *wrapper, const char *fmt, ...)
 {
     char args[4096], cmd[8192], outfile[512];
     va_list ap;
@@ -64,13 +64,17 @@ static inline int qmmcheck(char **out, const char *fmt, ...)
     vsnprintf(args, sizeof args, fmt, ap);
     va_end(ap);
     snprintf(outfile, sizeof outfile, "%s/out.txt", tmpdir);
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s > '%s' 2>&1", env("QMM_SOURCE_DIR"),
-             env("QMMCHECK"), args, outfile);
+    snprintf(cmd, sizeof cmd, "cd '%s' && %s '%s' %s > '%s' 2>&1", env("QMM_SOURCE_DIR"),
+             wrapper, env("QMMCHECK"), args, outfile);
     int rc = system(cmd);
     cr_assert(rc != -1 && WIFEXITED(rc), "could not run: %s", cmd);
     *out = slurp(outfile);
     return WEXITSTATUS(rc);
 }
+
+/* Runs `qmmcheck ARGS` from the source directory; returns its exit code, and its combined
+ * output in *out (malloc'd). */
+#define qmmcheck(out, ...) qmmcheck_under((out), "", __VA_ARGS__)
 
 /* How many lines of `text` contain `needle`. */
 static inline int count_lines_with(const char *text, const char *needle)

@@ -28,16 +28,10 @@ TestSuite(tree, .init = make_tmp, .fini = remove_tmp);
 /* Runs `qmmcheck run --backend reference --vectors DIR EXTRA` under a 10 s timeout. */
 static int run_tree(char **out, const char *dir, const char *extra)
 {
-    char cmd[8192], outfile[512];
-    snprintf(outfile, sizeof outfile, "%s/out.txt", tmpdir);
-    snprintf(cmd, sizeof cmd,
-             "cd '%s' && timeout 10 '%s' run --backend reference --vectors '%s' %s > '%s' 2>&1",
-             env("QMM_SOURCE_DIR"), env("QMMCHECK"), dir, extra, outfile);
-    int rc = system(cmd);
-    cr_assert(rc != -1 && WIFEXITED(rc), "could not run: %s", cmd);
-    *out = slurp(outfile);
-    cr_assert_neq(WEXITSTATUS(rc), HUNG, "qmmcheck hung; output:\n%s", *out);
-    return WEXITSTATUS(rc);
+    int rc = qmmcheck_under(out, "timeout 10", "run --backend reference --vectors '%s' %s", dir,
+                            extra);
+    cr_assert_neq(rc, HUNG, "qmmcheck hung; output:\n%s", *out);
+    return rc;
 }
 
 /* tmpdir/vec/<name>: a copy of a committed case. Returns tmpdir/vec. */

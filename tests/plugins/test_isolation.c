@@ -43,22 +43,14 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Runs `SHELL_TAIL` after cd to the source dir, with Q standing for the bounded qmmcheck;
- * returns the exit code and the output of the whole pipeline (stdout + stderr). */
+/* Runs qmmcheck on the seeds with the hostile plugin in `mode`, isolated and bounded; returns
+ * the exit code and the output (stdout + stderr). */
 static int run_hostile(char **out, const char *mode, const char *extra)
 {
-    char cmd[8192], outfile[512];
-    snprintf(outfile, sizeof outfile, "%s/out.txt", tmpdir);
-    snprintf(cmd, sizeof cmd,
-             "cd '%s' && timeout -s KILL 30 '%s' run --backend '%s:mode=%s' --isolate "
-             "--timeout 1 --vectors vectors/seeds --report json:%s/r.json "
-             "--report junit:%s/r.xml %s > '%s' 2>&1",
-             env("QMM_SOURCE_DIR"), env("QMMCHECK"), env("QMM_HOSTILE_PLUGIN"), mode, tmpdir,
-             tmpdir, extra, outfile);
-    int rc = system(cmd);
-    cr_assert(rc != -1 && WIFEXITED(rc), "could not run: %s", cmd);
-    *out = slurp(outfile);
-    return WEXITSTATUS(rc);
+    return qmmcheck_under(out, "timeout -s KILL 30",
+                          "run --backend '%s:mode=%s' --isolate --timeout 1 --vectors "
+                          "vectors/seeds --report json:%s/r.json --report junit:%s/r.xml %s",
+                          env("QMM_HOSTILE_PLUGIN"), mode, tmpdir, tmpdir, extra);
 }
 
 /* How many lines of `text` start with `prefix`. */
