@@ -93,4 +93,26 @@ static inline int count_lines_with(const char *text, const char *needle)
     return n;
 }
 
+/* How many lines of `text` start with `prefix`. */
+static inline int count_lines_starting(const char *text, const char *prefix)
+{
+    int n = 0;
+    for (const char *line = text; line && *line;) {
+        if (strncmp(line, prefix, strlen(prefix)) == 0)
+            n++;
+        line = strchr(line, '\n');
+        line = line ? line + 1 : NULL;
+    }
+    return n;
+}
+
+/* Writes `text` as the whole file at `path`. */
+static inline void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert(f, "cannot write %s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
 #endif /* QMM_TESTS_CLI_SUPPORT_H */

@@ -232,19 +232,6 @@ static void make_forged_case(void)
     cr_assert(system(cmd) == 0, "%s", cmd);
 }
 
-/* How many lines of `text` start with `prefix`. */
-static int count_lines_starting(const char *text, const char *prefix)
-{
-    int n = 0;
-    for (const char *line = text; line && *line;) {
-        if (strncmp(line, prefix, strlen(prefix)) == 0)
-            n++;
-        line = strchr(line, '\n');
-        line = line ? line + 1 : NULL;
-    }
-    return n;
-}
-
 /* Runs a python3 snippet on a file; its exit status. */
 static int python_check(const char *code, const char *path)
 {
@@ -396,10 +383,7 @@ Test(cli_out, a_run_that_stops_early_leaves_no_stale_report)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/r.json", tmpdir);
-    FILE *f = fopen(path, "w");
-    cr_assert(f);
-    fputs("{\"stale\": true}\n", f);
-    fclose(f);
+    write_text(path, "{\"stale\": true}\n");
     char *out;
     /* the run stops (a missing --xfail file) after it started: the old report is gone */
     int rc = qmmcheck(&out, "run --backend reference --vectors vectors/seeds --report json:%s "

@@ -784,10 +784,7 @@ Test(cli, run_and_repro_under_a_profile)
      * against that profile whatever profile the backend is judged under */
     char meta[600];
     snprintf(meta, sizeof meta, "%s/qmm.meta", dir);
-    FILE *mf = fopen(meta, "w");
-    cr_assert(mf);
-    fputs("profile = onnx-ref\n", mf);
-    fclose(mf);
+    write_text(meta, "profile = onnx-ref\n");
 
     /* judged under spec, the spec reference passes: the vector is not mistrusted, because
      * its stored output is right for the profile it names */

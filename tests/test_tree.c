@@ -91,14 +91,6 @@ static void edit_model(const char *name, void (*edit)(qh_model *))
     cr_assert_eq(qh_write_model_file(path, &m, &err), 0, "%s", err.msg);
 }
 
-static void write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    cr_assert(f, "cannot write %s", path);
-    fputs(text, f);
-    fclose(f);
-}
-
 /* ---- files that are not regular files ----------------------------------------------- */
 
 Test(tree, fifo_qmm_meta_is_an_error_not_a_hang)

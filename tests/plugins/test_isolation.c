@@ -53,20 +53,10 @@ static int run_hostile(char **out, const char *mode, const char *extra)
                           env("QMM_HOSTILE_PLUGIN"), mode, tmpdir, tmpdir, extra);
 }
 
-/* How many lines of `text` start with `prefix`. */
-static int lines_starting(const char *text, const char *prefix)
-{
-    size_t n = strlen(prefix);
-    int count = 0;
-    for (const char *line = text; line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
-        count += strncmp(line, prefix, n) == 0;
-    return count;
-}
-
 /* The run ended properly: one SUMMARY line and both reports. */
 static void assert_run_ended(const char *out)
 {
-    cr_assert_eq(lines_starting(out, "SUMMARY: total:"), 1, "%s", out);
+    cr_assert_eq(count_lines_starting(out, "SUMMARY: total:"), 1, "%s", out);
     char path[512];
     struct stat st;
     snprintf(path, sizeof path, "%s/r.json", tmpdir);
@@ -140,9 +130,9 @@ Test(isolation, a_query_that_enlarges_dims_changes_nothing)
 Test(isolation, printed_lines_are_captured_not_forged)
 {
     char *out = expect_run("forge", "", 1);
-    cr_assert_not(lines_starting(out, "1:PASSED forged"), "%s", out);
-    cr_assert_not(lines_starting(out, "2:PASSED forged"), "%s", out);
-    cr_assert_not(lines_starting(out, "SUMMARY: total:1 passed:1"), "%s", out);
+    cr_assert_not(count_lines_starting(out, "1:PASSED forged"), "%s", out);
+    cr_assert_not(count_lines_starting(out, "2:PASSED forged"), "%s", out);
+    cr_assert_not(count_lines_starting(out, "SUMMARY: total:1 passed:1"), "%s", out);
     /* shown, cleaned, in the case's detail */
     cr_assert(strstr(out, "forged-by-stdout"), "%s", out);
     cr_assert(strstr(out, "forged-by-stderr"), "%s", out);
