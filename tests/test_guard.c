@@ -420,6 +420,21 @@ static qmm_status_code chatty(const qmm_backend *self, const qmm_qlinearmatmul *
     return qmm_status_set(st, answer, "%s", said);
 }
 
+/* Writes the problem as a case directory at DIR, a mkdtemp template made unique here. */
+static void write_case_dir(char *dir, const qh_problem *p)
+{
+    cr_assert(mkdtemp(dir));
+    qh_error err = {{0}};
+    cr_assert_eq(qh_problem_write_dir(dir, p, NULL, NULL, &err), 0, "%s", err.msg);
+}
+
+static void remove_case_dir(const char *dir)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
 /* Judges the problem in process against a table whose qlinearmatmul is `op`. */
 static void judge_with(qh_problem *p, qmm_status_code (*op)(const qmm_backend *,
                                                             const qmm_qlinearmatmul *,
@@ -427,9 +442,7 @@ static void judge_with(qh_problem *p, qmm_status_code (*op)(const qmm_backend *,
                        qh_result *res)
 {
     char dir[] = "/tmp/qmm-guard-XXXXXX";
-    cr_assert(mkdtemp(dir));
-    qh_error err = {{0}};
-    cr_assert_eq(qh_problem_write_dir(dir, p, NULL, NULL, &err), 0, "%s", err.msg);
+    write_case_dir(dir, p);
     static qmm_backend table;
     memset(&table, 0, sizeof table);
     table.abi_version = QMM_ABI_VERSION;
@@ -446,9 +459,7 @@ static void judge_with(qh_problem *p, qmm_status_code (*op)(const qmm_backend *,
     memset(&o, 0, sizeof o);
     calls = 0;
     qh_eval_case(&ref, &hb, &o, res);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
+    remove_case_dir(dir);
 }
 
 /* Judges a [2,k]·[k,3] QLinearMatMul whose y zero point is zy (with K = 0, y = zy everywhere)
@@ -607,9 +618,8 @@ Test(interrupted, a_call_cut_short_by_a_signal_is_an_error)
     qh_problem p;
     qlm_problem(&p, 2, 2, 3, 1, 1, 1.0, 0);
     char dir[] = "/tmp/qmm-guard-XXXXXX";
-    cr_assert(mkdtemp(dir));
+    write_case_dir(dir, &p);
     qh_error err = {{0}};
-    cr_assert_eq(qh_problem_write_dir(dir, &p, NULL, NULL, &err), 0, "%s", err.msg);
     qh_isolation iso = {.isolate = 1, .timeout_s = 5, .memory_limit = 0};
     qh_backend hb;
     cr_assert_eq(qh_backend_open_isolated("reference", &iso, &hb, &err), 0, "%s", err.msg);
@@ -627,7 +637,5 @@ Test(interrupted, a_call_cut_short_by_a_signal_is_an_error)
     qh_result_free(&res);
     qh_backend_close(&hb);
     qh_problem_free(&p);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
+    remove_case_dir(dir);
 }
