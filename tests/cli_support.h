@@ -51,6 +51,15 @@ static inline char *slurp(const char *path)
     return s;
 }
 
+/* Copies the tree FROM (relative to the source directory) into TO, made if missing. */
+static inline void copy_tree(const char *from, const char *to)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp -r '%s/%s'/. '%s'", to,
+             env("QMM_SOURCE_DIR"), from, to);
+    cr_assert(system(cmd) == 0, "%s", cmd);
+}
+
 /* Runs `WRAPPER qmmcheck ARGS` from the source directory (WRAPPER: a command prefix such as
  * `timeout 10`, or ""); returns its exit code, and its combined output in *out (malloc'd). */
 #if defined(__GNUC__)

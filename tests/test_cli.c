@@ -11,14 +11,6 @@
 
 #include "harness/onnx_io.h"
 
-static void copy_tree(const char *from, const char *to)
-{
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp -r '%s/%s'/. '%s'", to,
-             env("QMM_SOURCE_DIR"), from, to);
-    cr_assert(system(cmd) == 0, "%s", cmd);
-}
-
 /* The vectors the counts below were written for: the onnx 1.12/1.21/1.22 node tests and the
  * seeds. vectors/edge and newer onnx extractions have their own checks (tests/test_edge.c). */
 #define CLASSIC " --filter '^(seeds|onnx/onnx-1[.](12|21|22)[.]0)/'"

@@ -39,10 +39,9 @@ static const char *copy_case(const char *from, const char *name)
 {
     static char vec[512];
     snprintf(vec, sizeof vec, "%s/vec", tmpdir);
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s/%s' && cp -r '%s/%s'/. '%s/%s'", vec, name,
-             env("QMM_SOURCE_DIR"), from, vec, name);
-    cr_assert(system(cmd) == 0, "%s", cmd);
+    char to[1024];
+    snprintf(to, sizeof to, "%s/%s", vec, name);
+    copy_tree(from, to);
     return vec;
 }
 
