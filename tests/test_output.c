@@ -267,20 +267,17 @@ Test(cli_out, forged_name_prints_no_forged_line_and_reports_stay_valid)
                  "the JUnit report is not well-formed XML");
 }
 
-/* A test plugin of the build under test, by its path below the build's tests/ directory. */
-static void test_plugin_path(char *buf, size_t size, const char *leaf)
+/* A test plugin of the build under test, from the ctest environment variable `var`. */
+static void test_plugin_path(char *buf, size_t size, const char *var)
 {
-    const char *q = env("QMMCHECK");
-    const char *slash = strrchr(q, '/');
-    cr_assert(slash);
-    snprintf(buf, size, "%.*s/../tests/%s", (int)(slash - q), q, leaf);
+    snprintf(buf, size, "%s", env(var));
     cr_assert(access(buf, R_OK) == 0, "%s is not built", buf);
 }
 
 /* The fake plugin (tests/plugins/fake_backend.c, all zeros). */
 static void fake_plugin_path(char *buf, size_t size)
 {
-    test_plugin_path(buf, size, "libqmm_fake_backend.so");
+    test_plugin_path(buf, size, "QMM_FAKE_PLUGIN");
 }
 
 Test(cli_out, diff_saves_a_qmm_meta_that_loads_back_whatever_the_backend_is_called)
@@ -443,7 +440,7 @@ Test(cli_out, sigterm_writes_both_reports_and_exits_143)
 Test(cli_out, a_crash_in_close_is_a_counted_row)
 {
     char hostile[1024], json[512];
-    test_plugin_path(hostile, sizeof hostile, "plugins/libqmm_hostile.so");
+    test_plugin_path(hostile, sizeof hostile, "QMM_HOSTILE_PLUGIN");
     snprintf(json, sizeof json, "%s/r.json", tmpdir);
     char *out;
     int rc = qmmcheck(&out, "run -q --backend '%s:mode=crash_close' --vectors vectors/seeds "
