@@ -70,6 +70,16 @@ static void expect_one_error(const char *vec, const char *name, const char *need
     free(out);
 }
 
+/* A run whose only case, q, passes and is counted once. */
+static void expect_q_passes_once(const char *vec)
+{
+    char *out;
+    cr_expect_eq(run_tree(&out, vec, ""), 0, "%s", out);
+    cr_expect(strstr(out, "SUMMARY: total:1 passed:1 "), "%s", out);
+    cr_expect_eq(count_lines_with(out, ":PASSED q "), 1, "%s", out);
+    free(out);
+}
+
 /* tmpdir/vec/<rel>, removed so that something else can take its name. */
 static char *removed(const char *rel)
 {
@@ -136,11 +146,7 @@ Test(tree, two_symlinks_to_dot_count_each_case_once, .timeout = 30)
     const char *vec = copy_case(QLINEAR, "q");
     cr_assert_eq(symlink(".", path_in("%s/vec/%s", "a")), 0);
     cr_assert_eq(symlink(".", path_in("%s/vec/%s", "b")), 0);
-    char *out;
-    cr_expect_eq(run_tree(&out, vec, ""), 0, "%s", out);
-    cr_expect(strstr(out, "SUMMARY: total:1 passed:1 "), "%s", out);
-    cr_expect_eq(count_lines_with(out, ":PASSED q "), 1, "%s", out);
-    free(out);
+    expect_q_passes_once(vec);
 }
 
 Test(tree, one_symlink_makes_no_duplicates)
@@ -149,11 +155,7 @@ Test(tree, one_symlink_makes_no_duplicates)
     /* "a" sorts before "q": the case keeps its real name, not the one through the link */
     cr_assert_eq(symlink("q", path_in("%s/vec/%s", "a")), 0);
     cr_assert_eq(symlink("..", path_in("%s/vec/q/%s", "up")), 0);
-    char *out;
-    cr_expect_eq(run_tree(&out, vec, ""), 0, "%s", out);
-    cr_expect(strstr(out, "SUMMARY: total:1 passed:1 "), "%s", out);
-    cr_expect_eq(count_lines_with(out, ":PASSED q "), 1, "%s", out);
-    free(out);
+    expect_q_passes_once(vec);
 }
 
 Test(tree, case_deeper_than_the_limit_is_reported)
