@@ -271,33 +271,38 @@ Test(meta, quoted_text_is_cleaned)
         cr_assert((unsigned char)*p >= 0x20 && *p != 0x7f, "raw control byte in: %s", err.msg);
 }
 
+/* Reading the sidecar at `path` fails with "PATH: `what`". */
+static void expect_read_error(const char *path, const char *what)
+{
+    qh_meta m;
+    qh_error err;
+    char want[300];
+    cr_assert_eq(qh_meta_read_file(path, &m, &err), -1);
+    snprintf(want, sizeof want, "%s: %s", path, what);
+    cr_assert_str_eq(err.msg, want);
+}
+
 /* What is not a regular file is refused without blocking, naming the path and its kind; a
  * dangling symlink is not a missing sidecar. */
 Test(meta, files_that_are_not_regular, .timeout = 10)
 {
     char dir[] = "/tmp/qmm_meta_XXXXXX";
     cr_assert(mkdtemp(dir));
-    char path[256], want[300];
+    char path[256];
     snprintf(path, sizeof path, "%s/qmm.meta", dir);
     qh_meta m;
     qh_error err;
 
     cr_assert_eq(mkfifo(path, 0600), 0);
-    cr_assert_eq(qh_meta_read_file(path, &m, &err), -1);
-    snprintf(want, sizeof want, "%s: not a regular file (a FIFO)", path);
-    cr_assert_str_eq(err.msg, want);
+    expect_read_error(path, "not a regular file (a FIFO)");
     unlink(path);
 
     cr_assert_eq(mkdir(path, 0700), 0);
-    cr_assert_eq(qh_meta_read_file(path, &m, &err), -1);
-    snprintf(want, sizeof want, "%s: not a regular file (a directory)", path);
-    cr_assert_str_eq(err.msg, want);
+    expect_read_error(path, "not a regular file (a directory)");
     rmdir(path);
 
     cr_assert_eq(symlink("nowhere", path), 0);
-    cr_assert_eq(qh_meta_read_file(path, &m, &err), -1);
-    snprintf(want, sizeof want, "%s: cannot open: No such file or directory", path);
-    cr_assert_str_eq(err.msg, want);
+    expect_read_error(path, "cannot open: No such file or directory");
     unlink(path);
 
     /* a symlink to a regular file is read like the file */
