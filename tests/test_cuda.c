@@ -17,6 +17,7 @@
 #include "optimized/qmm_cuda.h"
 #include "reference/qmm_reference.h"
 #include "tests/cli_support.h"
+#include "tests/rng_support.h"
 
 static qmm_backend *open_cuda(const char *options)
 {
@@ -37,14 +38,6 @@ static int have_device(void)
     int ok = be->query(be, &call, &st) == QMM_OK;
     be->close(be);
     return ok;
-}
-
-static uint64_t rng(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
 }
 
 /* ---- no device ---- */
@@ -118,7 +111,7 @@ Test(cuda, options)
 static double random_scale(uint64_t *s)
 {
     for (;;) {
-        uint32_t bits = (uint32_t)rng(s) & 0x7fffffffu;
+        uint32_t bits = (uint32_t)splitmix64(s) & 0x7fffffffu;
         float f;
         memcpy(&f, &bits, 4);
         if (isfinite(f) && f > 0)
@@ -128,7 +121,7 @@ static double random_scale(uint64_t *s)
 
 static int32_t random_acc(uint64_t *s)
 {
-    uint64_t r = rng(s);
+    uint64_t r = splitmix64(s);
     switch (r % 4) {
     case 0: return (int32_t)(uint32_t)(r >> 32);                  /* any int32 */
     case 1: return (int32_t)((r >> 32) % 2001) - 1000;             /* small */
@@ -144,9 +137,9 @@ Test(cuda_epilogue, requant_exact_matches_cpu)
         int32_t acc = random_acc(&s);
         double sa = random_scale(&s), sb = random_scale(&s), sy = random_scale(&s);
         if (i % 2) { /* scales near each other: results in the interesting range */
-            sa = ldexp(1.0 + (double)(rng(&s) % 1000) / 1000.0, -(int)(rng(&s) % 12));
-            sb = ldexp(1.0 + (double)(rng(&s) % 1000) / 1000.0, -(int)(rng(&s) % 12));
-            sy = ldexp(1.0 + (double)(rng(&s) % 1000) / 1000.0, -(int)(rng(&s) % 8));
+            sa = ldexp(1.0 + (double)(splitmix64(&s) % 1000) / 1000.0, -(int)(splitmix64(&s) % 12));
+            sb = ldexp(1.0 + (double)(splitmix64(&s) % 1000) / 1000.0, -(int)(splitmix64(&s) % 12));
+            sy = ldexp(1.0 + (double)(splitmix64(&s) % 1000) / 1000.0, -(int)(splitmix64(&s) % 8));
             sa = (float)sa;
             sb = (float)sb;
             sy = (float)sy;
@@ -167,20 +160,20 @@ Test(cuda_epilogue, requant_matches_cpu_ties_and_near_ties)
         double sa, sb, sy;
         switch (i % 4) {
         case 0: /* exact ties: x = acc / 2^t */
-            acc = (int32_t)(rng(&s) % 4001) - 2000;
-            sa = ldexp(1.0, -(int)(rng(&s) % 4));
+            acc = (int32_t)(splitmix64(&s) % 4001) - 2000;
+            sa = ldexp(1.0, -(int)(splitmix64(&s) % 4));
             sb = 1.0;
-            sy = ldexp(1.0, (int)(rng(&s) % 3) - 1);
+            sy = ldexp(1.0, (int)(splitmix64(&s) % 3) - 1);
             break;
         case 1: /* near ties through a non-dyadic y_scale */
-            acc = (int32_t)(rng(&s) % 4001) - 2000;
-            sa = (float)(3.0 * ldexp(1.0, -(int)(rng(&s) % 6)));
+            acc = (int32_t)(splitmix64(&s) % 4001) - 2000;
+            sa = (float)(3.0 * ldexp(1.0, -(int)(splitmix64(&s) % 6)));
             sb = (float)(1.0 + ldexp(1.0, -20));
-            sy = (float)(6.0 * ldexp(1.0, -(int)(rng(&s) % 6)));
+            sy = (float)(6.0 * ldexp(1.0, -(int)(splitmix64(&s) % 6)));
             break;
         case 2: /* just around a half-integer */
-            acc = (int32_t)(rng(&s) % 255) + 1;
-            sa = (float)ldexp(1.0 + ldexp((double)(int)(rng(&s) % 9) - 4.0, -23), -1);
+            acc = (int32_t)(splitmix64(&s) % 255) + 1;
+            sa = (float)ldexp(1.0 + ldexp((double)(int)(splitmix64(&s) % 9) - 4.0, -23), -1);
             sb = 1.0;
             sy = 1.0;
             break;
@@ -190,7 +183,7 @@ Test(cuda_epilogue, requant_matches_cpu_ties_and_near_ties)
             sb = random_scale(&s);
             sy = random_scale(&s);
         }
-        int32_t zy = zps[rng(&s) % 8];
+        int32_t zy = zps[splitmix64(&s) % 8];
         int32_t qmin = i & 1 ? -128 : 0, qmax = i & 1 ? 127 : 255;
         int32_t want = qmm_opt_requant_one(acc, sa, sb, sy, zy, qmin, qmax);
         int32_t got = qmm_cu_requant(acc, sa, sb, sy, sb / sy, zy, qmin, qmax);
@@ -205,13 +198,13 @@ Test(cuda_epilogue, correction_identity)
      * vectors of every signedness */
     uint64_t s = 3;
     for (int t = 0; t < 2000; t++) {
-        int as = (int)(rng(&s) & 1), bs = (int)(rng(&s) & 1);
-        int64_t k = (int64_t)(rng(&s) % 300);
-        int32_t za = as ? (int8_t)rng(&s) : (uint8_t)rng(&s);
-        int32_t zb = bs ? (int8_t)rng(&s) : (uint8_t)rng(&s);
+        int as = (int)(splitmix64(&s) & 1), bs = (int)(splitmix64(&s) & 1);
+        int64_t k = (int64_t)(splitmix64(&s) % 300);
+        int32_t za = as ? (int8_t)splitmix64(&s) : (uint8_t)splitmix64(&s);
+        int32_t zb = bs ? (int8_t)splitmix64(&s) : (uint8_t)splitmix64(&s);
         uint32_t dot = 0, rs = 0, cs = 0, exact = 0;
         for (int64_t i = 0; i < k; i++) {
-            uint8_t a = (uint8_t)rng(&s), b = (uint8_t)rng(&s);
+            uint8_t a = (uint8_t)splitmix64(&s), b = (uint8_t)splitmix64(&s);
             int32_t av = as ? (int8_t)a : a, bv = bs ? (int8_t)b : b;
             int8_t a8 = qmm_cu_s8(a, as), b8 = qmm_cu_s8(b, bs);
             dot += (uint32_t)(a8 * b8);
@@ -260,16 +253,16 @@ static void qordered_case(int order_a, int order_b, int order_y, int64_t m, int6
     float *sb = malloc((size_t)n * sizeof *sb), *bias = malloc((size_t)n * sizeof *bias);
     cr_assert(A && B && Ad && Bd && C && Cd && Y && sb && bias);
     for (int64_t i = 0; i < m * k; i++)
-        A[i] = (int8_t)rng(&s);
+        A[i] = (int8_t)splitmix64(&s);
     for (int64_t i = 0; i < k * n; i++)
-        B[i] = (int8_t)rng(&s);
+        B[i] = (int8_t)splitmix64(&s);
     for (int64_t i = 0; i < m * n; i++)
-        C[i] = (int8_t)rng(&s);
+        C[i] = (int8_t)splitmix64(&s);
     /* power-of-two scales and quarter biases: x is exact in double, ties included */
     float sa = 0x1p-9f, sy = 0.5f, sc = 0.25f;
     for (int64_t j = 0; j < n; j++) {
-        sb[j] = ldexpf(1.0f, -(int)(rng(&s) % 4));
-        bias[j] = (float)((int)(rng(&s) % 41) - 20) * 0.25f;
+        sb[j] = ldexpf(1.0f, -(int)(splitmix64(&s) % 4));
+        bias[j] = (float)((int)(splitmix64(&s) % 41) - 20) * 0.25f;
     }
     for (int64_t r = 0; r < m; r++)
         for (int64_t kk = 0; kk < k; kk++)

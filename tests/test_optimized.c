@@ -18,6 +18,7 @@
 #include "optimized/cpu/opt_internal.h"
 #include "optimized/qmm_optimized.h"
 #include "reference/qmm_reference.h"
+#include "tests/rng_support.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
@@ -42,10 +43,7 @@ typedef struct rng {
 
 static uint64_t next64(rng *r)
 {
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return splitmix64(&r->s);
 }
 
 /* uniform in [lo, hi] */

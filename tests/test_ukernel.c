@@ -18,15 +18,7 @@
 #include <string.h>
 
 #include "optimized/cpu/opt_internal.h"
-
-/* splitmix64: small, seedable, identical everywhere */
-static uint64_t next64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+#include "tests/rng_support.h"
 
 /* How a case's values are drawn: uniform, or only the type's two extremes (0 and 255 for
  * uint8, -128 and 127 for int8), or every a and zb at one extreme and every b and za at the
@@ -37,8 +29,8 @@ typedef enum fill { FILL_RANDOM, FILL_EXTREMES, FILL_FARTHEST, FILL_COUNT } fill
 static uint8_t draw(uint64_t *s, fill f, int is_signed, int high)
 {
     int lo = is_signed ? -128 : 0, hi = is_signed ? 127 : 255;
-    int v = f == FILL_RANDOM     ? lo + (int)(next64(s) % 256)
-            : f == FILL_EXTREMES ? (next64(s) & 1 ? hi : lo)
+    int v = f == FILL_RANDOM     ? lo + (int)(splitmix64(s) % 256)
+            : f == FILL_EXTREMES ? (splitmix64(s) & 1 ? hi : lo)
                                  : (high ? hi : lo);
     return (uint8_t)v;
 }
@@ -287,7 +279,7 @@ static void check_shape(const qmm_opt_isa_ops *ops, size_t m, size_t n, size_t k
     for (int sa = 0; sa < 2; sa++)
         for (int sb = 0; sb < 2; sb++)
             for (int f = 0; f < FILL_COUNT; f++) {
-                problem p = problem_make(m, n, k, sa, sb, (fill)f, next64(seed));
+                problem p = problem_make(m, n, k, sa, sb, (fill)f, splitmix64(seed));
                 if (tiles)
                     check_tiles(ops, &p);
                 else
