@@ -18,6 +18,7 @@
 #include "harness/backends.h"
 #include "harness/invoke.h"
 #include "tests/cli_support.h"
+#include "tests/tensor_support.h"
 
 TestSuite(isolation, .init = make_tmp, .fini = remove_tmp, .timeout = 60);
 
@@ -261,9 +262,9 @@ static qmm_call small_call(void)
     memset(&c, 0, sizeof c);
     c.op = QMM_OP_MATMULINTEGER;
     qmm_matmulinteger *m = &c.u.matmulinteger;
-    m->a = (qmm_tensor){.dtype = QMM_DTYPE_UINT8, .rank = 2, .dims = {2, 3}, .data = a_data};
-    m->b = (qmm_tensor){.dtype = QMM_DTYPE_UINT8, .rank = 2, .dims = {3, 2}, .data = b_data};
-    m->y = (qmm_tensor){.dtype = QMM_DTYPE_INT32, .rank = 2, .dims = {2, 2}};
+    m->a = mk(QMM_DTYPE_UINT8, a_data, 2, 2, 3);
+    m->b = mk(QMM_DTYPE_UINT8, b_data, 2, 3, 2);
+    m->y = mk(QMM_DTYPE_INT32, NULL, 2, 2, 2);
     return c;
 }
 
