@@ -356,16 +356,16 @@ Test(isolation, a_query_that_enlarges_dims_in_process_gets_a_copy)
 Test(isolation, a_refusal_and_a_name_cannot_forge_lines)
 {
     char *out = expect_run("refuse_forged", "", 2);
-    cr_assert_not(lines_starting(out, "999:PASSED"), "%s", out);
-    cr_assert_not(lines_starting(out, "SUMMARY:"), "%s", out);
+    cr_assert_not(count_lines_starting(out, "999:PASSED"), "%s", out);
+    cr_assert_not(count_lines_starting(out, "SUMMARY:"), "%s", out);
     cr_assert(strstr(out, "no\\n999:PASSED forged"), "%s", out);
     free(out);
     char *bench;
     int rc = qmmcheck(&bench, "bench --backend '%s:mode=forged_name' --shape 2x2x2 --reps 1",
                       env("QMM_HOSTILE_PLUGIN"));
     cr_assert_eq(rc, 0, "%s", bench);
-    cr_assert_not(lines_starting(bench, "999:PASSED"), "%s", bench);
-    cr_assert_not(lines_starting(bench, "SUMMARY:"), "%s", bench);
+    cr_assert_not(count_lines_starting(bench, "999:PASSED"), "%s", bench);
+    cr_assert_not(count_lines_starting(bench, "SUMMARY:"), "%s", bench);
     cr_assert(strstr(bench, "hostile\\n999:PASSED forged"), "%s", bench);
     free(bench);
 }
