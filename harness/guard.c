@@ -2,6 +2,7 @@
  * names what was touched. */
 #define _GNU_SOURCE 1 /* REG_ERR in ucontext: tells a write fault from a read fault */
 #include "harness/guard.h"
+#include "harness/wire.h" /* qh_page_size */
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -13,12 +14,6 @@
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
-
-static size_t page_size(void)
-{
-    long p = sysconf(_SC_PAGESIZE);
-    return p > 0 ? (size_t)p : 4096;
-}
 
 /* ---- what the handler knows ------------------------------------------------------------
  * A copy of every region of the current call and of the previous call's retired regions. The
@@ -76,7 +71,7 @@ static void h_forget(const unsigned char *map)
  * to end exactly at the rear zone. */
 static int map_between_zones(qh_guarded *g, size_t len, size_t front)
 {
-    size_t ps = page_size();
+    size_t ps = qh_page_size();
     size_t body = (len + front + ps - 1) / ps * ps;
     if (body == 0)
         body = ps;
