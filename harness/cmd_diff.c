@@ -40,13 +40,6 @@ static int bad_value(const char *option, const char *value, const char *want)
     return 2;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 typedef struct diff_opts {
     const char *spec[2];
     unsigned long long seed, count, start, problem, max_diffs;
@@ -394,12 +387,12 @@ int qh_cmd_diff(int argc, char **argv)
 
     counts n;
     memset(&n, 0, sizeof n);
-    double t0 = now_s(), last = t0;
+    double t0 = qh_mono_seconds(), last = t0;
     int harness_failed = 0;
     for (unsigned long long i = o.start;; i++) {
         if (o.have_count && i - o.start >= o.count)
             break;
-        double t = now_s();
+        double t = qh_mono_seconds();
         if (o.have_seconds && t - t0 >= o.seconds)
             break;
         if (n.differences >= o.max_diffs) {
@@ -416,7 +409,7 @@ int qh_cmd_diff(int argc, char **argv)
             break;
         }
     }
-    double secs = now_s() - t0;
+    double secs = qh_mono_seconds() - t0;
     printf("DIFF SUMMARY: problems:%llu same:%llu differences:%llu skipped:%llu tolerated:%llu "
            "(%.3f s, %.0f problems/s)\n",
            n.problems, n.same, n.differences, n.skipped, n.tolerated, secs,

@@ -504,13 +504,11 @@ static void finish_backends(run_state *r)
 }
 
 /* The SUMMARY line, with the run's duration since t0 and the signal that stopped it, if any. */
-static void summarize(qh_run_summary *sum, int sig, const struct timespec *t0)
+static void summarize(qh_run_summary *sum, int sig, double t0)
 {
-    struct timespec t1;
     if (sig)
         sum->interrupted = sig == SIGINT ? "SIGINT" : "SIGTERM";
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    sum->seconds = (double)(t1.tv_sec - t0->tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0->tv_nsec);
+    sum->seconds = qh_mono_seconds() - t0;
 
     char line[512];
     qh_summary_format(sum, line, sizeof line);
@@ -608,13 +606,12 @@ int qh_cmd_run(int argc, char **argv)
     }
     set_eval_opts(&r);
 
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = qh_mono_seconds();
     install_interrupt_handlers();
     run_cases(&r);
     finish_backends(&r);
     int sig = qh_interrupted;
-    summarize(&r.sum, sig, &t0);
+    summarize(&r.sum, sig, t0);
     int exit_code = exit_status(&r, sig);
     exit_code = write_reports(&r, argc, argv, exit_code);
     free_run(&r);

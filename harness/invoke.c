@@ -111,7 +111,7 @@ static int invoke_here(qh_backend *b, const qmm_call *call, unsigned char fill,
 }
 
 
-static double mono(void)
+double qh_mono_seconds(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -189,7 +189,7 @@ static int await(qh_backend *b, short events, double deadline)
             return W_INTR;
         int ms = 50; /* also the longest a death or a signal goes unnoticed */
         if (deadline > 0) {
-            double left = deadline - mono();
+            double left = deadline - qh_mono_seconds();
             if (left <= 0)
                 return W_HUNG;
             if (left * 1000 < ms)
@@ -389,7 +389,8 @@ int qh_worker_open(qh_backend *b, qh_error *err)
     b->worker_fd = b->worker_out = -1;
     double t = b->iso.timeout_s;
     wire_hello h;
-    int w = worker_hello(b, t > 0 ? mono() + t : 0, t, &h, b->broken, sizeof b->broken);
+    double deadline = t > 0 ? qh_mono_seconds() + t : 0;
+    int w = worker_hello(b, deadline, t, &h, b->broken, sizeof b->broken);
     if (w != W_READY)
         return 0; /* broken: every call says why */
     if (!h.ok) {
@@ -410,7 +411,7 @@ static int between_calls(qh_backend *b, qh_invocation *out)
         return 0;
     wire_reply rep;
     char how[160];
-    if (pending && recv_all(b, &rep, sizeof rep, mono() + 1) == W_READY &&
+    if (pending && recv_all(b, &rep, sizeof rep, qh_mono_seconds() + 1) == W_READY &&
         rep.magic == REP_MAGIC && rep.exiting) {
         rep.problem[sizeof rep.problem - 1] = '\0';
         out->outcome = QH_MISBEHAVED;
@@ -499,7 +500,7 @@ static int invoke_isolated(qh_backend *b, const qmm_call *call, double timeout,
     out->y = *y;
     out->y.data = NULL;
     size_t ybytes = qh_tensor_bytes(y);
-    double deadline = timeout > 0 ? mono() + timeout : 0;
+    double deadline = timeout > 0 ? qh_mono_seconds() + timeout : 0;
     if (b->worker_pid > 0 && between_calls(b, out))
         return 0;
     if (b->worker_pid <= 0) {
@@ -570,7 +571,7 @@ int qh_backend_finish(qh_backend *b, char *why, size_t n)
     if (b->worker_pid <= 0)
         return 0;
     double t = b->iso.timeout_s;
-    double deadline = t > 0 ? mono() + t : 0;
+    double deadline = t > 0 ? qh_mono_seconds() + t : 0;
     wire_request rq;
     memset(&rq, 0, sizeof rq);
     rq.magic = REQ_MAGIC;

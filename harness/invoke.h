@@ -67,6 +67,9 @@ extern volatile sig_atomic_t qh_interrupted;
  * every case. qh_backend_close stays safe to call afterwards. */
 int qh_backend_finish(qh_backend *b, char *why, size_t n);
 
+/* Seconds on the monotonic clock: for deadlines and durations. */
+double qh_mono_seconds(void);
+
 /* Ends the backend's worker process, if it has one (qh_backend_close calls this). */
 void qh_worker_stop(qh_backend *b);
 

@@ -156,13 +156,6 @@ static void sb_worker_output(qh_sb *b, const qh_invocation *inv)
                  cleaned(&t, inv->output ? inv->output : "", n));
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Does the stored output agree with the reference? Returns 1 when the vector is mistrusted,
  * with the reason in `why`. */
 static int vector_mistrusted(const qh_case *c, qmm_status_code ref_code, const char *ref_msg,
@@ -534,7 +527,7 @@ static void judge(qh_case *c, qh_backend *hb, const qh_eval_opts *o, verdict *v)
 void qh_eval_case(const qh_case_ref *ref, qh_backend *b, const qh_eval_opts *o, qh_result *res)
 {
     memset(res, 0, sizeof *res);
-    double t0 = now_seconds();
+    double t0 = qh_mono_seconds();
     res->backend = b->spec;
     res->data_set = ref->data_set;
     res->name = malloc(strlen(ref->name) + 1);
@@ -557,7 +550,7 @@ void qh_eval_case(const qh_case_ref *ref, qh_backend *b, const qh_eval_opts *o, 
     res->status = v.status;
     res->summary = v.summary.s ? qh_sb_take(&v.summary) : NULL;
     res->detail = v.detail.s ? qh_sb_take(&v.detail) : NULL;
-    res->seconds = now_seconds() - t0;
+    res->seconds = qh_mono_seconds() - t0;
 }
 
 /* ---- expected failures ---------------------------------------------------------------- */
