@@ -73,7 +73,29 @@ static int next_char(const unsigned char *p, unsigned *cp)
     return len;
 }
 
-static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
+/* A byte next_char could not decode: it reads as U+FFFD one byte long (a real U+FFFD is
+ * three). */
+static int not_utf8(unsigned c, int len)
+{
+    return c == 0xfffd && len == 1;
+}
+
+/* Copies the character at p, or U+FFFD in place of a byte that is not UTF-8. */
+static void put_char(qh_sb *b, const unsigned char *p, unsigned c, int len)
+{
+    static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
+    if (not_utf8(c, len))
+        put_bytes(b, replacement, 3);
+    else
+        put_bytes(b, p, (size_t)len);
+}
+
+/* C0 and C1 controls, DEL and the line and paragraph separators: what a terminal or a
+ * JavaScript string might act on. */
+static int terminal_control(unsigned c)
+{
+    return c < 0x20 || c == 0x7f || (c >= 0x80 && c <= 0x9f) || c == 0x2028 || c == 0x2029;
+}
 
 void qh_sb_json(qh_sb *b, const char *s)
 {
@@ -89,13 +111,10 @@ void qh_sb_json(qh_sb *b, const char *s)
         default:
             /* JSON needs only C0 escaped; DEL, C1 and the line separators are escaped too
              * so a report shown in a terminal or pasted into JavaScript stays inert */
-            if (c < 0x20 || c == 0x7f || (c >= 0x80 && c <= 0x9f) || c == 0x2028 ||
-                c == 0x2029)
+            if (terminal_control(c))
                 qh_sb_printf(b, "\\u%04x", c);
-            else if (c == 0xfffd && len == 1)
-                put_bytes(b, replacement, 3);
             else
-                put_bytes(b, p, (size_t)len);
+                put_char(b, p, c, len);
         }
         p += len;
     }
@@ -120,10 +139,8 @@ void qh_sb_xml(qh_sb *b, const char *s)
              * character references: they are written as visible text instead */
             if (c < 0x20 || c == 0xfffe || c == 0xffff)
                 qh_sb_printf(b, c < 0x20 ? "\\x%02x" : "\\u{%x}", c);
-            else if (c == 0xfffd && len == 1)
-                put_bytes(b, replacement, 3);
             else
-                put_bytes(b, p, (size_t)len);
+                put_char(b, p, c, len);
         }
         p += len;
     }
@@ -135,10 +152,8 @@ static int needs_ansi_c(const unsigned char *p)
 {
     while (*p) {
         unsigned c;
-        size_t n = strnlen((const char *)p, 4);
-        int len = qh_utf8_seq(p, n, &c);
-        if (len == 0 || c < 0x20 || c == 0x7f || (c >= 0x80 && c <= 0x9f) || c == 0x2028 ||
-            c == 0x2029)
+        int len = next_char(p, &c);
+        if (not_utf8(c, len) || terminal_control(c))
             return 1;
         p += len;
     }
