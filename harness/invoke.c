@@ -118,6 +118,12 @@ double qh_mono_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The deadline `timeout` seconds from now; 0 (none) when timeout is 0. */
+static double deadline_after(double timeout)
+{
+    return timeout > 0 ? qh_mono_seconds() + timeout : 0;
+}
+
 enum { W_READY = 0, W_DIED = -1, W_HUNG = -2, W_INTR = -3 };
 
 static void capture(qh_backend *b, const char *p, size_t n)
@@ -389,8 +395,7 @@ int qh_worker_open(qh_backend *b, qh_error *err)
     b->worker_fd = b->worker_out = -1;
     double t = b->iso.timeout_s;
     wire_hello h;
-    double deadline = t > 0 ? qh_mono_seconds() + t : 0;
-    int w = worker_hello(b, deadline, t, &h, b->broken, sizeof b->broken);
+    int w = worker_hello(b, deadline_after(t), t, &h, b->broken, sizeof b->broken);
     if (w != W_READY)
         return 0; /* broken: every call says why */
     if (!h.ok) {
@@ -500,7 +505,7 @@ static int invoke_isolated(qh_backend *b, const qmm_call *call, double timeout,
     out->y = *y;
     out->y.data = NULL;
     size_t ybytes = qh_tensor_bytes(y);
-    double deadline = timeout > 0 ? qh_mono_seconds() + timeout : 0;
+    double deadline = deadline_after(timeout);
     if (b->worker_pid > 0 && between_calls(b, out))
         return 0;
     if (b->worker_pid <= 0) {
@@ -571,7 +576,7 @@ int qh_backend_finish(qh_backend *b, char *why, size_t n)
     if (b->worker_pid <= 0)
         return 0;
     double t = b->iso.timeout_s;
-    double deadline = t > 0 ? qh_mono_seconds() + t : 0;
+    double deadline = deadline_after(t);
     wire_request rq;
     memset(&rq, 0, sizeof rq);
     rq.magic = REQ_MAGIC;
