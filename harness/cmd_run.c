@@ -82,7 +82,6 @@ static int parse_shard(const char *val, int *i, int *n)
 static int parse_opts(int argc, char **argv, opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->data_set = 0;
     o->isolate = -1;
     o->timeout_s = 30;
     o->memory_limit = QH_MEMORY_LIMIT_DEFAULT;
