@@ -22,6 +22,7 @@
 #include "harness/backends.h"
 #include "harness/clean.h"
 #include "harness/commands.h"
+#include "harness/invoke.h"
 #include "harness/numparse.h"
 #include "optimized/qmm_optimized.h"
 
@@ -32,13 +33,6 @@ typedef struct bench_result {
     int reps;
     double median_s, min_s, gops, pct_peak;
 } bench_result;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -174,16 +168,16 @@ static int bench_shape(qh_backend *qb, int64_t m, int64_t k, int64_t n, const in
     (pb ? qmm_optimized_qlinearmatmul_packed(be, &call.u.qlinearmatmul, pb, &st)             \
         : qh_backend_call(qb, &call, &st))
     /* warm-up: at least 2 calls and 0.2 s (caches, pages, the pool's threads) */
-    double w0 = now_s(), one = 0;
-    for (int i = 0; i < 2 || now_s() - w0 < 0.2; i++) {
-        double t0 = now_s();
+    double w0 = qh_mono_seconds(), one = 0;
+    for (int i = 0; i < 2 || qh_mono_seconds() - w0 < 0.2; i++) {
+        double t0 = qh_mono_seconds();
         if (BENCH_CALL() != QMM_OK) {
             fprintf(stderr, "qmmcheck bench: %s: %s: %s\n", name, qmm_status_name(st.code),
                     shown(msg, sizeof msg, st.message));
             rc = 1;
             goto out;
         }
-        one = now_s() - t0;
+        one = qh_mono_seconds() - t0;
         if (i > 50)
             break;
     }
@@ -197,9 +191,9 @@ static int bench_shape(qh_backend *qb, int64_t m, int64_t k, int64_t n, const in
         goto out;
     }
     for (int i = 0; i < reps; i++) {
-        double t0 = now_s();
+        double t0 = qh_mono_seconds();
         qmm_status_code code = BENCH_CALL();
-        times[i] = now_s() - t0;
+        times[i] = qh_mono_seconds() - t0;
         if (code != QMM_OK) {
             fprintf(stderr, "qmmcheck bench: %s: %s\n", name, shown(msg, sizeof msg, st.message));
             rc = 1;
