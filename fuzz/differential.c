@@ -10,16 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/backends.h"
-#include "harness/clean.h"
-#include "harness/casedir.h"
-#include "harness/compare.h"
-#include "harness/expect.h"
-#include "harness/guard.h"
-#include "harness/invoke.h"
-#include "harness/meta.h"
-#include "harness/onnx_io.h"
-#include "harness/strbuf.h"
+#include "harness/run/backends.h"
+#include "harness/io/clean.h"
+#include "harness/io/casedir.h"
+#include "harness/run/compare.h"
+#include "harness/run/expect.h"
+#include "harness/run/guard.h"
+#include "harness/run/invoke.h"
+#include "harness/io/meta.h"
+#include "harness/io/onnx_io.h"
+#include "harness/report/strbuf.h"
 #include "optimized/qmm_optimized.h"
 
 #define QH_FZ_MAX_VARIANTS 16
@@ -75,7 +75,7 @@ static void open_variant(variant *v)
     }
     if (v->is_plugin && v->b.table.name) {
         /* "mutant-ties-away" reads better in a signature than a path; the plugin's name is
-         * its own text, so it is cleaned (harness/clean.h) */
+         * its own text, so it is cleaned (harness/io/clean.h) */
         const char *colon = strchr(v->spec, ':');
         char name[128];
         qh_clean_into(name, sizeof name, v->b.table.name, strlen(v->b.table.name), 0);
@@ -451,7 +451,7 @@ __attribute__((noreturn)) static void report(const char *target, int slot, const
 /* ---- one input ------------------------------------------------------------------------ */
 
 /* The call as the implementations see it: every input copied into read-only pages that end
- * at a PROT_NONE page (harness/guard.h), so a backend that writes into an input, or reads past
+ * at a PROT_NONE page (harness/run/guard.h), so a backend that writes into an input, or reads past
  * one's end, faults on the spot, even uninstrumented plugin code that ASan cannot see. The
  * reference reads the original call. Falls back to the plain inputs if mapping fails. */
 static void guard_inputs(const qh_fz_case *c, qmm_call *guarded, qh_guarded *g)

@@ -1,4 +1,4 @@
-/* fuzz/fuzz_meta.c — the qmm.meta reader (harness/meta.h).
+/* fuzz/fuzz_meta.c — the qmm.meta reader (harness/io/meta.h).
  *
  * Property: reading never crashes; what it accepts is a fixed point of format-then-read:
  * parse(x) = m1, format(m1) = f1, parse(f1) = m2 must give m2 == m1 (unknown keys aside:
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/meta.h"
+#include "harness/io/meta.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,4 +1,4 @@
-/* fuzz/fuzz_onnx_model.c — the ModelProto reader (harness/onnx_io.h).
+/* fuzz/fuzz_onnx_model.c — the ModelProto reader (harness/io/onnx_io.h).
  *
  * Property: reading never crashes or leaks; what it accepts survives write-then-read exactly:
  * parse(x) = m1, encode(m1) = e1, parse(e1) = m2 must give m2 == m1 (every field the reader
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/onnx_io.h"
+#include "harness/io/onnx_io.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

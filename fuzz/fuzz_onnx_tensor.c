@@ -1,4 +1,4 @@
-/* fuzz/fuzz_onnx_tensor.c — the TensorProto reader (harness/onnx_io.h).
+/* fuzz/fuzz_onnx_tensor.c — the TensorProto reader (harness/io/onnx_io.h).
  *
  * Property: reading never crashes or leaks, whatever the bytes; and what it accepts is a
  * fixed point of write-then-read: parse(x) = t1, encode(t1) = e1, parse(e1) = t2 must give
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/onnx_io.h"
+#include "harness/io/onnx_io.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

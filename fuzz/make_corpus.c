@@ -24,9 +24,9 @@
 #include <sys/stat.h>
 
 #include "fuzz/decode.h"
-#include "harness/case.h"
-#include "harness/casedir.h"
-#include "harness/onnx_io.h"
+#include "harness/io/case.h"
+#include "harness/io/casedir.h"
+#include "harness/io/onnx_io.h"
 #include "reference/qmm_reference.h"
 
 typedef struct opts {

@@ -8,7 +8,7 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 
-#include "harness/onnx_io.h"
+#include "harness/io/onnx_io.h"
 
 /* Writes a tensor as DIR/FILE, a TensorProto named `name`, for case directories built by a
  * test. */

@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness/onnx_io.h"
+#include "harness/io/onnx_io.h"
 
 /* The vectors the counts below were written for: the onnx 1.12/1.21/1.22 node tests and the
  * seeds. vectors/edge and newer onnx extractions have their own checks (tests/test_edge.c). */

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "cli_support.h"
-#include "harness/edge.h"
-#include "harness/onnx_io.h"
+#include "harness/gen/edge.h"
+#include "harness/io/onnx_io.h"
 
 TestSuite(edge, .init = make_tmp, .fini = remove_tmp);
 
@@ -119,7 +119,7 @@ Test(edge, list_names_suites_counts_and_tags)
     free(out);
 }
 
-/* The case writer (harness/casedir.h) follows links among the parents the user named, but
+/* The case writer (harness/io/casedir.h) follows links among the parents the user named, but
  * refuses a case directory that is a link, and a path component that is not a directory,
  * naming the path. */
 Test(edge, export_refuses_a_linked_case_dir_and_a_file_in_the_way)

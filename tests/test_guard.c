@@ -19,11 +19,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness/clean.h"
-#include "harness/expect.h"
-#include "harness/guard.h"
-#include "harness/problem.h"
-#include "harness/runner.h"
+#include "harness/io/clean.h"
+#include "harness/run/expect.h"
+#include "harness/run/guard.h"
+#include "harness/gen/problem.h"
+#include "harness/run/runner.h"
 
 /* ---- the guard layer, in a child ------------------------------------------------------ */
 

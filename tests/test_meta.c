@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness/meta.h"
+#include "harness/io/meta.h"
 
 static int parse(const char *text, qh_meta *m, qh_error *err)
 {

@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness/onnx_io.h"
-#include "harness/pb.h"
+#include "harness/io/onnx_io.h"
+#include "harness/io/pb.h"
 
 /* ---- helpers ------------------------------------------------------------------------- */
 

@@ -1,6 +1,6 @@
 /* tests/test_output.c — what qmmcheck prints and writes, whatever the bytes it is given: the
- * cleaning of untrusted text (harness/clean.c), strict numbers (harness/numparse.c), report
- * escaping (harness/strbuf.c), and the CLI's case lines, reports, exit codes and signals. */
+ * cleaning of untrusted text (harness/io/clean.c), strict numbers (harness/io/numparse.c), report
+ * escaping (harness/report/strbuf.c), and the CLI's case lines, reports, exit codes and signals. */
 #include "tests/cli_support.h"
 
 #include <fcntl.h>
@@ -13,10 +13,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness/clean.h"
-#include "harness/meta.h"
-#include "harness/numparse.h"
-#include "harness/strbuf.h"
+#include "harness/io/clean.h"
+#include "harness/io/meta.h"
+#include "harness/io/numparse.h"
+#include "harness/report/strbuf.h"
 
 /* ---- clean.c ------------------------------------------------------------------- */
 

@@ -11,12 +11,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness/backends.h"
-#include "harness/compare.h"
-#include "harness/expect.h"
-#include "harness/fingerprint.h"
-#include "harness/onnx_io.h"
-#include "harness/strbuf.h"
+#include "harness/run/backends.h"
+#include "harness/run/compare.h"
+#include "harness/run/expect.h"
+#include "harness/gen/fingerprint.h"
+#include "harness/io/onnx_io.h"
+#include "harness/report/strbuf.h"
 #include "reference/qmm_reference.h"
 
 #define U8 QMM_DTYPE_UINT8

@@ -14,11 +14,11 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "harness/backends.h"
-#include "harness/case.h"
-#include "harness/casedir.h"
-#include "harness/expect.h"
-#include "harness/meta.h"
+#include "harness/run/backends.h"
+#include "harness/io/case.h"
+#include "harness/io/casedir.h"
+#include "harness/run/expect.h"
+#include "harness/io/meta.h"
 #include "reference/qmm_reference.h"
 #include "tests/tensor_support.h"
 

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness/onnx_io.h"
+#include "harness/io/onnx_io.h"
 
 TestSuite(tree, .init = make_tmp, .fini = remove_tmp);
 

@@ -153,7 +153,7 @@ static inline int qmm_option_int(const qmm_option *opt, long lo, long hi, long *
 
 /* Dispatches a tagged call through `table`'s operator pointers, passing `self` to them,
  * answering UNSUPPORTED for a NULL one. `table` and `self` are the same backend except in a
- * harness that keeps its own copy of a plugin's table (harness/backends.c). */
+ * harness that keeps its own copy of a plugin's table (harness/run/backends.c). */
 static inline qmm_status_code qmm_backend_run_via(const qmm_backend *table,
                                                   const qmm_backend *self, qmm_call *call,
                                                   qmm_status *st)

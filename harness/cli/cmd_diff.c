@@ -1,0 +1,423 @@
+/* harness/cli/cmd_diff.c — `qmmcheck diff`: seeded random differential testing of two backends
+ * (docs/architecture.md §2). Problem I of seed S is generated from (S, I) alone, so any difference
+ * can be replayed on its own with --problem I. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness/run/backends.h"
+#include "harness/io/clean.h"
+#include "harness/cli/commands.h"
+#include "harness/run/compare.h"
+#include "harness/run/expect.h"
+#include "harness/run/invoke.h"
+#include "harness/io/numparse.h"
+#include "harness/gen/problem.h"
+#include "harness/report/strbuf.h"
+
+static const char diff_usage[] =
+    "usage: qmmcheck diff --backend A --backend B --seed S (--count N | --seconds T)\n"
+    "                     [--out DIR] [--profile NAME] [--problem I] [--start I]\n"
+    "                     [--max-diffs N] [--isolate | --no-isolate] [--timeout S] [--quiet]\n"
+    "runs random problems through both backends; a difference in status or output bytes is\n"
+    "printed with a __REPRO: line and saved as an ONNX case under DIR (default\n"
+    "./qmmcheck-diff-S/), whose output_0.pb is the reference's answer under --profile.\n"
+    "Exit status: 0 no difference, 1 differences, 2 usage errors.\n";
+
+static int usage(const char *msg, const char *arg)
+{
+    fprintf(stderr, "qmmcheck diff: ");
+    fprintf(stderr, msg, arg);
+    fprintf(stderr, "\n%s", diff_usage);
+    return 2;
+}
+
+/* `OPTION VALUE: expected WANT`, then the usage. */
+static int bad_value(const char *option, const char *value, const char *want)
+{
+    fprintf(stderr, "qmmcheck diff: %s %s: expected %s\n%s", option, value, want, diff_usage);
+    return 2;
+}
+
+typedef struct diff_opts {
+    const char *spec[2];
+    unsigned long long seed, count, start, problem, max_diffs;
+    double seconds;
+    int have_seed, have_count, have_seconds, have_problem;
+    const char *out;
+    const char *profile;
+    int isolate; /* -1: plugins only */
+    double timeout_s;
+    int quiet;
+} diff_opts;
+
+/* "OK", "INVALID_ARGUMENT", "CRASHED (signal 11)", ... */
+static void outcome_text(const qh_invocation *inv, char *buf, size_t size)
+{
+    switch (inv->outcome) {
+    case QH_RETURNED: snprintf(buf, size, "%s", qmm_status_name(inv->code)); break;
+    case QH_DIED: snprintf(buf, size, "CRASHED (%s)", inv->problem); break;
+    case QH_HUNG: snprintf(buf, size, "TIMEOUT (%s)", inv->problem); break;
+    case QH_MISBEHAVED: snprintf(buf, size, "MISBEHAVED (%s)", inv->problem); break;
+    case QH_INTERRUPTED: snprintf(buf, size, "INTERRUPTED (%s)", inv->problem); break;
+    }
+}
+
+static size_t out_bytes(const qmm_tensor *y)
+{
+    int64_t n = qmm_tensor_numel(y);
+    return n > 0 ? (size_t)n * qmm_dtype_size(y->dtype) : 0;
+}
+
+/* "[1, 2, 3, ... (12 elements)]" */
+static void sb_values(qh_sb *b, const qmm_tensor *y, int64_t limit)
+{
+    int64_t n = qmm_tensor_numel(y);
+    qh_sb_puts(b, "[");
+    for (int64_t i = 0; i < n && i < limit; i++)
+        qh_sb_printf(b, "%s%lld", i ? ", " : "", (long long)qh_tensor_int(y, i));
+    if (n > limit)
+        qh_sb_printf(b, ", ... (%lld elements)", (long long)n);
+    qh_sb_puts(b, "]");
+}
+
+
+/* Prints one line built from backend answers (their messages are untrusted): cleaned, so a
+ * message cannot start a line of its own. */
+static void print_clean(const char *indent, const qh_sb *b)
+{
+    char *c = qh_clean_dup(b->s ? b->s : "", b->len, 0);
+    printf("%s%s\n", indent, c ? c : "(out of memory)");
+    free(c);
+}
+
+typedef struct counts {
+    unsigned long long problems, same, differences, skipped, tolerated;
+} counts;
+
+/* Reports and saves one difference. */
+static void report_difference(const diff_opts *o, qh_backend *be, unsigned long long index,
+                              const qh_problem *p, const qh_invocation *inv, int outputs_differ,
+                              const qh_expectation *e, int have_e)
+{
+    char desc[512], sa[160], sb[160];
+    qh_problem_describe(p, desc, sizeof desc);
+    outcome_text(&inv[0], sa, sizeof sa);
+    outcome_text(&inv[1], sb, sizeof sb);
+    qh_sb line = {0};
+    qh_sb_printf(&line, "DIFF seed=%llu problem=%llu %s: A %s answered %s, B %s answered %s",
+                 o->seed, index, desc, be[0].spec, sa, be[1].spec, sb);
+    qh_compare cmp;
+    memset(&cmp, 0, sizeof cmp);
+    if (outputs_differ) {
+        qh_compare_outputs(&inv[0].y, NULL, &inv[1].y, &cmp);
+        qh_sb_printf(&line, "; %lld of %lld elements differ", (long long)cmp.errors,
+                     (long long)cmp.total);
+    }
+    /* which of the two the reference sides with */
+    const char *prof = o->profile ? o->profile : "spec";
+    if (have_e) {
+        if (e->code != QMM_OK) {
+            qh_sb_printf(&line, "; reference (%s): %s", prof, qmm_status_name(e->code));
+        } else {
+            int ok[2];
+            for (int k = 0; k < 2; k++) {
+                qh_compare c2;
+                ok[k] = inv[k].outcome == QH_RETURNED && inv[k].code == QMM_OK;
+                if (ok[k]) {
+                    qh_compare_outputs(&e->exact, e->overflow ? &e->alt : NULL, &inv[k].y, &c2);
+                    ok[k] = c2.errors == 0;
+                }
+            }
+            qh_sb_printf(&line, "; reference (%s) agrees with %s", prof,
+                         ok[0] && ok[1] ? "both" : ok[0] ? "A" : ok[1] ? "B" : "neither");
+        }
+    }
+    qh_sb_puts(&line, " __REPRO: qmmcheck diff --backend ");
+    qh_sb_shell_word(&line, be[0].spec);
+    qh_sb_puts(&line, " --backend ");
+    qh_sb_shell_word(&line, be[1].spec);
+    qh_sb_printf(&line, " --seed %llu --problem %llu", o->seed, index);
+    if (o->profile) {
+        qh_sb_puts(&line, " --profile ");
+        qh_sb_shell_word(&line, o->profile);
+    }
+    print_clean("", &line);
+    qh_sb_free(&line);
+
+    /* detail: the first differing elements, both outputs in full (bounded) */
+    if (outputs_differ) {
+        for (int32_t k = 0; k < cmp.n_kept && k < 8; k++) {
+            int64_t i = cmp.kept[k];
+            qh_sb d = {0};
+            qh_sb_puts(&d, "    ");
+            qh_sb_coord(&d, &inv[0].y, i);
+            qh_sb_printf(&d, " (index %lld): A %lld, B %lld", (long long)i,
+                         (long long)qh_tensor_int(&inv[0].y, i),
+                         (long long)qh_tensor_int(&inv[1].y, i));
+            if (have_e && e->code == QMM_OK)
+                qh_sb_printf(&d, ", reference %lld", (long long)qh_tensor_int(&e->exact, i));
+            printf("%s\n", d.s ? d.s : "");
+            qh_sb_free(&d);
+        }
+    }
+    qh_sb vals = {0};
+    for (int k = 0; k < 2; k++) {
+        if (inv[k].outcome == QH_RETURNED && inv[k].code == QMM_OK) {
+            qh_sb_printf(&vals, "%s%s (%s) gave ", k ? "; " : "", k ? "B" : "A", be[k].spec);
+            sb_values(&vals, &inv[k].y, 16);
+        } else {
+            qh_sb_printf(&vals, "%s%s (%s) answered %s%s%s", k ? "; " : "", k ? "B" : "A",
+                         be[k].spec, k ? sb : sa, inv[k].st.message[0] ? ": " : "",
+                         inv[k].outcome == QH_RETURNED ? inv[k].st.message : "");
+        }
+    }
+    print_clean("    ", &vals);
+
+    /* the saved case: the reference's answer is the expected output, never backend A's */
+    char dir[4096];
+    char defdir[64];
+    snprintf(defdir, sizeof defdir, "qmmcheck-diff-%llu", o->seed);
+    snprintf(dir, sizeof dir, "%s/problem-%llu", o->out ? o->out : defdir, index);
+    qh_meta m;
+    qh_meta_init(&m);
+    snprintf(m.tags[m.n_tags++], sizeof m.tags[0], "diff");
+    qh_problem_types(p, m.tags[m.n_tags], sizeof m.tags[0]);
+    m.n_tags++;
+    snprintf(m.provenance, sizeof m.provenance, "qmmcheck diff --seed %llu --problem %llu",
+             o->seed, index);
+    /* the backends' messages are untrusted: one clean line, cut at a character boundary */
+    qh_clean_into(m.description, sizeof m.description, vals.s ? vals.s : "", vals.len, 0);
+    qh_sb_free(&vals);
+    if (o->profile && strcmp(o->profile, "spec") != 0)
+        snprintf(m.profile, sizeof m.profile, "%s", o->profile);
+    const qmm_tensor *expected = NULL;
+    if (have_e && e->code == QMM_OK)
+        expected = &e->exact;
+    else if (have_e && e->code == QMM_INVALID_ARGUMENT)
+        m.expect = QMM_INVALID_ARGUMENT;
+    qh_error err;
+    if (qh_problem_write_dir(dir, p, expected, &m, &err) != 0) {
+        printf("    could not save the case: %s\n", err.msg);
+    } else {
+        qh_sb r = {0};
+        qh_sb_puts(&r, "    saved ");
+        qh_sb_shell_word(&r, dir);
+        qh_sb_puts(&r, " (qmmcheck repro --backend ");
+        qh_sb_shell_word(&r, be[1].spec);
+        if (o->profile) {
+            qh_sb_puts(&r, " --profile ");
+            qh_sb_shell_word(&r, o->profile);
+        }
+        qh_sb_puts(&r, " ");
+        qh_sb_shell_word(&r, dir);
+        qh_sb_puts(&r, ")");
+        printf("%s\n", r.s ? r.s : "");
+        qh_sb_free(&r);
+    }
+    fflush(stdout);
+}
+
+/* Runs problem `index`; returns -1 when the harness itself failed. */
+static int run_one(const diff_opts *o, qh_backend *be, const qh_invoke_opts *io,
+                   unsigned long long index, counts *n)
+{
+    qh_rng r;
+    qh_rng_seed(&r, o->seed, index);
+    qh_problem p;
+    qh_random_opts ro = {.invalid_per_mille = 20};
+    if (qh_problem_random(&p, &r, &ro) != 0) {
+        qh_problem_free(&p);
+        fprintf(stderr, "qmmcheck diff: out of memory\n");
+        return -1;
+    }
+    qh_invocation inv[2];
+    memset(inv, 0, sizeof inv);
+    int rc = 0;
+    for (int k = 0; k < 2 && rc == 0; k++)
+        if (qh_invoke(&be[k], &p.call, &io[k], &inv[k]) != 0) {
+            fprintf(stderr, "qmmcheck diff: %s\n", inv[k].problem);
+            rc = -1;
+        }
+    if (rc == 0) {
+        n->problems++;
+        int unsupported = (inv[0].outcome == QH_RETURNED && inv[0].code == QMM_UNSUPPORTED) ||
+                          (inv[1].outcome == QH_RETURNED && inv[1].code == QMM_UNSUPPORTED);
+        int status_differs = inv[0].outcome != inv[1].outcome ||
+                             (inv[0].outcome == QH_RETURNED && inv[0].code != inv[1].code) ||
+                             inv[0].outcome != QH_RETURNED;
+        int outputs_differ = 0;
+        if (!status_differs && inv[0].code == QMM_OK) {
+            size_t bytes = out_bytes(&inv[0].y);
+            outputs_differ = bytes && memcmp(inv[0].y.data, inv[1].y.data, bytes) != 0;
+        }
+        if (unsupported) {
+            n->skipped++;
+        } else if (!status_differs && !outputs_differ) {
+            n->same++;
+        } else {
+            qh_expectation e;
+            int have_e = qh_expect(&p.call, o->profile, &e) == 0;
+            int tolerated = 0;
+            if (outputs_differ && have_e && e.code == QMM_OK && e.overflow) {
+                /* both results are accepted where the accumulator overflows int32 */
+                qh_compare c0, c1;
+                qh_compare_outputs(&e.exact, &e.alt, &inv[0].y, &c0);
+                qh_compare_outputs(&e.exact, &e.alt, &inv[1].y, &c1);
+                tolerated = c0.errors == 0 && c1.errors == 0;
+            }
+            if (tolerated) {
+                n->tolerated++;
+            } else {
+                n->differences++;
+                report_difference(o, be, index, &p, inv, outputs_differ, &e, have_e);
+            }
+            if (have_e)
+                qh_expectation_free(&e);
+        }
+    }
+    qh_invocation_free(&inv[0]);
+    qh_invocation_free(&inv[1]);
+    qh_problem_free(&p);
+    return rc;
+}
+
+int qh_cmd_diff(int argc, char **argv)
+{
+    diff_opts o;
+    memset(&o, 0, sizeof o);
+    o.isolate = -1;
+    o.timeout_s = 30;
+    o.max_diffs = 100;
+    int n_spec = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        uint64_t u;
+        if (strcmp(a, "--isolate") == 0) {
+            o.isolate = 1;
+            continue;
+        }
+        if (strcmp(a, "--no-isolate") == 0) {
+            o.isolate = 0;
+            continue;
+        }
+        if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
+            o.quiet = 1;
+            continue;
+        }
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(diff_usage, stdout);
+            return 0;
+        }
+        if (!val)
+            return a[0] == '-' ? usage("%s needs a value", a) : usage("unknown argument %s", a);
+        i++;
+        if (strcmp(a, "--backend") == 0 || strcmp(a, "-b") == 0) {
+            if (n_spec == 2)
+                return usage("%s", "give exactly two --backend options");
+            o.spec[n_spec++] = val;
+        } else if (strcmp(a, "--out") == 0) {
+            o.out = val;
+        } else if (strcmp(a, "--profile") == 0) {
+            if (!qh_profile_known(val))
+                return usage("--profile %s: unknown semantics profile", val);
+            o.profile = val;
+        } else if (strcmp(a, "--seconds") == 0 || strcmp(a, "--timeout") == 0) {
+            double v;
+            if (qh_parse_double(val, 0, 1e7, &v))
+                return bad_value(a, val, "seconds >= 0");
+            if (a[2] == 's') {
+                o.seconds = v;
+                o.have_seconds = 1;
+            } else {
+                o.timeout_s = v;
+            }
+        } else if (qh_parse_u64(val, UINT64_MAX, &u) != 0) {
+            return bad_value(a, val, "a number >= 0");
+        } else if (strcmp(a, "--seed") == 0) {
+            o.seed = u;
+            o.have_seed = 1;
+        } else if (strcmp(a, "--count") == 0) {
+            o.count = u;
+            o.have_count = 1;
+        } else if (strcmp(a, "--start") == 0) {
+            o.start = u;
+        } else if (strcmp(a, "--problem") == 0) {
+            o.problem = u;
+            o.have_problem = 1;
+        } else if (strcmp(a, "--max-diffs") == 0) {
+            o.max_diffs = u;
+        } else {
+            return usage("unknown option %s", a);
+        }
+    }
+    if (n_spec != 2)
+        return usage("%s", "give exactly two --backend options");
+    if (!o.have_seed)
+        return usage("%s", "give --seed S");
+    if (!o.have_problem && !o.have_count && !o.have_seconds)
+        return usage("%s", "give --count N or --seconds T (or --problem I)");
+    if (o.have_problem) {
+        o.start = o.problem;
+        o.count = 1;
+        o.have_count = 1;
+        o.have_seconds = 0;
+    }
+
+    qh_backend be[2];
+    for (int k = 0; k < 2; k++) {
+        qh_error err;
+        qh_isolation iso = {.isolate = o.isolate, .timeout_s = o.timeout_s,
+                            .memory_limit = QH_MEMORY_LIMIT_DEFAULT};
+        if (qh_backend_open_isolated(o.spec[k], &iso, &be[k], &err) != 0) {
+            char *c = qh_clean_dup(err.msg, strlen(err.msg), 0); /* it quotes the spec */
+            fprintf(stderr, "qmmcheck diff: %s\n", c ? c : err.msg);
+            free(c);
+            if (k)
+                qh_backend_close(&be[0]);
+            return 2;
+        }
+    }
+    qh_invoke_opts io[2];
+    for (int k = 0; k < 2; k++) {
+        io[k].isolate = o.isolate < 0 ? be[k].is_plugin : o.isolate;
+        io[k].timeout_s = o.timeout_s;
+    }
+
+    counts n;
+    memset(&n, 0, sizeof n);
+    double t0 = qh_mono_seconds(), last = t0;
+    int harness_failed = 0;
+    for (unsigned long long i = o.start;; i++) {
+        if (o.have_count && i - o.start >= o.count)
+            break;
+        double t = qh_mono_seconds();
+        if (o.have_seconds && t - t0 >= o.seconds)
+            break;
+        if (n.differences >= o.max_diffs) {
+            printf("stopping after %llu differences (--max-diffs)\n", n.differences);
+            break;
+        }
+        if (!o.quiet && t - last >= 2.0) {
+            fprintf(stderr, "diff: %llu problems (%.0f/s), %llu differences, %llu skipped\n",
+                    n.problems, (double)n.problems / (t - t0), n.differences, n.skipped);
+            last = t;
+        }
+        if (run_one(&o, be, io, i, &n) != 0) {
+            harness_failed = 1;
+            break;
+        }
+    }
+    double secs = qh_mono_seconds() - t0;
+    printf("DIFF SUMMARY: problems:%llu same:%llu differences:%llu skipped:%llu tolerated:%llu "
+           "(%.3f s, %.0f problems/s)\n",
+           n.problems, n.same, n.differences, n.skipped, n.tolerated, secs,
+           secs > 0 ? (double)n.problems / secs : 0.0);
+    if (n.problems > 0 && 2 * n.skipped > n.problems)
+        printf("WARNING: %llu of %llu problems were skipped (a backend answered UNSUPPORTED)\n",
+               n.skipped, n.problems);
+    qh_backend_close(&be[0]);
+    qh_backend_close(&be[1]);
+    return harness_failed || n.differences ? 1 : 0;
+}

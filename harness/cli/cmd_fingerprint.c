@@ -1,0 +1,211 @@
+/* harness/cli/cmd_fingerprint.c — `qmmcheck fingerprint`: which semantics profile a backend's
+ * outputs match (harness/gen/fingerprint.h does the work; this file parses and prints). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/run/backends.h"
+#include "harness/cli/commands.h"
+#include "harness/run/expect.h"
+#include "harness/gen/fingerprint.h"
+#include "harness/io/numparse.h"
+#include "harness/io/onnx_io.h"
+#include "harness/report/strbuf.h"
+
+#define EXIT_BAD 1
+#define EXIT_USAGE 2
+
+typedef struct fp_opts {
+    const char *backend;
+    const char *report; /* the FILE of json:FILE */
+    int isolate;        /* -1: plugins isolated, built-ins not; 0 never; 1 always */
+    double timeout_s;
+    int verbose;
+} fp_opts;
+
+static int fp_usage(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "qmmcheck fingerprint: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nusage: qmmcheck fingerprint --backend SPEC [--report json:FILE] "
+                    "[--isolate | --no-isolate] [--timeout S] [--verbose]\n");
+    return EXIT_USAGE;
+}
+
+static int parse(int argc, char **argv, fp_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->isolate = -1;
+    o->timeout_s = 30;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int takes_value = strcmp(a, "--backend") == 0 || strcmp(a, "-b") == 0 ||
+                          strcmp(a, "--report") == 0 || strcmp(a, "--timeout") == 0;
+        if (takes_value && !val)
+            return fp_usage("%s needs a value", a);
+        if (strcmp(a, "--backend") == 0 || strcmp(a, "-b") == 0) {
+            if (o->backend)
+                return fp_usage("%s", "give exactly one --backend");
+            o->backend = argv[++i];
+        } else if (strcmp(a, "--report") == 0) {
+            i++;
+            if (strncmp(val, "json:", 5) != 0 || val[5] == '\0')
+                return fp_usage("--report %s: expected json:FILE", val);
+            o->report = val + 5;
+        } else if (strcmp(a, "--timeout") == 0) {
+            i++;
+            if (qh_parse_double(val, 0, 1e6, &o->timeout_s))
+                return fp_usage("--timeout %s: expected seconds >= 0 (0: none)", val);
+        } else if (strcmp(a, "--isolate") == 0) {
+            o->isolate = 1;
+        } else if (strcmp(a, "--no-isolate") == 0) {
+            o->isolate = 0;
+        } else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) {
+            o->verbose = 1;
+        } else {
+            return fp_usage("unknown argument %s", a);
+        }
+    }
+    if (!o->backend)
+        return fp_usage("%s", "give --backend SPEC");
+    return 0;
+}
+
+/* "spec, ort-fp32" for the bits of `mask`, or "-" when none. */
+static void sb_profile_list(qh_sb *b, unsigned mask, const char *sep, int quoted)
+{
+    int n = 0;
+    for (int p = 0; p < QMM_PROFILE_COUNT; p++)
+        if (mask & 1u << p)
+            qh_sb_printf(b, "%s%s%s%s", n++ ? sep : "", quoted ? "\"" : "", qh_profiles[p],
+                         quoted ? "\"" : "");
+    if (n == 0 && !quoted)
+        qh_sb_puts(b, "-");
+}
+
+static const char *answer_name(const qh_fp_case_result *cr)
+{
+    return cr->returned ? qmm_status_name(cr->code) : "DID-NOT-RETURN";
+}
+
+static void print_text(const qh_backend *be, const qh_fp_suite *s, const qh_fp_result *r,
+                       const char *verdict, int verbose)
+{
+    printf("fingerprint of %s: %zu cases, %lld skipped (backend UNSUPPORTED)\n", be->spec,
+           s->count, (long long)r->skipped);
+    for (size_t i = 0; i < s->count; i++) {
+        const qh_fp_case_result *cr = &r->cases[i];
+        qh_sb line = {0};
+        qh_sb_printf(&line, "  %-42s %-16s matches: ", s->cases[i].name,
+                     cr->skipped ? "SKIPPED" : answer_name(cr));
+        sb_profile_list(&line, cr->skipped ? 0 : cr->matched, ", ", 0);
+        if (verbose)
+            qh_sb_printf(&line, "\n      (%s)%s%s", s->cases[i].why, cr->problem[0] ? " " : "",
+                         cr->problem);
+        printf("%s\n", line.s ? line.s : "");
+        qh_sb_free(&line);
+    }
+    printf("\n  %-16s %8s %8s\n", "profile", "matched", "total");
+    for (int p = 0; p < QMM_PROFILE_COUNT; p++)
+        printf("  %-16s %8lld %8lld\n", qh_profiles[p], (long long)r->score[p].matched,
+               (long long)r->score[p].total);
+    if (r->matching_all == 0) {
+        if (r->closest >= 0)
+            printf("verdict: none (closest: %s, %lld of %lld cases)\n", qh_profiles[r->closest],
+                   (long long)r->score[r->closest].matched,
+                   (long long)r->score[r->closest].total);
+        else
+            printf("verdict: none (no case could be judged)\n");
+    } else if (strchr(verdict, ',')) {
+        printf("verdict: %s (each matches every case: this suite cannot tell them apart)\n",
+               verdict);
+    } else {
+        printf("verdict: %s (matches every case it defines)\n", verdict);
+    }
+}
+
+static int write_json(const char *path, const qh_backend *be, const qh_fp_suite *s,
+                      const qh_fp_result *r, const char *verdict)
+{
+    qh_sb b = {0};
+    qh_sb_puts(&b, "{\n  \"backend\": \"");
+    qh_sb_json(&b, be->spec);
+    qh_sb_printf(&b, "\",\n  \"cases\": %zu,\n  \"skipped\": %lld,\n  \"profiles\": {", s->count,
+                 (long long)r->skipped);
+    for (int p = 0; p < QMM_PROFILE_COUNT; p++)
+        qh_sb_printf(&b, "%s\n    \"%s\": {\"matched\": %lld, \"total\": %lld}", p ? "," : "",
+                     qh_profiles[p], (long long)r->score[p].matched,
+                     (long long)r->score[p].total);
+    qh_sb_printf(&b, "\n  },\n  \"verdict\": \"%s\",\n  \"matching\": [", verdict);
+    sb_profile_list(&b, r->matching_all, ", ", 1);
+    qh_sb_puts(&b, "],\n  \"closest\": ");
+    if (r->closest >= 0)
+        qh_sb_printf(&b, "\"%s\"", qh_profiles[r->closest]);
+    else
+        qh_sb_puts(&b, "null");
+    qh_sb_puts(&b, ",\n  \"results\": [");
+    for (size_t i = 0; i < s->count; i++) {
+        const qh_fp_case_result *cr = &r->cases[i];
+        qh_sb_printf(&b, "%s\n    {\"case\": \"%s\", \"answer\": \"%s\", \"matches\": [",
+                     i ? "," : "", s->cases[i].name, cr->skipped ? "SKIPPED" : answer_name(cr));
+        sb_profile_list(&b, cr->skipped ? 0 : cr->matched, ", ", 1);
+        qh_sb_puts(&b, "], \"message\": \"");
+        qh_sb_json(&b, cr->problem);
+        qh_sb_puts(&b, "\"}");
+    }
+    qh_sb_puts(&b, "\n  ]\n}\n");
+    if (b.failed) {
+        qh_sb_free(&b);
+        fprintf(stderr, "qmmcheck: fingerprint: out of memory building the report\n");
+        return -1;
+    }
+    qh_error err;
+    int rc = qh_write_file_atomic(path, b.s, b.len, &err);
+    qh_sb_free(&b);
+    if (rc != 0)
+        fprintf(stderr, "qmmcheck: fingerprint: report: %s\n", err.msg);
+    return rc;
+}
+
+int qh_cmd_fingerprint(int argc, char **argv)
+{
+    fp_opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc)
+        return rc;
+    qh_backend be;
+    qh_error err;
+    qh_isolation iso = {.isolate = o.isolate, .timeout_s = o.timeout_s,
+                        .memory_limit = QH_MEMORY_LIMIT_DEFAULT};
+    if (qh_backend_open_isolated(o.backend, &iso, &be, &err) != 0) {
+        fprintf(stderr, "qmmcheck: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    qh_fp_suite suite;
+    if (qh_fp_suite_build(&suite) != 0) {
+        fprintf(stderr, "qmmcheck: fingerprint: out of memory building the suite\n");
+        qh_backend_close(&be);
+        return EXIT_BAD;
+    }
+    qh_invoke_opts io = {.isolate = o.isolate < 0 ? be.is_plugin : o.isolate,
+                         .timeout_s = o.timeout_s};
+    qh_fp_result res;
+    char msg[512];
+    int exit_code = 0;
+    if (qh_fingerprint_run(&be, &suite, &io, &res, msg, sizeof msg) != 0) {
+        fprintf(stderr, "qmmcheck: fingerprint: %s\n", msg);
+        exit_code = EXIT_BAD;
+    } else {
+        char verdict[128];
+        qh_fp_verdict(&res, verdict, sizeof verdict);
+        print_text(&be, &suite, &res, verdict, o.verbose);
+        if (o.report && write_json(o.report, &be, &suite, &res, verdict) != 0)
+            exit_code = EXIT_BAD;
+    }
+    fflush(stdout);
+    qh_fp_result_free(&res);
+    qh_fp_suite_free(&suite);
+    qh_backend_close(&be);
+    return exit_code;
+}

@@ -1,0 +1,679 @@
+/* harness/cli/cmd_run.c — `qmmcheck run`, `list` and `repro`: the commands that read vector trees
+ * and case directories, with the options they share (docs/formats.md). */
+#include <regex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness/run/backends.h"
+#include "harness/io/case.h"
+#include "harness/io/clean.h"
+#include "harness/cli/commands.h"
+#include "harness/run/expect.h"
+#include "harness/run/invoke.h"
+#include "harness/io/numparse.h"
+#include "harness/report/report.h"
+#include "harness/run/runner.h"
+#include "harness/report/strbuf.h"
+
+#define EXIT_BAD 1
+#define EXIT_USAGE 2
+#define EXIT_EMPTY 3 /* the run judged no case (docs/formats.md, "Exit status") */
+#define MAX_MULTI 64
+#define MAX_VARIANTS 8 /* --determinism variants per backend */
+
+typedef struct opts {
+    const char *backends[MAX_MULTI];
+    int n_backends;
+    const char *vectors[MAX_MULTI];
+    int n_vectors;
+    const char *reports[MAX_MULTI];
+    int n_reports;
+    const char *filter;
+    const char *xfail;
+    const char *profile;
+    int shard_i, shard_n;
+    int quiet, verbose, list_backends;
+    int data_set;
+    int isolate;          /* -1: plugins isolated, built-ins not; 0 never; 1 always */
+    double timeout_s;
+    uint64_t memory_limit; /* per isolated worker; 0 none; QH_MEMORY_LIMIT_DEFAULT */
+    int max_skipped;      /* -1: no limit */
+    int determinism;
+    const char *variants;
+    int allow_empty;      /* a run that judges no case exits 0, not EXIT_EMPTY */
+} opts;
+
+/* How many cases each step of collect() kept, to say why a run judged nothing. */
+typedef struct found_counts {
+    size_t discovered, filtered, sharded;
+} found_counts;
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "qmmcheck: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nrun 'qmmcheck help' for usage\n");
+    return EXIT_USAGE;
+}
+
+/* "I/N" with 1 <= I <= N, each part strict (harness/io/numparse.h). */
+static int parse_shard(const char *val, int *i, int *n)
+{
+    const char *slash = strchr(val, '/');
+    char first[16];
+    if (!slash || (size_t)(slash - val) >= sizeof first)
+        return -1;
+    memcpy(first, val, (size_t)(slash - val));
+    first[slash - val] = '\0';
+    int a, b;
+    if (qh_parse_int(first, 1, 1000000000, &a) || qh_parse_int(slash + 1, 1, 1000000000, &b) ||
+        a > b)
+        return -1;
+    *i = a;
+    *n = b;
+    return 0;
+}
+
+/* Parses options shared by the subcommands; positional arguments go to `vectors`. */
+static int parse_opts(int argc, char **argv, opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->isolate = -1;
+    o->timeout_s = 30;
+    o->memory_limit = QH_MEMORY_LIMIT_DEFAULT;
+    o->max_skipped = -1;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED_VALUE()                                                                         \
+    do {                                                                                     \
+        if (!val)                                                                            \
+            return usage_error("%s needs a value", a);                                       \
+        i++;                                                                                 \
+    } while (0)
+        if (strcmp(a, "--backend") == 0 || strcmp(a, "-b") == 0) {
+            NEED_VALUE();
+            if (o->n_backends == MAX_MULTI)
+                return usage_error("too many %s options", a);
+            o->backends[o->n_backends++] = val;
+        } else if (strcmp(a, "--vectors") == 0) {
+            NEED_VALUE();
+            if (o->n_vectors == MAX_MULTI)
+                return usage_error("too many %s options", a);
+            o->vectors[o->n_vectors++] = val;
+        } else if (strcmp(a, "--report") == 0) {
+            NEED_VALUE();
+            qh_error err;
+            if (qh_report_check_spec(val, &err) != 0)
+                return usage_error("%s", err.msg);
+            if (o->n_reports == MAX_MULTI)
+                return usage_error("too many %s options", a);
+            o->reports[o->n_reports++] = val;
+        } else if (strcmp(a, "--filter") == 0) {
+            NEED_VALUE();
+            o->filter = val;
+        } else if (strcmp(a, "--profile") == 0) {
+            NEED_VALUE();
+            if (!qh_profile_known(val))
+                return usage_error("--profile %s: unknown semantics profile", val);
+            o->profile = val;
+        } else if (strcmp(a, "--xfail") == 0) {
+            NEED_VALUE();
+            o->xfail = val;
+        } else if (strcmp(a, "--shard") == 0) {
+            NEED_VALUE();
+            if (parse_shard(val, &o->shard_i, &o->shard_n))
+                return usage_error("--shard %s: expected I/N with 1 <= I <= N", val);
+        } else if (strcmp(a, "--data-set") == 0) {
+            NEED_VALUE();
+            if (qh_parse_int(val, 0, 1000000000, &o->data_set))
+                return usage_error("--data-set %s: expected a number >= 0", val);
+        } else if (strcmp(a, "--isolate") == 0) {
+            o->isolate = 1;
+        } else if (strcmp(a, "--no-isolate") == 0) {
+            o->isolate = 0;
+        } else if (strcmp(a, "--timeout") == 0) {
+            NEED_VALUE();
+            if (qh_parse_double(val, 0, 1e6, &o->timeout_s))
+                return usage_error("--timeout %s: expected seconds >= 0 (0: none)", val);
+        } else if (strcmp(a, "--memory-limit") == 0) {
+            NEED_VALUE();
+            if (qh_parse_bytes(val, &o->memory_limit))
+                return usage_error("--memory-limit %s: expected bytes, e.g. 512M (0: none)", val);
+        } else if (strcmp(a, "--max-skipped") == 0) {
+            NEED_VALUE();
+            if (qh_parse_int(val, 0, 1000000000, &o->max_skipped))
+                return usage_error("--max-skipped %s: expected a number >= 0", val);
+        } else if (strcmp(a, "--allow-empty") == 0) {
+            o->allow_empty = 1;
+        } else if (strcmp(a, "--determinism") == 0) {
+            o->determinism = 1;
+        } else if (strcmp(a, "--variants") == 0) {
+            NEED_VALUE();
+            o->variants = val;
+        } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
+            o->quiet = 1;
+        } else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) {
+            o->verbose = 1;
+        } else if (strcmp(a, "--backends") == 0) {
+            o->list_backends = 1;
+        } else if (a[0] == '-') {
+            return usage_error("unknown option %s", a);
+        } else {
+            if (o->n_vectors == MAX_MULTI)
+                return usage_error("too many directories (%s)", a);
+            o->vectors[o->n_vectors++] = a;
+        }
+#undef NEED_VALUE
+    }
+    return 0;
+}
+
+/* Discovers, filters and shards the cases. Returns 0, or EXIT_USAGE after printing why. */
+static int collect(const opts *o, qh_case_list *list, found_counts *found)
+{
+    memset(list, 0, sizeof *list);
+    regex_t re;
+    if (o->filter) {
+        int rc = regcomp(&re, o->filter, REG_EXTENDED | REG_NOSUB);
+        if (rc != 0) {
+            char msg[256];
+            regerror(rc, &re, msg, sizeof msg);
+            fprintf(stderr, "qmmcheck: --filter %s: %s\n", o->filter, msg);
+            return EXIT_USAGE;
+        }
+    }
+    qh_case_list all = {0};
+    for (int i = 0; i < o->n_vectors; i++) {
+        qh_error err;
+        if (qh_discover(o->vectors[i], &all, &err) != 0) {
+            fprintf(stderr, "qmmcheck: %s\n", err.msg);
+            qh_case_list_free(&all);
+            if (o->filter)
+                regfree(&re);
+            return EXIT_USAGE;
+        }
+    }
+    /* Shard over the filtered list, so shards stay balanced whatever the filter. */
+    size_t kept = 0;
+    found->discovered = all.count;
+    found->filtered = 0;
+    for (size_t i = 0; i < all.count; i++) {
+        qh_case_ref *r = &all.items[i];
+        int keep = !o->filter || regexec(&re, r->name, 0, NULL, 0) == 0;
+        found->filtered += (size_t)keep;
+        if (keep && o->shard_n > 0)
+            keep = (int)(kept++ % (size_t)o->shard_n) == o->shard_i - 1;
+        if (keep) {
+            all.items[list->count] = *r; /* compact in place; list borrows the array */
+            list->count++;
+        } else {
+            free(r->dir);
+            free(r->name);
+        }
+    }
+    list->items = all.items;
+    list->cap = all.cap;
+    found->sharded = list->count;
+    if (o->filter)
+        regfree(&re);
+    return 0;
+}
+
+/* Closes the backend's worker, asking the backend to close first: when that crashed or hung,
+ * fills `row` ("<close>", CRASHED or TIMEOUT), prints its line (even with --quiet: it is
+ * never a pass) and returns 1; else 0. */
+static int finish_backend(qh_backend *be, qh_result *row, int64_t number)
+{
+    char why[512];
+    int rc = qh_backend_finish(be, why, sizeof why);
+    if (rc != QH_DIED && rc != QH_HUNG)
+        return 0; /* closed, or the run was interrupted (reported on the SUMMARY line) */
+    memset(row, 0, sizeof *row);
+    row->number = number;
+    row->name = strdup("<close>");
+    row->path = strdup("");
+    row->backend = be->spec;
+    row->status = rc == QH_DIED ? QH_CRASHED : QH_TIMEOUT;
+    row->summary = qh_clean_dup(why, strlen(why), QH_CLEAN_LINE_MAX);
+    qh_sb line = {0};
+    qh_sb_printf(&line, "%lld:%s <close> (%s) __REPRO: qmmcheck run --backend ", (long long)number,
+                 qh_case_status_name(row->status), row->summary ? row->summary : "");
+    qh_sb_shell_word(&line, be->spec);
+    qh_sb_puts(&line, " --vectors DIR");
+    printf("%s\n", line.s ? line.s : "");
+    qh_sb_free(&line);
+    fflush(stdout);
+    return 1;
+}
+
+/* Why a run judged no case, for the EXIT_EMPTY message. */
+static const char *empty_reason(const found_counts *f, int64_t total)
+{
+    if (f->discovered == 0)
+        return "no case was found under the --vectors directories";
+    if (f->filtered == 0)
+        return "the --filter matched no case";
+    if (f->sharded == 0)
+        return "the --shard holds no case";
+    return total > 0 ? "every case was SKIPPED (the backend answered UNSUPPORTED)"
+                     : "no case ran";
+}
+
+/* SIGINT/SIGTERM: the first asks the run to stop (qh_interrupted: the loop ends, workers are
+ * killed, the reports of the cases done are written); a second while shutting down exits at
+ * once. No SA_RESTART, so a blocking wait returns EINTR and sees the flag. */
+static void on_interrupt(int sig)
+{
+    if (qh_interrupted)
+        _exit(128 + sig);
+    qh_interrupted = sig;
+}
+
+static void install_interrupt_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+static char *join_command(int argc, char **argv)
+{
+    qh_sb b = {0};
+    qh_sb_puts(&b, "qmmcheck");
+    for (int i = 0; i < argc; i++) {
+        qh_sb_puts(&b, " ");
+        qh_sb_puts(&b, argv[i]);
+    }
+    return qh_sb_take(&b);
+}
+
+/* Prints text from a file or a plugin as one clean line (harness/io/clean.h). */
+static void put_clean(const char *s, size_t n, size_t max_out, FILE *f)
+{
+    char *c = qh_clean_dup(s, n, max_out);
+    fputs(c ? c : "(out of memory)", f);
+    free(c);
+}
+
+/* The detail lines, each cleaned on its own: the harness's line breaks stay, and a line that
+ * does not start with the detail indent gets it, so no detail can pass for a case line. */
+static void put_detail(const char *d)
+{
+    while (*d) {
+        const char *nl = strchr(d, '\n');
+        size_t len = nl ? (size_t)(nl - d) : strlen(d);
+        if (len < 4 || strncmp(d, "    ", 4) != 0)
+            fputs("    ", stdout);
+        put_clean(d, len, 0, stdout);
+        fputc('\n', stdout);
+        d += len + (nl != NULL);
+    }
+}
+
+/* The case line (docs/formats.md): name and summary cleaned here, whatever produced them. */
+static void print_result(const qh_result *r, const qh_case_ref *ref, const char *profile,
+                         int quiet)
+{
+    if (quiet && r->status == QH_PASSED)
+        return;
+    char *repro = qh_repro_command(ref, r->backend, profile);
+    printf("%lld:%s ", (long long)r->number, qh_case_status_name(r->status));
+    put_clean(r->name, strlen(r->name), 0, stdout);
+    if (r->summary && r->summary[0]) {
+        fputs(" (", stdout);
+        put_clean(r->summary, strlen(r->summary), QH_CLEAN_LINE_MAX, stdout);
+        fputs(")", stdout);
+    }
+    printf(" __REPRO: %s\n", repro ? repro : "");
+    if (r->detail && r->detail[0])
+        put_detail(r->detail);
+    fflush(stdout);
+    free(repro);
+}
+
+/* How the options isolate a backend (--isolate/--no-isolate, --timeout, --memory-limit). */
+static qh_isolation isolation_of(const opts *o)
+{
+    return (qh_isolation){.isolate = o->isolate, .timeout_s = o->timeout_s,
+                          .memory_limit = o->memory_limit};
+}
+
+static int open_backends(const opts *o, qh_backend *bes)
+{
+    qh_isolation iso = isolation_of(o);
+    for (int i = 0; i < o->n_backends; i++) {
+        qh_error err;
+        if (qh_backend_open_isolated(o->backends[i], &iso, &bes[i], &err) != 0) {
+            fprintf(stderr, "qmmcheck: %s\n", err.msg);
+            for (int j = 0; j < i; j++)
+                qh_backend_close(&bes[j]);
+            return EXIT_USAGE;
+        }
+    }
+    return 0;
+}
+
+/* The backend with extra options appended: "reference" + "threads=2" -> "reference:threads=2",
+ * "x.so:isa=avx2" + "threads=2" -> "x.so:isa=avx2,threads=2". */
+static void variant_spec(const char *base, const char *extra, char *out, size_t size)
+{
+    const char *colon = strchr(base, ':');
+    int has_opts = colon && colon[1] != '\0';
+    snprintf(out, size, "%s%s%s", base, has_opts ? "," : colon ? "" : ":", extra);
+}
+
+/* Opens the --determinism variants of `base` (';'-separated option sets). A variant the
+ * backend refuses (an option it does not know) is reported and left out. */
+static int open_variants(const opts *o, const qh_backend *base, qh_backend *out, int max)
+{
+    char list[1024];
+    snprintf(list, sizeof list, "%s", o->variants ? o->variants : "threads=1;threads=2;threads=3");
+    int n = 0;
+    for (char *save = NULL, *v = strtok_r(list, ";", &save); v && n < max;
+         v = strtok_r(NULL, ";", &save)) {
+        char spec[2048];
+        variant_spec(base->spec, v, spec, sizeof spec);
+        qh_error err;
+        qh_isolation iso = isolation_of(o);
+        if (qh_backend_open_isolated(spec, &iso, &out[n], &err) != 0) {
+            fprintf(stderr, "qmmcheck: --determinism: variant %s left out: %s\n", spec, err.msg);
+            continue;
+        }
+        n++;
+    }
+    return n;
+}
+
+/* Everything one `qmmcheck run` holds, from its options to its rows. */
+typedef struct run_state {
+    opts o;
+    qh_xfail xf;
+    qh_case_list list;
+    found_counts found;
+    qh_backend bes[MAX_MULTI];
+    qh_eval_opts eos[MAX_MULTI];
+    qh_backend variants[MAX_MULTI][MAX_VARIANTS];
+    qh_result *results; /* one row per case and backend, and room for one "<close>" row per
+                         * backend */
+    size_t k;           /* the rows filled */
+    qh_run_summary sum;
+} run_state;
+
+/* Parses the options, clears the reports, reads --xfail and collects the cases. Returns 0,
+ * or the exit status after printing why. */
+static int prepare_run(int argc, char **argv, run_state *r)
+{
+    opts *o = &r->o;
+    int rc = parse_opts(argc, argv, o);
+    if (rc)
+        return rc;
+    if (o->n_backends == 0)
+        return usage_error("%s", "run: give at least one --backend");
+    if (o->n_vectors == 0)
+        return usage_error("%s", "run: give at least one --vectors DIR");
+    for (int i = 0; i < o->n_reports; i++) {
+        qh_error err;
+        if (qh_report_clear(o->reports[i], &err) != 0) {
+            fprintf(stderr, "qmmcheck: %s\n", err.msg);
+            return EXIT_USAGE;
+        }
+    }
+    if (o->xfail) {
+        qh_error err;
+        if (qh_xfail_read(o->xfail, &r->xf, &err) != 0) {
+            fprintf(stderr, "qmmcheck: --xfail: %s\n", err.msg);
+            return EXIT_USAGE;
+        }
+    }
+    rc = collect(o, &r->list, &r->found);
+    if (rc)
+        qh_xfail_free(&r->xf);
+    return rc;
+}
+
+/* How each backend is judged: the run's options, its isolation, its --determinism variants. */
+static void set_eval_opts(run_state *r)
+{
+    const opts *o = &r->o;
+    for (int j = 0; j < o->n_backends; j++) {
+        qh_eval_opts *eo = &r->eos[j];
+        *eo = (qh_eval_opts){.verbose = o->verbose, .profile = o->profile};
+        eo->invoke.isolate = r->bes[j].isolated;
+        eo->invoke.timeout_s = o->timeout_s;
+        eo->determinism = o->determinism;
+        if (o->determinism) {
+            eo->n_variants = open_variants(o, &r->bes[j], r->variants[j], MAX_VARIANTS);
+            eo->variants = r->variants[j];
+        }
+    }
+}
+
+/* An expected failure that failed is XFAIL; one that passed, XPASS. */
+static void apply_xfail(const qh_xfail *xf, qh_result *res)
+{
+    if (!xf->count || !qh_xfail_match(xf, res->name))
+        return;
+    if (res->status == QH_FAILED)
+        res->status = QH_XFAIL;
+    else if (res->status == QH_PASSED)
+        res->status = QH_XPASS;
+}
+
+/* Judges every case against every backend, printing each row, until done or interrupted. */
+static void run_cases(run_state *r)
+{
+    for (size_t i = 0; i < r->list.count && !qh_interrupted; i++) {
+        for (int j = 0; j < r->o.n_backends && !qh_interrupted; j++) {
+            qh_result *res = &r->results[r->k];
+            qh_eval_case(&r->list.items[i], &r->bes[j], &r->eos[j], res);
+            if (qh_interrupted) {
+                /* the case under way when the signal came has no verdict: left out */
+                qh_result_free(res);
+                memset(res, 0, sizeof *res);
+                break;
+            }
+            res->number = (int64_t)r->k + 1;
+            apply_xfail(&r->xf, res);
+            r->sum.counts[res->status]++;
+            r->sum.total++;
+            print_result(res, &r->list.items[i], r->o.profile, r->o.quiet);
+            r->k++;
+        }
+    }
+}
+
+/* Closes each backend; a close that crashed or hung adds its "<close>" row. */
+static void finish_backends(run_state *r)
+{
+    for (int j = 0; j < r->o.n_backends; j++)
+        if (finish_backend(&r->bes[j], &r->results[r->k], (int64_t)r->k + 1)) {
+            r->sum.counts[r->results[r->k].status]++;
+            r->sum.total++;
+            r->k++;
+        }
+}
+
+/* The SUMMARY line, with the run's duration since t0 and the signal that stopped it, if any. */
+static void summarize(qh_run_summary *sum, int sig, double t0)
+{
+    if (sig)
+        sum->interrupted = sig == SIGINT ? "SIGINT" : "SIGTERM";
+    sum->seconds = qh_mono_seconds() - t0;
+
+    char line[512];
+    qh_summary_format(sum, line, sizeof line);
+    printf("SUMMARY: %s (%.3f s)%s%s\n", line, sum->seconds,
+           sig ? " interrupted by " : "", sig ? sum->interrupted : "");
+    fflush(stdout);
+}
+
+/* A backend that supports nothing must never look green. */
+static void warn_mostly_skipped(const qh_run_summary *sum)
+{
+    int64_t skipped = sum->counts[QH_SKIPPED];
+    if (sum->total > 0 && 2 * skipped > sum->total) {
+        printf("WARNING: %lld of %lld cases were SKIPPED (the backend answered UNSUPPORTED): "
+               "this run checked almost nothing\n", (long long)skipped, (long long)sum->total);
+        fprintf(stderr, "qmmcheck: WARNING: %lld of %lld cases were SKIPPED\n",
+                (long long)skipped, (long long)sum->total);
+    }
+}
+
+/* The exit status the rows give (docs/formats.md, "Exit status"), before the reports: 1 for
+ * a bad status or more skipped than --max-skipped, 3 for a run that judged no case. */
+static int exit_status(const run_state *r, int sig)
+{
+    const qh_run_summary *sum = &r->sum;
+    int exit_code = 0;
+    for (int s = 0; s < QH_STATUS_COUNT; s++)
+        if (sum->counts[s] && qh_case_status_is_bad((qh_case_status)s))
+            exit_code = EXIT_BAD;
+    warn_mostly_skipped(sum);
+    int64_t skipped = sum->counts[QH_SKIPPED];
+    if (r->o.max_skipped >= 0 && skipped > r->o.max_skipped) {
+        printf("FAILED: %lld cases skipped, more than --max-skipped %d\n", (long long)skipped,
+               r->o.max_skipped);
+        exit_code = EXIT_BAD;
+    }
+    if (!sig && exit_code == 0 && sum->total == skipped && !r->o.allow_empty) {
+        const char *why = empty_reason(&r->found, sum->total);
+        printf("EMPTY: no case was judged: %s\n", why);
+        fprintf(stderr, "qmmcheck: no case was judged: %s (exit %d; --allow-empty accepts "
+                "that)\n", why, EXIT_EMPTY);
+        exit_code = EXIT_EMPTY;
+    }
+    return exit_code;
+}
+
+/* Writes each --report; one that cannot be written makes a passing or empty run exit 1. */
+static int write_reports(const run_state *r, int argc, char **argv, int exit_code)
+{
+    char *command = join_command(argc + 1, argv - 1);
+    for (int i = 0; i < r->o.n_reports; i++) {
+        qh_error err;
+        if (qh_report_write(r->o.reports[i], command, r->results, r->k, &r->sum, &err) != 0) {
+            fprintf(stderr, "qmmcheck: report: %s\n", err.msg);
+            if (exit_code == 0 || exit_code == EXIT_EMPTY)
+                exit_code = EXIT_BAD;
+        }
+    }
+    free(command);
+    return exit_code;
+}
+
+/* Frees the rows, closes every backend and its variants, frees the cases and --xfail. */
+static void free_run(run_state *r)
+{
+    for (size_t i = 0; i < r->k; i++)
+        qh_result_free(&r->results[i]);
+    free(r->results);
+    for (int j = 0; j < r->o.n_backends; j++) {
+        for (int32_t v = 0; v < r->eos[j].n_variants; v++)
+            qh_backend_close(&r->eos[j].variants[v]);
+        qh_backend_close(&r->bes[j]);
+    }
+    qh_case_list_free(&r->list);
+    qh_xfail_free(&r->xf);
+}
+
+int qh_cmd_run(int argc, char **argv)
+{
+    run_state r;
+    memset(&r, 0, sizeof r);
+    int rc = prepare_run(argc, argv, &r);
+    if (rc)
+        return rc;
+    rc = open_backends(&r.o, r.bes);
+    if (rc) {
+        qh_case_list_free(&r.list);
+        qh_xfail_free(&r.xf);
+        return rc;
+    }
+    r.results = calloc((r.list.count + 1) * (size_t)r.o.n_backends, sizeof *r.results);
+    if (!r.results) {
+        fprintf(stderr, "qmmcheck: out of memory\n");
+        return EXIT_BAD;
+    }
+    set_eval_opts(&r);
+
+    double t0 = qh_mono_seconds();
+    install_interrupt_handlers();
+    run_cases(&r);
+    finish_backends(&r);
+    int sig = qh_interrupted;
+    summarize(&r.sum, sig, t0);
+    int exit_code = exit_status(&r, sig);
+    exit_code = write_reports(&r, argc, argv, exit_code);
+    free_run(&r);
+    return sig ? 128 + sig : exit_code;
+}
+
+int qh_cmd_list(int argc, char **argv)
+{
+    opts o;
+    int rc = parse_opts(argc, argv, &o);
+    if (rc)
+        return rc;
+    if (o.list_backends) {
+        for (int i = 0; qh_builtin_backends[i]; i++)
+            printf("%s\n", qh_builtin_backends[i]);
+        return 0;
+    }
+    if (o.n_vectors == 0)
+        return usage_error("%s", "list: give --vectors DIR or --backends");
+    qh_case_list list;
+    found_counts found;
+    rc = collect(&o, &list, &found);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < list.count; i++) {
+        const qh_case_ref *r = &list.items[i];
+        put_clean(r->name, strlen(r->name), 0, stdout);
+        fputc('\t', stdout);
+        put_clean(r->dir, strlen(r->dir), 0, stdout);
+        fputc('\n', stdout);
+    }
+    fprintf(stderr, "%zu cases\n", list.count);
+    qh_case_list_free(&list);
+    return 0;
+}
+
+int qh_cmd_repro(int argc, char **argv)
+{
+    opts o;
+    int rc = parse_opts(argc, argv, &o);
+    if (rc)
+        return rc;
+    if (o.n_vectors != 1)
+        return usage_error("%s", "repro: give exactly one CASE_DIR");
+    if (o.n_backends == 0)
+        o.backends[o.n_backends++] = "reference";
+    if (o.n_backends != 1)
+        return usage_error("%s", "repro: give at most one --backend");
+    qh_backend be;
+    rc = open_backends(&o, &be);
+    if (rc)
+        return rc;
+    qh_case_ref ref = {.dir = (char *)o.vectors[0], .name = (char *)o.vectors[0],
+                       .data_set = o.data_set};
+    qh_result r;
+    qh_eval_opts eo = {.verbose = 1, .profile = o.profile};
+    eo.invoke.isolate = be.isolated;
+    eo.invoke.timeout_s = o.timeout_s;
+    qh_eval_case(&ref, &be, &eo, &r);
+    r.number = 1;
+    print_result(&r, &ref, o.profile, 0);
+    int bad = qh_case_status_is_bad(r.status);
+    qh_result_free(&r);
+    qh_backend_close(&be);
+    return bad ? EXIT_BAD : 0;
+}

@@ -1,0 +1,15 @@
+/* harness/cli/commands.h — the qmmcheck subcommands, each in its own file. Each takes the
+ * arguments after the command name and returns the process exit status (0, 1, or 2 for usage
+ * errors; `run` also 3 for a run that judged no case, 128+N when signal N stopped it). */
+#ifndef QMM_HARNESS_COMMANDS_H
+#define QMM_HARNESS_COMMANDS_H
+
+int qh_cmd_run(int argc, char **argv);         /* harness/cli/cmd_run.c */
+int qh_cmd_list(int argc, char **argv);        /* harness/cli/cmd_run.c */
+int qh_cmd_repro(int argc, char **argv);       /* harness/cli/cmd_run.c */
+int qh_cmd_bench(int argc, char **argv);       /* harness/cli/cmd_bench.c */
+int qh_cmd_diff(int argc, char **argv);        /* harness/cli/cmd_diff.c */
+int qh_cmd_fingerprint(int argc, char **argv); /* harness/cli/cmd_fingerprint.c */
+int qh_cmd_export(int argc, char **argv);      /* harness/cli/cmd_export.c */
+
+#endif /* QMM_HARNESS_COMMANDS_H */

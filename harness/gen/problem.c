@@ -1,0 +1,665 @@
+/* harness/gen/problem.c — owned operator calls, the seeded random problem generator, and writing
+ * a problem as an ONNX node-test directory (see problem.h). */
+#include "harness/gen/problem.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/io/casedir.h"
+#include "harness/run/compare.h"
+#include "reference/qmm_reference.h"
+
+#define U8 QMM_DTYPE_UINT8
+#define S8 QMM_DTYPE_INT8
+
+static const char *const qlm_names[8] = {"a",       "a_scale",      "a_zero_point",
+                                         "b",       "b_scale",      "b_zero_point",
+                                         "y_scale", "y_zero_point"};
+static const char *const mmi_names[4] = {"A", "B", "a_zero_point", "b_zero_point"};
+
+void qh_problem_init(qh_problem *p, qmm_op_kind op, int32_t opset)
+{
+    memset(p, 0, sizeof *p);
+    p->call.op = op;
+    if (op == QMM_OP_QLINEARMATMUL)
+        p->call.u.qlinearmatmul.opset = opset;
+}
+
+void qh_problem_free(qh_problem *p)
+{
+    for (int i = 0; i < p->n_bufs; i++)
+        free(p->bufs[i]);
+    p->n_bufs = 0;
+}
+
+int32_t qh_problem_n_inputs(const qh_problem *p)
+{
+    return p->call.op == QMM_OP_QLINEARMATMUL ? 8 : p->call.op == QMM_OP_MATMULINTEGER ? 4 : 0;
+}
+
+qmm_tensor *qh_problem_input(qh_problem *p, int32_t i)
+{
+    if (p->call.op == QMM_OP_QLINEARMATMUL) {
+        qmm_qlinearmatmul *c = &p->call.u.qlinearmatmul;
+        qmm_tensor *t[8] = {&c->a, &c->a_scale, &c->a_zero_point, &c->b,
+                            &c->b_scale, &c->b_zero_point, &c->y_scale, &c->y_zero_point};
+        return i >= 0 && i < 8 ? t[i] : NULL;
+    }
+    if (p->call.op == QMM_OP_MATMULINTEGER) {
+        qmm_matmulinteger *c = &p->call.u.matmulinteger;
+        qmm_tensor *t[4] = {&c->a, &c->b, &c->a_zero_point, &c->b_zero_point};
+        return i >= 0 && i < 4 ? t[i] : NULL;
+    }
+    return NULL;
+}
+
+const qmm_tensor *qh_problem_input_c(const qh_problem *p, int32_t i)
+{
+    return qh_problem_input((qh_problem *)p, i);
+}
+
+const char *qh_problem_input_name(const qh_problem *p, int32_t i)
+{
+    if (p->call.op == QMM_OP_QLINEARMATMUL && i >= 0 && i < 8)
+        return qlm_names[i];
+    if (p->call.op == QMM_OP_MATMULINTEGER && i >= 0 && i < 4)
+        return mmi_names[i];
+    return "?";
+}
+
+void *qh_problem_tensor(qh_problem *p, qmm_tensor *t, int32_t dtype, int32_t rank,
+                        const int64_t *dims)
+{
+    memset(t, 0, sizeof *t);
+    if (p->n_bufs == QH_PROBLEM_MAX_BUFS || rank < 0 || rank > QMM_MAX_RANK)
+        return NULL;
+    t->dtype = dtype;
+    t->rank = rank;
+    for (int32_t i = 0; i < rank; i++)
+        t->dims[i] = dims[i];
+    int64_t n = qmm_tensor_numel(t);
+    size_t es = qmm_dtype_size(dtype);
+    if (n < 0 || es == 0 || (uint64_t)n > (uint64_t)QH_MAX_TENSOR_BYTES / es)
+        return NULL;
+    /* at least one byte, so a problem mutated to rank 0 still has an element to read */
+    void *d = calloc(1, n ? (size_t)n * es : es);
+    if (!d)
+        return NULL;
+    p->bufs[p->n_bufs++] = d;
+    t->data = d;
+    return d;
+}
+
+void qh_tensor_set_int(qmm_tensor *t, int64_t i, int64_t v)
+{
+    size_t es = qmm_dtype_size(t->dtype);
+    unsigned char *d = (unsigned char *)t->data + (size_t)i * es;
+    uint64_t u = (uint64_t)v;
+    for (size_t k = 0; k < es; k++)
+        d[k] = (unsigned char)(u >> (8 * k) & 0xff);
+}
+
+void qh_tensor_set_scale(qmm_tensor *t, int64_t i, double v)
+{
+    uint32_t bits;
+    if (isnan(v))
+        bits = t->dtype == QMM_DTYPE_FLOAT ? 0x7fc00000u
+               : t->dtype == QMM_DTYPE_FLOAT16 ? 0x7e00u : 0x7fc0u;
+    else
+        bits = qmm_scale_encode(t->dtype, v);
+    size_t es = qmm_dtype_size(t->dtype);
+    unsigned char *d = (unsigned char *)t->data + (size_t)i * es;
+    for (size_t k = 0; k < es; k++)
+        d[k] = (unsigned char)(bits >> (8 * k) & 0xff);
+}
+
+void qh_problem_finish(qh_problem *p)
+{
+    qmm_tensor *a = qh_problem_input(p, 0);
+    qmm_tensor *b = qh_problem_input(p, p->call.op == QMM_OP_QLINEARMATMUL ? 3 : 1);
+    qmm_tensor *y = p->call.op == QMM_OP_QLINEARMATMUL ? &p->call.u.qlinearmatmul.y
+                                                      : &p->call.u.matmulinteger.y;
+    memset(y, 0, sizeof *y);
+    y->dtype = p->call.op == QMM_OP_QLINEARMATMUL ? p->call.u.qlinearmatmul.y_zero_point.dtype
+                                                 : QMM_DTYPE_INT32;
+    p->y_shape_known = 0;
+    qmm_geometry g;
+    qmm_status st;
+    if (a && b && qmm_matmul_geometry(a, b, &g, &st) == QMM_OK) {
+        y->rank = g.y_rank;
+        memcpy(y->dims, g.y_dims, sizeof y->dims);
+        p->y_shape_known = 1;
+    }
+}
+
+static const char *short_type(int32_t dtype)
+{
+    switch (dtype) {
+    case QMM_DTYPE_UINT8: return "u8";
+    case QMM_DTYPE_INT8: return "s8";
+    default: return qmm_dtype_name(dtype);
+    }
+}
+
+void qh_problem_types(const qh_problem *p, char *buf, size_t size)
+{
+    if (p->call.op == QMM_OP_QLINEARMATMUL) {
+        const qmm_qlinearmatmul *c = &p->call.u.qlinearmatmul;
+        snprintf(buf, size, "%s%s%s", short_type(c->a.dtype), short_type(c->b.dtype),
+                 short_type(c->y_zero_point.dtype));
+    } else {
+        const qmm_matmulinteger *c = &p->call.u.matmulinteger;
+        snprintf(buf, size, "%s%s", short_type(c->a.dtype), short_type(c->b.dtype));
+    }
+}
+
+void qh_problem_describe(const qh_problem *p, char *buf, size_t size)
+{
+    size_t o = 0;
+    char types[64];
+    qh_problem_types(p, types, sizeof types);
+#define PUT(...)                                                                             \
+    do {                                                                                     \
+        if (o < size)                                                                        \
+            o += (size_t)snprintf(buf + o, size - o, __VA_ARGS__);                           \
+    } while (0)
+    if (p->call.op == QMM_OP_QLINEARMATMUL)
+        PUT("QLinearMatMul opset %d %s %s", p->call.u.qlinearmatmul.opset, types,
+            qmm_dtype_name(p->call.u.qlinearmatmul.a_scale.dtype));
+    else
+        PUT("MatMulInteger %s", types);
+    for (int32_t i = 0; i < qh_problem_n_inputs(p); i++) {
+        const qmm_tensor *t = qh_problem_input_c(p, i);
+        if (!qmm_tensor_present(t) || (i > 0 && qmm_tensor_numel(t) == 1 && t->rank == 0 &&
+                                       p->call.op == QMM_OP_QLINEARMATMUL && i != 3))
+            continue; /* absent, or a per-tensor parameter: [] is the common case, not said */
+        char dims[128];
+        qh_format_dims(t, dims, sizeof dims);
+        PUT(" %s%s", qh_problem_input_name(p, i), dims);
+    }
+#undef PUT
+}
+
+/* ---- the random generator ---------------------------------------------------------------- */
+
+void qh_rng_seed(qh_rng *r, uint64_t seed, uint64_t index)
+{
+    /* Two rounds of mixing keep nearby (seed, index) pairs from sharing a prefix. */
+    r->s = seed ^ 0x9e3779b97f4a7c15u;
+    r->s = qh_rng_next(r) ^ (index * 0xbf58476d1ce4e5b9u + 0x94d049bb133111ebu);
+    (void)qh_rng_next(r);
+}
+
+uint64_t qh_rng_next(qh_rng *r)
+{
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+int64_t qh_rng_range(qh_rng *r, int64_t lo, int64_t hi)
+{
+    uint64_t span = (uint64_t)hi - (uint64_t)lo + 1u;
+    if (span == 0)
+        return (int64_t)qh_rng_next(r);
+    return lo + (int64_t)(qh_rng_next(r) % span);
+}
+
+int qh_rng_chance(qh_rng *r, int num, int den)
+{
+    return qh_rng_range(r, 0, den - 1) < num;
+}
+
+static int64_t qmin(int32_t dt) { return dt == U8 ? 0 : -128; }
+static int64_t qmax(int32_t dt) { return dt == U8 ? 255 : 127; }
+
+/* Dimension sizes: mostly small, sometimes medium, rarely large or empty. */
+static int64_t pick_dim(qh_rng *r)
+{
+    int64_t u = qh_rng_range(r, 0, 99);
+    if (u < 3)
+        return 0;
+    if (u < 83)
+        return qh_rng_range(r, 1, 8);
+    if (u < 98)
+        return qh_rng_range(r, 9, 64);
+    return qh_rng_range(r, 65, 300);
+}
+
+static int32_t pick_rank(qh_rng *r)
+{
+    int64_t u = qh_rng_range(r, 0, 99);
+    return u < 10 ? 1 : u < 65 ? 2 : u < 90 ? 3 : 4;
+}
+
+/* A value within 3 of zero point zp, clamped to dt's range. */
+static int64_t near_zp(qh_rng *r, int32_t dt, int64_t zp)
+{
+    int64_t v = zp + qh_rng_range(r, -3, 3);
+    return v < qmin(dt) ? qmin(dt) : v > qmax(dt) ? qmax(dt) : v;
+}
+
+typedef struct value_mode {
+    int kind; /* 0 uniform, 1 extremes only, 2 near the zero point, 3 constant */
+    int64_t constant;
+} value_mode;
+
+static void fill_values(qh_rng *r, qmm_tensor *t, int64_t zp)
+{
+    value_mode m = {0, 0};
+    int64_t u = qh_rng_range(r, 0, 99);
+    m.kind = u < 60 ? 0 : u < 75 ? 1 : u < 90 ? 2 : 3;
+    int64_t lo = qmin(t->dtype), hi = qmax(t->dtype);
+    m.constant = qh_rng_range(r, lo, hi);
+    int64_t n = qmm_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v;
+        switch (m.kind) {
+        case 1: v = qh_rng_chance(r, 1, 2) ? lo : hi; break;
+        case 2: v = near_zp(r, t->dtype, zp); break;
+        case 3: v = m.constant; break;
+        default: v = qh_rng_range(r, lo, hi); break;
+        }
+        qh_tensor_set_int(t, i, v);
+    }
+}
+
+static int64_t pick_zp(qh_rng *r, int32_t dt, int kind)
+{
+    switch (kind) {
+    case 0: return 0;
+    case 1: return qh_rng_chance(r, 1, 2) ? qmin(dt) : qmax(dt);
+    default: return qh_rng_range(r, qmin(dt), qmax(dt));
+    }
+}
+
+/* A parameter shape for operand `rank`/`dims` (the operand's own shape): per-tensor ([] or
+ * [1]), or per-row (role 'a': [M] for 2-D a, else [..,M,1]) / per-column (role 'b': [N] or
+ * [..,1,N]); leading dims are the operand's batch dims or 1. */
+static int32_t pick_param_shape(qh_rng *r, char role, int32_t rank, const int64_t *dims,
+                                int64_t *out)
+{
+    if (rank < 2 || qh_rng_chance(r, 3, 5)) {
+        if (qh_rng_chance(r, 1, 2))
+            return 0;
+        out[0] = 1;
+        return 1;
+    }
+    int64_t m_or_n = role == 'a' ? dims[rank - 2] : dims[rank - 1];
+    if (qh_rng_chance(r, 1, 3) && (role == 'b' || rank == 2)) {
+        out[0] = m_or_n;
+        return 1;
+    }
+    int32_t pr = (int32_t)qh_rng_range(r, 2, rank);
+    for (int32_t i = 0; i < pr - 2; i++) {
+        int64_t d = dims[rank - pr + i];
+        out[i] = qh_rng_chance(r, 1, 2) ? d : 1;
+    }
+    out[pr - 2] = role == 'a' ? m_or_n : 1;
+    out[pr - 1] = role == 'a' ? 1 : m_or_n;
+    return pr;
+}
+
+/* y's parameters: per-tensor, or any shape broadcastable to y. */
+static int32_t pick_y_param_shape(qh_rng *r, const qmm_tensor *y, int64_t *out)
+{
+    if (y->rank == 0 || qh_rng_chance(r, 3, 5)) {
+        if (qh_rng_chance(r, 1, 2))
+            return 0;
+        out[0] = 1;
+        return 1;
+    }
+    int32_t pr = (int32_t)qh_rng_range(r, 1, y->rank);
+    for (int32_t i = 0; i < pr; i++) {
+        int64_t d = y->dims[y->rank - pr + i];
+        out[i] = qh_rng_chance(r, 2, 3) ? d : 1;
+    }
+    return pr;
+}
+
+/* 2^e exactly, for e in the double range. */
+static double pow2(int e) { return ldexp(1.0, e); }
+
+/* A random value with a 24-bit mantissa in [1, 2). */
+static double mantissa(qh_rng *r) { return 1.0 + (double)qh_rng_range(r, 0, (1 << 23) - 1) / 8388608.0; }
+
+/* Keeps a scale finite and > 0 after rounding to its type (float16 has a narrow range). */
+static double fit_scale(int32_t dtype, double v)
+{
+    double lo = dtype == QMM_DTYPE_FLOAT16 ? pow2(-24) : pow2(-149);
+    double hi = dtype == QMM_DTYPE_FLOAT16 ? 65504.0 : 3.0e38;
+    if (!(v >= lo))
+        v = lo;
+    if (v > hi)
+        v = hi;
+    return qmm_round_to_scale_type(dtype, v);
+}
+
+typedef struct scale_plan {
+    int mode;      /* 0 random, 1 powers of two, 2 tie-friendly, 3 extreme exponents */
+    double sa, sb, sy;
+} scale_plan;
+
+static void fill_scales(qh_rng *r, qmm_tensor *t, double base, int mode)
+{
+    int64_t n = qmm_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++) {
+        double v = base;
+        if (n > 1) {
+            if (mode == 0)
+                v *= mantissa(r);
+            else
+                v *= pow2((int)qh_rng_range(r, 0, 1));
+        }
+        qh_tensor_set_scale(t, i, fit_scale(t->dtype, v));
+    }
+}
+
+static void pick_scales(qh_rng *r, int64_t k, scale_plan *s)
+{
+    int64_t u = qh_rng_range(r, 0, 99);
+    s->mode = u < 50 ? 0 : u < 75 ? 1 : u < 95 ? 2 : 3;
+    /* typical |acc|: sqrt(K) times a typical product of centred values */
+    double acc = 6400.0 * sqrt((double)(k > 0 ? k : 1));
+    double target = pow2((int)qh_rng_range(r, 0, 7)); /* typical |y| before the zero point */
+    int ea = (int)qh_rng_range(r, -10, 0), eb = (int)qh_rng_range(r, -10, 0);
+    switch (s->mode) {
+    case 0:
+        s->sa = pow2(ea) * mantissa(r);
+        s->sb = pow2(eb) * mantissa(r);
+        s->sy = s->sa * s->sb * acc / target * mantissa(r);
+        break;
+    case 1:
+    case 2: {
+        s->sa = pow2(ea);
+        s->sb = pow2(eb);
+        /* tie-friendly: a multiplier of 1/2, 1/4 or 1/8 puts many results on .5 */
+        int em = s->mode == 2 ? -(int)qh_rng_range(r, 1, 3)
+                              : (int)lround(log2(target / acc));
+        s->sy = s->sa * s->sb / pow2(em);
+        break;
+    }
+    default: {
+        /* subnormal or huge: float32 products of these under- or overflow */
+        int big = qh_rng_chance(r, 1, 2);
+        s->sa = big ? pow2(100) * mantissa(r) : pow2(-140) * mantissa(r);
+        s->sb = big ? pow2(90) : pow2(-10);
+        s->sy = s->sa * s->sb * acc / target;
+        break;
+    }
+    }
+}
+
+/* One operand as drawn: its type, shape and how its zero point was picked. */
+typedef struct operand_plan {
+    int32_t dtype, rank;
+    int64_t dims[QMM_MAX_RANK];
+    int zkind;  /* pick_zp's kind for the zero point's further elements */
+    int64_t z0; /* the zero point's first element, which the values are centred on */
+} operand_plan;
+
+/* The operator, its opset and (for QLinearMatMul) the scale type; sets up p. Returns qlm. */
+static int pick_op(qh_problem *p, qh_rng *r, int32_t *sdt)
+{
+    int qlm = qh_rng_chance(r, 4, 5);
+    int32_t opset = 10;
+    *sdt = QMM_DTYPE_FLOAT;
+    if (qlm && qh_rng_chance(r, 3, 5)) {
+        static const int32_t sts[3] = {QMM_DTYPE_FLOAT, QMM_DTYPE_FLOAT16, QMM_DTYPE_BFLOAT16};
+        opset = 21;
+        *sdt = sts[qh_rng_range(r, 0, 2)];
+    }
+    qh_problem_init(p, qlm ? QMM_OP_QLINEARMATMUL : QMM_OP_MATMULINTEGER, opset);
+    return qlm;
+}
+
+/* Halves the largest of m, k, n until the problem is cheap enough for the exact reference. */
+static void shrink_to_budget(const qh_random_opts *o, int32_t ra, int32_t rb, int64_t batch,
+                             int64_t *m, int64_t *k, int64_t *n)
+{
+    int64_t max_out = o && o->max_outputs > 0 ? o->max_outputs : 4096;
+    int64_t max_macs = o && o->max_macs > 0 ? o->max_macs : (int64_t)1 << 20;
+    for (;;) {
+        int64_t mm = ra == 1 ? 1 : *m, nn = rb == 1 ? 1 : *n;
+        if (batch * mm * nn <= max_out && batch * mm * nn * (*k ? *k : 1) <= max_macs)
+            break;
+        if (*m <= 1 && *n <= 1 && *k <= 1)
+            break; /* only the batch is left, and it is bounded by 3^6 */
+        int64_t *big = k;
+        if (ra != 1 && *m >= *big)
+            big = m;
+        if (rb != 1 && *n >= *big)
+            big = n;
+        *big /= 2;
+    }
+}
+
+/* The operand's leading dims: the shared batch dims bd (br of them), each sometimes 1. */
+static void pick_batch_dims(qh_rng *r, operand_plan *x, const int64_t *bd, int32_t br)
+{
+    int32_t bx = x->rank >= 2 ? x->rank - 2 : 0;
+    for (int32_t i = 0; i < bx; i++) {
+        int64_t d = bd[br - bx + i];
+        x->dims[i] = qh_rng_chance(r, 1, 3) ? 1 : d;
+    }
+}
+
+/* Ranks and dims of a and b (their types already set); returns K. */
+static int64_t pick_shapes(qh_rng *r, const qh_random_opts *o, operand_plan *a, operand_plan *b)
+{
+    a->rank = pick_rank(r);
+    b->rank = pick_rank(r);
+    int64_t m = pick_dim(r), k = pick_dim(r), n = pick_dim(r);
+    int32_t ba = a->rank >= 2 ? a->rank - 2 : 0, bb = b->rank >= 2 ? b->rank - 2 : 0;
+    int32_t br = ba > bb ? ba : bb;
+    int64_t bd[QMM_MAX_RANK];
+    int64_t batch = 1;
+    for (int32_t i = 0; i < br; i++) {
+        bd[i] = qh_rng_chance(r, 1, 50) ? 0 : qh_rng_range(r, 1, 3);
+        batch *= bd[i];
+    }
+    shrink_to_budget(o, a->rank, b->rank, batch, &m, &k, &n);
+    pick_batch_dims(r, a, bd, br);
+    pick_batch_dims(r, b, bd, br);
+    if (a->rank == 1) {
+        a->dims[0] = k;
+    } else {
+        a->dims[a->rank - 2] = m;
+        a->dims[a->rank - 1] = k;
+    }
+    if (b->rank == 1) {
+        b->dims[0] = k;
+    } else {
+        b->dims[b->rank - 2] = k;
+        b->dims[b->rank - 1] = n;
+    }
+    return k;
+}
+
+/* A zero point's elements: x's z0 first, then fresh draws of x's kind. */
+static void fill_zero_point(qh_rng *r, qmm_tensor *z, const operand_plan *x)
+{
+    int64_t cnt = qmm_tensor_numel(z);
+    for (int64_t i = 0; i < cnt; i++)
+        qh_tensor_set_int(z, i, i == 0 ? x->z0 : pick_zp(r, x->dtype, x->zkind));
+}
+
+/* MatMulInteger: each zero point absent (0) or of a random parameter shape. */
+static int random_mmi_params(qh_problem *p, qh_rng *r, const operand_plan *a,
+                             const operand_plan *b)
+{
+    qmm_matmulinteger *c = &p->call.u.matmulinteger;
+    for (int side = 0; side < 2; side++) {
+        const operand_plan *x = side ? b : a;
+        qmm_tensor *z = side ? &c->b_zero_point : &c->a_zero_point;
+        int64_t pd[QMM_MAX_RANK];
+        if (qh_rng_chance(r, 3, 10))
+            continue; /* absent: 0 */
+        int32_t pr = pick_param_shape(r, side ? 'b' : 'a', x->rank, x->dims, pd);
+        if (!qh_problem_tensor(p, z, x->dtype, pr, pd))
+            return -1;
+        fill_zero_point(r, z, x);
+    }
+    return 0;
+}
+
+/* Re-draws every value of t close to zero point zp. */
+static void redraw_near(qh_rng *r, qmm_tensor *t, int64_t zp)
+{
+    int64_t n = qmm_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++)
+        qh_tensor_set_int(t, i, near_zp(r, t->dtype, zp));
+}
+
+/* y's scale and zero point; the zero point's type decides y's type, and its shape needs y's
+ * shape first. */
+static int random_y_params(qh_problem *p, qh_rng *r, int32_t ty, int32_t sdt,
+                           const scale_plan *sp)
+{
+    qmm_qlinearmatmul *c = &p->call.u.qlinearmatmul;
+    int64_t pd[QMM_MAX_RANK];
+    qmm_tensor ytmp;
+    memset(&ytmp, 0, sizeof ytmp);
+    c->y_zero_point.dtype = ty;
+    qh_problem_finish(p);
+    ytmp = c->y;
+    int32_t pr = p->y_shape_known ? pick_y_param_shape(r, &ytmp, pd) : 0;
+    if (!qh_problem_tensor(p, &c->y_scale, sdt, pr, pd) ||
+        !qh_problem_tensor(p, &c->y_zero_point, ty, pr, pd))
+        return -1;
+    fill_scales(r, &c->y_scale, sp->sy, sp->mode);
+    int zkind_y = (int)qh_rng_range(r, 0, 2);
+    int64_t cnt = qmm_tensor_numel(&c->y_zero_point);
+    for (int64_t i = 0; i < cnt; i++)
+        qh_tensor_set_int(&c->y_zero_point, i,
+                          zkind_y == 2 ? qh_rng_range(r, qmin(ty) / 2, qmax(ty) / 2 + 64)
+                                       : pick_zp(r, ty, zkind_y));
+    return 0;
+}
+
+/* QLinearMatMul: a scale plan, then a's, b's and y's scales and zero points. */
+static int random_qlm_params(qh_problem *p, qh_rng *r, const operand_plan *a,
+                             const operand_plan *b, int32_t ty, int32_t sdt, int64_t k)
+{
+    qmm_qlinearmatmul *c = &p->call.u.qlinearmatmul;
+    scale_plan sp;
+    pick_scales(r, k, &sp);
+    if (sp.mode == 2) {
+        /* re-draw the operands close to their zero points so acc stays small */
+        redraw_near(r, qh_problem_input(p, 0), a->z0);
+        redraw_near(r, qh_problem_input(p, 3), b->z0);
+    }
+    for (int side = 0; side < 2; side++) {
+        const operand_plan *x = side ? b : a;
+        qmm_tensor *s = side ? &c->b_scale : &c->a_scale;
+        qmm_tensor *z = side ? &c->b_zero_point : &c->a_zero_point;
+        int64_t pd[QMM_MAX_RANK];
+        int32_t pr = pick_param_shape(r, side ? 'b' : 'a', x->rank, x->dims, pd);
+        if (!qh_problem_tensor(p, s, sdt, pr, pd) || !qh_problem_tensor(p, z, x->dtype, pr, pd))
+            return -1;
+        fill_scales(r, s, side ? sp.sb : sp.sa, sp.mode);
+        fill_zero_point(r, z, x);
+    }
+    return random_y_params(p, r, ty, sdt, &sp);
+}
+
+/* Now and then, breaks one rule of docs/semantics.md §2.5 on purpose. */
+static void maybe_break_rule(qh_problem *p, qh_rng *r, const qh_random_opts *o, int qlm,
+                             int32_t sdt)
+{
+    if (!o || o->invalid_per_mille <= 0 || qh_rng_range(r, 0, 999) >= o->invalid_per_mille)
+        return;
+    qmm_tensor *a = qh_problem_input(p, 0);
+    int kind = (int)qh_rng_range(r, 0, qlm ? 3 : 1);
+    if (kind == 0) {
+        a->rank = 0; /* the buffer always holds at least one element */
+    } else if (kind == 1) {
+        qmm_tensor *z = qlm ? &p->call.u.qlinearmatmul.a_zero_point
+                            : &p->call.u.matmulinteger.a_zero_point;
+        if (qmm_tensor_present(z))
+            z->dtype = z->dtype == U8 ? S8 : U8;
+        else
+            a->rank = 0;
+    } else if (kind == 2) {
+        qmm_tensor *s = qh_rng_chance(r, 1, 2) ? &p->call.u.qlinearmatmul.b_scale
+                                               : &p->call.u.qlinearmatmul.y_scale;
+        static const double bad[4] = {0.0, -1.0, NAN, INFINITY};
+        qh_tensor_set_scale(s, 0, bad[qh_rng_range(r, 0, 3)]);
+    } else {
+        /* float16/bfloat16 scales need opset 21; narrowing float to float16 keeps every
+         * read inside the buffer */
+        if (sdt == QMM_DTYPE_FLOAT)
+            p->call.u.qlinearmatmul.a_scale.dtype = QMM_DTYPE_FLOAT16;
+        p->call.u.qlinearmatmul.opset = 10;
+    }
+}
+
+int qh_problem_random(qh_problem *p, qh_rng *r, const qh_random_opts *o)
+{
+    int32_t sdt;
+    int qlm = pick_op(p, r, &sdt);
+    operand_plan a, b;
+    a.dtype = qh_rng_chance(r, 1, 2) ? U8 : S8;
+    b.dtype = qh_rng_chance(r, 1, 2) ? U8 : S8;
+    int32_t ty = qh_rng_chance(r, 1, 2) ? U8 : S8;
+    int64_t k = pick_shapes(r, o, &a, &b);
+
+    a.zkind = (int)qh_rng_range(r, 0, 2);
+    b.zkind = (int)qh_rng_range(r, 0, 2);
+    a.z0 = pick_zp(r, a.dtype, a.zkind);
+    b.z0 = pick_zp(r, b.dtype, b.zkind);
+    qmm_tensor *ta = qh_problem_input(p, 0);
+    qmm_tensor *tb = qh_problem_input(p, qlm ? 3 : 1);
+    if (!qh_problem_tensor(p, ta, a.dtype, a.rank, a.dims) ||
+        !qh_problem_tensor(p, tb, b.dtype, b.rank, b.dims))
+        return -1;
+    fill_values(r, ta, a.z0);
+    fill_values(r, tb, b.z0);
+    if ((qlm ? random_qlm_params(p, r, &a, &b, ty, sdt, k) : random_mmi_params(p, r, &a, &b)) != 0)
+        return -1;
+    maybe_break_rule(p, r, o, qlm, sdt);
+    qh_problem_finish(p);
+    return 0;
+}
+
+/* ---- writing ------------------------------------------------------------------------------ */
+
+int qh_problem_write_dir(const char *dir, const qh_problem *p, const qmm_tensor *output,
+                         const qh_meta *meta, qh_error *err)
+{
+    int qlm = p->call.op == QMM_OP_QLINEARMATMUL;
+    int32_t opset = qlm ? p->call.u.qlinearmatmul.opset : 10;
+    qh_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        snprintf(err->msg, sizeof err->msg, "%s: out of memory", dir);
+        return -1;
+    }
+    /* IR 5 is what opset 10 shipped with; opset 21 needs IR 10 */
+    m->ir_version = opset >= 21 ? 10 : 5;
+    snprintf(m->producer_name, sizeof m->producer_name, "qmmcheck");
+    m->n_opsets = 1;
+    m->opsets[0].version = opset;
+    const char *leaf = strrchr(dir, '/');
+    snprintf(m->graph_name, sizeof m->graph_name, "%s", leaf ? leaf + 1 : dir);
+    snprintf(m->op_type, sizeof m->op_type, "%s", qlm ? "QLinearMatMul" : "MatMulInteger");
+    const qmm_tensor *y = qlm ? &p->call.u.qlinearmatmul.y : &p->call.u.matmulinteger.y;
+    const char *yname = qlm ? "y" : "Y";
+    m->n_outputs = 1;
+    snprintf(m->outputs[0], QH_NAME_MAX, "%s", yname);
+    qh_value_info_of(&m->graph_outputs[m->n_graph_outputs++], yname, y, p->y_shape_known);
+    const qmm_tensor *ins[QH_MAX_IO];
+    const char *names[QH_MAX_IO];
+    int32_t n_in = qh_problem_n_inputs(p);
+    for (int32_t i = 0; i < n_in && i < QH_MAX_IO; i++) {
+        ins[i] = qh_problem_input_c(p, i);
+        names[i] = qh_problem_input_name(p, i);
+    }
+    qh_casedir c = {.model = m, .n_inputs = n_in, .inputs = ins, .input_names = names,
+                    .output = output, .meta = meta};
+    int rc = qh_casedir_write(dir, &c, err);
+    free(m);
+    return rc;
+}

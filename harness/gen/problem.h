@@ -1,0 +1,98 @@
+/* harness/gen/problem.h — an operator call that owns its tensors, a seeded random generator of
+ * such calls over the whole operator space, and writing one as an ONNX node-test directory.
+ *
+ * Shared by the edge-case suites (harness/gen/edge.c) and `qmmcheck diff` (harness/cli/cmd_diff.c).
+ * Everything here is deterministic: the same seed gives the same bytes on every machine (no
+ * floating-point environment dependence, no libc random functions).
+ */
+#ifndef QMM_HARNESS_PROBLEM_H
+#define QMM_HARNESS_PROBLEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "harness/io/meta.h"
+#include "harness/io/onnx_io.h"
+#include "qmm/qmm.h"
+
+#define QH_PROBLEM_MAX_BUFS 16
+
+/* The call's input tensors point into `bufs`, which the problem owns. y carries its dtype,
+ * and its shape when the geometry is valid (y_shape_known); y.data is always NULL. */
+typedef struct qh_problem {
+    qmm_call call;
+    int y_shape_known;
+    int n_bufs;
+    void *bufs[QH_PROBLEM_MAX_BUFS];
+} qh_problem;
+
+/* An empty call of operator `op` (QLinearMatMul or MatMulInteger); `opset` matters for
+ * QLinearMatMul only (10 or 21). Every input starts absent. */
+void qh_problem_init(qh_problem *p, qmm_op_kind op, int32_t opset);
+void qh_problem_free(qh_problem *p);
+
+/* Number of node inputs of the problem's operator and input i of the call (node order). */
+int32_t qh_problem_n_inputs(const qh_problem *p);
+qmm_tensor *qh_problem_input(qh_problem *p, int32_t i);
+const qmm_tensor *qh_problem_input_c(const qh_problem *p, int32_t i);
+/* The ONNX input name of input i ("a", "a_scale", ... / "A", "B", "a_zero_point", ...). */
+const char *qh_problem_input_name(const qh_problem *p, int32_t i);
+
+/* Gives `t` (one of p's tensors) a dtype and shape, with zeroed data owned by p. Returns the
+ * data, or NULL when memory runs out or p has no buffer slot left. */
+void *qh_problem_tensor(qh_problem *p, qmm_tensor *t, int32_t dtype, int32_t rank,
+                        const int64_t *dims);
+
+/* Element i of an integer tensor (uint8, int8, int16, int32, ...), stored little-endian and
+ * wrapped to the type's width. */
+void qh_tensor_set_int(qmm_tensor *t, int64_t i, int64_t v);
+/* Element i of a float/float16/bfloat16 tensor: v rounded to nearest even in that type
+ * (NaN and infinities included). */
+void qh_tensor_set_scale(qmm_tensor *t, int64_t i, double v);
+
+/* Sets y's dtype from the operator (y_zero_point's type; int32) and its shape from a and b
+ * when they form a valid geometry. Call after the inputs are set. */
+void qh_problem_finish(qh_problem *p);
+
+/* "QLinearMatMul opset 21 u8s8u8 float16 a[2,3] b[3,4] a_scale[] b_scale[4] y_scale[]". */
+void qh_problem_describe(const qh_problem *p, char *buf, size_t size);
+/* "u8s8u8" (QLinearMatMul) or "u8s8" (MatMulInteger), from the operand types. */
+void qh_problem_types(const qh_problem *p, char *buf, size_t size);
+
+/* ---- the random generator ---------------------------------------------------------------- */
+
+/* splitmix64: tiny, fast, and the same sequence everywhere. */
+typedef struct qh_rng {
+    uint64_t s;
+} qh_rng;
+
+/* A stream for (seed, index): problem `index` of a seed can be regenerated on its own. */
+void qh_rng_seed(qh_rng *r, uint64_t seed, uint64_t index);
+uint64_t qh_rng_next(qh_rng *r);
+/* Uniform in [lo, hi] (inclusive; lo <= hi). */
+int64_t qh_rng_range(qh_rng *r, int64_t lo, int64_t hi);
+/* 1 with probability num/den. */
+int qh_rng_chance(qh_rng *r, int num, int den);
+
+typedef struct qh_random_opts {
+    int invalid_per_mille; /* how often a problem is made invalid on purpose (0..1000) */
+    int64_t max_outputs;   /* bound on the output element count (0: 4096) */
+    int64_t max_macs;      /* bound on batch*M*N*K (0: 1 << 20) */
+} qh_random_opts;
+
+/* A random problem over the whole operator space: both operators, every uint8/int8 type
+ * combination, opset 10 and 21 with float/float16/bfloat16 scales, every parameter form,
+ * batch broadcasting, 1-D operands, empty dimensions, value modes from uniform to all-extreme,
+ * scales from random to exact powers of two (which make rounding ties common). Sizes are
+ * mostly small, now and then larger. Returns 0, or -1 when memory runs out. */
+int qh_problem_random(qh_problem *p, qh_rng *r, const qh_random_opts *o);
+
+/* ---- writing ------------------------------------------------------------------------------ */
+
+/* Writes the problem as an ONNX node-test directory (harness/io/casedir.h): DIR/model.onnx,
+ * DIR/test_data_set_0/input_i.pb (present inputs only, in node order), output_0.pb when
+ * `output` is not NULL, and DIR/qmm.meta when `meta` is not NULL. Creates DIR. */
+int qh_problem_write_dir(const char *dir, const qh_problem *p, const qmm_tensor *output,
+                         const qh_meta *meta, qh_error *err);
+
+#endif /* QMM_HARNESS_PROBLEM_H */

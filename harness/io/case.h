@@ -1,0 +1,84 @@
+/* harness/io/case.h — finding case directories and loading one test data set as an operator call.
+ *
+ * A case directory holds model.onnx (one node) and test_data_set_N/ folders, plus an optional
+ * qmm.meta. One data set of one directory is one case.
+ */
+#ifndef QMM_HARNESS_CASE_H
+#define QMM_HARNESS_CASE_H
+
+#include <stddef.h>
+
+#include "harness/io/meta.h"
+#include "harness/io/onnx_io.h"
+#include "qmm/qmm.h"
+
+/* Why discovery could not make a path into a case. Such a path is still listed, so that it is
+ * counted and reported: loading it fails with a message naming the path and the reason. */
+enum {
+    QH_REF_OK = 0,      /* a case directory (or one with no data set, which loads as ERROR) */
+    QH_REF_TOO_DEEP,    /* a directory past the depth limit, not searched */
+    QH_REF_UNREADABLE,  /* a directory or entry that could not be read (problem_errno says why) */
+    QH_REF_SET_NAME,    /* test_data_set_<something other than a plain N> */
+    QH_REF_SET_NOT_DIR, /* test_data_set_N that is not a directory */
+};
+
+/* A case found on disk, before it is loaded. */
+typedef struct qh_case_ref {
+    char *dir;         /* the case directory (or the path a problem is about), as reachable
+                        * from the working directory */
+    char *name;        /* stable display name: path relative to the --vectors root [@N] */
+    int data_set;      /* N of test_data_set_N, or -1 when the directory has none */
+    int problem;       /* QH_REF_*: 0 for an ordinary case */
+    int problem_errno; /* the errno behind QH_REF_UNREADABLE */
+} qh_case_ref;
+
+typedef struct qh_case_list {
+    qh_case_ref *items;
+    size_t count, cap;
+} qh_case_list;
+
+/* Appends every case under `root` (recursively, sorted by name within each directory, real
+ * subdirectories before symlinks; each directory entered once, by device and inode, so
+ * symlinks back up the tree add nothing). `root` may itself be a case directory. A directory
+ * with any model.onnx entry is a case directory. What cannot be searched below the root (too
+ * deep, unreadable, a badly named data set) is appended as a ref with `problem` set, whose
+ * load fails naming it. -1 with err only when root itself cannot be read. */
+int qh_discover(const char *root, qh_case_list *list, qh_error *err);
+void qh_case_list_free(qh_case_list *list);
+
+/* A loaded case: the model, the sidecar, the stored tensors and the call built from them.
+ * The call's input tensors point into `inputs`; its y tensor has dtype and shape set when the
+ * geometry is valid, and data NULL (the caller allocates output buffers). */
+typedef struct qh_case {
+    qh_model model;
+    qh_meta meta;
+    int32_t n_inputs;
+    qh_tensor inputs[QH_MAX_IO];
+    int32_t n_outputs;
+    qh_tensor outputs[QH_MAX_IO];
+    qmm_call call;
+    int64_t opset;
+    int y_shape_known; /* the reference accepted the geometry and y's shape is set */
+} qh_case;
+
+/* Loads data set `ref->data_set` of `ref->dir`. Errors name the file and field. */
+int qh_case_load(const qh_case_ref *ref, qh_case *c, qh_error *err);
+void qh_case_free(qh_case *c);
+
+/* The call's output tensor (y) for any operator. */
+qmm_tensor *qh_call_output(qmm_call *call);
+
+/* Builds a call from tensors in node-input order (absent optional inputs have dtype
+ * QMM_DTYPE_UNDEFINED). Used by the loader and by the generators. -1 with err when the
+ * operator is unknown or a required input is missing. */
+int qh_call_build(const char *op_type, const char *domain, int64_t opset,
+                  const qmm_tensor *const *inputs, int32_t n_inputs, qmm_call *call,
+                  qh_error *err);
+
+/* As qh_call_build, with the node's attributes (QOrderedMatMul needs its three INT order
+ * attributes; a missing, mistyped or unknown one is an error). qh_call_build passes none. */
+int qh_call_build_node(const char *op_type, const char *domain, int64_t opset,
+                       const qmm_tensor *const *inputs, int32_t n_inputs, const qh_attr *attrs,
+                       int32_t n_attrs, qmm_call *call, qh_error *err);
+
+#endif /* QMM_HARNESS_CASE_H */

@@ -1,0 +1,116 @@
+/* harness/io/onnx_io.h — native reader and writer for ONNX node-test directories (docs/architecture.md
+ * §2, docs/formats.md): model.onnx (ModelProto with one node) and
+ * test_data_set_N/{input,output}_i.pb (TensorProto).
+ *
+ * Only the protobuf fields a node test uses are interpreted; every other field is skipped by
+ * wire type. Malformed input never crashes the reader: it returns -1 and an error that names
+ * the file (or "<memory>") and the field, e.g.
+ *   "input_0.pb: TensorProto.raw_data: length 4294967295 runs past the end (12 bytes left)".
+ */
+#ifndef QMM_HARNESS_ONNX_IO_H
+#define QMM_HARNESS_ONNX_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qmm/qmm.h"
+
+#define QH_ERROR_MAX 512
+#define QH_NAME_MAX 128
+#define QH_MAX_IO 16
+#define QH_MAX_ATTRS 16
+#define QH_MAX_OPSETS 8
+/* Upper bound on a tensor's payload; larger claims are rejected before allocating. */
+#define QH_MAX_TENSOR_BYTES ((int64_t)1 << 32)
+
+typedef struct qh_error {
+    char msg[QH_ERROR_MAX];
+} qh_error;
+
+/* A tensor read from a .pb file. t.data is malloc'd and owned by this struct. */
+typedef struct qh_tensor {
+    qmm_tensor t;
+    char name[QH_NAME_MAX];
+} qh_tensor;
+
+void qh_tensor_free(qh_tensor *t);
+
+/* AttributeProto.AttributeType values we keep. */
+enum { QH_ATTR_FLOAT = 1, QH_ATTR_INT = 2, QH_ATTR_STRING = 3 };
+
+typedef struct qh_attr {
+    char name[QH_NAME_MAX];
+    int32_t type; /* QH_ATTR_* */
+    int64_t i;
+    float f;
+    char s[QH_NAME_MAX];
+} qh_attr;
+
+/* A graph input or output: name, element type and shape (dims < 0 are symbolic). */
+typedef struct qh_value_info {
+    char name[QH_NAME_MAX];
+    int32_t elem_type; /* 0 when the model does not say */
+    int32_t rank;      /* -1 when the model gives no shape */
+    int64_t dims[QMM_MAX_RANK];
+} qh_value_info;
+
+typedef struct qh_opset {
+    char domain[QH_NAME_MAX]; /* "" is ai.onnx */
+    int64_t version;
+} qh_opset;
+
+/* A one-node model. Omitted optional node inputs are "" as in ONNX. */
+typedef struct qh_model {
+    int64_t ir_version;
+    char producer_name[QH_NAME_MAX];
+    int32_t n_opsets;
+    qh_opset opsets[QH_MAX_OPSETS];
+    char graph_name[QH_NAME_MAX];
+    char op_type[QH_NAME_MAX];
+    char domain[QH_NAME_MAX];
+    char node_name[QH_NAME_MAX];
+    int32_t n_inputs;
+    char inputs[QH_MAX_IO][QH_NAME_MAX];
+    int32_t n_outputs;
+    char outputs[QH_MAX_IO][QH_NAME_MAX];
+    int32_t n_attrs;
+    qh_attr attrs[QH_MAX_ATTRS];
+    int32_t n_graph_inputs;
+    qh_value_info graph_inputs[QH_MAX_IO];
+    int32_t n_graph_outputs;
+    qh_value_info graph_outputs[QH_MAX_IO];
+} qh_model;
+
+/* Opset version the model imports for `domain` ("" or "ai.onnx" for the default domain), or -1. */
+int64_t qh_model_opset(const qh_model *m, const char *domain);
+
+/* ---- parsing from memory (what the fuzz targets call) ---------------------------------- */
+/* `what` names the source in error messages ("input_0.pb", "<memory>"). 0 on success. */
+int qh_parse_tensor(const uint8_t *buf, size_t len, const char *what, qh_tensor *out,
+                    qh_error *err);
+int qh_parse_model(const uint8_t *buf, size_t len, const char *what, qh_model *out,
+                   qh_error *err);
+
+/* ---- encoding to memory: *out is malloc'd; the caller frees it ------------------------- */
+/* Tensors are written with dims, data_type, name and raw_data (little-endian). */
+int qh_encode_tensor(const qmm_tensor *t, const char *name, uint8_t **out, size_t *len,
+                     qh_error *err);
+int qh_encode_model(const qh_model *m, uint8_t **out, size_t *len, qh_error *err);
+
+/* ---- files ----------------------------------------------------------------------------- */
+/* Errors name the file by its path. Writers write to a temporary file and rename it. */
+int qh_read_tensor_file(const char *path, qh_tensor *out, qh_error *err);
+int qh_read_model_file(const char *path, qh_model *out, qh_error *err);
+int qh_write_tensor_file(const char *path, const qmm_tensor *t, const char *name, qh_error *err);
+int qh_write_model_file(const char *path, const qh_model *m, qh_error *err);
+
+/* Reads a whole regular file (at most `max` bytes; larger is an error). *buf is malloc'd.
+ * Anything else (a FIFO, a device, a directory, a socket) is refused without blocking:
+ * "PATH: not a regular file (a FIFO)". A symlink is followed. */
+int qh_read_file(const char *path, size_t max, uint8_t **buf, size_t *len, qh_error *err);
+/* "a FIFO", "a directory", ... for a stat mode, as the messages above say it. */
+const char *qh_file_kind(unsigned mode);
+/* Writes `len` bytes to path via a temporary file in the same directory and rename(2). */
+int qh_write_file_atomic(const char *path, const void *buf, size_t len, qh_error *err);
+
+#endif /* QMM_HARNESS_ONNX_IO_H */

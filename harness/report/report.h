@@ -1,0 +1,34 @@
+/* harness/report/report.h — machine-readable run reports (docs/formats.md). */
+#ifndef QMM_HARNESS_REPORT_H
+#define QMM_HARNESS_REPORT_H
+
+#include <stdint.h>
+
+#include "harness/io/onnx_io.h"
+#include "harness/run/runner.h"
+
+typedef struct qh_run_summary {
+    int64_t counts[QH_STATUS_COUNT];
+    int64_t total;
+    double seconds;
+    const char *interrupted; /* "SIGTERM" when a signal cut the run short, else NULL */
+} qh_run_summary;
+
+/* `--report json:FILE` / `--report junit:FILE`: validates the kind, and refuses a FILE that
+ * exists and is not a regular file (a device, a directory, a symlink: lstat). 0 or -1 with
+ * err. */
+int qh_report_check_spec(const char *spec, qh_error *err);
+
+/* Removes FILE's previous report (after the same check) when a run starts, so a run that dies
+ * leaves the new report or none, never the last run's looking current. 0 or -1 with err. */
+int qh_report_clear(const char *spec, qh_error *err);
+
+/* Writes the report to a new temporary file beside FILE (unpredictable name, O_EXCL |
+ * O_NOFOLLOW) and renames it over FILE, after checking FILE again as above. */
+int qh_report_write(const char *spec, const char *command, const qh_result *results, size_t n,
+                    const qh_run_summary *sum, qh_error *err);
+
+/* "total:25 passed:21 failed:0 ..." in the fixed status order. */
+void qh_summary_format(const qh_run_summary *sum, char *buf, size_t size);
+
+#endif /* QMM_HARNESS_REPORT_H */

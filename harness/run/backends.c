@@ -1,0 +1,188 @@
+/* harness/run/backends.c — built-in backend registry, plugin loading, and the choice between an
+ * in-process and an isolated backend. */
+#include "harness/run/backends.h"
+
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness/io/clean.h"
+#include "optimized/qmm_optimized.h"
+#include "reference/qmm_reference.h"
+#ifdef QMM_HAVE_CUDA
+#include "optimized/qmm_cuda.h"
+#endif
+
+typedef struct builtin {
+    const char *name;
+    qmm_backend_open_fn open;
+} builtin;
+
+static const builtin builtins[] = {
+    {"reference", qmm_reference_open},
+    {"optimized", qmm_optimized_open},
+#ifdef QMM_HAVE_CUDA
+    {"cuda", qmm_cuda_open},
+#endif
+};
+
+const char *const qh_builtin_backends[] = {"reference", "optimized",
+#ifdef QMM_HAVE_CUDA
+                                           "cuda",
+#endif
+                                           NULL};
+
+int qh_spec_is_plugin(const char *name)
+{
+    size_t n = strlen(name);
+    return strchr(name, '/') != NULL || (n > 3 && strcmp(name + n - 3, ".so") == 0);
+}
+
+/* What an entry point said when it refused: one clean line (harness/io/clean.h), since it
+ * reaches the terminal through the caller's error. */
+static void said_by_backend(char *buf, size_t size, const qmm_status *st)
+{
+    if (!st->message[0])
+        snprintf(buf, size, "(no message)");
+    else
+        qh_clean_into(buf, size, st->message, strnlen(st->message, sizeof st->message), 0);
+}
+
+static int open_plugin(const char *path, const char *options, qh_backend *out, qh_error *err)
+{
+    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!dl) {
+        snprintf(err->msg, sizeof err->msg, "%s: cannot load plugin: %s", path, dlerror());
+        return -1;
+    }
+    /* POSIX guarantees object and function pointers convert through dlsym's void *. */
+    void *sym = dlsym(dl, QMM_PLUGIN_ENTRY);
+    if (!sym) {
+        snprintf(err->msg, sizeof err->msg, "%s: no entry point %s() exported", path,
+                 QMM_PLUGIN_ENTRY);
+        dlclose(dl);
+        return -1;
+    }
+    qmm_backend_open_fn open;
+    memcpy(&open, &sym, sizeof open);
+    qmm_status st;
+    qmm_status_ok(&st);
+    qmm_backend *be = open(QMM_ABI_VERSION, options, &st);
+    if (!be) {
+        char said[QH_CLEAN_LINE_MAX];
+        said_by_backend(said, sizeof said, &st);
+        snprintf(err->msg, sizeof err->msg, "%s: %s() returned no backend: %s: %s", path,
+                 QMM_PLUGIN_ENTRY, qmm_status_name(st.code), said);
+        dlclose(dl);
+        return -1;
+    }
+    char why[256] = "";
+    if (be->abi_version != QMM_ABI_VERSION)
+        snprintf(why, sizeof why, "plugin built for qmm ABI %u, this qmmcheck speaks ABI %u",
+                 be->abi_version, QMM_ABI_VERSION);
+    else
+        qh_table_adopt(be, &out->table, why, sizeof why);
+    if (why[0]) {
+        snprintf(err->msg, sizeof err->msg, "%s: %s", path, why);
+        /* The table cannot be trusted to hold a close pointer: leak it rather than guess. */
+        dlclose(dl);
+        return -1;
+    }
+    out->be = be;
+    out->has_query = out->table.query != NULL;
+    out->dl = dl;
+    out->is_plugin = 1;
+    return 0;
+}
+
+int qh_backend_open(const char *spec, qh_backend *out, qh_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (strlen(spec) >= sizeof out->spec) {
+        snprintf(err->msg, sizeof err->msg, "backend spec too long");
+        return -1;
+    }
+    memcpy(out->spec, spec, strlen(spec) + 1);
+    char name[1024];
+    memcpy(name, spec, strlen(spec) + 1);
+    const char *options = "";
+    char *colon = strchr(name, ':');
+    if (colon) {
+        *colon = '\0';
+        options = colon + 1;
+    }
+    if (qh_spec_is_plugin(name))
+        return open_plugin(name, options, out, err);
+    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++) {
+        if (strcmp(builtins[i].name, name) != 0)
+            continue;
+        qmm_status st;
+        qmm_status_ok(&st);
+        out->be = builtins[i].open(QMM_ABI_VERSION, options, &st);
+        if (!out->be) {
+            char said[QH_CLEAN_LINE_MAX];
+            said_by_backend(said, sizeof said, &st);
+            snprintf(err->msg, sizeof err->msg, "backend %s: %s", spec, said);
+            return -1;
+        }
+        qh_table_adopt(out->be, &out->table, err->msg, sizeof err->msg); /* ours: full size */
+        out->has_query = out->table.query != NULL;
+        return 0;
+    }
+    snprintf(err->msg, sizeof err->msg,
+             "unknown backend '%s' (built-in: reference; a plugin is a path to a .so)", name);
+    return -1;
+}
+
+/* Every table version has the fields up to and including impl; what follows (query, the
+ * operators, close) was added over time and reads as absent when a table ends before it. */
+#define QH_TABLE_MIN offsetof(qmm_backend, query)
+
+int qh_table_adopt(const qmm_backend *raw, qmm_backend *copy, char *msg, size_t size)
+{
+    size_t n = raw->struct_size;
+    if (n < QH_TABLE_MIN) {
+        snprintf(msg, size,
+                 "backend table too small: struct_size %u, the first ABI's table has at least "
+                 "%zu bytes", raw->struct_size, (size_t)QH_TABLE_MIN);
+        return -1;
+    }
+    memset(copy, 0, sizeof *copy);
+    memcpy(copy, raw, n < sizeof *copy ? n : sizeof *copy);
+    return 0;
+}
+
+void qh_warn_no_query(const char *spec)
+{
+    /* once per plugin, not once per --determinism variant of it */
+    static char last[1024];
+    if (strcmp(last, spec) == 0)
+        return;
+    snprintf(last, sizeof last, "%s", spec);
+    fprintf(stderr, "qmmcheck: warning: %s has no capability query; every call is run\n", spec);
+}
+
+void qh_backend_release(qh_backend *b)
+{
+    if (b->be && b->table.close)
+        b->table.close(b->be);
+    if (b->dl)
+        dlclose(b->dl);
+    memset(b, 0, sizeof *b);
+}
+qmm_status_code qh_backend_call(const qh_backend *b, qmm_call *c, qmm_status *st)
+{
+    return qmm_backend_run_via(&b->table, b->be, c, st);
+}
+
+/* The capability query, asked on a copy of the call so it cannot change what runs. */
+qmm_status_code qh_backend_ask(const qh_backend *b, const qmm_call *call, qmm_status *st)
+{
+    const qmm_backend *tab = &b->table, *self = b->be;
+    qmm_status_ok(st);
+    if (!tab->query)
+        return QMM_OK;
+    qmm_call copy = *call;
+    return tab->query(self, &copy, st) == QMM_UNSUPPORTED ? QMM_UNSUPPORTED : QMM_OK;
+}

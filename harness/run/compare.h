@@ -1,0 +1,30 @@
+/* harness/run/compare.h — element-wise comparison of an output against the reference. */
+#ifndef QMM_HARNESS_COMPARE_H
+#define QMM_HARNESS_COMPARE_H
+
+#include <stdint.h>
+
+#include "qmm/qmm.h"
+
+#define QH_COMPARE_KEEP 16 /* mismatching indices kept for the detail */
+
+typedef struct qh_compare {
+    int64_t total;                    /* elements compared */
+    int64_t errors;                   /* elements that match neither accepted value */
+    int32_t n_kept;
+    int64_t kept[QH_COMPARE_KEEP];    /* the first mismatching indices, ascending */
+    int shape_differs;                /* dtype or shape differ: nothing element-wise */
+} qh_compare;
+
+/* Element i of `got` is accepted when it equals exact[i], or alt[i] when alt is not NULL (the
+ * overflow-permitted result). Tensors must hold integer dtypes (uint8, int8, int32). */
+void qh_compare_outputs(const qmm_tensor *exact, const qmm_tensor *alt, const qmm_tensor *got,
+                        qh_compare *r);
+
+/* Element i of an integer tensor as int64 (uint8, int8, int16, uint16, int32, int64). */
+int64_t qh_tensor_int(const qmm_tensor *t, int64_t i);
+
+/* Writes "[2,3]" (or "[]") into buf. */
+void qh_format_dims(const qmm_tensor *t, char *buf, size_t size);
+
+#endif /* QMM_HARNESS_COMPARE_H */

@@ -1,0 +1,638 @@
+/* harness/run/invoke.c — calling a backend, in process or in an isolated worker.
+ *
+ * Isolation: an isolated qh_backend has a worker process (harness/run/worker.c), which opens its
+ * own instance of the backend (qmmcheck never loads an isolated plugin, and a backend's
+ * threads do not survive fork anyway) and answers a hello. This file is the parent's side: it
+ * sends one request at a time over a socket (harness/run/wire.h) — a call with every input tensor,
+ * or "close" — and waits with a timeout. The output lives in a memfd that the parent creates
+ * and sizes from its own data and that both map, so it exists once.
+ *
+ * Containment: the worker leads its own process group (a plugin's children die with it), its
+ * stdout and stderr are a pipe the parent drains into the invocation, and it dies with
+ * qmmcheck. The parent notices the worker's death by waitpid, not by EOF (a lingering child
+ * may hold the socket), and every wait returns once qh_interrupted is set. A worker that dies
+ * or hangs is killed with its group and the next call starts a fresh one.
+ */
+#define _GNU_SOURCE 1 /* memfd_create, MFD_*, F_ADD_SEALS */
+#include "harness/run/invoke.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness/io/case.h"
+#include "harness/run/expect.h"
+#include "harness/run/wire.h"
+#include "harness/run/worker.h"
+
+volatile sig_atomic_t qh_interrupted = 0;
+
+#define DEFAULT_FILL 0xa5
+
+static unsigned char fill_of(const qh_invoke_opts *o)
+{
+    return o && o->fill ? o->fill : DEFAULT_FILL;
+}
+
+/* ---- opening and closing ---------------------------------------------------------------- */
+
+int qh_backend_open_isolated(const char *spec, const qh_isolation *iso, qh_backend *out,
+                             qh_error *err)
+{
+    char name[1024];
+    snprintf(name, sizeof name, "%s", spec);
+    char *colon = strchr(name, ':');
+    if (colon)
+        *colon = '\0';
+    int plugin = qh_spec_is_plugin(name);
+    int isolated = iso->isolate < 0 ? plugin : iso->isolate;
+    if (!isolated) {
+        if (qh_backend_open(spec, out, err) != 0)
+            return -1;
+        out->iso = *iso;
+        if (plugin && !out->table.query)
+            qh_warn_no_query(name);
+        return 0;
+    }
+    memset(out, 0, sizeof *out);
+    if (strlen(spec) >= sizeof out->spec) {
+        snprintf(err->msg, sizeof err->msg, "backend spec too long");
+        return -1;
+    }
+    memcpy(out->spec, spec, strlen(spec) + 1);
+    out->is_plugin = plugin;
+    out->isolated = 1;
+    out->iso = *iso;
+    if (qh_worker_open(out, err) != 0)
+        return -1;
+    if (plugin && !out->broken[0] && !out->has_query)
+        qh_warn_no_query(name);
+    return 0;
+}
+
+void qh_backend_close(qh_backend *b)
+{
+    qh_worker_stop(b);
+    qh_backend_release(b);
+}
+
+/* ---- in process ----------------------------------------------------------------------- */
+
+static int invoke_here(qh_backend *b, const qmm_call *call, unsigned char fill,
+                       qh_invocation *out)
+{
+    if (qh_backend_ask(b, call, &out->st) == QMM_UNSUPPORTED) {
+        out->code = QMM_UNSUPPORTED;
+        return 0;
+    }
+    qmm_status_ok(&out->st);
+    qmm_call c = *call;
+    qmm_tensor *y = qh_call_output(&c);
+    out->y = *y;
+    /* A poison fill makes an element the backend forgets to write unlikely to match. */
+    if (qh_alloc_tensor(&out->y, fill) != 0) {
+        snprintf(out->problem, sizeof out->problem, "cannot allocate the output");
+        return -1;
+    }
+    y->data = out->y.data;
+    out->code = qh_backend_call(b, &c, &out->st);
+    out->outcome = QH_RETURNED;
+    return 0;
+}
+
+
+double qh_mono_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The deadline `timeout` seconds from now; 0 (none) when timeout is 0. */
+static double deadline_after(double timeout)
+{
+    return timeout > 0 ? qh_mono_seconds() + timeout : 0;
+}
+
+enum { W_READY = 0, W_DIED = -1, W_HUNG = -2, W_INTR = -3 };
+
+static void capture(qh_backend *b, const char *p, size_t n)
+{
+    if (!b->captured)
+        b->captured = malloc(QH_OUTPUT_KEEP + 1);
+    size_t room = b->captured ? QH_OUTPUT_KEEP - b->captured_len : 0;
+    size_t k = n < room ? n : room;
+    if (k)
+        memcpy(b->captured + b->captured_len, p, k);
+    b->captured_len += k;
+    b->captured_dropped += n - k;
+}
+
+/* Reads what the worker printed, without blocking (and boundedly: a chatty child of the
+ * worker cannot keep the parent here). */
+static void drain(qh_backend *b)
+{
+    char buf[4096];
+    for (int i = 0; i < 256 && b->worker_out >= 0; i++) {
+        ssize_t r = read(b->worker_out, buf, sizeof buf);
+        if (r > 0) {
+            capture(b, buf, (size_t)r);
+        } else if (r == 0) {
+            close(b->worker_out); /* every writer is gone */
+            b->worker_out = -1;
+        } else if (errno != EINTR) {
+            break;
+        }
+    }
+}
+
+static void take_output(qh_backend *b, qh_invocation *out)
+{
+    /* everything the worker printed before it replied is in the pipe by now */
+    if (b->worker_pid > 0)
+        drain(b);
+    if (b->captured_len) {
+        b->captured[b->captured_len] = '\0';
+        out->output = b->captured;
+        b->captured = NULL;
+    }
+    out->output_dropped = b->captured_dropped;
+    b->captured_len = 0;
+    b->captured_dropped = 0;
+}
+
+/* Has the worker ended? Checked without reaping it, so its pid (its group's id) cannot be
+ * reused before the group is killed. */
+static int worker_gone(qh_backend *b)
+{
+    if (b->worker_dead)
+        return 1;
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PID, (id_t)b->worker_pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        si.si_pid == b->worker_pid)
+        b->worker_dead = 1;
+    return b->worker_dead;
+}
+
+/* Waits until the socket is ready for `events`, draining the worker's output meanwhile.
+ * Returns W_READY, W_DIED (the worker ended and sent nothing more), W_HUNG (deadline, > 0)
+ * or W_INTR (qh_interrupted). */
+static int await(qh_backend *b, short events, double deadline)
+{
+    for (;;) {
+        if (qh_interrupted)
+            return W_INTR;
+        int ms = 50; /* also the longest a death or a signal goes unnoticed */
+        if (deadline > 0) {
+            double left = deadline - qh_mono_seconds();
+            if (left <= 0)
+                return W_HUNG;
+            if (left * 1000 < ms)
+                ms = (int)(left * 1000) + 1;
+        }
+        struct pollfd p[2] = {{.fd = b->worker_fd, .events = events},
+                              {.fd = b->worker_out, .events = POLLIN}};
+        int np = b->worker_out >= 0 ? 2 : 1;
+        int r = poll(p, (nfds_t)np, ms);
+        if (r < 0 && errno != EINTR)
+            return W_DIED;
+        if (np == 2 && p[1].revents)
+            drain(b);
+        if (r > 0 && p[0].revents)
+            return W_READY;
+        if (worker_gone(b)) {
+            /* what it sent before it ended is still to be read */
+            struct pollfd q = {.fd = b->worker_fd, .events = events};
+            return poll(&q, 1, 0) > 0 && (q.revents & events) ? W_READY : W_DIED;
+        }
+    }
+}
+
+/* Sends (`sending`) or receives exactly n bytes on the worker's socket, waiting as await. */
+static int transfer(qh_backend *b, void *p, size_t n, double deadline, int sending)
+{
+    char *s = p;
+    while (n) {
+        ssize_t r = sending ? send(b->worker_fd, s, n, MSG_NOSIGNAL | MSG_DONTWAIT)
+                            : recv(b->worker_fd, s, n, MSG_DONTWAIT);
+        if (r > 0) {
+            s += r;
+            n -= (size_t)r;
+        } else if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            int w = await(b, sending ? POLLOUT : POLLIN, deadline);
+            if (w != W_READY)
+                return w;
+        } else if (!(r < 0 && errno == EINTR)) {
+            return W_DIED; /* EOF, or the socket is gone */
+        }
+    }
+    return W_READY;
+}
+
+static int send_all(qh_backend *b, const void *p, size_t n, double deadline)
+{
+    return transfer(b, (void *)p, n, deadline, 1);
+}
+
+static int recv_all(qh_backend *b, void *p, size_t n, double deadline)
+{
+    return transfer(b, p, n, deadline, 0);
+}
+
+/* The request header, with the output's memfd attached when there is one. */
+static int send_request(qh_backend *b, const wire_request *rq, int memfd, double deadline)
+{
+    if (memfd < 0)
+        return send_all(b, rq, sizeof *rq, deadline);
+    for (;;) {
+        int r = await(b, POLLOUT, deadline);
+        if (r != W_READY)
+            return r;
+        qh_fd_msg m;
+        qh_fd_msg_init(&m, (void *)rq, sizeof *rq);
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&m.mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &memfd, sizeof(int));
+        ssize_t w = sendmsg(b->worker_fd, &m.mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0)
+            return send_all(b, (const char *)rq + w, sizeof *rq - (size_t)w, deadline);
+        if (!(w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)))
+            return W_DIED;
+    }
+}
+
+static void describe_end(int status, char *buf, size_t size)
+{
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        const char *abbrev = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS"
+                           : sig == SIGABRT ? "SIGABRT" : sig == SIGFPE ? "SIGFPE"
+                           : sig == SIGILL ? "SIGILL" : sig == SIGKILL ? "SIGKILL"
+                           : sig == SIGTRAP ? "SIGTRAP" : "signal";
+        snprintf(buf, size, "killed by %s (%s)", abbrev, strsignal(sig));
+    } else if (WIFEXITED(status)) {
+        snprintf(buf, size, "worker exited with status %d", WEXITSTATUS(status));
+    } else {
+        snprintf(buf, size, "worker ended");
+    }
+}
+
+/* Kills the worker's process group (its children with it), reaps the worker and closes the
+ * channels; `how` (may be NULL) says how the worker ended. */
+static void worker_end(qh_backend *b, char *how, size_t size)
+{
+    if (how && size)
+        how[0] = '\0';
+    if (b->worker_pid <= 0)
+        return;
+    kill(-b->worker_pid, SIGKILL);
+    kill(b->worker_pid, SIGKILL); /* in case it never got its own group */
+    int status = 0;
+    while (waitpid(b->worker_pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    drain(b);
+    if (b->worker_out >= 0)
+        close(b->worker_out);
+    close(b->worker_fd);
+    if (how)
+        describe_end(status, how, size);
+    b->worker_pid = 0;
+    b->worker_fd = -1;
+    b->worker_out = -1;
+    b->worker_dead = 0;
+}
+
+static int worker_start(qh_backend *b)
+{
+    int sv[2], op[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        return -1;
+    if (pipe2(op, O_CLOEXEC) != 0) {
+        close(sv[0]);
+        close(sv[1]);
+        return -1;
+    }
+    fflush(NULL); /* no buffered output duplicated into the child */
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0)
+        qh_worker_child(b, sv[1], op[1], parent);
+    close(sv[1]);
+    close(op[1]);
+    if (pid < 0) {
+        close(sv[0]);
+        close(op[0]);
+        return -1;
+    }
+    setpgid(pid, pid); /* as the child does: whichever runs first */
+    fcntl(op[0], F_SETFL, fcntl(op[0], F_GETFL) | O_NONBLOCK);
+    b->worker_pid = pid;
+    b->worker_fd = sv[0];
+    b->worker_out = op[0];
+    b->worker_dead = 0;
+    return 0;
+}
+
+static qh_invoke_outcome outcome_of(int w)
+{
+    return w == W_HUNG ? QH_HUNG : w == W_INTR ? QH_INTERRUPTED : QH_DIED;
+}
+
+/* Says why a wait on `what` ("qmm_backend_open", "close", "" for a call) ended badly,
+ * ending the worker. */
+static void explain(qh_backend *b, int w, const char *what, double timeout, char *why,
+                    size_t n)
+{
+    char how[160];
+    worker_end(b, how, sizeof how);
+    const char *sep = what[0] ? ": " : "";
+    if (w == W_HUNG)
+        snprintf(why, n, "%s%sno answer within %.3g s; worker killed", what, sep, timeout);
+    else if (w == W_INTR)
+        snprintf(why, n, "%s%sinterrupted by signal %d; worker killed", what, sep,
+                 (int)qh_interrupted);
+    else
+        snprintf(why, n, "%s%s%s", what, what[0] ? " crashed: " : "", how);
+}
+
+/* Starts a worker and reads its hello. W_READY with *h (h->ok 0: the backend refused to
+ * open, the worker is ended), or a failure with the worker ended and `why` set. */
+static int worker_hello(qh_backend *b, double deadline, double timeout, wire_hello *h,
+                        char *why, size_t n)
+{
+    if (worker_start(b) != 0) {
+        snprintf(why, n, "cannot start a worker: %s", strerror(errno));
+        return W_DIED;
+    }
+    int w = recv_all(b, h, sizeof *h, deadline);
+    if (w == W_READY && h->magic != HELLO_MAGIC)
+        w = W_DIED;
+    if (w != W_READY) {
+        explain(b, w, "qmm_backend_open", timeout, why, n);
+        return w;
+    }
+    h->message[sizeof h->message - 1] = '\0';
+    if (!h->ok)
+        worker_end(b, NULL, 0);
+    return W_READY;
+}
+
+int qh_worker_open(qh_backend *b, qh_error *err)
+{
+    b->worker_fd = b->worker_out = -1;
+    double t = b->iso.timeout_s;
+    wire_hello h;
+    int w = worker_hello(b, deadline_after(t), t, &h, b->broken, sizeof b->broken);
+    if (w != W_READY)
+        return 0; /* broken: every call says why */
+    if (!h.ok) {
+        snprintf(err->msg, sizeof err->msg, "%s", h.message);
+        return -1;
+    }
+    b->has_query = h.has_query;
+    return 0;
+}
+
+/* Before a call: did the worker report a late write, or die, after the previous call
+ * returned? Then that is this call's answer (1); 0 when the worker is fine. */
+static int between_calls(qh_backend *b, qh_invocation *out)
+{
+    struct pollfd p = {.fd = b->worker_fd, .events = POLLIN};
+    int pending = poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+    if (!pending && !worker_gone(b))
+        return 0;
+    wire_reply rep;
+    char how[160];
+    if (pending && recv_all(b, &rep, sizeof rep, qh_mono_seconds() + 1) == W_READY &&
+        rep.magic == REP_MAGIC && rep.exiting) {
+        rep.problem[sizeof rep.problem - 1] = '\0';
+        out->outcome = QH_MISBEHAVED;
+        snprintf(out->problem, sizeof out->problem,
+                 "a write left over from the previous call: %s", rep.problem);
+        worker_end(b, NULL, 0);
+        return 1;
+    }
+    worker_end(b, how, sizeof how);
+    if (pending)
+        return 0; /* garbage between calls: a fresh worker runs this one */
+    out->outcome = QH_DIED;
+    snprintf(out->problem, sizeof out->problem,
+             "the worker died after the previous call returned: %s", how);
+    return 1;
+}
+
+/* The output the parent maps: a sealed memfd sized from the parent's own numbers, with a
+ * page of room in front for the guard's canaries. */
+static int make_output_map(size_t bytes, qh_invocation *out, int *memfd)
+{
+    size_t ps = qh_page_size();
+    size_t len = (bytes + 2 * ps - 1) / ps * ps;
+    *memfd = memfd_create("qmm-y", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (*memfd < 0)
+        return -1;
+    /* sealed against shrinking, so the worker cannot make the parent's reads fault */
+    if (ftruncate(*memfd, (off_t)len) != 0 ||
+        fcntl(*memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+        return -1;
+    void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, *memfd, 0);
+    if (m == MAP_FAILED)
+        return -1;
+    out->y_map = m;
+    out->y_map_len = len;
+    return 0;
+}
+
+static int send_call(qh_backend *b, qmm_call *c, unsigned char fill, int memfd,
+                     size_t map_len, double deadline)
+{
+    qmm_tensor *t[QH_CALL_MAX_TENSORS];
+    const char *names[QH_CALL_MAX_TENSORS];
+    int n = qh_call_tensors(c, t, names);
+    wire_request rq;
+    memset(&rq, 0, sizeof rq);
+    rq.magic = REQ_MAGIC;
+    rq.kind = REQ_CALL;
+    rq.seq = ++b->seq;
+    rq.fill = fill;
+    rq.op = c->op;
+    rq.n_tensors = n;
+    rq.map_len = map_len;
+    if (c->op == QMM_OP_QLINEARMATMUL)
+        rq.opset = c->u.qlinearmatmul.opset;
+    if (c->op == QMM_OP_QORDEREDMATMUL) {
+        rq.order_a = c->u.qorderedmatmul.order_a;
+        rq.order_b = c->u.qorderedmatmul.order_b;
+        rq.order_y = c->u.qorderedmatmul.order_y;
+    }
+    int w = send_request(b, &rq, memfd, deadline);
+    for (int i = 0; w == W_READY && i < n; i++) {
+        wire_tensor wt;
+        memset(&wt, 0, sizeof wt);
+        wt.dtype = t[i]->dtype;
+        wt.rank = t[i]->rank;
+        memcpy(wt.dims, t[i]->dims, sizeof wt.dims);
+        wt.bytes = qh_tensor_bytes(t[i]);
+        w = send_all(b, &wt, sizeof wt, deadline);
+        if (w == W_READY && i < n - 1 && wt.bytes)
+            w = send_all(b, t[i]->data, (size_t)wt.bytes, deadline);
+    }
+    return w;
+}
+
+static int invoke_isolated(qh_backend *b, const qmm_call *call, double timeout,
+                           unsigned char fill, qh_invocation *out)
+{
+    /* Our own copy: every byte count below comes from it, never from the worker. */
+    qmm_call c = *call;
+    qmm_tensor *y = qh_call_output(&c);
+    if (!y) {
+        snprintf(out->problem, sizeof out->problem, "the call has no operator");
+        return -1;
+    }
+    out->y = *y;
+    out->y.data = NULL;
+    size_t ybytes = qh_tensor_bytes(y);
+    double deadline = deadline_after(timeout);
+    if (b->worker_pid > 0 && between_calls(b, out))
+        return 0;
+    if (b->worker_pid <= 0) {
+        /* a fresh worker re-opens the backend, within this call's time */
+        wire_hello h;
+        int w = worker_hello(b, deadline, timeout, &h, out->problem, sizeof out->problem);
+        if (w == W_READY && !h.ok) {
+            snprintf(out->problem, sizeof out->problem,
+                     "qmm_backend_open failed in a restarted worker: %s", h.message);
+            w = W_DIED;
+        }
+        if (w != W_READY) {
+            out->outcome = outcome_of(w);
+            return 0;
+        }
+    }
+    int memfd = -1;
+    if (ybytes && make_output_map(ybytes, out, &memfd) != 0) {
+        snprintf(out->problem, sizeof out->problem, "cannot allocate the output: %s",
+                 strerror(errno));
+        if (memfd >= 0)
+            close(memfd);
+        return -1;
+    }
+    int w = send_call(b, &c, fill, memfd, out->y_map_len, deadline);
+    if (memfd >= 0)
+        close(memfd);
+    wire_reply rep;
+    if (w == W_READY)
+        w = recv_all(b, &rep, sizeof rep, deadline);
+    if (w == W_READY && rep.magic == REP_MAGIC && rep.exiting) {
+        /* the fault handler answered and the worker is exiting */
+        rep.problem[sizeof rep.problem - 1] = '\0';
+        out->outcome = QH_MISBEHAVED;
+        snprintf(out->problem, sizeof out->problem, "%s%s",
+                 rep.late && rep.seq != b->seq ? "a write left over from the previous call: "
+                                               : "", rep.problem);
+        worker_end(b, NULL, 0);
+        return 0;
+    }
+    if (w == W_READY && (rep.magic != REP_MAGIC || rep.seq != b->seq ||
+                         rep.offset >= qh_page_size() ||
+                         (ybytes && rep.offset + ybytes > out->y_map_len)))
+        w = W_DIED; /* a garbled reply: treat the worker as broken */
+    if (w != W_READY) {
+        explain(b, w, "", timeout, out->problem, sizeof out->problem);
+        out->outcome = outcome_of(w);
+        return 0;
+    }
+    if (ybytes) {
+        out->y.data = (unsigned char *)out->y_map + rep.offset;
+    } else if (qh_alloc_tensor(&out->y, fill) != 0) {
+        snprintf(out->problem, sizeof out->problem, "cannot allocate the output");
+        return -1;
+    }
+    out->outcome = rep.outcome == QH_MISBEHAVED ? QH_MISBEHAVED : QH_RETURNED;
+    out->code = (qmm_status_code)rep.code;
+    qmm_status_set(&out->st, out->code, "%.*s", (int)sizeof rep.message - 1, rep.message);
+    rep.problem[sizeof rep.problem - 1] = '\0';
+    memcpy(out->problem, rep.problem, sizeof out->problem);
+    return 0;
+}
+
+int qh_backend_finish(qh_backend *b, char *why, size_t n)
+{
+    if (n)
+        why[0] = '\0';
+    if (b->worker_pid <= 0)
+        return 0;
+    double t = b->iso.timeout_s;
+    double deadline = deadline_after(t);
+    wire_request rq;
+    memset(&rq, 0, sizeof rq);
+    rq.magic = REQ_MAGIC;
+    rq.kind = REQ_CLOSE;
+    rq.seq = ++b->seq;
+    int w = send_all(b, &rq, sizeof rq, deadline);
+    wire_reply rep;
+    if (w == W_READY)
+        w = recv_all(b, &rep, sizeof rep, deadline);
+    if (w == W_READY && (rep.magic != REP_MAGIC || rep.seq != rq.seq || rep.exiting))
+        w = W_DIED;
+    if (w == W_READY) {
+        worker_end(b, NULL, 0); /* and whatever children it left */
+        return 0;
+    }
+    explain(b, w, "close", t, why, n);
+    return outcome_of(w);
+}
+
+void qh_worker_stop(qh_backend *b)
+{
+    char why[256];
+    qh_backend_finish(b, why, sizeof why);
+    free(b->captured);
+    b->captured = NULL;
+    b->captured_len = b->captured_dropped = 0;
+}
+
+int qh_invoke(qh_backend *b, const qmm_call *call, const qh_invoke_opts *o, qh_invocation *out)
+{
+    memset(out, 0, sizeof *out);
+    qmm_status_ok(&out->st);
+    if (b->broken[0]) {
+        snprintf(out->problem, sizeof out->problem, "%s", b->broken);
+        take_output(b, out);
+        return -1;
+    }
+    unsigned char fill = fill_of(o);
+    if (b->isolated || (o && o->isolate)) {
+        if (b->worker_pid <= 0)
+            b->worker_fd = b->worker_out = -1;
+        int rc = invoke_isolated(b, call, o ? o->timeout_s : b->iso.timeout_s, fill, out);
+        take_output(b, out);
+        return rc;
+    }
+    return invoke_here(b, call, fill, out);
+}
+
+void qh_invocation_free(qh_invocation *inv)
+{
+    if (inv->y_map)
+        munmap(inv->y_map, inv->y_map_len);
+    else
+        free(inv->y.data);
+    inv->y.data = NULL;
+    inv->y_map = NULL;
+    free(inv->output);
+    inv->output = NULL;
+}

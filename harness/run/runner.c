@@ -1,0 +1,607 @@
+/* harness/run/runner.c — judging one case against one backend. */
+#include "harness/run/runner.h"
+
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness/io/clean.h"
+#include "harness/run/compare.h"
+#include "harness/run/expect.h"
+#include "harness/run/invoke.h"
+#include "harness/report/strbuf.h"
+#include "reference/qmm_reference.h"
+
+static const char *const status_names[QH_STATUS_COUNT] = {
+    "PASSED", "FAILED", "MISTRUSTED", "SKIPPED", "UNCHECKED",
+    "CRASHED", "TIMEOUT", "ERROR", "XFAIL", "XPASS",
+};
+static const char *const status_keys[QH_STATUS_COUNT] = {
+    "passed", "failed", "mistrusted", "skipped", "unchecked",
+    "crashed", "timeout", "error", "xfail", "xpass",
+};
+
+const char *qh_case_status_name(qh_case_status s)
+{
+    return s < QH_STATUS_COUNT ? status_names[s] : "UNKNOWN";
+}
+
+const char *qh_case_status_key(qh_case_status s)
+{
+    return s < QH_STATUS_COUNT ? status_keys[s] : "unknown";
+}
+
+int qh_case_status_is_bad(qh_case_status s)
+{
+    return s == QH_FAILED || s == QH_CRASHED || s == QH_TIMEOUT || s == QH_ERROR;
+}
+
+void qh_result_free(qh_result *r)
+{
+    free(r->name);
+    free(r->path);
+    free(r->summary);
+    free(r->detail);
+    memset(r, 0, sizeof *r);
+}
+
+
+char *qh_repro_command(const qh_case_ref *ref, const char *backend_spec, const char *profile)
+{
+    qh_sb b = {0};
+    qh_sb_puts(&b, "qmmcheck repro --backend ");
+    qh_sb_shell_word(&b, backend_spec);
+    if (profile && strcmp(profile, QH_DEFAULT_PROFILE) != 0) {
+        qh_sb_puts(&b, " --profile ");
+        qh_sb_shell_word(&b, profile);
+    }
+    if (ref->data_set > 0)
+        qh_sb_printf(&b, " --data-set %d", ref->data_set);
+    qh_sb_puts(&b, " ");
+    qh_sb_shell_word(&b, ref->dir);
+    return qh_sb_take(&b);
+}
+
+/* ---- describing inputs ---------------------------------------------------------- */
+
+static void sb_tensor_brief(qh_sb *b, const char *name, const qmm_tensor *t)
+{
+    char dims[256];
+    if (!qmm_tensor_present(t)) {
+        qh_sb_printf(b, "    %s: absent\n", name);
+        return;
+    }
+    qh_format_dims(t, dims, sizeof dims);
+    qh_sb_printf(b, "    %s: %s %s", name, qmm_dtype_name(t->dtype), dims);
+    int64_t n = qmm_tensor_numel(t);
+    if (n >= 1 && n <= 8) {
+        qh_sb_puts(b, " =");
+        for (int64_t i = 0; i < n; i++) {
+            if (t->dtype == QMM_DTYPE_FLOAT || t->dtype == QMM_DTYPE_FLOAT16 ||
+                t->dtype == QMM_DTYPE_BFLOAT16)
+                qh_sb_printf(b, " %.9g", qmm_scale_decode(t->dtype, t->data, i));
+            else
+                qh_sb_printf(b, " %lld", (long long)qh_tensor_int(t, i));
+        }
+    }
+    qh_sb_puts(b, "\n");
+}
+
+static void sb_call_inputs(qh_sb *b, const qmm_call *call)
+{
+    if (call->op == QMM_OP_QLINEARMATMUL) {
+        const qmm_qlinearmatmul *c = &call->u.qlinearmatmul;
+        qh_sb_printf(b, "  QLinearMatMul (opset %d)\n", c->opset);
+        sb_tensor_brief(b, "a", &c->a);
+        sb_tensor_brief(b, "a_scale", &c->a_scale);
+        sb_tensor_brief(b, "a_zero_point", &c->a_zero_point);
+        sb_tensor_brief(b, "b", &c->b);
+        sb_tensor_brief(b, "b_scale", &c->b_scale);
+        sb_tensor_brief(b, "b_zero_point", &c->b_zero_point);
+        sb_tensor_brief(b, "y_scale", &c->y_scale);
+        sb_tensor_brief(b, "y_zero_point", &c->y_zero_point);
+    } else if (call->op == QMM_OP_MATMULINTEGER) {
+        const qmm_matmulinteger *c = &call->u.matmulinteger;
+        qh_sb_puts(b, "  MatMulInteger\n");
+        sb_tensor_brief(b, "A", &c->a);
+        sb_tensor_brief(b, "B", &c->b);
+        sb_tensor_brief(b, "a_zero_point", &c->a_zero_point);
+        sb_tensor_brief(b, "b_zero_point", &c->b_zero_point);
+    } else if (call->op == QMM_OP_QORDEREDMATMUL) {
+        const qmm_qorderedmatmul *c = &call->u.qorderedmatmul;
+        qh_sb_printf(b, "  QOrderedMatMul (order_A %d, order_B %d, order_Y %d)\n", c->order_a,
+                     c->order_b, c->order_y);
+        sb_tensor_brief(b, "A", &c->a);
+        sb_tensor_brief(b, "scale_A", &c->scale_a);
+        sb_tensor_brief(b, "B", &c->b);
+        sb_tensor_brief(b, "scale_B", &c->scale_b);
+        sb_tensor_brief(b, "scale_Y", &c->scale_y);
+        sb_tensor_brief(b, "bias", &c->bias);
+        sb_tensor_brief(b, "C", &c->c);
+        sb_tensor_brief(b, "scale_C", &c->scale_c);
+    }
+}
+
+/* ---- judging -------------------------------------------------------------------------- */
+
+typedef struct verdict {
+    qh_case_status status;
+    qh_sb summary;
+    qh_sb detail;
+} verdict;
+
+/* Untrusted text (a plugin's status message, a worker's problem) as one clean line, read at
+ * most `max` bytes far: a plugin need not have terminated its message. */
+typedef struct clean_text {
+    char s[QH_CLEAN_LINE_MAX + 1];
+} clean_text;
+
+static const char *cleaned(clean_text *t, const char *s, size_t max)
+{
+    qh_clean_into(t->s, sizeof t->s, s, strnlen(s, max), QH_CLEAN_LINE_MAX);
+    return t->s;
+}
+
+#define CLEAN(t, field) cleaned(&(t), (field), sizeof(field))
+
+/* What the worker printed during the call, cleaned into one bounded detail line. */
+static void sb_worker_output(qh_sb *b, const qh_invocation *inv)
+{
+    size_t n = inv->output ? strlen(inv->output) : 0;
+    if (n == 0 && inv->output_dropped == 0)
+        return;
+    clean_text t;
+    qh_sb_printf(b, "    worker output (%zu bytes, %zu dropped): %s\n", n, inv->output_dropped,
+                 cleaned(&t, inv->output ? inv->output : "", n));
+}
+
+/* Does the stored output agree with the reference? Returns 1 when the vector is mistrusted,
+ * with the reason in `why`. */
+static int vector_mistrusted(const qh_case *c, qmm_status_code ref_code, const char *ref_msg,
+                             const qmm_tensor *exact, const qmm_tensor *alt, qh_sb *why)
+{
+    if (c->meta.expect != QMM_OK && c->meta.expect != ref_code) {
+        qh_sb_printf(why, "qmm.meta expects %s but the reference answers %s%s%s",
+                     qmm_status_name(c->meta.expect), qmm_status_name(ref_code),
+                     ref_msg[0] ? ": " : "", ref_msg);
+        return 1;
+    }
+    if (ref_code != QMM_OK) {
+        if (c->meta.expect == QMM_OK && c->n_outputs > 0) {
+            qh_sb_printf(why, "the vector stores an output, but the reference rejects it: %s",
+                         ref_msg);
+            return 1;
+        }
+        return 0;
+    }
+    if (c->n_outputs == 0)
+        return 0;
+    const qmm_tensor *stored = &c->outputs[0].t;
+    qh_compare cmp;
+    qh_compare_outputs(exact, alt, stored, &cmp);
+    if (cmp.errors == 0)
+        return 0;
+    if (cmp.shape_differs) {
+        char d1[256], d2[256];
+        qh_format_dims(stored, d1, sizeof d1);
+        qh_format_dims(exact, d2, sizeof d2);
+        qh_sb_printf(why, "stored output_0 is %s %s, the reference gives %s %s",
+                     qmm_dtype_name(stored->dtype), d1, qmm_dtype_name(exact->dtype), d2);
+        return 1;
+    }
+    int64_t i = cmp.kept[0];
+    qh_sb_printf(why,
+                 "stored output_0 differs from the reference at %lld of %lld elements "
+                 "(first at index %lld: stored %lld, reference %lld)",
+                 (long long)cmp.errors, (long long)cmp.total, (long long)i,
+                 (long long)qh_tensor_int(stored, i), (long long)qh_tensor_int(exact, i));
+    return 1;
+}
+
+/* Runs the call again on the same backend and on each variant; every answer must equal the
+ * first bit for bit (status code and every output byte). */
+static void check_determinism(qh_case *c, qh_backend *hb, const qh_eval_opts *o,
+                              const qh_invocation *first, verdict *v)
+{
+    for (int32_t r = -1; r < o->n_variants; r++) {
+        qh_backend *vb = r < 0 ? hb : &o->variants[r];
+        qh_invocation again;
+        if (qh_invoke(vb, &c->call, &o->invoke, &again) != 0) {
+            qh_invocation_free(&again);
+            continue;
+        }
+        const char *who = r < 0 ? "a second run" : vb->spec;
+        clean_text t;
+        size_t bytes = (size_t)qmm_tensor_numel(&first->y) * qmm_dtype_size(first->y.dtype);
+        if (again.outcome != QH_RETURNED || again.code != first->code) {
+            v->status = QH_FAILED;
+            qh_sb_printf(&v->summary, "not deterministic: %s answered %s%s%s, the first run %s",
+                         who, again.outcome == QH_RETURNED ? qmm_status_name(again.code) : "",
+                         again.outcome == QH_RETURNED ? "" : "abnormally: ",
+                         again.outcome == QH_RETURNED ? "" : CLEAN(t, again.problem),
+                         qmm_status_name(first->code));
+        } else if (first->code == QMM_OK && bytes &&
+                   memcmp(first->y.data, again.y.data, bytes) != 0) {
+            qh_compare cmp;
+            qh_compare_outputs(&first->y, NULL, &again.y, &cmp);
+            int64_t i = cmp.n_kept ? cmp.kept[0] : 0;
+            v->status = QH_FAILED;
+            qh_sb_printf(&v->summary,
+                         "not deterministic: %s differs from the first run at %lld of %lld "
+                         "elements (first at index %lld: %lld vs %lld)",
+                         who, (long long)cmp.errors, (long long)cmp.total, (long long)i,
+                         (long long)qh_tensor_int(&again.y, i),
+                         (long long)qh_tensor_int(&first->y, i));
+        }
+        qh_invocation_free(&again);
+        if (v->status == QH_FAILED)
+            return;
+    }
+}
+
+/* 1 when every byte of element i of y is `fill`. */
+static int element_is_fill(const qmm_tensor *y, int64_t i, unsigned char fill)
+{
+    size_t es = qmm_dtype_size(y->dtype);
+    const unsigned char *p = (const unsigned char *)y->data + (size_t)i * es;
+    for (size_t k = 0; k < es; k++)
+        if (p[k] != fill)
+            return 0;
+    return 1;
+}
+
+/* The first element at or after `from` whose bytes are all `fill`, or n. memchr skips the
+ * bytes that cannot start one, so an output of several GiB with no fill costs one fast pass. */
+static int64_t next_fill(const qmm_tensor *y, int64_t from, int64_t n, unsigned char fill)
+{
+    size_t es = qmm_dtype_size(y->dtype);
+    const unsigned char *base = y->data, *end = base + (size_t)n * es;
+    const unsigned char *p = base + (size_t)from * es;
+    while (p < end) {
+        const unsigned char *hit = memchr(p, fill, (size_t)(end - p));
+        if (!hit)
+            return n;
+        int64_t i = (int64_t)((size_t)(hit - base) / es);
+        if (element_is_fill(y, i, fill))
+            return i;
+        p = base + (size_t)(i + 1) * es;
+    }
+    return n;
+}
+
+/* A backend answered OK. An element still holding the fill may be unwritten, or written with
+ * a value that happens to be the fill (165 everywhere is a right answer for K = 0): only then
+ * is the call run again with another fill, and an element holding the fill both times was
+ * never written. Elements that differ otherwise between the runs are not deterministic.
+ * Returns 1 with the verdict set when the backend fails this. */
+static int check_unwritten(qh_case *c, qh_backend *hb, const qh_eval_opts *o,
+                           const qh_invocation *first, verdict *v)
+{
+    const qmm_tensor *y = &first->y;
+    /* qh_invoke's fill (0xa5 unless asked otherwise), then its complement (0x5a) */
+    const unsigned char fill1 = o->invoke.fill ? o->invoke.fill : 0xa5;
+    const unsigned char fill2 = (unsigned char)~fill1;
+    int64_t n = qmm_tensor_numel(y);
+    int64_t i0 = n > 0 ? next_fill(y, 0, n, fill1) : 0;
+    if (i0 >= n)
+        return 0;
+    qh_invoke_opts io = o->invoke;
+    io.fill = fill2;
+    qh_invocation again;
+    clean_text t;
+    if (qh_invoke(hb, &c->call, &io, &again) != 0) {
+        v->status = QH_ERROR;
+        qh_sb_printf(&v->summary, "%s", CLEAN(t, again.problem));
+        qh_invocation_free(&again);
+        return 1;
+    }
+    if (again.outcome != QH_RETURNED || again.code != QMM_OK) {
+        v->status = QH_FAILED;
+        qh_sb_printf(&v->summary,
+                     "not deterministic: a second run (to find unwritten elements) answered %s%s",
+                     again.outcome == QH_RETURNED ? qmm_status_name(again.code) : "abnormally: ",
+                     again.outcome == QH_RETURNED ? "" : CLEAN(t, again.problem));
+        qh_invocation_free(&again);
+        return 1;
+    }
+    int64_t unwritten = 0, changed = 0, first_unwritten = -1, first_changed = -1;
+    size_t es = qmm_dtype_size(y->dtype);
+    for (int64_t i = i0; i < n; i = next_fill(y, i + 1, n, fill1)) {
+        if (element_is_fill(&again.y, i, fill2)) {
+            if (unwritten++ == 0)
+                first_unwritten = i;
+        } else if (memcmp((const char *)again.y.data + (size_t)i * es,
+                          (const char *)y->data + (size_t)i * es, es) != 0) {
+            if (changed++ == 0)
+                first_changed = i;
+        }
+    }
+    if (unwritten) {
+        v->status = QH_FAILED;
+        qh_sb_puts(&v->summary, "did not write ");
+        qh_sb_coord(&v->summary, y, first_unwritten);
+        qh_sb_printf(&v->summary, " (%lld of %lld elements unwritten)", (long long)unwritten,
+                     (long long)n);
+        qh_sb_printf(&v->detail, "    first unwritten element: index %lld; it kept the "
+                     "output's fill byte in two runs with different fills (0x%02x, 0x%02x)\n",
+                     (long long)first_unwritten, fill1, fill2);
+    } else if (changed) {
+        v->status = QH_FAILED;
+        qh_sb_puts(&v->summary, "not deterministic: ");
+        qh_sb_coord(&v->summary, y, first_changed);
+        qh_sb_printf(&v->summary, " was %lld in one run and %lld in another (%lld elements "
+                     "differ)", (long long)qh_tensor_int(y, first_changed),
+                     (long long)qh_tensor_int(&again.y, first_changed), (long long)changed);
+    }
+    qh_invocation_free(&again);
+    return unwritten || changed;
+}
+
+/* Invalid geometry: give the backend the stored output's shape so a backend that wrongly
+ * accepts the call still has somewhere to write. */
+static void lend_stored_shape(qh_case *c)
+{
+    if (c->y_shape_known || c->n_outputs == 0)
+        return;
+    qmm_tensor *y = qh_call_output(&c->call);
+    y->rank = c->outputs[0].t.rank;
+    memcpy(y->dims, c->outputs[0].t.dims, sizeof y->dims);
+}
+
+/* 1 when the reference's answer can judge the backend (OK or INVALID_ARGUMENT); else 0 with
+ * the verdict set (SKIPPED, or ERROR). */
+static int expectation_usable(const qh_expectation *e, verdict *v)
+{
+    if (e->code == QMM_UNSUPPORTED) {
+        v->status = QH_SKIPPED;
+        qh_sb_printf(&v->summary, "the reference cannot judge this case: %s", e->message);
+        return 0;
+    }
+    if (e->code != QMM_OK && e->code != QMM_INVALID_ARGUMENT) {
+        v->status = QH_ERROR;
+        qh_sb_printf(&v->summary, "reference: %s: %s", qmm_status_name(e->code), e->message);
+        return 0;
+    }
+    return 1;
+}
+
+/* The vector is trusted against the profile its own qmm.meta names (spec by default),
+ * whatever profile the backend is judged under. Returns 1 with the reason in `why` when it
+ * is mistrusted. */
+static int vector_mistrusted_by_meta(qh_case *c, const qh_expectation *e, qh_sb *why)
+{
+    const char *vp = c->meta.profile[0] ? c->meta.profile : QH_DEFAULT_PROFILE;
+    if (strcmp(vp, e->profile) == 0 || !qh_profile_known(vp))
+        return vector_mistrusted(c, e->code, e->message, &e->exact, e->overflow ? &e->alt : NULL,
+                                 why);
+    qh_expectation ve;
+    int mistrusted = 0;
+    if (qh_expect(&c->call, vp, &ve) == 0)
+        mistrusted = vector_mistrusted(c, ve.code, ve.message, &ve.exact,
+                                       ve.overflow ? &ve.alt : NULL, why);
+    qh_expectation_free(&ve);
+    return mistrusted;
+}
+
+/* The call did not return normally (interrupted, crashed, hung, broke a memory rule): sets
+ * the verdict and returns 1; 0 when it returned. */
+static int classify_abnormal(const qh_invocation *inv, verdict *v)
+{
+    clean_text said;
+    if (inv->outcome == QH_INTERRUPTED) {
+        v->status = QH_ERROR;
+        qh_sb_puts(&v->summary, "interrupted");
+        return 1;
+    }
+    if (inv->outcome == QH_DIED)
+        v->status = QH_CRASHED;
+    else if (inv->outcome == QH_HUNG)
+        v->status = QH_TIMEOUT;
+    else if (inv->outcome == QH_MISBEHAVED)
+        v->status = QH_FAILED;
+    else
+        return 0;
+    qh_sb_puts(&v->summary, CLEAN(said, inv->problem));
+    return 1;
+}
+
+/* The reference rejects the input: the backend must answer INVALID_ARGUMENT too. */
+static void classify_invalid(const qh_expectation *e, const qh_invocation *inv, int verbose,
+                             verdict *v)
+{
+    clean_text said;
+    if (inv->code == QMM_INVALID_ARGUMENT) {
+        v->status = QH_PASSED;
+        if (verbose)
+            qh_sb_printf(&v->detail, "  rejected as expected: %s\n",
+                         CLEAN(said, inv->st.message));
+    } else if (inv->code == QMM_OK) {
+        v->status = QH_UNCHECKED;
+        qh_sb_printf(&v->summary, "accepted invalid input; the reference says: %s", e->message);
+    } else {
+        v->status = QH_FAILED;
+        qh_sb_printf(&v->summary, "answered %s for invalid input (expected INVALID_ARGUMENT): %s",
+                     qmm_status_name(inv->code), CLEAN(said, inv->st.message));
+    }
+}
+
+/* A valid call the backend answered OK: every element written, each equal to the reference's
+ * (or to the overflow-permitted alternative). */
+static void classify_output(qh_case *c, qh_backend *hb, const qh_eval_opts *o,
+                            const qh_expectation *e, const qh_invocation *inv, verdict *v)
+{
+    if (check_unwritten(c, hb, o, inv, v))
+        return; /* the verdict is set: an unwritten element says more than the mismatch */
+    qh_compare cmp;
+    qh_compare_outputs(&e->exact, e->overflow ? &e->alt : NULL, &inv->y, &cmp);
+    if (cmp.errors == 0) {
+        v->status = QH_PASSED;
+        return;
+    }
+    v->status = QH_FAILED;
+    qh_sb_printf(&v->summary, "errors:%lld total:%lld", (long long)cmp.errors,
+                 (long long)cmp.total);
+    qh_explain_mismatches(&v->detail, e, &inv->y, &cmp, o->verbose ? QH_COMPARE_KEEP : 4);
+}
+
+/* The backend's answer against the reference's. Everything the backend or its worker says is
+ * cleaned: a summary stays one line. */
+static void classify(qh_case *c, qh_backend *hb, const qh_eval_opts *o, const qh_expectation *e,
+                     const qh_invocation *inv, verdict *v)
+{
+    clean_text said;
+    if (classify_abnormal(inv, v))
+        return;
+    if (inv->code == QMM_UNSUPPORTED) {
+        v->status = QH_SKIPPED;
+        qh_sb_printf(&v->summary, "unsupported: %s", CLEAN(said, inv->st.message));
+    } else if (e->code == QMM_INVALID_ARGUMENT) {
+        classify_invalid(e, inv, o->verbose, v);
+    } else if (inv->code != QMM_OK) {
+        v->status = QH_FAILED;
+        qh_sb_printf(&v->summary, "answered %s for a valid call: %s",
+                     qmm_status_name(inv->code), CLEAN(said, inv->st.message));
+    } else {
+        classify_output(c, hb, o, e, inv, v);
+    }
+}
+
+/* A mistrusted vector turns a pass into MISTRUSTED; any other verdict keeps its status and
+ * notes the mistrust. */
+static void apply_mistrust(const qh_sb *why, verdict *v)
+{
+    if (v->status == QH_PASSED) {
+        v->status = QH_MISTRUSTED;
+        qh_sb_puts(&v->summary, why->s ? why->s : "");
+    } else {
+        qh_sb_printf(&v->detail, "    note: the vector is also mistrusted: %s\n",
+                     why->s ? why->s : "");
+    }
+}
+
+/* Calls the backend and judges its answer: classified, then (when asked) run again for
+ * determinism, the worker's output kept, the vector's mistrust applied. */
+static void invoke_and_judge(qh_case *c, qh_backend *hb, const qh_eval_opts *o,
+                             const qh_expectation *e, int mistrusted, const qh_sb *why,
+                             verdict *v)
+{
+    qh_invocation inv = {0};
+    if (qh_invoke(hb, &c->call, &o->invoke, &inv) != 0) {
+        clean_text said;
+        v->status = QH_ERROR;
+        qh_sb_puts(&v->summary, CLEAN(said, inv.problem));
+        qh_invocation_free(&inv);
+        return;
+    }
+    classify(c, hb, o, e, &inv, v);
+    if (o->determinism && (v->status == QH_PASSED || v->status == QH_UNCHECKED))
+        check_determinism(c, hb, o, &inv, v);
+    if (o->verbose || (v->status != QH_PASSED && v->status != QH_SKIPPED))
+        sb_worker_output(&v->detail, &inv);
+    if (mistrusted)
+        apply_mistrust(why, v);
+    qh_invocation_free(&inv);
+}
+
+static void judge(qh_case *c, qh_backend *hb, const qh_eval_opts *o, verdict *v)
+{
+    lend_stored_shape(c);
+    qh_expectation e;
+    if (qh_expect(&c->call, o->profile, &e) != 0) {
+        v->status = QH_ERROR;
+        qh_sb_printf(&v->summary, "reference: %s", e.message);
+        return;
+    }
+    if (expectation_usable(&e, v)) {
+        qh_sb why = {0};
+        int mistrusted = vector_mistrusted_by_meta(c, &e, &why);
+        if (o->verbose)
+            sb_call_inputs(&v->detail, &c->call);
+        invoke_and_judge(c, hb, o, &e, mistrusted, &why, v);
+        qh_sb_free(&why);
+    }
+    qh_expectation_free(&e);
+}
+
+void qh_eval_case(const qh_case_ref *ref, qh_backend *b, const qh_eval_opts *o, qh_result *res)
+{
+    memset(res, 0, sizeof *res);
+    double t0 = qh_mono_seconds();
+    res->backend = b->spec;
+    res->data_set = ref->data_set;
+    res->name = malloc(strlen(ref->name) + 1);
+    res->path = malloc(strlen(ref->dir) + 1);
+    if (res->name)
+        strcpy(res->name, ref->name);
+    if (res->path)
+        strcpy(res->path, ref->dir);
+
+    verdict v = {0};
+    qh_case c;
+    qh_error err = {{0}};
+    if (qh_case_load(ref, &c, &err) != 0) {
+        v.status = QH_ERROR;
+        qh_sb_puts(&v.summary, err.msg);
+    } else {
+        judge(&c, b, o, &v);
+        qh_case_free(&c);
+    }
+    res->status = v.status;
+    res->summary = v.summary.s ? qh_sb_take(&v.summary) : NULL;
+    res->detail = v.detail.s ? qh_sb_take(&v.detail) : NULL;
+    res->seconds = qh_mono_seconds() - t0;
+}
+
+/* ---- expected failures ---------------------------------------------------------------- */
+
+int qh_xfail_read(const char *path, qh_xfail *x, qh_error *err)
+{
+    memset(x, 0, sizeof *x);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (qh_read_file(path, (size_t)1 << 24, &buf, &len, err) != 0)
+        return -1;
+    char *text = realloc(buf, len + 1);
+    if (!text) {
+        free(buf);
+        snprintf(err->msg, sizeof err->msg, "%s: out of memory", path);
+        return -1;
+    }
+    text[len] = '\0';
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        while (*line == ' ' || *line == '\t')
+            line++;
+        char *end = line + strlen(line);
+        while (end > line && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
+            *--end = '\0';
+        if (*line == '\0' || *line == '#')
+            continue;
+        char **p = realloc(x->patterns, sizeof *p * (size_t)(x->count + 1));
+        if (!p)
+            break;
+        x->patterns = p;
+        x->patterns[x->count] = malloc(strlen(line) + 1);
+        if (!x->patterns[x->count])
+            break;
+        strcpy(x->patterns[x->count++], line);
+    }
+    free(text);
+    return 0;
+}
+
+int qh_xfail_match(const qh_xfail *x, const char *name)
+{
+    for (int32_t i = 0; i < x->count; i++)
+        if (fnmatch(x->patterns[i], name, 0) == 0)
+            return 1;
+    return 0;
+}
+
+void qh_xfail_free(qh_xfail *x)
+{
+    for (int32_t i = 0; i < x->count; i++)
+        free(x->patterns[i]);
+    free(x->patterns);
+    memset(x, 0, sizeof *x);
+}

@@ -1,0 +1,73 @@
+/* harness/run/runner.h — judging cases against backends (docs/architecture.md §2). */
+#ifndef QMM_HARNESS_RUNNER_H
+#define QMM_HARNESS_RUNNER_H
+
+#include <regex.h>
+#include <stdio.h>
+
+#include "harness/run/backends.h"
+#include "harness/io/case.h"
+#include "harness/run/invoke.h"
+
+/* The closed set of case statuses. */
+typedef enum qh_case_status {
+    QH_PASSED = 0,
+    QH_FAILED,
+    QH_MISTRUSTED, /* the vector's stored output contradicts the reference */
+    QH_SKIPPED,    /* the backend answered UNSUPPORTED */
+    QH_UNCHECKED,  /* invalid input the backend accepted instead of rejecting */
+    QH_CRASHED,
+    QH_TIMEOUT,
+    QH_ERROR,      /* the case itself could not be loaded */
+    QH_XFAIL,
+    QH_XPASS,
+    QH_STATUS_COUNT
+} qh_case_status;
+
+const char *qh_case_status_name(qh_case_status s);  /* "PASSED" */
+const char *qh_case_status_key(qh_case_status s);   /* "passed", the report key */
+/* FAILED, CRASHED, TIMEOUT and ERROR make the run exit 1. */
+int qh_case_status_is_bad(qh_case_status s);
+
+typedef struct qh_result {
+    int64_t number;        /* 1-based position in the run */
+    char *name;
+    char *path;            /* the case directory */
+    int data_set;
+    const char *backend;   /* the spec, owned by the qh_backend */
+    qh_case_status status;
+    char *summary;         /* one line: "errors:3 total:12", a reason; may be NULL */
+    char *detail;          /* several lines; NULL when passed */
+    int64_t errors, total;
+    double seconds;
+} qh_result;
+
+void qh_result_free(qh_result *r);
+
+typedef struct qh_eval_opts {
+    int verbose;          /* keep more mismatches and describe the inputs (repro) */
+    const char *profile;  /* semantics profile the backend is judged under; NULL = spec */
+    qh_invoke_opts invoke;
+    int determinism;      /* run again, and on each variant: outputs must be bit-identical */
+    qh_backend *variants; /* the same backend with other options (threads=2, isa=...) */
+    int32_t n_variants;
+} qh_eval_opts;
+
+/* Judges one case against one backend. Never fails: problems become the ERROR status. */
+void qh_eval_case(const qh_case_ref *ref, qh_backend *b, const qh_eval_opts *o, qh_result *res);
+
+/* Expected-failure list: one case name or fnmatch(3) pattern per line, '#' comments. */
+typedef struct qh_xfail {
+    int32_t count;
+    char **patterns;
+} qh_xfail;
+
+int qh_xfail_read(const char *path, qh_xfail *x, qh_error *err);
+int qh_xfail_match(const qh_xfail *x, const char *name);
+void qh_xfail_free(qh_xfail *x);
+
+/* The `__REPRO:` command for a case, shell-quoted (profile NULL or "spec": not named).
+ * Returns malloc'd text. */
+char *qh_repro_command(const qh_case_ref *ref, const char *backend_spec, const char *profile);
+
+#endif /* QMM_HARNESS_RUNNER_H */
