@@ -373,6 +373,22 @@ Test(cli_out, report_targets_must_be_regular_files)
     free(out);
 }
 
+/* The report kinds are one table in report.c: help and the error for an unknown kind both name
+ * every kind from it, so a new format needs no edit of the usage text. */
+Test(cli_out, help_and_the_unknown_kind_error_name_every_report_kind)
+{
+    char *out;
+    cr_assert_eq(qmmcheck(&out, "help"), 0, "%s", out);
+    cr_expect(strstr(out, "KIND (run --report): json, junit.") != NULL, "%s", out);
+    cr_expect(strstr(out, "  bench ") != NULL, "help does not list bench: %s", out);
+    free(out);
+    int rc = qmmcheck(&out, "run --backend reference --vectors vectors/seeds --report xml:%s/r",
+                      tmpdir);
+    cr_expect_eq(rc, 2, "%s", out);
+    cr_expect(strstr(out, "expected json:FILE or junit:FILE") != NULL, "%s", out);
+    free(out);
+}
+
 Test(cli_out, a_run_that_stops_early_leaves_no_stale_report)
 {
     char path[512];

@@ -5,6 +5,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/version.h"
+#include "harness/report/report.h"
 #include "qmm/qmm.h"
 
 static const char usage_text[] =
@@ -12,8 +13,8 @@ static const char usage_text[] =
     "\n"
     "commands:\n"
     "  run     --backend SPEC [--backend SPEC...] --vectors DIR [DIR...]\n"
-    "          [--filter REGEX] [--shard I/N] [--xfail FILE] [--report json:FILE]\n"
-    "          [--report junit:FILE] [--profile NAME] [--quiet] [--verbose]\n"
+    "          [--filter REGEX] [--shard I/N] [--xfail FILE] [--report KIND:FILE...]\n"
+    "          [--profile NAME] [--quiet] [--verbose]\n"
     "          [--isolate | --no-isolate] [--timeout S] [--memory-limit BYTES]\n"
     "          [--max-skipped N] [--allow-empty]\n"
     "          [--determinism [--variants 'threads=1;threads=2']]\n"
@@ -26,6 +27,7 @@ static const char usage_text[] =
     "  export  --suite NAME|all --out DIR [--seed N] | --list   write the edge-case suites\n"
     "  diff    --backend A --backend B --seed S (--count N | --seconds T) [--out DIR]\n"
     "          [--profile NAME] [--problem I]   seeded random differential of two backends\n"
+    "  bench   --backend SPEC --shape MxKxN [...] | --peak   time a backend (qmmcheck bench -h)\n"
     "  help    this text\n"
     "\n"
     "SPEC is a built-in backend (reference) or a plugin path (./libx.so), optionally\n"
@@ -63,6 +65,9 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "diff") == 0) return qh_cmd_diff(argc - 2, argv + 2);
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
         fputs(usage_text, stdout);
+        char kinds[128];
+        qh_report_kind_names(kinds, sizeof kinds);
+        printf("KIND (run --report): %s.\n", kinds);
         return 0;
     }
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {

@@ -72,6 +72,14 @@ static int check_target(const char *spec, qh_error *err)
     return -1;
 }
 
+void qh_report_kind_names(char *buf, size_t size)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < N_REPORT_KINDS && o < size; i++)
+        o += (size_t)snprintf(buf + o, size - o, "%s%s", i ? ", " : "", report_kinds[i].name);
+}
+
 int qh_report_check_spec(const char *spec, qh_error *err)
 {
     if (!spec_kind(spec)) {

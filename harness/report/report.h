@@ -2,6 +2,7 @@
 #ifndef QMM_HARNESS_REPORT_H
 #define QMM_HARNESS_REPORT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "harness/io/onnx_io.h"
@@ -14,7 +15,11 @@ typedef struct qh_run_summary {
     const char *interrupted; /* "SIGTERM" when a signal cut the run short, else NULL */
 } qh_run_summary;
 
-/* `--report json:FILE` / `--report junit:FILE`: validates the kind, and refuses a FILE that
+/* The known KINDs of `--report KIND:FILE` ("json, junit"), for usage texts: the table in
+ * report.c is the only list. */
+void qh_report_kind_names(char *buf, size_t size);
+
+/* `--report KIND:FILE` (json, junit): validates the kind, and refuses a FILE that
  * exists and is not a regular file (a device, a directory, a symlink: lstat). 0 or -1 with
  * err. */
 int qh_report_check_spec(const char *spec, qh_error *err);
