@@ -5,11 +5,13 @@ install(DIRECTORY include/qmm DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 # The contract the headers implement (include/qmm/ops.h points at it), where packaged docs go:
 # share/doc/<package>, under the package's name qmm rather than the project's.
 install(FILES docs/semantics.md DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/qmm)
-# The reference's own API (geometry, parameter maps, exact explain) for tools built on it.
+# The reference's own API (exact computation, explain, profiles) for tools built on it. The
+# operator rules it links (ops/, libqmm_ops) stay project-internal: their header is not installed.
 install(FILES reference/qmm_reference.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/qmm
         RENAME reference.h)
 
-install(TARGETS qmm_interface qmm_reference EXPORT qmmTargets
+# qmm_ops is in the export set because the static reference (and the optimized library) link it.
+install(TARGETS qmm_interface qmm_ops qmm_reference EXPORT qmmTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
@@ -19,6 +21,7 @@ install(TARGETS qmm_onnx qmm_harness qmm_optimized
 install(TARGETS qmmcheck RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 set_target_properties(qmm_reference PROPERTIES EXPORT_NAME reference)
+set_target_properties(qmm_ops PROPERTIES EXPORT_NAME ops)
 install(EXPORT qmmTargets NAMESPACE qmm:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/qmm)
 configure_package_config_file(cmake/qmmConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/qmmConfig.cmake

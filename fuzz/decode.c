@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reference/qmm_reference.h"
+#include "ops/qmm_ops.h"
 
 /* ---- byte sources and sinks ----------------------------------------------------------- */
 

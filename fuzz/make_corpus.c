@@ -27,7 +27,7 @@
 #include "harness/io/case.h"
 #include "harness/io/casedir.h"
 #include "harness/io/onnx_io.h"
-#include "reference/qmm_reference.h"
+#include "ops/qmm_ops.h"
 
 typedef struct opts {
     int check;

@@ -1,11 +1,11 @@
-/* reference/geometry.c — numpy.matmul shape rules (docs/semantics.md §1). */
+/* ops/geometry.c — numpy.matmul shape rules (docs/semantics.md §1). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "reference/ref_internal.h"
+#include "ops/qmm_ops.h"
 
-void qmm_ref_format_dims(char *buf, size_t n, int32_t rank, const int64_t *dims)
+void qmm_format_dims(char *buf, size_t n, int32_t rank, const int64_t *dims)
 {
     size_t used = 0;
     if (n == 0)
@@ -27,7 +27,7 @@ void qmm_ref_format_dims(char *buf, size_t n, int32_t rank, const int64_t *dims)
     }
 }
 
-qmm_status_code qmm_ref_check_tensor(const qmm_tensor *t, const char *name, qmm_status *st)
+qmm_status_code qmm_check_tensor(const qmm_tensor *t, const char *name, qmm_status *st)
 {
     if (t->rank < 0 || t->rank > QMM_MAX_RANK)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "%s: rank %d is out of range (0..%d)",
@@ -41,6 +41,27 @@ qmm_status_code qmm_ref_check_tensor(const qmm_tensor *t, const char *name, qmm_
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "%s: element count overflows int64",
                               name);
     return QMM_OK;
+}
+
+qmm_status_code qmm_check_output(const qmm_tensor *y, const char *name, int32_t dtype,
+                                 int32_t rank, const int64_t *dims, qmm_status *st)
+{
+    if (y->dtype != dtype)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT, "%s: dtype %s differs from the expected %s",
+                              name, qmm_dtype_name(y->dtype), qmm_dtype_name(dtype));
+    int same = y->rank == rank;
+    for (int32_t i = 0; same && i < y->rank; i++)
+        same = y->dims[i] == dims[i];
+    if (same)
+        return QMM_OK;
+    char got[128], want[128];
+    if (y->rank >= 0 && y->rank <= QMM_MAX_RANK)
+        qmm_format_dims(got, sizeof got, y->rank, y->dims);
+    else
+        snprintf(got, sizeof got, "(rank %d)", (int)y->rank);
+    qmm_format_dims(want, sizeof want, rank, dims);
+    return qmm_status_set(st, QMM_INVALID_ARGUMENT, "%s: shape %s differs from the expected %s",
+                          name, got, want);
 }
 
 /* a*b when it fits int64 (both non-negative), else -1. */
@@ -61,8 +82,8 @@ qmm_status_code qmm_matmul_geometry(const qmm_tensor *a, const qmm_tensor *b, qm
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "a: rank 0 is invalid");
     if (b->rank == 0)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "b: rank 0 is invalid");
-    if (qmm_ref_check_tensor(a, "a", st) != QMM_OK ||
-        qmm_ref_check_tensor(b, "b", st) != QMM_OK)
+    if (qmm_check_tensor(a, "a", st) != QMM_OK ||
+        qmm_check_tensor(b, "b", st) != QMM_OK)
         return QMM_INVALID_ARGUMENT;
 
     /* 1-D promotion: a [K] is one row, b [K] is one column. */

@@ -1,9 +1,9 @@
-/* reference/params.c — which quantization parameter shapes are allowed (docs/semantics.md §2.2) and
+/* ops/params.c — which quantization parameter shapes are allowed (docs/semantics.md §2.2) and
  * where each output element finds its parameter.
  */
 #include <string.h>
 
-#include "reference/ref_internal.h"
+#include "ops/qmm_ops.h"
 
 /* What an operand (or output) dimension means for the output coordinates. */
 enum dim_role { ROLE_BATCH, ROLE_M, ROLE_K, ROLE_N, ROLE_M_OR_N };
@@ -74,8 +74,8 @@ static qmm_status_code shape_error(const qmm_tensor *param, const char *name,
                                    qmm_param_role role, const target_shape *t, qmm_status *st)
 {
     char ps[128], ts[128];
-    qmm_ref_format_dims(ps, sizeof ps, param->rank, param->dims);
-    qmm_ref_format_dims(ts, sizeof ts, t->rank, t->dims);
+    qmm_format_dims(ps, sizeof ps, param->rank, param->dims);
+    qmm_format_dims(ts, sizeof ts, t->rank, t->dims);
     const char *what = role == QMM_PARAM_A   ? "per-row for a"
                        : role == QMM_PARAM_B ? "per-column for b"
                                              : "broadcastable to y";
@@ -89,7 +89,7 @@ qmm_status_code qmm_param_map_build(const qmm_tensor *param, const char *name,
 {
     memset(map, 0, sizeof *map);
     map->batch_rank = g->batch_rank;
-    if (qmm_ref_check_tensor(param, name, st) != QMM_OK)
+    if (qmm_check_tensor(param, name, st) != QMM_OK)
         return QMM_INVALID_ARGUMENT;
     /* y's shape comes from the geometry, so `operand` may be NULL for QMM_PARAM_Y only */
     if (role != QMM_PARAM_Y && (!operand || operand->rank < 1 || operand->rank > QMM_MAX_RANK))

@@ -1,11 +1,9 @@
-/* reference/validate.c — every input rule of docs/semantics.md §2.5 and §3, in one place, so the
+/* ops/validate.c — every input rule of docs/semantics.md §2.5 and §3, in one place, so the
  * computation can assume a well-formed call.
  */
-#include <math.h>
-#include <stdio.h>
 #include <string.h>
 
-#include "reference/ref_internal.h"
+#include "ops/qmm_ops.h"
 
 /* [] and [1] both mean "one element" and count as the same shape; nothing else is merged. */
 static int same_param_shape(const qmm_tensor *s, const qmm_tensor *z)
@@ -26,8 +24,8 @@ static qmm_status_code check_same_shape(const qmm_tensor *s, const char *sname,
     if (same_param_shape(s, z))
         return QMM_OK;
     char a[128], b[128];
-    qmm_ref_format_dims(a, sizeof a, s->rank, s->dims);
-    qmm_ref_format_dims(b, sizeof b, z->rank, z->dims);
+    qmm_format_dims(a, sizeof a, s->rank, s->dims);
+    qmm_format_dims(b, sizeof b, z->rank, z->dims);
     return qmm_status_set(st, QMM_INVALID_ARGUMENT, "%s and %s: shapes differ (%s vs %s)", sname,
                           zname, a, b);
 }
@@ -36,9 +34,9 @@ static qmm_status_code check_same_shape(const qmm_tensor *s, const char *sname,
 static qmm_status_code check_operand_type(const qmm_tensor *t, const char *name, int32_t opset,
                                           qmm_status *st)
 {
-    if (qmm_ref_is_q8(t->dtype))
+    if (qmm_is_q8(t->dtype))
         return QMM_OK;
-    if (qmm_ref_is_float8(t->dtype)) {
+    if (qmm_is_float8(t->dtype)) {
         if (opset >= 21)
             return QMM_OK;
         if (opset > 0)
@@ -69,7 +67,7 @@ static qmm_status_code check_scale_type(const qmm_tensor *s, const char *name, i
 {
     if (s->dtype == QMM_DTYPE_FLOAT)
         return QMM_OK;
-    if (qmm_ref_is_scale_type(s->dtype)) {
+    if (qmm_is_scale_type(s->dtype)) {
         if (opset >= 21)
             return QMM_OK;
         return qmm_status_set(st, QMM_INVALID_ARGUMENT,
@@ -92,36 +90,8 @@ static qmm_status_code check_data(const qmm_tensor *t, const char *name, qmm_sta
 static qmm_status_code check_output(const qmm_tensor *y, const char *name, int32_t dtype,
                                     const qmm_geometry *g, qmm_status *st)
 {
-    if (y->dtype != dtype)
-        return qmm_status_set(st, QMM_INVALID_ARGUMENT, "%s: dtype %s differs from the expected %s",
-                              name, qmm_dtype_name(y->dtype), qmm_dtype_name(dtype));
-    int same = y->rank == g->y_rank;
-    for (int32_t i = 0; same && i < y->rank; i++)
-        same = y->dims[i] == g->y_dims[i];
-    if (!same) {
-        char got[128], want[128];
-        if (y->rank >= 0 && y->rank <= QMM_MAX_RANK)
-            qmm_ref_format_dims(got, sizeof got, y->rank, y->dims);
-        else
-            snprintf(got, sizeof got, "(rank %d)", (int)y->rank);
-        qmm_ref_format_dims(want, sizeof want, g->y_rank, g->y_dims);
-        return qmm_status_set(st, QMM_INVALID_ARGUMENT, "%s: shape %s differs from the expected %s",
-                              name, got, want);
-    }
+    QMM_TRY(qmm_check_output(y, name, dtype, g->y_rank, g->y_dims, st));
     return check_data(y, name, st);
-}
-
-static qmm_status_code check_scale_values(const qmm_tensor *s, const char *name, qmm_status *st)
-{
-    int64_t n = qmm_tensor_numel(s);
-    for (int64_t i = 0; i < n; i++) {
-        double v = qmm_scale_decode(s->dtype, s->data, i);
-        if (!(isfinite(v) && v > 0))
-            return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                                  "%s[%lld]: must be finite and > 0 (got %g)", name,
-                                  (long long)i, v);
-    }
-    return QMM_OK;
 }
 
 /* Builds a parameter's map, then checks it has its partner's shape. */
@@ -136,117 +106,97 @@ static qmm_status_code build_pair(const qmm_tensor *s, const char *sname, const 
     return check_same_shape(s, sname, z, zname, st);
 }
 
-#define TRY(expr)                                                                         \
-    do {                                                                                  \
-        qmm_status_code try_rc_ = (expr);                                                 \
-        if (try_rc_ != QMM_OK)                                                            \
-            return try_rc_;                                                               \
-    } while (0)
-
-qmm_status_code qmm_ref_validate_qlm(const qmm_qlinearmatmul *c, qmm_geometry *g,
-                                     qmm_param_map maps[QMM_REF_NMAPS], qmm_status *st)
+qmm_status_code qmm_validate_qlinearmatmul(const qmm_qlinearmatmul *c, qmm_plan *plan,
+                                           qmm_status *st)
 {
-    memset(maps, 0, sizeof(qmm_param_map) * QMM_REF_NMAPS);
+    memset(plan, 0, sizeof *plan);
+    qmm_geometry *g = &plan->g;
+    qmm_param_map *maps = plan->maps;
     int32_t opset = c->opset;
     if (opset < 10)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT,
                               "opset %d: QLinearMatMul exists from opset 10 on", (int)opset);
 
     /* Types first: a shape message about a tensor of the wrong type would mislead. */
-    TRY(check_operand_type(&c->a, "a", opset, st));
-    TRY(check_operand_type(&c->b, "b", opset, st));
-    TRY(check_operand_type(&c->y_zero_point, "y_zero_point", opset, st));
-    TRY(check_zero_point_type(&c->a_zero_point, "a_zero_point", &c->a, "a", st));
-    TRY(check_zero_point_type(&c->b_zero_point, "b_zero_point", &c->b, "b", st));
-    TRY(check_scale_type(&c->a_scale, "a_scale", opset, st));
-    TRY(check_scale_type(&c->b_scale, "b_scale", opset, st));
-    TRY(check_scale_type(&c->y_scale, "y_scale", opset, st));
-    if (c->b_scale.dtype != c->a_scale.dtype)
-        return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                              "b_scale: dtype %s differs from a_scale's %s (all scales share "
-                              "one type)",
-                              qmm_dtype_name(c->b_scale.dtype),
-                              qmm_dtype_name(c->a_scale.dtype));
-    if (c->y_scale.dtype != c->a_scale.dtype)
-        return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                              "y_scale: dtype %s differs from a_scale's %s (all scales share "
-                              "one type)",
-                              qmm_dtype_name(c->y_scale.dtype),
-                              qmm_dtype_name(c->a_scale.dtype));
+    QMM_TRY(check_operand_type(&c->a, "a", opset, st));
+    QMM_TRY(check_operand_type(&c->b, "b", opset, st));
+    QMM_TRY(check_operand_type(&c->y_zero_point, "y_zero_point", opset, st));
+    QMM_TRY(check_zero_point_type(&c->a_zero_point, "a_zero_point", &c->a, "a", st));
+    QMM_TRY(check_zero_point_type(&c->b_zero_point, "b_zero_point", &c->b, "b", st));
+    QMM_TRY(check_scale_type(&c->a_scale, "a_scale", opset, st));
+    QMM_TRY(check_scale_type(&c->b_scale, "b_scale", opset, st));
+    QMM_TRY(check_scale_type(&c->y_scale, "y_scale", opset, st));
+    const qmm_tensor *later_scales[2] = {&c->b_scale, &c->y_scale};
+    const char *later_names[2] = {"b_scale", "y_scale"};
+    for (int i = 0; i < 2; i++)
+        if (later_scales[i]->dtype != c->a_scale.dtype)
+            return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                                  "%s: dtype %s differs from a_scale's %s (all scales share "
+                                  "one type)",
+                                  later_names[i], qmm_dtype_name(later_scales[i]->dtype),
+                                  qmm_dtype_name(c->a_scale.dtype));
 
-    TRY(qmm_matmul_geometry(&c->a, &c->b, g, st));
-    TRY(build_pair(&c->a_scale, "a_scale", &c->a_zero_point, "a_zero_point", QMM_PARAM_A, &c->a,
-                   g, &maps[QMM_REF_AS], &maps[QMM_REF_AZ], st));
-    TRY(build_pair(&c->b_scale, "b_scale", &c->b_zero_point, "b_zero_point", QMM_PARAM_B, &c->b,
-                   g, &maps[QMM_REF_BS], &maps[QMM_REF_BZ], st));
-    TRY(build_pair(&c->y_scale, "y_scale", &c->y_zero_point, "y_zero_point", QMM_PARAM_Y, &c->y,
-                   g, &maps[QMM_REF_YS], &maps[QMM_REF_YZ], st));
-    TRY(check_output(&c->y, "y", c->y_zero_point.dtype, g, st));
+    QMM_TRY(qmm_matmul_geometry(&c->a, &c->b, g, st));
+    QMM_TRY(build_pair(&c->a_scale, "a_scale", &c->a_zero_point, "a_zero_point", QMM_PARAM_A, &c->a,
+                   g, &maps[QMM_MAP_A_SCALE], &maps[QMM_MAP_A_ZERO_POINT], st));
+    QMM_TRY(build_pair(&c->b_scale, "b_scale", &c->b_zero_point, "b_zero_point", QMM_PARAM_B, &c->b,
+                   g, &maps[QMM_MAP_B_SCALE], &maps[QMM_MAP_B_ZERO_POINT], st));
+    QMM_TRY(build_pair(&c->y_scale, "y_scale", &c->y_zero_point, "y_zero_point", QMM_PARAM_Y, &c->y,
+                   g, &maps[QMM_MAP_Y_SCALE], &maps[QMM_MAP_Y_ZERO_POINT], st));
+    QMM_TRY(check_output(&c->y, "y", c->y_zero_point.dtype, g, st));
 
-    TRY(check_data(&c->a, "a", st));
-    TRY(check_data(&c->a_scale, "a_scale", st));
-    TRY(check_data(&c->a_zero_point, "a_zero_point", st));
-    TRY(check_data(&c->b, "b", st));
-    TRY(check_data(&c->b_scale, "b_scale", st));
-    TRY(check_data(&c->b_zero_point, "b_zero_point", st));
-    TRY(check_data(&c->y_scale, "y_scale", st));
-    TRY(check_data(&c->y_zero_point, "y_zero_point", st));
-    TRY(check_scale_values(&c->a_scale, "a_scale", st));
-    TRY(check_scale_values(&c->b_scale, "b_scale", st));
-    TRY(check_scale_values(&c->y_scale, "y_scale", st));
+    QMM_TRY(check_data(&c->a, "a", st));
+    QMM_TRY(check_data(&c->a_scale, "a_scale", st));
+    QMM_TRY(check_data(&c->a_zero_point, "a_zero_point", st));
+    QMM_TRY(check_data(&c->b, "b", st));
+    QMM_TRY(check_data(&c->b_scale, "b_scale", st));
+    QMM_TRY(check_data(&c->b_zero_point, "b_zero_point", st));
+    QMM_TRY(check_data(&c->y_scale, "y_scale", st));
+    QMM_TRY(check_data(&c->y_zero_point, "y_zero_point", st));
+    QMM_TRY(qmm_check_scale_values(&c->a_scale, "a_scale", st));
+    QMM_TRY(qmm_check_scale_values(&c->b_scale, "b_scale", st));
+    QMM_TRY(qmm_check_scale_values(&c->y_scale, "y_scale", st));
 
     /* Only now, with the call known to be valid, may float8 be answered as unsupported. */
     const qmm_tensor *ops[3] = {&c->a, &c->b, &c->y};
     const char *names[3] = {"a", "b", "y"};
     for (int i = 0; i < 3; i++)
-        if (qmm_ref_is_float8(ops[i]->dtype))
+        if (qmm_is_float8(ops[i]->dtype))
             return qmm_status_set(st, QMM_UNSUPPORTED,
                                   "%s: float8 type %s is not implemented by the reference yet",
                                   names[i], qmm_dtype_name(ops[i]->dtype));
     return qmm_status_ok(st);
 }
 
-qmm_status_code qmm_ref_validate_mmi(const qmm_matmulinteger *c, qmm_geometry *g,
-                                     qmm_param_map maps[QMM_REF_NMAPS], qmm_status *st)
+qmm_status_code qmm_validate_matmulinteger(const qmm_matmulinteger *c, qmm_plan *plan,
+                                           qmm_status *st)
 {
-    memset(maps, 0, sizeof(qmm_param_map) * QMM_REF_NMAPS);
-    TRY(check_operand_type(&c->a, "a", 0, st));
-    TRY(check_operand_type(&c->b, "b", 0, st));
+    memset(plan, 0, sizeof *plan);
+    qmm_geometry *g = &plan->g;
+    qmm_param_map *maps = plan->maps;
+    QMM_TRY(check_operand_type(&c->a, "a", 0, st));
+    QMM_TRY(check_operand_type(&c->b, "b", 0, st));
     if (qmm_tensor_present(&c->a_zero_point))
-        TRY(check_zero_point_type(&c->a_zero_point, "a_zero_point", &c->a, "a", st));
+        QMM_TRY(check_zero_point_type(&c->a_zero_point, "a_zero_point", &c->a, "a", st));
     if (qmm_tensor_present(&c->b_zero_point))
-        TRY(check_zero_point_type(&c->b_zero_point, "b_zero_point", &c->b, "b", st));
+        QMM_TRY(check_zero_point_type(&c->b_zero_point, "b_zero_point", &c->b, "b", st));
 
-    TRY(qmm_matmul_geometry(&c->a, &c->b, g, st));
-    maps[QMM_REF_AZ].batch_rank = g->batch_rank;
-    maps[QMM_REF_BZ].batch_rank = g->batch_rank;
+    QMM_TRY(qmm_matmul_geometry(&c->a, &c->b, g, st));
+    maps[QMM_MAP_A_ZERO_POINT].batch_rank = g->batch_rank;
+    maps[QMM_MAP_B_ZERO_POINT].batch_rank = g->batch_rank;
     if (qmm_tensor_present(&c->a_zero_point))
-        TRY(qmm_param_map_build(&c->a_zero_point, "a_zero_point", QMM_PARAM_A, &c->a, g,
-                                &maps[QMM_REF_AZ], st));
+        QMM_TRY(qmm_param_map_build(&c->a_zero_point, "a_zero_point", QMM_PARAM_A, &c->a, g,
+                                &maps[QMM_MAP_A_ZERO_POINT], st));
     if (qmm_tensor_present(&c->b_zero_point))
-        TRY(qmm_param_map_build(&c->b_zero_point, "b_zero_point", QMM_PARAM_B, &c->b, g,
-                                &maps[QMM_REF_BZ], st));
-    TRY(check_output(&c->y, "y", QMM_DTYPE_INT32, g, st));
+        QMM_TRY(qmm_param_map_build(&c->b_zero_point, "b_zero_point", QMM_PARAM_B, &c->b, g,
+                                &maps[QMM_MAP_B_ZERO_POINT], st));
+    QMM_TRY(check_output(&c->y, "y", QMM_DTYPE_INT32, g, st));
 
-    TRY(check_data(&c->a, "a", st));
-    TRY(check_data(&c->b, "b", st));
+    QMM_TRY(check_data(&c->a, "a", st));
+    QMM_TRY(check_data(&c->b, "b", st));
     if (qmm_tensor_present(&c->a_zero_point))
-        TRY(check_data(&c->a_zero_point, "a_zero_point", st));
+        QMM_TRY(check_data(&c->a_zero_point, "a_zero_point", st));
     if (qmm_tensor_present(&c->b_zero_point))
-        TRY(check_data(&c->b_zero_point, "b_zero_point", st));
+        QMM_TRY(check_data(&c->b_zero_point, "b_zero_point", st));
     return qmm_status_ok(st);
-}
-
-qmm_status_code qmm_validate_qlinearmatmul(const qmm_qlinearmatmul *c, qmm_geometry *g,
-                                           qmm_status *st)
-{
-    qmm_param_map maps[QMM_REF_NMAPS];
-    return qmm_ref_validate_qlm(c, g, maps, st);
-}
-
-qmm_status_code qmm_validate_matmulinteger(const qmm_matmulinteger *c, qmm_geometry *g,
-                                           qmm_status *st)
-{
-    qmm_param_map maps[QMM_REF_NMAPS];
-    return qmm_ref_validate_mmi(c, g, maps, st);
 }

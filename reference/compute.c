@@ -96,7 +96,7 @@ static int64_t zero_point(const qmm_tensor *zp, const qmm_param_map *map, const 
 {
     if (!qmm_tensor_present(zp))
         return 0;
-    return qmm_ref_load_q8(zp, qmm_param_offset(map, g, bi, i, j));
+    return qmm_load_q8(zp, qmm_param_offset(map, g, bi, i, j));
 }
 
 static int64_t exact_acc(const qmm_tensor *a, const qmm_tensor *b, const qmm_geometry *g,
@@ -106,7 +106,7 @@ static int64_t exact_acc(const qmm_tensor *a, const qmm_tensor *b, const qmm_geo
     int64_t bo = qmm_geometry_b_offset(g, bi) + j;
     int64_t acc = 0;
     for (int64_t k = 0; k < g->k; k++)
-        acc += (qmm_ref_load_q8(a, ao + k) - za) * (qmm_ref_load_q8(b, bo + k * g->n) - zb);
+        acc += (qmm_load_q8(a, ao + k) - za) * (qmm_load_q8(b, bo + k * g->n) - zb);
     return acc;
 }
 
@@ -119,22 +119,22 @@ static void qlm_element(const qmm_qlinearmatmul *c, const qmm_geometry *g,
                         const qmm_param_map *maps, requant *rq, int64_t bi, int64_t i,
                         int64_t j, qlm_result *out)
 {
-    int64_t za = zero_point(&c->a_zero_point, &maps[QMM_REF_AZ], g, bi, i, j);
-    int64_t zb = zero_point(&c->b_zero_point, &maps[QMM_REF_BZ], g, bi, i, j);
-    int64_t zy = zero_point(&c->y_zero_point, &maps[QMM_REF_YZ], g, bi, i, j);
+    int64_t za = zero_point(&c->a_zero_point, &maps[QMM_MAP_A_ZERO_POINT], g, bi, i, j);
+    int64_t zb = zero_point(&c->b_zero_point, &maps[QMM_MAP_B_ZERO_POINT], g, bi, i, j);
+    int64_t zy = zero_point(&c->y_zero_point, &maps[QMM_MAP_Y_ZERO_POINT], g, bi, i, j);
     double sa = qmm_scale_decode(c->a_scale.dtype, c->a_scale.data,
-                                 qmm_param_offset(&maps[QMM_REF_AS], g, bi, i, j));
+                                 qmm_param_offset(&maps[QMM_MAP_A_SCALE], g, bi, i, j));
     double sb = qmm_scale_decode(c->b_scale.dtype, c->b_scale.data,
-                                 qmm_param_offset(&maps[QMM_REF_BS], g, bi, i, j));
+                                 qmm_param_offset(&maps[QMM_MAP_B_SCALE], g, bi, i, j));
     double sy = qmm_scale_decode(c->y_scale.dtype, c->y_scale.data,
-                                 qmm_param_offset(&maps[QMM_REF_YS], g, bi, i, j));
+                                 qmm_param_offset(&maps[QMM_MAP_Y_SCALE], g, bi, i, j));
     int64_t qmin, qmax;
     q8_range(c->y.dtype, &qmin, &qmax);
 
     out->acc = exact_acc(&c->a, &c->b, g, bi, i, j, za, zb);
     out->wrapped = 0;
     if (!fits_int32(out->acc)) {
-        scaled_value(rq, sa, sb, sy, qmm_ref_wrap_int32(out->acc));
+        scaled_value(rq, sa, sb, sy, qmm_wrap_int32(out->acc));
         out->wrapped = round_and_saturate(rq, zy, qmin, qmax);
     }
     scaled_value(rq, sa, sb, sy, out->acc);
@@ -166,22 +166,23 @@ static qmm_status_code check_wrapped_output(const qmm_tensor *yw, const qmm_tens
 static qmm_status_code compute_qlm(qmm_qlinearmatmul *c, qmm_tensor *yw, int *any_overflow,
                                    qmm_status *st)
 {
-    qmm_geometry g;
-    qmm_param_map maps[QMM_REF_NMAPS];
-    qmm_status_code rc = qmm_ref_validate_qlm(c, &g, maps, st);
+    qmm_plan plan;
+    qmm_status_code rc = qmm_validate_qlinearmatmul(c, &plan, st);
     if (rc != QMM_OK)
         return rc;
+    const qmm_geometry *g = &plan.g;
+    const qmm_param_map *maps = plan.maps;
     if (yw && check_wrapped_output(yw, &c->y, st) != QMM_OK)
         return QMM_INVALID_ARGUMENT;
     requant rq;
     requant_init(&rq);
     int overflow = 0;
-    for (int64_t bi = 0; bi < g.batch; bi++)
-        for (int64_t i = 0; i < g.m; i++)
-            for (int64_t j = 0; j < g.n; j++) {
+    for (int64_t bi = 0; bi < g->batch; bi++)
+        for (int64_t i = 0; i < g->m; i++)
+            for (int64_t j = 0; j < g->n; j++) {
                 qlm_result r;
-                qlm_element(c, &g, maps, &rq, bi, i, j, &r);
-                int64_t idx = (bi * g.m + i) * g.n + j;
+                qlm_element(c, g, maps, &rq, bi, i, j, &r);
+                int64_t idx = (bi * g->m + i) * g->n + j;
                 store_q8(&c->y, idx, r.expected);
                 if (yw)
                     store_q8(yw, idx, r.wrapped);
@@ -196,24 +197,25 @@ static qmm_status_code compute_qlm(qmm_qlinearmatmul *c, qmm_tensor *yw, int *an
 static qmm_status_code compute_mmi(qmm_matmulinteger *c, qmm_tensor *yw, int *any_overflow,
                                    qmm_status *st)
 {
-    qmm_geometry g;
-    qmm_param_map maps[QMM_REF_NMAPS];
-    qmm_status_code rc = qmm_ref_validate_mmi(c, &g, maps, st);
+    qmm_plan plan;
+    qmm_status_code rc = qmm_validate_matmulinteger(c, &plan, st);
     if (rc != QMM_OK)
         return rc;
+    const qmm_geometry *g = &plan.g;
+    const qmm_param_map *maps = plan.maps;
     if (yw && check_wrapped_output(yw, &c->y, st) != QMM_OK)
         return QMM_INVALID_ARGUMENT;
     int overflow = 0;
-    for (int64_t bi = 0; bi < g.batch; bi++)
-        for (int64_t i = 0; i < g.m; i++)
-            for (int64_t j = 0; j < g.n; j++) {
-                int64_t za = zero_point(&c->a_zero_point, &maps[QMM_REF_AZ], &g, bi, i, j);
-                int64_t zb = zero_point(&c->b_zero_point, &maps[QMM_REF_BZ], &g, bi, i, j);
-                int64_t acc = exact_acc(&c->a, &c->b, &g, bi, i, j, za, zb);
-                int64_t idx = (bi * g.m + i) * g.n + j;
-                qmm_ref_store_i32(c->y.data, idx, qmm_ref_wrap_int32(acc));
+    for (int64_t bi = 0; bi < g->batch; bi++)
+        for (int64_t i = 0; i < g->m; i++)
+            for (int64_t j = 0; j < g->n; j++) {
+                int64_t za = zero_point(&c->a_zero_point, &maps[QMM_MAP_A_ZERO_POINT], g, bi, i, j);
+                int64_t zb = zero_point(&c->b_zero_point, &maps[QMM_MAP_B_ZERO_POINT], g, bi, i, j);
+                int64_t acc = exact_acc(&c->a, &c->b, g, bi, i, j, za, zb);
+                int64_t idx = (bi * g->m + i) * g->n + j;
+                qmm_store_i32(c->y.data, idx, qmm_wrap_int32(acc));
                 if (yw)
-                    qmm_ref_store_i32(yw->data, idx, qmm_ref_wrap_int32(acc));
+                    qmm_store_i32(yw->data, idx, qmm_wrap_int32(acc));
                 overflow |= !fits_int32(acc);
             }
     if (any_overflow)
@@ -371,31 +373,32 @@ qmm_status_code qmm_ref_explain(const qmm_call *call, int64_t index, qmm_ref_ele
     memset(e, 0, sizeof *e);
     if (call->op == QMM_OP_QORDEREDMATMUL)
         return qmm_ref_qom_explain(&call->u.qorderedmatmul, index, e, st);
-    qmm_geometry g;
-    qmm_param_map maps[QMM_REF_NMAPS];
+    qmm_plan plan;
     qmm_status_code rc;
     if (call->op == QMM_OP_QLINEARMATMUL)
-        rc = qmm_ref_validate_qlm(&call->u.qlinearmatmul, &g, maps, st);
+        rc = qmm_validate_qlinearmatmul(&call->u.qlinearmatmul, &plan, st);
     else if (call->op == QMM_OP_MATMULINTEGER)
-        rc = qmm_ref_validate_mmi(&call->u.matmulinteger, &g, maps, st);
+        rc = qmm_validate_matmulinteger(&call->u.matmulinteger, &plan, st);
     else
         return qmm_status_set(st, QMM_UNSUPPORTED, "%s: not explained by the reference",
                               qmm_op_name(call->op));
     if (rc != QMM_OK)
         return rc;
-    int64_t count = g.batch * g.m * g.n;
+    const qmm_geometry *g = &plan.g;
+    const qmm_param_map *maps = plan.maps;
+    int64_t count = g->batch * g->m * g->n;
     if (index < 0 || index >= count)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT,
                               "index: %" PRId64 " is outside y (%" PRId64 " elements)", index,
                               count);
     /* y is row-major over (batch..., i, j); promoted 1-D dims have size 1 and do not change
      * the offsets. */
-    int64_t j = index % g.n, i = (index / g.n) % g.m, bi = index / g.n / g.m;
+    int64_t j = index % g->n, i = (index / g->n) % g->m, bi = index / g->n / g->m;
     if (call->op == QMM_OP_QLINEARMATMUL) {
         requant rq;
         requant_init(&rq);
         qlm_result r;
-        qlm_element(&call->u.qlinearmatmul, &g, maps, &rq, bi, i, j, &r);
+        qlm_element(&call->u.qlinearmatmul, g, maps, &rq, bi, i, j, &r);
         rational_to_decimal(rq.value, e->scaled, sizeof e->scaled);
         requant_clear(&rq);
         e->acc = r.acc;
@@ -403,10 +406,10 @@ qmm_status_code qmm_ref_explain(const qmm_call *call, int64_t index, qmm_ref_ele
         e->wrapped = r.wrapped;
     } else {
         const qmm_matmulinteger *c = &call->u.matmulinteger;
-        int64_t za = zero_point(&c->a_zero_point, &maps[QMM_REF_AZ], &g, bi, i, j);
-        int64_t zb = zero_point(&c->b_zero_point, &maps[QMM_REF_BZ], &g, bi, i, j);
-        e->acc = exact_acc(&c->a, &c->b, &g, bi, i, j, za, zb);
-        e->expected = qmm_ref_wrap_int32(e->acc);
+        int64_t za = zero_point(&c->a_zero_point, &maps[QMM_MAP_A_ZERO_POINT], g, bi, i, j);
+        int64_t zb = zero_point(&c->b_zero_point, &maps[QMM_MAP_B_ZERO_POINT], g, bi, i, j);
+        e->acc = exact_acc(&c->a, &c->b, g, bi, i, j, za, zb);
+        e->expected = qmm_wrap_int32(e->acc);
         e->wrapped = e->expected;
     }
     e->overflow = !fits_int32(e->acc);

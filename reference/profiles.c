@@ -2,13 +2,13 @@
  *
  * Each profile imitates one implementation's arithmetic step by step, so every rounding is
  * spelled out here rather than left to the host's float types: float32, float16 and bfloat16
- * roundings go through round_ieee(), which depends neither on the FP rounding mode nor on
- * compiler support for half types. Operations are done in double and then narrowed; for
- * + - * / that double rounding is innocuous whenever 53 >= 2p + 2 (p = 24, 11, 8 here), so the
- * result is the correctly rounded narrow one. This file is compiled with -ffp-contract=off
- * (reference/CMakeLists.txt): a fused multiply-add would skip a rounding the imitated code
- * performs. Like scales.c it uses no libm function but ldexp, so linking the reference needs
- * no -lm.
+ * roundings go through qmm_round_to_scale_type() (ops/scales.c), which depends neither on the
+ * FP rounding mode nor on compiler support for half types. Operations are done in double and
+ * then narrowed; for + - * / that double rounding is innocuous whenever 53 >= 2p + 2 (p = 24,
+ * 11, 8 here), so the result is the correctly rounded narrow one. This file is compiled with
+ * -ffp-contract=off (reference/CMakeLists.txt): a fused multiply-add would skip a rounding the
+ * imitated code performs. Like ops/scales.c it uses no libm function but ldexp, so linking the
+ * reference needs no -lm.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -38,93 +38,12 @@ int qmm_profile_from_name(const char *name, qmm_profile *out)
     return 0;
 }
 
-/* ---- rounding ---------------------------------------------------------------------------- */
-
-/* v rounded to an integer, ties to even, whatever fegetround() says. Below 2^52 in magnitude
- * the int64 cast truncates exactly and the fraction v - t is exact; from 2^52 on every double
- * is an integer. */
-static double rne(double v)
-{
-    const double two52 = 4503599627370496.0;
-    if (!(v > -two52 && v < two52))
-        return v; /* integral, infinite or NaN */
-    int64_t ti = (int64_t)v;
-    double t = (double)ti, d = v - t;
-    int odd = ti % 2 != 0;
-    if (d > 0.5 || (d == 0.5 && odd))
-        return t + 1.0;
-    if (d < -0.5 || (d == -0.5 && odd))
-        return t - 1.0;
-    return t;
-}
-
-/* floor(log2(a)) for a finite a > 0, read from the bits. */
-static int exponent_of(double a)
-{
-    uint64_t bits;
-    memcpy(&bits, &a, sizeof bits);
-    int e = (int)((bits >> 52) & 0x7ff);
-    if (e == 0) /* subnormal double: scale into the normal range first (exact) */
-        return exponent_of(ldexp(a, 64)) - 64;
-    return e - 1023;
-}
-
-/* x rounded to a binary format with `mbits` fraction bits and normal exponents emin..emax. */
-static double round_ieee(double x, int mbits, int emin, int emax)
-{
-    if (!isfinite(x) || x == 0.0)
-        return x;
-    double ax = x < 0 ? -x : x;
-    int e = exponent_of(ax);
-    if (e < emin)
-        e = emin; /* subnormal: the quantum stays 2^(emin - mbits) */
-    /* scaling by a power of two is exact, so only rne() rounds */
-    double r = ldexp(rne(ldexp(ax, mbits - e)), e - mbits);
-    if (r >= ldexp(1.0, emax + 1))
-        r = INFINITY;
-    return x < 0 ? -r : r;
-}
-
-static double round_f32(double x) { return round_ieee(x, 23, -126, 127); }
-
-double qmm_round_to_scale_type(int32_t dtype, double v)
-{
-    switch (dtype) {
-    case QMM_DTYPE_FLOAT: return round_f32(v);
-    case QMM_DTYPE_FLOAT16: return round_ieee(v, 10, -14, 15);
-    case QMM_DTYPE_BFLOAT16: return round_ieee(v, 7, -126, 127);
-    default: return NAN;
-    }
-}
-
-uint32_t qmm_scale_encode(int32_t dtype, double v)
-{
-    double r = qmm_round_to_scale_type(dtype, v);
-    if (dtype == QMM_DTYPE_FLOAT || dtype == QMM_DTYPE_BFLOAT16) {
-        /* a bfloat16 value is a float32 whose low 16 bits are zero */
-        float f = (float)r; /* exact: r is already a float32 value */
-        uint32_t bits;
-        memcpy(&bits, &f, sizeof bits);
-        return dtype == QMM_DTYPE_FLOAT ? bits : bits >> 16;
-    }
-    if (dtype != QMM_DTYPE_FLOAT16)
-        return 0;
-    uint32_t sign = signbit(r) ? 0x8000u : 0u;
-    double a = r < 0 ? -r : r;
-    if (isnan(a))
-        return 0x7e00u;
-    if (isinf(a))
-        return sign | 0x7c00u;
-    if (a == 0.0)
-        return sign;
-    int e = exponent_of(a);
-    if (e < -14) /* subnormal: a = m * 2^-24 */
-        return sign | (uint32_t)ldexp(a, 24);
-    uint32_t mant = (uint32_t)ldexp(a, 10 - e) - 1024u;
-    return sign | (uint32_t)(e + 15) << 10 | mant;
-}
-
 /* ---- shared element access --------------------------------------------------------------- */
+
+static double fl32(double x)
+{
+    return qmm_round_to_scale_type(QMM_DTYPE_FLOAT, x);
+}
 
 typedef struct elem_params {
     int64_t za, zb, zy;
@@ -136,7 +55,7 @@ static int64_t zp_at(const qmm_tensor *zp, const qmm_param_map *map, const qmm_g
 {
     if (!qmm_tensor_present(zp))
         return 0;
-    return qmm_ref_load_q8(zp, qmm_param_offset(map, g, bi, i, j));
+    return qmm_load_q8(zp, qmm_param_offset(map, g, bi, i, j));
 }
 
 static double scale_at(const qmm_tensor *s, const qmm_param_map *map, const qmm_geometry *g,
@@ -149,12 +68,12 @@ static void params_at(const qmm_qlinearmatmul *c, const qmm_geometry *g,
                       const qmm_param_map *maps, int64_t bi, int64_t i, int64_t j,
                       elem_params *p)
 {
-    p->za = zp_at(&c->a_zero_point, &maps[QMM_REF_AZ], g, bi, i, j);
-    p->zb = zp_at(&c->b_zero_point, &maps[QMM_REF_BZ], g, bi, i, j);
-    p->zy = zp_at(&c->y_zero_point, &maps[QMM_REF_YZ], g, bi, i, j);
-    p->sa = scale_at(&c->a_scale, &maps[QMM_REF_AS], g, bi, i, j);
-    p->sb = scale_at(&c->b_scale, &maps[QMM_REF_BS], g, bi, i, j);
-    p->sy = scale_at(&c->y_scale, &maps[QMM_REF_YS], g, bi, i, j);
+    p->za = zp_at(&c->a_zero_point, &maps[QMM_MAP_A_ZERO_POINT], g, bi, i, j);
+    p->zb = zp_at(&c->b_zero_point, &maps[QMM_MAP_B_ZERO_POINT], g, bi, i, j);
+    p->zy = zp_at(&c->y_zero_point, &maps[QMM_MAP_Y_ZERO_POINT], g, bi, i, j);
+    p->sa = scale_at(&c->a_scale, &maps[QMM_MAP_A_SCALE], g, bi, i, j);
+    p->sb = scale_at(&c->b_scale, &maps[QMM_MAP_B_SCALE], g, bi, i, j);
+    p->sy = scale_at(&c->y_scale, &maps[QMM_MAP_Y_SCALE], g, bi, i, j);
 }
 
 /* Both float profiles accumulate in int32 (numpy's int32 matmul, MLAS's int32 kernels), so
@@ -166,8 +85,8 @@ static int32_t wrapped_acc(const qmm_qlinearmatmul *c, const qmm_geometry *g, in
     int64_t bo = qmm_geometry_b_offset(g, bi) + j;
     int64_t acc = 0;
     for (int64_t k = 0; k < g->k; k++)
-        acc += (qmm_ref_load_q8(&c->a, ao + k) - za) * (qmm_ref_load_q8(&c->b, bo + k * g->n) - zb);
-    return qmm_ref_wrap_int32(acc);
+        acc += (qmm_load_q8(&c->a, ao + k) - za) * (qmm_load_q8(&c->b, bo + k * g->n) - zb);
+    return qmm_wrap_int32(acc);
 }
 
 static void q8_limits(int32_t dtype, int64_t *qmin, int64_t *qmax)
@@ -208,7 +127,7 @@ static int64_t onnx_ref_element(int32_t acc, const elem_params *p, int32_t sdtyp
     d = d + (double)p->zy;
     if (isnan(d))
         return 0;
-    return clamp_integral(rne(d), qmin, qmax);
+    return clamp_integral(qmm_round_half_even(d), qmin, qmax);
 }
 
 /* ---- ort-fp32 ---------------------------------------------------------------------------- */
@@ -220,12 +139,12 @@ static int64_t onnx_ref_element(int32_t acc, const elem_params *p, int32_t sdtyp
  * which return the bound when the value is NaN. */
 static int64_t ort_fp32_element(int32_t acc, const elem_params *p, int64_t qmin, int64_t qmax)
 {
-    double m = round_f32(round_f32(p->sa * p->sb) / p->sy);
-    double fa = round_f32((double)acc); /* rounds once |acc| > 2^24 */
-    double v = round_f32(fa * m);       /* the float product is exact in double */
+    double m = fl32(fl32(p->sa * p->sb) / p->sy);
+    double fa = fl32((double)acc); /* rounds once |acc| > 2^24 */
+    double v = fl32(fa * m);       /* the float product is exact in double */
     if (isnan(v))
         return qmin;
-    return clamp_integral(rne(v) + (double)p->zy, qmin, qmax);
+    return clamp_integral(qmm_round_half_even(v) + (double)p->zy, qmin, qmax);
 }
 
 /* ---- orion-fp16x16 ----------------------------------------------------------------------- */
@@ -307,7 +226,7 @@ static qmm_status_code orion_check_minus128(const qmm_tensor *t, const char *nam
         return QMM_OK;
     int64_t n = qmm_tensor_numel(t);
     for (int64_t i = 0; i < n; i++)
-        if (qmm_ref_load_q8(t, i) == -128)
+        if (qmm_load_q8(t, i) == -128)
             return qmm_status_set(st, QMM_INVALID_ARGUMENT,
                                   "orion-fp16x16: %s[%" PRId64 "] is -128, which Orion's i8 "
                                   "cannot hold (it panics)",
@@ -354,18 +273,18 @@ static qmm_status_code orion_dequantize(const qmm_qlinearmatmul *c, const qmm_ge
     for (int64_t i = 0; i < g->m; i++)
         for (int64_t k = 0; k < g->k; k++) {
             /* a's parameters are per row: any column gives the same element */
-            int64_t za = zp_at(&c->a_zero_point, &maps[QMM_REF_AZ], g, bi, i, 0);
-            double sa = scale_at(&c->a_scale, &maps[QMM_REF_AS], g, bi, i, 0);
-            qmm_status_code rc = orion_deq(qmm_ref_load_q8(&c->a, ao + i * g->k + k), za, sa,
+            int64_t za = zp_at(&c->a_zero_point, &maps[QMM_MAP_A_ZERO_POINT], g, bi, i, 0);
+            double sa = scale_at(&c->a_scale, &maps[QMM_MAP_A_SCALE], g, bi, i, 0);
+            qmm_status_code rc = orion_deq(qmm_load_q8(&c->a, ao + i * g->k + k), za, sa,
                                            "dequantized a", &da[i * g->k + k], st);
             if (rc != QMM_OK)
                 return rc;
         }
     for (int64_t k = 0; k < g->k; k++)
         for (int64_t j = 0; j < g->n; j++) {
-            int64_t zb = zp_at(&c->b_zero_point, &maps[QMM_REF_BZ], g, bi, 0, j);
-            double sb = scale_at(&c->b_scale, &maps[QMM_REF_BS], g, bi, 0, j);
-            qmm_status_code rc = orion_deq(qmm_ref_load_q8(&c->b, bo + k * g->n + j), zb, sb,
+            int64_t zb = zp_at(&c->b_zero_point, &maps[QMM_MAP_B_ZERO_POINT], g, bi, 0, j);
+            double sb = scale_at(&c->b_scale, &maps[QMM_MAP_B_SCALE], g, bi, 0, j);
+            qmm_status_code rc = orion_deq(qmm_load_q8(&c->b, bo + k * g->n + j), zb, sb,
                                            "dequantized b", &db[k * g->n + j], st);
             if (rc != QMM_OK)
                 return rc;
@@ -385,11 +304,11 @@ static qmm_status_code orion_element(const qmm_qlinearmatmul *c, const qmm_geome
             (rc = checked_add(sum, term, &sum, "the running sum", st)))
             return rc;
     }
-    double sy_value = scale_at(&c->y_scale, &maps[QMM_REF_YS], g, bi, i, j);
+    double sy_value = scale_at(&c->y_scale, &maps[QMM_MAP_Y_SCALE], g, bi, i, j);
     if ((rc = orion_encode(sy_value, "y_scale", &sy, st)) ||
         (rc = trunc_div(sum, sy, &v, "sum / y_scale", st)))
         return rc;
-    int64_t zy = zp_at(&c->y_zero_point, &maps[QMM_REF_YZ], g, bi, i, j);
+    int64_t zy = zp_at(&c->y_zero_point, &maps[QMM_MAP_Y_ZERO_POINT], g, bi, i, j);
     if ((rc = checked_add(v, zy * Q_ONE, &v, "sum / y_scale + y_zero_point", st)))
         return rc;
     if (v < -128 * Q_ONE)
@@ -484,8 +403,8 @@ qmm_status_code qmm_ref_compute_profile(qmm_call *call, qmm_profile p, qmm_statu
     if (call->op == QMM_OP_QORDEREDMATMUL)
         return qmm_ref_qom_compute_profile(&call->u.qorderedmatmul, p, st);
     if (call->op == QMM_OP_MATMULINTEGER && p == QMM_PROFILE_ORION_FP16X16) {
-        qmm_geometry g;
-        qmm_status_code rc = qmm_validate_matmulinteger(&call->u.matmulinteger, &g, st);
+        qmm_plan plan;
+        qmm_status_code rc = qmm_validate_matmulinteger(&call->u.matmulinteger, &plan, st);
         if (rc != QMM_OK)
             return rc;
         return qmm_status_set(st, QMM_UNSUPPORTED,
@@ -495,12 +414,11 @@ qmm_status_code qmm_ref_compute_profile(qmm_call *call, qmm_profile p, qmm_statu
     if (call->op != QMM_OP_QLINEARMATMUL)
         return qmm_ref_compute(call, NULL, NULL, st);
     qmm_qlinearmatmul *c = &call->u.qlinearmatmul;
-    qmm_geometry g;
-    qmm_param_map maps[QMM_REF_NMAPS];
-    qmm_status_code rc = qmm_ref_validate_qlm(c, &g, maps, st);
+    qmm_plan plan;
+    qmm_status_code rc = qmm_validate_qlinearmatmul(c, &plan, st);
     if (rc != QMM_OK)
         return rc;
     if (p == QMM_PROFILE_ORION_FP16X16)
-        return compute_orion(c, &g, maps, st);
-    return compute_float_profile(c, &g, maps, p, st);
+        return compute_orion(c, &plan.g, plan.maps, st);
+    return compute_float_profile(c, &plan.g, plan.maps, p, st);
 }

@@ -15,7 +15,7 @@
 #include "optimized/cpu/opt_internal.h"
 #include "optimized/cuda/epilogue.h"
 #include "optimized/qmm_cuda.h"
-#include "reference/qmm_reference.h"
+#include "ops/qmm_ops.h"
 #include "tests/cli_support.h"
 #include "tests/rng_support.h"
 

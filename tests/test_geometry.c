@@ -1,11 +1,11 @@
 /* tests/test_geometry.c — numpy.matmul geometry, parameter shape rules and maps, and exact
- * scale decoding (reference/geometry.c, params.c, scales.c). */
+ * scale decoding (ops/geometry.c, params.c, scales.c). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
 
-#include "reference/qmm_reference.h"
+#include "ops/qmm_ops.h"
 #include "tests/tensor_support.h"
 
 #define U8 QMM_DTYPE_UINT8

@@ -17,6 +17,7 @@
 
 #include "optimized/cpu/opt_internal.h"
 #include "optimized/qmm_optimized.h"
+#include "ops/qmm_ops.h"
 #include "reference/qmm_reference.h"
 #include "tests/rng_support.h"
 
@@ -853,7 +854,7 @@ Test(prepack, reuse_across_parameters_and_errors)
         ((uint8_t *)bz.data)[0] = (uint8_t)rnd(&r, 0, 255);
         qmm_tensor y = tens(&p, QMM_DTYPE_INT32, 3, yd), want = tens(&p, QMM_DTYPE_INT32, 3, yd);
         qmm_matmulinteger c = {.a = a, .b = b, .a_zero_point = az, .b_zero_point = bz, .y = want};
-        cr_assert_eq(qmm_validate_matmulinteger(&c, &(qmm_geometry){0}, &st), QMM_OK);
+        cr_assert_eq(qmm_validate_matmulinteger(&c, &(qmm_plan){0}, &st), QMM_OK);
         qmm_call call = {.op = QMM_OP_MATMULINTEGER};
         call.u.matmulinteger = c;
         cr_assert_eq(qmm_ref_compute(&call, NULL, NULL, &st), QMM_OK, "%s", st.message);

@@ -17,6 +17,7 @@
 #include "harness/gen/fingerprint.h"
 #include "harness/io/onnx_io.h"
 #include "harness/report/strbuf.h"
+#include "ops/qmm_ops.h"
 #include "reference/qmm_reference.h"
 
 #define U8 QMM_DTYPE_UINT8

@@ -19,6 +19,7 @@
 #include "harness/io/casedir.h"
 #include "harness/run/expect.h"
 #include "harness/io/meta.h"
+#include "ops/qmm_ops.h"
 #include "reference/qmm_reference.h"
 #include "tests/tensor_support.h"
 
@@ -74,7 +75,7 @@ static void expect_invalid(qmm_call call, const char *needle)
     cr_expect_eq(rc, QMM_INVALID_ARGUMENT, "rc %d (%s), want INVALID_ARGUMENT for '%s'", (int)rc,
                  st.message, needle);
     cr_expect(strstr(st.message, needle), "message '%s' lacks '%s'", st.message, needle);
-    rc = qmm_validate_qorderedmatmul(&call.u.qorderedmatmul, &st);
+    rc = qmm_validate_qorderedmatmul(&call.u.qorderedmatmul, &(qmm_qordered_plan){0}, &st);
     cr_expect_eq(rc, QMM_INVALID_ARGUMENT, "validate: rc %d for '%s'", (int)rc, needle);
 }
 

@@ -14,6 +14,7 @@
 #include "harness/io/clean.h"
 #include "harness/run/compare.h"
 #include "harness/run/expect.h"
+#include "ops/qmm_ops.h"
 
 #define U8 QMM_DTYPE_UINT8
 #define S8 QMM_DTYPE_INT8

@@ -9,7 +9,7 @@
 
 #include "harness/io/casedir.h"
 #include "harness/run/compare.h"
-#include "reference/qmm_reference.h"
+#include "ops/qmm_ops.h"
 
 #define U8 QMM_DTYPE_UINT8
 #define S8 QMM_DTYPE_INT8

@@ -10,7 +10,7 @@
 
 #include "harness/io/clean.h"
 #include "harness/run/expect.h"
-#include "reference/qmm_reference.h"
+#include "ops/qmm_ops.h"
 
 #define QH_MAX_DEPTH 32
 

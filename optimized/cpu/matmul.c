@@ -1,4 +1,4 @@
-/* optimized/cpu/matmul.c — the driver: validation (the reference's rules, reused), operand
+/* optimized/cpu/matmul.c — the driver: validation (the shared rules of ops/), operand
  * packing, the blocked loops around the microkernels, the zero-point corrections and the
  * requantization epilogue.
  *
@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "optimized/cpu/opt_internal.h"
-#include "reference/qmm_reference.h"
+#include "ops/qmm_ops.h"
 
 enum {
     MB_MAX = 192,  /* rows per task: a multiple of every mr (6, 8, 32) */
@@ -33,7 +33,15 @@ enum {
                         both threads busy when there are few of them) */
 };
 
-enum { P_AS, P_AZ, P_BS, P_BZ, P_YS, P_YZ, P_COUNT };
+/* The plan's parameter maps (ops/qmm_ops.h) under short names. */
+enum {
+    P_AS = QMM_MAP_A_SCALE,
+    P_AZ = QMM_MAP_A_ZERO_POINT,
+    P_BS = QMM_MAP_B_SCALE,
+    P_BZ = QMM_MAP_B_ZERO_POINT,
+    P_YS = QMM_MAP_Y_SCALE,
+    P_YZ = QMM_MAP_Y_ZERO_POINT,
+};
 
 typedef struct worker_scratch {
     int32_t *cbuf;   /* MB_MAX x NC_MAX partial sums */
@@ -79,7 +87,7 @@ typedef struct job {
     const qmm_qlinearmatmul *qlm; /* one of qlm / mmi */
     const qmm_matmulinteger *mmi;
     const qmm_tensor *a, *b, *az, *bz;
-    qmm_param_map maps[P_COUNT];
+    const qmm_param_map *maps;    /* the validation plan's, indexed by P_* */
     int a_signed, b_signed;
     int direct;                   /* small-M path on unpacked B */
     int smallp;                   /* small-M path on a prepacked "pairs" B */
@@ -619,30 +627,19 @@ qmm_status_code qmm_opt_qlinearmatmul(const qmm_opt_backend *ob, const qmm_qline
         if (!call.b.data)
             call.b.data = (void *)pb; /* never read: validation only asks for non-NULL */
     }
-    qmm_geometry g;
-    qmm_status_code rc = qmm_validate_qlinearmatmul(&call, &g, st);
+    qmm_plan plan;
+    qmm_status_code rc = qmm_validate_qlinearmatmul(&call, &plan, st);
     if (rc != QMM_OK)
         return rc;
     job J;
     memset(&J, 0, sizeof J);
-    J.g = &g;
+    J.g = &plan.g;
+    J.maps = plan.maps;
     J.qlm = c;
     J.a = &c->a;
     J.b = &call.b;
     J.az = &c->a_zero_point;
     J.bz = &c->b_zero_point;
-    /* validation succeeded, so these cannot fail; they give the parameters' index maps */
-    if (qmm_param_map_build(&c->a_scale, "a_scale", QMM_PARAM_A, &c->a, &g, &J.maps[P_AS], st) ||
-        qmm_param_map_build(&c->a_zero_point, "a_zero_point", QMM_PARAM_A, &c->a, &g,
-                            &J.maps[P_AZ], st) ||
-        qmm_param_map_build(&c->b_scale, "b_scale", QMM_PARAM_B, &c->b, &g, &J.maps[P_BS], st) ||
-        qmm_param_map_build(&c->b_zero_point, "b_zero_point", QMM_PARAM_B, &c->b, &g,
-                            &J.maps[P_BZ], st) ||
-        qmm_param_map_build(&c->y_scale, "y_scale", QMM_PARAM_Y, &c->y, &g, &J.maps[P_YS], st) ||
-        qmm_param_map_build(&c->y_zero_point, "y_zero_point", QMM_PARAM_Y, &c->y, &g,
-                            &J.maps[P_YZ], st))
-        return qmm_status_set(st, QMM_INTERNAL, "%s: parameter map after validation: %s",
-                              ob->name, st->message);
     J.y_per_tensor = qmm_tensor_numel(&c->y_scale) == 1;
     J.sy = 1.0; /* only the per-tensor path reads it (y_scale may hold no element) */
     if (J.y_per_tensor) {
@@ -667,26 +664,19 @@ qmm_status_code qmm_opt_matmulinteger(const qmm_opt_backend *ob, const qmm_matmu
         if (!call.b.data)
             call.b.data = (void *)pb;
     }
-    qmm_geometry g;
-    qmm_status_code rc = qmm_validate_matmulinteger(&call, &g, st);
+    qmm_plan plan;
+    qmm_status_code rc = qmm_validate_matmulinteger(&call, &plan, st);
     if (rc != QMM_OK)
         return rc;
     job J;
     memset(&J, 0, sizeof J);
-    J.g = &g;
+    J.g = &plan.g;
+    J.maps = plan.maps;
     J.mmi = c;
     J.a = &c->a;
     J.b = &call.b;
     J.az = &c->a_zero_point;
     J.bz = &c->b_zero_point;
-    if ((qmm_tensor_present(&c->a_zero_point) &&
-         qmm_param_map_build(&c->a_zero_point, "a_zero_point", QMM_PARAM_A, &c->a, &g,
-                             &J.maps[P_AZ], st)) ||
-        (qmm_tensor_present(&c->b_zero_point) &&
-         qmm_param_map_build(&c->b_zero_point, "b_zero_point", QMM_PARAM_B, &c->b, &g,
-                             &J.maps[P_BZ], st)))
-        return qmm_status_set(st, QMM_INTERNAL, "%s: parameter map after validation: %s",
-                              ob->name, st->message);
     return run_job(ob, &J, pb, st);
 }
 

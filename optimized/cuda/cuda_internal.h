@@ -87,7 +87,7 @@ qmm_status_code qmm_cu_matmulinteger(qmm_cu_backend *cb, const qmm_matmulinteger
 
 /* ---- QOrderedMatMul (qordered.c) ---- */
 
-/* Validates with the reference's rules (qmm_validate_qorderedmatmul); on success the batch,
+/* Validates with the shared rules (ops/, qmm_validate_qorderedmatmul); on success the batch,
  * M, K, N and B's and C's batches (1 or A's; C's 0 when absent). */
 qmm_status_code qmm_cu_qordered_shape(const qmm_qorderedmatmul *c, int64_t *batch, int64_t *m,
                                       int64_t *k, int64_t *n, int64_t *b_batch,

@@ -1,8 +1,8 @@
 /* optimized/cuda/matmul.c — QLinearMatMul and MatMulInteger on the device (cuBLASLt int8 GEMM
  * plus the exact epilogue kernel) and the same pipeline emulated on the host.
  *
- * A call: validate with the reference's rules (same accept/reject and messages as every other
- * backend); flatten every parameter through the reference's parameter maps into per-row (a) and
+ * A call: validate with the shared rules of ops/ (same accept/reject and messages as every other
+ * backend); flatten every parameter through the plan's parameter maps into per-row (a) and
  * per-column (b) vectors for each batch, y parameters into a decoded copy of the whole tensor
  * indexed by the map's strides (a per-element vector would cost 12 bytes per output); prepare
  * each distinct A matrix once (int8 shift, zero padding, row sums) and each distinct B matrix
@@ -13,9 +13,7 @@
 #include <string.h>
 
 #include "optimized/cuda/cuda_internal.h"
-#include "reference/qmm_reference.h"
-
-enum { P_AS, P_AZ, P_BS, P_BZ, P_YS, P_YZ, P_COUNT };
+#include "ops/qmm_ops.h"
 
 /* Padding: multiples the int8 tensor-core kernels want for dimensions and leading dimensions
  * (16-byte aligned rows); padded rows and K columns hold 0 and add nothing to any sum. */
@@ -26,8 +24,7 @@ typedef struct plan {
     const qmm_qlinearmatmul *qlm; /* one of qlm / mmi */
     const qmm_matmulinteger *mmi;
     const qmm_tensor *a, *b, *y;
-    qmm_geometry g;
-    qmm_param_map maps[P_COUNT];
+    qmm_plan rules;                /* validation's: geometry and parameter maps */
     int64_t m, k, n, batch, mp, np, kp;
     int64_t namat, nbmat;
     int a_signed, b_signed;
@@ -74,7 +71,8 @@ static int64_t round_up(int64_t v, int64_t to)
 /* Builds the flattened parameters of a validated call. */
 static qmm_status_code plan_build(const qmm_cu_backend *cb, plan *p, qmm_status *st)
 {
-    const qmm_geometry *g = &p->g;
+    const qmm_geometry *g = &p->rules.g;
+    const qmm_param_map *maps = p->rules.maps;
     p->m = g->m;
     p->k = g->k;
     p->n = g->n;
@@ -131,23 +129,25 @@ static qmm_status_code plan_build(const qmm_cu_backend *cb, plan *p, qmm_status 
         p->bmat[bi] = p->k && p->n ? qmm_geometry_b_offset(g, bi) / (p->k * p->n) : 0;
         for (int64_t i = 0; i < p->m; i++) {
             size_t o = (size_t)(bi * p->m + i);
-            p->da[o] = shift_a - zp_value(az, qmm_param_offset(&p->maps[P_AZ], g, bi, i, 0));
+            p->da[o] = shift_a - zp_value(az, qmm_param_offset(&maps[QMM_MAP_A_ZERO_POINT], g,
+                                                               bi, i, 0));
             if (p->qlm)
                 p->sa[o] = qmm_scale_decode(p->qlm->a_scale.dtype, p->qlm->a_scale.data,
-                                            qmm_param_offset(&p->maps[P_AS], g, bi, i, 0));
+                                            qmm_param_offset(&maps[QMM_MAP_A_SCALE], g, bi, i, 0));
         }
         for (int64_t j = 0; j < p->n; j++) {
             size_t o = (size_t)(bi * p->n + j);
-            p->db[o] = shift_b - zp_value(bz, qmm_param_offset(&p->maps[P_BZ], g, bi, 0, j));
+            p->db[o] = shift_b - zp_value(bz, qmm_param_offset(&maps[QMM_MAP_B_ZERO_POINT], g,
+                                                               bi, 0, j));
             if (p->qlm) {
                 p->sb[o] = qmm_scale_decode(p->qlm->b_scale.dtype, p->qlm->b_scale.data,
-                                            qmm_param_offset(&p->maps[P_BS], g, bi, 0, j));
+                                            qmm_param_offset(&maps[QMM_MAP_B_SCALE], g, bi, 0, j));
                 /* the host's IEEE double division gives the same bits as the device's */
                 p->cm[o] = p->sb[o] / p->sy;
             }
         }
         p->ybase[bi] = p->qlm && !p->y_per_tensor
-                           ? qmm_param_offset(&p->maps[P_YS], g, bi, 0, 0)
+                           ? qmm_param_offset(&maps[QMM_MAP_Y_SCALE], g, bi, 0, 0)
                            : 0;
     }
     return QMM_OK;
@@ -182,8 +182,8 @@ static qmm_cu_epi epi_args(const plan *p, int64_t bi, const int32_t *dot, int64_
         e.ys = ys;
         e.yz = yz;
         e.y_base = p->ybase[bi];
-        e.y_rs = p->maps[P_YS].row_stride;
-        e.y_cs = p->maps[P_YS].col_stride;
+        e.y_rs = p->rules.maps[QMM_MAP_Y_SCALE].row_stride;
+        e.y_cs = p->rules.maps[QMM_MAP_Y_SCALE].col_stride;
         e.qmin = p->qmin;
         e.qmax = p->qmax;
     }
@@ -486,7 +486,7 @@ out:
 
 static qmm_status_code run_plan(qmm_cu_backend *cb, plan *p, qmm_status *st)
 {
-    if (p->g.m == 0 || p->g.n == 0 || p->g.batch == 0)
+    if (p->rules.g.m == 0 || p->rules.g.n == 0 || p->rules.g.batch == 0)
         return qmm_status_ok(st); /* an empty output: nothing to write */
     qmm_status_code rc = plan_build(cb, p, st);
     if (rc == QMM_OK) {
@@ -509,28 +509,13 @@ qmm_status_code qmm_cu_qlinearmatmul(qmm_cu_backend *cb, const qmm_qlinearmatmul
 {
     plan p;
     memset(&p, 0, sizeof p);
-    qmm_status_code rc = qmm_validate_qlinearmatmul(c, &p.g, st);
+    qmm_status_code rc = qmm_validate_qlinearmatmul(c, &p.rules, st);
     if (rc != QMM_OK)
         return rc; /* float8 operands: UNSUPPORTED after validation, as the reference does */
     p.qlm = c;
     p.a = &c->a;
     p.b = &c->b;
     p.y = &c->y;
-    /* validation succeeded, so these cannot fail; they give the parameters' index maps */
-    if (qmm_param_map_build(&c->a_scale, "a_scale", QMM_PARAM_A, &c->a, &p.g, &p.maps[P_AS],
-                            st) ||
-        qmm_param_map_build(&c->a_zero_point, "a_zero_point", QMM_PARAM_A, &c->a, &p.g,
-                            &p.maps[P_AZ], st) ||
-        qmm_param_map_build(&c->b_scale, "b_scale", QMM_PARAM_B, &c->b, &p.g, &p.maps[P_BS],
-                            st) ||
-        qmm_param_map_build(&c->b_zero_point, "b_zero_point", QMM_PARAM_B, &c->b, &p.g,
-                            &p.maps[P_BZ], st) ||
-        qmm_param_map_build(&c->y_scale, "y_scale", QMM_PARAM_Y, &c->y, &p.g, &p.maps[P_YS],
-                            st) ||
-        qmm_param_map_build(&c->y_zero_point, "y_zero_point", QMM_PARAM_Y, &c->y, &p.g,
-                            &p.maps[P_YZ], st))
-        return qmm_status_set(st, QMM_INTERNAL, "%s: parameter map after validation: %s",
-                              cb->name, st->message);
     return run_plan(cb, &p, st);
 }
 
@@ -539,21 +524,13 @@ qmm_status_code qmm_cu_matmulinteger(qmm_cu_backend *cb, const qmm_matmulinteger
 {
     plan p;
     memset(&p, 0, sizeof p);
-    qmm_status_code rc = qmm_validate_matmulinteger(c, &p.g, st);
+    qmm_status_code rc = qmm_validate_matmulinteger(c, &p.rules, st);
     if (rc != QMM_OK)
         return rc;
     p.mmi = c;
     p.a = &c->a;
     p.b = &c->b;
     p.y = &c->y;
-    if ((qmm_tensor_present(&c->a_zero_point) &&
-         qmm_param_map_build(&c->a_zero_point, "a_zero_point", QMM_PARAM_A, &c->a, &p.g,
-                             &p.maps[P_AZ], st)) ||
-        (qmm_tensor_present(&c->b_zero_point) &&
-         qmm_param_map_build(&c->b_zero_point, "b_zero_point", QMM_PARAM_B, &c->b, &p.g,
-                             &p.maps[P_BZ], st)))
-        return qmm_status_set(st, QMM_INTERNAL, "%s: parameter map after validation: %s",
-                              cb->name, st->message);
     return run_plan(cb, &p, st);
 }
 
@@ -651,15 +628,14 @@ qmm_status_code qmm_cuda_bench_resident(const qmm_backend *be, int64_t m, int64_
     };
     plan p;
     memset(&p, 0, sizeof p);
-    qmm_status_code rc = qmm_validate_qlinearmatmul(&c, &p.g, st);
+    qmm_status_code rc = qmm_validate_qlinearmatmul(&c, &p.rules, st);
     if (rc != QMM_OK)
         return rc;
     p.qlm = &c;
     p.a = &c.a;
     p.b = &c.b;
     p.y = &c.y;
-    for (int i = 0; i < P_COUNT; i++)
-        memset(&p.maps[i], 0, sizeof p.maps[i]); /* every parameter is per-tensor */
+    /* every parameter is per-tensor: validation left all map strides 0 */
     dev d;
     memset(&d, 0, sizeof d);
     pthread_mutex_lock(&cb->lock);

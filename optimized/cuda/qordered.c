@@ -10,33 +10,31 @@
  * double computation; the rare undecided ones are computed here on the host with GMP
  * rationals. K is split into chunks of QMM_CU_KCHUNK summed modulo 2^32, as for QLinearMatMul.
  *
- * Validation is the reference's (qmm_validate_qorderedmatmul, docs/qorderedmatmul.md). B and C
- * have batch 1 (broadcast) or A's batch.
+ * Validation is the shared rules' (ops/, qmm_validate_qorderedmatmul, docs/qorderedmatmul.md).
+ * B and C have batch 1 (broadcast) or A's batch.
  */
 #include <gmp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "optimized/cuda/cuda_internal.h"
-#include "reference/qmm_reference.h"
+#include "ops/qmm_ops.h"
 
 qmm_status_code qmm_cu_qordered_shape(const qmm_qorderedmatmul *c, int64_t *batch, int64_t *m,
                                       int64_t *k, int64_t *n, int64_t *b_batch,
                                       int64_t *c_batch, qmm_status *st)
 {
-    /* the reference's rules: every backend accepts and rejects the same calls */
-    qmm_status_code rc = qmm_validate_qorderedmatmul(c, st);
+    /* the shared rules: every backend accepts and rejects the same calls */
+    qmm_qordered_plan g;
+    qmm_status_code rc = qmm_validate_qorderedmatmul(c, &g, st);
     if (rc != QMM_OK)
         return rc;
-    int ar = c->a.rank, br = c->b.rank;
-    *batch = ar == 3 ? c->a.dims[0] : 1;
-    *m = c->a.dims[ar - 2];
-    *k = c->a.dims[ar - 1];
-    *n = c->b.dims[br - 1];
-    *b_batch = br == 3 ? c->b.dims[0] : 1;
-    *c_batch = 0;
-    if (qmm_tensor_present(&c->c))
-        *c_batch = c->c.rank == 3 ? c->c.dims[0] : 1;
+    *batch = g.batch;
+    *m = g.m;
+    *k = g.k;
+    *n = g.n;
+    *b_batch = g.b_batch;
+    *c_batch = g.c_batch;
     return QMM_OK;
 }
 

@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "qmm/qmm.h"
-#include "reference/qmm_reference.h"
+#include "ops/qmm_ops.h"
 
 #ifndef QMM_MUTANT_NAME
 #define QMM_MUTANT_NAME "none"
@@ -125,16 +125,6 @@ static int64_t requantize(int64_t acc, double sa, double sb, double sy, int64_t 
 #endif
 }
 
-static qmm_status_code build_map(const qmm_tensor *p, const char *name, qmm_param_role role,
-                                 const qmm_tensor *operand, const qmm_geometry *g,
-                                 qmm_param_map *map, qmm_status *st)
-{
-    memset(map, 0, sizeof *map);
-    if (!qmm_tensor_present(p))
-        return QMM_OK;
-    return qmm_param_map_build(p, name, role, operand, g, map, st);
-}
-
 static void misbehave(const qmm_tensor *a, const qmm_tensor *y, const qmm_geometry *g)
 {
 #ifdef QMM_MUTANT_WRITE_PAST_OUTPUT
@@ -169,18 +159,14 @@ static qmm_status_code mutant_qlmm(const qmm_backend *self, const qmm_qlinearmat
                                    qmm_status *st)
 {
     const mutant *mu = self->impl;
-    qmm_geometry g;
-    qmm_status_code rc = qmm_validate_qlinearmatmul(c, &g, st);
+    qmm_plan plan;
+    qmm_status_code rc = qmm_validate_qlinearmatmul(c, &plan, st);
     if (rc != QMM_OK)
         return rc;
-    qmm_param_map m_as, m_az, m_bs, m_bz, m_ys, m_yz;
-    if ((rc = build_map(&c->a_scale, "a_scale", QMM_PARAM_A, &c->a, &g, &m_as, st)) ||
-        (rc = build_map(&c->a_zero_point, "a_zero_point", QMM_PARAM_A, &c->a, &g, &m_az, st)) ||
-        (rc = build_map(&c->b_scale, "b_scale", QMM_PARAM_B, &c->b, &g, &m_bs, st)) ||
-        (rc = build_map(&c->b_zero_point, "b_zero_point", QMM_PARAM_B, &c->b, &g, &m_bz, st)) ||
-        (rc = build_map(&c->y_scale, "y_scale", QMM_PARAM_Y, NULL, &g, &m_ys, st)) ||
-        (rc = build_map(&c->y_zero_point, "y_zero_point", QMM_PARAM_Y, NULL, &g, &m_yz, st)))
-        return rc;
+    const qmm_geometry g = plan.g;
+    const qmm_param_map m_as = plan.maps[QMM_MAP_A_SCALE], m_az = plan.maps[QMM_MAP_A_ZERO_POINT],
+                        m_bs = plan.maps[QMM_MAP_B_SCALE], m_bz = plan.maps[QMM_MAP_B_ZERO_POINT],
+                        m_ys = plan.maps[QMM_MAP_Y_SCALE], m_yz = plan.maps[QMM_MAP_Y_ZERO_POINT];
     misbehave(&c->a, &c->y, &g);
     int64_t qmin = c->y.dtype == QMM_DTYPE_INT8 ? -128 : 0;
     int64_t qmax = c->y.dtype == QMM_DTYPE_INT8 ? 127 : 255;
@@ -237,14 +223,13 @@ static qmm_status_code mutant_mmi(const qmm_backend *self, const qmm_matmulinteg
                                   qmm_status *st)
 {
     (void)self;
-    qmm_geometry g;
-    qmm_status_code rc = qmm_validate_matmulinteger(c, &g, st);
+    qmm_plan plan;
+    qmm_status_code rc = qmm_validate_matmulinteger(c, &plan, st);
     if (rc != QMM_OK)
         return rc;
-    qmm_param_map m_az, m_bz;
-    if ((rc = build_map(&c->a_zero_point, "a_zero_point", QMM_PARAM_A, &c->a, &g, &m_az, st)) ||
-        (rc = build_map(&c->b_zero_point, "b_zero_point", QMM_PARAM_B, &c->b, &g, &m_bz, st)))
-        return rc;
+    const qmm_geometry g = plan.g;
+    const qmm_param_map m_az = plan.maps[QMM_MAP_A_ZERO_POINT],
+                        m_bz = plan.maps[QMM_MAP_B_ZERO_POINT];
     misbehave(&c->a, &c->y, &g);
     unsigned char *y = c->y.data;
     for (int64_t bi = 0; bi < g.batch; bi++)

@@ -1,0 +1,198 @@
+/* ops/qmm_ops.h — the operator rules every backend shares (docs/semantics.md): numpy.matmul
+ * geometry, the parameter forms and their maps, exact scale decoding and encoding, every input
+ * rule of the three operators, and QOrderedMatMul's cublasLt layouts.
+ *
+ * Project-internal: the reference, the optimized and CUDA backends, the harness, the fuzz
+ * targets and the tests include it; it is not installed. Nothing here needs GMP, so a backend
+ * that uses these rules links qmm_ops alone and accepts and rejects exactly the calls the
+ * reference does, with the same messages.
+ *
+ * A validator returns the plan it built on the way (geometry and parameter maps), so a
+ * backend uses it directly instead of rebuilding it.
+ */
+#ifndef QMM_OPS_QMM_OPS_H
+#define QMM_OPS_QMM_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qmm/qmm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Returns from the calling function with the status code of `expr` unless it is QMM_OK: the
+ * rules are long chains of checks, each of which may end the validation. */
+#define QMM_TRY(expr)                                                                     \
+    do {                                                                                  \
+        qmm_status_code qmm_try_rc_ = (expr);                                             \
+        if (qmm_try_rc_ != QMM_OK)                                                        \
+            return qmm_try_rc_;                                                           \
+    } while (0)
+
+/* ---- numpy.matmul geometry (docs/semantics.md §1; geometry.c) -------------------------- */
+
+typedef struct qmm_geometry {
+    int64_t m, k, n;
+    int64_t batch;                        /* product of the broadcast batch dims (may be 0) */
+    int32_t batch_rank;                   /* rank of the broadcast batch shape */
+    int64_t batch_dims[QMM_MAX_RANK];
+    /* a and b after 1-D promotion, left-padded with 1s to batch_rank + 2 */
+    int64_t a_dims[QMM_MAX_RANK + 2];
+    int64_t b_dims[QMM_MAX_RANK + 2];
+    int32_t y_rank;                       /* output shape, promotion dims removed */
+    int64_t y_dims[QMM_MAX_RANK];
+} qmm_geometry;
+
+/* Applies §2.1 to a and b. Errors (QMM_INVALID_ARGUMENT) name the input and the rule:
+ * "a: rank 0 is invalid", "b: K mismatch: a has K=3, b has K=4",
+ * "a, b: batch dims do not broadcast (dim 0: 2 vs 3)"; element counts that overflow int64
+ * and output ranks above QMM_MAX_RANK are rejected as well. */
+qmm_status_code qmm_matmul_geometry(const qmm_tensor *a, const qmm_tensor *b, qmm_geometry *g,
+                                    qmm_status *st);
+
+/* Element offset of the first element of matrix `batch_index` (0 .. g->batch-1, row-major
+ * over the broadcast batch shape) in a and in b. */
+int64_t qmm_geometry_a_offset(const qmm_geometry *g, int64_t batch_index);
+int64_t qmm_geometry_b_offset(const qmm_geometry *g, int64_t batch_index);
+
+/* "[2,3]" (or "[]"), truncated to fit `n`. */
+void qmm_format_dims(char *buf, size_t n, int32_t rank, const int64_t *dims);
+
+/* Rank in 0..QMM_MAX_RANK, non-negative dims, element count fits int64. */
+qmm_status_code qmm_check_tensor(const qmm_tensor *t, const char *name, qmm_status *st);
+
+/* y has dtype `dtype` and shape `dims` (rank `rank`); otherwise QMM_INVALID_ARGUMENT with
+ * "NAME: dtype ... differs from the expected ..." or "NAME: shape [..] differs from the
+ * expected [..]". */
+qmm_status_code qmm_check_output(const qmm_tensor *y, const char *name, int32_t dtype,
+                                 int32_t rank, const int64_t *dims, qmm_status *st);
+
+/* ---- quantization parameters (docs/semantics.md §2.2; params.c) ------------------------ */
+
+typedef enum qmm_param_role {
+    QMM_PARAM_A = 0, /* per-tensor or per-row of a */
+    QMM_PARAM_B = 1, /* per-tensor or per-column of b */
+    QMM_PARAM_Y = 2, /* per-tensor or broadcastable to y */
+} qmm_param_role;
+
+/* Where each output element finds its parameter: offset = sum of strides times the output
+ * coordinate (batch coordinates over the broadcast batch shape, then i, then j). A stride of
+ * 0 means "does not vary". Per-tensor parameters have all strides 0. */
+typedef struct qmm_param_map {
+    int32_t batch_rank;
+    int64_t batch_stride[QMM_MAX_RANK];
+    int64_t row_stride;
+    int64_t col_stride;
+} qmm_param_map;
+
+/* Checks a parameter's shape against its role and builds its map. `name` ("a_scale",
+ * "b_zero_point", ...) is used in the error message. */
+qmm_status_code qmm_param_map_build(const qmm_tensor *param, const char *name,
+                                    qmm_param_role role, const qmm_tensor *operand,
+                                    const qmm_geometry *g, qmm_param_map *map, qmm_status *st);
+
+/* Offset of the parameter element for output element (batch_index, i, j). */
+int64_t qmm_param_offset(const qmm_param_map *map, const qmm_geometry *g, int64_t batch_index,
+                         int64_t i, int64_t j);
+
+/* ---- element types and values (scales.c) ----------------------------------------------- */
+
+int qmm_is_q8(int32_t dtype);     /* uint8 or int8 */
+int qmm_is_float8(int32_t dtype); /* one of the four float8 codes */
+int qmm_is_scale_type(int32_t dtype);
+
+/* Element `index` of a uint8/int8 tensor as an integer. */
+int64_t qmm_load_q8(const qmm_tensor *t, int64_t index);
+
+/* int64 reduced modulo 2^32 into int32, without relying on implementation-defined casts. */
+int32_t qmm_wrap_int32(int64_t v);
+
+/* Stores an int32 little-endian, as tensor data is defined to be. */
+void qmm_store_i32(void *data, int64_t index, int32_t v);
+
+/* Decodes a scale element exactly (float, float16 — subnormals included — or bfloat16) to the
+ * double holding the same value. */
+double qmm_scale_decode(int32_t dtype, const void *data, int64_t index);
+
+/* Every element of scale tensor `s` decodes to a finite value > 0; otherwise
+ * QMM_INVALID_ARGUMENT naming the first that does not ("a_scale[2]: must be finite and > 0"). */
+qmm_status_code qmm_check_scale_values(const qmm_tensor *s, const char *name, qmm_status *st);
+
+/* `v` rounded to nearest, ties to even, in a scale type (float, float16 or bfloat16),
+ * subnormals included, overflowing to ±infinity; returned as the double holding that value.
+ * Independent of the floating-point environment's rounding mode. NaN for other types. */
+double qmm_round_to_scale_type(int32_t dtype, double v);
+
+/* v rounded to an integer, ties to even, whatever fegetround() says (infinities and NaN
+ * unchanged). */
+double qmm_round_half_even(double v);
+
+/* The little-endian bit pattern of qmm_round_to_scale_type(dtype, v) (16 or 32 bits), so a
+ * caller can build float16/bfloat16 tensors without compiler support for them. */
+uint32_t qmm_scale_encode(int32_t dtype, double v);
+
+/* ---- validation of QLinearMatMul and MatMulInteger (validate.c) ------------------------ */
+
+/* The parameter maps of a plan, in input order. */
+enum {
+    QMM_MAP_A_SCALE,
+    QMM_MAP_A_ZERO_POINT,
+    QMM_MAP_B_SCALE,
+    QMM_MAP_B_ZERO_POINT,
+    QMM_MAP_Y_SCALE,
+    QMM_MAP_Y_ZERO_POINT,
+    QMM_MAP_COUNT
+};
+
+/* What validating a QLinearMatMul or MatMulInteger call learns: its geometry and where each
+ * output element finds each parameter. For MatMulInteger only the two zero-point maps are
+ * filled (all strides 0 for an absent zero point); the others are all zero. */
+typedef struct qmm_plan {
+    qmm_geometry g;
+    qmm_param_map maps[QMM_MAP_COUNT];
+} qmm_plan;
+
+/* Full validation of a call against docs/semantics.md §2.5 / §3, including the shape of y. On
+ * success fills the plan. QMM_UNSUPPORTED for valid calls the reference does not compute yet
+ * (float8 types). */
+qmm_status_code qmm_validate_qlinearmatmul(const qmm_qlinearmatmul *c, qmm_plan *plan,
+                                           qmm_status *st);
+qmm_status_code qmm_validate_matmulinteger(const qmm_matmulinteger *c, qmm_plan *plan,
+                                           qmm_status *st);
+
+/* ---- QOrderedMatMul (docs/semantics.md §4, docs/qorderedmatmul.md; qordered_layout.c) -- */
+
+/* Element offset of (r, c) in a rows x cols matrix stored in cublasLt order `order`
+ * (qmm_order: COL, ROW, COL32, COL4_4R2_8C, COL32_2R_4R4), by the formulas of docs/semantics.md
+ * §4.2 (COL4_4R2_8C and COL32_2R_4R4 pad rows to 8 / 32 in the leading dimension). -1 for an
+ * unknown order or (r, c) outside the matrix. */
+int64_t qmm_order_offset(int order, int64_t rows, int64_t cols, int64_t r, int64_t c);
+
+/* What validating a QOrderedMatMul call learns. */
+typedef struct qmm_qordered_plan {
+    int64_t batch;   /* batch_A: a.dims[0] for a 3-D A, else 1 */
+    int64_t m, k, n;
+    int64_t b_batch; /* 1 or batch */
+    int64_t c_batch; /* 1 or batch; 0 without C */
+    int scalar_b;    /* scale_B has one element */
+    int32_t y_rank;
+    int64_t y_dims[QMM_MAX_RANK];
+} qmm_qordered_plan;
+
+/* Y's shape from A and B alone: A's shape with its last dim replaced by N (B is logically
+ * [K,N] or [batch,K,N]). QMM_INVALID_ARGUMENT when the ranks or K do not fit. */
+qmm_status_code qmm_qordered_y_shape(const qmm_tensor *a, const qmm_tensor *b, int32_t *rank,
+                                     int64_t dims[QMM_MAX_RANK], qmm_status *st);
+
+/* Full validation of a call (orders, combination, types, shapes, tiles, scales); on success
+ * fills the plan. */
+qmm_status_code qmm_validate_qorderedmatmul(const qmm_qorderedmatmul *c, qmm_qordered_plan *plan,
+                                            qmm_status *st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QMM_OPS_QMM_OPS_H */
