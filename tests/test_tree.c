@@ -5,10 +5,14 @@
  * and checks that the run finishes, counts every case exactly once, and reports the problem
  * as an ERROR naming the file and the field. qmmcheck runs under `timeout` so that a
  * regression that hangs fails the test instead of the suite.
+ *
+ * The last tests check the source tree's own layering: optimized/ uses ops/, not reference/.
  */
+#define _XOPEN_SOURCE 700 /* nftw */
 #include "tests/cli_support.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -331,4 +335,95 @@ Test(tree, missing_node_input_names_the_field)
     removed("q/test_data_set_0/input_7.pb");
     edit_model("q", drop_last_input);
     expect_one_error(vec, "q", "q/model.onnx: NodeProto.input: QLinearMatMul: 7 inputs, expected 8");
+}
+
+/* ---- the source tree's layering (docs/architecture.md §1) ---------------------------------- */
+
+/* Set by the walk below: one line per #include of a reference/ header under optimized/. */
+static char layering_offenders[4096];
+
+/* An #include line naming a reference/ header ("reference/..." or <reference/...>). */
+static int includes_reference(const char *line)
+{
+    while (*line == ' ' || *line == '\t')
+        line++;
+    if (*line++ != '#')
+        return 0;
+    while (*line == ' ' || *line == '\t')
+        line++;
+    if (strncmp(line, "include", 7) != 0)
+        return 0;
+    const char *end = strchr(line, '\n');
+    const char *hit = strstr(line, "reference/");
+    return hit && (!end || hit < end);
+}
+
+static int note_reference_includes(const char *path, const struct stat *sb, int type,
+                                   struct FTW *ftw)
+{
+    (void)sb;
+    (void)ftw;
+    if (type != FTW_F)
+        return 0;
+    char *text = slurp(path);
+    int line_no = 1;
+    for (const char *line = text; *line; line_no++) {
+        if (includes_reference(line)) {
+            size_t used = strlen(layering_offenders);
+            snprintf(layering_offenders + used, sizeof layering_offenders - used, "%s:%d\n",
+                     path, line_no);
+        }
+        const char *next = strchr(line, '\n');
+        if (!next)
+            break;
+        line = next + 1;
+    }
+    free(text);
+    return 0;
+}
+
+/* optimized/ (CPU and CUDA) depends on the shared rules of ops/, never on the reference: no
+ * file includes a reference/ header and no CMakeLists.txt links qmm_reference. */
+Test(tree, optimized_uses_ops_not_the_reference)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/optimized", env("QMM_SOURCE_DIR"));
+    layering_offenders[0] = '\0';
+    cr_assert_eq(nftw(dir, note_reference_includes, 16, FTW_PHYS), 0, "cannot walk %s", dir);
+    cr_expect_str_empty(layering_offenders, "reference/ headers included under optimized/:\n%s",
+                        layering_offenders);
+    const char *lists[] = {"optimized/CMakeLists.txt", "optimized/cuda/CMakeLists.txt"};
+    for (size_t i = 0; i < sizeof lists / sizeof *lists; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", env("QMM_SOURCE_DIR"), lists[i]);
+        char *text = slurp(path);
+        cr_expect_null(strstr(text, "qmm_reference"), "%s names qmm_reference", lists[i]);
+        free(text);
+    }
+}
+
+/* The built optimized library needs nothing from GMP or from the reference: none of its
+ * undefined symbols is a GMP one or one that libqmm_reference defines (it gets the rules from
+ * qmm_ops). A static archive records no dependencies, so the symbols are what tell. Needs
+ * binutils' nm; skipped without it. */
+Test(tree, optimized_library_needs_no_gmp_and_no_reference)
+{
+    if (system("command -v nm > /dev/null 2>&1") != 0)
+        cr_skip_test("nm is not installed");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "nm -u '%s' | awk '{print $NF}' | sort -u > '%s/undefined' && "
+             "nm -g --defined-only '%s' | awk 'NF == 3 {print $3}' | sort -u > '%s/reference' && "
+             "test -s '%s/undefined' && test -s '%s/reference' && "
+             "{ grep -i gmp '%s/undefined'; comm -12 '%s/undefined' '%s/reference'; } "
+             "> '%s/needed'; cat '%s/needed'",
+             env("QMM_OPTIMIZED_LIB"), tmpdir, env("QMM_REFERENCE_LIB"), tmpdir, tmpdir, tmpdir,
+             tmpdir, tmpdir, tmpdir, tmpdir, tmpdir);
+    int rc = system(cmd);
+    char path[512];
+    snprintf(path, sizeof path, "%s/needed", tmpdir);
+    char *out = slurp(path);
+    cr_assert_eq(rc, 0, "nm found no symbols or failed: %s", cmd);
+    cr_expect_str_empty(out, "libqmm_optimized needs these from GMP or the reference:\n%s", out);
+    free(out);
 }
