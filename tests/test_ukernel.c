@@ -6,7 +6,7 @@
  * every tile: `kernel` (in one call, and with K split in two calls, the second accumulating)
  * and `kernel_rows` for a partial row group, `gemv` on the unpacked B and `gemv_packed` on the
  * packed one. Their int32 sums must equal the portable C kernel of the same layout
- * (gemm-scalar.c, the table's `portable`) bit for bit, and — after the zero-point
+ * (gemm-portable.c, the table's `portable`) bit for bit, and — after the zero-point
  * corrections of opt_internal.h — a naive triple loop of sum_k (a - za)(b - zb) modulo 2^32.
  * Shapes: m and n from 1 to past one tile, K = 0, 1, values that are not multiples of the
  * K group (3, 5, 63, 65, ...), a long K (4099) and one past int32 (33031).
@@ -234,11 +234,11 @@ static void check_gemv(const qmm_opt_isa_ops *ops, const problem *p)
         memset(got, 0x5a, p->m * ldc * sizeof(int32_t));
         if (packed) {
             ops->gemv_packed(p->m, kpairs, apack, kpairs, bpack, kpairs * 32, panels, got, ldc);
-            qmm_opt_gemv_packed_portable(p->m, kpairs, apack, kpairs, bpack, kpairs * 32,
+            qmm_gemv_s16u8_r4x16c2__portable(p->m, kpairs, apack, kpairs, bpack, kpairs * 32,
                                          panels, want, ldc);
         } else {
             ops->gemv(p->m, p->k, apack, kpairs, p->b, p->n, p->b_signed, p->n, got, ldc);
-            qmm_opt_gemv_portable(p->m, p->k, apack, kpairs, p->b, p->n, p->b_signed, p->n,
+            qmm_gemv_s16u8_r4__portable(p->m, p->k, apack, kpairs, p->b, p->n, p->b_signed, p->n,
                                   want, ldc);
         }
         const char *what = packed ? "gemv_packed" : "gemv";

@@ -109,7 +109,7 @@ typedef struct qmm_opt_isa_ops {
     qmm_opt_isa isa;
     int mr, nr, kg;          /* tile rows, tile columns, k values per group (2 or 4) */
     qmm_opt_kernel_fn kernel;
-    qmm_opt_kernel_fn portable; /* the plain-C kernel on the same layout (gemm-scalar.c): what
+    qmm_opt_kernel_fn portable; /* the plain-C kernel on the same layout (gemm-portable.c): what
                                    `kernel` and `kernel_rows` must compute; tests only */
     qmm_opt_kernel_rows_fn kernel_rows; /* NULL: partial groups run the full kernel */
     qmm_opt_gemv_fn gemv;    /* NULL: small M goes through the packed path */
@@ -130,70 +130,70 @@ typedef struct qmm_opt_isa_ops {
     void (*task_end)(void);   /* after its task's last kernel call (AMX: release), or NULL */
 } qmm_opt_isa_ops;
 
-/* The portable C kernels (gemm-scalar.c), one per packing layout, written for clarity: the
+/* The portable C kernels (gemm-portable.c), one per packing layout, written for clarity: the
  * specification each SIMD kernel on that layout is tested against (tests/test_ukernel.c).
  * The "pairs" layout's is the scalar variant's own kernel. */
-void qmm_opt_kernel_scalar_6x16(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
+void qmm_gemm_s16s8_6x16c2__portable(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
                                 size_t ldc, int accumulate);
 /* "unsigned words" B (AVX2) */
-void qmm_opt_kernel_portable_uw_6x16(size_t kgroups, const int32_t *a, const int8_t *b,
+void qmm_gemm_s16u8_6x16c2__portable(size_t kgroups, const int32_t *a, const int8_t *b,
                                      int32_t *c, size_t ldc, int accumulate);
 /* quads, 16 columns (AVX-VNNI) */
-void qmm_opt_kernel_portable_quads_6x16(size_t kgroups, const int32_t *a, const int8_t *b,
+void qmm_gemm_u8s8_6x16c4__portable(size_t kgroups, const int32_t *a, const int8_t *b,
                                         int32_t *c, size_t ldc, int accumulate);
 /* quads, 32 columns (AVX-512 VNNI) */
-void qmm_opt_kernel_portable_quads_8x32(size_t kgroups, const int32_t *a, const int8_t *b,
+void qmm_gemm_u8s8_8x32c4__portable(size_t kgroups, const int32_t *a, const int8_t *b,
                                         int32_t *c, size_t ldc, int accumulate);
 /* the "tiles" A and the 32-column quads B (AMX) */
-void qmm_opt_kernel_portable_tiles_32x32(size_t kgroups, const int32_t *a, const int8_t *b,
+void qmm_gemm_u8s8_32x32c4_tiles__portable(size_t kgroups, const int32_t *a, const int8_t *b,
                                          int32_t *c, size_t ldc, int accumulate);
 /* the small-M forms: qmm_opt_gemv_fn's and qmm_opt_gemv_packed_fn's contracts */
-void qmm_opt_gemv_portable(size_t rows, size_t k, const int32_t *a, size_t lda,
+void qmm_gemv_s16u8_r4__portable(size_t rows, size_t k, const int32_t *a, size_t lda,
                            const uint8_t *b, size_t ldb, int b_signed, size_t n, int32_t *c,
                            size_t ldc);
-void qmm_opt_gemv_packed_portable(size_t rows, size_t kpairs, const int32_t *a, size_t lda,
+void qmm_gemv_s16u8_r4x16c2__portable(size_t rows, size_t kpairs, const int32_t *a, size_t lda,
                                   const int8_t *b, size_t pstride, size_t npanels, int32_t *c,
                                   size_t ldc);
 
-void qmm_opt_kernel_avx2_6x16(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
+void qmm_gemm_s16u8_6x16c2__avx2(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
                               size_t ldc, int accumulate);
-void qmm_opt_gemv_avx2(size_t rows, size_t k, const int32_t *a, size_t lda, const uint8_t *b,
+void qmm_gemv_s16u8_r4__avx2(size_t rows, size_t k, const int32_t *a, size_t lda, const uint8_t *b,
                        size_t ldb, int b_signed, size_t n, int32_t *c, size_t ldc);
-void qmm_opt_gemv_packed_avx2(size_t rows, size_t kpairs, const int32_t *a, size_t lda,
+void qmm_gemv_s16u8_r4x16c2__avx2(size_t rows, size_t kpairs, const int32_t *a, size_t lda,
                               const int8_t *b, size_t pstride, size_t npanels, int32_t *c,
                               size_t ldc);
-void qmm_opt_kernel_avxvnni_6x16(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
+void qmm_gemm_u8s8_6x16c4__avxvnni(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
                                  size_t ldc, int accumulate);
-void qmm_opt_kernel_avxvnni_rx16(size_t rows, size_t kgroups, const int32_t *a,
+void qmm_gemm_u8s8_rx16c4__avxvnni(size_t rows, size_t kgroups, const int32_t *a,
                                  const int8_t *b, int32_t *c, size_t ldc, int accumulate);
-void qmm_opt_kernel_avx512vnni_8x32(size_t kgroups, const int32_t *a, const int8_t *b,
+void qmm_gemm_u8s8_8x32c4__avx512vnni(size_t kgroups, const int32_t *a, const int8_t *b,
                                     int32_t *c, size_t ldc, int accumulate);
-void qmm_opt_colsum_avxvnni(const int8_t *b, size_t kgroups, size_t npanels, size_t pstride,
+void qmm_colsum_s8_16c4__avxvnni(const int8_t *b, size_t kgroups, size_t npanels, size_t pstride,
                             int32_t *colsum);
-void qmm_opt_colsum_avx512vnni(const int8_t *b, size_t kgroups, size_t npanels, size_t pstride,
+void qmm_colsum_s8_32c4__avx512vnni(const int8_t *b, size_t kgroups, size_t npanels, size_t pstride,
                                int32_t *colsum);
-void qmm_opt_pack_b_avx512vnni(const uint8_t *b, size_t ldb, int b_signed, size_t k,
+void qmm_packb_s8_32c4__avx512vnni(const uint8_t *b, size_t ldb, int b_signed, size_t k,
                                size_t kgroups, size_t j0, size_t j1, int8_t *dst,
                                int32_t *colsum);
-void qmm_opt_kernel_avx512vnni_rx32(size_t rows, size_t kgroups, const int32_t *a,
+void qmm_gemm_u8s8_rx32c4__avx512vnni(size_t rows, size_t kgroups, const int32_t *a,
                                     const int8_t *b, int32_t *c, size_t ldc, int accumulate);
 
-/* AMX (gemm-amx.c): 32 x 32 tiles of the "tiles" A layout and the quads B layout (nr 32),
- * kgroups a multiple of 16; the tile configuration must be loaded (qmm_opt_amx_begin) on
+/* AMX (gemm-u8s8-32x32c4-tiles-amx.c): 32 x 32 tiles of the "tiles" A layout and the quads B layout (nr 32),
+ * kgroups a multiple of 16; the tile configuration must be loaded (qmm_gemm_begin__amx) on
  * the calling thread. The rows form runs rows <= 4 with AVX-512 VNNI, <= 16 on one A tile. */
-void qmm_opt_amx_begin(void);
-void qmm_opt_amx_end(void);
-void qmm_opt_kernel_amx_32x32(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
+void qmm_gemm_begin__amx(void);
+void qmm_gemm_end__amx(void);
+void qmm_gemm_u8s8_32x32c4_tiles__amx(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
                               size_t ldc, int accumulate);
-void qmm_opt_kernel_amx_rx32(size_t rows, size_t kgroups, const int32_t *a, const int8_t *b,
+void qmm_gemm_u8s8_rx32c4_tiles__amx(size_t rows, size_t kgroups, const int32_t *a, const int8_t *b,
                              int32_t *c, size_t ldc, int accumulate);
 
 /* The peak loops of `qmmcheck bench --peak`: `iters` iterations of a dependency-free block of
  * the kernel's multiply-accumulate instructions; returns int8 MACs performed. */
-uint64_t qmm_opt_peak_avx2(uint64_t iters);
-uint64_t qmm_opt_peak_avxvnni(uint64_t iters);
-uint64_t qmm_opt_peak_avx512vnni(uint64_t iters);
-uint64_t qmm_opt_peak_amx(uint64_t iters); /* loads and releases the tile configuration */
+uint64_t qmm_peak_s16s16__avx2(uint64_t iters);
+uint64_t qmm_peak_u8s8__avxvnni(uint64_t iters);
+uint64_t qmm_peak_u8s8__avx512vnni(uint64_t iters);
+uint64_t qmm_peak_u8s8_tiles__amx(uint64_t iters); /* loads and releases the tile configuration */
 
 /* ---- packing (pack.c) ---- */
 

@@ -77,7 +77,7 @@ double qmm_optimized_peak_amx_ops(int threads, double seconds)
 {
 #if defined(__x86_64__)
     if (!qmm_opt_isa_missing(QMM_OPT_ISA_AMX))
-        return measure(qmm_opt_peak_amx, threads, seconds);
+        return measure(qmm_peak_u8s8_tiles__amx, threads, seconds);
 #endif
     (void)threads;
     (void)seconds;
@@ -90,13 +90,13 @@ double qmm_optimized_peak_ops(int threads, double seconds, const char **loop)
     const char *what = "none (no AVX2 on this CPU)";
 #if defined(__x86_64__)
     if (!qmm_opt_isa_missing(QMM_OPT_ISA_AVX512VNNI)) {
-        fn = qmm_opt_peak_avx512vnni;
+        fn = qmm_peak_u8s8__avx512vnni;
         what = "avx512vnni: zmm vpdpbusd, 12 independent chains";
     } else if (!qmm_opt_isa_missing(QMM_OPT_ISA_AVXVNNI)) {
-        fn = qmm_opt_peak_avxvnni;
+        fn = qmm_peak_u8s8__avxvnni;
         what = "avxvnni: ymm vpdpbusd, 12 independent chains";
     } else if (!qmm_opt_isa_missing(QMM_OPT_ISA_AVX2)) {
-        fn = qmm_opt_peak_avx2;
+        fn = qmm_peak_s16s16__avx2;
         what = "avx2: ymm vpmaddwd + vpaddd (the AVX2 kernel's exact int16 sequence), "
                "12 independent chains";
     }

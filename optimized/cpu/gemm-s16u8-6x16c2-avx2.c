@@ -1,4 +1,5 @@
-/* optimized/cpu/gemm-avx2.c — AVX2 microkernels (this file alone is built with -mavx2).
+/* optimized/cpu/gemm-s16u8-6x16c2-avx2.c — AVX2 microkernels (this file alone is built with
+ * -mavx2).
  *
  * Exactness: vpmaddubsw's int16 pair sums saturate (255*127*2 > 32767), so they are not used.
  * Operands are widened to int16 instead and multiplied with vpmaddwd, whose pair sums
@@ -23,7 +24,7 @@ static const uint16_t lo_bytes[16] __attribute__((aligned(32))) = {
     0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
     0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
-void qmm_opt_kernel_avx2_6x16(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
+void qmm_gemm_s16u8_6x16c2__avx2(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
                               size_t ldc, int accumulate)
 {
     /* The loop is assembly because compilers spill some of the 12 accumulators when the 16
@@ -231,7 +232,7 @@ gemv_rows(size_t rows, size_t k, const int32_t *a, size_t lda, const uint8_t *b,
         }
 }
 
-void qmm_opt_gemv_avx2(size_t rows, size_t k, const int32_t *a, size_t lda, const uint8_t *b,
+void qmm_gemv_s16u8_r4__avx2(size_t rows, size_t k, const int32_t *a, size_t lda, const uint8_t *b,
                        size_t ldb, int b_signed, size_t n, int32_t *c, size_t ldc)
 {
 #define QMM_CASE(R)                                                                         \
@@ -301,7 +302,7 @@ gemvp_rows(size_t rows, size_t pp, size_t kpairs, const int32_t *a, size_t lda,
         gemvp_block(rows, 1, kpairs, a, lda, b + p * pstride, pstride, c + 16 * p, ldc);
 }
 
-void qmm_opt_gemv_packed_avx2(size_t rows, size_t kpairs, const int32_t *a, size_t lda,
+void qmm_gemv_s16u8_r4x16c2__avx2(size_t rows, size_t kpairs, const int32_t *a, size_t lda,
                               const int8_t *b, size_t pstride, size_t npanels, int32_t *c,
                               size_t ldc)
 {
@@ -316,7 +317,7 @@ void qmm_opt_gemv_packed_avx2(size_t rows, size_t kpairs, const int32_t *a, size
 
 /* Peak loop: the kernel's arithmetic (vpmaddwd + vpaddd pairs) with no loads, 12 independent
  * accumulators so latency never limits; 12 vpmaddwd = 12*16 int8 MACs per iteration. */
-uint64_t qmm_opt_peak_avx2(uint64_t iters)
+uint64_t qmm_peak_s16s16__avx2(uint64_t iters)
 {
     for (uint64_t i = 0; i < iters; i++) {
         __asm__ volatile(

@@ -1,4 +1,4 @@
-/* optimized/cpu/gemm-scalar.c — the portable C microkernels, one per packing layout
+/* optimized/cpu/gemm-portable.c — the portable C microkernels, one per packing layout
  * (opt_internal.h, pack.c): the scalar variant's 6x16 kernel on the "pairs" layout, and plain
  * loops on the layouts the SIMD kernels read ("unsigned words", quads with nr 16 and 32, the
  * AMX "tiles" A), plus the small-M forms. They are the specification tests/test_ukernel.c
@@ -8,7 +8,7 @@
 
 enum { MR = 6, NR = 16 };
 
-void qmm_opt_kernel_scalar_6x16(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
+void qmm_gemm_s16s8_6x16c2__portable(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
                                 size_t ldc, int accumulate)
 {
     uint32_t acc[MR][NR];
@@ -101,15 +101,15 @@ static void portable_tile(const portable_layout *L, size_t kgroups, const int32_
         portable_tile(&L, kgroups, a, b, c, ldc, accumulate);                                 \
     }
 
-QMM_PORTABLE_KERNEL(qmm_opt_kernel_portable_uw_6x16, 6, 16, 2, a_pairs, b_uwords)
-QMM_PORTABLE_KERNEL(qmm_opt_kernel_portable_quads_6x16, 6, 16, 4, a_quads, b_quads)
-QMM_PORTABLE_KERNEL(qmm_opt_kernel_portable_quads_8x32, 8, 32, 4, a_quads, b_quads)
-QMM_PORTABLE_KERNEL(qmm_opt_kernel_portable_tiles_32x32, 32, 32, 4, a_tiles, b_quads)
+QMM_PORTABLE_KERNEL(qmm_gemm_s16u8_6x16c2__portable, 6, 16, 2, a_pairs, b_uwords)
+QMM_PORTABLE_KERNEL(qmm_gemm_u8s8_6x16c4__portable, 6, 16, 4, a_quads, b_quads)
+QMM_PORTABLE_KERNEL(qmm_gemm_u8s8_8x32c4__portable, 8, 32, 4, a_quads, b_quads)
+QMM_PORTABLE_KERNEL(qmm_gemm_u8s8_32x32c4_tiles__portable, 32, 32, 4, a_tiles, b_quads)
 #undef QMM_PORTABLE_KERNEL
 
 /* ---- small M: qmm_opt_gemv_fn and qmm_opt_gemv_packed_fn ---- */
 
-void qmm_opt_gemv_portable(size_t rows, size_t k, const int32_t *a, size_t lda,
+void qmm_gemv_s16u8_r4__portable(size_t rows, size_t k, const int32_t *a, size_t lda,
                            const uint8_t *b, size_t ldb, int b_signed, size_t n, int32_t *c,
                            size_t ldc)
 {
@@ -125,7 +125,7 @@ void qmm_opt_gemv_portable(size_t rows, size_t k, const int32_t *a, size_t lda,
         }
 }
 
-void qmm_opt_gemv_packed_portable(size_t rows, size_t kpairs, const int32_t *a, size_t lda,
+void qmm_gemv_s16u8_r4x16c2__portable(size_t rows, size_t kpairs, const int32_t *a, size_t lda,
                                   const int8_t *b, size_t pstride, size_t npanels, int32_t *c,
                                   size_t ldc)
 {

@@ -1,4 +1,4 @@
-/* optimized/cpu/gemm-avxvnni.c — AVX-VNNI microkernel (built with -mavx2 -mavxvnni).
+/* optimized/cpu/gemm-u8s8-6x16c4-avxvnni.c — AVX-VNNI microkernel (built with -mavx2 -mavxvnni).
  *
  * vpdpbusd multiplies uint8 A' by int8 B' in quads and adds to int32 without saturation
  * (the "s" form saturates and is not used), so every product is exact and the sum wraps
@@ -42,14 +42,14 @@ static inline __attribute__((always_inline)) void tile(int R, size_t kgroups, co
     }
 }
 
-void qmm_opt_kernel_avxvnni_6x16(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
+void qmm_gemm_u8s8_6x16c4__avxvnni(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
                                  size_t ldc, int accumulate)
 {
     tile(MR, kgroups, a, b, c, ldc, accumulate);
 }
 
 /* Partial groups: the last rows of M, and M < 6 with a prepacked B. */
-void qmm_opt_kernel_avxvnni_rx16(size_t rows, size_t kgroups, const int32_t *a,
+void qmm_gemm_u8s8_rx16c4__avxvnni(size_t rows, size_t kgroups, const int32_t *a,
                                  const int8_t *b, int32_t *c, size_t ldc, int accumulate)
 {
     switch (rows) {
@@ -63,8 +63,8 @@ void qmm_opt_kernel_avxvnni_rx16(size_t rows, size_t kgroups, const int32_t *a,
 }
 
 /* Column sums of packed panels (16 columns x kgroups each, panel p at b + p*pstride), as
- * qmm_opt_colsum_avx512vnni: vpdpbusd with all-ones uint8, wrapping modulo 2^32. */
-void qmm_opt_colsum_avxvnni(const int8_t *b, size_t kgroups, size_t npanels, size_t pstride,
+ * qmm_colsum_s8_32c4__avx512vnni: vpdpbusd with all-ones uint8, wrapping modulo 2^32. */
+void qmm_colsum_s8_16c4__avxvnni(const int8_t *b, size_t kgroups, size_t npanels, size_t pstride,
                             int32_t *colsum)
 {
     const __m256i ones = _mm256_set1_epi8(1);
@@ -84,7 +84,7 @@ void qmm_opt_colsum_avxvnni(const int8_t *b, size_t kgroups, size_t npanels, siz
 
 /* Peak loop: 12 independent vpdpbusd chains (the accumulator dependence keeps each one in
  * the loop), no loads; the folded sum is returned through *sink so nothing is dead. */
-uint64_t qmm_opt_peak_avxvnni(uint64_t iters)
+uint64_t qmm_peak_u8s8__avxvnni(uint64_t iters)
 {
     __m256i x = _mm256_set1_epi32(0x01020304), y = _mm256_set1_epi32(0x05060708);
     __m256i c[12];

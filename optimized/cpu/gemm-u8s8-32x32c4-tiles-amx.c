@@ -1,5 +1,6 @@
-/* optimized/cpu/gemm-amx.c — AMX-INT8 microkernel (built with -mamx-tile -mamx-int8 and the
- * AVX-512 VNNI flags). 32 rows x 32 columns as four 16x16 int32 C tiles; per K tile (64 k
+/* optimized/cpu/gemm-u8s8-32x32c4-tiles-amx.c — AMX-INT8 microkernel (built with -mamx-tile
+ * -mamx-int8 and the AVX-512 VNNI flags).
+ * 32 rows x 32 columns as four 16x16 int32 C tiles; per K tile (64 k
  * values) two A tiles and two B tiles are loaded and multiplied with tdpbusd (uint8 A times
  * int8 B, four products summed into each int32 element without saturation: the sums wrap
  * modulo 2^32 like vpdpbusd's, Intel SDM vol. 2, TDPBUSD).
@@ -28,7 +29,7 @@ typedef struct __attribute__((packed, aligned(64))) tile_config {
     uint8_t rows[16];
 } tile_config;
 
-void qmm_opt_amx_begin(void)
+void qmm_gemm_begin__amx(void)
 {
     tile_config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -42,7 +43,7 @@ void qmm_opt_amx_begin(void)
     __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
 }
 
-void qmm_opt_amx_end(void)
+void qmm_gemm_end__amx(void)
 {
     _tile_release();
 }
@@ -94,7 +95,7 @@ static inline __attribute__((always_inline)) void tiles(int slices, size_t kgrou
     }
 }
 
-void qmm_opt_kernel_amx_32x32(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
+void qmm_gemm_u8s8_32x32c4_tiles__amx(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
                               size_t ldc, int accumulate)
 {
     tiles(2, kgroups, a, b, c, ldc, accumulate);
@@ -103,7 +104,7 @@ void qmm_opt_kernel_amx_32x32(size_t kgroups, const int32_t *a, const int8_t *b,
 /* Rows 0..R-1 (R <= 4, a constant after inlining) with AVX-512 VNNI on the tiles layout:
  * row r's word for K group 16T + u is word 16*(T*MR + r) + u of the block. A tile multiply
  * costs the same for 1 row as for 16, so a few rows (M = 1 on a prepacked B) run as a gemv;
- * K groups alternate between two accumulator sets, as in gemm-avx512vnni.c. */
+ * K groups alternate between two accumulator sets, as in gemm-u8s8-8x32c4-avx512vnni.c. */
 static inline __attribute__((always_inline)) void rows_vnni(int R, size_t kgroups,
                                                             const int32_t *a, const int8_t *b,
                                                             int32_t *c, size_t ldc,
@@ -143,7 +144,7 @@ static inline __attribute__((always_inline)) void rows_vnni(int R, size_t kgroup
     }
 }
 
-void qmm_opt_kernel_amx_rx32(size_t rows, size_t kgroups, const int32_t *a, const int8_t *b,
+void qmm_gemm_u8s8_rx32c4_tiles__amx(size_t rows, size_t kgroups, const int32_t *a, const int8_t *b,
                              int32_t *c, size_t ldc, int accumulate)
 {
     switch (rows) {
@@ -162,9 +163,9 @@ void qmm_opt_kernel_amx_rx32(size_t rows, size_t kgroups, const int32_t *a, cons
 
 /* Peak loop: four independent tdpbusd chains on operands already in tile registers (zeros:
  * the instruction's speed does not depend on the values). */
-uint64_t qmm_opt_peak_amx(uint64_t iters)
+uint64_t qmm_peak_u8s8_tiles__amx(uint64_t iters)
 {
-    qmm_opt_amx_begin();
+    qmm_gemm_begin__amx();
     _tile_zero(0);
     _tile_zero(1);
     _tile_zero(2);
@@ -179,6 +180,6 @@ uint64_t qmm_opt_peak_amx(uint64_t iters)
         _tile_dpbusd(2, 5, 6);
         _tile_dpbusd(3, 5, 7);
     }
-    qmm_opt_amx_end();
+    qmm_gemm_end__amx();
     return iters * 4u * 16u * 16u * 64u;
 }

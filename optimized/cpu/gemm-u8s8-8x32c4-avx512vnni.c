@@ -1,6 +1,6 @@
-/* optimized/cpu/gemm-avx512vnni.c — AVX-512 VNNI microkernel (built with -mavx512f
+/* optimized/cpu/gemm-u8s8-8x32c4-avx512vnni.c — AVX-512 VNNI microkernel (built with -mavx512f
  * -mavx512bw -mavx512vl -mavx512vnni). 8 rows x 32 columns: 16 zmm accumulators, 2 B
- * registers, one broadcast. vpdpbusd (non-saturating) as in gemm-avxvnni.c.
+ * registers, one broadcast. vpdpbusd (non-saturating) as in gemm-u8s8-6x16c4-avxvnni.c.
  */
 #include <immintrin.h>
 
@@ -69,7 +69,7 @@ static inline __attribute__((always_inline)) void tile(int R, size_t kgroups, co
     }
 }
 
-void qmm_opt_kernel_avx512vnni_8x32(size_t kgroups, const int32_t *a, const int8_t *b,
+void qmm_gemm_u8s8_8x32c4__avx512vnni(size_t kgroups, const int32_t *a, const int8_t *b,
                                     int32_t *c, size_t ldc, int accumulate)
 {
     /* Assembly, as for the AVX2 kernel: GCC keeps the 16 accumulators of tile() in
@@ -188,7 +188,7 @@ void qmm_opt_kernel_avx512vnni_8x32(size_t kgroups, const int32_t *a, const int8
 
 /* Partial groups (the last rows of M, and M < 8 with a prepacked B: a gemv streams B once
  * instead of multiplying seven rows of padding). */
-void qmm_opt_kernel_avx512vnni_rx32(size_t rows, size_t kgroups, const int32_t *a,
+void qmm_gemm_u8s8_rx32c4__avx512vnni(size_t rows, size_t kgroups, const int32_t *a,
                                     const int8_t *b, int32_t *c, size_t ldc, int accumulate)
 {
     switch (rows) {
@@ -206,7 +206,7 @@ void qmm_opt_kernel_avx512vnni_rx32(size_t rows, size_t kgroups, const int32_t *
 /* Column sums of packed panels (pack.c's quads layout, 32 columns x kgroups each, panel p at
  * b + p*pstride): vpdpbusd with an all-ones uint8 operand adds each column's four k values;
  * the sums wrap modulo 2^32, like every accumulator. */
-void qmm_opt_colsum_avx512vnni(const int8_t *b, size_t kgroups, size_t npanels, size_t pstride,
+void qmm_colsum_s8_32c4__avx512vnni(const int8_t *b, size_t kgroups, size_t npanels, size_t pstride,
                                int32_t *colsum)
 {
     const __m512i ones = _mm512_set1_epi8(1);
@@ -225,7 +225,7 @@ void qmm_opt_colsum_avx512vnni(const int8_t *b, size_t kgroups, size_t npanels, 
 
 /* Peak loop: 12 independent vpdpbusd chains (the accumulator dependence keeps each one in
  * the loop), no loads; the folded sum is returned through *sink so nothing is dead. */
-uint64_t qmm_opt_peak_avx512vnni(uint64_t iters)
+uint64_t qmm_peak_u8s8__avx512vnni(uint64_t iters)
 {
     __m512i x = _mm512_set1_epi32(0x01020304), y = _mm512_set1_epi32(0x05060708);
     __m512i c[12];
@@ -246,8 +246,8 @@ uint64_t qmm_opt_peak_avx512vnni(uint64_t iters)
  * panel's K group is four rows of 32 bytes interleaved into 128: byte unpacks pair the rows
  * within 128-bit lanes, and a lane permute puts the column quads in order. vpdpbusd with an
  * all-ones uint8 operand adds each column's four values into its sum (wrapping, as every
- * accumulator). Edge panels take qmm_opt_pack_b and qmm_opt_colsum_avx512vnni. */
-void qmm_opt_pack_b_avx512vnni(const uint8_t *b, size_t ldb, int b_signed, size_t k,
+ * accumulator). Edge panels take qmm_opt_pack_b and qmm_colsum_s8_32c4__avx512vnni. */
+void qmm_packb_s8_32c4__avx512vnni(const uint8_t *b, size_t ldb, int b_signed, size_t k,
                                size_t kgroups, size_t j0, size_t j1, int8_t *dst,
                                int32_t *colsum)
 {
@@ -287,6 +287,6 @@ void qmm_opt_pack_b_avx512vnni(const uint8_t *b, size_t ldb, int b_signed, size_
     if (j < j1) {
         int8_t *o = dst + (j - j0) / NR * pstride;
         qmm_opt_pack_b(b, ldb, b_signed, k, kgroups, j, j1, NR, 4, 0, o);
-        qmm_opt_colsum_avx512vnni(o, kgroups, (j1 - j + NR - 1) / NR, pstride, colsum + (j - j0));
+        qmm_colsum_s8_32c4__avx512vnni(o, kgroups, (j1 - j + NR - 1) / NR, pstride, colsum + (j - j0));
     }
 }
