@@ -4,7 +4,7 @@
  * fuzz_qorderedmatmul.c). The implementations compared with the reference (the spec profile,
  * overflow-permitted alternative accepted) are:
  *   - every built-in backend but the reference; for `optimized`, each ISA variant
- *     (qmm_optimized_isa_variant: scalar, avx2, avxvnni, avx512vnni, amx) single-threaded and
+ *     (every row of its kernel table, as qmm_optimized_isa_variant lists them) single-threaded and
  *     with QMM_FUZZ_THREADS threads
  *     (default 3: an odd count splits work unevenly); for `cuda` (when built), the device and
  *     its host emulation `cuda:emulate=1`. A variant whose capability query answers

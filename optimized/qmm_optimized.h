@@ -7,11 +7,10 @@
  * produces exactly that one). The wrapped sum is then requantized exactly.
  *
  * Options (comma-separated key=value, as `--backend optimized:isa=avx2,threads=2`):
- *   isa=auto|scalar|avx2|avxvnni|avx512vnni|amx   microkernel family (default auto: the best
- *                                                  this CPU has; the environment variable
- *                                                  QMM_ISA, when set, replaces auto); the
- *                                                  names are qmm_optimized_isa_variant's
- *   threads=N                                  worker threads, 1..256 (default: online CPUs)
+ *   isa=NAME|auto  microkernel family, one of qmm_optimized_isa_variant's names (default auto:
+ *                  the best this CPU has; the environment variable QMM_ISA, when set,
+ *                  replaces auto); an unknown name's error message lists them all
+ *   threads=N      worker threads, 1..256 (default: online CPUs)
  * Asking for an ISA the CPU lacks is not an error: the open succeeds and every query answers
  * UNSUPPORTED with the reason, so no illegal instruction is ever executed.
  *
@@ -70,23 +69,38 @@ qmm_status_code qmm_optimized_matmulinteger_packed(const qmm_backend *be,
 const char *qmm_optimized_isa(const qmm_backend *be);
 int qmm_optimized_threads(const qmm_backend *be);
 
-/* The i-th ISA variant the backend has, from 0: "scalar", "avx2", "avxvnni", "avx512vnni",
- * "amx"; NULL past the last. These are the names isa= accepts besides auto, whether or not
- * this CPU can run them; tools that try every variant iterate over this list. */
+/* The i-th ISA variant the backend has, from 0 (the portable "scalar"), in the order of the
+ * backend's kernel table (optimized/cpu/kernels.c); NULL past the last. These are the names
+ * isa= accepts besides auto, whether or not this CPU can run them; tools that try every
+ * variant iterate over this list. */
 const char *qmm_optimized_isa_variant(int i);
 
+/* What the i-th variant is, for listings (`qmmcheck list --backends`). */
+typedef struct qmm_optimized_variant {
+    const char *name;    /* as qmm_optimized_isa_variant */
+    const char *kernel;  /* its main microkernel, named for its types, tile and ISA */
+    const char *layout;  /* its packing layout, in words */
+    int mr, nr, kgroup;  /* tile rows x columns, k values per K group */
+    const char *missing; /* NULL when this CPU (and OS) runs it, else why not */
+} qmm_optimized_variant;
+
+/* Fills *v for variant i; 0 past the last variant, else 1. */
+int qmm_optimized_variant_info(int i, qmm_optimized_variant *v);
+
 /* Measures this machine's int8 peak for `threads` threads running for about `seconds`: a
- * dedicated loop of independent multiply-accumulates with no memory traffic, using the best
- * instruction sequence the CPU has (AVX-512 vpdpbusd, AVX-VNNI vpdpbusd, else AVX2
- * vpmaddwd + vpaddd, the sequence of the AVX2 kernel). Returns int8 ops per second (2 per
- * multiply-accumulate) and sets *loop to a description of the sequence; 0 when the CPU has
+ * dedicated loop of independent multiply-accumulates with no memory traffic, the best
+ * runnable variant's own instruction sequence (the last in qmm_optimized_isa_variant's order
+ * that has one and is not a separate ceiling, below). Returns int8 ops per second (2 per
+ * multiply-accumulate) and sets *loop to a description of the sequence; 0 when the CPU runs
  * none of them. */
 double qmm_optimized_peak_ops(int threads, double seconds, const char **loop);
 
-/* The same for AMX-INT8 (tdpbusd into four independent C tiles, operands in tile registers):
- * the ceiling of the amx variant. 0 when this CPU or OS cannot run AMX. Benchmarks report
- * percentages against qmm_optimized_peak_ops, the VNNI peak, whichever variant runs. */
-double qmm_optimized_peak_amx_ops(int threads, double seconds);
+/* The same for a variant whose loop is a ceiling of its own (AMX's tile multiply, operands in
+ * tile registers), reported beside the peak: benchmarks take percentages against
+ * qmm_optimized_peak_ops whichever variant runs. 0 (and *loop untouched) when variant i has
+ * no such loop or this CPU or OS cannot run it. */
+double qmm_optimized_peak_ceiling_ops(int variant, int threads, double seconds,
+                                      const char **loop);
 
 #ifdef __cplusplus
 }

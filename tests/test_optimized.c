@@ -374,15 +374,27 @@ typedef struct variant {
     int prepack; /* also run through a prepacked B */
 } variant;
 
+/* room for every variant of the kernel table on 1, 2 and 3 threads, and auto */
+enum { MAX_VARIANTS = 32 };
+
 static int open_variants(variant *v, int max)
 {
-    static const char *const specs[] = {
-        "isa=scalar,threads=1", "isa=avx2,threads=1", "isa=avx2,threads=2",
-        "isa=avx2,threads=3",   "isa=avxvnni,threads=2", "isa=avx512vnni,threads=2",
-        "isa=amx,threads=1",    "isa=amx,threads=2",     "isa=auto,threads=3",
-    };
+    /* every variant of the kernel table (the portable one single-threaded), on 1, 2 and 3
+     * threads (an odd count splits work unevenly), and auto; the 3-thread runs without a
+     * prepacked B, the others with one too */
+    char specs[MAX_VARIANTS][48];
+    int prepack[MAX_VARIANTS];
+    size_t nspecs = 0;
+    const char *isa;
+    for (int i = 0; (isa = qmm_optimized_isa_variant(i)) && nspecs + 4 <= MAX_VARIANTS; i++)
+        for (int t = 1; t <= (i ? 3 : 1); t++) {
+            snprintf(specs[nspecs], sizeof specs[0], "isa=%s,threads=%d", isa, t);
+            prepack[nspecs++] = i && t < 3;
+        }
+    snprintf(specs[nspecs], sizeof specs[0], "isa=auto,threads=3");
+    prepack[nspecs++] = 1;
     int n = 0;
-    for (size_t i = 0; i < sizeof specs / sizeof specs[0] && n < max; i++) {
+    for (size_t i = 0; i < nspecs && n < max; i++) {
         qmm_status st;
         qmm_backend *be = qmm_optimized_open(QMM_ABI_VERSION, specs[i], &st);
         cr_assert(be, "open %s: %s", specs[i], st.message);
@@ -397,7 +409,7 @@ static int open_variants(variant *v, int max)
             continue;
         }
         v[n].be = be;
-        v[n].prepack = i != 0 && i != 3;
+        v[n].prepack = prepack[i];
         n++;
     }
     return n;
@@ -443,8 +455,8 @@ Test(differential, random_problems, .timeout = 600)
 {
     const unsigned long long seed = 20240603ull;
     const int count = 10000;
-    variant v[8];
-    int nv = open_variants(v, 8);
+    variant v[MAX_VARIANTS];
+    int nv = open_variants(v, MAX_VARIANTS);
     cr_assert(nv >= 1);
     rng r = {seed};
     for (int i = 0; i < count; i++) {
@@ -469,8 +481,8 @@ Test(differential, blocking_boundaries, .timeout = 600)
          * these also draw extreme operands (all 255/-1, all 128/-128, alternating) */
         {1, 4099, 4127}, {2, 9, 95}, {3, 1, 63}, {4, 2049, 97}, {1, 1, 31}, {2, 8, 4096},
     };
-    variant v[8];
-    int nv = open_variants(v, 8);
+    variant v[MAX_VARIANTS];
+    int nv = open_variants(v, MAX_VARIANTS);
     rng r = {7};
     int count = QMM_TEST_SANITIZED ? 4 : (int)(sizeof shapes / sizeof shapes[0]);
     for (int s = 0; s < count; s++) {
@@ -514,8 +526,8 @@ Test(differential, blocking_boundaries, .timeout = 600)
 /* K >= 33026: exact accumulators leave int32; both sides must give the wrapped result. */
 Test(differential, int32_wraparound, .timeout = 600)
 {
-    variant v[8];
-    int nv = open_variants(v, 8);
+    variant v[MAX_VARIANTS];
+    int nv = open_variants(v, MAX_VARIANTS);
     rng r = {99};
     for (int op = 0; op < 2; op++) {
         problem p;
@@ -699,9 +711,10 @@ Test(rounding, exact_path_directly)
  * within 2^-28 of a tie (only the exact path may decide them, so the whole vector block must
  * fall back), saturation at both ends, zero accumulators and ordinary values. Each element
  * must equal the exact rule clamp(RNE(acc*sa*sb/sy) + zy). */
-#if defined(__x86_64__)
-/* The float requantizer with its multipliers made as the driver makes them (every test scale
- * lies in its range). */
+/* The float requantizer under test (a kernel table row's requant_row_f32), with its
+ * multipliers made as the driver makes them (every test scale lies in its range). */
+static qmm_opt_requant_row_f32_fn f32_under_test;
+
 static void requant_row_f32(const int32_t *acc, const int32_t *zc, uint32_t zr, size_t n,
                             double sa, const double *sb, const double *cm, double sy, int32_t zy,
                             int32_t qmin, int32_t qmax, uint8_t *out)
@@ -713,9 +726,8 @@ static void requant_row_f32(const int32_t *acc, const int32_t *zc, uint32_t zr, 
         cr_assert(m >= 0x1p-100 && m <= 0x1p100, "m=%a", m);
         mf[j] = (float)m;
     }
-    qmm_opt_requant_row_f32_avx512(acc, zc, zr, n, mf, sa, sb, cm, sy, zy, qmin, qmax, out);
+    f32_under_test(acc, zc, zr, n, mf, sa, sb, cm, sy, zy, qmin, qmax, out);
 }
-#endif
 
 Test(rounding, row_requantizers_agree_with_the_exact_rule)
 {
@@ -724,15 +736,25 @@ Test(rounding, row_requantizers_agree_with_the_exact_rule)
         qmm_opt_requant_row_fn fn;
         int usable;
     } rq;
-    rq fns[] = {
-        {"scalar", qmm_opt_requant_row, 1},
-#if defined(__x86_64__)
-        {"avx2", qmm_opt_requant_row_avx2, qmm_opt_isa_missing(QMM_OPT_ISA_AVX2) == NULL},
-        {"avx512", qmm_opt_requant_row_avx512,
-         qmm_opt_isa_missing(QMM_OPT_ISA_AVX512VNNI) == NULL},
-        {"avx512-f32", requant_row_f32, qmm_opt_isa_missing(QMM_OPT_ISA_AVX512VNNI) == NULL},
-#endif
-    };
+    /* every distinct requantizer of the kernel table's rows this CPU runs, named by the first
+     * row that has it; the float one goes through requant_row_f32 (one per table: it keeps a
+     * single function under test) */
+    rq fns[16];
+    size_t nfns = 0;
+    for (int i = 0; qmm_opt_kernel_row(i); i++) {
+        const qmm_opt_isa_ops *row = qmm_opt_kernel_row(i);
+        if (qmm_opt_kernel_missing(i))
+            continue;
+        int seen = 0;
+        for (size_t f = 0; f < nfns; f++)
+            seen |= fns[f].fn == row->requant_row;
+        if (!seen && nfns < 16)
+            fns[nfns++] = (rq){row->name, row->requant_row, 1};
+        if (row->requant_row_f32 && !f32_under_test && nfns < 16) {
+            f32_under_test = row->requant_row_f32;
+            fns[nfns++] = (rq){"float first try", requant_row_f32, 1};
+        }
+    }
     enum { N = 53 };
     rng r = {11};
     int near_ties = 0, big_ties = 0;
@@ -796,7 +818,7 @@ Test(rounding, row_requantizers_agree_with_the_exact_rule)
                           kind == 1 || kind == 2 ? (int)rnd(&r, -20, 20) : -20 + shift);
             cm[j] = sb[j] / sy;
         }
-        for (size_t f = 0; f < sizeof fns / sizeof fns[0]; f++) {
+        for (size_t f = 0; f < nfns; f++) {
             if (!fns[f].usable)
                 continue;
             for (int n = N - 16; n <= N; n += 8) {
@@ -893,10 +915,11 @@ Test(prepack, reuse_across_parameters_and_errors)
 
 Test(dispatch, missing_isas_answer_unsupported)
 {
-    /* every variant but scalar (which every CPU runs), from the backend's own list */
-    cr_assert_str_eq(qmm_optimized_isa_variant(QMM_OPT_ISA_SCALAR), "scalar");
-    cr_assert_null(qmm_optimized_isa_variant(QMM_OPT_ISA_COUNT));
-    for (int i = QMM_OPT_ISA_SCALAR + 1; i < QMM_OPT_ISA_COUNT; i++) {
+    /* every variant but the portable first one (which every CPU runs), from the backend's
+     * own list */
+    cr_assert_str_eq(qmm_optimized_isa_variant(0), "scalar");
+    cr_assert_null(qmm_optimized_isa_variant(qmm_opt_kernel_count()));
+    for (int i = 1; i < qmm_opt_kernel_count(); i++) {
         const char *isa = qmm_optimized_isa_variant(i);
         char opt[64];
         snprintf(opt, sizeof opt, "isa=%s", isa);
@@ -907,7 +930,7 @@ Test(dispatch, missing_isas_answer_unsupported)
         call.op = QMM_OP_QLINEARMATMUL;
         qmm_status st;
         qmm_status_code q = be->query(be, &call, &st);
-        const char *missing = qmm_opt_isa_missing((qmm_opt_isa)i);
+        const char *missing = qmm_opt_kernel_missing(i);
         if (missing) {
             cr_assert_eq(q, QMM_UNSUPPORTED);
             cr_assert(strstr(st.message, missing), "%s", st.message); /* the reason, as given */

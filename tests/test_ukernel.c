@@ -1,13 +1,15 @@
 /* tests/test_ukernel.c — every registered microkernel of the optimized backend, called
  * directly (not through the backend's matmul).
  *
- * For each ISA variant this CPU runs (the others are skipped with the reason), random and
- * extreme A and B are packed with that variant's own packers and its kernels are called on
- * every tile: `kernel` (in one call, and with K split in two calls, the second accumulating)
- * and `kernel_rows` for a partial row group, `gemv` on the unpacked B and `gemv_packed` on the
- * packed one. Their int32 sums must equal the portable C kernel of the same layout
- * (gemm-portable.c, the table's `portable`) bit for bit, and — after the zero-point
+ * For each row of the kernel table (kernels.c) this CPU runs (the others are skipped with the
+ * missing feature), random and extreme A and B are packed with that variant's own packers and
+ * its kernels are called on every tile: `kernel` (in one call, and with K split in two calls,
+ * the second accumulating) and `kernel_rows` for a partial row group, `gemv` on the unpacked
+ * B and `gemv_packed` on the packed one; a fused `pack_b` is compared with the packer and
+ * `colsum` it replaces. Their int32 sums must equal the portable C kernel of the same layout
+ * (gemm-portable.c, the row's `portable`) bit for bit, and — after the zero-point
  * corrections of opt_internal.h — a naive triple loop of sum_k (a - za)(b - zb) modulo 2^32.
+ * A test also checks that every row carries what the driver relies on.
  * Shapes: m and n from 1 to past one tile, K = 0, 1, values that are not multiples of the
  * K group (3, 5, 63, 65, ...), a long K (4099) and one past int32 (33031).
  */
@@ -103,11 +105,43 @@ static uint32_t naive(const problem *p, size_t i, size_t j)
     name, (p)->m, (p)->n, (p)->k, (p)->a_signed ? "int8" : "uint8",                          \
         (p)->b_signed ? "int8" : "uint8", (p)->fill_name
 
+/* A row's fused pack_b (panels and column sums in one pass) against the two steps it
+ * replaces (qmm_opt_pack_b, then the row's colsum): the same bytes and sums, whole and as the
+ * driver calls it, column range by column range (here one panel, then the rest). */
+static void check_fused_pack(const qmm_opt_isa_ops *ops, const problem *p, size_t kgroups,
+                             const int8_t *bpack, const int32_t *colsum)
+{
+    size_t nr = (size_t)ops->nr, panels = (p->n + nr - 1) / nr, pstride = kgroups * 4 * nr;
+    int8_t *want = alloc0(panels * pstride), *split = alloc0(panels * pstride);
+    int32_t *want_sum = alloc0(panels * nr * sizeof(int32_t));
+    int32_t *split_sum = alloc0(panels * nr * sizeof(int32_t));
+    qmm_opt_pack_b(p->b, p->n, p->b_signed, p->k, kgroups, 0, p->n, ops->nr, 4, 0, want);
+    ops->colsum(want, kgroups, panels, pstride, want_sum);
+    size_t j1 = nr < p->n ? nr : p->n;
+    ops->pack_b(p->b, p->n, p->b_signed, p->k, kgroups, 0, j1, split, split_sum);
+    if (j1 < p->n)
+        ops->pack_b(p->b, p->n, p->b_signed, p->k, kgroups, j1, p->n, split + pstride,
+                    split_sum + j1);
+    const char *name = ops->name;
+    cr_assert(memcmp(bpack, want, panels * pstride) == 0,
+              CASE_FMT ": pack_b's panels differ from qmm_opt_pack_b's", CASE_ARGS(name, p));
+    cr_assert(memcmp(split, want, panels * pstride) == 0,
+              CASE_FMT ": pack_b in two column ranges differs", CASE_ARGS(name, p));
+    for (size_t j = 0; j < p->n; j++)
+        cr_assert(colsum[j] == want_sum[j] && split_sum[j] == want_sum[j],
+                  CASE_FMT ": column %zu's sum: pack_b %d (in two ranges %d), colsum %d",
+                  CASE_ARGS(name, p), j, colsum[j], split_sum[j], want_sum[j]);
+    free(want);
+    free(split);
+    free(want_sum);
+    free(split_sum);
+}
+
 /* The tile kernels: pack with the variant's packers, run `kernel` / `kernel_rows` on every
  * (row group, panel) tile, compare with `portable` and with the naive sums. */
 static void check_tiles(const qmm_opt_isa_ops *ops, const problem *p)
 {
-    const char *name = qmm_opt_isa_name(ops->isa);
+    const char *name = ops->name;
     size_t mr = (size_t)ops->mr, nr = (size_t)ops->nr, kg = (size_t)ops->kg;
     size_t align = ops->kalign > 1 ? (size_t)ops->kalign : 1;
     size_t kgroups = ((p->k + kg - 1) / kg + align - 1) / align * align;
@@ -129,6 +163,7 @@ static void check_tiles(const qmm_opt_isa_ops *ops, const problem *p)
                        rowsum);
     if (kg == 4 && ops->pack_b) {
         ops->pack_b(p->b, p->n, p->b_signed, p->k, kgroups, 0, p->n, bpack, colsum);
+        check_fused_pack(ops, p, kgroups, bpack, colsum);
     } else {
         qmm_opt_pack_b(p->b, p->n, p->b_signed, p->k, kgroups, 0, p->n, ops->nr, ops->kg,
                        ops->uw, bpack);
@@ -214,7 +249,7 @@ static void check_tiles(const qmm_opt_isa_ops *ops, const problem *p)
  * int8 b), so the correction is zbp = zb (+128 for int8 b) times the row sum. */
 static void check_gemv(const qmm_opt_isa_ops *ops, const problem *p)
 {
-    const char *name = qmm_opt_isa_name(ops->isa);
+    const char *name = ops->name;
     size_t kpairs = (p->k + 1) / 2, panels = (p->n + 15) / 16, ldc = panels * 16 + 3;
     int32_t *apack = alloc0(p->m * kpairs * sizeof(int32_t));
     int32_t *rowsum = alloc0(p->m * sizeof(int32_t));
@@ -234,12 +269,12 @@ static void check_gemv(const qmm_opt_isa_ops *ops, const problem *p)
         memset(got, 0x5a, p->m * ldc * sizeof(int32_t));
         if (packed) {
             ops->gemv_packed(p->m, kpairs, apack, kpairs, bpack, kpairs * 32, panels, got, ldc);
-            qmm_gemv_s16u8_r4x16c2__portable(p->m, kpairs, apack, kpairs, bpack, kpairs * 32,
-                                         panels, want, ldc);
+            ops->gemv_packed_portable(p->m, kpairs, apack, kpairs, bpack, kpairs * 32, panels,
+                                      want, ldc);
         } else {
             ops->gemv(p->m, p->k, apack, kpairs, p->b, p->n, p->b_signed, p->n, got, ldc);
-            qmm_gemv_s16u8_r4__portable(p->m, p->k, apack, kpairs, p->b, p->n, p->b_signed, p->n,
-                                  want, ldc);
+            ops->gemv_portable(p->m, p->k, apack, kpairs, p->b, p->n, p->b_signed, p->n, want,
+                               ldc);
         }
         const char *what = packed ? "gemv_packed" : "gemv";
         for (size_t i = 0; i < p->m; i++)
@@ -293,15 +328,15 @@ static const size_t short_ks[] = {0, 1, 2, 3, 4, 5, 7, 63, 64, 65, 67};
 static const size_t long_ks[] = {4096 + 3, 33031 /* past int32 for the farthest values */};
 #define COUNT(x) (sizeof(x) / sizeof((x)[0]))
 
-static void check_isa(qmm_opt_isa isa)
+static void check_isa(int i)
 {
-    const char *missing = qmm_opt_isa_missing(isa);
+    const qmm_opt_isa_ops *ops = qmm_opt_kernel_row(i);
+    const char *missing = qmm_opt_kernel_missing(i);
     if (missing)
-        cr_skip_test("%s: %s", qmm_opt_isa_name(isa), missing);
-    const qmm_opt_isa_ops *ops = qmm_opt_isa_table(isa);
-    cr_assert(ops->portable, "%s: no portable kernel for its layout", qmm_opt_isa_name(isa));
+        cr_skip_test("%s (%s): %s", ops->name, ops->kernel_name, missing);
+    cr_assert(ops->portable, "%s: no portable kernel for its layout", ops->name);
     size_t mr = (size_t)ops->mr, nr = (size_t)ops->nr;
-    uint64_t seed = 0x75ce1u + (uint64_t)isa;
+    uint64_t seed = 0x75ce1u + (uint64_t)i;
 
     /* rows: every count up to 9, then around half a group (AMX's rows form changes at 4 and
      * 16), one group and two; columns: partial, full and past-one panels */
@@ -333,15 +368,43 @@ static void check_isa(qmm_opt_isa isa)
 }
 
 /* every row of the kernel table: a new ISA is checked as soon as it has one */
+enum { MAX_ROWS = 64 };
+
 ParameterizedTestParameters(ukernel, every_isa)
 {
-    static qmm_opt_isa isas[QMM_OPT_ISA_COUNT];
-    for (int i = 0; i < QMM_OPT_ISA_COUNT; i++)
-        isas[i] = (qmm_opt_isa)i;
-    return cr_make_param_array(qmm_opt_isa, isas, QMM_OPT_ISA_COUNT);
+    static int rows[MAX_ROWS];
+    int n = qmm_opt_kernel_count();
+    for (int i = 0; i < n && i < MAX_ROWS; i++)
+        rows[i] = i;
+    return cr_make_param_array(int, rows, (size_t)(n < MAX_ROWS ? n : MAX_ROWS));
 }
 
-ParameterizedTest(qmm_opt_isa *isa, ukernel, every_isa, .timeout = 600)
+ParameterizedTest(int *row, ukernel, every_isa, .timeout = 600)
 {
-    check_isa(*isa);
+    check_isa(*row);
+}
+
+/* What the driver and the tests rely on a row to carry: a name isa= can take, a layout with
+ * a portable kernel for every kernel form the row has, the quads layouts' column sums. */
+Test(ukernel, every_row_is_complete)
+{
+    int n = qmm_opt_kernel_count();
+    cr_assert_leq(n, MAX_ROWS, "raise MAX_ROWS");
+    cr_assert_null(qmm_opt_kernel_row(0)->check, "row 0 is the portable variant, for any CPU");
+    cr_assert_null(qmm_opt_kernel_row(n));
+    for (int i = 0; i < n; i++) {
+        const qmm_opt_isa_ops *r = qmm_opt_kernel_row(i);
+        cr_assert(r->name && r->layout && r->kernel_name && r->portable, "row %d", i);
+        cr_assert_eq(qmm_opt_kernel_find(r->name, strlen(r->name)), i, "%s: name twice",
+                     r->name);
+        cr_assert(r->kg == 2 || r->kg == 4, "%s: K group %d", r->name, r->kg);
+        cr_assert(!r->peak_loop == !r->peak || !r->kernel, "%s: peak loop undescribed", r->name);
+        if (qmm_opt_kernel_missing(i))
+            continue; /* off x86 the x86 rows have no kernels */
+        cr_assert(r->kernel && r->requant_row, "%s", r->name);
+        cr_assert(!r->gemv || r->gemv_portable, "%s: gemv without its portable form", r->name);
+        cr_assert(!r->gemv_packed || r->gemv_packed_portable, "%s: gemv_packed without its "
+                  "portable form", r->name);
+        cr_assert(r->kg == 2 || r->colsum, "%s: quads without column sums", r->name);
+    }
 }

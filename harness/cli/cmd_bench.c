@@ -306,11 +306,14 @@ int qh_cmd_bench(int argc, char **argv)
             double ops = qmm_optimized_peak_ops(list[i], 1.0, &loop);
             printf("peak threads=%d %.1f GOPS (int8, 2 ops per multiply-accumulate) loop: %s\n",
                    list[i], ops / 1e9, loop);
-            double amx = qmm_optimized_peak_amx_ops(list[i], 1.0);
-            if (amx > 0)
-                printf("amx peak threads=%d %.1f GOPS loop: amx: tdpbusd, 4 independent tiles "
-                       "(the ceiling of isa=amx; percentages stay against the peak above)\n",
-                       list[i], amx / 1e9);
+            const char *isa;
+            for (int v = 0; (isa = qmm_optimized_isa_variant(v)) != NULL; v++) {
+                double ceiling = qmm_optimized_peak_ceiling_ops(v, list[i], 1.0, &loop);
+                if (ceiling > 0)
+                    printf("%s peak threads=%d %.1f GOPS loop: %s (the ceiling of isa=%s; "
+                           "percentages stay against the peak above)\n",
+                           isa, list[i], ceiling / 1e9, loop, isa);
+            }
         }
         return 0;
     }

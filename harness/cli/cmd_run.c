@@ -18,6 +18,7 @@
 #include "harness/report/report.h"
 #include "harness/run/runner.h"
 #include "harness/report/strbuf.h"
+#include "optimized/qmm_optimized.h"
 
 #define EXIT_BAD 1
 #define EXIT_USAGE 2
@@ -617,6 +618,22 @@ int qh_cmd_run(int argc, char **argv)
     return sig ? 128 + sig : exit_code;
 }
 
+/* `list --backends`: the built-in names, one a line (scripts grep them), and under
+ * `optimized` each variant of its kernel table with whether this CPU runs it. */
+static void list_backends(void)
+{
+    for (int i = 0; qh_builtin_backends[i]; i++) {
+        printf("%s\n", qh_builtin_backends[i]);
+        if (strcmp(qh_builtin_backends[i], "optimized") != 0)
+            continue;
+        qmm_optimized_variant v;
+        for (int k = 0; qmm_optimized_variant_info(k, &v); k++)
+            printf("  optimized:isa=%-12s %-9s %s (%dx%d, K group %d, %s layout)%s%s\n", v.name,
+                   v.missing ? "not here" : "available", v.kernel, v.mr, v.nr, v.kgroup,
+                   v.layout, v.missing ? ": " : "", v.missing ? v.missing : "");
+    }
+}
+
 int qh_cmd_list(int argc, char **argv)
 {
     opts o;
@@ -624,8 +641,7 @@ int qh_cmd_list(int argc, char **argv)
     if (rc)
         return rc;
     if (o.list_backends) {
-        for (int i = 0; qh_builtin_backends[i]; i++)
-            printf("%s\n", qh_builtin_backends[i]);
+        list_backends();
         return 0;
     }
     if (o.n_vectors == 0)

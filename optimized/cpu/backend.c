@@ -1,6 +1,6 @@
 /* optimized/cpu/backend.c — the optimized backend as a qmm_backend table: option parsing,
- * ISA selection (CPUID once, QMM_ISA / isa= override), the persistent pool, and the prepack
- * API entry points. */
+ * the variant's selection from the kernel table (kernels.c; QMM_ISA / isa= override), the
+ * persistent pool, and the prepack API entry points. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,82 +9,13 @@
 #include "optimized/cpu/opt_internal.h"
 #include "optimized/qmm_optimized.h"
 
-/* The per-ISA dispatch table: constant, so nothing needs initialising at run time; what the
- * CPU can run is decided once by qmm_opt_cpu_features(). */
-static const qmm_opt_isa_ops isa_table[QMM_OPT_ISA_COUNT] = {
-    {.isa = QMM_OPT_ISA_SCALAR, .mr = 6, .nr = 16, .kg = 2,
-     .kernel = qmm_gemm_s16s8_6x16c2__portable, .portable = qmm_gemm_s16s8_6x16c2__portable,
-     .requant_row = qmm_opt_requant_row},
-#if defined(__x86_64__)
-    {.isa = QMM_OPT_ISA_AVX2, .mr = 6, .nr = 16, .kg = 2, .kernel = qmm_gemm_s16u8_6x16c2__avx2,
-     .portable = qmm_gemm_s16u8_6x16c2__portable, .gemv = qmm_gemv_s16u8_r4__avx2,
-     .gemv_packed = qmm_gemv_s16u8_r4x16c2__avx2, .uw = 1, .requant_row = qmm_opt_requant_row_avx2},
-    /* the VNNI layouts are quads: small M on a prepacked B runs the kernel on its rows only */
-    {.isa = QMM_OPT_ISA_AVXVNNI, .mr = 6, .nr = 16, .kg = 4,
-     .kernel = qmm_gemm_u8s8_6x16c4__avxvnni, .kernel_rows = qmm_gemm_u8s8_rx16c4__avxvnni,
-     .portable = qmm_gemm_u8s8_6x16c4__portable,
-     .gemv = qmm_gemv_s16u8_r4__avx2, .requant_row = qmm_opt_requant_row_avx2,
-     .colsum = qmm_colsum_s8_16c4__avxvnni},
-    {.isa = QMM_OPT_ISA_AVX512VNNI, .mr = 8, .nr = 32, .kg = 4,
-     .kernel = qmm_gemm_u8s8_8x32c4__avx512vnni, .kernel_rows = qmm_gemm_u8s8_rx32c4__avx512vnni,
-     .portable = qmm_gemm_u8s8_8x32c4__portable,
-     .gemv = qmm_gemv_s16u8_r4__avx2, .requant_row = qmm_opt_requant_row_avx512,
-     .requant_row_f32 = qmm_opt_requant_row_f32_avx512, .colsum = qmm_colsum_s8_32c4__avx512vnni,
-     .pack_b = qmm_packb_s8_32c4__avx512vnni},
-    /* AMX: B in the AVX-512 quads layout (so the same column sums), A in tiles, K padded to
-     * whole tiles */
-    {.isa = QMM_OPT_ISA_AMX, .mr = 32, .nr = 32, .kg = 4, .kalign = 16, .atiles = 1,
-     .kernel = qmm_gemm_u8s8_32x32c4_tiles__amx, .kernel_rows = qmm_gemm_u8s8_rx32c4_tiles__amx,
-     .portable = qmm_gemm_u8s8_32x32c4_tiles__portable,
-     .gemv = qmm_gemv_s16u8_r4__avx2, .requant_row = qmm_opt_requant_row_avx512,
-     .requant_row_f32 = qmm_opt_requant_row_f32_avx512, .colsum = qmm_colsum_s8_32c4__avx512vnni,
-     .pack_b = qmm_packb_s8_32c4__avx512vnni,
-     .task_begin = qmm_gemm_begin__amx,
-     .task_end = qmm_gemm_end__amx},
-#else
-    /* no x86 kernels: the other ISAs are refused by qmm_opt_isa_missing before use */
-    {.isa = QMM_OPT_ISA_AVX2, .mr = 6, .nr = 16, .kg = 2, .kernel = qmm_gemm_s16s8_6x16c2__portable,
-     .portable = qmm_gemm_s16s8_6x16c2__portable, .requant_row = qmm_opt_requant_row},
-    {.isa = QMM_OPT_ISA_AVXVNNI, .mr = 6, .nr = 16, .kg = 2,
-     .kernel = qmm_gemm_s16s8_6x16c2__portable, .portable = qmm_gemm_s16s8_6x16c2__portable,
-     .requant_row = qmm_opt_requant_row},
-    {.isa = QMM_OPT_ISA_AVX512VNNI, .mr = 6, .nr = 16, .kg = 2,
-     .kernel = qmm_gemm_s16s8_6x16c2__portable, .portable = qmm_gemm_s16s8_6x16c2__portable,
-     .requant_row = qmm_opt_requant_row},
-    {.isa = QMM_OPT_ISA_AMX, .mr = 6, .nr = 16, .kg = 2, .kernel = qmm_gemm_s16s8_6x16c2__portable,
-     .portable = qmm_gemm_s16s8_6x16c2__portable, .requant_row = qmm_opt_requant_row},
-#endif
-};
-
-const qmm_opt_isa_ops *qmm_opt_isa_table(qmm_opt_isa isa)
-{
-    return &isa_table[isa];
-}
-
-static qmm_opt_isa best_isa(void)
-{
-    if (!qmm_opt_isa_missing(QMM_OPT_ISA_AMX))
-        return QMM_OPT_ISA_AMX;
-    if (!qmm_opt_isa_missing(QMM_OPT_ISA_AVX512VNNI))
-        return QMM_OPT_ISA_AVX512VNNI;
-    if (!qmm_opt_isa_missing(QMM_OPT_ISA_AVXVNNI))
-        return QMM_OPT_ISA_AVXVNNI;
-    if (!qmm_opt_isa_missing(QMM_OPT_ISA_AVX2))
-        return QMM_OPT_ISA_AVX2;
-    return QMM_OPT_ISA_SCALAR;
-}
-
-/* "auto" -> -1; a known name -> its ISA; else -2. */
+/* "auto" -> -1; a kernel table row's name -> its index; else -2. */
 static int parse_isa(const char *v, size_t len)
 {
     if (len == 4 && strncmp(v, "auto", 4) == 0)
         return -1;
-    for (int i = 0; i < QMM_OPT_ISA_COUNT; i++) {
-        const char *name = qmm_opt_isa_name((qmm_opt_isa)i);
-        if (strlen(name) == len && strncmp(v, name, len) == 0)
-            return i;
-    }
-    return -2;
+    int i = qmm_opt_kernel_find(v, len);
+    return i < 0 ? -2 : i;
 }
 
 /* What isa= and QMM_ISA accept, for messages: the ISA names joined by `sep`, then `last`
@@ -93,9 +24,9 @@ static const char *isa_choices(char *buf, size_t size, const char *sep, const ch
 {
     size_t o = 0;
     buf[0] = '\0';
-    for (int i = 0; i < QMM_OPT_ISA_COUNT && o < size; i++)
+    for (int i = 0; i < qmm_opt_kernel_count() && o < size; i++)
         o += (size_t)snprintf(buf + o, size - o, "%s%s", i ? sep : "",
-                              qmm_opt_isa_name((qmm_opt_isa)i));
+                              qmm_opt_kernel_row(i)->name);
     if (o < size)
         snprintf(buf + o, size - o, "%sauto", last);
     return buf;
@@ -197,7 +128,7 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
             }
         }
         if (isa == -1)
-            isa = (int)best_isa();
+            isa = qmm_opt_kernel_auto();
     }
     if (threads == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -209,15 +140,15 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
         return NULL;
     }
     pthread_mutex_init(&ob->ws_lock, NULL);
-    ob->ops = qmm_opt_isa_table((qmm_opt_isa)isa);
-    ob->missing = qmm_opt_isa_missing((qmm_opt_isa)isa);
+    ob->ops = qmm_opt_kernel_row(isa);
+    ob->missing = qmm_opt_kernel_missing(isa);
     ob->threads = threads;
-    snprintf(ob->name, sizeof ob->name, "optimized:isa=%s,threads=%d",
-             qmm_opt_isa_name((qmm_opt_isa)isa), threads);
+    snprintf(ob->name, sizeof ob->name, "optimized:isa=%s,threads=%d", ob->ops->name,
+             threads);
     snprintf(ob->description, sizeof ob->description,
              "optimized CPU backend: %s microkernels (%dx%d), %d thread(s), exact "
              "requantization, profile spec%s%s",
-             qmm_opt_isa_name((qmm_opt_isa)isa), ob->ops->mr, ob->ops->nr, threads,
+             ob->ops->name, ob->ops->mr, ob->ops->nr, threads,
              ob->missing ? "; UNSUPPORTED here: " : "", ob->missing ? ob->missing : "");
     /* no pool for a variant that cannot run: it never computes anything */
     if (!ob->missing) {
@@ -307,12 +238,28 @@ const char *qmm_optimized_isa(const qmm_backend *be)
     if (!is_ours(be))
         return NULL;
     const qmm_opt_backend *ob = be->impl;
-    return qmm_opt_isa_name(ob->ops->isa);
+    return ob->ops->name;
 }
 
 const char *qmm_optimized_isa_variant(int i)
 {
-    return i >= 0 && i < QMM_OPT_ISA_COUNT ? qmm_opt_isa_name((qmm_opt_isa)i) : NULL;
+    const qmm_opt_isa_ops *row = qmm_opt_kernel_row(i);
+    return row ? row->name : NULL;
+}
+
+int qmm_optimized_variant_info(int i, qmm_optimized_variant *v)
+{
+    const qmm_opt_isa_ops *row = qmm_opt_kernel_row(i);
+    if (!row)
+        return 0;
+    v->name = row->name;
+    v->kernel = row->kernel_name;
+    v->layout = row->layout;
+    v->mr = row->mr;
+    v->nr = row->nr;
+    v->kgroup = row->kg;
+    v->missing = qmm_opt_kernel_missing(i);
+    return 1;
 }
 
 int qmm_optimized_threads(const qmm_backend *be)

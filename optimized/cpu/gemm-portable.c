@@ -8,6 +8,7 @@
 
 enum { MR = 6, NR = 16 };
 
+qmm_opt_kernel_ft qmm_gemm_s16s8_6x16c2__portable; /* kernels.c */
 void qmm_gemm_s16s8_6x16c2__portable(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
                                 size_t ldc, int accumulate)
 {
@@ -101,14 +102,19 @@ static void portable_tile(const portable_layout *L, size_t kgroups, const int32_
         portable_tile(&L, kgroups, a, b, c, ldc, accumulate);                                 \
     }
 
+qmm_opt_kernel_ft qmm_gemm_s16u8_6x16c2__portable; /* kernels.c */
 QMM_PORTABLE_KERNEL(qmm_gemm_s16u8_6x16c2__portable, 6, 16, 2, a_pairs, b_uwords)
+qmm_opt_kernel_ft qmm_gemm_u8s8_6x16c4__portable; /* kernels.c */
 QMM_PORTABLE_KERNEL(qmm_gemm_u8s8_6x16c4__portable, 6, 16, 4, a_quads, b_quads)
+qmm_opt_kernel_ft qmm_gemm_u8s8_8x32c4__portable; /* kernels.c */
 QMM_PORTABLE_KERNEL(qmm_gemm_u8s8_8x32c4__portable, 8, 32, 4, a_quads, b_quads)
+qmm_opt_kernel_ft qmm_gemm_u8s8_32x32c4_tiles__portable; /* kernels.c */
 QMM_PORTABLE_KERNEL(qmm_gemm_u8s8_32x32c4_tiles__portable, 32, 32, 4, a_tiles, b_quads)
 #undef QMM_PORTABLE_KERNEL
 
 /* ---- small M: qmm_opt_gemv_fn and qmm_opt_gemv_packed_fn ---- */
 
+qmm_opt_gemv_ft qmm_gemv_s16u8_r4__portable; /* kernels.c */
 void qmm_gemv_s16u8_r4__portable(size_t rows, size_t k, const int32_t *a, size_t lda,
                            const uint8_t *b, size_t ldb, int b_signed, size_t n, int32_t *c,
                            size_t ldc)
@@ -125,6 +131,7 @@ void qmm_gemv_s16u8_r4__portable(size_t rows, size_t k, const int32_t *a, size_t
         }
 }
 
+qmm_opt_gemv_packed_ft qmm_gemv_s16u8_r4x16c2__portable; /* kernels.c */
 void qmm_gemv_s16u8_r4x16c2__portable(size_t rows, size_t kpairs, const int32_t *a, size_t lda,
                                   const int8_t *b, size_t pstride, size_t npanels, int32_t *c,
                                   size_t ldc)

@@ -24,6 +24,7 @@ static const uint16_t lo_bytes[16] __attribute__((aligned(32))) = {
     0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
     0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
+qmm_opt_kernel_ft qmm_gemm_s16u8_6x16c2__avx2; /* kernels.c */
 void qmm_gemm_s16u8_6x16c2__avx2(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
                               size_t ldc, int accumulate)
 {
@@ -232,6 +233,7 @@ gemv_rows(size_t rows, size_t k, const int32_t *a, size_t lda, const uint8_t *b,
         }
 }
 
+qmm_opt_gemv_ft qmm_gemv_s16u8_r4__avx2; /* kernels.c */
 void qmm_gemv_s16u8_r4__avx2(size_t rows, size_t k, const int32_t *a, size_t lda, const uint8_t *b,
                        size_t ldb, int b_signed, size_t n, int32_t *c, size_t ldc)
 {
@@ -302,6 +304,7 @@ gemvp_rows(size_t rows, size_t pp, size_t kpairs, const int32_t *a, size_t lda,
         gemvp_block(rows, 1, kpairs, a, lda, b + p * pstride, pstride, c + 16 * p, ldc);
 }
 
+qmm_opt_gemv_packed_ft qmm_gemv_s16u8_r4x16c2__avx2; /* kernels.c */
 void qmm_gemv_s16u8_r4x16c2__avx2(size_t rows, size_t kpairs, const int32_t *a, size_t lda,
                               const int8_t *b, size_t pstride, size_t npanels, int32_t *c,
                               size_t ldc)
@@ -317,6 +320,7 @@ void qmm_gemv_s16u8_r4x16c2__avx2(size_t rows, size_t kpairs, const int32_t *a, 
 
 /* Peak loop: the kernel's arithmetic (vpmaddwd + vpaddd pairs) with no loads, 12 independent
  * accumulators so latency never limits; 12 vpmaddwd = 12*16 int8 MACs per iteration. */
+qmm_opt_peak_ft qmm_peak_s16s16__avx2; /* kernels.c */
 uint64_t qmm_peak_s16s16__avx2(uint64_t iters)
 {
     for (uint64_t i = 0; i < iters; i++) {

@@ -29,6 +29,7 @@ typedef struct __attribute__((packed, aligned(64))) tile_config {
     uint8_t rows[16];
 } tile_config;
 
+qmm_opt_task_ft qmm_gemm_begin__amx; /* kernels.c */
 void qmm_gemm_begin__amx(void)
 {
     tile_config cfg;
@@ -43,6 +44,7 @@ void qmm_gemm_begin__amx(void)
     __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
 }
 
+qmm_opt_task_ft qmm_gemm_end__amx; /* kernels.c */
 void qmm_gemm_end__amx(void)
 {
     _tile_release();
@@ -95,6 +97,7 @@ static inline __attribute__((always_inline)) void tiles(int slices, size_t kgrou
     }
 }
 
+qmm_opt_kernel_ft qmm_gemm_u8s8_32x32c4_tiles__amx; /* kernels.c */
 void qmm_gemm_u8s8_32x32c4_tiles__amx(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
                               size_t ldc, int accumulate)
 {
@@ -144,6 +147,7 @@ static inline __attribute__((always_inline)) void rows_vnni(int R, size_t kgroup
     }
 }
 
+qmm_opt_kernel_rows_ft qmm_gemm_u8s8_rx32c4_tiles__amx; /* kernels.c */
 void qmm_gemm_u8s8_rx32c4_tiles__amx(size_t rows, size_t kgroups, const int32_t *a, const int8_t *b,
                              int32_t *c, size_t ldc, int accumulate)
 {
@@ -163,6 +167,7 @@ void qmm_gemm_u8s8_rx32c4_tiles__amx(size_t rows, size_t kgroups, const int32_t 
 
 /* Peak loop: four independent tdpbusd chains on operands already in tile registers (zeros:
  * the instruction's speed does not depend on the values). */
+qmm_opt_peak_ft qmm_peak_u8s8_tiles__amx; /* kernels.c */
 uint64_t qmm_peak_u8s8_tiles__amx(uint64_t iters)
 {
     qmm_gemm_begin__amx();

@@ -42,6 +42,7 @@ static inline __attribute__((always_inline)) void tile(int R, size_t kgroups, co
     }
 }
 
+qmm_opt_kernel_ft qmm_gemm_u8s8_6x16c4__avxvnni; /* kernels.c */
 void qmm_gemm_u8s8_6x16c4__avxvnni(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
                                  size_t ldc, int accumulate)
 {
@@ -49,6 +50,7 @@ void qmm_gemm_u8s8_6x16c4__avxvnni(size_t kgroups, const int32_t *a, const int8_
 }
 
 /* Partial groups: the last rows of M, and M < 6 with a prepacked B. */
+qmm_opt_kernel_rows_ft qmm_gemm_u8s8_rx16c4__avxvnni; /* kernels.c */
 void qmm_gemm_u8s8_rx16c4__avxvnni(size_t rows, size_t kgroups, const int32_t *a,
                                  const int8_t *b, int32_t *c, size_t ldc, int accumulate)
 {
@@ -64,6 +66,7 @@ void qmm_gemm_u8s8_rx16c4__avxvnni(size_t rows, size_t kgroups, const int32_t *a
 
 /* Column sums of packed panels (16 columns x kgroups each, panel p at b + p*pstride), as
  * qmm_colsum_s8_32c4__avx512vnni: vpdpbusd with all-ones uint8, wrapping modulo 2^32. */
+qmm_opt_colsum_ft qmm_colsum_s8_16c4__avxvnni; /* kernels.c */
 void qmm_colsum_s8_16c4__avxvnni(const int8_t *b, size_t kgroups, size_t npanels, size_t pstride,
                             int32_t *colsum)
 {
@@ -84,6 +87,7 @@ void qmm_colsum_s8_16c4__avxvnni(const int8_t *b, size_t kgroups, size_t npanels
 
 /* Peak loop: 12 independent vpdpbusd chains (the accumulator dependence keeps each one in
  * the loop), no loads; the folded sum is returned through *sink so nothing is dead. */
+qmm_opt_peak_ft qmm_peak_u8s8__avxvnni; /* kernels.c */
 uint64_t qmm_peak_u8s8__avxvnni(uint64_t iters)
 {
     __m256i x = _mm256_set1_epi32(0x01020304), y = _mm256_set1_epi32(0x05060708);

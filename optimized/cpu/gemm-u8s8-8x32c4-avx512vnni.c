@@ -69,6 +69,7 @@ static inline __attribute__((always_inline)) void tile(int R, size_t kgroups, co
     }
 }
 
+qmm_opt_kernel_ft qmm_gemm_u8s8_8x32c4__avx512vnni; /* kernels.c */
 void qmm_gemm_u8s8_8x32c4__avx512vnni(size_t kgroups, const int32_t *a, const int8_t *b,
                                     int32_t *c, size_t ldc, int accumulate)
 {
@@ -188,6 +189,7 @@ void qmm_gemm_u8s8_8x32c4__avx512vnni(size_t kgroups, const int32_t *a, const in
 
 /* Partial groups (the last rows of M, and M < 8 with a prepacked B: a gemv streams B once
  * instead of multiplying seven rows of padding). */
+qmm_opt_kernel_rows_ft qmm_gemm_u8s8_rx32c4__avx512vnni; /* kernels.c */
 void qmm_gemm_u8s8_rx32c4__avx512vnni(size_t rows, size_t kgroups, const int32_t *a,
                                     const int8_t *b, int32_t *c, size_t ldc, int accumulate)
 {
@@ -206,6 +208,7 @@ void qmm_gemm_u8s8_rx32c4__avx512vnni(size_t rows, size_t kgroups, const int32_t
 /* Column sums of packed panels (pack.c's quads layout, 32 columns x kgroups each, panel p at
  * b + p*pstride): vpdpbusd with an all-ones uint8 operand adds each column's four k values;
  * the sums wrap modulo 2^32, like every accumulator. */
+qmm_opt_colsum_ft qmm_colsum_s8_32c4__avx512vnni; /* kernels.c */
 void qmm_colsum_s8_32c4__avx512vnni(const int8_t *b, size_t kgroups, size_t npanels, size_t pstride,
                                int32_t *colsum)
 {
@@ -225,6 +228,7 @@ void qmm_colsum_s8_32c4__avx512vnni(const int8_t *b, size_t kgroups, size_t npan
 
 /* Peak loop: 12 independent vpdpbusd chains (the accumulator dependence keeps each one in
  * the loop), no loads; the folded sum is returned through *sink so nothing is dead. */
+qmm_opt_peak_ft qmm_peak_u8s8__avx512vnni; /* kernels.c */
 uint64_t qmm_peak_u8s8__avx512vnni(uint64_t iters)
 {
     __m512i x = _mm512_set1_epi32(0x01020304), y = _mm512_set1_epi32(0x05060708);
@@ -247,6 +251,7 @@ uint64_t qmm_peak_u8s8__avx512vnni(uint64_t iters)
  * within 128-bit lanes, and a lane permute puts the column quads in order. vpdpbusd with an
  * all-ones uint8 operand adds each column's four values into its sum (wrapping, as every
  * accumulator). Edge panels take qmm_opt_pack_b and qmm_colsum_s8_32c4__avx512vnni. */
+qmm_opt_pack_b_ft qmm_packb_s8_32c4__avx512vnni; /* kernels.c */
 void qmm_packb_s8_32c4__avx512vnni(const uint8_t *b, size_t ldb, int b_signed, size_t k,
                                size_t kgroups, size_t j0, size_t j1, int8_t *dst,
                                int32_t *colsum)

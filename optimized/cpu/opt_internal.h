@@ -28,58 +28,47 @@ static inline int32_t qmm_opt_wrap_u32(uint32_t u)
     return u <= (uint32_t)INT32_MAX ? (int32_t)u : (int32_t)(u - 0x80000000u) + INT32_MIN;
 }
 
-/* ---- ISAs and CPU features (cpuid.c) ---- */
+/* ---- CPU and OS facts (cpuid.c), read by the kernel table's checks (kernels.c) ---- */
 
-typedef enum qmm_opt_isa {
-    QMM_OPT_ISA_SCALAR = 0,
-    QMM_OPT_ISA_AVX2 = 1,
-    QMM_OPT_ISA_AVXVNNI = 2,
-    QMM_OPT_ISA_AVX512VNNI = 3,
-    QMM_OPT_ISA_AMX = 4,
-    QMM_OPT_ISA_COUNT = 5,
-} qmm_opt_isa;
+/* CPUID leaf `leaf`, sub-leaf `sub` into r = {eax, ebx, ecx, edx}; 0 (r zeroed) when the CPU
+ * has no such leaf or is not x86. */
+int qmm_opt_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4]);
 
-typedef struct qmm_opt_cpu {
-    int avx2;       /* AVX2 and the OS saves YMM state */
-    int avxvnni;    /* AVX-VNNI (VEX vpdpbusd) with AVX2 */
-    int avx512vnni; /* AVX-512 F/DQ/BW/VL/VNNI and the OS saves ZMM and opmask state */
-    int amx;        /* AMX-TILE and AMX-INT8 with AVX-512 VNNI, the OS saves tile state and
-                       granted this process its use (Linux: arch_prctl ARCH_REQ_XCOMP_PERM) */
-    const char *amx_missing; /* why amx is 0 */
-} qmm_opt_cpu;
+/* XCR0, the register state the OS saves (XGETBV); 0 without OSXSAVE or off x86. */
+uint64_t qmm_opt_os_xstate(void);
 
-/* Detected once (pthread_once); the pointer is to read-only data afterwards. */
-const qmm_opt_cpu *qmm_opt_cpu_features(void);
-
-/* NULL when the CPU can run `isa`, else why not ("this CPU has no AVX2"). */
-const char *qmm_opt_isa_missing(qmm_opt_isa isa);
-const char *qmm_opt_isa_name(qmm_opt_isa isa);
+/* Asks the OS, once, to let this process use AMX tile data (Linux keeps it off until asked);
+ * NULL when granted, else why not. */
+const char *qmm_opt_os_grant_tiles(void);
 
 /* ---- microkernels ---- */
 
 /* c[MR][NR] (row stride ldc) = (accumulate ? c : 0) + sum over `kgroups` groups of
  * a-group x b-group. `a` holds MR 32-bit words per group (a pair of int16 or a quad of uint8
  * per row), `b` holds NR*kg int8 per group (column j's kg values together). Sums wrap. */
-typedef void (*qmm_opt_kernel_fn)(size_t kgroups, const int32_t *a, const int8_t *b,
+typedef void qmm_opt_kernel_ft(size_t kgroups, const int32_t *a, const int8_t *b,
                                   int32_t *c, size_t ldc, int accumulate);
+typedef qmm_opt_kernel_ft *qmm_opt_kernel_fn;
 
 /* Small-M kernel on an unpacked B: for r in 0..rows-1 (rows <= 4), j in 0..n-1:
  *   c[r*ldc + j] = sum_k apair_r(k) * u(b[k*ldb + j])
  * where `a` is row r's int16 pairs (a - za) at a + r*lda (kpairs = ceil(k/2) words; the pad
  * half of an odd k is 0) and u is b's "unsigned form": b for uint8, b + 128 for int8
  * (b_signed), so the caller corrects with zb + 128 for int8 b. Sums wrap. */
-typedef void (*qmm_opt_gemv_fn)(size_t rows, size_t k, const int32_t *a, size_t lda,
+typedef void qmm_opt_gemv_ft(size_t rows, size_t k, const int32_t *a, size_t lda,
                                 const uint8_t *b, size_t ldb, int b_signed, size_t n,
                                 int32_t *c, size_t ldc);
+typedef qmm_opt_gemv_ft *qmm_opt_gemv_fn;
 
 /* Small-M kernel on the packed "pairs" B: for r < rows (rows <= 4), j < 16 * npanels:
  *   c[r*ldc + j] = sum_t apair_r(t) . bpair(t, j)
  * where `a` is as for qmm_opt_gemv_fn (kpairs words per row, row r at a + r*lda) and panel p
  * of B'' (16 columns x kpairs, the "unsigned words" layout of qmm_opt_pack_b, uw 1)
  * starts at b + p*pstride. Sums wrap. */
-typedef void (*qmm_opt_gemv_packed_fn)(size_t rows, size_t kpairs, const int32_t *a,
+typedef void qmm_opt_gemv_packed_ft(size_t rows, size_t kpairs, const int32_t *a,
                                        size_t lda, const int8_t *b, size_t pstride,
                                        size_t npanels, int32_t *c, size_t ldc);
+typedef qmm_opt_gemv_packed_ft *qmm_opt_gemv_packed_fn;
 
 /* One output row's requantization (qmm_opt_requant_row's contract, below). */
 typedef void (*qmm_opt_requant_row_fn)(const int32_t *acc, const int32_t *zc, uint32_t zr,
@@ -90,13 +79,15 @@ typedef void (*qmm_opt_requant_row_fn)(const int32_t *acc, const int32_t *zc, ui
 /* The kernel on the first `rows` rows of a group only (rows < mr; the packed A keeps its mr
  * stride). The tile's other rows of c are the group's padding: a kernel may leave them alone
  * or fill them with their (zero-row) products, as AMX does for a 16-row slice. */
-typedef void (*qmm_opt_kernel_rows_fn)(size_t rows, size_t kgroups, const int32_t *a,
+typedef void qmm_opt_kernel_rows_ft(size_t rows, size_t kgroups, const int32_t *a,
                                        const int8_t *b, int32_t *c, size_t ldc, int accumulate);
+typedef qmm_opt_kernel_rows_ft *qmm_opt_kernel_rows_fn;
 
 /* Column sums sum_k B'[k][j] (mod 2^32) of `npanels` packed quads panels (nr columns,
  * kgroups groups each, panel p at b + p*pstride) into colsum[p*nr + c]. */
-typedef void (*qmm_opt_colsum_fn)(const int8_t *b, size_t kgroups, size_t npanels,
+typedef void qmm_opt_colsum_ft(const int8_t *b, size_t kgroups, size_t npanels,
                                   size_t pstride, int32_t *colsum);
+typedef qmm_opt_colsum_ft *qmm_opt_colsum_fn;
 
 /* requant_row with a single-precision first try (qmm_opt_requant_row_f32_avx512). */
 typedef void (*qmm_opt_requant_row_f32_fn)(const int32_t *acc, const int32_t *zc, uint32_t zr,
@@ -105,15 +96,38 @@ typedef void (*qmm_opt_requant_row_f32_fn)(const int32_t *acc, const int32_t *zc
                                            int32_t zy, int32_t qmin, int32_t qmax,
                                            uint8_t *out);
 
+/* Packs columns [j0, j1) of B as qmm_opt_pack_b (uw 0) does and writes their column sums
+ * (colsum[j - j0]) as the row's colsum would, in one pass. */
+typedef void qmm_opt_pack_b_ft(const uint8_t *b, size_t ldb, int b_signed, size_t k,
+                               size_t kgroups, size_t j0, size_t j1, int8_t *dst,
+                               int32_t *colsum);
+
+/* A peak loop: `iters` iterations of a dependency-free block of a kernel's
+ * multiply-accumulate instructions; returns the int8 MACs performed. */
+typedef uint64_t qmm_opt_peak_ft(uint64_t iters);
+
+/* Per-thread set-up and tear-down around a task's kernel calls (AMX's tile configuration). */
+typedef void qmm_opt_task_ft(void);
+
+/* The kernel files declare what they export with these function types (one line each, as the
+ * table in kernels.c does), so a definition that drifts from its type does not compile. */
+
+/* One row of the kernel table (kernels.c): an ISA variant of the backend. */
 typedef struct qmm_opt_isa_ops {
-    qmm_opt_isa isa;
+    const char *name;        /* what isa= names it */
+    const char *(*check)(void); /* NULL: any CPU; else NULL when this CPU and OS run the
+                                   kernels, or why not (called once: qmm_opt_kernel_missing) */
+    const char *layout;      /* the packing layout, in words (opt_internal.h, pack.c) */
     int mr, nr, kg;          /* tile rows, tile columns, k values per group (2 or 4) */
     qmm_opt_kernel_fn kernel;
+    const char *kernel_name;
     qmm_opt_kernel_fn portable; /* the plain-C kernel on the same layout (gemm-portable.c): what
                                    `kernel` and `kernel_rows` must compute; tests only */
     qmm_opt_kernel_rows_fn kernel_rows; /* NULL: partial groups run the full kernel */
     qmm_opt_gemv_fn gemv;    /* NULL: small M goes through the packed path */
     qmm_opt_gemv_packed_fn gemv_packed; /* NULL: small M with a prepacked B uses `kernel` */
+    qmm_opt_gemv_fn gemv_portable;               /* what `gemv` must compute; tests only */
+    qmm_opt_gemv_packed_fn gemv_packed_portable; /* and `gemv_packed` */
     int uw;                  /* B packed in the "unsigned words" layout (qmm_opt_pack_b) */
     qmm_opt_requant_row_fn requant_row;
     qmm_opt_requant_row_f32_fn requant_row_f32; /* NULL: requant_row only */
@@ -121,79 +135,27 @@ typedef struct qmm_opt_isa_ops {
                                  (the quads layouts' correction term), NULL with kg 2 */
     /* packs columns [j0, j1) of B as qmm_opt_pack_b (uw 0) does and writes their column
      * sums (colsum[j - j0]) as `colsum` would, in one pass; NULL: those two in turn */
-    void (*pack_b)(const uint8_t *b, size_t ldb, int b_signed, size_t k, size_t kgroups,
-                   size_t j0, size_t j1, int8_t *dst, int32_t *colsum);
+    qmm_opt_pack_b_ft *pack_b;
     int kalign;              /* packed K groups are a multiple of this (AMX: 16, one tile) */
     int atiles;              /* A packed in the "tiles" layout (qmm_opt_pack_a_tiles) */
-    void (*task_begin)(void); /* called by a thread before its task's first kernel call
+    qmm_opt_task_ft *task_begin; /* called by a thread before its task's first kernel call
                                  (AMX: load the tile configuration), or NULL */
-    void (*task_end)(void);   /* after its task's last kernel call (AMX: release), or NULL */
+    qmm_opt_task_ft *task_end;   /* after its task's last kernel call (AMX: release), or NULL */
+    /* `qmmcheck bench --peak`: `iters` iterations of a dependency-free block of the kernel's
+     * multiply-accumulate instructions, returning the int8 MACs performed; NULL: none */
+    qmm_opt_peak_ft *peak;
+    const char *peak_loop;   /* the loop, in words */
+    int peak_ceiling;        /* 1: a ceiling of this variant's own, reported beside the peak
+                                percentages are taken against (the best runnable row's with 0) */
 } qmm_opt_isa_ops;
 
-/* The portable C kernels (gemm-portable.c), one per packing layout, written for clarity: the
- * specification each SIMD kernel on that layout is tested against (tests/test_ukernel.c).
- * The "pairs" layout's is the scalar variant's own kernel. */
-void qmm_gemm_s16s8_6x16c2__portable(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
-                                size_t ldc, int accumulate);
-/* "unsigned words" B (AVX2) */
-void qmm_gemm_s16u8_6x16c2__portable(size_t kgroups, const int32_t *a, const int8_t *b,
-                                     int32_t *c, size_t ldc, int accumulate);
-/* quads, 16 columns (AVX-VNNI) */
-void qmm_gemm_u8s8_6x16c4__portable(size_t kgroups, const int32_t *a, const int8_t *b,
-                                        int32_t *c, size_t ldc, int accumulate);
-/* quads, 32 columns (AVX-512 VNNI) */
-void qmm_gemm_u8s8_8x32c4__portable(size_t kgroups, const int32_t *a, const int8_t *b,
-                                        int32_t *c, size_t ldc, int accumulate);
-/* the "tiles" A and the 32-column quads B (AMX) */
-void qmm_gemm_u8s8_32x32c4_tiles__portable(size_t kgroups, const int32_t *a, const int8_t *b,
-                                         int32_t *c, size_t ldc, int accumulate);
-/* the small-M forms: qmm_opt_gemv_fn's and qmm_opt_gemv_packed_fn's contracts */
-void qmm_gemv_s16u8_r4__portable(size_t rows, size_t k, const int32_t *a, size_t lda,
-                           const uint8_t *b, size_t ldb, int b_signed, size_t n, int32_t *c,
-                           size_t ldc);
-void qmm_gemv_s16u8_r4x16c2__portable(size_t rows, size_t kpairs, const int32_t *a, size_t lda,
-                                  const int8_t *b, size_t pstride, size_t npanels, int32_t *c,
-                                  size_t ldc);
-
-void qmm_gemm_s16u8_6x16c2__avx2(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
-                              size_t ldc, int accumulate);
-void qmm_gemv_s16u8_r4__avx2(size_t rows, size_t k, const int32_t *a, size_t lda, const uint8_t *b,
-                       size_t ldb, int b_signed, size_t n, int32_t *c, size_t ldc);
-void qmm_gemv_s16u8_r4x16c2__avx2(size_t rows, size_t kpairs, const int32_t *a, size_t lda,
-                              const int8_t *b, size_t pstride, size_t npanels, int32_t *c,
-                              size_t ldc);
-void qmm_gemm_u8s8_6x16c4__avxvnni(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
-                                 size_t ldc, int accumulate);
-void qmm_gemm_u8s8_rx16c4__avxvnni(size_t rows, size_t kgroups, const int32_t *a,
-                                 const int8_t *b, int32_t *c, size_t ldc, int accumulate);
-void qmm_gemm_u8s8_8x32c4__avx512vnni(size_t kgroups, const int32_t *a, const int8_t *b,
-                                    int32_t *c, size_t ldc, int accumulate);
-void qmm_colsum_s8_16c4__avxvnni(const int8_t *b, size_t kgroups, size_t npanels, size_t pstride,
-                            int32_t *colsum);
-void qmm_colsum_s8_32c4__avx512vnni(const int8_t *b, size_t kgroups, size_t npanels, size_t pstride,
-                               int32_t *colsum);
-void qmm_packb_s8_32c4__avx512vnni(const uint8_t *b, size_t ldb, int b_signed, size_t k,
-                               size_t kgroups, size_t j0, size_t j1, int8_t *dst,
-                               int32_t *colsum);
-void qmm_gemm_u8s8_rx32c4__avx512vnni(size_t rows, size_t kgroups, const int32_t *a,
-                                    const int8_t *b, int32_t *c, size_t ldc, int accumulate);
-
-/* AMX (gemm-u8s8-32x32c4-tiles-amx.c): 32 x 32 tiles of the "tiles" A layout and the quads B layout (nr 32),
- * kgroups a multiple of 16; the tile configuration must be loaded (qmm_gemm_begin__amx) on
- * the calling thread. The rows form runs rows <= 4 with AVX-512 VNNI, <= 16 on one A tile. */
-void qmm_gemm_begin__amx(void);
-void qmm_gemm_end__amx(void);
-void qmm_gemm_u8s8_32x32c4_tiles__amx(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
-                              size_t ldc, int accumulate);
-void qmm_gemm_u8s8_rx32c4_tiles__amx(size_t rows, size_t kgroups, const int32_t *a, const int8_t *b,
-                             int32_t *c, size_t ldc, int accumulate);
-
-/* The peak loops of `qmmcheck bench --peak`: `iters` iterations of a dependency-free block of
- * the kernel's multiply-accumulate instructions; returns int8 MACs performed. */
-uint64_t qmm_peak_s16s16__avx2(uint64_t iters);
-uint64_t qmm_peak_u8s8__avxvnni(uint64_t iters);
-uint64_t qmm_peak_u8s8__avx512vnni(uint64_t iters);
-uint64_t qmm_peak_u8s8_tiles__amx(uint64_t iters); /* loads and releases the tile configuration */
+/* The kernel table (kernels.c), rows from the portable variant up, best last. */
+int qmm_opt_kernel_count(void);
+const qmm_opt_isa_ops *qmm_opt_kernel_row(int i); /* NULL past the last */
+/* NULL when this CPU runs row i, else why not (each row's check, run once) */
+const char *qmm_opt_kernel_missing(int i);
+int qmm_opt_kernel_find(const char *name, size_t len); /* the row isa=name picks, or -1 */
+int qmm_opt_kernel_auto(void); /* the row isa=auto picks: the last this CPU runs */
 
 /* ---- packing (pack.c) ---- */
 
@@ -299,7 +261,7 @@ struct qmm_optimized_packed_b {
 typedef struct qmm_opt_backend {
     qmm_backend table;
     const qmm_opt_isa_ops *ops;
-    const char *missing;       /* non-NULL: this CPU cannot run ops->isa, and why */
+    const char *missing;       /* non-NULL: this CPU cannot run the variant `ops`, and why */
     qmm_opt_pool *pool;
     int threads;
     /* A call's scratch (packed operands, per-thread sums), kept between calls so that
@@ -311,8 +273,6 @@ typedef struct qmm_opt_backend {
     char name[64];
     char description[192];
 } qmm_opt_backend;
-
-const qmm_opt_isa_ops *qmm_opt_isa_table(qmm_opt_isa isa);
 
 /* Packs B for backend `ob` (the worker behind qmm_optimized_pack_b and per-call packing):
  * nmat matrices of k x n at b + m*k*n. */

@@ -1,5 +1,6 @@
 /* optimized/cpu/peak.c — the int8 peak that `qmmcheck bench` reports percentages against:
- * the best multiply-accumulate loop this CPU runs, on `threads` threads at once. */
+ * the best multiply-accumulate loop this CPU runs (the kernel table rows' `peak`), on
+ * `threads` threads at once. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
@@ -73,37 +74,27 @@ static double measure(peak_fn fn, int threads, double seconds)
     return 2.0 * run_peak(fn, threads, iters);
 }
 
-double qmm_optimized_peak_amx_ops(int threads, double seconds)
-{
-#if defined(__x86_64__)
-    if (!qmm_opt_isa_missing(QMM_OPT_ISA_AMX))
-        return measure(qmm_peak_u8s8_tiles__amx, threads, seconds);
-#endif
-    (void)threads;
-    (void)seconds;
-    return 0;
-}
-
 double qmm_optimized_peak_ops(int threads, double seconds, const char **loop)
 {
-    peak_fn fn = NULL;
-    const char *what = "none (no AVX2 on this CPU)";
-#if defined(__x86_64__)
-    if (!qmm_opt_isa_missing(QMM_OPT_ISA_AVX512VNNI)) {
-        fn = qmm_peak_u8s8__avx512vnni;
-        what = "avx512vnni: zmm vpdpbusd, 12 independent chains";
-    } else if (!qmm_opt_isa_missing(QMM_OPT_ISA_AVXVNNI)) {
-        fn = qmm_peak_u8s8__avxvnni;
-        what = "avxvnni: ymm vpdpbusd, 12 independent chains";
-    } else if (!qmm_opt_isa_missing(QMM_OPT_ISA_AVX2)) {
-        fn = qmm_peak_s16s16__avx2;
-        what = "avx2: ymm vpmaddwd + vpaddd (the AVX2 kernel's exact int16 sequence), "
-               "12 independent chains";
+    /* the best runnable row's loop: the last in the table that has one */
+    const qmm_opt_isa_ops *best = NULL;
+    for (int i = 0; i < qmm_opt_kernel_count(); i++) {
+        const qmm_opt_isa_ops *row = qmm_opt_kernel_row(i);
+        if (row->peak && !row->peak_ceiling && !qmm_opt_kernel_missing(i))
+            best = row;
     }
-#endif
     if (loop)
-        *loop = what;
-    if (!fn)
+        *loop = best ? best->peak_loop : "none (this CPU runs no variant's peak loop)";
+    return best ? measure(best->peak, threads, seconds) : 0;
+}
+
+double qmm_optimized_peak_ceiling_ops(int variant, int threads, double seconds,
+                                      const char **loop)
+{
+    const qmm_opt_isa_ops *row = qmm_opt_kernel_row(variant);
+    if (!row || !row->peak || !row->peak_ceiling || qmm_opt_kernel_missing(variant))
         return 0;
-    return measure(fn, threads, seconds);
+    if (loop)
+        *loop = row->peak_loop;
+    return measure(row->peak, threads, seconds);
 }
