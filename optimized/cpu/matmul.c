@@ -202,26 +202,37 @@ static void pack_b_task(void *ctx, size_t task, int worker)
 
 /* ---- phase 3: compute and epilogue ---- */
 
-/* Corrects, requantizes and stores rows [m0, m1) x columns [j0, j1) of batch bi from `cbuf`
- * (row r - m0, column j - j0, row stride ldc). */
-static void epilogue(const job *J, worker_scratch *w, int64_t bi, size_t m0, size_t m1,
-                     size_t j0, size_t j1, const int32_t *cbuf, size_t ldc,
-                     const int32_t *rowsum, const int32_t *colsum)
+/* The epilogue of a block, rows [m0, m1) x columns [j0, j1) of batch bi: column parameters,
+ * the zero-point corrections, then per row the requantization (or MatMulInteger's store). */
+typedef struct block_epilogue {
+    int64_t bi;
+    size_t m0, j0, j1, nc;
+    const int32_t *rowsum; /* sum_k (a - za) per row */
+    const int32_t *colsum; /* sum_k B' per column (the quads layouts), else NULL */
+    int shift_a;           /* quads A' = a + 128: zap = za + 128 */
+    int zb_const;          /* b's zero point does not vary along j */
+    int sums_only;         /* corrections are zbp*rowsum and zap*colsum, no product per element */
+    int fused;             /* ... applied by the per-tensor requantizer itself */
+    int64_t ys_base, yz_base; /* y's parameters for bi, when not per tensor */
+} block_epilogue;
+
+/* w->zbp (b's zero point, shifted as the packing shifted b), w->sb and w->cm (b's scale, and
+ * over y's) for the block's columns. A parameter that does not vary along j (col_stride 0) is
+ * decoded once: the same values. */
+static void decode_column_params(const job *J, worker_scratch *w, block_epilogue *E)
 {
     const qmm_geometry *g = J->g;
-    size_t nc = j1 - j0;
     /* packed B' = b - 128 for uint8 b; "unsigned words" B'' and the small-M path's unsigned
      * form = b + 128 for int8 b */
     int shift_b = J->uw || J->direct ? (J->b_signed ? 128 : 0) : (J->b_signed ? 0 : -128);
-    int shift_a = J->kg == 4 && J->a_signed;   /* quads A' = a + 128 */
     /* per-column parameters: offsets are linear in j (base + col_stride * j) */
-    int64_t bz_base = qmm_param_offset(&J->maps[P_BZ], g, bi, 0, 0);
-    int64_t bs_base = qmm_param_offset(&J->maps[P_BS], g, bi, 0, 0);
+    int64_t bz_base = qmm_param_offset(&J->maps[P_BZ], g, E->bi, 0, 0);
+    int64_t bs_base = qmm_param_offset(&J->maps[P_BS], g, E->bi, 0, 0);
     const uint8_t *bzp = qmm_tensor_present(J->bz) ? J->bz->data : NULL;
-    /* a parameter that does not vary along j (col_stride 0) is decoded once: same values */
-    int zb_const = J->maps[P_BZ].col_stride == 0, sb_const = J->maps[P_BS].col_stride == 0;
-    for (size_t j = j0; j < j1; j++) {
-        if (j == j0 || !zb_const) {
+    int sb_const = J->maps[P_BS].col_stride == 0;
+    size_t j0 = E->j0;
+    for (size_t j = j0; j < E->j1; j++) {
+        if (j == j0 || !E->zb_const) {
             int32_t zb = 0;
             if (bzp) {
                 uint8_t v = bzp[bz_base + J->maps[P_BZ].col_stride * (int64_t)j];
@@ -243,102 +254,157 @@ static void epilogue(const job *J, worker_scratch *w, int64_t bi, size_t m0, siz
             }
         }
     }
-    int64_t ys_base = 0, yz_base = 0;
-    if (J->qlm && !J->y_per_tensor) {
-        ys_base = qmm_param_offset(&J->maps[P_YS], g, bi, 0, 0);
-        yz_base = qmm_param_offset(&J->maps[P_YZ], g, bi, 0, 0);
-    }
-    /* The common case — b's zero point constant along j, a's constant along i — needs no
-     * multiply per element: zbp*rowsum is one number per row, zap*colsum one row of numbers
-     * per block (baseline x86-64 has no 32-bit vector multiply, and the per-element products
-     * cost as much as the rest of the epilogue). */
+}
+
+/* a's zero point (+128 for a quads A of int8 a) at row i */
+static uint32_t zap_at(const job *J, const block_epilogue *E, size_t i)
+{
+    return (uint32_t)(zp_at(J->az, &J->maps[P_AZ], J->g, E->bi, (int64_t)i, 0) +
+                      (E->shift_a ? 128 : 0));
+}
+
+/* Chooses the block's correction path. The common case — b's zero point constant along j,
+ * a's constant along i — needs no multiply per element: zbp*rowsum is one number per row,
+ * zap*colsum one row of numbers per block, made here into w->zc (baseline x86-64 has no
+ * 32-bit vector multiply, and the per-element products cost as much as the rest of the
+ * epilogue). */
+static void plan_corrections(const job *J, worker_scratch *w, block_epilogue *E)
+{
     int za_const = !qmm_tensor_present(J->az) || J->maps[P_AZ].row_stride == 0;
-    int sums_only = zb_const && (!colsum || za_const);
-    if (sums_only && colsum) {
-        uint32_t zap = (uint32_t)(zp_at(J->az, &J->maps[P_AZ], g, bi, (int64_t)m0, 0) +
-                                  (shift_a ? 128 : 0));
-        for (size_t jj = 0; jj < nc; jj++)
-            w->zc[jj] = (int32_t)(zap * (uint32_t)colsum[j0 + jj]);
+    E->sums_only = E->zb_const && (!E->colsum || za_const);
+    if (E->sums_only && E->colsum) {
+        uint32_t zap = zap_at(J, E, E->m0);
+        for (size_t jj = 0; jj < E->nc; jj++)
+            w->zc[jj] = (int32_t)(zap * (uint32_t)E->colsum[E->j0 + jj]);
     }
     /* the per-tensor requantizer applies the sums-only corrections itself (one pass less) */
-    int fused = sums_only && J->qlm && J->y_per_tensor;
-    /* the float requantizer's multipliers, made again only when sa changes along i */
-    double mf_sa = -1.0;
-    int mf_ok = 0;
+    E->fused = E->sums_only && J->qlm && J->y_per_tensor;
+}
+
+/* w->accrow = row i's exact accumulators (mod 2^32): crow - zbp*rowsum - zap*colsum. */
+static void correct_row(const job *J, worker_scratch *w, const block_epilogue *E, size_t i,
+                        const int32_t *crow)
+{
+    uint32_t rs = (uint32_t)E->rowsum[i];
+    size_t nc = E->nc;
+    const int32_t *colsum = E->colsum;
+    if (E->sums_only) {
+        uint32_t zr = (uint32_t)w->zbp[0] * rs;
+        if (colsum)
+            for (size_t jj = 0; jj < nc; jj++)
+                w->accrow[jj] = qmm_opt_wrap_u32((uint32_t)crow[jj] - zr - (uint32_t)w->zc[jj]);
+        else
+            for (size_t jj = 0; jj < nc; jj++)
+                w->accrow[jj] = qmm_opt_wrap_u32((uint32_t)crow[jj] - zr);
+        return;
+    }
+    uint32_t zap = colsum ? zap_at(J, E, i) : 0;
+    for (size_t jj = 0; jj < nc; jj++) {
+        uint32_t acc = (uint32_t)crow[jj] - (uint32_t)w->zbp[jj] * rs;
+        if (colsum)
+            acc -= zap * (uint32_t)colsum[E->j0 + jj];
+        w->accrow[jj] = qmm_opt_wrap_u32(acc);
+    }
+}
+
+/* The float requantizer's multipliers, made again only when sa changes along i. */
+typedef struct float_mults {
+    double sa; /* the sa w->mf was made for; -1: none yet */
+    int ok;    /* w->mf is usable */
+} float_mults;
+
+/* Row i on the fused per-tensor path: the requantizer corrects crow itself (zr = zbp*rowsum,
+ * zc per column), trying single precision first where the ISA has it. */
+static void requantize_row_fused(const job *J, worker_scratch *w, const block_epilogue *E,
+                                 size_t i, const int32_t *crow, double sa, float_mults *fm,
+                                 uint8_t *out)
+{
+    const int32_t *zc = E->colsum ? w->zc : NULL;
+    uint32_t zr = (uint32_t)w->zbp[0] * (uint32_t)E->rowsum[i];
+    size_t nc = E->nc;
+    if (J->ops->requant_row_f32 && sa != fm->sa) {
+        fm->sa = sa;
+        fm->ok = float_multipliers(sa, w->cm, nc, w->mf);
+    }
+    if (fm->ok) /* only ever set with requant_row_f32 */
+        J->ops->requant_row_f32(crow, zc, zr, nc, w->mf, sa, w->sb, w->cm, J->sy, J->zy,
+                                J->qmin, J->qmax, out);
+    else
+        J->ops->requant_row(crow, zc, zr, nc, sa, w->sb, w->cm, J->sy, J->zy, J->qmin, J->qmax,
+                            out);
+}
+
+/* Row i of w->accrow with y's scale and zero point decoded per element (not per tensor). */
+static void requantize_row_per_element(const job *J, const worker_scratch *w,
+                                       const block_epilogue *E, size_t i, double sa,
+                                       uint8_t *out)
+{
+    const qmm_qlinearmatmul *c = J->qlm;
+    const qmm_param_map *ms = &J->maps[P_YS], *mz = &J->maps[P_YZ];
+    const uint8_t *yzp = c->y_zero_point.data;
+    for (size_t jj = 0; jj < E->nc; jj++) {
+        int64_t j = (int64_t)(E->j0 + jj);
+        int64_t os = E->ys_base + ms->row_stride * (int64_t)i + ms->col_stride * j;
+        int64_t oz = E->yz_base + mz->row_stride * (int64_t)i + mz->col_stride * j;
+        double sy = qmm_scale_decode(c->y_scale.dtype, c->y_scale.data, os);
+        int32_t zy = c->y_zero_point.dtype == QMM_DTYPE_INT8 ? (int32_t)(int8_t)yzp[oz]
+                                                             : (int32_t)yzp[oz];
+        int32_t q = qmm_opt_requant_one(w->accrow[jj], sa, w->sb[jj], sy, zy, J->qmin, J->qmax);
+        out[jj] = (uint8_t)((uint32_t)q & 0xffu);
+    }
+}
+
+/* Corrects, requantizes and stores rows [m0, m1) x columns [j0, j1) of batch bi from `cbuf`
+ * (row r - m0, column j - j0, row stride ldc). */
+static void epilogue(const job *J, worker_scratch *w, int64_t bi, size_t m0, size_t m1,
+                     size_t j0, size_t j1, const int32_t *cbuf, size_t ldc,
+                     const int32_t *rowsum, const int32_t *colsum)
+{
+    block_epilogue E = {.bi = bi, .m0 = m0, .j0 = j0, .j1 = j1, .nc = j1 - j0,
+                        .rowsum = rowsum, .colsum = colsum,
+                        .shift_a = J->kg == 4 && J->a_signed,
+                        .zb_const = J->maps[P_BZ].col_stride == 0};
+    decode_column_params(J, w, &E);
+    if (J->qlm && !J->y_per_tensor) {
+        E.ys_base = qmm_param_offset(&J->maps[P_YS], J->g, bi, 0, 0);
+        E.yz_base = qmm_param_offset(&J->maps[P_YZ], J->g, bi, 0, 0);
+    }
+    plan_corrections(J, w, &E);
+    float_mults fm = {-1.0, 0};
     for (size_t i = m0; i < m1; i++) {
-        uint32_t rs = (uint32_t)rowsum[i];
         const int32_t *crow = cbuf + (i - m0) * ldc;
-        if (fused) {
-            /* nothing here: crow, zc and zr go to the requantizer below */
-        } else if (sums_only) {
-            uint32_t zr = (uint32_t)w->zbp[0] * rs;
-            if (colsum)
-                for (size_t jj = 0; jj < nc; jj++)
-                    w->accrow[jj] = qmm_opt_wrap_u32((uint32_t)crow[jj] - zr - (uint32_t)w->zc[jj]);
-            else
-                for (size_t jj = 0; jj < nc; jj++)
-                    w->accrow[jj] = qmm_opt_wrap_u32((uint32_t)crow[jj] - zr);
-        } else {
-            uint32_t zap = 0;
-            if (colsum)
-                zap = (uint32_t)(zp_at(J->az, &J->maps[P_AZ], g, bi, (int64_t)i, 0) +
-                                 (shift_a ? 128 : 0));
-            for (size_t jj = 0; jj < nc; jj++) {
-                uint32_t acc = (uint32_t)crow[jj] - (uint32_t)w->zbp[jj] * rs;
-                if (colsum)
-                    acc -= zap * (uint32_t)colsum[j0 + jj];
-                w->accrow[jj] = qmm_opt_wrap_u32(acc);
-            }
-        }
+        if (!E.fused)
+            correct_row(J, w, &E, i, crow);
         size_t yoff = ((size_t)bi * J->m + i) * J->n + j0;
         if (J->mmi) {
-            memcpy((int32_t *)J->mmi->y.data + yoff, w->accrow, nc * sizeof(int32_t));
+            memcpy((int32_t *)J->mmi->y.data + yoff, w->accrow, E.nc * sizeof(int32_t));
             continue;
         }
         const qmm_qlinearmatmul *c = J->qlm;
         double sa = qmm_scale_decode(c->a_scale.dtype, c->a_scale.data,
-                                     qmm_param_offset(&J->maps[P_AS], g, bi, (int64_t)i, 0));
+                                     qmm_param_offset(&J->maps[P_AS], J->g, bi, (int64_t)i, 0));
         uint8_t *out = (uint8_t *)c->y.data + yoff;
-        if (fused) {
-            const int32_t *zc = colsum ? w->zc : NULL;
-            uint32_t zr = (uint32_t)w->zbp[0] * rs;
-            if (J->ops->requant_row_f32 && sa != mf_sa) {
-                mf_sa = sa;
-                mf_ok = float_multipliers(sa, w->cm, nc, w->mf);
-            }
-            if (mf_ok) /* only ever set with requant_row_f32 */
-                J->ops->requant_row_f32(crow, zc, zr, nc, w->mf, sa, w->sb, w->cm, J->sy, J->zy,
-                                        J->qmin, J->qmax, out);
-            else
-                J->ops->requant_row(crow, zc, zr, nc, sa, w->sb, w->cm, J->sy, J->zy, J->qmin,
-                                    J->qmax, out);
-            continue;
-        }
-        if (J->y_per_tensor) {
-            J->ops->requant_row(w->accrow, NULL, 0, nc, sa, w->sb, w->cm, J->sy, J->zy, J->qmin,
-                                J->qmax, out);
-            continue;
-        }
-        const qmm_param_map *ms = &J->maps[P_YS], *mz = &J->maps[P_YZ];
-        const uint8_t *yzp = c->y_zero_point.data;
-        for (size_t jj = 0; jj < nc; jj++) {
-            int64_t j = (int64_t)(j0 + jj);
-            int64_t os = ys_base + ms->row_stride * (int64_t)i + ms->col_stride * j;
-            int64_t oz = yz_base + mz->row_stride * (int64_t)i + mz->col_stride * j;
-            double sy = qmm_scale_decode(c->y_scale.dtype, c->y_scale.data, os);
-            int32_t zy = c->y_zero_point.dtype == QMM_DTYPE_INT8 ? (int32_t)(int8_t)yzp[oz]
-                                                                 : (int32_t)yzp[oz];
-            int32_t q = qmm_opt_requant_one(w->accrow[jj], sa, w->sb[jj], sy, zy, J->qmin,
-                                            J->qmax);
-            out[jj] = (uint8_t)((uint32_t)q & 0xffu);
-        }
+        if (E.fused)
+            requantize_row_fused(J, w, &E, i, crow, sa, &fm, out);
+        else if (J->y_per_tensor)
+            J->ops->requant_row(w->accrow, NULL, 0, E.nc, sa, w->sb, w->cm, J->sy, J->zy,
+                                J->qmin, J->qmax, out);
+        else
+            requantize_row_per_element(J, w, &E, i, sa, out);
     }
 }
 
-static void compute_task(void *ctx, size_t task, int worker)
+/* A compute task's block: batch bi, rows [m0, m1), columns [n0, n1), and its operands. */
+typedef struct task_block {
+    int64_t bi;
+    size_t m0, m1, n0, n1;
+    size_t bmat;
+    const int32_t *A;      /* the packed A matrix of bi */
+    const int32_t *rowsum; /* its row sums */
+} task_block;
+
+static task_block task_block_of(const job *J, size_t task)
 {
-    job *J = ctx;
-    worker_scratch *w = &J->ws[worker];
     size_t mb_i, nb_i, rest;
     if (J->rows_first) {
         mb_i = task % J->nmb;
@@ -351,50 +417,63 @@ static void compute_task(void *ctx, size_t task, int worker)
         mb_i = rest % J->nmb;
         rest /= J->nmb;
     }
-    int64_t bi = (int64_t)rest;
-    size_t m0 = mb_i * J->mb, m1 = m0 + J->mb < J->m ? m0 + J->mb : J->m;
-    size_t n0 = nb_i * J->nb, n1 = n0 + J->nb < J->n ? n0 + J->nb : J->n;
-    size_t amat = amat_of(J, bi), bmat = bmat_of(J, bi);
-    const int32_t *A = J->apack + amat * J->a_words;
-    const int32_t *rowsum = J->rowsum + amat * J->m;
+    task_block t;
+    t.bi = (int64_t)rest;
+    t.m0 = mb_i * J->mb;
+    t.m1 = t.m0 + J->mb < J->m ? t.m0 + J->mb : J->m;
+    t.n0 = nb_i * J->nb;
+    t.n1 = t.n0 + J->nb < J->n ? t.n0 + J->nb : J->n;
+    size_t amat = amat_of(J, t.bi);
+    t.bmat = bmat_of(J, t.bi);
+    t.A = J->apack + amat * J->a_words;
+    t.rowsum = J->rowsum + amat * J->m;
+    return t;
+}
 
-    if (J->direct) {
-        /* the task's whole column range in one pass over B (rows x width <= GEMV_ACC sums
-         * in cbuf), then the epilogue in NC_MAX chunks */
-        size_t kpairs = (J->k + 1) / 2, ldc = n1 - n0;
-        const uint8_t *B = J->braw + bmat * J->k * J->n;
-        J->ops->gemv(m1 - m0, J->k, A + m0 * kpairs, kpairs, B + n0, J->n, J->b_signed,
-                     n1 - n0, w->cbuf, ldc);
-        for (size_t j0 = n0; j0 < n1; j0 += NC_MAX) {
-            size_t j1 = j0 + NC_MAX < n1 ? j0 + NC_MAX : n1;
-            epilogue(J, w, bi, m0, m1, j0, j1, w->cbuf + (j0 - n0), ldc, rowsum, NULL);
-        }
-        return;
+/* Small M on B as it is: the task's whole column range in one pass over B (rows x width
+ * <= GEMV_ACC sums in cbuf), then the epilogue in NC_MAX chunks. */
+static void compute_direct(const job *J, worker_scratch *w, const task_block *t)
+{
+    size_t kpairs = (J->k + 1) / 2, ldc = t->n1 - t->n0;
+    const uint8_t *B = J->braw + t->bmat * J->k * J->n;
+    J->ops->gemv(t->m1 - t->m0, J->k, t->A + t->m0 * kpairs, kpairs, B + t->n0, J->n,
+                 J->b_signed, t->n1 - t->n0, w->cbuf, ldc);
+    for (size_t j0 = t->n0; j0 < t->n1; j0 += NC_MAX) {
+        size_t j1 = j0 + NC_MAX < t->n1 ? j0 + NC_MAX : t->n1;
+        epilogue(J, w, t->bi, t->m0, t->m1, j0, j1, w->cbuf + (j0 - t->n0), ldc, t->rowsum,
+                 NULL);
     }
-    if (J->smallp) {
-        /* n0 and every chunk start are multiples of 16, the panel width */
-        size_t kpairs = (J->k + 1) / 2, pstride = J->kp * 16;
-        const int8_t *B = J->bpack + bmat * J->kp * J->npad;
-        for (size_t j0 = n0; j0 < n1; j0 += NC_MAX) {
-            size_t j1 = j0 + NC_MAX < n1 ? j0 + NC_MAX : n1;
-            J->ops->gemv_packed(m1 - m0, kpairs, A + m0 * kpairs, kpairs, B + j0 / 16 * pstride,
-                                pstride, ceil_div(j1 - j0, 16), w->cbuf, NC_MAX);
-            epilogue(J, w, bi, m0, m1, j0, j1, w->cbuf, NC_MAX, rowsum, NULL);
-        }
-        return;
-    }
+}
 
-    const int8_t *B = J->bpack + bmat * J->kp * J->npad;
-    const int32_t *colsum = J->colsum ? J->colsum + bmat * J->npad : NULL;
-    if (J->ops->task_begin)
-        J->ops->task_begin();
+/* Small M on a prepacked "unsigned words" B: n0 and every chunk start are multiples of 16,
+ * the panel width. */
+static void compute_small_packed(const job *J, worker_scratch *w, const task_block *t)
+{
+    size_t kpairs = (J->k + 1) / 2, pstride = J->kp * 16;
+    const int8_t *B = J->bpack + t->bmat * J->kp * J->npad;
+    for (size_t j0 = t->n0; j0 < t->n1; j0 += NC_MAX) {
+        size_t j1 = j0 + NC_MAX < t->n1 ? j0 + NC_MAX : t->n1;
+        J->ops->gemv_packed(t->m1 - t->m0, kpairs, t->A + t->m0 * kpairs, kpairs,
+                            B + j0 / 16 * pstride, pstride, ceil_div(j1 - j0, 16), w->cbuf,
+                            NC_MAX);
+        epilogue(J, w, t->bi, t->m0, t->m1, j0, j1, w->cbuf, NC_MAX, t->rowsum, NULL);
+    }
+}
+
+/* The tile kernels over the packed operands, in the blocking order of the file comment;
+ * each NC_MAX column chunk's sums go through the epilogue. */
+static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
+{
+    const int8_t *B = J->bpack + t->bmat * J->kp * J->npad;
+    const int32_t *colsum = J->colsum ? J->colsum + t->bmat * J->npad : NULL;
+    size_t m0 = t->m0, m1 = t->m1;
     size_t mr = (size_t)J->mr, nr = (size_t)J->nr, kg = (size_t)J->kg;
     /* K blocks keep a B panel slice in L1 while the row groups stream past; a task with a
      * single row group has nothing to reuse it for, and reads each panel in one pass */
     size_t kcg = m1 - m0 <= mr && J->kgroups > 0 ? J->kgroups : KC_K / kg;
     size_t g0 = m0 / mr, g1 = (m1 + mr - 1) / mr;
-    for (size_t j0 = n0; j0 < n1; j0 += NC_MAX) {
-        size_t j1 = j0 + NC_MAX < n1 ? j0 + NC_MAX : n1;
+    for (size_t j0 = t->n0; j0 < t->n1; j0 += NC_MAX) {
+        size_t j1 = j0 + NC_MAX < t->n1 ? j0 + NC_MAX : t->n1;
         size_t p0 = j0 / nr, p1 = (j1 + nr - 1) / nr;
         size_t ldc = (p1 - p0) * nr;
         if (J->kgroups == 0)
@@ -404,7 +483,7 @@ static void compute_task(void *ctx, size_t task, int worker)
             for (size_t p = p0; p < p1; p++) {
                 const int8_t *bp = B + p * J->kp * nr + kc * nr * kg;
                 for (size_t gi = g0; gi < g1; gi++) {
-                    const int32_t *ap = A + gi * J->kgroups * mr + kc * mr;
+                    const int32_t *ap = t->A + gi * J->kgroups * mr + kc * mr;
                     int32_t *cp = w->cbuf + (gi - g0) * mr * ldc + (p - p0) * nr;
                     size_t rows = m1 - gi * mr < mr ? m1 - gi * mr : mr;
                     if (rows < mr && J->ops->kernel_rows)
@@ -414,8 +493,26 @@ static void compute_task(void *ctx, size_t task, int worker)
                 }
             }
         }
-        epilogue(J, w, bi, m0, m1, j0, j1, w->cbuf, ldc, rowsum, colsum);
+        epilogue(J, w, t->bi, m0, m1, j0, j1, w->cbuf, ldc, t->rowsum, colsum);
     }
+}
+
+static void compute_task(void *ctx, size_t task, int worker)
+{
+    job *J = ctx;
+    worker_scratch *w = &J->ws[worker];
+    task_block t = task_block_of(J, task);
+    if (J->direct) {
+        compute_direct(J, w, &t);
+        return;
+    }
+    if (J->smallp) {
+        compute_small_packed(J, w, &t);
+        return;
+    }
+    if (J->ops->task_begin)
+        J->ops->task_begin();
+    compute_tiles(J, w, &t);
     if (J->ops->task_end)
         J->ops->task_end();
 }
@@ -474,24 +571,10 @@ static void pack_task(void *ctx, size_t task, int worker)
         pack_b_task(ctx, task - na, worker);
 }
 
-/* Runs a validated call. `pb` is a prepacked B or NULL. */
-static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
-                               const qmm_optimized_packed_b *pb, qmm_status *st)
+/* The call's sizes and path: the ISA's tile, the packed K, and whether small M streams B as it
+ * is (direct) or uses a prepacked "unsigned words" B (smallp). */
+static void shape_job(job *J, const qmm_opt_isa_ops *ops, const qmm_optimized_packed_b *pb)
 {
-    const qmm_geometry *g = J->g;
-    const qmm_opt_isa_ops *ops = ob->ops;
-    int threads = ob->threads;
-    J->ops = ops;
-    J->mr = ops->mr;
-    J->nr = ops->nr;
-    J->kg = ops->kg;
-    J->uw = ops->uw;
-    J->m = (size_t)g->m;
-    J->k = (size_t)g->k;
-    J->n = (size_t)g->n;
-    J->batch = (size_t)g->batch;
-    if (J->m == 0 || J->n == 0 || J->batch == 0)
-        return qmm_status_ok(st); /* an empty output: nothing to write */
     J->a_signed = J->a->dtype == QMM_DTYPE_INT8;
     J->b_signed = J->b->dtype == QMM_DTYPE_INT8;
     J->direct = ops->gemv != NULL && pb == NULL && J->m <= GEMV_M_MAX;
@@ -501,14 +584,19 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
     J->mpad = ceil_div(J->m, (size_t)J->mr) * (size_t)J->mr;
     J->npad = ceil_div(J->n, (size_t)J->nr) * (size_t)J->nr;
     J->braw = J->b->data;
-
     size_t a_numel = (size_t)qmm_tensor_numel(J->a);
     size_t b_numel = (size_t)qmm_tensor_numel(J->b);
     J->namat = J->m && J->k ? a_numel / (J->m * J->k) : 1;
     J->nbmat = J->k && J->n ? b_numel / (J->k * J->n) : 1;
     J->a_words = J->direct || J->smallp ? J->m * ((J->k + 1) / 2) : J->mpad * J->kgroups;
-    int own_b = !pb && !J->direct;
-    /* one block for everything: offsets first, then the block */
+}
+
+/* One scratch block for everything (offsets first, then the block): the packed A and its row
+ * sums, each thread's scratch, and B's panels and column sums when the call packs B (own_b).
+ * NULL when out of memory; else scratch_put gives it back. */
+static char *carve_scratch(const qmm_opt_backend *ob, job *J, int own_b, int *cached)
+{
+    int threads = ob->threads;
     size_t off = 0, o_rep, o_apack, o_rowsum, o_ws, o_wsb, o_bpack = 0, o_colsum = 0;
     o_rep = carve(&off, J->namat * sizeof *J->amat_rep);
     o_apack = carve(&off, (J->namat * J->a_words + 1) * sizeof *J->apack);
@@ -520,20 +608,28 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
         if (J->kg == 4)
             o_colsum = carve(&off, J->nbmat * J->npad * sizeof *J->colsum_own);
     }
-    int cached;
-    char *blk = scratch_get(ob, off, &cached);
+    char *blk = scratch_get(ob, off, cached);
     if (!blk)
-        return qmm_status_set(st, QMM_OUT_OF_MEMORY, "%s: out of memory for the packed operands",
-                              ob->name);
+        return NULL;
     J->amat_rep = (int64_t *)(void *)(blk + o_rep);
     J->apack = (int32_t *)(void *)(blk + o_apack);
     J->rowsum = (int32_t *)(void *)(blk + o_rowsum);
     J->ws = (worker_scratch *)(void *)(blk + o_ws);
     for (int t = 0; t < threads; t++)
         worker_scratch_at(&J->ws[t], blk + o_wsb + (size_t)t * WS_BYTES);
+    if (own_b) {
+        J->bpack_own = (int8_t *)(blk + o_bpack);
+        J->colsum_own = J->kg == 4 ? (int32_t *)(void *)(blk + o_colsum) : NULL;
+    }
+    return blk;
+}
+
+/* amat_rep[i]: a batch index that uses A matrix i (batch broadcasting packs it once). */
+static void pick_a_matrices(job *J)
+{
     for (size_t i = 0; i < J->namat; i++)
         J->amat_rep[i] = -1;
-    for (int64_t bi = 0; bi < g->batch; bi++) {
+    for (int64_t bi = 0; bi < J->g->batch; bi++) {
         size_t am = amat_of(J, bi);
         if (J->amat_rep[am] < 0)
             J->amat_rep[am] = bi;
@@ -541,19 +637,12 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
     for (size_t i = 0; i < J->namat; i++)
         if (J->amat_rep[i] < 0)
             J->amat_rep[i] = 0; /* unused by any batch (cannot happen): pack it anyway */
+}
 
-    if (pb) {
-        J->bpack = pb->data;
-        J->colsum = pb->colsum;
-    } else if (own_b) {
-        J->bpack_own = (int8_t *)(blk + o_bpack);
-        J->colsum_own = J->kg == 4 ? (int32_t *)(void *)(blk + o_colsum) : NULL;
-        J->bpack = J->bpack_own;
-        J->colsum = J->colsum_own;
-    }
-
-    /* task grid: rows in near-equal blocks of at most MB_MAX, columns in NC_MAX chunks
-     * (small-M: narrower column blocks so that every thread has work) */
+/* The task grid: rows in near-equal blocks of at most MB_MAX, columns in NC_MAX chunks
+ * (small-M: narrower column blocks so that every thread has work), and the packing tasks. */
+static void plan_tasks(job *J, int threads, const qmm_optimized_packed_b *pb, int own_b)
+{
     J->nnb = ceil_div(J->n, NC_MAX);
     /* big row blocks read each B column chunk fewer times (AMX at 2048^3: ~6% faster than
      * 96 rows); small problems keep more, smaller tasks so that every thread has some */
@@ -586,6 +675,41 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
     J->pack_rows = ceil_div(PACK_ROWS, (size_t)J->mr) * (size_t)J->mr;
     J->a_chunks = ceil_div(J->m, J->pack_rows);
     J->b_chunks = own_b ? ceil_div(J->n, PACK_COLS) : 0;
+}
+
+/* Runs a validated call. `pb` is a prepacked B or NULL. */
+static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
+                               const qmm_optimized_packed_b *pb, qmm_status *st)
+{
+    const qmm_geometry *g = J->g;
+    const qmm_opt_isa_ops *ops = ob->ops;
+    J->ops = ops;
+    J->mr = ops->mr;
+    J->nr = ops->nr;
+    J->kg = ops->kg;
+    J->uw = ops->uw;
+    J->m = (size_t)g->m;
+    J->k = (size_t)g->k;
+    J->n = (size_t)g->n;
+    J->batch = (size_t)g->batch;
+    if (J->m == 0 || J->n == 0 || J->batch == 0)
+        return qmm_status_ok(st); /* an empty output: nothing to write */
+    shape_job(J, ops, pb);
+    int own_b = !pb && !J->direct;
+    int cached;
+    char *blk = carve_scratch(ob, J, own_b, &cached);
+    if (!blk)
+        return qmm_status_set(st, QMM_OUT_OF_MEMORY, "%s: out of memory for the packed operands",
+                              ob->name);
+    pick_a_matrices(J);
+    if (pb) {
+        J->bpack = pb->data;
+        J->colsum = pb->colsum;
+    } else if (own_b) {
+        J->bpack = J->bpack_own;
+        J->colsum = J->colsum_own;
+    }
+    plan_tasks(J, ob->threads, pb, own_b);
     qmm_opt_pool_run(ob->pool, J->namat * J->a_chunks + J->nbmat * J->b_chunks, pack_task, J);
     qmm_opt_pool_run(ob->pool, J->batch * J->nmb * J->nnb, compute_task, J);
     scratch_put(ob, blk, cached);
