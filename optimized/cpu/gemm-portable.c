@@ -10,7 +10,7 @@ enum { MR = 6, NR = 16 };
 
 qmm_opt_kernel_ft qmm_gemm_s16s8_6x16c2__portable; /* kernels.c */
 void qmm_gemm_s16s8_6x16c2__portable(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
-                                size_t ldc, int accumulate)
+                                     size_t ldc, int accumulate)
 {
     uint32_t acc[MR][NR];
     for (int r = 0; r < MR; r++)
@@ -116,8 +116,8 @@ QMM_PORTABLE_KERNEL(qmm_gemm_u8s8_32x32c4_tiles__portable, 32, 32, 4, a_tiles, b
 
 qmm_opt_gemv_ft qmm_gemv_s16u8_r4__portable; /* kernels.c */
 void qmm_gemv_s16u8_r4__portable(size_t rows, size_t k, const int32_t *a, size_t lda,
-                           const uint8_t *b, size_t ldb, int b_signed, size_t n, int32_t *c,
-                           size_t ldc)
+                                 const uint8_t *b, size_t ldb, int b_signed, size_t n, int32_t *c,
+                                 size_t ldc)
 {
     uint8_t flip = b_signed ? 0x80 : 0; /* the unsigned form: int8 b + 128 */
     for (size_t r = 0; r < rows; r++)
@@ -133,8 +133,8 @@ void qmm_gemv_s16u8_r4__portable(size_t rows, size_t k, const int32_t *a, size_t
 
 qmm_opt_gemv_packed_ft qmm_gemv_s16u8_r4x16c2__portable; /* kernels.c */
 void qmm_gemv_s16u8_r4x16c2__portable(size_t rows, size_t kpairs, const int32_t *a, size_t lda,
-                                  const int8_t *b, size_t pstride, size_t npanels, int32_t *c,
-                                  size_t ldc)
+                                      const int8_t *b, size_t pstride, size_t npanels, int32_t *c,
+                                      size_t ldc)
 {
     for (size_t r = 0; r < rows; r++)
         for (size_t j = 0; j < 16 * npanels; j++) {

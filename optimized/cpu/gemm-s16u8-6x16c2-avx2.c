@@ -26,7 +26,7 @@ static const uint16_t lo_bytes[16] __attribute__((aligned(32))) = {
 
 qmm_opt_kernel_ft qmm_gemm_s16u8_6x16c2__avx2; /* kernels.c */
 void qmm_gemm_s16u8_6x16c2__avx2(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
-                              size_t ldc, int accumulate)
+                                 size_t ldc, int accumulate)
 {
     /* The loop is assembly because compilers spill some of the 12 accumulators when the 16
      * ymm registers are exactly enough (12 accumulators ymm0-11, 2 B vectors ymm12-13, a
@@ -235,7 +235,7 @@ gemv_rows(size_t rows, size_t k, const int32_t *a, size_t lda, const uint8_t *b,
 
 qmm_opt_gemv_ft qmm_gemv_s16u8_r4__avx2; /* kernels.c */
 void qmm_gemv_s16u8_r4__avx2(size_t rows, size_t k, const int32_t *a, size_t lda, const uint8_t *b,
-                       size_t ldb, int b_signed, size_t n, int32_t *c, size_t ldc)
+                             size_t ldb, int b_signed, size_t n, int32_t *c, size_t ldc)
 {
 #define QMM_CASE(R)                                                                         \
     case R:                                                                                 \
@@ -306,8 +306,8 @@ gemvp_rows(size_t rows, size_t pp, size_t kpairs, const int32_t *a, size_t lda,
 
 qmm_opt_gemv_packed_ft qmm_gemv_s16u8_r4x16c2__avx2; /* kernels.c */
 void qmm_gemv_s16u8_r4x16c2__avx2(size_t rows, size_t kpairs, const int32_t *a, size_t lda,
-                              const int8_t *b, size_t pstride, size_t npanels, int32_t *c,
-                              size_t ldc)
+                                  const int8_t *b, size_t pstride, size_t npanels, int32_t *c,
+                                  size_t ldc)
 {
     switch (rows) {
     case 1: gemvp_rows(1, 4, kpairs, a, lda, b, pstride, npanels, c, ldc); break;

@@ -44,7 +44,7 @@ static inline __attribute__((always_inline)) void tile(int R, size_t kgroups, co
 
 qmm_opt_kernel_ft qmm_gemm_u8s8_6x16c4__avxvnni; /* kernels.c */
 void qmm_gemm_u8s8_6x16c4__avxvnni(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
-                                 size_t ldc, int accumulate)
+                                   size_t ldc, int accumulate)
 {
     tile(MR, kgroups, a, b, c, ldc, accumulate);
 }
@@ -52,7 +52,7 @@ void qmm_gemm_u8s8_6x16c4__avxvnni(size_t kgroups, const int32_t *a, const int8_
 /* Partial groups: the last rows of M, and M < 6 with a prepacked B. */
 qmm_opt_kernel_rows_ft qmm_gemm_u8s8_rx16c4__avxvnni; /* kernels.c */
 void qmm_gemm_u8s8_rx16c4__avxvnni(size_t rows, size_t kgroups, const int32_t *a,
-                                 const int8_t *b, int32_t *c, size_t ldc, int accumulate)
+                                   const int8_t *b, int32_t *c, size_t ldc, int accumulate)
 {
     switch (rows) {
     case 1: tile(1, kgroups, a, b, c, ldc, accumulate); break;
@@ -68,7 +68,7 @@ void qmm_gemm_u8s8_rx16c4__avxvnni(size_t rows, size_t kgroups, const int32_t *a
  * qmm_colsum_s8_32c4__avx512vnni: vpdpbusd with all-ones uint8, wrapping modulo 2^32. */
 qmm_opt_colsum_ft qmm_colsum_s8_16c4__avxvnni; /* kernels.c */
 void qmm_colsum_s8_16c4__avxvnni(const int8_t *b, size_t kgroups, size_t npanels, size_t pstride,
-                            int32_t *colsum)
+                                 int32_t *colsum)
 {
     const __m256i ones = _mm256_set1_epi8(1);
     for (size_t p = 0; p < npanels; p++) {

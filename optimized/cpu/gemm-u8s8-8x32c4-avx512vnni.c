@@ -71,7 +71,7 @@ static inline __attribute__((always_inline)) void tile(int R, size_t kgroups, co
 
 qmm_opt_kernel_ft qmm_gemm_u8s8_8x32c4__avx512vnni; /* kernels.c */
 void qmm_gemm_u8s8_8x32c4__avx512vnni(size_t kgroups, const int32_t *a, const int8_t *b,
-                                    int32_t *c, size_t ldc, int accumulate)
+                                      int32_t *c, size_t ldc, int accumulate)
 {
     /* Assembly, as for the AVX2 kernel: GCC keeps the 16 accumulators of tile() in
      * registers but copies them around the loop (30 register moves per 16 vpdpbusd, enough
@@ -191,7 +191,7 @@ void qmm_gemm_u8s8_8x32c4__avx512vnni(size_t kgroups, const int32_t *a, const in
  * instead of multiplying seven rows of padding). */
 qmm_opt_kernel_rows_ft qmm_gemm_u8s8_rx32c4__avx512vnni; /* kernels.c */
 void qmm_gemm_u8s8_rx32c4__avx512vnni(size_t rows, size_t kgroups, const int32_t *a,
-                                    const int8_t *b, int32_t *c, size_t ldc, int accumulate)
+                                      const int8_t *b, int32_t *c, size_t ldc, int accumulate)
 {
     switch (rows) {
     case 1: tile(1, kgroups, a, b, c, ldc, accumulate); break;
@@ -210,7 +210,7 @@ void qmm_gemm_u8s8_rx32c4__avx512vnni(size_t rows, size_t kgroups, const int32_t
  * the sums wrap modulo 2^32, like every accumulator. */
 qmm_opt_colsum_ft qmm_colsum_s8_32c4__avx512vnni; /* kernels.c */
 void qmm_colsum_s8_32c4__avx512vnni(const int8_t *b, size_t kgroups, size_t npanels, size_t pstride,
-                               int32_t *colsum)
+                                    int32_t *colsum)
 {
     const __m512i ones = _mm512_set1_epi8(1);
     for (size_t p = 0; p < npanels; p++) {
@@ -253,8 +253,8 @@ uint64_t qmm_peak_u8s8__avx512vnni(uint64_t iters)
  * accumulator). Edge panels take qmm_opt_pack_b and qmm_colsum_s8_32c4__avx512vnni. */
 qmm_opt_pack_b_ft qmm_packb_s8_32c4__avx512vnni; /* kernels.c */
 void qmm_packb_s8_32c4__avx512vnni(const uint8_t *b, size_t ldb, int b_signed, size_t k,
-                               size_t kgroups, size_t j0, size_t j1, int8_t *dst,
-                               int32_t *colsum)
+                                   size_t kgroups, size_t j0, size_t j1, int8_t *dst,
+                                   int32_t *colsum)
 {
     const __m256i flip = _mm256_set1_epi8(b_signed ? 0 : (char)0x80);
     const __m256i ones = _mm256_set1_epi8(1), zero = _mm256_setzero_si256();
