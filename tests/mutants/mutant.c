@@ -17,6 +17,8 @@
 #include "qmm/qmm.h"
 #include "ops/qmm_ops.h"
 
+#include "../plugin_support.h"
+
 #ifndef QMM_MUTANT_NAME
 #define QMM_MUTANT_NAME "none"
 #endif
@@ -260,19 +262,10 @@ static qmm_status_code mutant_query(const qmm_backend *self, const qmm_call *cal
     return qmm_status_ok(st);
 }
 
-static void mutant_close(qmm_backend *self)
-{
-    free(self->impl);
-    free(self);
-}
-
 qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st)
 {
-    if (harness_abi != QMM_ABI_VERSION) {
-        qmm_status_set(st, QMM_UNSUPPORTED, "mutant: built for ABI %u, harness has %u",
-                       QMM_ABI_VERSION, harness_abi);
+    if (!plugin_abi_ok("mutant", harness_abi, st))
         return NULL;
-    }
     int threads = 1;
     if (options[0]) {
         char *end;
@@ -282,23 +275,13 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
             return NULL;
         }
     }
-    qmm_backend *be = calloc(1, sizeof *be);
-    mutant *mu = calloc(1, sizeof *mu);
-    if (!be || !mu) {
-        free(be);
-        free(mu);
-        qmm_status_set(st, QMM_OUT_OF_MEMORY, "mutant: out of memory");
+    qmm_backend *be = plugin_table("mutant-" QMM_MUTANT_NAME, "a deliberately broken backend",
+                                   sizeof(mutant), st);
+    if (!be)
         return NULL;
-    }
-    mu->threads = threads;
-    be->abi_version = QMM_ABI_VERSION;
-    be->struct_size = sizeof *be;
-    be->name = "mutant-" QMM_MUTANT_NAME;
-    be->description = "a deliberately broken backend";
-    be->impl = mu;
+    ((mutant *)be->impl)->threads = threads;
     be->query = mutant_query;
     be->matmulinteger = mutant_mmi;
     be->qlinearmatmul = mutant_qlmm;
-    be->close = mutant_close;
     return be;
 }

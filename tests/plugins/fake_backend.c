@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "qmm/qmm.h"
+#include "../plugin_support.h"
 
 typedef enum { MODE_ZEROS, MODE_UNSUPPORTED, MODE_ACCEPT, MODE_BADABI } mode;
 
@@ -44,19 +45,10 @@ static qmm_status_code fake_qlmm(const qmm_backend *self, const qmm_qlinearmatmu
     return fill(self, &c->y, st);
 }
 
-static void fake_close(qmm_backend *self)
-{
-    free(self->impl);
-    free(self);
-}
-
 qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st)
 {
-    if (harness_abi != QMM_ABI_VERSION) {
-        qmm_status_set(st, QMM_UNSUPPORTED, "fake: built for ABI %u, harness has %u",
-                       QMM_ABI_VERSION, harness_abi);
+    if (!plugin_abi_ok("fake", harness_abi, st))
         return NULL;
-    }
     mode m = MODE_ZEROS;
     if (strcmp(options, "") == 0 || strcmp(options, "mode=zeros") == 0)
         m = MODE_ZEROS;
@@ -73,24 +65,15 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
         qmm_status_set(st, QMM_INVALID_ARGUMENT, "fake: unknown option '%s'", options);
         return NULL;
     }
-    qmm_backend *be = calloc(1, sizeof *be);
-    mode *impl = malloc(sizeof *impl);
-    if (!be || !impl) {
-        free(be);
-        free(impl);
-        qmm_status_set(st, QMM_OUT_OF_MEMORY, "fake: out of memory");
+    qmm_backend *be = plugin_table("fake", "test plugin with scripted answers", sizeof m, st);
+    if (!be)
         return NULL;
-    }
-    *impl = m;
+    *(mode *)be->impl = m;
     /* mode=badabi claims a table layout from another ABI version */
-    be->abi_version = m == MODE_BADABI ? QMM_ABI_VERSION + 1000 : QMM_ABI_VERSION;
-    be->struct_size = sizeof *be;
-    be->name = "fake";
-    be->description = "test plugin with scripted answers";
-    be->impl = impl;
+    if (m == MODE_BADABI)
+        be->abi_version = QMM_ABI_VERSION + 1000;
     be->query = fake_query;
     be->matmulinteger = fake_mmi;
     be->qlinearmatmul = fake_qlmm;
-    be->close = fake_close;
     return be;
 }

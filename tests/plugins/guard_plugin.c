@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "qmm/qmm.h"
+#include "../plugin_support.h"
 
 qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st);
 
@@ -47,39 +48,20 @@ static qmm_status_code g_mmi(const qmm_backend *self, const qmm_matmulinteger *c
     return qmm_status_ok(st);
 }
 
-static void g_close(qmm_backend *self)
-{
-    free(self->impl);
-    free(self);
-}
-
 qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st)
 {
-    if (harness_abi != QMM_ABI_VERSION) {
-        qmm_status_set(st, QMM_UNSUPPORTED, "built for ABI %u, harness has %u",
-                       QMM_ABI_VERSION, harness_abi);
+    if (!plugin_abi_ok("guard_plugin", harness_abi, st))
         return NULL;
-    }
     if (strncmp(options, "mode=", 5) != 0) {
         qmm_status_set(st, QMM_INVALID_ARGUMENT, "guard_plugin: mode=M is required");
         return NULL;
     }
-    qmm_backend *b = calloc(1, sizeof *b);
-    char *mode = malloc(strlen(options + 5) + 1);
-    if (!b || !mode) {
-        free(b);
-        free(mode);
-        qmm_status_set(st, QMM_OUT_OF_MEMORY, "guard_plugin: out of memory");
+    qmm_backend *b = plugin_table("guard_plugin", "misbehaves against the guards (tests only)",
+                                  strlen(options + 5) + 1, st);
+    if (!b)
         return NULL;
-    }
-    strcpy(mode, options + 5);
-    b->abi_version = QMM_ABI_VERSION;
-    b->struct_size = sizeof *b;
-    b->name = "guard_plugin";
-    b->description = "misbehaves against the guards (tests only)";
-    b->impl = mode;
+    strcpy(b->impl, options + 5);
     b->matmulinteger = g_mmi;
-    b->close = g_close;
     qmm_status_ok(st);
     return b;
 }
