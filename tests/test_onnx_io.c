@@ -492,12 +492,7 @@ Test(onnx_roundtrip, model_every_field)
     cr_assert_eq(qh_model_opset(m, "ai.onnx"), 21);
 
     /* Limits: full arrays round-trip too. */
-    m->n_inputs = QH_MAX_IO;
-    m->n_outputs = QH_MAX_IO;
-    m->n_attrs = QH_MAX_ATTRS;
-    m->n_opsets = QH_MAX_OPSETS;
-    m->n_graph_inputs = QH_MAX_IO;
-    m->n_graph_outputs = QH_MAX_IO;
+    m->n_inputs = m->n_outputs = m->n_graph_inputs = m->n_graph_outputs = QH_MAX_IO;
     for (int i = 0; i < QH_MAX_IO; i++) {
         snprintf(m->inputs[i], QH_NAME_MAX, "in%d", i);
         snprintf(m->outputs[i], QH_NAME_MAX, "out%d", i);
@@ -508,12 +503,14 @@ Test(onnx_roundtrip, model_every_field)
         snprintf(m->graph_outputs[i].name, QH_NAME_MAX, "out%d", i);
         m->graph_outputs[i].rank = i % 9;
     }
+    m->n_attrs = QH_MAX_ATTRS;
     for (int i = 0; i < QH_MAX_ATTRS; i++) {
         memset(&m->attrs[i], 0, sizeof m->attrs[i]);
         snprintf(m->attrs[i].name, QH_NAME_MAX, "a%d", i);
         m->attrs[i].type = QH_ATTR_INT;
         m->attrs[i].i = INT64_MIN + i;
     }
+    m->n_opsets = QH_MAX_OPSETS;
     for (int i = 0; i < QH_MAX_OPSETS; i++) {
         memset(&m->opsets[i], 0, sizeof m->opsets[i]);
         snprintf(m->opsets[i].domain, QH_NAME_MAX, "d%d", i);
