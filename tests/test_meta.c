@@ -29,6 +29,14 @@ static void expect_error(const char *text, const char *needle)
     cr_assert(strstr(err.msg, needle), "'%s' not in: %s", needle, err.msg);
 }
 
+/* The text `line` makes of `value` (its one %s) must be refused with `needle`. */
+static void expect_value_error(const char *line, const char *value, const char *needle)
+{
+    char text[1024];
+    snprintf(text, sizeof text, line, value);
+    expect_error(text, needle);
+}
+
 static void assert_meta_eq(const qh_meta *a, const qh_meta *b)
 {
     cr_assert_eq(a->expect, b->expect);
@@ -171,8 +179,7 @@ Test(meta, limits)
     snprintf(text, sizeof text, "tags = %s\n", tag);
     cr_assert_eq(parse(text, &m, &err), 0, "%s", err.msg);
     check_round_trip(&m);
-    snprintf(text, sizeof text, "tags = x, %sg\n", tag);
-    expect_error(text, "line 1: tags: tag");
+    expect_value_error("tags = x, %sg\n", tag, "line 1: tags: tag");
 
     /* texts: 511 bytes fit, 512 do not */
     char big[QH_META_TEXT_MAX + 1];
@@ -183,16 +190,13 @@ Test(meta, limits)
     check_round_trip(&m);
     big[QH_META_TEXT_MAX - 1] = 'd';
     big[QH_META_TEXT_MAX] = '\0';
-    snprintf(text, sizeof text, "# c\ndescription = %s\n", big);
-    expect_error(text, "line 2: description: longer than 511 bytes");
-    snprintf(text, sizeof text, "provenance = %s\n", big);
-    expect_error(text, "line 1: provenance");
+    expect_value_error("# c\ndescription = %s\n", big,
+                       "line 2: description: longer than 511 bytes");
+    expect_value_error("provenance = %s\n", big, "line 1: provenance");
     memset(big, 'p', 64);
     big[64] = '\0';
-    snprintf(text, sizeof text, "profile = %s\n", big);
-    expect_error(text, "line 1: profile: longer than 63 bytes");
-    snprintf(text, sizeof text, "onnx_version = %s\n", big);
-    expect_error(text, "line 1: onnx_version");
+    expect_value_error("profile = %s\n", big, "line 1: profile: longer than 63 bytes");
+    expect_value_error("onnx_version = %s\n", big, "line 1: onnx_version");
 
     /* an over-long unknown key is counted, its name truncated */
     memset(big, 'k', 100);
@@ -219,12 +223,26 @@ Test(meta, format_truncates_like_snprintf)
     cr_assert_eq(qh_meta_format(&m, NULL, 0), n);
 }
 
+/* A fresh directory made from the template `dir`, and in `path` its qmm.meta. */
+static void make_meta_dir(char *dir, char *path, size_t path_size)
+{
+    cr_assert(mkdtemp(dir));
+    snprintf(path, path_size, "%s/qmm.meta", dir);
+}
+
+/* Writes `text` as the whole file at `path`. */
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert(f, "cannot write %s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
 Test(meta, files)
 {
-    char dir[] = "/tmp/qmm_meta_XXXXXX";
-    cr_assert(mkdtemp(dir));
-    char path[256];
-    snprintf(path, sizeof path, "%s/qmm.meta", dir);
+    char dir[] = "/tmp/qmm_meta_XXXXXX", path[256];
+    make_meta_dir(dir, path, sizeof path);
     qh_meta m;
     qh_error err;
 
@@ -234,16 +252,12 @@ Test(meta, files)
     cr_assert_eq(m.expect, QMM_OK);
     cr_assert_str_eq(m.profile, "spec");
 
-    FILE *f = fopen(path, "w");
-    fputs("expect = UNSUPPORTED\ntags = a,b\n", f);
-    fclose(f);
+    write_file(path, "expect = UNSUPPORTED\ntags = a,b\n");
     cr_assert_eq(qh_meta_read_file(path, &m, &err), 0, "%s", err.msg);
     cr_assert_eq(m.expect, QMM_UNSUPPORTED);
     cr_assert_eq(m.n_tags, 2);
 
-    f = fopen(path, "w");
-    fputs("# x\nbogus\n", f);
-    fclose(f);
+    write_file(path, "# x\nbogus\n");
     cr_assert_eq(qh_meta_read_file(path, &m, &err), -1);
     char want[300];
     snprintf(want, sizeof want, "%s: line 2: ", path);
@@ -286,10 +300,8 @@ static void expect_read_error(const char *path, const char *what)
  * dangling symlink is not a missing sidecar. */
 Test(meta, files_that_are_not_regular, .timeout = 10)
 {
-    char dir[] = "/tmp/qmm_meta_XXXXXX";
-    cr_assert(mkdtemp(dir));
-    char path[256];
-    snprintf(path, sizeof path, "%s/qmm.meta", dir);
+    char dir[] = "/tmp/qmm_meta_XXXXXX", path[256];
+    make_meta_dir(dir, path, sizeof path);
     qh_meta m;
     qh_error err;
 
@@ -308,9 +320,7 @@ Test(meta, files_that_are_not_regular, .timeout = 10)
     /* a symlink to a regular file is read like the file */
     char real[256];
     snprintf(real, sizeof real, "%s/real", dir);
-    FILE *f = fopen(real, "w");
-    fputs("expect = UNSUPPORTED\n", f);
-    fclose(f);
+    write_file(real, "expect = UNSUPPORTED\n");
     cr_assert_eq(symlink("real", path), 0);
     cr_assert_eq(qh_meta_read_file(path, &m, &err), 0, "%s", err.msg);
     cr_assert_eq(m.expect, QMM_UNSUPPORTED);
