@@ -31,6 +31,14 @@ static qmm_status geom_err(qmm_tensor a, qmm_tensor b)
 
 /* ---- geometry ---- */
 
+/* y's shape: its rank and every dimension. */
+static void expect_y(const qmm_geometry *g, int32_t rank, const int64_t *dims)
+{
+    cr_assert_eq(g->y_rank, rank);
+    for (int32_t d = 0; d < rank; d++)
+        cr_assert_eq(g->y_dims[d], dims[d], "y dim %d", (int)d);
+}
+
 Test(geometry, plain_2d)
 {
     qmm_geometry g = geom_ok(mk(U8, NULL, 2, 2, 3), mk(U8, NULL, 2, 3, 4));
@@ -39,9 +47,7 @@ Test(geometry, plain_2d)
     cr_assert_eq(g.n, 4);
     cr_assert_eq(g.batch, 1);
     cr_assert_eq(g.batch_rank, 0);
-    cr_assert_eq(g.y_rank, 2);
-    cr_assert_eq(g.y_dims[0], 2);
-    cr_assert_eq(g.y_dims[1], 4);
+    expect_y(&g, 2, (const int64_t[]){2, 4});
     cr_assert_eq(qmm_geometry_a_offset(&g, 0), 0);
     cr_assert_eq(qmm_geometry_b_offset(&g, 0), 0);
 }
@@ -53,7 +59,7 @@ Test(geometry, one_d_both_gives_rank_0)
     cr_assert_eq(g.m, 1);
     cr_assert_eq(g.k, 3);
     cr_assert_eq(g.n, 1);
-    cr_assert_eq(g.y_rank, 0);
+    expect_y(&g, 0, NULL);
 }
 
 Test(geometry, one_d_a)
@@ -62,8 +68,7 @@ Test(geometry, one_d_a)
     qmm_geometry g = geom_ok(mk(U8, NULL, 1, 3), mk(U8, NULL, 2, 3, 4));
     cr_assert_eq(g.m, 1);
     cr_assert_eq(g.n, 4);
-    cr_assert_eq(g.y_rank, 1);
-    cr_assert_eq(g.y_dims[0], 4);
+    expect_y(&g, 1, (const int64_t[]){4});
 }
 
 Test(geometry, one_d_b)
@@ -72,8 +77,7 @@ Test(geometry, one_d_b)
     qmm_geometry g = geom_ok(mk(U8, NULL, 2, 2, 3), mk(U8, NULL, 1, 3));
     cr_assert_eq(g.m, 2);
     cr_assert_eq(g.n, 1);
-    cr_assert_eq(g.y_rank, 1);
-    cr_assert_eq(g.y_dims[0], 2);
+    expect_y(&g, 1, (const int64_t[]){2});
 }
 
 Test(geometry, one_d_a_with_batched_b)
@@ -81,9 +85,7 @@ Test(geometry, one_d_a_with_batched_b)
     /* [3]·[5,3,4] -> [5,4] */
     qmm_geometry g = geom_ok(mk(U8, NULL, 1, 3), mk(U8, NULL, 3, 5, 3, 4));
     cr_assert_eq(g.batch, 5);
-    cr_assert_eq(g.y_rank, 2);
-    cr_assert_eq(g.y_dims[0], 5);
-    cr_assert_eq(g.y_dims[1], 4);
+    expect_y(&g, 2, (const int64_t[]){5, 4});
     /* b's matrix 2 starts at 2*3*4 = 24; a is shared */
     cr_assert_eq(qmm_geometry_b_offset(&g, 2), 24);
     cr_assert_eq(qmm_geometry_a_offset(&g, 2), 0);
@@ -97,10 +99,7 @@ Test(geometry, batch_broadcast)
     cr_assert_eq(g.batch, 6);
     cr_assert_eq(g.batch_dims[0], 2);
     cr_assert_eq(g.batch_dims[1], 3);
-    cr_assert_eq(g.y_rank, 4);
-    int64_t want[4] = {2, 3, 2, 4};
-    for (int d = 0; d < 4; d++)
-        cr_assert_eq(g.y_dims[d], want[d]);
+    expect_y(&g, 4, (const int64_t[]){2, 3, 2, 4});
     /* padded operand dims: a [2,1,2,3], b [1,3,3,4] */
     cr_assert_eq(g.a_dims[0], 2);
     cr_assert_eq(g.a_dims[1], 1);
