@@ -106,11 +106,21 @@ static void edit_model(const char *name, void (*edit)(qh_model *))
 
 /* ---- files that are not regular files ----------------------------------------------- */
 
-Test(tree, fifo_qmm_meta_is_an_error_not_a_hang)
+/* Case q with what `make` (mkfifo, mkdir) creates where its qmm.meta was: one error that
+ * names the kind. */
+static void expect_meta_not_regular(int (*make)(const char *, mode_t), mode_t mode,
+                                    const char *kind)
 {
     const char *vec = copy_case(QLINEAR, "q");
-    cr_assert_eq(mkfifo(removed("q/qmm.meta"), 0600), 0);
-    expect_one_error(vec, "q", "q/qmm.meta: not a regular file (a FIFO)");
+    cr_assert_eq(make(removed("q/qmm.meta"), mode), 0);
+    char want[128];
+    snprintf(want, sizeof want, "q/qmm.meta: not a regular file (%s)", kind);
+    expect_one_error(vec, "q", want);
+}
+
+Test(tree, fifo_qmm_meta_is_an_error_not_a_hang)
+{
+    expect_meta_not_regular(mkfifo, 0600, "a FIFO");
 }
 
 Test(tree, fifo_xfail_is_an_error_not_a_hang)
@@ -127,9 +137,7 @@ Test(tree, fifo_xfail_is_an_error_not_a_hang)
 
 Test(tree, qmm_meta_directory_names_the_kind)
 {
-    const char *vec = copy_case(QLINEAR, "q");
-    cr_assert_eq(mkdir(removed("q/qmm.meta"), 0700), 0);
-    expect_one_error(vec, "q", "q/qmm.meta: not a regular file (a directory)");
+    expect_meta_not_regular(mkdir, 0700, "a directory");
 }
 
 Test(tree, input_file_that_is_a_directory)
