@@ -85,6 +85,17 @@ static inline int qmmcheck_under(char **out, const char *wrapper, const char *fm
  * output in *out (malloc'd). */
 #define qmmcheck(out, ...) qmmcheck_under((out), "", __VA_ARGS__)
 
+/* Each of the n argument strings in `args` is a usage error: qmmcheck exits 2. */
+static inline void expect_usage_errors(const char *const *args, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char *out;
+        int rc = qmmcheck(&out, "%s", args[i]);
+        cr_expect_eq(rc, 2, "'qmmcheck %s' exited %d, want 2; output:\n%s", args[i], rc, out);
+        free(out);
+    }
+}
+
 /* How many lines of `text` contain `needle`. */
 static inline int count_lines_with(const char *text, const char *needle)
 {

@@ -21,7 +21,6 @@ TestSuite(cli, .init = make_tmp, .fini = remove_tmp);
 
 Test(cli, usage_errors_exit_2)
 {
-    char *out;
     const char *bad[] = {
         "",
         "frobnicate",
@@ -41,11 +40,7 @@ Test(cli, usage_errors_exit_2)
         "run --backend reference --vectors vectors --xfail /nonexistent/xfail.txt",
         "repro",
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        int rc = qmmcheck(&out, "%s", bad[i]);
-        cr_expect_eq(rc, 2, "'qmmcheck %s' exited %d, want 2; output:\n%s", bad[i], rc, out);
-        free(out);
-    }
+    expect_usage_errors(bad, sizeof bad / sizeof bad[0]);
 }
 
 Test(cli, help_exits_0)
@@ -239,34 +234,16 @@ Test(cli, plugin_returning_null_is_a_usage_error)
 /* MatMulInteger with a K mismatch: a [2,3] x b [2,2]. */
 static void write_kmismatch_case(const char *dir, const char *meta)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "mkdir -p '%s/test_data_set_0'", dir);
-    cr_assert(system(path) == 0);
-    qh_model m;
-    memset(&m, 0, sizeof m);
-    m.ir_version = 5;
-    m.n_opsets = 1;
-    m.opsets[0].version = 10;
-    strcpy(m.op_type, "MatMulInteger");
-    strcpy(m.graph_name, "kmismatch");
-    m.n_inputs = 2;
-    strcpy(m.inputs[0], "A");
-    strcpy(m.inputs[1], "B");
-    m.n_outputs = 1;
-    strcpy(m.outputs[0], "Y");
-    snprintf(path, sizeof path, "%s/model.onnx", dir);
-    qh_error err;
-    cr_assert(qh_write_model_file(path, &m, &err) == 0, "%s", err.msg);
+    write_case_model(dir, "MatMulInteger", "kmismatch", (const char *const[]){"A", "B"}, 2, "Y");
     char set[1024];
     snprintf(set, sizeof set, "%s/test_data_set_0", dir);
     const uint8_t a[6] = {1, 2, 3, 4, 5, 6}, b[4] = {1, 2, 3, 4};
     write_tensor(set, "input_0.pb", QMM_DTYPE_UINT8, 2, (int64_t[]){2, 3}, a, "A");
     write_tensor(set, "input_1.pb", QMM_DTYPE_UINT8, 2, (int64_t[]){2, 2}, b, "B");
     if (meta) {
+        char path[1024];
         snprintf(path, sizeof path, "%s/qmm.meta", dir);
-        FILE *f = fopen(path, "w");
-        fputs(meta, f);
-        fclose(f);
+        write_text(path, meta);
     }
 }
 
@@ -439,11 +416,7 @@ Test(cli, bench_prints_shapes_and_writes_the_json_report)
         "bench --backend optimized --shape 7x33x9 --types u8u8",     /* two types */
         "bench --backend optimized --shape 7x-3x9 --types u8s8u8",   /* negative */
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        rc = qmmcheck(&out, "%s", bad[i]);
-        cr_expect_eq(rc, 2, "'qmmcheck %s' exited %d, want 2; output:\n%s", bad[i], rc, out);
-        free(out);
-    }
+    expect_usage_errors(bad, sizeof bad / sizeof bad[0]);
 }
 
 Test(cli, bench_peak_names_its_loop)

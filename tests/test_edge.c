@@ -298,12 +298,7 @@ Test(edge, diff_usage_errors_exit_2)
         "diff --backend reference --backend reference --seed 1 --count 3 --profile nope",
         "diff --backend nosuch --backend reference --seed 1 --count 3",
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char *out;
-        int rc = qmmcheck(&out, "%s", bad[i]);
-        cr_expect_eq(rc, 2, "'qmmcheck %s' exited %d:\n%s", bad[i], rc, out);
-        free(out);
-    }
+    expect_usage_errors(bad, sizeof bad / sizeof bad[0]);
 }
 
 Test(edge, diff_seconds_bounds_the_run)

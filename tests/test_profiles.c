@@ -720,12 +720,7 @@ Test(cli, fingerprint_usage_errors)
         "fingerprint --backend reference:profile=nonsense",
         "fingerprint --backend reference --frobnicate",
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char *out;
-        int rc = qmmcheck(&out, "%s", bad[i]);
-        cr_expect_eq(rc, 2, "'qmmcheck %s' exited %d, want 2; output:\n%s", bad[i], rc, out);
-        free(out);
-    }
+    expect_usage_errors(bad, sizeof bad / sizeof bad[0]);
     char *out;
     cr_expect_eq(qmmcheck(&out, "help"), 0);
     cr_expect(strstr(out, "fingerprint --backend SPEC") != NULL, "%s", out);
@@ -736,26 +731,9 @@ Test(cli, fingerprint_usage_errors)
  * output_0 = `stored` unless it is < -1000. */
 static void write_case(const char *dir, int32_t q, int av, int zy, int stored)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "mkdir -p '%s/test_data_set_0'", dir);
-    cr_assert(system(path) == 0);
-    qh_model m;
-    memset(&m, 0, sizeof m);
-    m.ir_version = 5;
-    m.n_opsets = 1;
-    m.opsets[0].version = 10;
-    strcpy(m.op_type, "QLinearMatMul");
-    strcpy(m.graph_name, "profiles");
-    const char *names[8] = {"a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point",
-                            "y_scale", "y_zero_point"};
-    m.n_inputs = 8;
-    for (int i = 0; i < 8; i++)
-        strcpy(m.inputs[i], names[i]);
-    m.n_outputs = 1;
-    strcpy(m.outputs[0], "y");
-    snprintf(path, sizeof path, "%s/model.onnx", dir);
-    qh_error err;
-    cr_assert(qh_write_model_file(path, &m, &err) == 0, "%s", err.msg);
+    static const char *const names[8] = {"a", "a_scale", "a_zero_point", "b", "b_scale",
+                                         "b_zero_point", "y_scale", "y_zero_point"};
+    write_case_model(dir, "QLinearMatMul", "profiles", names, 8, "y");
     char set[1024];
     snprintf(set, sizeof set, "%s/test_data_set_0", dir);
     const int64_t d11[2] = {1, 1};
