@@ -85,6 +85,30 @@ static inline int qmmcheck_under(char **out, const char *wrapper, const char *fm
  * output in *out (malloc'd). */
 #define qmmcheck(out, ...) qmmcheck_under((out), "", __VA_ARGS__)
 
+/* Runs `qmmcheck ARGS` like qmmcheck() and expects the exit code `want`; returns the
+ * combined output (malloc'd) for the caller's further checks. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static inline char *qmmcheck_expect(int want, const char *fmt, ...)
+{
+    char args[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    char *out;
+    int rc = qmmcheck(&out, "%s", args);
+    cr_expect_eq(rc, want, "'qmmcheck %s' exited %d, want %d:\n%s", args, rc, want, out);
+    return out;
+}
+
+/* `text` stands somewhere in the output `out`. */
+static inline void expect_in(const char *out, const char *text)
+{
+    cr_expect(strstr(out, text) != NULL, "'%s' not in:\n%s", text, out);
+}
+
 /* Each of the n argument strings in `args` is a usage error: qmmcheck exits 2. */
 static inline void expect_usage_errors(const char *const *args, size_t n)
 {

@@ -79,13 +79,11 @@ Test(cli, truncated_pb_is_error_and_run_goes_on)
     copy_tree("vectors/onnx/onnx-1.12.0", dir);
     snprintf(pb, sizeof pb, "%s/test_qlinearmatmul_2D/test_data_set_0/input_3.pb", dir);
     cr_assert(truncate(pb, 7) == 0);
-    char *out;
-    int rc = qmmcheck(&out, "run --backend reference --vectors '%s'", dir);
-    cr_expect_eq(rc, 1, "%s", out);
+    char *out = qmmcheck_expect(1, "run --backend reference --vectors '%s'", dir);
     cr_expect_eq(count_lines_with(out, ":ERROR test_qlinearmatmul_2D"), 1, "%s", out);
     cr_expect_eq(count_lines_with(out, "input_3.pb"), 1, "the error names the file:\n%s", out);
-    cr_expect(strstr(out, "total:3 passed:2 failed:0") != NULL, "%s", out);
-    cr_expect(strstr(out, "error:1") != NULL, "%s", out);
+    expect_in(out, "total:3 passed:2 failed:0");
+    expect_in(out, "error:1");
     free(out);
 }
 
@@ -111,7 +109,7 @@ Test(cli, list_shows_names_and_paths)
 {
     char *out;
     cr_assert_eq(qmmcheck(&out, "list --vectors vectors" CLASSIC), 0);
-    cr_expect(strstr(out, "onnx/onnx-1.12.0/test_matmulinteger\tvectors/onnx/onnx-1.12.0/test_matmulinteger") != NULL, "%s", out);
+    expect_in(out, "onnx/onnx-1.12.0/test_matmulinteger\tvectors/onnx/onnx-1.12.0/test_matmulinteger");
     cr_expect(strstr(out, "24 cases") != NULL);
     free(out);
     cr_assert_eq(qmmcheck(&out, "list --backends"), 0);
@@ -179,32 +177,27 @@ Test(cli, version_is_the_cmake_project_version)
 
 Test(cli, wrong_backend_fails_with_detail_and_xfail)
 {
-    char *out;
-    int rc = qmmcheck(&out, "run --backend '%s:mode=zeros' --vectors vectors/seeds",
-                      env("QMM_FAKE_PLUGIN"));
-    cr_expect_eq(rc, 1, "%s", out);
-    cr_expect(strstr(out, ":FAILED orion-doc-qlinear-matmul (errors:2 total:2) __REPRO: qmmcheck repro --backend ") != NULL, "%s", out);
+    char *out = qmmcheck_expect(1, "run --backend '%s:mode=zeros' --vectors vectors/seeds",
+                                env("QMM_FAKE_PLUGIN"));
+    expect_in(out, ":FAILED orion-doc-qlinear-matmul (errors:2 total:2) __REPRO: qmmcheck repro --backend ");
     /* orion: y[0,0] expected 14, got 0, acc 48, exact scaled value 4 */
-    cr_expect(strstr(out, "y[0,0] (index 0): expected 14, got 0; acc 48; acc*scale = 4;") != NULL, "%s", out);
-    cr_expect(strstr(out, "failed:3") != NULL, "%s", out);
+    expect_in(out, "y[0,0] (index 0): expected 14, got 0; acc 48; acc*scale = 4;");
+    expect_in(out, "failed:3");
     free(out);
 
     char xf[512];
     snprintf(xf, sizeof xf, "%s/xfail.txt", tmpdir);
-    FILE *f = fopen(xf, "w");
-    fprintf(f, "# known bad\norion-*\nonnx-doc-matmulinteger\n");
-    fclose(f);
-    rc = qmmcheck(&out, "run --backend '%s' --vectors vectors/seeds --xfail '%s'",
-                  env("QMM_FAKE_PLUGIN"), xf);
-    cr_expect_eq(rc, 1, "one failure is not expected:\n%s", out);
-    cr_expect(strstr(out, "failed:1 ") != NULL, "%s", out);
-    cr_expect(strstr(out, "xfail:2") != NULL, "%s", out);
+    write_text(xf, "# known bad\norion-*\nonnx-doc-matmulinteger\n");
+    /* exit 1: one failure is not expected */
+    out = qmmcheck_expect(1, "run --backend '%s' --vectors vectors/seeds --xfail '%s'",
+                          env("QMM_FAKE_PLUGIN"), xf);
+    expect_in(out, "failed:1 ");
+    expect_in(out, "xfail:2");
     free(out);
 
     /* an expected failure that passes is XPASS, which does not fail the run */
-    rc = qmmcheck(&out, "run --backend reference --vectors vectors/seeds --xfail '%s'", xf);
-    cr_expect_eq(rc, 0, "%s", out);
-    cr_expect(strstr(out, "xpass:2") != NULL, "%s", out);
+    out = qmmcheck_expect(0, "run --backend reference --vectors vectors/seeds --xfail '%s'", xf);
+    expect_in(out, "xpass:2");
     free(out);
 }
 
@@ -214,9 +207,9 @@ Test(cli, unsupported_backend_is_skipped)
     int rc = qmmcheck(&out, "run --backend '%s:mode=unsupported' --vectors vectors" CLASSIC,
                       env("QMM_FAKE_PLUGIN"));
     cr_expect_eq(rc, 3, "a run that judged nothing must not pass: %s", out);
-    cr_expect(strstr(out, "skipped:24") != NULL, "%s", out);
-    cr_expect(strstr(out, "EMPTY: no case was judged: every case was SKIPPED") != NULL, "%s", out);
-    cr_expect(strstr(out, "(unsupported: fake: mode=unsupported supports nothing)") != NULL, "%s", out);
+    expect_in(out, "skipped:24");
+    expect_in(out, "EMPTY: no case was judged: every case was SKIPPED");
+    expect_in(out, "(unsupported: fake: mode=unsupported supports nothing)");
     free(out);
 }
 
@@ -225,7 +218,7 @@ Test(cli, plugin_returning_null_is_a_usage_error)
     char *out;
     int rc = qmmcheck(&out, "run --backend '%s:mode=null' --vectors vectors", env("QMM_FAKE_PLUGIN"));
     cr_expect_eq(rc, 2);
-    cr_expect(strstr(out, "returned no backend: INVALID_ARGUMENT: fake: asked to fail") != NULL, "%s", out);
+    expect_in(out, "returned no backend: INVALID_ARGUMENT: fake: asked to fail");
     free(out);
 }
 
@@ -252,17 +245,15 @@ Test(cli, invalid_input_rejected_passes_accepted_is_unchecked)
     char dir[512];
     snprintf(dir, sizeof dir, "%s/inv/kmismatch", tmpdir);
     write_kmismatch_case(dir, "expect = INVALID_ARGUMENT\ntags = invalid, k-mismatch\n");
-    char *out;
-    int rc = qmmcheck(&out, "run --backend reference --vectors '%s/inv'", tmpdir);
-    cr_expect_eq(rc, 0, "%s", out);
-    cr_expect(strstr(out, "1:PASSED kmismatch __REPRO:") != NULL, "%s", out);
+    char *out = qmmcheck_expect(0, "run --backend reference --vectors '%s/inv'", tmpdir);
+    expect_in(out, "1:PASSED kmismatch __REPRO:");
     free(out);
 
-    rc = qmmcheck(&out, "run --backend '%s:mode=accept' --vectors '%s/inv'",
-                  env("QMM_FAKE_PLUGIN"), tmpdir);
-    cr_expect_eq(rc, 0, "UNCHECKED is a warning, not a failure:\n%s", out);
-    cr_expect(strstr(out, "1:UNCHECKED kmismatch (accepted invalid input; the reference says: ") != NULL, "%s", out);
-    cr_expect(strstr(out, "unchecked:1") != NULL, "%s", out);
+    /* exit 0: UNCHECKED is a warning, not a failure */
+    out = qmmcheck_expect(0, "run --backend '%s:mode=accept' --vectors '%s/inv'",
+                          env("QMM_FAKE_PLUGIN"), tmpdir);
+    expect_in(out, "1:UNCHECKED kmismatch (accepted invalid input; the reference says: ");
+    expect_in(out, "unchecked:1");
     free(out);
 }
 
@@ -272,14 +263,11 @@ Test(cli, wrong_meta_expectation_is_mistrusted)
     snprintf(dir, sizeof dir, "%s/inv/kmismatch", tmpdir);
     write_kmismatch_case(dir, "expect = OK\n");
     /* no stored output and expect OK: nothing contradicts, the reference rejects: PASSED */
-    char *out;
-    int rc = qmmcheck(&out, "run --backend reference --vectors '%s/inv'", tmpdir);
-    cr_expect_eq(rc, 0, "%s", out);
+    char *out = qmmcheck_expect(0, "run --backend reference --vectors '%s/inv'", tmpdir);
     free(out);
     write_kmismatch_case(dir, "expect = UNSUPPORTED\n");
-    rc = qmmcheck(&out, "run --backend reference --vectors '%s/inv'", tmpdir);
-    cr_expect_eq(rc, 0, "%s", out);
-    cr_expect(strstr(out, ":MISTRUSTED kmismatch (qmm.meta expects UNSUPPORTED but the reference answers INVALID_ARGUMENT") != NULL, "%s", out);
+    out = qmmcheck_expect(0, "run --backend reference --vectors '%s/inv'", tmpdir);
+    expect_in(out, ":MISTRUSTED kmismatch (qmm.meta expects UNSUPPORTED but the reference answers INVALID_ARGUMENT");
     free(out);
 }
 
@@ -292,33 +280,28 @@ Test(cli, stored_output_contradicting_reference_is_mistrusted)
     char set[600];
     snprintf(set, sizeof set, "%s/test_data_set_0", dir);
     write_tensor(set, "output_0.pb", QMM_DTYPE_INT8, 2, (int64_t[]){2, 1}, wrong, "y");
-    char *out;
-    int rc = qmmcheck(&out, "run --backend reference --vectors '%s'", dir);
-    cr_expect_eq(rc, 0, "%s", out);
-    cr_expect(strstr(out, "1:MISTRUSTED m (stored output_0 differs from the reference at 1 of 2 "
-                          "elements (first at index 1: stored 12, reference 13)) __REPRO:") != NULL, "%s", out);
+    char *out = qmmcheck_expect(0, "run --backend reference --vectors '%s'", dir);
+    expect_in(out, "1:MISTRUSTED m (stored output_0 differs from the reference at 1 of 2 "
+                   "elements (first at index 1: stored 12, reference 13)) __REPRO:");
     free(out);
 
     /* the same vector against a wrong backend: FAILED, with the mistrust noted */
-    rc = qmmcheck(&out, "run --backend '%s' --vectors '%s'", env("QMM_FAKE_PLUGIN"), dir);
-    cr_expect_eq(rc, 1, "%s", out);
-    cr_expect(strstr(out, "note: the vector is also mistrusted") != NULL, "%s", out);
+    out = qmmcheck_expect(1, "run --backend '%s' --vectors '%s'", env("QMM_FAKE_PLUGIN"), dir);
+    expect_in(out, "note: the vector is also mistrusted");
     free(out);
 }
 
 Test(cli, repro_prints_inputs_and_every_mismatch)
 {
-    char *out;
-    int rc = qmmcheck(&out, "repro --backend '%s' vectors/onnx/onnx-1.12.0/test_qlinearmatmul_2D",
-                      env("QMM_FAKE_PLUGIN"));
-    cr_expect_eq(rc, 1, "%s", out);
-    cr_expect(strstr(out, "QLinearMatMul (opset 10)") != NULL, "%s", out);
-    cr_expect(strstr(out, "a_zero_point: uint8 [1] = 113") != NULL, "%s", out);
+    char *out = qmmcheck_expect(1, "repro --backend '%s' "
+                                   "vectors/onnx/onnx-1.12.0/test_qlinearmatmul_2D",
+                                env("QMM_FAKE_PLUGIN"));
+    expect_in(out, "QLinearMatMul (opset 10)");
+    expect_in(out, "a_zero_point: uint8 [1] = 113");
     cr_expect_eq(count_lines_with(out, "): expected "), 6, "%s", out);
     free(out);
-    rc = qmmcheck(&out, "repro vectors/seeds/orion-doc-qlinear-matmul");
-    cr_expect_eq(rc, 0, "%s", out);
-    cr_expect(strstr(out, "1:PASSED ") != NULL, "%s", out);
+    out = qmmcheck_expect(0, "repro vectors/seeds/orion-doc-qlinear-matmul");
+    expect_in(out, "1:PASSED ");
     free(out);
 }
 
@@ -326,34 +309,28 @@ Test(cli, repro_prints_inputs_and_every_mismatch)
 
 Test(cli, plugin_load_errors_exit_2_with_a_clear_message)
 {
-    char *out;
-    int rc = qmmcheck(&out, "run --backend '%s:mode=badabi' --vectors vectors/seeds",
-                      env("QMM_FAKE_PLUGIN"));
-    cr_expect_eq(rc, 2, "%s", out);
-    cr_expect(strstr(out, "plugin built for qmm ABI 1001, this qmmcheck speaks ABI 1") != NULL, "%s", out);
+    char *out = qmmcheck_expect(2, "run --backend '%s:mode=badabi' --vectors vectors/seeds",
+                                env("QMM_FAKE_PLUGIN"));
+    expect_in(out, "plugin built for qmm ABI 1001, this qmmcheck speaks ABI 1");
     free(out);
-    rc = qmmcheck(&out, "run --backend '%s' --vectors vectors/seeds", env("QMM_NO_ENTRY_PLUGIN"));
-    cr_expect_eq(rc, 2, "%s", out);
-    cr_expect(strstr(out, "no entry point qmm_backend_open() exported") != NULL, "%s", out);
+    out = qmmcheck_expect(2, "run --backend '%s' --vectors vectors/seeds",
+                          env("QMM_NO_ENTRY_PLUGIN"));
+    expect_in(out, "no entry point qmm_backend_open() exported");
     free(out);
 }
 
 Test(cli, mostly_skipped_runs_warn_and_max_skipped_fails)
 {
-    char *out;
-    int rc = qmmcheck(&out, "run --backend '%s:mode=unsupported' --vectors vectors/seeds "
-                            "--allow-empty", env("QMM_FAKE_PLUGIN"));
-    cr_expect_eq(rc, 0, "%s", out);
-    cr_expect(strstr(out, "WARNING: 3 of 3 cases were SKIPPED") != NULL, "%s", out);
+    char *out = qmmcheck_expect(0, "run --backend '%s:mode=unsupported' --vectors vectors/seeds "
+                                   "--allow-empty", env("QMM_FAKE_PLUGIN"));
+    expect_in(out, "WARNING: 3 of 3 cases were SKIPPED");
     free(out);
-    rc = qmmcheck(&out, "run --backend '%s:mode=unsupported' --vectors vectors/seeds --max-skipped 2",
-                  env("QMM_FAKE_PLUGIN"));
-    cr_expect_eq(rc, 1, "%s", out);
-    cr_expect(strstr(out, "FAILED: 3 cases skipped, more than --max-skipped 2") != NULL, "%s", out);
+    out = qmmcheck_expect(1, "run --backend '%s:mode=unsupported' --vectors vectors/seeds "
+                             "--max-skipped 2", env("QMM_FAKE_PLUGIN"));
+    expect_in(out, "FAILED: 3 cases skipped, more than --max-skipped 2");
     free(out);
-    rc = qmmcheck(&out, "run --backend '%s:mode=unsupported' --vectors vectors/seeds --max-skipped 3 "
-                        "--allow-empty", env("QMM_FAKE_PLUGIN"));
-    cr_expect_eq(rc, 0, "%s", out);
+    out = qmmcheck_expect(0, "run --backend '%s:mode=unsupported' --vectors vectors/seeds "
+                             "--max-skipped 3 --allow-empty", env("QMM_FAKE_PLUGIN"));
     free(out);
 }
 
@@ -362,24 +339,20 @@ Test(cli, determinism_of_a_deterministic_backend_passes)
     char *out;
     /* the reference takes no threads= option: the variants are left out with a note, and the
      * repeated run must agree with the first */
-    int rc = qmmcheck(&out, "run --backend reference --vectors vectors/seeds --determinism");
-    cr_expect_eq(rc, 0, "%s", out);
-    cr_expect(strstr(out, "variant reference:threads=2 left out") != NULL, "%s", out);
-    cr_expect(strstr(out, "passed:3") != NULL, "%s", out);
+    out = qmmcheck_expect(0, "run --backend reference --vectors vectors/seeds --determinism");
+    expect_in(out, "variant reference:threads=2 left out");
+    expect_in(out, "passed:3");
     free(out);
 }
 
 Test(cli, isolated_runs_give_the_same_verdicts)
 {
-    char *out;
-    int rc = qmmcheck(&out, "run --isolate --backend reference --vectors vectors" CLASSIC);
-    cr_expect_eq(rc, 0, "%s", out);
-    cr_expect(strstr(out, "passed:20 failed:0 mistrusted:4") != NULL, "%s", out);
+    char *out = qmmcheck_expect(0, "run --isolate --backend reference --vectors vectors" CLASSIC);
+    expect_in(out, "passed:20 failed:0 mistrusted:4");
     free(out);
-    rc = qmmcheck(&out, "run --no-isolate --backend '%s' --vectors vectors/seeds",
-                  env("QMM_FAKE_PLUGIN"));
-    cr_expect_eq(rc, 1, "%s", out);
-    cr_expect(strstr(out, "failed:3") != NULL, "%s", out);
+    out = qmmcheck_expect(1, "run --no-isolate --backend '%s' --vectors vectors/seeds",
+                          env("QMM_FAKE_PLUGIN"));
+    expect_in(out, "failed:3");
     free(out);
 }
 
@@ -396,7 +369,7 @@ Test(cli, bench_prints_shapes_and_writes_the_json_report)
     cr_expect(strstr(out, "bench optimized:isa=scalar,threads=1 7x33x9 u8s8u8 threads=1 "
                           "const-b=yes reps=3 median=") != NULL,
               "%s", out);
-    cr_expect(strstr(out, " 1x5x3 u8s8u8 ") != NULL, "%s", out);
+    expect_in(out, " 1x5x3 u8s8u8 ");
     free(out);
     char path[512];
     snprintf(path, sizeof path, "%s/b.json", tmpdir);
@@ -424,7 +397,7 @@ Test(cli, bench_peak_names_its_loop)
     char *out;
     int rc = qmmcheck(&out, "bench --peak --threads 1");
     cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
-    cr_expect(strstr(out, "peak threads=1 ") != NULL, "%s", out);
+    expect_in(out, "peak threads=1 ");
     cr_expect(strstr(out, " GOPS (int8, 2 ops per multiply-accumulate) loop: ") != NULL, "%s",
               out);
     free(out);

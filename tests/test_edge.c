@@ -97,7 +97,7 @@ Test(edge, every_committed_edge_case_passes_against_the_reference)
     cr_expect(strstr(out, " failed:0 mistrusted:0 skipped:0 unchecked:0 crashed:0 timeout:0 "
                           "error:0 ") != NULL,
               "%s", out);
-    cr_expect(strstr(out, "SUMMARY: total:263 passed:263 ") != NULL, "%s", out);
+    expect_in(out, "SUMMARY: total:263 passed:263 ");
     free(out);
 }
 
@@ -106,10 +106,10 @@ Test(edge, list_names_suites_counts_and_tags)
     char *out;
     cr_assert_eq(qmmcheck(&out, "export --list"), 0);
     for (size_t i = 0; i < qh_edge_suite_count(); i++)
-        cr_expect(strstr(out, qh_edge_suite_at(i)->name) != NULL, "%s", out);
-    cr_expect(strstr(out, "ties           16 cases  seed 1") != NULL, "%s", out);
-    cr_expect(strstr(out, "tags: ties, tie, even-zp") != NULL, "%s", out);
-    cr_expect(strstr(out, "263 cases") != NULL, "%s", out);
+        expect_in(out, qh_edge_suite_at(i)->name);
+    expect_in(out, "ties           16 cases  seed 1");
+    expect_in(out, "tags: ties, tie, even-zp");
+    expect_in(out, "263 cases");
     free(out);
     cr_expect_eq(qmmcheck(&out, "export --suite nonsense --out '%s/x'", tmpdir), 2);
     free(out);
@@ -148,7 +148,7 @@ Test(edge, export_refuses_a_linked_case_dir_and_a_file_in_the_way)
     cr_expect_eq(qmmcheck(&out, "export --suite ties --out '%s/f'", tmpdir), 1, "%s", out);
     snprintf(cmd, sizeof cmd, "%s/f/qlinearmatmul: exists and is not a directory (a regular file)",
              tmpdir);
-    cr_expect(strstr(out, cmd) != NULL, "%s", out);
+    expect_in(out, cmd);
     free(out);
 
     snprintf(cmd, sizeof cmd, "mkdir -p '%s/l/%s' '%s/elsewhere' && rmdir '%s/l/%s' && "
@@ -157,7 +157,7 @@ Test(edge, export_refuses_a_linked_case_dir_and_a_file_in_the_way)
     cr_assert_eq(system(cmd), 0);
     cr_expect_eq(qmmcheck(&out, "export --suite ties --out '%s/l'", tmpdir), 1, "%s", out);
     snprintf(cmd, sizeof cmd, "%s/l/%s: a symbolic link", tmpdir, first);
-    cr_expect(strstr(out, cmd) != NULL, "%s", out);
+    expect_in(out, cmd);
     free(out);
     snprintf(cmd, sizeof cmd, "rmdir '%s/elsewhere'", tmpdir); /* still empty */
     cr_expect_eq(system(cmd), 0, "something was written through the link");
@@ -245,11 +245,9 @@ Test(edge, invalid_cases_expect_invalid_argument_and_store_no_output)
 
 Test(edge, diff_of_a_backend_with_itself_finds_nothing)
 {
-    char *out;
-    int rc = qmmcheck(&out, "diff --backend reference --backend reference --seed 7 --count 300 "
-                            "--out '%s/d'", tmpdir);
-    cr_expect_eq(rc, 0, "%s", out);
-    cr_expect(strstr(out, "DIFF SUMMARY: problems:300 same:300 differences:0 ") != NULL, "%s", out);
+    char *out = qmmcheck_expect(0, "diff --backend reference --backend reference --seed 7 "
+                                   "--count 300 --out '%s/d'", tmpdir);
+    expect_in(out, "DIFF SUMMARY: problems:300 same:300 differences:0 ");
     free(out);
 }
 
@@ -257,14 +255,13 @@ Test(edge, diff_reports_saves_and_replays_a_difference)
 {
     char *out;
     /* onnx-ref adds the zero point before rounding: ties with odd zero points differ */
-    int rc = qmmcheck(&out, "diff --backend reference --backend reference:profile=onnx-ref "
-                            "--seed 1 --count 400 --max-diffs 3 --out '%s/d'", tmpdir);
-    cr_expect_eq(rc, 1, "%s", out);
+    out = qmmcheck_expect(1, "diff --backend reference --backend reference:profile=onnx-ref "
+                             "--seed 1 --count 400 --max-diffs 3 --out '%s/d'", tmpdir);
     cr_expect_eq(count_lines_with(out, "DIFF seed=1 problem="), 3, "%s", out);
     cr_expect_eq(count_lines_with(out, "__REPRO: qmmcheck diff --backend reference --backend "
                                        "reference:profile=onnx-ref --seed 1 --problem "), 3, "%s", out);
-    cr_expect(strstr(out, "reference (spec) agrees with A") != NULL, "%s", out);
-    cr_expect(strstr(out, "differences:3") != NULL, "%s", out);
+    expect_in(out, "reference (spec) agrees with A");
+    expect_in(out, "differences:3");
     /* the first difference, replayed alone, is the same line */
     const char *p = strstr(out, "DIFF seed=1 problem=");
     cr_assert(p);
@@ -273,18 +270,15 @@ Test(edge, diff_reports_saves_and_replays_a_difference)
     char first[4096];
     snprintf(first, sizeof first, "%.*s", (int)(eol - p), p);
     free(out);
-    rc = qmmcheck(&out, "diff --backend reference --backend reference:profile=onnx-ref --seed 1 "
-                        "--problem %llu --out '%s/d2'", index, tmpdir);
-    cr_expect_eq(rc, 1, "%s", out);
+    out = qmmcheck_expect(1, "diff --backend reference --backend reference:profile=onnx-ref "
+                             "--seed 1 --problem %llu --out '%s/d2'", index, tmpdir);
     cr_expect(strstr(out, first) != NULL, "%s\nwant: %s", out, first);
     free(out);
     /* the saved cases hold the reference's answer: they pass against it, and fail onnx-ref */
-    rc = qmmcheck(&out, "run --backend reference --vectors '%s/d'", tmpdir);
-    cr_expect_eq(rc, 0, "%s", out);
-    cr_expect(strstr(out, "total:3 passed:3 ") != NULL, "%s", out);
+    out = qmmcheck_expect(0, "run --backend reference --vectors '%s/d'", tmpdir);
+    expect_in(out, "total:3 passed:3 ");
     free(out);
-    rc = qmmcheck(&out, "run --backend reference:profile=onnx-ref --vectors '%s/d'", tmpdir);
-    cr_expect_eq(rc, 1, "%s", out);
+    out = qmmcheck_expect(1, "run --backend reference:profile=onnx-ref --vectors '%s/d'", tmpdir);
     free(out);
 }
 
@@ -303,10 +297,8 @@ Test(edge, diff_usage_errors_exit_2)
 
 Test(edge, diff_seconds_bounds_the_run)
 {
-    char *out;
-    int rc = qmmcheck(&out, "diff --backend reference --backend reference --seed 3 "
-                            "--seconds 0.5 --quiet");
-    cr_expect_eq(rc, 0, "%s", out);
-    cr_expect(strstr(out, "DIFF SUMMARY: problems:") != NULL, "%s", out);
+    char *out = qmmcheck_expect(0, "diff --backend reference --backend reference --seed 3 "
+                                   "--seconds 0.5 --quiet");
+    expect_in(out, "DIFF SUMMARY: problems:");
     free(out);
 }

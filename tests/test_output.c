@@ -241,10 +241,9 @@ static int python_check(const char *code, const char *path)
 Test(cli_out, forged_name_prints_no_forged_line_and_reports_stay_valid)
 {
     make_forged_case();
-    char *out;
-    int rc = qmmcheck(&out, "run --backend reference --vectors %s/vec --report json:%s/r.json "
-                            "--report junit:%s/r.xml", tmpdir, tmpdir, tmpdir);
-    cr_expect_eq(rc, 0, "%s", out);
+    char *out = qmmcheck_expect(0, "run --backend reference --vectors %s/vec "
+                                   "--report json:%s/r.json --report junit:%s/r.xml",
+                                tmpdir, tmpdir, tmpdir);
     cr_expect_eq(count_lines_starting(out, "999:"), 0, "a forged case line:\n%s", out);
     cr_expect_eq(count_lines_starting(out, "SUMMARY:"), 1, "a forged summary:\n%s", out);
     cr_expect_eq(count_lines_starting(out, "1:PASSED "), 1, "%s", out);
@@ -289,10 +288,8 @@ Test(cli_out, diff_saves_a_qmm_meta_that_loads_back_whatever_the_backend_is_call
     static const char name[] = "lib\nSUMMARY total=1\nexpect = OK\n\xff.so";
     snprintf(cmd, sizeof cmd, "cp '%s' '%s/%s'", fake, tmpdir, name);
     cr_assert(system(cmd) == 0);
-    char *out;
-    int rc = qmmcheck(&out, "diff --backend reference --backend '%s/%s' --seed 1 --count 3 "
-                            "--out '%s/d' --quiet", tmpdir, name, tmpdir);
-    cr_expect_eq(rc, 1, "%s", out);
+    char *out = qmmcheck_expect(1, "diff --backend reference --backend '%s/%s' --seed 1 --count 3 "
+                                   "--out '%s/d' --quiet", tmpdir, name, tmpdir);
     cr_expect_eq(count_lines_starting(out, "SUMMARY"), 0, "a forged summary:\n%s", out);
     cr_expect_eq(count_lines_starting(out, "DIFF SUMMARY:"), 1, "%s", out);
     free(out);
@@ -352,11 +349,9 @@ Test(cli_out, report_targets_must_be_regular_files)
     char fifo[512];
     snprintf(fifo, sizeof fifo, "%s/fifo", tmpdir);
     cr_assert(mkfifo(fifo, 0644) == 0);
-    char *out;
-    int rc = qmmcheck(&out, "run --backend reference --vectors vectors/seeds --report json:%s",
-                      fifo);
-    cr_expect_eq(rc, 2, "%s", out);
-    cr_expect(strstr(out, "fifo exists and is a device or special file") != NULL, "%s", out);
+    char *out = qmmcheck_expect(2, "run --backend reference --vectors vectors/seeds "
+                                   "--report json:%s", fifo);
+    expect_in(out, "fifo exists and is a device or special file");
     struct stat st;
     cr_expect(stat(fifo, &st) == 0 && S_ISFIFO(st.st_mode), "the FIFO was replaced");
     free(out);
@@ -365,10 +360,9 @@ Test(cli_out, report_targets_must_be_regular_files)
     snprintf(target, sizeof target, "%s/target", tmpdir);
     snprintf(link_path, sizeof link_path, "%s/r.xml", tmpdir);
     cr_assert(symlink(target, link_path) == 0);
-    rc = qmmcheck(&out, "run --backend reference --vectors vectors/seeds --report junit:%s",
-                  link_path);
-    cr_expect_eq(rc, 2, "%s", out);
-    cr_expect(strstr(out, "symbolic link") != NULL, "%s", out);
+    out = qmmcheck_expect(2, "run --backend reference --vectors vectors/seeds --report junit:%s",
+                          link_path);
+    expect_in(out, "symbolic link");
     cr_expect_neq(access(target, F_OK), 0, "the report went through the symlink");
     free(out);
 }
@@ -396,9 +390,8 @@ Test(cli_out, a_run_that_stops_early_leaves_no_stale_report)
     write_text(path, "{\"stale\": true}\n");
     char *out;
     /* the run stops (a missing --xfail file) after it started: the old report is gone */
-    int rc = qmmcheck(&out, "run --backend reference --vectors vectors/seeds --report json:%s "
-                            "--xfail %s/missing.txt", path, tmpdir);
-    cr_expect_eq(rc, 2, "%s", out);
+    out = qmmcheck_expect(2, "run --backend reference --vectors vectors/seeds --report json:%s "
+                             "--xfail %s/missing.txt", path, tmpdir);
     cr_expect_neq(access(path, F_OK), 0, "the previous run's report is still there");
     free(out);
 }
@@ -458,10 +451,8 @@ Test(cli_out, a_crash_in_close_is_a_counted_row)
     char hostile[1024], json[512];
     test_plugin_path(hostile, sizeof hostile, "QMM_HOSTILE_PLUGIN");
     snprintf(json, sizeof json, "%s/r.json", tmpdir);
-    char *out;
-    int rc = qmmcheck(&out, "run -q --backend '%s:mode=crash_close' --vectors vectors/seeds "
-                            "--report json:%s", hostile, json);
-    cr_expect_eq(rc, 1, "%s", out);
+    char *out = qmmcheck_expect(1, "run -q --backend '%s:mode=crash_close' --vectors vectors/seeds "
+                                   "--report json:%s", hostile, json);
     cr_expect_eq(count_lines_starting(out, "4:CRASHED <close> (close crashed"), 1, "%s", out);
     cr_expect(strstr(out, "SUMMARY: total:4 ") && strstr(out, " crashed:1 "), "%s", out);
     free(out);

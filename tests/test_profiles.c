@@ -682,12 +682,11 @@ Test(cli, fingerprint_names_each_reference_profile)
     for (int p = 0; p < QMM_PROFILE_COUNT; p++) {
         char *out, *json, path[512], want[256];
         snprintf(path, sizeof path, "%s/fp.json", tmpdir);
-        int rc = qmmcheck(&out, "fingerprint --backend reference:profile=%s --report json:%s",
-                          qh_profiles[p], path);
-        cr_expect_eq(rc, 0, "%s", out);
+        out = qmmcheck_expect(0, "fingerprint --backend reference:profile=%s --report json:%s",
+                              qh_profiles[p], path);
         snprintf(want, sizeof want, "verdict: %s (matches every case it defines)",
                  qh_profiles[p]);
-        cr_expect(strstr(out, want) != NULL, "%s", out);
+        expect_in(out, want);
         json = slurp(path);
         snprintf(want, sizeof want, "\"verdict\": \"%s\"", qh_profiles[p]);
         cr_expect(strstr(json, want) != NULL, "%s", json);
@@ -723,7 +722,7 @@ Test(cli, fingerprint_usage_errors)
     expect_usage_errors(bad, sizeof bad / sizeof bad[0]);
     char *out;
     cr_expect_eq(qmmcheck(&out, "help"), 0);
-    cr_expect(strstr(out, "fingerprint --backend SPEC") != NULL, "%s", out);
+    expect_in(out, "fingerprint --backend SPEC");
     free(out);
 }
 
@@ -767,35 +766,30 @@ Test(cli, run_and_repro_under_a_profile)
 
     /* judged under spec, the spec reference passes: the vector is not mistrusted, because
      * its stored output is right for the profile it names */
-    int rc = qmmcheck(&out, "run --backend reference --vectors '%s'", dir);
-    cr_expect_eq(rc, 0, "%s", out);
-    cr_expect(strstr(out, "passed:1 failed:0 mistrusted:0") != NULL, "%s", out);
+    out = qmmcheck_expect(0, "run --backend reference --vectors '%s'", dir);
+    expect_in(out, "passed:1 failed:0 mistrusted:0");
     free(out);
 
-    rc = qmmcheck(&out, "run --backend reference:profile=onnx-ref --profile onnx-ref "
-                            "--vectors '%s'",
-                      dir);
-    cr_expect_eq(rc, 0, "%s", out);
-    cr_expect(strstr(out, "passed:1 ") != NULL, "%s", out);
+    out = qmmcheck_expect(0, "run --backend reference:profile=onnx-ref --profile onnx-ref "
+                             "--vectors '%s'",
+                              dir);
+    expect_in(out, "passed:1 ");
     free(out);
 
     /* the spec reference judged under onnx-ref fails, and the detail names who gives 1 */
-    rc = qmmcheck(&out, "run --backend reference --profile onnx-ref --vectors '%s'", dir);
-    cr_expect_eq(rc, 1, "%s", out);
+    out = qmmcheck_expect(1, "run --backend reference --profile onnx-ref --vectors '%s'", dir);
     cr_expect(strstr(out, "y[0,0] (index 0): expected 2, got 1; acc 1; acc*scale = 0.5; got "
                           "matches: spec, ort-fp32") != NULL,
               "%s", out);
     free(out);
 
-    rc = qmmcheck(&out, "repro --backend reference:profile=ort-fp32 --profile onnx-ref '%s'",
-                  dir);
-    cr_expect_eq(rc, 1, "%s", out);
-    cr_expect(strstr(out, "got matches: spec, ort-fp32") != NULL, "%s", out);
+    out = qmmcheck_expect(1, "repro --backend reference:profile=ort-fp32 --profile onnx-ref '%s'",
+                          dir);
+    expect_in(out, "got matches: spec, ort-fp32");
     free(out);
 
     /* under spec the onnx-ref backend fails; the detail names the profile it follows */
-    rc = qmmcheck(&out, "run --backend reference:profile=onnx-ref --vectors '%s'", dir);
-    cr_expect_eq(rc, 1, "%s", out);
+    out = qmmcheck_expect(1, "run --backend reference:profile=onnx-ref --vectors '%s'", dir);
     cr_expect(strstr(out, "expected 1, got 2; acc 1; acc*scale = 0.5; got matches: onnx-ref")
                   != NULL,
               "%s", out);
@@ -804,13 +798,12 @@ Test(cli, run_and_repro_under_a_profile)
     /* Orion rejects an input of -128: under orion-fp16x16 the case expects INVALID_ARGUMENT */
     snprintf(dir, sizeof dir, "%s/minus128", tmpdir);
     write_case(dir, S8, -128, 0, -9999);
-    rc = qmmcheck(&out, "run --backend reference:profile=orion-fp16x16 --profile "
-                        "orion-fp16x16 --vectors '%s'",
-                  dir);
-    cr_expect_eq(rc, 0, "%s", out);
-    cr_expect(strstr(out, "passed:1 ") != NULL, "%s", out);
+    out = qmmcheck_expect(0, "run --backend reference:profile=orion-fp16x16 --profile "
+                             "orion-fp16x16 --vectors '%s'",
+                          dir);
+    expect_in(out, "passed:1 ");
     free(out);
-    rc = qmmcheck(&out, "run --backend reference --profile orion-fp16x16 --vectors '%s'", dir);
+    qmmcheck(&out, "run --backend reference --profile orion-fp16x16 --vectors '%s'", dir);
     cr_expect(strstr(out, "UNCHECKED") != NULL, "accepting what Orion rejects: %s", out);
     free(out);
 }

@@ -1024,26 +1024,21 @@ Test(vectors, loader_reads_the_committed_cases)
 
 Test(vectors, qmmcheck_runs_them)
 {
-    char *out;
-    int rc = qmmcheck(&out, "run --backend reference --vectors vectors/qordered");
-    cr_expect_eq(rc, 0, "%s", out);
+    char *out = qmmcheck_expect(0, "run --backend reference --vectors vectors/qordered");
     cr_expect(strstr(out, "failed:0 mistrusted:0 skipped:0"), "%s", out);
     cr_expect(strstr(out, "error:0"), "%s", out);
     free(out);
     /* isolated: the orders travel to the worker */
-    rc = qmmcheck(&out, "run --backend reference --isolate --vectors vectors/qordered");
-    cr_expect_eq(rc, 0, "%s", out);
+    out = qmmcheck_expect(0, "run --backend reference --isolate --vectors vectors/qordered");
     cr_expect(strstr(out, "failed:0 mistrusted:0 skipped:0"), "%s", out);
     free(out);
     /* judged under ort-fp32: the spec-stored cases are still trusted against spec */
-    rc = qmmcheck(&out, "run --backend reference:profile=ort-fp32 --profile ort-fp32 "
-                        "--vectors vectors/qordered");
-    cr_expect_eq(rc, 0, "%s", out);
+    out = qmmcheck_expect(0, "run --backend reference:profile=ort-fp32 --profile ort-fp32 "
+                             "--vectors vectors/qordered");
     cr_expect(strstr(out, "mistrusted:0"), "%s", out);
     free(out);
     /* the optimized CPU backend has no QOrderedMatMul: every case is SKIPPED */
-    rc = qmmcheck(&out, "run --backend optimized --vectors vectors/qordered --allow-empty");
-    cr_expect_eq(rc, 0, "%s", out);
+    out = qmmcheck_expect(0, "run --backend optimized --vectors vectors/qordered --allow-empty");
     cr_expect(strstr(out, "passed:0 failed:0"), "%s", out);
     free(out);
 }
