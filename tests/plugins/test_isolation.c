@@ -78,6 +78,23 @@ static char *expect_run(const char *mode, const char *extra, int want)
     return out;
 }
 
+/* expect_run, and `text` somewhere in the output. */
+static void expect_run_says(const char *mode, const char *extra, int want, const char *text)
+{
+    char *out = expect_run(mode, extra, want);
+    cr_assert(strstr(out, text), "%s", out);
+    free(out);
+}
+
+/* expect_run, and exactly one output line containing `needle`. */
+static void expect_run_one_line(const char *mode, const char *extra, int want,
+                                const char *needle)
+{
+    char *out = expect_run(mode, extra, want);
+    cr_assert_eq(count_lines_with(out, needle), 1, "%s", out);
+    free(out);
+}
+
 Test(isolation, crash_in_open_is_an_error_per_case_not_a_dead_run)
 {
     char *out = expect_run("crash_open", "", 1);
@@ -115,17 +132,13 @@ Test(isolation, an_older_smaller_table_is_copied_not_read_past)
 
 Test(isolation, a_table_smaller_than_any_abi_is_refused)
 {
-    char *out = expect_run("tiny_table", "", 2);
-    cr_assert(strstr(out, "backend table too small: struct_size 8"), "%s", out);
-    free(out);
+    expect_run_says("tiny_table", "", 2, "backend table too small: struct_size 8");
 }
 
 Test(isolation, a_query_that_enlarges_dims_changes_nothing)
 {
-    char *out = expect_run("grow_dims", "--filter matmulinteger", 1);
-    cr_assert_eq(count_lines_with(out, ":FAILED onnx-doc-matmulinteger (errors:"), 1, "%s",
-                 out);
-    free(out);
+    expect_run_one_line("grow_dims", "--filter matmulinteger", 1,
+                        ":FAILED onnx-doc-matmulinteger (errors:");
 }
 
 Test(isolation, printed_lines_are_captured_not_forged)
@@ -239,17 +252,13 @@ Test(isolation, a_backend_beyond_the_memory_limit_fails_alone)
     cr_assert_eq(count_lines_with(out, "answered OUT_OF_MEMORY for a valid call"), 1, "%s", out);
 #endif
     free(out);
-    out = expect_run("big_alloc", "--memory-limit 64X", 2);
-    cr_assert(strstr(out, "--memory-limit 64X"), "%s", out);
-    free(out);
+    expect_run_says("big_alloc", "--memory-limit 64X", 2, "--memory-limit 64X");
 }
 
 Test(isolation, a_missing_query_is_warned_about_once)
 {
-    char *out = expect_run("no_query", "--determinism --variants 'x=1;x=2'", 1);
-    cr_assert_eq(count_lines_with(out, "has no capability query; every call is run"), 1, "%s",
-                 out);
-    free(out);
+    expect_run_one_line("no_query", "--determinism --variants 'x=1;x=2'", 1,
+                        "has no capability query; every call is run");
 }
 
 /* ---- the invoker itself --------------------------------------------------------------- */
@@ -278,16 +287,26 @@ static void open_hostile(const char *mode, int isolate, qh_backend *b)
     cr_assert_eq(b->isolated, isolate);
 }
 
+/* Opens `mode` (isolated or not) and invokes small_call() through it with the options `o`
+ * (NULL: the defaults); the invocation must succeed. The call stays in *c, for the checks
+ * that it was not touched. */
+static void invoke_small(const char *mode, int isolate, const qh_invoke_opts *o, qh_backend *b,
+                         qmm_call *c, qh_invocation *inv)
+{
+    open_hostile(mode, isolate, b);
+    *c = small_call();
+    cr_assert_eq(qh_invoke(b, c, o, inv), 0, "%s", inv->problem);
+}
+
 Test(isolation, the_fill_is_honoured_in_both_paths)
 {
     for (int isolate = 0; isolate <= 1; isolate++) {
         for (int f = 0; f < 2; f++) {
             qh_backend b;
-            open_hostile("nowrite", isolate, &b);
-            qmm_call c = small_call();
+            qmm_call c;
             qh_invoke_opts o = {.isolate = isolate, .timeout_s = 5, .fill = f ? 0x5a : 0};
             qh_invocation inv;
-            cr_assert_eq(qh_invoke(&b, &c, &o, &inv), 0, "%s", inv.problem);
+            invoke_small("nowrite", isolate, &o, &b, &c, &inv);
             cr_assert_eq(inv.outcome, QH_RETURNED, "%s", inv.problem);
             cr_assert_eq(inv.code, QMM_OK);
             const unsigned char *y = inv.y.data;
@@ -305,11 +324,10 @@ Test(isolation, the_fill_is_honoured_in_both_paths)
 Test(isolation, the_output_comes_back_in_place_and_what_it_printed_with_it)
 {
     qh_backend b;
-    open_hostile("forge", 1, &b);
-    qmm_call c = small_call();
+    qmm_call c;
     qh_invoke_opts o = {.isolate = 1, .timeout_s = 5};
     qh_invocation inv;
-    cr_assert_eq(qh_invoke(&b, &c, &o, &inv), 0, "%s", inv.problem);
+    invoke_small("forge", 1, &o, &b, &c, &inv);
     cr_assert_eq(inv.outcome, QH_RETURNED, "%s", inv.problem);
     cr_assert_not_null(inv.y_map, "the output is the worker's shared mapping");
     for (int i = 0; i < 4; i++)
@@ -327,10 +345,9 @@ Test(isolation, the_output_comes_back_in_place_and_what_it_printed_with_it)
 Test(isolation, finish_reports_a_crash_in_close_and_close_stays_safe)
 {
     qh_backend b;
-    open_hostile("crash_close", 1, &b);
-    qmm_call c = small_call();
+    qmm_call c;
     qh_invocation inv;
-    cr_assert_eq(qh_invoke(&b, &c, NULL, &inv), 0, "%s", inv.problem);
+    invoke_small("crash_close", 1, NULL, &b, &c, &inv);
     qh_invocation_free(&inv);
     char why[256];
     cr_assert_eq(qh_backend_finish(&b, why, sizeof why), QH_DIED);
@@ -342,10 +359,9 @@ Test(isolation, finish_reports_a_crash_in_close_and_close_stays_safe)
 Test(isolation, a_query_that_enlarges_dims_in_process_gets_a_copy)
 {
     qh_backend b;
-    open_hostile("grow_dims", 0, &b);
-    qmm_call c = small_call();
+    qmm_call c;
     qh_invocation inv;
-    cr_assert_eq(qh_invoke(&b, &c, NULL, &inv), 0, "%s", inv.problem);
+    invoke_small("grow_dims", 0, NULL, &b, &c, &inv);
     cr_assert_eq(c.u.matmulinteger.a.dims[0], 2);
     qh_invocation_free(&inv);
     qh_backend_close(&b);
