@@ -154,6 +154,17 @@ static void expect4(prob *p, int spec, int onnx, int ort, int orion)
         cr_expect_eq(one(p, ORION), orion, "orion-fp16x16");
 }
 
+/* The 1x1 problem prob_1x1 builds from these arguments, expected to give want[0..3] under
+ * spec, onnx-ref, ort-fp32 and orion (as expect4). */
+static void expect_1x1(int32_t q, int32_t sdt, int av, int bv, double sa, double sb, double sy,
+                       int za, int zb, int zy, const int want[4])
+{
+    prob p;
+    prob_1x1(&p, q, sdt, av, bv, sa, sb, sy, za, zb, zy);
+    expect4(&p, want[0], want[1], want[2], want[3]);
+    prob_free(&p);
+}
+
 /* Expects `code` under `pr` with every needle in the message. */
 static void expect_fail(prob *p, qmm_profile pr, qmm_status_code code, const char *n1,
                         const char *n2)
@@ -236,58 +247,41 @@ Test(profiles, bfloat16_and_float32_rounding)
 
 Test(profiles, tie_with_odd_zero_point_onnx_ref_adds_first)
 {
-    prob p;
     /* acc 1 * 0.5 = 0.5, zy 1: spec RNE(0.5) + 1 = 1; onnx-ref rint(0.5 + 1) = 2;
      * ort-fp32 nearbyintf(0.5) + 1 = 1 */
-    prob_1x1(&p, U8, F32, 1, 1, 0.5, 1.0, 1.0, 0, 0, 1);
-    expect4(&p, 1, 2, 1, -9999);
-    prob_free(&p);
+    expect_1x1(U8, F32, 1, 1, 0.5, 1.0, 1.0, 0, 0, 1, (const int[]){1, 2, 1, -9999});
     /* int8, acc -1: -0.5 + 1: spec RNE(-0.5) + 1 = 1; onnx-ref rint(0.5) = 0; ort 1;
      * orion: -32768 + 65536 = 0.5 truncated = 0 */
-    prob_1x1(&p, S8, F32, -1, 1, 0.5, 1.0, 1.0, 0, 0, 1);
-    expect4(&p, 1, 0, 1, 0);
-    prob_free(&p);
+    expect_1x1(S8, F32, -1, 1, 0.5, 1.0, 1.0, 0, 0, 1, (const int[]){1, 0, 1, 0});
     /* zy 3 with acc 3: 1.5 + 3: spec 2 + 3 = 5; onnx-ref rint(4.5) = 4; ort 5; orion 4 */
-    prob_1x1(&p, S8, F32, 3, 1, 0.5, 1.0, 1.0, 0, 0, 3);
-    expect4(&p, 5, 4, 5, 4);
-    prob_free(&p);
+    expect_1x1(S8, F32, 3, 1, 0.5, 1.0, 1.0, 0, 0, 3, (const int[]){5, 4, 5, 4});
     /* an even zero point agrees: 1.5 + 2 -> spec 4, onnx-ref rint(3.5) = 4; orion
      * trunc(3.5) = 3 */
-    prob_1x1(&p, S8, F32, 3, 1, 0.5, 1.0, 1.0, 0, 0, 2);
-    expect4(&p, 4, 4, 4, 3);
-    prob_free(&p);
+    expect_1x1(S8, F32, 3, 1, 0.5, 1.0, 1.0, 0, 0, 2, (const int[]){4, 4, 4, 3});
 }
 
 Test(profiles, ort_fp32_product_near_tie)
 {
-    prob p;
     /* acc 5, m = NEAR exactly (sb = sy = 1): exact 5 * NEAR = 151.5 - 2^-18 -> 151 for spec
      * and for onnx-ref (exact in double). ort-fp32: float32 has ulp 2^-16 at 151, so the
      * product rounds to 151.5, and nearbyintf ties to even: 152. */
-    prob_1x1(&p, U8, F32, 5, 1, NEAR, 1.0, 1.0, 0, 0, 0);
-    expect4(&p, 151, 151, 152, -9999);
-    prob_free(&p);
+    expect_1x1(U8, F32, 5, 1, NEAR, 1.0, 1.0, 0, 0, 0, (const int[]){151, 151, 152, -9999});
 }
 
 Test(profiles, ort_fp32_product_near_tie_int8)
 {
-    prob p;
     /* 5 * (10643046 * 2^-19) = 101.5 - 2^-18: float32 (ulp 2^-17 at 101) has a tie there and
      * takes the even 101.5, then 102. spec, onnx-ref: 101. orion: sa encodes as
      * trunc(1330380.75) = 1330380, times 5 = 6651900 = 101.49993 -> 101 */
-    prob_1x1(&p, S8, F32, 5, 1, 10643046.0 / 524288.0, 1.0, 1.0, 0, 0, 0);
-    expect4(&p, 101, 101, 102, 101);
-    prob_free(&p);
+    expect_1x1(S8, F32, 5, 1, 10643046.0 / 524288.0, 1.0, 1.0, 0, 0, 0,
+               (const int[]){101, 101, 102, 101});
 }
 
 Test(profiles, float32_multiplier_near_tie)
 {
-    prob p;
     /* sa * sb = 5 * NEAR = 151.5 - 2^-18, which float32 rounds to 151.5: both float
      * multipliers are 151.5, acc 1: onnx-ref rint(151.5) = 152, ort 152; spec 151 */
-    prob_1x1(&p, U8, F32, 1, 1, 5.0, NEAR, 1.0, 0, 0, 0);
-    expect4(&p, 151, 152, 152, -9999);
-    prob_free(&p);
+    expect_1x1(U8, F32, 1, 1, 5.0, NEAR, 1.0, 0, 0, 0, (const int[]){151, 152, 152, -9999});
 }
 
 Test(profiles, ort_fp32_rounds_acc_past_2_24)
@@ -335,54 +329,35 @@ Test(profiles, float_profiles_wrap_the_int32_accumulator)
 
 Test(profiles, onnx_ref_multiplier_in_float16_and_bfloat16)
 {
-    prob p;
     /* float16: 3 * 3.83203125 = 11.49609375, halfway between float16 neighbours 11.4921875
      * and 11.5 (ulp 2^-7); ties to the even one, 11.5, and rint(11.5) = 12. spec: 11;
      * ort-fp32 (float32 holds 11.49609375 exactly): 11; orion: 753408 / 65536 -> 11 */
-    prob_1x1(&p, S8, F16, 1, 1, 3.0, 3.83203125, 1.0, 0, 0, 0);
-    expect4(&p, 11, 12, 11, 11);
-    prob_free(&p);
+    expect_1x1(S8, F16, 1, 1, 3.0, 3.83203125, 1.0, 0, 0, 0, (const int[]){11, 12, 11, 11});
     /* bfloat16: 3 * 3.15625 = 9.46875, halfway between 9.4375 and 9.5 (ulp 2^-4); to 9.5,
      * then rint(9.5) = 10. spec and ort-fp32: 9 */
-    prob_1x1(&p, U8, BF16, 1, 1, 3.0, 3.15625, 1.0, 0, 0, 0);
-    expect4(&p, 9, 10, 9, -9999);
-    prob_free(&p);
+    expect_1x1(U8, BF16, 1, 1, 3.0, 3.15625, 1.0, 0, 0, 0, (const int[]){9, 10, 9, -9999});
 }
 
 Test(profiles, multiplier_overflowing_the_scale_type)
 {
-    prob p;
     /* float16 300 * 300 = 90000 overflows to inf: acc 1 -> +inf -> 255 (spec: 90000 -> 255) */
-    prob_1x1(&p, U8, F16, 1, 1, 300.0, 300.0, 1.0, 0, 0, 7);
-    expect4(&p, 255, 255, 255, -9999);
-    prob_free(&p);
+    expect_1x1(U8, F16, 1, 1, 300.0, 300.0, 1.0, 0, 0, 7, (const int[]){255, 255, 255, -9999});
     /* acc 0: 0 * inf is NaN, which numpy's cast turns into 0; spec and ort (finite float32
      * multiplier) give zy = 7 */
-    prob_1x1(&p, U8, F16, 0, 1, 300.0, 300.0, 1.0, 0, 0, 7);
-    expect4(&p, 7, 0, 7, -9999);
-    prob_free(&p);
+    expect_1x1(U8, F16, 0, 1, 300.0, 300.0, 1.0, 0, 0, 7, (const int[]){7, 0, 7, -9999});
     /* float32 1e30f * 1e30f overflows too: acc 0 under ort-fp32 is NaN, which MLAS's SSE2
      * clamp (MAXPS, MINPS) sends to qmin - zy, so qmin = 0; onnx-ref 0 (NaN cast); spec 7 */
-    prob_1x1(&p, U8, F32, 0, 1, 1e30f, 1e30f, 1.0, 0, 0, 7);
-    expect4(&p, 7, 0, 0, -9999);
-    prob_free(&p);
+    expect_1x1(U8, F32, 0, 1, 1e30f, 1e30f, 1.0, 0, 0, 7, (const int[]){7, 0, 0, -9999});
     /* int8: ort-fp32 -128, onnx-ref 0, spec zy = 7 */
-    prob_1x1(&p, S8, F32, 0, 1, 1e30f, 1e30f, 1.0, 0, 0, 7);
-    expect4(&p, 7, 0, -128, -9999);
-    prob_free(&p);
+    expect_1x1(S8, F32, 0, 1, 1e30f, 1e30f, 1.0, 0, 0, 7, (const int[]){7, 0, -128, -9999});
 }
 
 Test(profiles, every_profile_saturates)
 {
-    prob p;
     /* 200 * 200 = 40000 -> 255 everywhere (onnx < 1.22 would wrap to 64) */
-    prob_1x1(&p, U8, F32, 200, 200, 1.0, 1.0, 1.0, 0, 0, 0);
-    expect4(&p, 255, 255, 255, -9999);
-    prob_free(&p);
+    expect_1x1(U8, F32, 200, 200, 1.0, 1.0, 1.0, 0, 0, 0, (const int[]){255, 255, 255, -9999});
     /* int8 100 * 100 -> 127, Orion too (655360000 in Q16.16 fits, clamps to 127) */
-    prob_1x1(&p, S8, F32, 100, 100, 1.0, 1.0, 1.0, 0, 0, 0);
-    expect4(&p, 127, 127, 127, 127);
-    prob_free(&p);
+    expect_1x1(S8, F32, 100, 100, 1.0, 1.0, 1.0, 0, 0, 0, (const int[]){127, 127, 127, 127});
 }
 
 Test(profiles, matmulinteger_is_spec_except_orion)
@@ -465,23 +440,16 @@ Test(profiles, orion_published_3d_example)
 
 Test(profiles, orion_truncates_toward_zero_with_zero_points)
 {
-    prob p;
     /* -27 * 2^-4 = -1.6875: spec -2; orion: deq a = -27 * 4096 = -110592, times deq b 65536
      * -> -110592, / 65536 -> -110592 = -1.6875, truncated -1 */
-    prob_1x1(&p, S8, F32, -27, 1, 0x1p-4, 1.0, 1.0, 0, 0, 0);
-    expect4(&p, -2, -2, -2, -1);
-    prob_free(&p);
+    expect_1x1(S8, F32, -27, 1, 0x1p-4, 1.0, 1.0, 0, 0, 0, (const int[]){-2, -2, -2, -1});
     /* zero points: (7 - 2)(5 - 3) = 10, * 0.3 (encoded trunc(0.3 * 65536) = 19660, the float
      * 0.3f is 0.300000011920928955) -> orion: deq a = 5 * 19660 = 98300, deq b = 2 * 65536;
      * product 196600 / 65536 -> 196600 = 2.9998..; + zy -4 -> -1.0001.. -> -1;
      * spec: 3.0000001 -> 3 - 4 = -1; all agree here: -1 */
-    prob_1x1(&p, S8, F32, 7, 5, 0.3f, 1.0, 1.0, 2, 3, -4);
-    expect4(&p, -1, -1, -1, -1);
-    prob_free(&p);
+    expect_1x1(S8, F32, 7, 5, 0.3f, 1.0, 1.0, 2, 3, -4, (const int[]){-1, -1, -1, -1});
     /* same with zy +4: orion 2.9998 + 4 = 6.9998 -> 6; spec 3 + 4 = 7 */
-    prob_1x1(&p, S8, F32, 7, 5, 0.3f, 1.0, 1.0, 2, 3, 4);
-    expect4(&p, 7, 7, 7, 6);
-    prob_free(&p);
+    expect_1x1(S8, F32, 7, 5, 0.3f, 1.0, 1.0, 2, 3, 4, (const int[]){7, 7, 7, 6});
 }
 
 Test(profiles, orion_error_rules)
@@ -504,9 +472,7 @@ Test(profiles, orion_error_rules)
     prob_free(&p);
     /* negative results that do not reach -128 are fine: -127 * 0.5 = -63.5 truncates to
      * -63 (spec: RNE(-63.5) = -64) */
-    prob_1x1(&p, S8, F32, -127, 1, 0.5, 1.0, 1.0, 0, 0, 0);
-    expect4(&p, -64, -64, -64, -63);
-    prob_free(&p);
+    expect_1x1(S8, F32, -127, 1, 0.5, 1.0, 1.0, 0, 0, 0, (const int[]){-64, -64, -64, -63});
     /* magnitude: a scale of 65536 encodes as 2^32 */
     prob_1x1(&p, S8, F32, 1, 1, 65536.0, 0x1p-20, 1.0, 0, 0, 0);
     expect_fail(&p, ORION, QMM_INVALID_ARGUMENT, "a_scale", "2^32");
