@@ -35,6 +35,26 @@ static int64_t load8(const qmm_tensor *t, int64_t i)
     return t->dtype == QMM_DTYPE_INT8 ? (int64_t)(int8_t)p[i] : (int64_t)p[i];
 }
 
+/* The zero point `zp` holds for output element (bi, i, j): 0 when the optional input is
+ * absent. */
+static int64_t zero_point(const qmm_tensor *zp, const qmm_param_map *m, const qmm_geometry *g,
+                          int64_t bi, int64_t i, int64_t j)
+{
+    return qmm_tensor_present(zp) ? load8(zp, qmm_param_offset(m, g, bi, i, j)) : 0;
+}
+
+/* a's zero point, which one mutant ignores. */
+static int64_t a_zero_point(const qmm_tensor *zp, const qmm_param_map *m, const qmm_geometry *g,
+                            int64_t bi, int64_t i, int64_t j)
+{
+#ifdef QMM_MUTANT_IGNORE_A_ZERO_POINT
+    (void)zp, (void)m, (void)g, (void)bi, (void)i, (void)j;
+    return 0;
+#else
+    return zero_point(zp, m, g, bi, i, j);
+#endif
+}
+
 /* sum_k (a - za)(b - zb) for one output element, with the accumulation mutants. */
 static int64_t accumulate(const qmm_tensor *a, const qmm_tensor *b, const qmm_geometry *g,
                           int64_t bi, int64_t i, int64_t j, int64_t za, int64_t zb)
@@ -189,12 +209,7 @@ static qmm_status_code mutant_qlmm(const qmm_backend *self, const qmm_qlinearmat
                 if (c->a.rank == 2 && c->a_scale.rank == 1 && c->a_scale.dims[0] > 1)
                     ai = j % c->a_scale.dims[0];
 #endif
-                int64_t za = qmm_tensor_present(&c->a_zero_point)
-                                 ? load8(&c->a_zero_point, qmm_param_offset(&m_az, &g, bi, ai, j))
-                                 : 0;
-#ifdef QMM_MUTANT_IGNORE_A_ZERO_POINT
-                za = 0;
-#endif
+                int64_t za = a_zero_point(&c->a_zero_point, &m_az, &g, bi, ai, j);
                 int64_t zb = load8(&c->b_zero_point, qmm_param_offset(&m_bz, &g, bi, i, j));
                 int64_t zy = load8(&c->y_zero_point, qmm_param_offset(&m_yz, &g, bi, i, j));
                 double sa = qmm_scale_decode(c->a_scale.dtype, c->a_scale.data,
@@ -237,15 +252,8 @@ static qmm_status_code mutant_mmi(const qmm_backend *self, const qmm_matmulinteg
     for (int64_t bi = 0; bi < g.batch; bi++)
         for (int64_t i = 0; i < g.m; i++)
             for (int64_t j = 0; j < g.n; j++) {
-                int64_t za = qmm_tensor_present(&c->a_zero_point)
-                                 ? load8(&c->a_zero_point, qmm_param_offset(&m_az, &g, bi, i, j))
-                                 : 0;
-#ifdef QMM_MUTANT_IGNORE_A_ZERO_POINT
-                za = 0;
-#endif
-                int64_t zb = qmm_tensor_present(&c->b_zero_point)
-                                 ? load8(&c->b_zero_point, qmm_param_offset(&m_bz, &g, bi, i, j))
-                                 : 0;
+                int64_t za = a_zero_point(&c->a_zero_point, &m_az, &g, bi, i, j);
+                int64_t zb = zero_point(&c->b_zero_point, &m_bz, &g, bi, i, j);
                 int32_t v = (int32_t)(uint32_t)(uint64_t)accumulate(&c->a, &c->b, &g, bi, i, j,
                                                                     za, zb);
                 memcpy(y + 4 * ((bi * g.m + i) * g.n + j), &v, 4);
