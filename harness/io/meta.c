@@ -89,6 +89,18 @@ enum { K_EXPECT, K_TAGS, K_PROFILE, K_PROVENANCE, K_DESCRIPTION, K_ONNX_VERSION,
 static const char *const key_names[K_COUNT] = {"expect", "tags", "profile", "provenance",
                                                "description", "onnx_version"};
 
+/* Where the value of a text key (every key but expect and tags) is kept, and its room
+ * (with the NUL) in *cap. */
+static char *text_field(qh_meta *m, int key, size_t *cap)
+{
+    switch (key) {
+    case K_PROFILE: *cap = sizeof m->profile; return m->profile;
+    case K_PROVENANCE: *cap = sizeof m->provenance; return m->provenance;
+    case K_DESCRIPTION: *cap = sizeof m->description; return m->description;
+    default: /* K_ONNX_VERSION */ *cap = sizeof m->onnx_version; return m->onnx_version;
+    }
+}
+
 int qh_meta_parse(const char *text, size_t len, const char *what, qh_meta *m, qh_error *err)
 {
     qh_meta_init(m);
@@ -175,30 +187,17 @@ int qh_meta_parse(const char *text, size_t len, const char *what, qh_meta *m, qh
             }
             break;
         }
-        case K_PROFILE:
-            if (vb == ve)
+        default: {
+            /* a text key; only profile must not be empty */
+            size_t cap;
+            char *dst = text_field(m, key, &cap);
+            if (key == K_PROFILE && vb == ve)
                 return meta_fail(err, what, line, "profile: empty value");
-            if (copy_value(m->profile, sizeof m->profile, vb, ve) != 0)
-                return meta_fail(err, what, line, "profile: longer than %zu bytes",
-                                 sizeof m->profile - 1);
+            if (copy_value(dst, cap, vb, ve) != 0)
+                return meta_fail(err, what, line, "%s: longer than %zu bytes", key_names[key],
+                                 cap - 1);
             break;
-        case K_PROVENANCE:
-            if (copy_value(m->provenance, sizeof m->provenance, vb, ve) != 0)
-                return meta_fail(err, what, line, "provenance: longer than %zu bytes",
-                                 sizeof m->provenance - 1);
-            break;
-        case K_DESCRIPTION:
-            if (copy_value(m->description, sizeof m->description, vb, ve) != 0)
-                return meta_fail(err, what, line, "description: longer than %zu bytes",
-                                 sizeof m->description - 1);
-            break;
-        case K_ONNX_VERSION:
-            if (copy_value(m->onnx_version, sizeof m->onnx_version, vb, ve) != 0)
-                return meta_fail(err, what, line, "onnx_version: longer than %zu bytes",
-                                 sizeof m->onnx_version - 1);
-            break;
-        default:
-            break;
+        }
         }
     }
     return 0;
