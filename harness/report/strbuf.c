@@ -97,53 +97,67 @@ static int terminal_control(unsigned c)
     return c < 0x20 || c == 0x7f || (c >= 0x80 && c <= 0x9f) || c == 0x2028 || c == 0x2029;
 }
 
-void qh_sb_json(qh_sb *b, const char *s)
+/* A character an escaper writes as a fixed string. */
+typedef struct named_escape {
+    unsigned c;
+    const char *as;
+} named_escape;
+
+/* Writes s with the characters in `named` (ended by {0, NULL}) replaced by their strings;
+ * every other character goes to `other`, which writes it (1) or leaves it to be copied as
+ * it is (0). A byte that is not UTF-8 is copied as U+FFFD. */
+static void escape(qh_sb *b, const char *s, const named_escape *named,
+                   int (*other)(qh_sb *, unsigned))
 {
     for (const unsigned char *p = (const unsigned char *)s; *p;) {
         unsigned c;
         int len = next_char(p, &c);
-        switch (c) {
-        case '"': qh_sb_puts(b, "\\\""); break;
-        case '\\': qh_sb_puts(b, "\\\\"); break;
-        case '\n': qh_sb_puts(b, "\\n"); break;
-        case '\r': qh_sb_puts(b, "\\r"); break;
-        case '\t': qh_sb_puts(b, "\\t"); break;
-        default:
-            /* JSON needs only C0 escaped; DEL, C1 and the line separators are escaped too
-             * so a report shown in a terminal or pasted into JavaScript stays inert */
-            if (terminal_control(c))
-                qh_sb_printf(b, "\\u%04x", c);
-            else
-                put_char(b, p, c, len);
-        }
+        const named_escape *e = named;
+        while (e->as && e->c != c)
+            e++;
+        if (e->as)
+            qh_sb_puts(b, e->as);
+        else if (!other(b, c))
+            put_char(b, p, c, len);
         p += len;
     }
 }
 
+/* JSON needs only C0 escaped; DEL, C1 and the line separators are escaped too so a report
+ * shown in a terminal or pasted into JavaScript stays inert. */
+static int json_other(qh_sb *b, unsigned c)
+{
+    if (!terminal_control(c))
+        return 0;
+    qh_sb_printf(b, "\\u%04x", c);
+    return 1;
+}
+
+void qh_sb_json(qh_sb *b, const char *s)
+{
+    static const named_escape named[] = {
+        {'"', "\\\""}, {'\\', "\\\\"}, {'\n', "\\n"}, {'\r', "\\r"}, {'\t', "\\t"}, {0, NULL}};
+    escape(b, s, named, json_other);
+}
+
+/* XML keeps \n, \t and \r as character references; it cannot carry other C0 controls,
+ * U+FFFE or U+FFFF at all, not even as references: they are written as visible text. */
+static int xml_other(qh_sb *b, unsigned c)
+{
+    if (c == '\n' || c == '\t' || c == '\r')
+        qh_sb_printf(b, "&#%u;", c);
+    else if (c < 0x20 || c == 0xfffe || c == 0xffff)
+        qh_sb_printf(b, c < 0x20 ? "\\x%02x" : "\\u{%x}", c);
+    else
+        return 0;
+    return 1;
+}
+
 void qh_sb_xml(qh_sb *b, const char *s)
 {
-    for (const unsigned char *p = (const unsigned char *)s; *p;) {
-        unsigned c;
-        int len = next_char(p, &c);
-        switch (c) {
-        case '<': qh_sb_puts(b, "&lt;"); break;
-        case '>': qh_sb_puts(b, "&gt;"); break;
-        case '&': qh_sb_puts(b, "&amp;"); break;
-        case '"': qh_sb_puts(b, "&quot;"); break;
-        case '\'': qh_sb_puts(b, "&apos;"); break;
-        case '\n': case '\t': case '\r':
-            qh_sb_printf(b, "&#%u;", c);
-            break;
-        default:
-            /* XML 1.0 cannot carry other C0 controls, U+FFFE or U+FFFF at all, not even as
-             * character references: they are written as visible text instead */
-            if (c < 0x20 || c == 0xfffe || c == 0xffff)
-                qh_sb_printf(b, c < 0x20 ? "\\x%02x" : "\\u{%x}", c);
-            else
-                put_char(b, p, c, len);
-        }
-        p += len;
-    }
+    static const named_escape named[] = {
+        {'<', "&lt;"}, {'>', "&gt;"}, {'&', "&amp;"}, {'"', "&quot;"}, {'\'', "&apos;"}, {0, NULL}};
+    escape(b, s, named, xml_other);
 }
 
 /* 1 when the word holds a byte a terminal line must not show raw: a control character, a
