@@ -91,21 +91,16 @@ int qh_pb_next(qh_pb_reader *r, qh_pb_field *f, char *why, size_t why_size)
             return -1;
         return 1;
     case QH_PB_I64:
-        if (left < 8) {
-            snprintf(why, why_size, "fixed64 needs 8 bytes, %zu left", left);
+    case QH_PB_I32: {
+        size_t width = f->wire == QH_PB_I64 ? 8 : 4;
+        if (left < width) {
+            snprintf(why, why_size, "fixed%zu needs %zu bytes, %zu left", 8 * width, width, left);
             return -1;
         }
-        f->u = qh_pb_load64(r->p);
-        r->p += 8;
+        f->u = width == 8 ? qh_pb_load64(r->p) : qh_pb_load32(r->p);
+        r->p += width;
         return 1;
-    case QH_PB_I32:
-        if (left < 4) {
-            snprintf(why, why_size, "fixed32 needs 4 bytes, %zu left", left);
-            return -1;
-        }
-        f->u = qh_pb_load32(r->p);
-        r->p += 4;
-        return 1;
+    }
     case QH_PB_LEN: {
         uint64_t n;
         if (qh_pb_read_varint(&r->p, r->end, &n, inner, sizeof inner) != 0) {
@@ -222,22 +217,24 @@ void qh_pb_put_varint_field(qh_pb_buf *b, uint32_t num, uint64_t v)
     qh_pb_put_varint(b, v);
 }
 
+/* A fixed-width field: the tag, then the low `width` bytes of v, little-endian. */
+static void put_fixed_field(qh_pb_buf *b, uint32_t num, uint32_t wire, uint64_t v, size_t width)
+{
+    uint8_t tmp[8];
+    for (size_t i = 0; i < width; i++)
+        tmp[i] = (uint8_t)(v >> (8 * i));
+    qh_pb_put_tag(b, num, wire);
+    qh_pb_put_raw(b, tmp, width);
+}
+
 void qh_pb_put_fixed32_field(qh_pb_buf *b, uint32_t num, uint32_t v)
 {
-    uint8_t tmp[4];
-    for (int i = 0; i < 4; i++)
-        tmp[i] = (uint8_t)(v >> (8 * i));
-    qh_pb_put_tag(b, num, QH_PB_I32);
-    qh_pb_put_raw(b, tmp, 4);
+    put_fixed_field(b, num, QH_PB_I32, v, 4);
 }
 
 void qh_pb_put_fixed64_field(qh_pb_buf *b, uint32_t num, uint64_t v)
 {
-    uint8_t tmp[8];
-    for (int i = 0; i < 8; i++)
-        tmp[i] = (uint8_t)(v >> (8 * i));
-    qh_pb_put_tag(b, num, QH_PB_I64);
-    qh_pb_put_raw(b, tmp, 8);
+    put_fixed_field(b, num, QH_PB_I64, v, 8);
 }
 
 void qh_pb_put_bytes_field(qh_pb_buf *b, uint32_t num, const void *data, size_t len)
