@@ -21,34 +21,11 @@ static qmm_profile impl_profile(const qmm_backend *self)
 
 static qmm_status_code ref_query(const qmm_backend *self, const qmm_call *call, qmm_status *st)
 {
-    if (impl_profile(self) == QMM_PROFILE_ORION_FP16X16) {
-        /* Orion computes int8 QLinearMatMul only; the types alone decide it. */
-        if (call->op == QMM_OP_MATMULINTEGER)
-            return qmm_status_set(st, QMM_UNSUPPORTED,
-                                  "orion-fp16x16: MatMulInteger has no Orion counterpart");
-        if (call->op == QMM_OP_QLINEARMATMUL) {
-            const qmm_qlinearmatmul *c = &call->u.qlinearmatmul;
-            if (c->a.dtype != QMM_DTYPE_INT8 || c->b.dtype != QMM_DTYPE_INT8 ||
-                c->y.dtype != QMM_DTYPE_INT8)
-                return qmm_status_set(st, QMM_UNSUPPORTED, "orion-fp16x16: int8 only");
-        }
-    }
-    switch (call->op) {
-    case QMM_OP_MATMULINTEGER:
-    case QMM_OP_QLINEARMATMUL:
-        /* Validation belongs to the operator call: invalid input is still "supported". */
-        return qmm_status_ok(st);
-    case QMM_OP_QORDEREDMATMUL:
-        /* Defined under spec and ort-fp32 only; the profile alone decides it. */
-        if (impl_profile(self) != QMM_PROFILE_SPEC && impl_profile(self) != QMM_PROFILE_ORT_FP32)
-            return qmm_status_set(st, QMM_UNSUPPORTED,
-                                  "%s: QOrderedMatMul is defined under spec and ort-fp32 only",
-                                  qmm_profile_name(impl_profile(self)));
-        return qmm_status_ok(st);
-    case QMM_OP_NONE:
-        break;
-    }
-    return qmm_status_set(st, QMM_UNSUPPORTED, "operator %d: unknown", (int)call->op);
+    if (call->op < QMM_OP_MATMULINTEGER || call->op > QMM_OP_QORDEREDMATMUL)
+        return qmm_status_set(st, QMM_UNSUPPORTED, "operator %d: unknown", (int)call->op);
+    /* Validation belongs to the operator call: invalid input is still "supported". What the
+     * profile computes is the profile table's answer. */
+    return qmm_ref_profile_supports(call, impl_profile(self), st);
 }
 
 static qmm_status_code ref_matmulinteger(const qmm_backend *self, const qmm_matmulinteger *c,

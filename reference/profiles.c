@@ -17,27 +17,6 @@
 
 #include "reference/ref_internal.h"
 
-static const char *const profile_names[QMM_PROFILE_COUNT] = {
-    "spec", "onnx-ref", "ort-fp32", "orion-fp16x16",
-};
-
-const char *qmm_profile_name(qmm_profile p)
-{
-    if ((int)p < 0 || (int)p >= QMM_PROFILE_COUNT)
-        return NULL;
-    return profile_names[p];
-}
-
-int qmm_profile_from_name(const char *name, qmm_profile *out)
-{
-    for (int i = 0; name && i < QMM_PROFILE_COUNT; i++)
-        if (strcmp(profile_names[i], name) == 0) {
-            *out = (qmm_profile)i;
-            return 1;
-        }
-    return 0;
-}
-
 /* ---- shared element access --------------------------------------------------------------- */
 
 static double fl32(double x)
@@ -137,7 +116,8 @@ static int64_t onnx_ref_element(int32_t acc, const elem_params *p, int32_t sdtyp
  * clamp bounds are integers, so that equals clamp(RNE(.) + zy). A NaN product (0 * inf, only
  * when the float multiplier overflows) gives qmin: MLAS's SSE2 clamp is MAXPS then MINPS,
  * which return the bound when the value is NaN. */
-static int64_t ort_fp32_element(int32_t acc, const elem_params *p, int64_t qmin, int64_t qmax)
+static int64_t ort_fp32_element(int32_t acc, const elem_params *p, int32_t sdtype, int64_t qmin,
+                                int64_t qmax)
 {
     double m = fl32(fl32(p->sa * p->sb) / p->sy);
     double fa = fl32((double)acc); /* rounds once |acc| > 2^24 */
@@ -372,53 +352,171 @@ static qmm_status_code compute_orion(qmm_qlinearmatmul *c, const qmm_geometry *g
     return rc == QMM_OK ? qmm_status_ok(st) : rc;
 }
 
-/* ---- dispatch ---------------------------------------------------------------------------- */
+/* ---- the profiles -------------------------------------------------------------------------- */
 
-static qmm_status_code compute_float_profile(qmm_qlinearmatmul *c, const qmm_geometry *g,
-                                             const qmm_param_map *maps, qmm_profile p,
-                                             qmm_status *st)
+/* One output element of a float profile: the wrapped accumulator and the element's parameters
+ * in, the stored integer out. */
+typedef int64_t float_element(int32_t acc, const elem_params *p, int32_t sdtype, int64_t qmin,
+                              int64_t qmax);
+
+static qmm_status_code compute_float_profile(qmm_qlinearmatmul *c, const qmm_plan *plan,
+                                             float_element *element, qmm_status *st)
 {
+    const qmm_geometry *g = &plan->g;
     int64_t qmin, qmax;
     q8_limits(c->y.dtype, &qmin, &qmax);
     for (int64_t bi = 0; bi < g->batch; bi++)
         for (int64_t i = 0; i < g->m; i++)
             for (int64_t j = 0; j < g->n; j++) {
                 elem_params ep;
-                params_at(c, g, maps, bi, i, j, &ep);
+                params_at(c, g, plan->maps, bi, i, j, &ep);
                 int32_t acc = wrapped_acc(c, g, bi, i, j, ep.za, ep.zb);
-                int64_t r = p == QMM_PROFILE_ONNX_REF
-                                ? onnx_ref_element(acc, &ep, c->a_scale.dtype, qmin, qmax)
-                                : ort_fp32_element(acc, &ep, qmin, qmax);
-                store_q8(&c->y, (bi * g->m + i) * g->n + j, r);
+                store_q8(&c->y, (bi * g->m + i) * g->n + j,
+                         element(acc, &ep, c->a_scale.dtype, qmin, qmax));
             }
+    return qmm_status_ok(st);
+}
+
+static qmm_status_code qlm_onnx_ref(qmm_qlinearmatmul *c, const qmm_plan *plan, qmm_status *st)
+{
+    return compute_float_profile(c, plan, onnx_ref_element, st);
+}
+
+static qmm_status_code qlm_ort_fp32(qmm_qlinearmatmul *c, const qmm_plan *plan, qmm_status *st)
+{
+    return compute_float_profile(c, plan, ort_fp32_element, st);
+}
+
+static qmm_status_code qlm_orion(qmm_qlinearmatmul *c, const qmm_plan *plan, qmm_status *st)
+{
+    return compute_orion(c, &plan->g, plan->maps, st);
+}
+
+static qmm_status_code qom_spec(qmm_qorderedmatmul *c, qmm_status *st)
+{
+    return qmm_ref_qom_compute(c, NULL, NULL, st);
+}
+
+/* Orion computes int8 QLinearMatMul only; the types alone decide it. */
+static const char *orion_types(const qmm_call *call)
+{
+    const qmm_qlinearmatmul *c = &call->u.qlinearmatmul;
+    if (call->op == QMM_OP_QLINEARMATMUL &&
+        (c->a.dtype != QMM_DTYPE_INT8 || c->b.dtype != QMM_DTYPE_INT8 ||
+         c->y.dtype != QMM_DTYPE_INT8))
+        return "int8 only";
+    return NULL;
+}
+
+/* Everything about a profile is its row here: adding a profile is a row (and its arithmetic
+ * above) plus its tests, nothing else (docs/architecture.md §4.3). The enumerators of
+ * qmm_profile are the indexes of the first rows, for code that must name one. */
+static const struct profile_row {
+    const char *name;
+    /* QLinearMatMul after validation; NULL: the exact spec computation */
+    qmm_status_code (*qlinearmatmul)(qmm_qlinearmatmul *c, const qmm_plan *plan, qmm_status *st);
+    /* QOrderedMatMul (validating itself); NULL: not defined under this profile (UNSUPPORTED) */
+    qmm_status_code (*qorderedmatmul)(qmm_qorderedmatmul *c, qmm_status *st);
+    /* MatMulInteger has no requantization, so a profile gives the spec result on it unless
+     * this says why it has no counterpart (UNSUPPORTED after validation) */
+    const char *no_matmulinteger;
+    /* the types it does not compute, decided from the types alone: NULL when it computes them */
+    const char *(*unsupported_types)(const qmm_call *call);
+} profiles[] = {
+    [QMM_PROFILE_SPEC] = {"spec", NULL, qom_spec, NULL, NULL},
+    [QMM_PROFILE_ONNX_REF] = {"onnx-ref", qlm_onnx_ref, NULL, NULL, NULL},
+    [QMM_PROFILE_ORT_FP32] = {"ort-fp32", qlm_ort_fp32, qmm_ref_qom_compute_ort_fp32, NULL, NULL},
+    [QMM_PROFILE_ORION_FP16X16] = {"orion-fp16x16", qlm_orion, NULL,
+                                   "MatMulInteger has no Orion counterpart", orion_types},
+};
+#define N_PROFILES ((int)(sizeof profiles / sizeof profiles[0]))
+_Static_assert(sizeof profiles / sizeof profiles[0] <= QMM_PROFILE_MAX,
+               "QMM_PROFILE_MAX (reference/qmm_reference.h) must hold every profile");
+
+int qmm_profile_count(void)
+{
+    return N_PROFILES;
+}
+
+const char *qmm_profile_name(qmm_profile p)
+{
+    if ((int)p < 0 || (int)p >= N_PROFILES)
+        return NULL;
+    return profiles[p].name;
+}
+
+int qmm_profile_from_name(const char *name, qmm_profile *out)
+{
+    for (int i = 0; name && i < N_PROFILES; i++)
+        if (strcmp(profiles[i].name, name) == 0) {
+            *out = (qmm_profile)i;
+            return 1;
+        }
+    return 0;
+}
+
+/* "spec and ort-fp32": the profiles that define QOrderedMatMul, from the table. */
+static void qordered_profiles(char *buf, size_t size)
+{
+    int n = 0, total = 0;
+    for (int i = 0; i < N_PROFILES; i++)
+        total += profiles[i].qorderedmatmul != NULL;
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < N_PROFILES && o < size; i++)
+        if (profiles[i].qorderedmatmul) {
+            n++;
+            o += (size_t)snprintf(buf + o, size - o, "%s%s",
+                                  n == 1 ? "" : n == total ? " and " : ", ", profiles[i].name);
+        }
+}
+
+qmm_status_code qmm_ref_profile_supports(const qmm_call *call, qmm_profile p, qmm_status *st)
+{
+    const char *name = qmm_profile_name(p);
+    if (!name)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT, "profile: unknown profile %d", (int)p);
+    const struct profile_row *row = &profiles[p];
+    const char *why = row->unsupported_types ? row->unsupported_types(call) : NULL;
+    if (call->op == QMM_OP_MATMULINTEGER && row->no_matmulinteger)
+        why = row->no_matmulinteger;
+    if (call->op == QMM_OP_QORDEREDMATMUL && !row->qorderedmatmul) {
+        char defined[128];
+        qordered_profiles(defined, sizeof defined);
+        return qmm_status_set(st, QMM_UNSUPPORTED, "%s: QOrderedMatMul is defined under %s only",
+                              name, defined);
+    }
+    if (why)
+        return qmm_status_set(st, QMM_UNSUPPORTED, "%s: %s", name, why);
     return qmm_status_ok(st);
 }
 
 qmm_status_code qmm_ref_compute_profile(qmm_call *call, qmm_profile p, qmm_status *st)
 {
-    if (p == QMM_PROFILE_SPEC)
-        return qmm_ref_compute(call, NULL, NULL, st);
     if (!qmm_profile_name(p))
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "profile: unknown profile %d", (int)p);
-    if (call->op == QMM_OP_QORDEREDMATMUL)
-        return qmm_ref_qom_compute_profile(&call->u.qorderedmatmul, p, st);
-    if (call->op == QMM_OP_MATMULINTEGER && p == QMM_PROFILE_ORION_FP16X16) {
-        qmm_plan plan;
-        qmm_status_code rc = qmm_validate_matmulinteger(&call->u.matmulinteger, &plan, st);
-        if (rc != QMM_OK)
-            return rc;
-        return qmm_status_set(st, QMM_UNSUPPORTED,
-                              "orion-fp16x16: MatMulInteger has no Orion counterpart");
-    }
-    /* MatMulInteger has no requantization, so the float profiles agree with spec on it. */
-    if (call->op != QMM_OP_QLINEARMATMUL)
-        return qmm_ref_compute(call, NULL, NULL, st);
-    qmm_qlinearmatmul *c = &call->u.qlinearmatmul;
+    const struct profile_row *row = &profiles[p];
     qmm_plan plan;
-    qmm_status_code rc = qmm_validate_qlinearmatmul(c, &plan, st);
-    if (rc != QMM_OK)
-        return rc;
-    if (p == QMM_PROFILE_ORION_FP16X16)
-        return compute_orion(c, &plan.g, plan.maps, st);
-    return compute_float_profile(c, &plan.g, plan.maps, p, st);
+    switch (call->op) {
+    case QMM_OP_QORDEREDMATMUL:
+        if (row->qorderedmatmul)
+            return row->qorderedmatmul(&call->u.qorderedmatmul, st);
+        /* validation first: an invalid call is INVALID_ARGUMENT under every profile */
+        qmm_qordered_plan qp;
+        QMM_TRY(qmm_validate_qorderedmatmul(&call->u.qorderedmatmul, &qp, st));
+        return qmm_ref_profile_supports(call, p, st);
+    case QMM_OP_MATMULINTEGER:
+        if (!row->no_matmulinteger)
+            return qmm_ref_compute(call, NULL, NULL, st);
+        QMM_TRY(qmm_validate_matmulinteger(&call->u.matmulinteger, &plan, st));
+        return qmm_ref_profile_supports(call, p, st);
+    case QMM_OP_QLINEARMATMUL:
+        if (!row->qlinearmatmul)
+            return qmm_ref_compute(call, NULL, NULL, st);
+        QMM_TRY(qmm_validate_qlinearmatmul(&call->u.qlinearmatmul, &plan, st));
+        return row->qlinearmatmul(&call->u.qlinearmatmul, &plan, st);
+    case QMM_OP_NONE:
+        break;
+    }
+    return qmm_ref_compute(call, NULL, NULL, st);
 }

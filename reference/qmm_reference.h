@@ -46,7 +46,9 @@ qmm_status_code qmm_ref_explain(const qmm_call *call, int64_t index, qmm_ref_ele
 /* ---- semantics profiles (docs/semantics.md §5, docs/profiles.md) ----------------------------- */
 
 /* A complete rule for turning the integer problem into output bytes. `spec` is the contract;
- * the others reproduce what a named implementation computes, bit for bit. */
+ * the others reproduce what a named implementation computes, bit for bit. A profile is an index
+ * into the table in reference/profiles.c, 0 .. qmm_profile_count() - 1; the enumerators name
+ * the profiles C code needs to name, and a profile added later may have none. */
 typedef enum qmm_profile {
     QMM_PROFILE_SPEC = 0,          /* exact rational, RNE, zero point after rounding */
     QMM_PROFILE_ONNX_REF = 1,      /* onnx.reference (numpy), onnx >= 1.22 (clamps) */
@@ -54,9 +56,13 @@ typedef enum qmm_profile {
     QMM_PROFILE_ORION_FP16X16 = 3, /* Orion's qlinear_matmul, sign-magnitude Q16.16 */
 } qmm_profile;
 
-#define QMM_PROFILE_COUNT 4
+/* An upper bound on qmm_profile_count(), for arrays indexed by profile. */
+#define QMM_PROFILE_MAX 16
 
-/* "spec", "onnx-ref", "ort-fp32", "orion-fp16x16"; NULL for a value out of range. */
+/* How many profiles there are (4 today). */
+int qmm_profile_count(void);
+
+/* "spec", "onnx-ref", "ort-fp32", "orion-fp16x16", ...; NULL for a value out of range. */
 const char *qmm_profile_name(qmm_profile p);
 
 /* 1 and *out set when `name` is a profile's name, 0 otherwise. */
@@ -70,6 +76,11 @@ int qmm_profile_from_name(const char *name, qmm_profile *out);
  * QMM_INVALID_ARGUMENT where Orion panics (an input element -128, a result clamped to -128,
  * a Q16.16 magnitude >= 2^32, y_scale encoding as 0), the message naming the rule. */
 qmm_status_code qmm_ref_compute_profile(qmm_call *call, qmm_profile p, qmm_status *st);
+
+/* What the profile computes, decided from the operator and the types alone (the backend's
+ * capability query): QMM_OK, or QMM_UNSUPPORTED with the reason ("orion-fp16x16: int8 only",
+ * "onnx-ref: QOrderedMatMul is defined under spec and ort-fp32 only"). */
+qmm_status_code qmm_ref_profile_supports(const qmm_call *call, qmm_profile p, qmm_status *st);
 
 /* ---- the backend ---------------------------------------------------------------------- */
 

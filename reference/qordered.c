@@ -257,17 +257,11 @@ static qmm_status_code compute_ort_fp32(qmm_qorderedmatmul *c, const qom_geom *g
     return qmm_status_ok(st);
 }
 
-qmm_status_code qmm_ref_qom_compute_profile(qmm_qorderedmatmul *c, qmm_profile p,
-                                            qmm_status *st)
+qmm_status_code qmm_ref_qom_compute_ort_fp32(qmm_qorderedmatmul *c, qmm_status *st)
 {
-    if (p == QMM_PROFILE_SPEC)
-        return qmm_ref_qom_compute(c, NULL, NULL, st);
     qom_geom g;
     QMM_TRY(qmm_validate_qorderedmatmul(c, &g, st));
-    if (p == QMM_PROFILE_ORT_FP32)
-        return compute_ort_fp32(c, &g, st);
-    return qmm_status_set(st, QMM_UNSUPPORTED, "%s: QOrderedMatMul is defined under spec and "
-                          "ort-fp32 only", qmm_profile_name(p) ? qmm_profile_name(p) : "profile");
+    return compute_ort_fp32(c, &g, st);
 }
 
 /* ---- explanation -------------------------------------------------------------------- */

@@ -19,8 +19,7 @@
  * the explanation of element `index` of Y's buffer (an offset in order_Y's layout). */
 qmm_status_code qmm_ref_qom_compute(qmm_qorderedmatmul *c, qmm_tensor *y_wrapped,
                                     int *any_overflow, qmm_status *st);
-qmm_status_code qmm_ref_qom_compute_profile(qmm_qorderedmatmul *c, qmm_profile p,
-                                            qmm_status *st);
+qmm_status_code qmm_ref_qom_compute_ort_fp32(qmm_qorderedmatmul *c, qmm_status *st);
 qmm_status_code qmm_ref_qom_explain(const qmm_qorderedmatmul *c, int64_t index,
                                     qmm_ref_element *e, qmm_status *st);
 

@@ -76,9 +76,9 @@ static int parse(int argc, char **argv, fp_opts *o)
 static void sb_profile_list(qh_sb *b, unsigned mask, const char *sep, int quoted)
 {
     int n = 0;
-    for (int p = 0; p < QMM_PROFILE_COUNT; p++)
+    for (int p = 0; p < qmm_profile_count(); p++)
         if (mask & 1u << p)
-            qh_sb_printf(b, "%s%s%s%s", n++ ? sep : "", quoted ? "\"" : "", qh_profiles[p],
+            qh_sb_printf(b, "%s%s%s%s", n++ ? sep : "", quoted ? "\"" : "", qmm_profile_name((qmm_profile)p),
                          quoted ? "\"" : "");
     if (n == 0 && !quoted)
         qh_sb_puts(b, "-");
@@ -107,12 +107,12 @@ static void print_text(const qh_backend *be, const qh_fp_suite *s, const qh_fp_r
         qh_sb_free(&line);
     }
     printf("\n  %-16s %8s %8s\n", "profile", "matched", "total");
-    for (int p = 0; p < QMM_PROFILE_COUNT; p++)
-        printf("  %-16s %8lld %8lld\n", qh_profiles[p], (long long)r->score[p].matched,
+    for (int p = 0; p < qmm_profile_count(); p++)
+        printf("  %-16s %8lld %8lld\n", qmm_profile_name((qmm_profile)p), (long long)r->score[p].matched,
                (long long)r->score[p].total);
     if (r->matching_all == 0) {
         if (r->closest >= 0)
-            printf("verdict: none (closest: %s, %lld of %lld cases)\n", qh_profiles[r->closest],
+            printf("verdict: none (closest: %s, %lld of %lld cases)\n", qmm_profile_name((qmm_profile)r->closest),
                    (long long)r->score[r->closest].matched,
                    (long long)r->score[r->closest].total);
         else
@@ -133,15 +133,15 @@ static int write_json(const char *path, const qh_backend *be, const qh_fp_suite 
     qh_sb_json(&b, be->spec);
     qh_sb_printf(&b, "\",\n  \"cases\": %zu,\n  \"skipped\": %lld,\n  \"profiles\": {", s->count,
                  (long long)r->skipped);
-    for (int p = 0; p < QMM_PROFILE_COUNT; p++)
+    for (int p = 0; p < qmm_profile_count(); p++)
         qh_sb_printf(&b, "%s\n    \"%s\": {\"matched\": %lld, \"total\": %lld}", p ? "," : "",
-                     qh_profiles[p], (long long)r->score[p].matched,
+                     qmm_profile_name((qmm_profile)p), (long long)r->score[p].matched,
                      (long long)r->score[p].total);
     qh_sb_printf(&b, "\n  },\n  \"verdict\": \"%s\",\n  \"matching\": [", verdict);
     sb_profile_list(&b, r->matching_all, ", ", 1);
     qh_sb_puts(&b, "],\n  \"closest\": ");
     if (r->closest >= 0)
-        qh_sb_printf(&b, "\"%s\"", qh_profiles[r->closest]);
+        qh_sb_printf(&b, "\"%s\"", qmm_profile_name((qmm_profile)r->closest));
     else
         qh_sb_puts(&b, "null");
     qh_sb_puts(&b, ",\n  \"results\": [");

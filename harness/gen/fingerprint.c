@@ -314,14 +314,14 @@ static int answer_matches(const qh_expectation *x, const qh_invocation *inv)
 static int score_case(qh_backend *b, const qh_fp_case *c, const qh_invoke_opts *o,
                       qh_fp_case_result *cr, char *err, size_t err_size)
 {
-    qh_expectation ex[QMM_PROFILE_COUNT];
+    qh_expectation ex[QMM_PROFILE_MAX];
     memset(ex, 0, sizeof ex);
     int rc = 0;
-    for (int p = 0; rc == 0 && p < QMM_PROFILE_COUNT; p++) {
-        if (qh_expect(&c->call, qh_profiles[p], &ex[p]) != 0 ||
+    for (int p = 0; rc == 0 && p < qmm_profile_count(); p++) {
+        if (qh_expect(&c->call, qmm_profile_name((qmm_profile)p), &ex[p]) != 0 ||
             (ex[p].code != QMM_OK && ex[p].code != QMM_INVALID_ARGUMENT &&
              ex[p].code != QMM_UNSUPPORTED)) {
-            snprintf(err, err_size, "%s: reference under %s: %s", c->name, qh_profiles[p],
+            snprintf(err, err_size, "%s: reference under %s: %s", c->name, qmm_profile_name((qmm_profile)p),
                      ex[p].message);
             rc = -1;
         }
@@ -339,7 +339,7 @@ static int score_case(qh_backend *b, const qh_fp_case *c, const qh_invoke_opts *
         /* the backend's words: one clean line (harness/io/clean.h) */
         qh_clean_into(cr->problem, sizeof cr->problem, why, strnlen(why, sizeof inv.st.message), 0);
         cr->skipped = cr->returned && inv.code == QMM_UNSUPPORTED;
-        for (int p = 0; p < QMM_PROFILE_COUNT; p++) {
+        for (int p = 0; p < qmm_profile_count(); p++) {
             if (ex[p].code == QMM_UNSUPPORTED)
                 continue;
             cr->applicable |= 1u << p;
@@ -348,7 +348,7 @@ static int score_case(qh_backend *b, const qh_fp_case *c, const qh_invoke_opts *
         }
     }
     qh_invocation_free(&inv);
-    for (int p = 0; p < QMM_PROFILE_COUNT; p++)
+    for (int p = 0; p < qmm_profile_count(); p++)
         qh_expectation_free(&ex[p]);
     return rc;
 }
@@ -372,7 +372,7 @@ int qh_fingerprint_run(qh_backend *b, const qh_fp_suite *s, const qh_invoke_opts
             r->skipped++;
             continue;
         }
-        for (int p = 0; p < QMM_PROFILE_COUNT; p++) {
+        for (int p = 0; p < qmm_profile_count(); p++) {
             if (!(cr->applicable & 1u << p))
                 continue;
             r->score[p].total++;
@@ -380,7 +380,7 @@ int qh_fingerprint_run(qh_backend *b, const qh_fp_suite *s, const qh_invoke_opts
         }
     }
     double best = -1.0;
-    for (int p = 0; p < QMM_PROFILE_COUNT; p++) {
+    for (int p = 0; p < qmm_profile_count(); p++) {
         const qh_fp_score *sc = &r->score[p];
         if (sc->total == 0)
             continue;
@@ -406,10 +406,10 @@ void qh_fp_verdict(const qh_fp_result *r, char *buf, size_t size)
 {
     size_t len = 0;
     buf[0] = '\0';
-    for (int p = 0; p < QMM_PROFILE_COUNT && len < size; p++)
+    for (int p = 0; p < qmm_profile_count() && len < size; p++)
         if (r->matching_all & 1u << p)
             len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? "," : "",
-                                    qh_profiles[p]);
+                                    qmm_profile_name((qmm_profile)p));
     if (len == 0)
         snprintf(buf, size, "none");
 }

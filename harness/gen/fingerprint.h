@@ -56,7 +56,7 @@ typedef struct qh_fp_result {
     size_t n_cases;
     qh_fp_case_result *cases;    /* owned, one per suite case */
     int64_t skipped;
-    qh_fp_score score[QMM_PROFILE_COUNT];
+    qh_fp_score score[QMM_PROFILE_MAX];
     unsigned matching_all;       /* bit p: total > 0 and matched == total */
     int closest;                 /* the best matched/total when none matches all; -1: none */
 } qh_fp_result;

@@ -641,11 +641,8 @@ static int check_profile(const char *meta_path, const qh_meta *m, qh_error *err)
 {
     if (qh_profile_known(m->profile))
         return 0;
-    char known[256] = "", shown[80];
-    for (int i = 0; qh_profiles[i]; i++) {
-        size_t k = strlen(known);
-        snprintf(known + k, sizeof known - k, "%s%s", i ? ", " : "", qh_profiles[i]);
-    }
+    char known[256], shown[80];
+    qh_profile_names(known, sizeof known);
     qh_clean_into(shown, sizeof shown, m->profile, strlen(m->profile), 64);
     snprintf(err->msg, sizeof err->msg, "%s: profile: unknown profile '%s' (known: %s)",
              meta_path, shown, known);

@@ -1,6 +1,7 @@
 /* harness/run/expect.c — the reference's verdict on a call, and explaining mismatches. */
 #include "harness/run/expect.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,14 +10,20 @@
 
 /* In qmm_profile order (reference/qmm_reference.h); tests/test_profiles.c checks the two
  * lists agree. */
-const char *const qh_profiles[] = {"spec", "onnx-ref", "ort-fp32", "orion-fp16x16", NULL};
 
 int qh_profile_known(const char *profile)
 {
-    for (int i = 0; qh_profiles[i]; i++)
-        if (strcmp(qh_profiles[i], profile) == 0)
-            return 1;
-    return 0;
+    qmm_profile p;
+    return qmm_profile_from_name(profile, &p);
+}
+
+void qh_profile_names(char *buf, size_t size)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < qmm_profile_count() && o < size; i++)
+        o += (size_t)snprintf(buf + o, size - o, "%s%s", i ? ", " : "",
+                              qmm_profile_name((qmm_profile)i));
 }
 
 int qh_alloc_tensor(qmm_tensor *t, unsigned char fill)
@@ -126,7 +133,7 @@ void qh_sb_coord(qh_sb *b, const qmm_tensor *y, int64_t index)
  * because the Orion profile's errors depend on the whole tensors. */
 typedef struct profile_outputs {
     int computed;
-    qh_expectation ex[QMM_PROFILE_COUNT];
+    qh_expectation ex[QMM_PROFILE_MAX];
 } profile_outputs;
 
 static void profile_outputs_compute(profile_outputs *po, const qmm_call *call)
@@ -134,14 +141,14 @@ static void profile_outputs_compute(profile_outputs *po, const qmm_call *call)
     if (po->computed)
         return;
     po->computed = 1;
-    for (int p = 0; p < QMM_PROFILE_COUNT; p++)
-        if (qh_expect(call, qh_profiles[p], &po->ex[p]) != 0)
+    for (int p = 0; p < qmm_profile_count(); p++)
+        if (qh_expect(call, qmm_profile_name((qmm_profile)p), &po->ex[p]) != 0)
             po->ex[p].code = QMM_INTERNAL; /* out of memory: the profile just is not listed */
 }
 
 static void profile_outputs_free(profile_outputs *po)
 {
-    for (int p = 0; po->computed && p < QMM_PROFILE_COUNT; p++)
+    for (int p = 0; po->computed && p < qmm_profile_count(); p++)
         qh_expectation_free(&po->ex[p]);
 }
 
@@ -152,12 +159,12 @@ static void sb_profiles_giving(qh_sb *b, profile_outputs *po, const qh_expectati
     profile_outputs_compute(po, &e->call);
     int64_t v = qh_tensor_int(got, i);
     int n = 0;
-    for (int p = 0; p < QMM_PROFILE_COUNT; p++) {
+    for (int p = 0; p < qmm_profile_count(); p++) {
         const qh_expectation *x = &po->ex[p];
         if (x->code != QMM_OK || qmm_tensor_numel(&x->exact) <= i)
             continue;
         if (qh_tensor_int(&x->exact, i) == v || (x->overflow && qh_tensor_int(&x->alt, i) == v))
-            qh_sb_printf(b, "%s%s", n++ ? ", " : "; got matches: ", qh_profiles[p]);
+            qh_sb_printf(b, "%s%s", n++ ? ", " : "; got matches: ", qmm_profile_name((qmm_profile)p));
     }
     if (n == 0)
         qh_sb_puts(b, "; got matches no known profile");

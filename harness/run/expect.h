@@ -20,10 +20,12 @@ typedef struct qh_expectation {
     int overflow;                            /* some element's acc does not fit int32 */
 } qh_expectation;
 
-/* 1 when `profile` names a semantics profile the reference implements. */
+/* 1 when `profile` names a semantics profile the reference implements (the reference's profile
+ * table is the only list: qmm_profile_count, qmm_profile_name). */
 int qh_profile_known(const char *profile);
-/* The known profiles, NULL-terminated. */
-extern const char *const qh_profiles[];
+
+/* "spec, onnx-ref, ..." in table order, cut to fit `size`. */
+void qh_profile_names(char *buf, size_t size);
 
 /* Computes the expectation for `call` (its y must carry dtype and shape; its data is not
  * used). Returns 0; -1 only when memory runs out or the profile is unknown, with the reason in
