@@ -10,6 +10,7 @@
 
 #include "harness/io/clean.h"
 #include "harness/run/expect.h"
+#include "ops/operator.h"
 #include "ops/qmm_ops.h"
 
 #define QH_MAX_DEPTH 32
@@ -333,29 +334,7 @@ void qh_case_list_free(qh_case_list *list)
 
 qmm_tensor *qh_call_output(qmm_call *call)
 {
-    switch (call->op) {
-    case QMM_OP_MATMULINTEGER: return &call->u.matmulinteger.y;
-    case QMM_OP_QLINEARMATMUL: return &call->u.qlinearmatmul.y;
-    case QMM_OP_QORDEREDMATMUL: return &call->u.qorderedmatmul.y;
-    case QMM_OP_NONE: break;
-    }
-    return NULL;
-}
-
-static int need(const qmm_tensor *const *in, int32_t n, int32_t i, const char *op,
-                const char *what, qh_error *err)
-{
-    if (i < n && in[i] && in[i]->dtype != QMM_DTYPE_UNDEFINED)
-        return 0;
-    snprintf(err->msg, sizeof err->msg, "NodeProto.input: %s: required input %d (%s) is missing", op, i, what);
-    return -1;
-}
-
-static void take(qmm_tensor *dst, const qmm_tensor *const *in, int32_t n, int32_t i)
-{
-    memset(dst, 0, sizeof *dst);
-    if (i < n && in[i])
-        *dst = *in[i];
+    return qmm_call_output(call);
 }
 
 /* An attribute's name as a message quotes it: the name comes from the file. */
@@ -365,58 +344,85 @@ static const char *attr_name(char *buf, size_t size, const qh_attr *a)
     return buf;
 }
 
-/* QLinearMatMul and MatMulInteger take no attributes in any opset: one that is there is not
- * something the backends are told about, so the model is malformed rather than the
- * attribute silently ignored. */
-static int no_attrs(const char *op, const qh_attr *attrs, int32_t n_attrs, qh_error *err)
+/* The node's attributes into the call. An operator without attributes takes none in any
+ * opset: one that is there is not something the backends are told about, so the model is
+ * malformed rather than the attribute silently ignored. Values pass through unchecked (within
+ * int32), so that the reference's verdict on a bad one is INVALID_ARGUMENT like any other bad
+ * input; a missing, mistyped or unknown attribute makes the model itself malformed. */
+static int take_attrs(const qmm_op_desc *d, const qh_attr *attrs, int32_t n_attrs,
+                      qmm_call *call, qh_error *err)
 {
-    if (n_attrs <= 0)
-        return 0;
     char shown[80];
-    snprintf(err->msg, sizeof err->msg,
-             "NodeProto.attribute: unknown attribute '%s' (%s takes no attributes)",
-             attr_name(shown, sizeof shown, &attrs[0]), op);
-    return -1;
-}
-
-/* QOrderedMatMul's order_A, order_B, order_Y: required INT attributes. Their values pass
- * through unchecked (within int32), so that the reference's verdict on a bad order is
- * INVALID_ARGUMENT like any other bad input; a missing, mistyped or unknown attribute makes
- * the model itself malformed. */
-static int qordered_attrs(const qh_attr *attrs, int32_t n_attrs, qmm_qorderedmatmul *c,
-                          qh_error *err)
-{
-    static const char *names[3] = {"order_A", "order_B", "order_Y"};
-    int32_t *dst[3] = {&c->order_a, &c->order_b, &c->order_y};
-    int seen[3] = {0, 0, 0};
+    if (d->n_attrs == 0 && n_attrs > 0) {
+        snprintf(err->msg, sizeof err->msg,
+                 "NodeProto.attribute: unknown attribute '%s' (%s takes no attributes)",
+                 attr_name(shown, sizeof shown, &attrs[0]), d->op_type);
+        return -1;
+    }
+    int seen[QMM_OP_MAX_ATTRS] = {0};
     for (int32_t i = 0; i < n_attrs; i++) {
         const qh_attr *a = &attrs[i];
-        int which = -1;
-        for (int w = 0; w < 3; w++)
-            if (strcmp(a->name, names[w]) == 0)
+        int32_t which = -1;
+        for (int32_t w = 0; w < d->n_attrs; w++)
+            if (strcmp(a->name, d->attrs[w].name) == 0)
                 which = w;
         if (which < 0) {
-            char shown[80];
-            snprintf(err->msg, sizeof err->msg,
-                     "QOrderedMatMul: unknown attribute '%s' (it has order_A, order_B, order_Y)",
-                     attr_name(shown, sizeof shown, a));
+            char known[128] = "";
+            for (int32_t w = 0; w < d->n_attrs; w++) {
+                size_t k = strlen(known);
+                snprintf(known + k, sizeof known - k, "%s%s", w ? ", " : "", d->attrs[w].name);
+            }
+            snprintf(err->msg, sizeof err->msg, "%s: unknown attribute '%s' (it has %s)",
+                     d->op_type, attr_name(shown, sizeof shown, a), known);
             return -1;
         }
         if (a->type != QH_ATTR_INT || a->i < INT32_MIN || a->i > INT32_MAX) {
-            snprintf(err->msg, sizeof err->msg,
-                     "QOrderedMatMul: attribute %s must be an INT (a cublasLt order 0..4)",
-                     a->name);
+            snprintf(err->msg, sizeof err->msg, "%s: attribute %s must be an INT (%s)",
+                     d->op_type, a->name, d->attrs[which].what);
             return -1;
         }
-        *dst[which] = (int32_t)a->i;
+        *qmm_call_attr(call, which) = (int32_t)a->i;
         seen[which] = 1;
     }
-    for (int w = 0; w < 3; w++)
-        if (!seen[w]) {
-            snprintf(err->msg, sizeof err->msg,
-                     "QOrderedMatMul: required attribute %s is missing", names[w]);
+    for (int32_t w = 0; w < d->n_attrs; w++)
+        if (!seen[w] && d->attrs[w].required) {
+            snprintf(err->msg, sizeof err->msg, "%s: required attribute %s is missing",
+                     d->op_type, d->attrs[w].name);
             return -1;
         }
+    return 0;
+}
+
+/* The node's inputs into the call: as many as the operator has at most, and at least up to
+ * its last required one; a required one must be present. */
+static int take_inputs(const qmm_op_desc *d, const qmm_tensor *const *in, int32_t n,
+                       qmm_call *call, qh_error *err)
+{
+    int32_t n_min = 0;
+    for (int32_t i = 0; i < d->n_inputs; i++)
+        if (!d->inputs[i].optional)
+            n_min = i + 1;
+    if (n < n_min || n > d->n_inputs) {
+        char want[32];
+        if (n_min == d->n_inputs)
+            snprintf(want, sizeof want, "%d", n_min);
+        else
+            snprintf(want, sizeof want, "%d to %d", n_min, d->n_inputs);
+        snprintf(err->msg, sizeof err->msg, "NodeProto.input: %s: %d inputs, expected %s",
+                 d->op_type, n, want);
+        return -1;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        int present = in[i] && in[i]->dtype != QMM_DTYPE_UNDEFINED;
+        if (!present && !d->inputs[i].optional) {
+            snprintf(err->msg, sizeof err->msg,
+                     "NodeProto.input: %s: required input %d (%s) is missing", d->op_type, i,
+                     d->inputs[i].name);
+            return -1;
+        }
+        if (in[i])
+            *qmm_call_input(call, i) = *in[i];
+    }
     return 0;
 }
 
@@ -426,93 +432,48 @@ int qh_call_build(const char *op_type, const char *domain, int64_t opset,
     return qh_call_build_node(op_type, domain, opset, in, n, NULL, 0, call, err);
 }
 
+/* "expected QLinearMatMul, MatMulInteger or com.microsoft QOrderedMatMul" */
+static void known_operators(char *buf, size_t size)
+{
+    buf[0] = '\0';
+    int32_t n = qmm_op_count();
+    for (int32_t i = 0; i < n; i++) {
+        const qmm_op_desc *d = qmm_op_at(i);
+        size_t k = strlen(buf);
+        snprintf(buf + k, size - k, "%s%s%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ",
+                 d->domain, d->domain[0] ? " " : "", d->op_type);
+    }
+}
+
 int qh_call_build_node(const char *op_type, const char *domain, int64_t opset,
                        const qmm_tensor *const *in, int32_t n, const qh_attr *attrs,
                        int32_t n_attrs, qmm_call *call, qh_error *err)
 {
     memset(call, 0, sizeof *call);
-    int onnx_domain = domain[0] == '\0' || strcmp(domain, "ai.onnx") == 0;
-    if (onnx_domain && strcmp(op_type, "MatMulInteger") == 0) {
-        if (n > 4) {
-            snprintf(err->msg, sizeof err->msg, "MatMulInteger: %d inputs, at most 4", n);
-            return -1;
-        }
-        if (need(in, n, 0, op_type, "A", err) || need(in, n, 1, op_type, "B", err) ||
-            no_attrs(op_type, attrs, n_attrs, err))
-            return -1;
-        qmm_matmulinteger *c = &call->u.matmulinteger;
-        call->op = QMM_OP_MATMULINTEGER;
-        take(&c->a, in, n, 0);
-        take(&c->b, in, n, 1);
-        take(&c->a_zero_point, in, n, 2);
-        take(&c->b_zero_point, in, n, 3);
-        c->y.dtype = QMM_DTYPE_INT32;
-        return 0;
+    const qmm_op_desc *d = qmm_op_lookup(domain, op_type);
+    if (!d) {
+        char op[QH_NAME_MAX * 2 + 2], shown[160], known[160];
+        snprintf(op, sizeof op, "%s%s%s", domain, domain[0] ? "." : "", op_type);
+        qh_clean_into(shown, sizeof shown, op, strlen(op), 128);
+        known_operators(known, sizeof known);
+        snprintf(err->msg, sizeof err->msg,
+                 "NodeProto.op_type: unknown operator '%s' (expected %s)", shown, known);
+        return -1;
     }
-    if (onnx_domain && strcmp(op_type, "QLinearMatMul") == 0) {
-        static const char *names[8] = {"a",      "a_scale",      "a_zero_point", "b",
-                                       "b_scale", "b_zero_point", "y_scale",      "y_zero_point"};
-        if (n != 8) {
-            snprintf(err->msg, sizeof err->msg, "NodeProto.input: QLinearMatMul: %d inputs, expected 8", n);
-            return -1;
-        }
-        for (int32_t i = 0; i < 8; i++)
-            if (need(in, n, i, op_type, names[i], err))
-                return -1;
-        if (no_attrs(op_type, attrs, n_attrs, err))
-            return -1;
-        qmm_qlinearmatmul *c = &call->u.qlinearmatmul;
-        call->op = QMM_OP_QLINEARMATMUL;
-        take(&c->a, in, n, 0);
-        take(&c->a_scale, in, n, 1);
-        take(&c->a_zero_point, in, n, 2);
-        take(&c->b, in, n, 3);
-        take(&c->b_scale, in, n, 4);
-        take(&c->b_zero_point, in, n, 5);
-        take(&c->y_scale, in, n, 6);
-        take(&c->y_zero_point, in, n, 7);
-        c->y.dtype = c->y_zero_point.dtype;
-        c->opset = (int32_t)opset;
-        return 0;
+    if (d->import_required && opset < 1) {
+        snprintf(err->msg, sizeof err->msg,
+                 "ModelProto.opset_import: %s: the model imports no %s opset (version %d)",
+                 d->op_type, d->domain, d->opset_min);
+        return -1;
     }
-    if (strcmp(domain, "com.microsoft") == 0 && strcmp(op_type, "QOrderedMatMul") == 0) {
-        /* ORT's input order: A, scale_A, B, scale_B, scale_Y, bias?, C?, scale_C? */
-        static const char *names[5] = {"A", "scale_A", "B", "scale_B", "scale_Y"};
-        if (opset < 1) {
-            snprintf(err->msg, sizeof err->msg,
-                     "ModelProto.opset_import: QOrderedMatMul: the model imports no com.microsoft opset (version 1)");
-            return -1;
-        }
-        if (n < 5 || n > 8) {
-            snprintf(err->msg, sizeof err->msg, "NodeProto.input: QOrderedMatMul: %d inputs, expected 5 to 8", n);
-            return -1;
-        }
-        for (int32_t i = 0; i < 5; i++)
-            if (need(in, n, i, op_type, names[i], err))
-                return -1;
-        qmm_qorderedmatmul *c = &call->u.qorderedmatmul;
-        if (qordered_attrs(attrs, n_attrs, c, err) != 0)
-            return -1;
-        call->op = QMM_OP_QORDEREDMATMUL;
-        take(&c->a, in, n, 0);
-        take(&c->scale_a, in, n, 1);
-        take(&c->b, in, n, 2);
-        take(&c->scale_b, in, n, 3);
-        take(&c->scale_y, in, n, 4);
-        take(&c->bias, in, n, 5);
-        take(&c->c, in, n, 6);
-        take(&c->scale_c, in, n, 7);
-        c->y.dtype = QMM_DTYPE_INT8;
-        return 0;
+    /* the opset is stored as given (within int32): the validator decides what it allows */
+    qmm_call_init(call, d->kind, (int32_t)opset);
+    if (take_inputs(d, in, n, call, err) != 0 || take_attrs(d, attrs, n_attrs, call, err) != 0) {
+        memset(call, 0, sizeof *call);
+        return -1;
     }
-    char op[QH_NAME_MAX * 2 + 2], shown[160];
-    snprintf(op, sizeof op, "%s%s%s", domain, domain[0] ? "." : "", op_type);
-    qh_clean_into(shown, sizeof shown, op, strlen(op), 128);
-    snprintf(err->msg, sizeof err->msg,
-             "NodeProto.op_type: unknown operator '%s' (expected QLinearMatMul, MatMulInteger "
-             "or com.microsoft QOrderedMatMul)",
-             shown);
-    return -1;
+    qmm_call_output(call)->dtype = qmm_call_output_dtype(call);
+    return 0;
 }
 
 /* Reads name_0.pb, name_1.pb, ... until the first index with nothing under its name. What is
@@ -714,25 +675,9 @@ int qh_case_load(const qh_case_ref *ref, qh_case *c, qh_error *err)
 
     /* y's shape follows from a and b; when they are invalid the case still loads, and the
      * reference's verdict (INVALID_ARGUMENT) is what the backend is judged against. */
-    qmm_geometry g;
     qmm_status st;
-    const qmm_tensor *a = NULL, *b = NULL;
-    if (c->call.op == QMM_OP_MATMULINTEGER) {
-        a = &c->call.u.matmulinteger.a;
-        b = &c->call.u.matmulinteger.b;
-    } else if (c->call.op == QMM_OP_QLINEARMATMUL) {
-        a = &c->call.u.qlinearmatmul.a;
-        b = &c->call.u.qlinearmatmul.b;
-    }
     qmm_tensor *y = qh_call_output(&c->call);
-    if (a && b && qmm_matmul_geometry(a, b, &g, &st) == QMM_OK) {
-        y->rank = g.y_rank;
-        memcpy(y->dims, g.y_dims, sizeof y->dims);
-        c->y_shape_known = 1;
-    }
-    if (c->call.op == QMM_OP_QORDEREDMATMUL &&
-        qmm_qordered_y_shape(&c->call.u.qorderedmatmul.a, &c->call.u.qorderedmatmul.b, &y->rank,
-                             y->dims, &st) == QMM_OK)
+    if (qmm_call_desc(&c->call)->y_shape(&c->call, &y->rank, y->dims, &st) == QMM_OK)
         c->y_shape_known = 1;
     rc = 0;
 done:

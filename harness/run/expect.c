@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "harness/io/onnx_io.h"
+#include "ops/operator.h"
 #include "reference/qmm_reference.h"
 
 /* In qmm_profile order (reference/qmm_reference.h); tests/test_profiles.c checks the two
@@ -41,17 +42,6 @@ int qh_alloc_tensor(qmm_tensor *t, unsigned char fill)
     return 0;
 }
 
-static qmm_tensor *call_y(qmm_call *call)
-{
-    switch (call->op) {
-    case QMM_OP_MATMULINTEGER: return &call->u.matmulinteger.y;
-    case QMM_OP_QLINEARMATMUL: return &call->u.qlinearmatmul.y;
-    case QMM_OP_QORDEREDMATMUL: return &call->u.qorderedmatmul.y;
-    case QMM_OP_NONE: break;
-    }
-    return NULL;
-}
-
 static int out_of_memory(qh_expectation *e, const char *what)
 {
     qh_expectation_free(e);
@@ -70,7 +60,7 @@ int qh_expect(const qmm_call *call, const char *profile, qh_expectation *e)
         return -1;
     }
     e->call = *call;
-    qmm_tensor *y = call_y(&e->call);
+    qmm_tensor *y = qmm_call_output(&e->call);
     if (!y) {
         e->code = QMM_UNSUPPORTED;
         snprintf(e->message, sizeof e->message, "no operator");

@@ -467,16 +467,9 @@ static int send_call(qh_backend *b, qmm_call *c, unsigned char fill, int memfd,
     rq.kind = REQ_CALL;
     rq.seq = ++b->seq;
     rq.fill = fill;
-    rq.op = c->op;
+    qh_wire_put_scalars(c, &rq);
     rq.n_tensors = n;
     rq.map_len = map_len;
-    if (c->op == QMM_OP_QLINEARMATMUL)
-        rq.opset = c->u.qlinearmatmul.opset;
-    if (c->op == QMM_OP_QORDEREDMATMUL) {
-        rq.order_a = c->u.qorderedmatmul.order_a;
-        rq.order_b = c->u.qorderedmatmul.order_b;
-        rq.order_y = c->u.qorderedmatmul.order_y;
-    }
     int w = send_request(b, &rq, memfd, deadline);
     for (int i = 0; w == W_READY && i < n; i++) {
         wire_tensor wt;

@@ -11,6 +11,7 @@
 #include "harness/run/expect.h"
 #include "harness/run/invoke.h"
 #include "harness/report/strbuf.h"
+#include "ops/operator.h"
 #include "ops/qmm_ops.h"
 
 static const char *const status_names[QH_STATUS_COUNT] = {
@@ -88,39 +89,24 @@ static void sb_tensor_brief(qh_sb *b, const char *name, const qmm_tensor *t)
     qh_sb_puts(b, "\n");
 }
 
+/* "  QLinearMatMul (opset 21)" / "  QOrderedMatMul (order_A 1, order_B 0, order_Y 1)", then
+ * every input by its ONNX name. */
 static void sb_call_inputs(qh_sb *b, const qmm_call *call)
 {
-    if (call->op == QMM_OP_QLINEARMATMUL) {
-        const qmm_qlinearmatmul *c = &call->u.qlinearmatmul;
-        qh_sb_printf(b, "  QLinearMatMul (opset %d)\n", c->opset);
-        sb_tensor_brief(b, "a", &c->a);
-        sb_tensor_brief(b, "a_scale", &c->a_scale);
-        sb_tensor_brief(b, "a_zero_point", &c->a_zero_point);
-        sb_tensor_brief(b, "b", &c->b);
-        sb_tensor_brief(b, "b_scale", &c->b_scale);
-        sb_tensor_brief(b, "b_zero_point", &c->b_zero_point);
-        sb_tensor_brief(b, "y_scale", &c->y_scale);
-        sb_tensor_brief(b, "y_zero_point", &c->y_zero_point);
-    } else if (call->op == QMM_OP_MATMULINTEGER) {
-        const qmm_matmulinteger *c = &call->u.matmulinteger;
-        qh_sb_puts(b, "  MatMulInteger\n");
-        sb_tensor_brief(b, "A", &c->a);
-        sb_tensor_brief(b, "B", &c->b);
-        sb_tensor_brief(b, "a_zero_point", &c->a_zero_point);
-        sb_tensor_brief(b, "b_zero_point", &c->b_zero_point);
-    } else if (call->op == QMM_OP_QORDEREDMATMUL) {
-        const qmm_qorderedmatmul *c = &call->u.qorderedmatmul;
-        qh_sb_printf(b, "  QOrderedMatMul (order_A %d, order_B %d, order_Y %d)\n", c->order_a,
-                     c->order_b, c->order_y);
-        sb_tensor_brief(b, "A", &c->a);
-        sb_tensor_brief(b, "scale_A", &c->scale_a);
-        sb_tensor_brief(b, "B", &c->b);
-        sb_tensor_brief(b, "scale_B", &c->scale_b);
-        sb_tensor_brief(b, "scale_Y", &c->scale_y);
-        sb_tensor_brief(b, "bias", &c->bias);
-        sb_tensor_brief(b, "C", &c->c);
-        sb_tensor_brief(b, "scale_C", &c->scale_c);
+    const qmm_op_desc *d = qmm_call_desc(call);
+    if (!d)
+        return;
+    qh_sb_printf(b, "  %s", d->op_type);
+    const char *sep = " (";
+    if (d->opset_offset >= 0) {
+        qh_sb_printf(b, "%sopset %d", sep, qmm_call_opset(call));
+        sep = ", ";
     }
+    for (int32_t i = 0; i < d->n_attrs; i++, sep = ", ")
+        qh_sb_printf(b, "%s%s %d", sep, d->attrs[i].name, qmm_call_attr_value(call, i));
+    qh_sb_puts(b, sep[0] == ',' ? ")\n" : "\n");
+    for (int32_t i = 0; i < d->n_inputs; i++)
+        sb_tensor_brief(b, d->inputs[i].name, qmm_call_input_c(call, i));
 }
 
 /* ---- judging -------------------------------------------------------------------------- */

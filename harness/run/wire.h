@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "ops/operator.h"
 #include "qmm/qmm.h"
 
 typedef struct wire_hello {
@@ -26,7 +27,8 @@ enum { REQ_CALL = 1, REQ_CLOSE = 2 };
 
 typedef struct wire_request {
     uint32_t magic, kind, seq, fill;
-    int32_t op, opset, order_a, order_b, order_y;
+    int32_t op, opset;
+    int32_t attrs[QMM_OP_MAX_ATTRS]; /* the operator's attributes (ops/operator.h) */
     int32_t n_tensors;
     uint64_t map_len; /* bytes of the output memfd sent with the request (0: none) */
 } wire_request;
@@ -52,10 +54,14 @@ typedef struct wire_reply {
 #define REQ_MAGIC 0x514d4d51u   /* "QMMQ" */
 #define REP_MAGIC 0x524d4d51u   /* "QMMR" */
 
-/* The tensors of a call in a fixed order, the output last: pointers into `c` and their names
- * as the guards report them. Returns how many (0 for QMM_OP_NONE). */
-#define QH_CALL_MAX_TENSORS 9
+/* The tensors of a call in node order, the output last: pointers into `c` and the names the
+ * guards report (the inputs' ONNX names from ops/operator.h, then "y"). Returns how many (0 for an empty call). */
+#define QH_CALL_MAX_TENSORS (QMM_OP_MAX_INPUTS + 1)
 int qh_call_tensors(qmm_call *c, qmm_tensor **t, const char **names);
+/* The call's operator, opset and attributes into a request, and back into an empty call
+ * (the tensors travel separately). */
+void qh_wire_put_scalars(const qmm_call *c, wire_request *rq);
+void qh_wire_get_scalars(const wire_request *rq, qmm_call *c);
 /* The bytes of a tensor's data (0 when absent or empty). */
 size_t qh_tensor_bytes(const qmm_tensor *t);
 size_t qh_page_size(void);

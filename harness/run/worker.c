@@ -134,15 +134,7 @@ static int guard_shared_output(qh_guarded *g, const char *name, size_t len, unsi
 static int receive_call(int fd, const wire_request *rq, int memfd, qmm_call *call,
                         uint64_t *offset)
 {
-    memset(call, 0, sizeof *call);
-    call->op = (qmm_op_kind)rq->op;
-    if (call->op == QMM_OP_QLINEARMATMUL)
-        call->u.qlinearmatmul.opset = rq->opset;
-    if (call->op == QMM_OP_QORDEREDMATMUL) {
-        call->u.qorderedmatmul.order_a = rq->order_a;
-        call->u.qorderedmatmul.order_b = rq->order_b;
-        call->u.qorderedmatmul.order_y = rq->order_y;
-    }
+    qh_wire_get_scalars(rq, call);
     qmm_tensor *t[QH_CALL_MAX_TENSORS];
     const char *names[QH_CALL_MAX_TENSORS];
     int n = qh_call_tensors(call, t, names);
