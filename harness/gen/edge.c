@@ -16,6 +16,7 @@
 #include "harness/io/case.h"
 #include "harness/run/expect.h"
 #include "ops/qmm_ops.h"
+#include "ops/operator.h"
 #include "reference/qmm_reference.h"
 
 #define U8 QMM_DTYPE_UINT8
@@ -149,8 +150,7 @@ static qh_edge_case *add_case(ctx *x, qmm_op_kind op, int32_t opset, const char 
     va_start(ap, fmt);
     vsnprintf(leaf, sizeof leaf, fmt, ap);
     va_end(ap);
-    snprintf(c->name, sizeof c->name, "%s/%s/%s", op == QLM ? "qlinearmatmul" : "matmulinteger",
-             x->suite->name, leaf);
+    snprintf(c->name, sizeof c->name, "%s/%s/%s", qmm_op_desc_of(op)->slug, x->suite->name, leaf);
     snprintf(c->meta.provenance, sizeof c->meta.provenance,
              "qmmcheck edge generator, suite %s, seed %llu", x->suite->name,
              (unsigned long long)x->seed);
@@ -1386,23 +1386,25 @@ static int compute_expected(qh_edge_case *c, qh_error *err)
     return -1;
 }
 
-/* Tags every case can be found by: operator, types, scale type and opset. */
+/* Tags every case can be found by: operator, types, opset and scale type (where the call
+ * has them), attributes. */
 static void common_tags(qh_edge_case *c)
 {
-    char types[32];
-    qh_problem_types(&c->problem, types, sizeof types);
-    if (c->problem.call.op == QLM) {
-        const qmm_qlinearmatmul *q = &c->problem.call.u.qlinearmatmul;
-        tag(c, "qlinearmatmul");
-        tag(c, types);
-        char t[32];
-        snprintf(t, sizeof t, "opset%d", q->opset);
+    const qh_problem *p = &c->problem;
+    const qmm_op_desc *d = qmm_call_desc(&p->call);
+    char t[64];
+    tag(c, d->slug);
+    qh_problem_types(p, t, sizeof t);
+    tag(c, t);
+    if (d->opset_offset >= 0) {
+        snprintf(t, sizeof t, "opset%d", qmm_call_opset(&p->call));
         tag(c, t);
-        snprintf(t, sizeof t, "%s-scales", qmm_dtype_name(q->a_scale.dtype));
+        snprintf(t, sizeof t, "%s-scales", qmm_dtype_name(qh_problem_scale_type(p)));
         tag(c, t);
-    } else {
-        tag(c, "matmulinteger");
-        tag(c, types);
+    }
+    for (int32_t i = 0; i < d->n_attrs; i++) {
+        snprintf(t, sizeof t, "%s-%d", d->attrs[i].name, qmm_call_attr_value(&p->call, i));
+        tag(c, t);
     }
 }
 

@@ -7,24 +7,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/io/case.h"
 #include "harness/io/casedir.h"
 #include "harness/run/compare.h"
 #include "ops/qmm_ops.h"
+#include "ops/operator.h"
+#include "reference/qmm_reference.h"
 
 #define U8 QMM_DTYPE_UINT8
 #define S8 QMM_DTYPE_INT8
 
-static const char *const qlm_names[8] = {"a",       "a_scale",      "a_zero_point",
-                                         "b",       "b_scale",      "b_zero_point",
-                                         "y_scale", "y_zero_point"};
-static const char *const mmi_names[4] = {"A", "B", "a_zero_point", "b_zero_point"};
-
 void qh_problem_init(qh_problem *p, qmm_op_kind op, int32_t opset)
 {
     memset(p, 0, sizeof *p);
-    p->call.op = op;
-    if (op == QMM_OP_QLINEARMATMUL)
-        p->call.u.qlinearmatmul.opset = opset;
+    qmm_call_init(&p->call, op, opset);
 }
 
 void qh_problem_free(qh_problem *p)
@@ -36,37 +32,24 @@ void qh_problem_free(qh_problem *p)
 
 int32_t qh_problem_n_inputs(const qh_problem *p)
 {
-    return p->call.op == QMM_OP_QLINEARMATMUL ? 8 : p->call.op == QMM_OP_MATMULINTEGER ? 4 : 0;
+    const qmm_op_desc *d = qmm_call_desc(&p->call);
+    return d ? d->n_inputs : 0;
 }
 
 qmm_tensor *qh_problem_input(qh_problem *p, int32_t i)
 {
-    if (p->call.op == QMM_OP_QLINEARMATMUL) {
-        qmm_qlinearmatmul *c = &p->call.u.qlinearmatmul;
-        qmm_tensor *t[8] = {&c->a, &c->a_scale, &c->a_zero_point, &c->b,
-                            &c->b_scale, &c->b_zero_point, &c->y_scale, &c->y_zero_point};
-        return i >= 0 && i < 8 ? t[i] : NULL;
-    }
-    if (p->call.op == QMM_OP_MATMULINTEGER) {
-        qmm_matmulinteger *c = &p->call.u.matmulinteger;
-        qmm_tensor *t[4] = {&c->a, &c->b, &c->a_zero_point, &c->b_zero_point};
-        return i >= 0 && i < 4 ? t[i] : NULL;
-    }
-    return NULL;
+    return qmm_call_input(&p->call, i);
 }
 
 const qmm_tensor *qh_problem_input_c(const qh_problem *p, int32_t i)
 {
-    return qh_problem_input((qh_problem *)p, i);
+    return qmm_call_input_c(&p->call, i);
 }
 
 const char *qh_problem_input_name(const qh_problem *p, int32_t i)
 {
-    if (p->call.op == QMM_OP_QLINEARMATMUL && i >= 0 && i < 8)
-        return qlm_names[i];
-    if (p->call.op == QMM_OP_MATMULINTEGER && i >= 0 && i < 4)
-        return mmi_names[i];
-    return "?";
+    const qmm_op_desc *d = qmm_call_desc(&p->call);
+    return d && i >= 0 && i < d->n_inputs ? d->inputs[i].name : "?";
 }
 
 void *qh_problem_tensor(qh_problem *p, qmm_tensor *t, int32_t dtype, int32_t rank,
@@ -117,19 +100,18 @@ void qh_tensor_set_scale(qmm_tensor *t, int64_t i, double v)
 
 void qh_problem_finish(qh_problem *p)
 {
-    qmm_tensor *a = qh_problem_input(p, 0);
-    qmm_tensor *b = qh_problem_input(p, p->call.op == QMM_OP_QLINEARMATMUL ? 3 : 1);
-    qmm_tensor *y = p->call.op == QMM_OP_QLINEARMATMUL ? &p->call.u.qlinearmatmul.y
-                                                      : &p->call.u.matmulinteger.y;
-    memset(y, 0, sizeof *y);
-    y->dtype = p->call.op == QMM_OP_QLINEARMATMUL ? p->call.u.qlinearmatmul.y_zero_point.dtype
-                                                 : QMM_DTYPE_INT32;
+    qmm_tensor *y = qmm_call_output(&p->call);
     p->y_shape_known = 0;
-    qmm_geometry g;
+    if (!y)
+        return;
+    memset(y, 0, sizeof *y);
+    y->dtype = qmm_call_output_dtype(&p->call);
     qmm_status st;
-    if (a && b && qmm_matmul_geometry(a, b, &g, &st) == QMM_OK) {
-        y->rank = g.y_rank;
-        memcpy(y->dims, g.y_dims, sizeof y->dims);
+    int32_t rank;
+    int64_t dims[QMM_MAX_RANK];
+    if (qmm_call_desc(&p->call)->y_shape(&p->call, &rank, dims, &st) == QMM_OK) {
+        y->rank = rank;
+        memcpy(y->dims, dims, sizeof y->dims);
         p->y_shape_known = 1;
     }
 }
@@ -145,18 +127,33 @@ static const char *short_type(int32_t dtype)
 
 void qh_problem_types(const qh_problem *p, char *buf, size_t size)
 {
-    if (p->call.op == QMM_OP_QLINEARMATMUL) {
-        const qmm_qlinearmatmul *c = &p->call.u.qlinearmatmul;
-        snprintf(buf, size, "%s%s%s", short_type(c->a.dtype), short_type(c->b.dtype),
-                 short_type(c->y_zero_point.dtype));
-    } else {
-        const qmm_matmulinteger *c = &p->call.u.matmulinteger;
-        snprintf(buf, size, "%s%s", short_type(c->a.dtype), short_type(c->b.dtype));
+    const qmm_op_desc *d = qmm_call_desc(&p->call);
+    if (!d) {
+        snprintf(buf, size, "?");
+        return;
     }
+    /* y's type is said only where the operator lets the inputs choose it */
+    const qmm_tensor *y = d->output_dtype_input >= 0 ? qh_problem_input_c(p, d->output_dtype_input)
+                                                     : NULL;
+    snprintf(buf, size, "%s%s%s", short_type(qh_problem_input_c(p, d->a_input)->dtype),
+             short_type(qh_problem_input_c(p, d->b_input)->dtype), y ? short_type(y->dtype) : "");
+}
+
+int32_t qh_problem_scale_type(const qh_problem *p)
+{
+    const qmm_op_desc *d = qmm_call_desc(&p->call);
+    const uint32_t floats = 1u << QMM_DTYPE_FLOAT | 1u << QMM_DTYPE_FLOAT16 |
+                            1u << QMM_DTYPE_BFLOAT16;
+    int32_t opset = qmm_call_opset(&p->call);
+    for (int32_t i = 0; d && i < d->n_inputs; i++)
+        if (d->input_types(opset, i) & floats)
+            return qh_problem_input_c(p, i)->dtype; /* the first scale, as it is */
+    return QMM_DTYPE_UNDEFINED;
 }
 
 void qh_problem_describe(const qh_problem *p, char *buf, size_t size)
 {
+    const qmm_op_desc *d = qmm_call_desc(&p->call);
     size_t o = 0;
     char types[64];
     qh_problem_types(p, types, sizeof types);
@@ -165,19 +162,27 @@ void qh_problem_describe(const qh_problem *p, char *buf, size_t size)
         if (o < size)                                                                        \
             o += (size_t)snprintf(buf + o, size - o, __VA_ARGS__);                           \
     } while (0)
-    if (p->call.op == QMM_OP_QLINEARMATMUL)
-        PUT("QLinearMatMul opset %d %s %s", p->call.u.qlinearmatmul.opset, types,
-            qmm_dtype_name(p->call.u.qlinearmatmul.a_scale.dtype));
-    else
-        PUT("MatMulInteger %s", types);
-    for (int32_t i = 0; i < qh_problem_n_inputs(p); i++) {
+    if (!d) {
+        PUT("no operator");
+        return;
+    }
+    PUT("%s", d->op_type);
+    if (d->opset_offset >= 0)
+        PUT(" opset %d", qmm_call_opset(&p->call));
+    for (int32_t i = 0; i < d->n_attrs; i++)
+        PUT(" %s %d", d->attrs[i].name, qmm_call_attr_value(&p->call, i));
+    PUT(" %s", types);
+    if (qh_problem_scale_type(p) != QMM_DTYPE_UNDEFINED)
+        PUT(" %s", qmm_dtype_name(qh_problem_scale_type(p)));
+    for (int32_t i = 0; i < d->n_inputs; i++) {
         const qmm_tensor *t = qh_problem_input_c(p, i);
-        if (!qmm_tensor_present(t) || (i > 0 && qmm_tensor_numel(t) == 1 && t->rank == 0 &&
-                                       p->call.op == QMM_OP_QLINEARMATMUL && i != 3))
+        int operand = i == d->a_input || i == d->b_input;
+        if (!qmm_tensor_present(t) ||
+            (!operand && qmm_tensor_numel(t) == 1 && t->rank == 0))
             continue; /* absent, or a per-tensor parameter: [] is the common case, not said */
         char dims[128];
         qh_format_dims(t, dims, sizeof dims);
-        PUT(" %s%s", qh_problem_input_name(p, i), dims);
+        PUT(" %s%s", d->inputs[i].name, dims);
     }
 #undef PUT
 }
@@ -401,10 +406,9 @@ typedef struct operand_plan {
     int64_t z0; /* the zero point's first element, which the values are centred on */
 } operand_plan;
 
-/* The operator, its opset and (for QLinearMatMul) the scale type; sets up p. Returns qlm. */
-static int pick_op(qh_problem *p, qh_rng *r, int32_t *sdt)
+/* QLinearMatMul's opset and scale type, or MatMulInteger; sets up p. */
+static void pick_op(qh_problem *p, qh_rng *r, int qlm, int32_t *sdt)
 {
-    int qlm = qh_rng_chance(r, 4, 5);
     int32_t opset = 10;
     *sdt = QMM_DTYPE_FLOAT;
     if (qlm && qh_rng_chance(r, 3, 5)) {
@@ -413,7 +417,6 @@ static int pick_op(qh_problem *p, qh_rng *r, int32_t *sdt)
         *sdt = sts[qh_rng_range(r, 0, 2)];
     }
     qh_problem_init(p, qlm ? QMM_OP_QLINEARMATMUL : QMM_OP_MATMULINTEGER, opset);
-    return qlm;
 }
 
 /* Halves the largest of m, k, n until the problem is cheap enough for the exact reference. */
@@ -597,10 +600,11 @@ static void maybe_break_rule(qh_problem *p, qh_rng *r, const qh_random_opts *o, 
     }
 }
 
-int qh_problem_random(qh_problem *p, qh_rng *r, const qh_random_opts *o)
+/* QLinearMatMul or MatMulInteger: numpy.matmul operands with zero points (and scales). */
+static int random_matmul(qh_problem *p, qh_rng *r, const qh_random_opts *o, int qlm)
 {
     int32_t sdt;
-    int qlm = pick_op(p, r, &sdt);
+    pick_op(p, r, qlm, &sdt);
     operand_plan a, b;
     a.dtype = qh_rng_chance(r, 1, 2) ? U8 : S8;
     b.dtype = qh_rng_chance(r, 1, 2) ? U8 : S8;
@@ -612,7 +616,7 @@ int qh_problem_random(qh_problem *p, qh_rng *r, const qh_random_opts *o)
     a.z0 = pick_zp(r, a.dtype, a.zkind);
     b.z0 = pick_zp(r, b.dtype, b.zkind);
     qmm_tensor *ta = qh_problem_input(p, 0);
-    qmm_tensor *tb = qh_problem_input(p, qlm ? 3 : 1);
+    qmm_tensor *tb = qh_problem_input(p, qmm_call_desc(&p->call)->b_input);
     if (!qh_problem_tensor(p, ta, a.dtype, a.rank, a.dims) ||
         !qh_problem_tensor(p, tb, b.dtype, b.rank, b.dims))
         return -1;
@@ -625,41 +629,149 @@ int qh_problem_random(qh_problem *p, qh_rng *r, const qh_random_opts *o)
     return 0;
 }
 
+
+/* ---- QOrderedMatMul (docs/qorderedmatmul.md) ----------------------------------------------- */
+
+/* A parameter of one element, [] or [1]. */
+static int32_t scalar_shape(qh_rng *r, int64_t *dims)
+{
+    dims[0] = 1;
+    return qh_rng_chance(r, 1, 2) ? 0 : 1;
+}
+
+/* The shapes: the ROW combination takes any M, K, N; the COL32 one needs K and N in whole
+ * 32-wide tiles (M is free). Batches of B and C are 1 or A's. */
+static void qom_shapes(qh_rng *r, const qh_random_opts *o, int col32, operand_plan *a,
+                       operand_plan *b, int64_t *n_out)
+{
+    int64_t batch = qh_rng_chance(r, 1, 3) ? qh_rng_range(r, 1, 3) : 1;
+    a->rank = batch > 1 || qh_rng_chance(r, 1, 4) ? 3 : 2;
+    b->rank = a->rank == 3 && qh_rng_chance(r, 1, 3) ? 3 : 2;
+    int64_t m = pick_dim(r), k, n;
+    if (col32) {
+        k = 32 * qh_rng_range(r, qh_rng_chance(r, 1, 20) ? 0 : 1, 2);
+        n = 32 * qh_rng_range(r, 1, 2);
+        int64_t max_out = o && o->max_outputs > 0 ? o->max_outputs : 4096;
+        int64_t max_macs = o && o->max_macs > 0 ? o->max_macs : (int64_t)1 << 20;
+        while (m > 1 && (batch * m * n > max_out || batch * m * n * (k ? k : 1) > max_macs))
+            m /= 2;
+    } else {
+        k = pick_dim(r);
+        n = pick_dim(r);
+        shrink_to_budget(o, 2, 2, batch, &m, &k, &n);
+    }
+    int64_t ad[3] = {batch, m, k}, bd[3] = {qh_rng_chance(r, 1, 2) ? 1 : batch, k, n};
+    memcpy(a->dims, ad + (3 - a->rank), (size_t)a->rank * sizeof ad[0]);
+    memcpy(b->dims, bd + (3 - b->rank), (size_t)b->rank * sizeof bd[0]);
+    *n_out = n;
+}
+
+/* The optional inputs: bias [N] (ROW combination only), C with its scale. */
+static int qom_optional(qh_problem *p, qh_rng *r, const operand_plan *a, int64_t n,
+                        const scale_plan *sp)
+{
+    qmm_qorderedmatmul *c = &p->call.u.qorderedmatmul;
+    int64_t d[3];
+    if (c->order_b == QMM_ORDER_COL && qh_rng_chance(r, 1, 3)) {
+        d[0] = n;
+        if (!qh_problem_tensor(p, &c->bias, QMM_DTYPE_FLOAT, 1, d))
+            return -1;
+        for (int64_t j = 0; j < n; j++) /* output units: quarters, ties included */
+            qh_tensor_set_scale(&c->bias, j, (double)qh_rng_range(r, -256, 256) / 4.0);
+    }
+    if (qh_rng_chance(r, 1, 3)) {
+        int32_t rank = a->rank == 3 && qh_rng_chance(r, 1, 2) ? 3 : 2;
+        d[0] = a->rank == 3 && qh_rng_chance(r, 1, 2) ? a->dims[0] : 1;
+        d[rank - 2] = a->dims[a->rank - 2];
+        d[rank - 1] = n;
+        if (!qh_problem_tensor(p, &c->c, QMM_DTYPE_INT8, rank, d) ||
+            !qh_problem_tensor(p, &c->scale_c, QMM_DTYPE_FLOAT, scalar_shape(r, d), d))
+            return -1;
+        fill_values(r, &c->c, 0);
+        qh_tensor_set_scale(&c->scale_c, 0,
+                            fit_scale(QMM_DTYPE_FLOAT, sp->sy * pow2((int)qh_rng_range(r, -2, 2))));
+    }
+    return 0;
+}
+
+/* Now and then, breaks one rule of docs/qorderedmatmul.md on purpose. */
+static void qom_break_rule(qh_problem *p, qh_rng *r, const qh_random_opts *o)
+{
+    if (!o || o->invalid_per_mille <= 0 || qh_rng_range(r, 0, 999) >= o->invalid_per_mille)
+        return;
+    qmm_qorderedmatmul *c = &p->call.u.qorderedmatmul;
+    static const double bad[4] = {0.0, -1.0, NAN, INFINITY};
+    switch (qh_rng_range(r, 0, 2)) {
+    case 0: c->order_y = qh_rng_chance(r, 1, 2) ? 7 : QMM_ORDER_COL; break;
+    case 1: qh_tensor_set_scale(&c->scale_y, 0, bad[qh_rng_range(r, 0, 3)]); break;
+    default: c->a.rank = 0; break; /* the buffer always holds at least one element */
+    }
+}
+
+/* QOrderedMatMul: one of the two order combinations with clean tiles, int8 operands, float
+ * scales (scale_B per column now and then), sometimes a bias and a C. */
+static int random_qom(qh_problem *p, qh_rng *r, const qh_random_opts *o)
+{
+    qh_problem_init(p, QMM_OP_QORDEREDMATMUL, 1);
+    qmm_qorderedmatmul *c = &p->call.u.qorderedmatmul;
+    int col32 = qh_rng_chance(r, 1, 2);
+    c->order_a = c->order_y = col32 ? QMM_ORDER_COL32 : QMM_ORDER_ROW;
+    c->order_b = !col32 ? QMM_ORDER_COL
+                 : qh_rng_chance(r, 1, 2) ? QMM_ORDER_COL4_4R2_8C : QMM_ORDER_COL32_2R_4R4;
+    operand_plan a, b;
+    int64_t n, d[1];
+    qom_shapes(r, o, col32, &a, &b, &n);
+    scale_plan sp;
+    pick_scales(r, a.dims[a.rank - 1], &sp);
+    int per_col = qh_rng_chance(r, 1, 3);
+    d[0] = n;
+    if (!qh_problem_tensor(p, &c->a, QMM_DTYPE_INT8, a.rank, a.dims) ||
+        !qh_problem_tensor(p, &c->b, QMM_DTYPE_INT8, b.rank, b.dims) ||
+        !qh_problem_tensor(p, &c->scale_a, QMM_DTYPE_FLOAT, scalar_shape(r, d), d) ||
+        !qh_problem_tensor(p, &c->scale_y, QMM_DTYPE_FLOAT, scalar_shape(r, d), d))
+        return -1;
+    d[0] = n;
+    if (!qh_problem_tensor(p, &c->scale_b, QMM_DTYPE_FLOAT, per_col ? 1 : scalar_shape(r, d), d))
+        return -1;
+    fill_values(r, &c->a, 0);
+    fill_values(r, &c->b, 0);
+    fill_scales(r, &c->scale_a, sp.sa, sp.mode);
+    fill_scales(r, &c->scale_b, sp.sb, sp.mode);
+    fill_scales(r, &c->scale_y, sp.sy, sp.mode);
+    if (qom_optional(p, r, &a, n, &sp) != 0)
+        return -1;
+    qom_break_rule(p, r, o);
+    qh_problem_finish(p);
+    return 0;
+}
+
+/* ---- every operator ------------------------------------------------------------------------- */
+
+int qh_problem_random(qh_problem *p, qh_rng *r, const qh_random_opts *o)
+{
+    /* which operator: QLinearMatMul most of the time (the most rules), then QOrderedMatMul and
+     * MatMulInteger; the choice is a computation (each has its own generator), not a name */
+    int64_t u = qh_rng_range(r, 0, 99);
+    if (u < 15)
+        return random_qom(p, r, o);
+    return random_matmul(p, r, o, u >= 30);
+}
+
 /* ---- writing ------------------------------------------------------------------------------ */
 
 int qh_problem_write_dir(const char *dir, const qh_problem *p, const qmm_tensor *output,
                          const qh_meta *meta, qh_error *err)
 {
-    int qlm = p->call.op == QMM_OP_QLINEARMATMUL;
-    int32_t opset = qlm ? p->call.u.qlinearmatmul.opset : 10;
     qh_model *m = calloc(1, sizeof *m);
     if (!m) {
         snprintf(err->msg, sizeof err->msg, "%s: out of memory", dir);
         return -1;
     }
-    /* IR 5 is what opset 10 shipped with; opset 21 needs IR 10 */
-    m->ir_version = opset >= 21 ? 10 : 5;
+    qh_call_model(&p->call, qmm_call_output_c(&p->call), p->y_shape_known, m);
     snprintf(m->producer_name, sizeof m->producer_name, "qmmcheck");
-    m->n_opsets = 1;
-    m->opsets[0].version = opset;
     const char *leaf = strrchr(dir, '/');
     snprintf(m->graph_name, sizeof m->graph_name, "%s", leaf ? leaf + 1 : dir);
-    snprintf(m->op_type, sizeof m->op_type, "%s", qlm ? "QLinearMatMul" : "MatMulInteger");
-    const qmm_tensor *y = qlm ? &p->call.u.qlinearmatmul.y : &p->call.u.matmulinteger.y;
-    const char *yname = qlm ? "y" : "Y";
-    m->n_outputs = 1;
-    snprintf(m->outputs[0], QH_NAME_MAX, "%s", yname);
-    qh_value_info_of(&m->graph_outputs[m->n_graph_outputs++], yname, y, p->y_shape_known);
-    const qmm_tensor *ins[QH_MAX_IO];
-    const char *names[QH_MAX_IO];
-    int32_t n_in = qh_problem_n_inputs(p);
-    for (int32_t i = 0; i < n_in && i < QH_MAX_IO; i++) {
-        ins[i] = qh_problem_input_c(p, i);
-        names[i] = qh_problem_input_name(p, i);
-    }
-    qh_casedir c = {.model = m, .n_inputs = n_in, .inputs = ins, .input_names = names,
-                    .output = output, .meta = meta};
-    int rc = qh_casedir_write(dir, &c, err);
+    int rc = qh_call_write_dir(dir, &p->call, m, output, meta, err);
     free(m);
     return rc;
 }

@@ -26,8 +26,8 @@ typedef struct qh_problem {
     void *bufs[QH_PROBLEM_MAX_BUFS];
 } qh_problem;
 
-/* An empty call of operator `op` (QLinearMatMul or MatMulInteger); `opset` matters for
- * QLinearMatMul only (10 or 21). Every input starts absent. */
+/* An empty call of operator `op` (qmm_call_init, ops/operator.h); `opset` is stored where the
+ * call has one (QLinearMatMul: 10 or 21). Every input starts absent. */
 void qh_problem_init(qh_problem *p, qmm_op_kind op, int32_t opset);
 void qh_problem_free(qh_problem *p);
 
@@ -35,7 +35,7 @@ void qh_problem_free(qh_problem *p);
 int32_t qh_problem_n_inputs(const qh_problem *p);
 qmm_tensor *qh_problem_input(qh_problem *p, int32_t i);
 const qmm_tensor *qh_problem_input_c(const qh_problem *p, int32_t i);
-/* The ONNX input name of input i ("a", "a_scale", ... / "A", "B", "a_zero_point", ...). */
+/* The ONNX input name of input i, from the operator's descriptor (ops/operator.h). */
 const char *qh_problem_input_name(const qh_problem *p, int32_t i);
 
 /* Gives `t` (one of p's tensors) a dtype and shape, with zeroed data owned by p. Returns the
@@ -50,14 +50,19 @@ void qh_tensor_set_int(qmm_tensor *t, int64_t i, int64_t v);
  * (NaN and infinities included). */
 void qh_tensor_set_scale(qmm_tensor *t, int64_t i, double v);
 
-/* Sets y's dtype from the operator (y_zero_point's type; int32) and its shape from a and b
- * when they form a valid geometry. Call after the inputs are set. */
+/* Sets y's dtype from the operator (QLinearMatMul: y_zero_point's type; MatMulInteger int32;
+ * QOrderedMatMul int8) and its shape from a and b when they fit. Call after the inputs are
+ * set. */
 void qh_problem_finish(qh_problem *p);
 
 /* "QLinearMatMul opset 21 u8s8u8 float16 a[2,3] b[3,4] a_scale[] b_scale[4] y_scale[]". */
 void qh_problem_describe(const qh_problem *p, char *buf, size_t size);
-/* "u8s8u8" (QLinearMatMul) or "u8s8" (MatMulInteger), from the operand types. */
+/* "u8s8u8" (QLinearMatMul: a, b, y) or "u8s8" (MatMulInteger, QOrderedMatMul: a, b), from
+ * the operand types; y's is said where the inputs choose it. */
 void qh_problem_types(const qh_problem *p, char *buf, size_t size);
+/* The scale type: the dtype of the first input the type rule lets be a float (ops/operator.h),
+ * as it is; QMM_DTYPE_UNDEFINED when the operator has no scales. */
+int32_t qh_problem_scale_type(const qh_problem *p);
 
 /* ---- the random generator ---------------------------------------------------------------- */
 
@@ -80,8 +85,9 @@ typedef struct qh_random_opts {
     int64_t max_macs;      /* bound on batch*M*N*K (0: 1 << 20) */
 } qh_random_opts;
 
-/* A random problem over the whole operator space: both operators, every uint8/int8 type
- * combination, opset 10 and 21 with float/float16/bfloat16 scales, every parameter form,
+/* A random problem over the whole operator space: every operator of ops/operator.h (for
+ * QOrderedMatMul both order combinations with clean tiles, per-column scale_B, bias, C,
+ * batches; docs/qorderedmatmul.md), every uint8/int8 type combination, opset 10 and 21 with float/float16/bfloat16 scales, every parameter form,
  * batch broadcasting, 1-D operands, empty dimensions, value modes from uniform to all-extreme,
  * scales from random to exact powers of two (which make rounding ties common). Sizes are
  * mostly small, now and then larger. Returns 0, or -1 when memory runs out. */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "harness/io/casedir.h"
 #include "harness/io/clean.h"
 #include "harness/run/expect.h"
 #include "ops/operator.h"
@@ -474,6 +475,57 @@ int qh_call_build_node(const char *op_type, const char *domain, int64_t opset,
     }
     qmm_call_output(call)->dtype = qmm_call_output_dtype(call);
     return 0;
+}
+
+void qh_call_model(const qmm_call *call, const qmm_tensor *y, int y_shape_known, qh_model *m)
+{
+    const qmm_op_desc *d = qmm_call_desc(call);
+    if (!d)
+        return;
+    int32_t opset = qmm_call_opset(call);
+    /* IR 5 is what opset 10 shipped with; opset 21 needs IR 10 */
+    m->ir_version = opset >= 21 ? 10 : 5;
+    m->n_opsets = 1;
+    m->opsets[0].version = opset;
+    snprintf(m->op_type, sizeof m->op_type, "%s", d->op_type);
+    if (d->domain[0]) {
+        /* com.microsoft 1 is used with ai.onnx opsets of this era */
+        m->ir_version = 8;
+        m->n_opsets = 2;
+        m->opsets[0].version = 17;
+        snprintf(m->opsets[1].domain, sizeof m->opsets[1].domain, "%s", d->domain);
+        m->opsets[1].version = opset;
+        snprintf(m->domain, sizeof m->domain, "%s", d->domain);
+    }
+    m->n_attrs = d->n_attrs;
+    for (int32_t i = 0; i < d->n_attrs; i++) {
+        snprintf(m->attrs[i].name, sizeof m->attrs[i].name, "%s", d->attrs[i].name);
+        m->attrs[i].type = QH_ATTR_INT;
+        m->attrs[i].i = qmm_call_attr_value(call, i);
+    }
+    m->n_outputs = 1;
+    snprintf(m->outputs[0], sizeof m->outputs[0], "%s", d->output_name);
+    m->n_graph_outputs = 1;
+    qh_value_info_of(&m->graph_outputs[0], d->output_name, y, y_shape_known);
+}
+
+int qh_call_write_dir(const char *dir, const qmm_call *call, qh_model *m,
+                      const qmm_tensor *output, const qh_meta *meta, qh_error *err)
+{
+    const qmm_op_desc *d = qmm_call_desc(call);
+    if (!d) {
+        snprintf(err->msg, sizeof err->msg, "%s: the call has no operator", dir);
+        return -1;
+    }
+    const qmm_tensor *ins[QMM_OP_MAX_INPUTS];
+    const char *names[QMM_OP_MAX_INPUTS];
+    for (int32_t i = 0; i < d->n_inputs; i++) {
+        ins[i] = qmm_call_input_c(call, i);
+        names[i] = d->inputs[i].name;
+    }
+    qh_casedir c = {.model = m, .n_inputs = d->n_inputs, .inputs = ins, .input_names = names,
+                    .output = output, .meta = meta};
+    return qh_casedir_write(dir, &c, err);
 }
 
 /* Reads name_0.pb, name_1.pb, ... until the first index with nothing under its name. What is

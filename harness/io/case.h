@@ -81,4 +81,16 @@ int qh_call_build_node(const char *op_type, const char *domain, int64_t opset,
                        const qmm_tensor *const *inputs, int32_t n_inputs, const qh_attr *attrs,
                        int32_t n_attrs, qmm_call *call, qh_error *err);
 
+/* The other way: the model whose node loads back as `call` (qh_call_build_node's inverse):
+ * op_type and domain, the opset imports (another domain's with the ai.onnx opset of its era),
+ * the attributes, and the output named as the operator names it, with y's value info (its
+ * shape when y_shape_known). Leaves the producer, the graph's name and the inputs alone. */
+void qh_call_model(const qmm_call *call, const qmm_tensor *y, int y_shape_known, qh_model *m);
+
+/* Writes `call` as an ONNX node-test directory (harness/io/casedir.h): `m` (from qh_call_model)
+ * with the call's inputs in node order under their ONNX names, `output` as output_0.pb when
+ * not NULL, `meta` as qmm.meta when not NULL. */
+int qh_call_write_dir(const char *dir, const qmm_call *call, qh_model *m,
+                      const qmm_tensor *output, const qh_meta *meta, qh_error *err);
+
 #endif /* QMM_HARNESS_CASE_H */

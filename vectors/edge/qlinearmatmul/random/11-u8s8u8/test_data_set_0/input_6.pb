@@ -1,1 +1,0 @@
-By_scaleJEÓA

@@ -1,1 +1,0 @@
-By_zero_pointJ

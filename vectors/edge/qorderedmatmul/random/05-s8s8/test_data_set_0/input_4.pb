@@ -1,0 +1,2 @@
+Bscale_YJO
+B

@@ -1,0 +1,1 @@
+Bscale_YJKD
