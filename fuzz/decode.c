@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "ops/qmm_ops.h"
+#include "ops/operator.h"
+#include "reference/qmm_reference.h"
 
 /* ---- byte sources and sinks ----------------------------------------------------------- */
 
@@ -642,18 +644,19 @@ static int32_t next_scale_type(int32_t t)
            : t == QMM_DTYPE_FLOAT16 ? QMM_DTYPE_BFLOAT16 : QMM_DTYPE_FLOAT;
 }
 
-/* Empties the case and names the operator and its node inputs (`in`, in ONNX order, point
- * into c->call); the source starts on the input. */
-static void begin_case(qh_fz_case *c, qmm_op_kind op, const char *op_type, int64_t opset,
-                       qmm_tensor *const *in, int32_t n_inputs, src *s, const uint8_t *data,
-                       size_t len)
+/* Empties the case and names the operator and its node inputs from its descriptor
+ * (ops/operator.h); the source starts on the input. */
+static void begin_case(qh_fz_case *c, qmm_op_kind op, int64_t opset, src *s,
+                       const uint8_t *data, size_t len)
 {
     memset(c, 0, sizeof *c);
-    c->call.op = op;
-    c->op_type = op_type;
+    qmm_call_init(&c->call, op, (int32_t)opset);
+    const qmm_op_desc *d = qmm_call_desc(&c->call);
+    c->op_type = d->op_type;
     c->opset = opset;
-    memcpy(c->inputs, in, (size_t)n_inputs * sizeof *in);
-    c->n_inputs = n_inputs;
+    for (int32_t i = 0; i < d->n_inputs; i++)
+        c->inputs[i] = qmm_call_input(&c->call, i);
+    c->n_inputs = d->n_inputs;
     s->d = data;
     s->front = 0;
     s->back = len;
@@ -663,10 +666,8 @@ static void begin_case(qh_fz_case *c, qmm_op_kind op, const char *op_type, int64
 int qh_fz_decode_qlinearmatmul(const uint8_t *data, size_t len, qh_fz_case *c)
 {
     qmm_qlinearmatmul *q = &c->call.u.qlinearmatmul;
-    qmm_tensor *in[8] = {&q->a, &q->a_scale, &q->a_zero_point, &q->b,
-                         &q->b_scale, &q->b_zero_point, &q->y_scale, &q->y_zero_point};
     src s;
-    begin_case(c, QMM_OP_QLINEARMATMUL, "QLinearMatMul", 0, in, 8, &s, data, len);
+    begin_case(c, QMM_OP_QLINEARMATMUL, 0, &s, data, len);
 
     unsigned ty = tail(&s);
     unsigned twist = (ty & 0xC0) == 0xC0 ? tail(&s) % 4 : 4;
@@ -720,9 +721,8 @@ int qh_fz_decode_qlinearmatmul(const uint8_t *data, size_t len, qh_fz_case *c)
 int qh_fz_decode_matmulinteger(const uint8_t *data, size_t len, qh_fz_case *c)
 {
     qmm_matmulinteger *q = &c->call.u.matmulinteger;
-    qmm_tensor *in[4] = {&q->a, &q->b, &q->a_zero_point, &q->b_zero_point};
     src s;
-    begin_case(c, QMM_OP_MATMULINTEGER, "MatMulInteger", 10, in, 4, &s, data, len);
+    begin_case(c, QMM_OP_MATMULINTEGER, 10, &s, data, len);
 
     unsigned ty = tail(&s);
     unsigned twist = (ty & 0xC0) == 0xC0 ? tail(&s) % 4 : 4;
@@ -923,10 +923,8 @@ static void qom_twist(qmm_qorderedmatmul *q, unsigned twist, unsigned arg, const
 int qh_fz_decode_qorderedmatmul(const uint8_t *data, size_t len, qh_fz_case *c)
 {
     qmm_qorderedmatmul *q = &c->call.u.qorderedmatmul;
-    qmm_tensor *in[8] = {&q->a,       &q->scale_a, &q->b, &q->scale_b,
-                         &q->scale_y, &q->bias,    &q->c, &q->scale_c};
     src s;
-    begin_case(c, QMM_OP_QORDEREDMATMUL, "QOrderedMatMul", 1, in, 8, &s, data, len);
+    begin_case(c, QMM_OP_QORDEREDMATMUL, 1, &s, data, len);
 
     unsigned form = tail(&s), twist = QOM_TWISTS, arg = 0;
     unsigned combo = form & 3;
@@ -972,8 +970,8 @@ int qh_fz_decode_qorderedmatmul(const uint8_t *data, size_t len, qh_fz_case *c)
     snprintf(c->types, sizeof c->types, "%s%s%s", type_tag(q->a.dtype), type_tag(q->b.dtype),
              type_tag(q->y.dtype));
 
-    for (int i = 0; i < 8; i++)
-        if (!within(in[i]))
+    for (int32_t i = 0; i < c->n_inputs; i++)
+        if (!within(c->inputs[i]))
             return -1;
     qmm_status st;
     if (qmm_qordered_y_shape(&q->a, &q->b, &q->y.rank, q->y.dims, &st) == QMM_OK) {
@@ -985,7 +983,7 @@ int qh_fz_decode_qorderedmatmul(const uint8_t *data, size_t len, qh_fz_case *c)
         q->y.rank = 0; /* invalid input: the backends must say so */
     }
     for (int i = 0; i < 8; i++)
-        if (qmm_tensor_present(in[i]) && !alloc_tensor(c, i, in[i]))
+        if (qmm_tensor_present(c->inputs[i]) && !alloc_tensor(c, i, c->inputs[i]))
             return -1;
     read_values(&s, &q->scale_a, scale_value);
     read_values(&s, &q->scale_b, scale_value);
@@ -1211,21 +1209,54 @@ static int encode_qorderedmatmul(sink *k, const qmm_qorderedmatmul *q)
     return 0;
 }
 
+/* The encoders on one signature, for the codec table. */
+static int encode_qlm_call(sink *k, const qmm_call *c) { return encode_qlinearmatmul(k, &c->u.qlinearmatmul); }
+static int encode_mmi_call(sink *k, const qmm_call *c) { return encode_matmulinteger(k, &c->u.matmulinteger); }
+static int encode_qom_call(sink *k, const qmm_call *c) { return encode_qorderedmatmul(k, &c->u.qorderedmatmul); }
+
+/* One row per operator: its byte format's decoder and encoder (the formats differ, so this is
+ * which code runs, not a description of the operator; that is ops/operator.h). */
+typedef struct codec {
+    qmm_op_kind op;
+    qh_fz_decoder decode;
+    int (*encode)(sink *k, const qmm_call *c);
+} codec;
+
+static const codec codecs[] = {
+    {QMM_OP_QLINEARMATMUL, qh_fz_decode_qlinearmatmul, encode_qlm_call},
+    {QMM_OP_MATMULINTEGER, qh_fz_decode_matmulinteger, encode_mmi_call},
+    {QMM_OP_QORDEREDMATMUL, qh_fz_decode_qorderedmatmul, encode_qom_call},
+};
+
+static const codec *codec_of(qmm_op_kind op)
+{
+    for (size_t i = 0; i < sizeof codecs / sizeof codecs[0]; i++)
+        if (codecs[i].op == op)
+            return &codecs[i];
+    return NULL;
+}
+
+qh_fz_decoder qh_fz_decoder_of(qmm_op_kind op)
+{
+    const codec *c = codec_of(op);
+    return c ? c->decode : NULL;
+}
+
 int qh_fz_encode(const qmm_call *call, int64_t opset, uint8_t **out, size_t *len)
 {
     sink k;
     memset(&k, 0, sizeof k);
     *out = NULL;
     *len = 0;
+    const codec *cd = codec_of(call->op);
     int rc = -1;
-    if (call->op == QMM_OP_QLINEARMATMUL) {
-        qmm_qlinearmatmul q = call->u.qlinearmatmul;
-        q.opset = (int32_t)opset;
-        rc = encode_qlinearmatmul(&k, &q);
-    } else if (call->op == QMM_OP_MATMULINTEGER) {
-        rc = encode_matmulinteger(&k, &call->u.matmulinteger);
-    } else if (call->op == QMM_OP_QORDEREDMATMUL) {
-        rc = encode_qorderedmatmul(&k, &call->u.qorderedmatmul);
+    if (cd) {
+        /* the node's opset, where the call keeps one, is the one the bytes say */
+        qmm_call c = *call;
+        const qmm_op_desc *d = qmm_call_desc(&c);
+        if (d->opset_offset >= 0)
+            *(int32_t *)((char *)&c + d->opset_offset) = (int32_t)opset;
+        rc = cd->encode(&k, &c);
     }
     if (rc == 0 && !k.bad) {
         *len = k.nf + k.nt;
@@ -1263,36 +1294,19 @@ static int same_tensor(const qmm_tensor *x, const qmm_tensor *y)
 
 int qh_fz_same_call(const qmm_call *x, int64_t x_opset, const qmm_call *y, int64_t y_opset)
 {
-    if (x->op != y->op)
+    const qmm_op_desc *d = qmm_call_desc(x);
+    if (!d || x->op != y->op)
         return 0;
-    if (x->op == QMM_OP_MATMULINTEGER) {
-        const qmm_matmulinteger *p = &x->u.matmulinteger, *q = &y->u.matmulinteger;
-        return same_tensor(&p->a, &q->a) && same_tensor(&p->b, &q->b) &&
-               same_tensor(&p->a_zero_point, &q->a_zero_point) &&
-               same_tensor(&p->b_zero_point, &q->b_zero_point);
-    }
-    if (x->op == QMM_OP_QORDEREDMATMUL) {
-        const qmm_qorderedmatmul *p = &x->u.qorderedmatmul, *q = &y->u.qorderedmatmul;
-        const qmm_tensor *pt[8] = {&p->a,       &p->scale_a, &p->b, &p->scale_b,
-                                   &p->scale_y, &p->bias,    &p->c, &p->scale_c};
-        const qmm_tensor *qt[8] = {&q->a,       &q->scale_a, &q->b, &q->scale_b,
-                                   &q->scale_y, &q->bias,    &q->c, &q->scale_c};
-        int same = p->order_a == q->order_a && p->order_b == q->order_b &&
-                   p->order_y == q->order_y;
-        for (int i = 0; i < 8 && same; i++)
-            same = same_tensor(pt[i], qt[i]);
-        return same; /* one com.microsoft version: the opsets do not matter */
-    }
-    if (x->op != QMM_OP_QLINEARMATMUL)
-        return 0;
-    const qmm_qlinearmatmul *p = &x->u.qlinearmatmul, *q = &y->u.qlinearmatmul;
-    return (x_opset >= 21) == (y_opset >= 21) && same_tensor(&p->a, &q->a) &&
-           same_tensor(&p->a_scale, &q->a_scale) &&
-           same_tensor(&p->a_zero_point, &q->a_zero_point) && same_tensor(&p->b, &q->b) &&
-           same_tensor(&p->b_scale, &q->b_scale) &&
-           same_tensor(&p->b_zero_point, &q->b_zero_point) &&
-           same_tensor(&p->y_scale, &q->y_scale) &&
-           same_tensor(&p->y_zero_point, &q->y_zero_point);
+    /* two opsets are the same problem when the type rule does not tell them apart
+     * (QLinearMatMul 10 and 13 alike; 21 differs) */
+    for (int32_t i = 0; i < d->n_inputs; i++)
+        if (d->input_types((int32_t)x_opset, i) != d->input_types((int32_t)y_opset, i) ||
+            !same_tensor(qmm_call_input_c(x, i), qmm_call_input_c(y, i)))
+            return 0;
+    for (int32_t i = 0; i < d->n_attrs; i++)
+        if (qmm_call_attr_value(x, i) != qmm_call_attr_value(y, i))
+            return 0;
+    return 1;
 }
 
 uint64_t qh_fz_hash(const uint8_t *data, size_t len)

@@ -42,10 +42,10 @@
 typedef struct qh_fz_case {
     qmm_call call;          /* y carries dtype and shape (rank 0 when a, b do not fit) */
     int64_t opset;          /* ai.onnx opset (com.microsoft for QOrderedMatMul) of the node */
-    const char *op_type;    /* "QLinearMatMul", "MatMulInteger" or "QOrderedMatMul" */
+    const char *op_type;    /* the descriptor's op_type (ops/operator.h) */
     char types[16];         /* "u8s8u8" (a, b, y) or "u8s8" for MatMulInteger */
     int32_t n_inputs;       /* node inputs, in ONNX order; absent optional ones are UNDEFINED */
-    qmm_tensor *inputs[8];  /* point into `call` */
+    qmm_tensor *inputs[8];  /* point into `call` (qmm_call_input) */
     void *owned[8];
 } qh_fz_case;
 
@@ -64,7 +64,12 @@ void qh_fz_case_free(qh_fz_case *c);
  * COL32-bias rule). */
 int qh_fz_encode(const qmm_call *call, int64_t opset, uint8_t **out, size_t *len);
 
-/* 1 when two calls are the same problem: op, opset, dtypes, shapes and input bytes. */
+/* The decoder of operator `op`'s byte format, or NULL when the fuzzer has none. */
+typedef int (*qh_fz_decoder)(const uint8_t *data, size_t len, qh_fz_case *c);
+qh_fz_decoder qh_fz_decoder_of(qmm_op_kind op);
+
+/* 1 when two calls are the same problem: op, opset (as far as the type rule tells opsets
+ * apart), attributes, dtypes, shapes and input bytes. */
 int qh_fz_same_call(const qmm_call *x, int64_t x_opset, const qmm_call *y, int64_t y_opset);
 
 /* FNV-1a 64 of a byte string: names artifacts and corpus files by content. */

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/io/case.h"
 #include "harness/run/backends.h"
 #include "harness/io/clean.h"
-#include "harness/io/casedir.h"
 #include "harness/run/compare.h"
 #include "harness/run/expect.h"
 #include "harness/run/guard.h"
@@ -20,6 +20,7 @@
 #include "harness/io/meta.h"
 #include "harness/io/onnx_io.h"
 #include "harness/report/strbuf.h"
+#include "ops/operator.h"
 #include "optimized/qmm_optimized.h"
 
 #define QH_FZ_MAX_VARIANTS 16
@@ -189,54 +190,15 @@ static void lower(char *dst, size_t size, const char *src)
     dst[i] = '\0';
 }
 
-/* The node: op_type, domain, opsets and attributes (the three orders of QOrderedMatMul). */
-static void node_of(qh_model *m, const qh_fz_case *c)
+/* One tag per attribute, "order_A-2" (as the edge suites tag them), from meta.tags[from] on;
+ * returns the tag count. */
+static int32_t attr_tags(const qh_fz_case *c, qh_meta *meta, int32_t from)
 {
-    m->n_opsets = 1;
-    m->opsets[0].version = c->opset;
-    m->ir_version = c->opset >= 21 ? 10 : 5;
-    snprintf(m->op_type, sizeof m->op_type, "%s", c->op_type);
-    if (c->call.op != QMM_OP_QORDEREDMATMUL)
-        return;
-    const qmm_qorderedmatmul *q = &c->call.u.qorderedmatmul;
-    static const char *const attrs[3] = {"order_A", "order_B", "order_Y"};
-    const int32_t orders[3] = {q->order_a, q->order_b, q->order_y};
-    m->ir_version = 8;
-    m->n_opsets = 2;
-    m->opsets[0].version = 17; /* com.microsoft 1 is used with ai.onnx opsets of this era */
-    snprintf(m->opsets[1].domain, sizeof m->opsets[1].domain, "com.microsoft");
-    m->opsets[1].version = c->opset;
-    snprintf(m->domain, sizeof m->domain, "com.microsoft");
-    m->n_attrs = 3;
-    for (int i = 0; i < 3; i++) {
-        snprintf(m->attrs[i].name, sizeof m->attrs[i].name, "%s", attrs[i]);
-        m->attrs[i].type = QH_ATTR_INT;
-        m->attrs[i].i = orders[i];
-    }
-}
-
-/* "orders-2-3-2" (order_A, order_B, order_Y) for QOrderedMatMul, "" otherwise: a meta tag,
- * and in the debug line. */
-static void orders_of(const qh_fz_case *c, char *buf, size_t size)
-{
-    const qmm_qorderedmatmul *q = &c->call.u.qorderedmatmul;
-    buf[0] = '\0';
-    if (c->call.op == QMM_OP_QORDEREDMATMUL)
-        snprintf(buf, size, "orders-%d-%d-%d", (int)q->order_a, (int)q->order_b,
-                 (int)q->order_y);
-}
-
-/* The node's input names, in ONNX order, and its output's. */
-static const char *const *io_names(qmm_op_kind op, const char **output)
-{
-    static const char *const ql[8] = {"a",       "a_scale",      "a_zero_point",
-                                      "b",       "b_scale",      "b_zero_point",
-                                      "y_scale", "y_zero_point"};
-    static const char *const mi[4] = {"A", "B", "a_zero_point", "b_zero_point"};
-    static const char *const qo[8] = {"A", "scale_A", "B",    "scale_B",
-                                      "scale_Y", "bias", "C", "scale_C"};
-    *output = op == QMM_OP_QLINEARMATMUL ? "y" : "Y";
-    return op == QMM_OP_QLINEARMATMUL ? ql : op == QMM_OP_MATMULINTEGER ? mi : qo;
+    const qmm_op_desc *d = qmm_call_desc(&c->call);
+    for (int32_t i = 0; i < d->n_attrs && from < QH_META_MAX_TAGS; i++, from++)
+        snprintf(meta->tags[from], sizeof meta->tags[from], "%s-%d", d->attrs[i].name,
+                 qmm_call_attr_value(&c->call, i));
+    return from;
 }
 
 /* The problem as an ONNX node-test directory any runner can load: model.onnx, the present
@@ -246,25 +208,18 @@ static int write_case(const char *dir, const char *target, const char *sig, uint
                       const qh_fz_case *c, const qh_expectation *e, const variant *v,
                       const qh_invocation *inv, qh_error *err)
 {
-    const char *yname;
-    const char *const *names = io_names(c->call.op, &yname);
+    const char *yname = qmm_call_desc(&c->call)->output_name;
     qh_model m;
     memset(&m, 0, sizeof m);
-    node_of(&m, c);
+    qh_call_model(&c->call, &e->exact, 1, &m);
     snprintf(m.producer_name, sizeof m.producer_name, "qmmcheck-fuzz");
     snprintf(m.graph_name, sizeof m.graph_name, "%s", target);
-    m.n_outputs = 1;
-    snprintf(m.outputs[0], sizeof m.outputs[0], "%s", yname);
-    qh_value_info_of(&m.graph_outputs[m.n_graph_outputs++], yname, &e->exact, 1);
     qh_meta meta;
     qh_meta_init(&meta);
     meta.expect = e->code == QMM_INVALID_ARGUMENT ? QMM_INVALID_ARGUMENT : QMM_OK;
-    meta.n_tags = 2;
     snprintf(meta.tags[0], sizeof meta.tags[0], "fuzz");
     snprintf(meta.tags[1], sizeof meta.tags[1], "%s", c->types);
-    orders_of(c, meta.tags[2], sizeof meta.tags[2]);
-    if (meta.tags[2][0])
-        meta.n_tags = 3;
+    meta.n_tags = attr_tags(c, &meta, 2);
     snprintf(meta.provenance, sizeof meta.provenance, "%s input %016llx: %s", target,
              (unsigned long long)hash, sig);
     snprintf(meta.description, sizeof meta.description,
@@ -272,10 +227,8 @@ static int write_case(const char *dir, const char *target, const char *sig, uint
              qmm_status_name(e->code), v->label, qmm_status_name(inv->code),
              inv->st.message[0] ? ": " : "", inv->st.message, inv->problem[0] ? "; " : "",
              inv->problem, v->label);
-    qh_casedir cd = {.model = &m, .n_inputs = c->n_inputs,
-                     .inputs = (const qmm_tensor *const *)c->inputs, .input_names = names,
-                     .output = e->code == QMM_OK ? &e->exact : NULL, .meta = &meta};
-    if (qh_casedir_write(dir, &cd, err) != 0)
+    if (qh_call_write_dir(dir, &c->call, &m, e->code == QMM_OK ? &e->exact : NULL, &meta,
+                          err) != 0)
         return -1;
     if (inv->code == QMM_OK && inv->y.data) {
         char path[1200];
@@ -471,10 +424,11 @@ static void guard_inputs(const qh_fz_case *c, qmm_call *guarded, qh_guarded *g)
 /* QMM_FUZZ_DEBUG=1: one line per decoded input, for seeing what a crash input means. */
 static void describe(const qh_fz_case *c)
 {
-    char orders[64];
-    orders_of(c, orders, sizeof orders);
-    fprintf(stderr, "qmm-fuzz: %s %s opset %lld%s%s:", c->op_type, c->types,
-            (long long)c->opset, orders[0] ? " " : "", orders);
+    const qmm_op_desc *d = qmm_call_desc(&c->call);
+    fprintf(stderr, "qmm-fuzz: %s %s opset %lld", c->op_type, c->types, (long long)c->opset);
+    for (int32_t i = 0; i < d->n_attrs; i++)
+        fprintf(stderr, " %s %d", d->attrs[i].name, qmm_call_attr_value(&c->call, i));
+    fprintf(stderr, ":");
     for (int32_t i = 0; i < c->n_inputs; i++) {
         char dims[128];
         if (!qmm_tensor_present(c->inputs[i])) {

@@ -26,9 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fuzz/decode.h"
-
-typedef int (*qh_fz_decoder)(const uint8_t *data, size_t len, qh_fz_case *c);
+#include "fuzz/decode.h" /* qh_fz_case, qh_fz_decoder */
 
 /* Reads the environment and opens the plugins. Safe before fork (no threads are started:
  * built-in backends, which may start thread pools, open on the first input instead, so an

@@ -28,6 +28,8 @@
 #include "harness/io/casedir.h"
 #include "harness/io/onnx_io.h"
 #include "ops/qmm_ops.h"
+#include "ops/operator.h"
+#include "reference/qmm_reference.h"
 
 typedef struct opts {
     int check;
@@ -72,40 +74,28 @@ static void save_file(opts *o, const char *target, const char *path)
     free(buf);
 }
 
-/* The differential target an operator's seeds are for, and the decoder it reads them with. */
-typedef struct op_target {
-    qmm_op_kind op;
-    const char *target;
-    int (*decode)(const uint8_t *data, size_t len, qh_fz_case *c);
-} op_target;
-
-static const op_target op_targets[] = {
-    {QMM_OP_QLINEARMATMUL, "fuzz_qlinearmatmul", qh_fz_decode_qlinearmatmul},
-    {QMM_OP_MATMULINTEGER, "fuzz_matmulinteger", qh_fz_decode_matmulinteger},
-    {QMM_OP_QORDEREDMATMUL, "fuzz_qorderedmatmul", qh_fz_decode_qorderedmatmul},
-};
-
-/* Encodes a call, proves the decoder gives it back, and saves it. `name` for messages. */
+/* Encodes a call, proves the decoder gives it back, and saves it for the operator's
+ * differential target, fuzz_<slug> (ops/operator.h). `name` for messages. */
 static void save_call(opts *o, const char *name, const qmm_call *call, int64_t opset)
 {
-    const op_target *t = NULL;
-    for (size_t i = 0; i < sizeof op_targets / sizeof op_targets[0]; i++)
-        if (op_targets[i].op == call->op)
-            t = &op_targets[i];
+    const qmm_op_desc *d = qmm_call_desc(call);
+    qh_fz_decoder decode = qh_fz_decoder_of(call->op);
     uint8_t *buf;
     size_t len;
-    if (!t || qh_fz_encode(call, opset, &buf, &len) != 0) {
+    if (!d || !decode || qh_fz_encode(call, opset, &buf, &len) != 0) {
         o->skipped++; /* a rank, size or broken rule the decoder does not reach */
         return;
     }
+    char target[64];
+    snprintf(target, sizeof target, "fuzz_%s", d->slug);
     qh_fz_case c;
-    if (t->decode(buf, len, &c) != 0) {
+    if (decode(buf, len, &c) != 0) {
         o->skipped++; /* over the decoder's work bounds */
     } else if (!qh_fz_same_call(call, opset, &c.call, c.opset)) {
         fprintf(stderr, "make_corpus: %s: decode(encode(call)) is not the call\n", name);
         o->failed++;
     } else {
-        save(o, t->target, buf, len);
+        save(o, target, buf, len);
     }
     qh_fz_case_free(&c);
     free(buf);
