@@ -20,8 +20,8 @@
 
 #include "qmm/qmm.h"
 
-#define QMM_OP_MAX_INPUTS 8
-#define QMM_OP_MAX_ATTRS 3
+#define QMM_MAX_OP_INPUTS 8
+#define QMM_MAX_OP_ATTRS 3
 
 /* One node input. */
 typedef struct qmm_op_input {
@@ -50,14 +50,14 @@ typedef struct qmm_op_desc {
     int import_required;  /* a model that imports no `domain` opset is malformed */
     ptrdiff_t opset_offset; /* of the call's int32_t opset, or -1 when the struct has none */
     int32_t n_inputs;
-    qmm_op_input inputs[QMM_OP_MAX_INPUTS];
+    qmm_op_input inputs[QMM_MAX_OP_INPUTS];
     int32_t a_input, b_input; /* which inputs are the matrix operands */
     const char *output_name;
     size_t output_offset; /* of y's qmm_tensor in qmm_call */
     int32_t output_dtype; /* y's element type, or QMM_DTYPE_UNDEFINED when it is ... */
     int32_t output_dtype_input; /* ... this input's (-1: fixed) */
     int32_t n_attrs;
-    qmm_op_attr attrs[QMM_OP_MAX_ATTRS];
+    qmm_op_attr attrs[QMM_MAX_OP_ATTRS];
     /* The type rule: a mask of (1u << dtype) that input `i` may have under `opset`. */
     uint32_t (*input_types)(int32_t opset, int32_t i);
     /* y's shape from the operands alone; QMM_INVALID_ARGUMENT when they do not fit. */

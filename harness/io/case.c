@@ -360,7 +360,7 @@ static int take_attrs(const qmm_op_desc *d, const qh_attr *attrs, int32_t n_attr
                  attr_name(shown, sizeof shown, &attrs[0]), d->op_type);
         return -1;
     }
-    int seen[QMM_OP_MAX_ATTRS] = {0};
+    int seen[QMM_MAX_OP_ATTRS] = {0};
     for (int32_t i = 0; i < n_attrs; i++) {
         const qh_attr *a = &attrs[i];
         int32_t which = -1;
@@ -517,8 +517,8 @@ int qh_call_write_dir(const char *dir, const qmm_call *call, qh_model *m,
         snprintf(err->msg, sizeof err->msg, "%s: the call has no operator", dir);
         return -1;
     }
-    const qmm_tensor *ins[QMM_OP_MAX_INPUTS];
-    const char *names[QMM_OP_MAX_INPUTS];
+    const qmm_tensor *ins[QMM_MAX_OP_INPUTS];
+    const char *names[QMM_MAX_OP_INPUTS];
     for (int32_t i = 0; i < d->n_inputs; i++) {
         ins[i] = qmm_call_input_c(call, i);
         names[i] = d->inputs[i].name;

@@ -25,14 +25,14 @@ void qh_wire_put_scalars(const qmm_call *c, wire_request *rq)
 {
     rq->op = c->op;
     rq->opset = qmm_call_opset(c);
-    for (int32_t i = 0; i < QMM_OP_MAX_ATTRS; i++)
+    for (int32_t i = 0; i < QMM_MAX_OP_ATTRS; i++)
         rq->attrs[i] = qmm_call_attr_value(c, i);
 }
 
 void qh_wire_get_scalars(const wire_request *rq, qmm_call *c)
 {
     qmm_call_init(c, (qmm_op_kind)rq->op, rq->opset);
-    for (int32_t i = 0; i < QMM_OP_MAX_ATTRS; i++) {
+    for (int32_t i = 0; i < QMM_MAX_OP_ATTRS; i++) {
         int32_t *a = qmm_call_attr(c, i);
         if (a)
             *a = rq->attrs[i];

@@ -28,7 +28,7 @@ enum { REQ_CALL = 1, REQ_CLOSE = 2 };
 typedef struct wire_request {
     uint32_t magic, kind, seq, fill;
     int32_t op, opset;
-    int32_t attrs[QMM_OP_MAX_ATTRS]; /* the operator's attributes (ops/operator.h) */
+    int32_t attrs[QMM_MAX_OP_ATTRS]; /* the operator's attributes (ops/operator.h) */
     int32_t n_tensors;
     uint64_t map_len; /* bytes of the output memfd sent with the request (0: none) */
 } wire_request;
@@ -56,7 +56,7 @@ typedef struct wire_reply {
 
 /* The tensors of a call in node order, the output last: pointers into `c` and the names the
  * guards report (the inputs' ONNX names from ops/operator.h, then "y"). Returns how many (0 for an empty call). */
-#define QH_CALL_MAX_TENSORS (QMM_OP_MAX_INPUTS + 1)
+#define QH_CALL_MAX_TENSORS (QMM_MAX_OP_INPUTS + 1)
 int qh_call_tensors(qmm_call *c, qmm_tensor **t, const char **names);
 /* The call's operator, opset and attributes into a request, and back into an empty call
  * (the tensors travel separately). */
