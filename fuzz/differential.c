@@ -182,14 +182,6 @@ static void sanitize(char *s)
             *s = '_';
 }
 
-static void lower(char *dst, size_t size, const char *src)
-{
-    size_t i = 0;
-    for (; src[i] && i + 1 < size; i++)
-        dst[i] = (char)(src[i] >= 'A' && src[i] <= 'Z' ? src[i] - 'A' + 'a' : src[i]);
-    dst[i] = '\0';
-}
-
 /* One tag per attribute, "order_A-2" (as the edge suites tag them), from meta.tags[from] on;
  * returns the tag count. */
 static int32_t attr_tags(const qh_fz_case *c, qh_meta *meta, int32_t from)
@@ -355,9 +347,10 @@ __attribute__((noreturn)) static void report(const char *target, int slot, const
                                              size_t len)
 {
     const variant *v = &variants[slot];
-    char op[64], sig[512];
-    lower(op, sizeof op, c->op_type);
-    snprintf(sig, sizeof sig, "reference-%s-%s-%s-difference", v->label, op, c->types);
+    char sig[512];
+    /* the operator's slug is its lower-case name (ops/operator.h) */
+    snprintf(sig, sizeof sig, "reference-%s-%s-%s-difference", v->label,
+             qmm_call_desc(&c->call)->slug, c->types);
     uint64_t hash = qh_fz_hash(data, len);
     const char *root = getenv("QMM_FUZZ_ARTIFACTS");
     if (!root || !*root)
