@@ -309,7 +309,7 @@ QMM_CU_FN int64_t qmm_cu_order_offset(int order, int64_t r, int64_t c, int64_t r
  * B = |t1| + |bias_j| + |t3|, |v - x| <= 4.04 u B (u = 2^-53); eb = B * 2^-50 bounds it with
  * room for the rounding of B itself. The result is decided when the interval [v - eb, v + eb]
  * lies strictly inside one rounding cell (or beyond a saturation bound); otherwise the element
- * is "undecided" and the host computes it exactly (GMP rationals). */
+ * is "undecided" and the host decides it exactly (exact.c, qmm_cu_qord_exact). */
 typedef struct qmm_cu_qord {
     int64_t m, n;
     int order_y;            /* QMM_ORDER_ROW or QMM_ORDER_COL32 */

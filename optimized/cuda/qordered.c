@@ -7,17 +7,18 @@
  *     If cuBLASLt has no algorithm for those orders on this device, cublasLtMatrixTransform
  *     turns A and B^T into ROW order and the first form's GEMM runs instead.
  * The epilogue (epilogue.h, qmm_cu_qord_element) decides nearly every element with a bounded
- * double computation; the rare undecided ones are computed here on the host with GMP
- * rationals. K is split into chunks of QMM_CU_KCHUNK summed modulo 2^32, as for QLinearMatMul.
+ * double computation; the rare undecided ones are decided here on the host, exactly, by
+ * qmm_cu_qord_exact (exact.c, floating-point expansions). K is split into chunks of
+ * QMM_CU_KCHUNK summed modulo 2^32, as for QLinearMatMul.
  *
  * Validation is the shared rules' (ops/, qmm_validate_qorderedmatmul, docs/qorderedmatmul.md).
  * B and C have batch 1 (broadcast) or A's batch.
  */
-#include <gmp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "optimized/cuda/cuda_internal.h"
+#include "optimized/cuda/exact.h"
 #include "ops/qmm_ops.h"
 
 qmm_status_code qmm_cu_qordered_shape(const qmm_qorderedmatmul *c, int64_t *batch, int64_t *m,
@@ -38,43 +39,6 @@ qmm_status_code qmm_cu_qordered_shape(const qmm_qorderedmatmul *c, int64_t *batc
     return QMM_OK;
 }
 
-/* ---- the exact decision for undecided elements (host, GMP) ---- */
-
-static int8_t exact_one(double sa, double sb, double sy, double bias, double sc, int has_c,
-                        int32_t acc, int32_t cv)
-{
-    mpq_t x, t, u;
-    mpz_t q, r;
-    mpq_inits(x, t, u, NULL);
-    mpz_inits(q, r, NULL);
-    mpq_set_d(x, sa);
-    mpq_set_d(t, sb);
-    mpq_mul(x, x, t);
-    mpq_set_si(t, acc, 1);
-    mpq_mul(x, x, t);
-    if (has_c) {
-        mpq_set_d(t, sc);
-        mpq_set_si(u, cv, 1);
-        mpq_mul(t, t, u);
-        mpq_add(x, x, t);
-    }
-    mpq_set_d(t, sy);
-    mpq_div(x, x, t);
-    mpq_set_d(t, bias);
-    mpq_add(x, x, t);
-    /* RNE: q = floor(x), r = x - q in [0, 1) as r / den */
-    mpz_fdiv_qr(q, r, mpq_numref(x), mpq_denref(x));
-    mpz_mul_2exp(r, r, 1);
-    int c = mpz_cmp(r, mpq_denref(x));
-    if (c > 0 || (c == 0 && mpz_odd_p(q)))
-        mpz_add_ui(q, q, 1);
-    int8_t out = mpz_cmp_si(q, 127) > 0 ? 127 : mpz_cmp_si(q, -128) < 0 ? -128
-                                                                       : (int8_t)mpz_get_si(q);
-    mpq_clears(x, t, u, NULL);
-    mpz_clears(q, r, NULL);
-    return out;
-}
-
 typedef struct qo {
     const qmm_qorderedmatmul *c;
     int64_t batch, m, k, n, b_batch, c_batch;
@@ -87,8 +51,9 @@ static void resolve_undecided(const qo *q, int8_t *y, unsigned int count, const 
                               const int32_t *acc, const int32_t *col, const int32_t *cv)
 {
     for (unsigned int i = 0; i < count; i++)
-        y[off[i]] = exact_one(q->sa, q->sb[col[i]], q->sy, q->bias ? q->bias[col[i]] : 0.0,
-                              q->sc, qmm_tensor_present(&q->c->c), acc[i], cv[i]);
+        y[off[i]] = qmm_cu_qord_exact(q->sa, q->sb[col[i]], q->sy,
+                                      q->bias ? q->bias[col[i]] : 0.0, q->sc, acc[i],
+                                      (int8_t)cv[i]);
 }
 
 static qmm_cu_qord qord_args(const qo *q, int64_t bi, const int32_t *acc, int acc_row_major,
