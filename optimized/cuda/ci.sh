@@ -18,6 +18,6 @@ dir=build-cuda
 echo "ci: CUDA step: $nvcc, build dir $dir (QMM_CUDA=ON, sm_90 only to keep the build short)"
 # CMake finds the toolkit from the compiler's location, so nvcc need not be on PATH.
 cmake -S . -B "$dir" -DQMM_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES=90
-cmake --build "$dir" -j"$(nproc)" --target qmm_cuda qmmcheck test_cuda qmm_cuda_layout_check \
+cmake --build "$dir" -j"$(nproc)" --target qmm_cuda qmmcheck test_cuda test_cuda_exact qmm_cuda_layout_check \
   qmm_cublaslt_bench
-ctest --test-dir "$dir" --output-on-failure -R '^(test_cuda|cuda_layout_check)$'
+ctest --test-dir "$dir" --output-on-failure -R '^(test_cuda|test_cuda_exact|cuda_layout_check)$'
