@@ -61,6 +61,7 @@ static void outcome_text(const qh_invocation *inv, char *buf, size_t size)
     case QH_HUNG: snprintf(buf, size, "TIMEOUT (%s)", inv->problem); break;
     case QH_MISBEHAVED: snprintf(buf, size, "MISBEHAVED (%s)", inv->problem); break;
     case QH_INTERRUPTED: snprintf(buf, size, "INTERRUPTED (%s)", inv->problem); break;
+    case QH_MALFORMED: snprintf(buf, size, "MALFORMED (%s)", inv->problem); break;
     }
 }
 

@@ -13,6 +13,7 @@
 #include "harness/io/clean.h"
 #include "harness/cli/commands.h"
 #include "harness/run/expect.h"
+#include "harness/run/exec.h"
 #include "harness/run/invoke.h"
 #include "harness/io/numparse.h"
 #include "harness/report/report.h"
@@ -367,6 +368,8 @@ static int open_backends(const opts *o, qh_backend *bes)
  * "x.so:isa=avx2" + "threads=2" -> "x.so:isa=avx2,threads=2". */
 static void variant_spec(const char *base, const char *extra, char *out, size_t size)
 {
+    if (qh_exec_variant_spec(base, extra, out, size))
+        return; /* "exec:CMD" + "threads=2" -> "exec,threads=2:CMD" */
     const char *colon = strchr(base, ':');
     int has_opts = colon && colon[1] != '\0';
     snprintf(out, size, "%s%s%s", base, has_opts ? "," : colon ? "" : ":", extra);
@@ -632,6 +635,9 @@ static void list_backends(void)
                    v.missing ? "not here" : "available", v.kernel, v.mr, v.nr, v.kgroup,
                    v.layout, v.missing ? ": " : "", v.missing ? v.missing : "");
     }
+    /* not a name of its own: it needs a command (docs/exec-protocol.md) */
+    printf("exec:COMMAND  a process speaking docs/exec-protocol.md "
+           "(exec[,OPTIONS]:COMMAND)\n");
 }
 
 int qh_cmd_list(int argc, char **argv)

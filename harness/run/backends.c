@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "harness/io/clean.h"
+#include "harness/run/exec.h"
 #include "optimized/qmm_optimized.h"
 #include "reference/qmm_reference.h"
 #ifdef QMM_HAVE_CUDA
@@ -22,6 +23,7 @@ typedef struct builtin {
 static const builtin builtins[] = {
     {"reference", qmm_reference_open},
     {"optimized", qmm_optimized_open},
+    {"exec", qh_exec_open}, /* not listed below: it needs a command */
 #ifdef QMM_HAVE_CUDA
     {"cuda", qmm_cuda_open},
 #endif
@@ -112,6 +114,10 @@ int qh_backend_open(const char *spec, qh_backend *out, qh_error *err)
         *colon = '\0';
         options = colon + 1;
     }
+    if (qh_exec_is_spec(spec)) { /* exec[,OPTIONS]:COMMAND: its own grammar (exec.h) */
+        name[4] = '\0';
+        options = spec + 4;
+    }
     if (qh_spec_is_plugin(name))
         return open_plugin(name, options, out, err);
     for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++) {
@@ -131,7 +137,8 @@ int qh_backend_open(const char *spec, qh_backend *out, qh_error *err)
         return 0;
     }
     snprintf(err->msg, sizeof err->msg,
-             "unknown backend '%s' (built-in: reference; a plugin is a path to a .so)", name);
+             "unknown backend '%s' (built-in: reference; a plugin is a path to a .so; "
+             "exec:COMMAND runs a process)", name);
     return -1;
 }
 

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "harness/io/case.h"
+#include "harness/run/exec.h"
 #include "harness/run/expect.h"
 #include "harness/run/wire.h"
 #include "harness/run/worker.h"
@@ -54,7 +55,7 @@ int qh_backend_open_isolated(const char *spec, const qh_isolation *iso, qh_backe
     char *colon = strchr(name, ':');
     if (colon)
         *colon = '\0';
-    int plugin = qh_spec_is_plugin(name);
+    int plugin = qh_spec_is_plugin(name) || qh_exec_is_spec(spec); /* isolated by default */
     int isolated = iso->isolate < 0 ? plugin : iso->isolate;
     if (!isolated) {
         if (qh_backend_open(spec, out, err) != 0)
@@ -106,7 +107,7 @@ static int invoke_here(qh_backend *b, const qmm_call *call, unsigned char fill,
     }
     y->data = out->y.data;
     out->code = qh_backend_call(b, &c, &out->st);
-    out->outcome = QH_RETURNED;
+    out->outcome = qh_exec_take_event(b->be, out->problem, sizeof out->problem);
     return 0;
 }
 
@@ -554,7 +555,9 @@ static int invoke_isolated(qh_backend *b, const qmm_call *call, double timeout,
         snprintf(out->problem, sizeof out->problem, "cannot allocate the output");
         return -1;
     }
-    out->outcome = rep.outcome == QH_MISBEHAVED ? QH_MISBEHAVED : QH_RETURNED;
+    /* what a worker may report of a call that returned (an exec: process's death too) */
+    out->outcome = rep.outcome == QH_MISBEHAVED || rep.outcome == QH_DIED ||
+                   rep.outcome == QH_MALFORMED ? (qh_invoke_outcome)rep.outcome : QH_RETURNED;
     out->code = (qmm_status_code)rep.code;
     qmm_status_set(&out->st, out->code, "%.*s", (int)sizeof rep.message - 1, rep.message);
     rep.problem[sizeof rep.problem - 1] = '\0';

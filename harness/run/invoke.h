@@ -30,6 +30,8 @@ typedef enum qh_invoke_outcome {
     QH_HUNG,          /* the worker passed the timeout and was killed */
     QH_MISBEHAVED,    /* returned, but broke a memory rule: `problem` says which */
     QH_INTERRUPTED,   /* qh_interrupted was set while waiting; the worker was killed */
+    QH_MALFORMED,     /* an exec: backend's answer broke docs/exec-protocol.md: `problem`
+                       * names the field (harness/run/exec.h) */
 } qh_invoke_outcome;
 
 typedef struct qh_invocation {

@@ -386,6 +386,8 @@ static int classify_abnormal(const qh_invocation *inv, verdict *v)
         v->status = QH_TIMEOUT;
     else if (inv->outcome == QH_MISBEHAVED)
         v->status = QH_FAILED;
+    else if (inv->outcome == QH_MALFORMED)
+        v->status = QH_ERROR;
     else
         return 0;
     qh_sb_puts(&v->summary, CLEAN(said, inv->problem));

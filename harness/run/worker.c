@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "harness/run/exec.h"
 #include "harness/run/guard.h"
 #include "harness/run/invoke.h"
 #include "harness/run/wire.h"
@@ -217,6 +218,9 @@ static int serve_one(qh_backend *b, int fd)
                      hit, hit == 1 ? "" : "s");
         }
     }
+    qh_invoke_outcome ev = qh_exec_take_event(b->be, rep.problem, sizeof rep.problem);
+    if (ev != QH_RETURNED)
+        rep.outcome = ev;
     w_in_call = 0;
     memcpy(rep.message, st.message, sizeof rep.message);
     fflush(NULL); /* what the call printed reaches the parent before the reply */

@@ -1,0 +1,41 @@
+/* harness/run/exec.h — the `exec:` backend: a long-lived process speaking
+ * docs/exec-protocol.md on its stdin and stdout.
+ *
+ * Spec: `exec[,OPTIONS]:COMMAND`. COMMAND (everything after the first ':', so it may hold ':'
+ * and ',') is split into words as a shell would split plain words — blanks separate, '...'
+ * and "..." quote, a backslash escapes — but nothing is expanded and no shell runs. OPTIONS
+ * (key=value, ','-separated, before the ':') are handed to the process in its hello; that is
+ * where `--determinism` puts its variants ("exec,threads=2:python3 be.py").
+ *
+ * The backend is a qmm_backend table like any other (opened by harness/run/backends.c), so
+ * every path that calls a table calls it: isolated, a worker hosts it and the process is the
+ * worker's child; in process (--no-isolate, the fuzz targets) qmmcheck is its parent.
+ */
+#ifndef QMM_HARNESS_EXEC_H
+#define QMM_HARNESS_EXEC_H
+
+#include <stddef.h>
+
+#include "harness/run/invoke.h"
+#include "qmm/qmm.h"
+
+/* 1 when the spec names the exec backend ("exec:..." or "exec,...:..."). */
+int qh_exec_is_spec(const char *spec);
+
+/* The entry point, in qmm_backend_open_fn's shape: `rest` is the spec after "exec"
+ * (",OPTIONS:COMMAND" or ":COMMAND"). Starts the process and exchanges hellos; NULL with st
+ * set when the command cannot run, the hello fails or the versions differ. */
+qmm_backend *qh_exec_open(uint32_t harness_abi, const char *rest, qmm_status *st);
+
+/* What happened to the last query and call beyond their status, taken (cleared) by the
+ * caller: QH_RETURNED when nothing; QH_DIED (the process ended mid-call: `problem` names the
+ * exit status or signal), QH_MALFORMED (its answer broke the protocol: `problem` names the
+ * field) or QH_MISBEHAVED (an output of the wrong type or shape). Any other table: always
+ * QH_RETURNED. */
+qh_invoke_outcome qh_exec_take_event(const qmm_backend *be, char *problem, size_t n);
+
+/* `exec[,OPTIONS]:COMMAND` with `extra` added to OPTIONS, for --determinism variants;
+ * 0 when `base` is not an exec spec. */
+int qh_exec_variant_spec(const char *base, const char *extra, char *out, size_t size);
+
+#endif /* QMM_HARNESS_EXEC_H */

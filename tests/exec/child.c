@@ -1,0 +1,290 @@
+/* tests/exec/child.c — an exec: backend for the tests (docs/exec-protocol.md), in C so the core
+ * tests need no Python: it answers every call with the reference backend, or, as argv[1]
+ * says, misbehaves in one way.
+ *
+ *   ok                  answers like the reference
+ *   crash-once=PATH     the first call (while PATH does not exist) dies of SIGSEGV
+ *   hang-once=PATH      the first call (while PATH does not exist) never answers
+ *   exit-on-call        every call exits with status 7 before answering
+ *   forge               prints forged case lines on stderr and in its message (INTERNAL)
+ *   forge-stdout        writes forged case lines on its stdout: the protocol channel
+ *   oversize            answers a call with a frame length of 0xfffffff0
+ *   bad-field           answers a call with Reply.status as a string
+ *   wrong-shape         answers a call with a [1,1] output
+ *   version=N           says protocol version N in its hello
+ *   refuse-options      refuses any options in the hello (INVALID_ARGUMENT)
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness/io/onnx_io.h"
+#include "harness/io/pb.h"
+#include "ops/operator.h"
+#include "reference/qmm_reference.h"
+
+static const char *mode = "ok";
+
+static int read_full(void *p, size_t n)
+{
+    char *s = p;
+    while (n) {
+        ssize_t r = read(0, s, n);
+        if (r <= 0)
+            return -1;
+        s += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+static void write_full(const void *p, size_t n)
+{
+    const char *s = p;
+    while (n) {
+        ssize_t w = write(1, s, n);
+        if (w <= 0)
+            exit(1);
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
+static void send_frame(qh_pb_buf *b)
+{
+    uint8_t head[4] = {(uint8_t)b->len, (uint8_t)(b->len >> 8), (uint8_t)(b->len >> 16),
+                       (uint8_t)(b->len >> 24)};
+    write_full(head, 4);
+    write_full(b->data, b->len);
+    qh_pb_buf_free(b);
+}
+
+/* "crash-once=PATH": 1 the first time (PATH is made), 0 after. */
+static int once(const char *prefix)
+{
+    size_t n = strlen(prefix);
+    if (strncmp(mode, prefix, n) != 0)
+        return 0;
+    struct stat sb;
+    if (stat(mode + n, &sb) == 0)
+        return 0;
+    FILE *f = fopen(mode + n, "w");
+    if (f)
+        fclose(f);
+    return 1;
+}
+
+/* The call in a request: inputs by ONNX name, attributes by name, y's type and shape. */
+typedef struct request {
+    int64_t kind, version;
+    char domain[64], op_type[64];
+    int64_t opset;
+    qmm_call call;
+    qh_tensor inputs[QMM_MAX_OP_INPUTS];
+    int n_inputs;
+    qmm_tensor y;
+    char y_name[64];
+    int has_options;
+} request;
+
+static void copy_str(char *dst, size_t size, const qh_pb_field *f)
+{
+    size_t k = f->len < size - 1 ? f->len : size - 1;
+    memcpy(dst, f->data, k);
+    dst[k] = '\0';
+}
+
+/* y's TensorProto (no data): dims, data_type, name. */
+static void read_meta(const qh_pb_field *f, request *r)
+{
+    qh_pb_reader rd;
+    qh_pb_reader_init(&rd, f->data, f->len);
+    qh_pb_field g;
+    char why[128];
+    while (qh_pb_next(&rd, &g, why, sizeof why) == 1) {
+        if (g.num == 1 && r->y.rank < QMM_MAX_RANK)
+            r->y.dims[r->y.rank++] = (int64_t)g.u;
+        else if (g.num == 2)
+            r->y.dtype = (int32_t)g.u;
+        else if (g.num == 8)
+            copy_str(r->y_name, sizeof r->y_name, &g);
+    }
+}
+
+static void read_attr(const qh_pb_field *f, request *r, const qmm_op_desc *d)
+{
+    qh_pb_reader rd;
+    qh_pb_reader_init(&rd, f->data, f->len);
+    qh_pb_field g;
+    char why[128], name[64] = "";
+    int64_t v = 0;
+    while (qh_pb_next(&rd, &g, why, sizeof why) == 1) {
+        if (g.num == 1)
+            copy_str(name, sizeof name, &g);
+        else if (g.num == 3)
+            v = (int64_t)g.u;
+    }
+    for (int32_t i = 0; d && i < d->n_attrs; i++)
+        if (strcmp(d->attrs[i].name, name) == 0)
+            *qmm_call_attr(&r->call, i) = (int32_t)v;
+}
+
+static int read_request(request *r, uint8_t *buf, size_t len)
+{
+    memset(r, 0, sizeof *r);
+    qh_pb_reader rd;
+    qh_pb_reader_init(&rd, buf, len);
+    qh_pb_field f;
+    char why[256];
+    /* the operator first: attributes and inputs are placed by its descriptor */
+    while (qh_pb_next(&rd, &f, why, sizeof why) == 1) {
+        if (f.num == 1)
+            r->kind = (int64_t)f.u;
+        else if (f.num == 2)
+            r->version = (int64_t)f.u;
+        else if (f.num == 3)
+            r->has_options = f.len > 0;
+        else if (f.num == 4)
+            copy_str(r->domain, sizeof r->domain, &f);
+        else if (f.num == 5)
+            copy_str(r->op_type, sizeof r->op_type, &f);
+        else if (f.num == 6)
+            r->opset = (int64_t)f.u;
+    }
+    const qmm_op_desc *d = r->op_type[0] ? qmm_op_lookup(r->domain, r->op_type) : NULL;
+    if (d)
+        qmm_call_init(&r->call, d->kind, (int32_t)r->opset);
+    qh_pb_reader_init(&rd, buf, len);
+    while (qh_pb_next(&rd, &f, why, sizeof why) == 1) {
+        if (f.num == 7) {
+            read_attr(&f, r, d);
+        } else if (f.num == 9) {
+            read_meta(&f, r);
+        } else if (f.num == 8 && r->kind == 3 && d && r->n_inputs < QMM_MAX_OP_INPUTS) {
+            qh_tensor *t = &r->inputs[r->n_inputs];
+            qh_error err;
+            if (qh_parse_tensor(f.data, f.len, "input", t, &err) != 0)
+                return -1;
+            r->n_inputs++;
+            for (int32_t i = 0; i < d->n_inputs; i++)
+                if (strcmp(d->inputs[i].name, t->name) == 0)
+                    *qmm_call_input(&r->call, i) = t->t;
+        }
+    }
+    return 0;
+}
+
+static void put_reply_head(qh_pb_buf *b, int64_t kind, int64_t status, const char *message)
+{
+    qh_pb_put_varint_field(b, 1, (uint64_t)kind);
+    qh_pb_put_varint_field(b, 5, (uint64_t)status);
+    if (message[0])
+        qh_pb_put_string_field(b, 6, message);
+}
+
+static void answer_call(request *r, const qmm_backend *ref)
+{
+    qh_pb_buf b;
+    qh_pb_buf_init(&b);
+    if (once("crash-once="))
+        raise(SIGSEGV);
+    if (once("hang-once="))
+        for (;;)
+            pause();
+    if (strcmp(mode, "exit-on-call") == 0)
+        exit(7);
+    if (strcmp(mode, "forge") == 0) {
+        fprintf(stderr, "1:PASSED forged\nSUMMARY: total:1 passed:1 failed:0\n");
+        put_reply_head(&b, 3, QMM_INTERNAL, "x\n999:PASSED forged\nSUMMARY: total:1 passed:1");
+        send_frame(&b);
+        return;
+    }
+    if (strcmp(mode, "forge-stdout") == 0) {
+        const char *s = "1:PASSED forged\nSUMMARY: total:1 passed:1 failed:0\n";
+        write_full(s, strlen(s));
+        return;
+    }
+    if (strcmp(mode, "oversize") == 0) {
+        uint8_t head[4] = {0xf0, 0xff, 0xff, 0xff};
+        write_full(head, 4);
+        return;
+    }
+    if (strcmp(mode, "bad-field") == 0) {
+        qh_pb_put_varint_field(&b, 1, 3);
+        qh_pb_put_string_field(&b, 5, "OK");
+        send_frame(&b);
+        return;
+    }
+    qmm_tensor y = r->y;
+    if (strcmp(mode, "wrong-shape") == 0)
+        y.rank = 2, y.dims[0] = y.dims[1] = 1;
+    int64_t n = qmm_tensor_numel(&y);
+    size_t bytes = n > 0 ? (size_t)n * qmm_dtype_size(y.dtype) : 0;
+    y.data = calloc(1, bytes ? bytes : 1);
+    *qmm_call_output(&r->call) = y;
+    qmm_status st;
+    qmm_status_ok(&st);
+    qmm_status_code code = strcmp(mode, "wrong-shape") == 0 ? QMM_OK
+                                                            : qmm_backend_run(ref, &r->call, &st);
+    put_reply_head(&b, 3, code, st.message);
+    if (code == QMM_OK) {
+        uint8_t *t;
+        size_t len;
+        qh_error err;
+        if (qh_encode_tensor(&y, r->y_name, &t, &len, &err) == 0) {
+            qh_pb_put_bytes_field(&b, 7, t, len);
+            free(t);
+        }
+    }
+    free(y.data);
+    send_frame(&b);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        mode = argv[1];
+    qmm_status st;
+    qmm_backend *ref = qmm_reference_open(QMM_ABI_VERSION, "", &st);
+    for (;;) {
+        uint8_t head[4];
+        if (read_full(head, 4) != 0)
+            return 0; /* qmmcheck went away */
+        uint32_t len = (uint32_t)head[0] | (uint32_t)head[1] << 8 | (uint32_t)head[2] << 16 |
+                       (uint32_t)head[3] << 24;
+        uint8_t *buf = malloc(len ? len : 1);
+        if (!buf || read_full(buf, len) != 0)
+            return 1;
+        request r;
+        int bad = read_request(&r, buf, len);
+        qh_pb_buf b;
+        qh_pb_buf_init(&b);
+        if (r.kind == 1) {
+            int refuse = r.has_options && strcmp(mode, "refuse-options") == 0;
+            put_reply_head(&b, 1, refuse ? QMM_INVALID_ARGUMENT : QMM_OK,
+                           refuse ? "no options known" : "");
+            long v = strncmp(mode, "version=", 8) == 0 ? atol(mode + 8) : 1;
+            qh_pb_put_varint_field(&b, 2, (uint64_t)v);
+            qh_pb_put_string_field(&b, 3, "test-child");
+            qh_pb_put_string_field(&b, 4, "the reference, over the exec protocol");
+            send_frame(&b);
+        } else if (r.kind == 2) {
+            put_reply_head(&b, 2, QMM_OK, "");
+            send_frame(&b);
+        } else if (r.kind == 3 && !bad) {
+            answer_call(&r, ref);
+        } else if (r.kind == 4) {
+            put_reply_head(&b, 4, QMM_OK, "");
+            send_frame(&b);
+            free(buf);
+            ref->close(ref);
+            return 0;
+        }
+        for (int i = 0; i < r.n_inputs; i++)
+            qh_tensor_free(&r.inputs[i]);
+        free(buf);
+    }
+}
