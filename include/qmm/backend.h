@@ -5,7 +5,9 @@
  *   The harness passes its version to the plugin entry point; a plugin built for another
  *   version must return NULL with status QMM_UNSUPPORTED and a message naming both versions.
  * - Structs are only ever passed by pointer; `struct_size` lets a newer harness detect an
- *   older table. Fields are never reordered within one ABI version.
+ *   older table. Fields are never reordered within one ABI version. A field added within an
+ *   ABI version goes at the END of the table: a table whose struct_size ends before it reads
+ *   it as NULL (qmm_backend_has), so older plugins keep working and QMM_ABI_VERSION stays.
  *
  * Ownership
  * - The backend owns the qmm_backend it returns and everything `impl` points to; the harness
@@ -15,7 +17,7 @@
  * - Strings in the table (name, description) stay valid until `close`.
  *
  * Thread-safety
- * - `query` and the operator functions may be called concurrently from several threads on
+ * - `query`, the operator functions and `call` may be called concurrently from several threads on
  *   the same backend, with distinct calls (distinct output buffers). A backend that cannot
  *   allow this must serialise internally.
  * - `close` is never called concurrently with anything else on that backend.
@@ -27,6 +29,7 @@
 #ifndef QMM_BACKEND_H
 #define QMM_BACKEND_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "qmm/ops.h"
@@ -64,7 +67,21 @@ struct qmm_backend {
 
     /* Releases the table and its state. */
     void (*close)(qmm_backend *self);
+
+    /* Any operator, as a tagged call: read for an operator whose own pointer above is NULL,
+     * and for every operator without one (those added after MatMulInteger, QLinearMatMul and
+     * QOrderedMatMul have no pointer of their own: this is how a backend implements them).
+     * The same contract as the operator functions; QMM_UNSUPPORTED for an operator it does
+     * not compute. Added after `close` within ABI 1: a table whose struct_size ends before it
+     * has none. */
+    qmm_status_code (*call)(const qmm_backend *self, qmm_call *call, qmm_status *st);
 };
+
+/* Whether `table` holds `field` (a member of qmm_backend): a table older than this header
+ * (smaller struct_size) ends before the fields added since, and they read as absent. */
+#define qmm_backend_has(table, field)                                                         \
+    ((table)->struct_size >= offsetof(qmm_backend, field) + sizeof(table)->field &&           \
+     (table)->field != NULL)
 
 /* The plugin entry point. A shared library exports one function with this name and type:
  *
@@ -151,13 +168,15 @@ static inline int qmm_option_int(const qmm_option *opt, long lo, long hi, long *
     return 1;
 }
 
-/* Dispatches a tagged call through `table`'s operator pointers, passing `self` to them,
- * answering UNSUPPORTED for a NULL one. `table` and `self` are the same backend except in a
- * harness that keeps its own copy of a plugin's table (harness/run/backends.c). */
+/* Dispatches a tagged call through `table`, passing `self` to its functions: the operator's
+ * own pointer when the table has one, else the generic `call`, else UNSUPPORTED. `table` and
+ * `self` are the same backend except in a harness that keeps its own copy of a plugin's table
+ * (harness/run/backends.c). */
 static inline qmm_status_code qmm_backend_run_via(const qmm_backend *table,
                                                   const qmm_backend *self, qmm_call *call,
                                                   qmm_status *st)
 {
+    /* the three operators that predate `call` keep their own pointers; later ones have none */
     switch (call->op) {
     case QMM_OP_MATMULINTEGER:
         if (table->matmulinteger)
@@ -171,9 +190,11 @@ static inline qmm_status_code qmm_backend_run_via(const qmm_backend *table,
         if (table->qorderedmatmul)
             return table->qorderedmatmul(self, &call->u.qorderedmatmul, st);
         break;
-    case QMM_OP_NONE:
+    default:
         break;
     }
+    if (call->op != QMM_OP_NONE && qmm_backend_has(table, call))
+        return table->call(self, call, st);
     return qmm_status_set(st, QMM_UNSUPPORTED, "%s: operator %s not implemented",
                           table->name ? table->name : "backend", qmm_op_name(call->op));
 }

@@ -385,3 +385,69 @@ Test(isolation, a_refusal_and_a_name_cannot_forge_lines)
     cr_assert(strstr(bench, "hostile\\n999:PASSED forged"), "%s", bench);
     free(bench);
 }
+
+/* ---- the generic `call` entry (generic_call.c) ------------------------------------------ */
+
+/* The SUMMARY counts of a run of `backend` over `vectors`, without the time: what a backend
+ * is judged to have done (malloc'd). */
+static char *summary_in(const char *backend, const char *how, const char *vectors)
+{
+    char *out;
+    int rc = qmmcheck_under(&out, "timeout -s KILL 30",
+                            "run --backend '%s' %s --allow-empty --vectors %s", backend, how,
+                            vectors);
+    cr_assert(rc == 0 || rc == 1, "exit %d:\n%s", rc, out);
+    char *line = strstr(out, "SUMMARY: ");
+    cr_assert_not_null(line, "%s", out);
+    char *end = strstr(line, " (");
+    cr_assert_not_null(end, "%s", out);
+    *end = '\0';
+    char *summary = strdup(line);
+    free(out);
+    return summary;
+}
+
+/* summary_in over the seeds (MatMulInteger, QLinearMatMul) and the QOrderedMatMul vectors:
+ * the three operators. */
+static void summaries(const char *backend, const char *how, char *out[2])
+{
+    out[0] = summary_in(backend, how, "vectors/seeds");
+    out[1] = summary_in(backend, how, "vectors/qordered");
+}
+
+Test(isolation, a_table_with_only_the_generic_call_is_judged_as_the_reference)
+{
+    char spec[600], *want[2];
+    snprintf(spec, sizeof spec, "%s", env("QMM_GENERIC_PLUGIN"));
+    summaries("reference", "", want);
+    const char *hows[] = {"--isolate", "--no-isolate"};
+    for (size_t i = 0; i < sizeof hows / sizeof hows[0]; i++) {
+        char *got[2];
+        summaries(spec, hows[i], got);
+        for (int v = 0; v < 2; v++) {
+            cr_assert(strstr(want[v], " failed:0 ") && !strstr(want[v], " passed:0 "), "%s",
+                      want[v]);
+            cr_assert_str_eq(got[v], want[v], "%s", hows[i]);
+            free(got[v]);
+        }
+    }
+    free(want[0]);
+    free(want[1]);
+}
+
+Test(isolation, a_table_ending_before_the_generic_call_is_not_read_past)
+{
+    char spec[600];
+    snprintf(spec, sizeof spec, "%s:size=old", env("QMM_GENERIC_PLUGIN"));
+    const char *hows[] = {"--isolate", "--no-isolate"};
+    for (size_t i = 0; i < sizeof hows / sizeof hows[0]; i++) {
+        char *got[2];
+        summaries(spec, hows[i], got);
+        for (int v = 0; v < 2; v++) {
+            cr_assert(strstr(got[v], " passed:0 ") && strstr(got[v], " failed:0 ") &&
+                          strstr(got[v], " crashed:0 ") && !strstr(got[v], " skipped:0 "),
+                      "%s: every case is UNSUPPORTED: %s", hows[i], got[v]);
+            free(got[v]);
+        }
+    }
+}
