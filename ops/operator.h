@@ -22,6 +22,9 @@
 
 #define QMM_MAX_OP_INPUTS 8
 #define QMM_MAX_OP_ATTRS 3
+/* An upper bound on the qmm_op_kind values, for arrays indexed by kind (a profile's per-operator
+ * arithmetic, reference/profiles.c); tests/test_operator.c checks every row against it. */
+#define QMM_MAX_OP_KINDS 16
 
 /* One node input. */
 typedef struct qmm_op_input {

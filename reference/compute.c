@@ -1,9 +1,11 @@
-/* reference/compute.c — the exact `spec` computation (docs/semantics.md §2.3, §3) and the
- * per-element explanation the harness prints.
+/* reference/compute.c — the reference's entry points over its operators (qmm_ref_compute,
+ * qmm_ref_explain: each operator's file, found in the generated registry), and what the
+ * operators' exact computations share: the exact accumulator of a row-major matmul, the zero
+ * points through their maps, the checks on y_wrapped and on an element index, and the decimal
+ * rendering of an exact rational (docs/semantics.md §2.3, §3).
  *
  * The accumulator is an exact int64: each term is at most 255*255 in magnitude, so it cannot
- * overflow before K reaches 2^47, and such an operand would not fit in any memory. The
- * requantization is done on exact GMP rationals.
+ * overflow before K reaches 2^47, and such an operand would not fit in any memory.
  */
 #include <gmp.h>
 #include <inttypes.h>
@@ -13,94 +15,90 @@
 
 #include "reference/ref_internal.h"
 
-static void mpz_set_i64(mpz_t z, int64_t v)
+const qmm_ref_op *qmm_ref_op_of(qmm_op_kind kind)
+{
+    for (const qmm_ref_op *const *op = qmm_ref_ops; *op; op++)
+        if ((*op)->kind == kind)
+            return *op;
+    return NULL;
+}
+
+qmm_status_code qmm_ref_compute(qmm_call *call, qmm_tensor *y_wrapped, int *any_overflow,
+                                qmm_status *st)
+{
+    if (any_overflow)
+        *any_overflow = 0;
+    const qmm_ref_op *op = qmm_ref_op_of(call->op);
+    if (!op)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT, "call: unknown operator %d",
+                              (int)call->op);
+    return op->compute(call, y_wrapped, any_overflow, st);
+}
+
+qmm_status_code qmm_ref_explain(const qmm_call *call, int64_t index, qmm_ref_element *e,
+                                qmm_status *st)
+{
+    memset(e, 0, sizeof *e);
+    const qmm_ref_op *op = qmm_ref_op_of(call->op);
+    if (!op)
+        return qmm_status_set(st, QMM_UNSUPPORTED, "%s: not explained by the reference",
+                              qmm_op_name(call->op));
+    return op->explain(call, index, e, st);
+}
+
+/* ---- shared by the exact computations ---- */
+
+void qmm_ref_exact_init(qmm_ref_exact *x)
+{
+    mpq_inits(x->value, x->tmp, NULL);
+    mpz_inits(x->z, x->q, x->r, NULL);
+}
+
+void qmm_ref_exact_clear(qmm_ref_exact *x)
+{
+    mpq_clears(x->value, x->tmp, NULL);
+    mpz_clears(x->z, x->q, x->r, NULL);
+}
+
+void qmm_ref_exact_tmp_i64(qmm_ref_exact *x, int64_t v)
 {
     uint64_t mag = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    mpz_import(z, 1, 1, sizeof mag, 0, 0, &mag);
+    mpz_import(x->z, 1, 1, sizeof mag, 0, 0, &mag);
     if (v < 0)
-        mpz_neg(z, z);
+        mpz_neg(x->z, x->z);
+    mpq_set_z(x->tmp, x->z);
 }
 
-static int fits_int32(int64_t v)
-{
-    return v >= INT32_MIN && v <= INT32_MAX;
-}
-
-/* Scratch rationals for one requantization, reused across elements. */
-typedef struct requant {
-    mpq_t value, tmp;
-    mpz_t q, r, twice;
-} requant;
-
-static void requant_init(requant *rq)
-{
-    mpq_inits(rq->value, rq->tmp, NULL);
-    mpz_inits(rq->q, rq->r, rq->twice, NULL);
-}
-
-static void requant_clear(requant *rq)
-{
-    mpq_clears(rq->value, rq->tmp, NULL);
-    mpz_clears(rq->q, rq->r, rq->twice, NULL);
-}
-
-/* rq->value = sa*sb*acc/sy exactly; scales are doubles holding their exact values. */
-static void scaled_value(requant *rq, double sa, double sb, double sy, int64_t acc)
-{
-    mpz_set_i64(rq->q, acc);
-    mpq_set_z(rq->value, rq->q);
-    mpq_set_d(rq->tmp, sa);
-    mpq_mul(rq->value, rq->value, rq->tmp);
-    mpq_set_d(rq->tmp, sb);
-    mpq_mul(rq->value, rq->value, rq->tmp);
-    mpq_set_d(rq->tmp, sy);
-    mpq_div(rq->value, rq->value, rq->tmp);
-}
-
-/* clamp(RNE(value) + zy, qmin, qmax): round first, then add the zero point (docs/semantics.md
- * §2.3). */
-static int64_t round_and_saturate(requant *rq, int64_t zy, int64_t qmin, int64_t qmax)
+int64_t qmm_ref_round_saturate(qmm_ref_exact *x, int64_t zy, int64_t qmin, int64_t qmax)
 {
     /* floor division: value = q + r/den with 0 <= r < den (den > 0 in canonical form) */
-    mpz_fdiv_qr(rq->q, rq->r, mpq_numref(rq->value), mpq_denref(rq->value));
-    mpz_mul_2exp(rq->twice, rq->r, 1);
-    int c = mpz_cmp(rq->twice, mpq_denref(rq->value));
-    if (c > 0 || (c == 0 && mpz_odd_p(rq->q)))
-        mpz_add_ui(rq->q, rq->q, 1);
+    mpz_fdiv_qr(x->q, x->r, mpq_numref(x->value), mpq_denref(x->value));
+    mpz_mul_2exp(x->r, x->r, 1);
+    int c = mpz_cmp(x->r, mpq_denref(x->value));
+    if (c > 0 || (c == 0 && mpz_odd_p(x->q)))
+        mpz_add_ui(x->q, x->q, 1);
     /* the rounded value may be astronomically large; saturate before leaving mpz */
     if (zy >= 0)
-        mpz_add_ui(rq->q, rq->q, (unsigned long)zy);
+        mpz_add_ui(x->q, x->q, (unsigned long)zy);
     else
-        mpz_sub_ui(rq->q, rq->q, (unsigned long)-zy);
-    if (mpz_cmp_si(rq->q, (long)qmin) < 0)
+        mpz_sub_ui(x->q, x->q, (unsigned long)-zy);
+    if (mpz_cmp_si(x->q, (long)qmin) < 0)
         return qmin;
-    if (mpz_cmp_si(rq->q, (long)qmax) > 0)
+    if (mpz_cmp_si(x->q, (long)qmax) > 0)
         return qmax;
-    return (int64_t)mpz_get_si(rq->q);
+    return (int64_t)mpz_get_si(x->q);
 }
 
-static void q8_range(int32_t dtype, int64_t *qmin, int64_t *qmax)
-{
-    if (dtype == QMM_DTYPE_INT8) {
-        *qmin = -128;
-        *qmax = 127;
-    } else {
-        *qmin = 0;
-        *qmax = 255;
-    }
-}
-
-/* Zero point `name` at output element (bi, i, j); 0 for an absent optional one. */
-static int64_t zero_point(const qmm_tensor *zp, const qmm_param_map *map, const qmm_geometry *g,
-                          int64_t bi, int64_t i, int64_t j)
+int64_t qmm_ref_zero_point(const qmm_tensor *zp, const qmm_param_map *map,
+                           const qmm_geometry *g, int64_t bi, int64_t i, int64_t j)
 {
     if (!qmm_tensor_present(zp))
         return 0;
     return qmm_load_q8(zp, qmm_param_offset(map, g, bi, i, j));
 }
 
-static int64_t exact_acc(const qmm_tensor *a, const qmm_tensor *b, const qmm_geometry *g,
-                         int64_t bi, int64_t i, int64_t j, int64_t za, int64_t zb)
+int64_t qmm_ref_matmul_acc(const qmm_tensor *a, const qmm_tensor *b, const qmm_geometry *g,
+                           int64_t bi, int64_t i, int64_t j, int64_t za, int64_t zb)
 {
     int64_t ao = qmm_geometry_a_offset(g, bi) + i * g->k;
     int64_t bo = qmm_geometry_b_offset(g, bi) + j;
@@ -110,135 +108,34 @@ static int64_t exact_acc(const qmm_tensor *a, const qmm_tensor *b, const qmm_geo
     return acc;
 }
 
-/* Everything about one QLinearMatMul element; rq->value is left holding sa*sb*acc/sy. */
-typedef struct qlm_result {
-    int64_t acc, expected, wrapped;
-} qlm_result;
-
-static void qlm_element(const qmm_qlinearmatmul *c, const qmm_geometry *g,
-                        const qmm_param_map *maps, requant *rq, int64_t bi, int64_t i,
-                        int64_t j, qlm_result *out)
-{
-    int64_t za = zero_point(&c->a_zero_point, &maps[QMM_MAP_A_ZERO_POINT], g, bi, i, j);
-    int64_t zb = zero_point(&c->b_zero_point, &maps[QMM_MAP_B_ZERO_POINT], g, bi, i, j);
-    int64_t zy = zero_point(&c->y_zero_point, &maps[QMM_MAP_Y_ZERO_POINT], g, bi, i, j);
-    double sa = qmm_scale_decode(c->a_scale.dtype, c->a_scale.data,
-                                 qmm_param_offset(&maps[QMM_MAP_A_SCALE], g, bi, i, j));
-    double sb = qmm_scale_decode(c->b_scale.dtype, c->b_scale.data,
-                                 qmm_param_offset(&maps[QMM_MAP_B_SCALE], g, bi, i, j));
-    double sy = qmm_scale_decode(c->y_scale.dtype, c->y_scale.data,
-                                 qmm_param_offset(&maps[QMM_MAP_Y_SCALE], g, bi, i, j));
-    int64_t qmin, qmax;
-    q8_range(c->y.dtype, &qmin, &qmax);
-
-    out->acc = exact_acc(&c->a, &c->b, g, bi, i, j, za, zb);
-    out->wrapped = 0;
-    if (!fits_int32(out->acc)) {
-        scaled_value(rq, sa, sb, sy, qmm_wrap_int32(out->acc));
-        out->wrapped = round_and_saturate(rq, zy, qmin, qmax);
-    }
-    scaled_value(rq, sa, sb, sy, out->acc);
-    out->expected = round_and_saturate(rq, zy, qmin, qmax);
-    if (fits_int32(out->acc))
-        out->wrapped = out->expected;
-}
-
-static void store_q8(const qmm_tensor *y, int64_t index, int64_t v)
-{
-    unsigned char *p = y->data;
-    p[index] = (unsigned char)(v & 0xff);
-}
-
-static qmm_status_code check_wrapped_output(const qmm_tensor *yw, const qmm_tensor *y,
-                                            qmm_status *st)
+qmm_status_code qmm_ref_check_wrapped(const qmm_tensor *yw, const qmm_tensor *y,
+                                      const char *y_name, qmm_status *st)
 {
     int same = yw->dtype == y->dtype && yw->rank == y->rank;
     for (int32_t d = 0; same && d < y->rank; d++)
         same = yw->dims[d] == y->dims[d];
     if (!same)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                              "y_wrapped: dtype and shape must equal y's");
+                              "y_wrapped: dtype and shape must equal %s's", y_name);
     if (qmm_tensor_numel(y) > 0 && yw->data == NULL)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "y_wrapped: data is NULL");
     return QMM_OK;
 }
 
-static qmm_status_code compute_qlm(qmm_qlinearmatmul *c, qmm_tensor *yw, int *any_overflow,
-                                   qmm_status *st)
+qmm_status_code qmm_ref_element_at(const qmm_geometry *g, int64_t index, int64_t *bi,
+                                   int64_t *i, int64_t *j, qmm_status *st)
 {
-    qmm_plan plan;
-    qmm_status_code rc = qmm_validate_qlinearmatmul(c, &plan, st);
-    if (rc != QMM_OK)
-        return rc;
-    const qmm_geometry *g = &plan.g;
-    const qmm_param_map *maps = plan.maps;
-    if (yw && check_wrapped_output(yw, &c->y, st) != QMM_OK)
-        return QMM_INVALID_ARGUMENT;
-    requant rq;
-    requant_init(&rq);
-    int overflow = 0;
-    for (int64_t bi = 0; bi < g->batch; bi++)
-        for (int64_t i = 0; i < g->m; i++)
-            for (int64_t j = 0; j < g->n; j++) {
-                qlm_result r;
-                qlm_element(c, g, maps, &rq, bi, i, j, &r);
-                int64_t idx = (bi * g->m + i) * g->n + j;
-                store_q8(&c->y, idx, r.expected);
-                if (yw)
-                    store_q8(yw, idx, r.wrapped);
-                overflow |= !fits_int32(r.acc);
-            }
-    requant_clear(&rq);
-    if (any_overflow)
-        *any_overflow = overflow;
-    return qmm_status_ok(st);
-}
-
-static qmm_status_code compute_mmi(qmm_matmulinteger *c, qmm_tensor *yw, int *any_overflow,
-                                   qmm_status *st)
-{
-    qmm_plan plan;
-    qmm_status_code rc = qmm_validate_matmulinteger(c, &plan, st);
-    if (rc != QMM_OK)
-        return rc;
-    const qmm_geometry *g = &plan.g;
-    const qmm_param_map *maps = plan.maps;
-    if (yw && check_wrapped_output(yw, &c->y, st) != QMM_OK)
-        return QMM_INVALID_ARGUMENT;
-    int overflow = 0;
-    for (int64_t bi = 0; bi < g->batch; bi++)
-        for (int64_t i = 0; i < g->m; i++)
-            for (int64_t j = 0; j < g->n; j++) {
-                int64_t za = zero_point(&c->a_zero_point, &maps[QMM_MAP_A_ZERO_POINT], g, bi, i, j);
-                int64_t zb = zero_point(&c->b_zero_point, &maps[QMM_MAP_B_ZERO_POINT], g, bi, i, j);
-                int64_t acc = exact_acc(&c->a, &c->b, g, bi, i, j, za, zb);
-                int64_t idx = (bi * g->m + i) * g->n + j;
-                qmm_store_i32(c->y.data, idx, qmm_wrap_int32(acc));
-                if (yw)
-                    qmm_store_i32(yw->data, idx, qmm_wrap_int32(acc));
-                overflow |= !fits_int32(acc);
-            }
-    if (any_overflow)
-        *any_overflow = overflow;
-    return qmm_status_ok(st);
-}
-
-qmm_status_code qmm_ref_compute(qmm_call *call, qmm_tensor *y_wrapped, int *any_overflow,
-                                qmm_status *st)
-{
-    if (any_overflow)
-        *any_overflow = 0;
-    switch (call->op) {
-    case QMM_OP_QLINEARMATMUL:
-        return compute_qlm(&call->u.qlinearmatmul, y_wrapped, any_overflow, st);
-    case QMM_OP_MATMULINTEGER:
-        return compute_mmi(&call->u.matmulinteger, y_wrapped, any_overflow, st);
-    case QMM_OP_QORDEREDMATMUL:
-        return qmm_ref_qom_compute(&call->u.qorderedmatmul, y_wrapped, any_overflow, st);
-    case QMM_OP_NONE:
-        break;
-    }
-    return qmm_status_set(st, QMM_INVALID_ARGUMENT, "call: unknown operator %d", (int)call->op);
+    int64_t count = g->batch * g->m * g->n;
+    if (index < 0 || index >= count)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                              "index: %" PRId64 " is outside y (%" PRId64 " elements)", index,
+                              count);
+    /* y is row-major over (batch..., i, j); promoted 1-D dims have size 1 and do not change
+     * the offsets. */
+    *j = index % g->n;
+    *i = (index / g->n) % g->m;
+    *bi = index / g->n / g->m;
+    return QMM_OK;
 }
 
 /* ---- decimal rendering of an exact rational ---- */
@@ -365,53 +262,4 @@ static void rational_to_decimal(const mpq_t v, char *out, size_t n)
 void qmm_ref_decimal(mpq_srcptr v, char *out, size_t n)
 {
     rational_to_decimal(v, out, n);
-}
-
-qmm_status_code qmm_ref_explain(const qmm_call *call, int64_t index, qmm_ref_element *e,
-                                qmm_status *st)
-{
-    memset(e, 0, sizeof *e);
-    if (call->op == QMM_OP_QORDEREDMATMUL)
-        return qmm_ref_qom_explain(&call->u.qorderedmatmul, index, e, st);
-    qmm_plan plan;
-    qmm_status_code rc;
-    if (call->op == QMM_OP_QLINEARMATMUL)
-        rc = qmm_validate_qlinearmatmul(&call->u.qlinearmatmul, &plan, st);
-    else if (call->op == QMM_OP_MATMULINTEGER)
-        rc = qmm_validate_matmulinteger(&call->u.matmulinteger, &plan, st);
-    else
-        return qmm_status_set(st, QMM_UNSUPPORTED, "%s: not explained by the reference",
-                              qmm_op_name(call->op));
-    if (rc != QMM_OK)
-        return rc;
-    const qmm_geometry *g = &plan.g;
-    const qmm_param_map *maps = plan.maps;
-    int64_t count = g->batch * g->m * g->n;
-    if (index < 0 || index >= count)
-        return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                              "index: %" PRId64 " is outside y (%" PRId64 " elements)", index,
-                              count);
-    /* y is row-major over (batch..., i, j); promoted 1-D dims have size 1 and do not change
-     * the offsets. */
-    int64_t j = index % g->n, i = (index / g->n) % g->m, bi = index / g->n / g->m;
-    if (call->op == QMM_OP_QLINEARMATMUL) {
-        requant rq;
-        requant_init(&rq);
-        qlm_result r;
-        qlm_element(&call->u.qlinearmatmul, g, maps, &rq, bi, i, j, &r);
-        rational_to_decimal(rq.value, e->scaled, sizeof e->scaled);
-        requant_clear(&rq);
-        e->acc = r.acc;
-        e->expected = r.expected;
-        e->wrapped = r.wrapped;
-    } else {
-        const qmm_matmulinteger *c = &call->u.matmulinteger;
-        int64_t za = zero_point(&c->a_zero_point, &maps[QMM_MAP_A_ZERO_POINT], g, bi, i, j);
-        int64_t zb = zero_point(&c->b_zero_point, &maps[QMM_MAP_B_ZERO_POINT], g, bi, i, j);
-        e->acc = exact_acc(&c->a, &c->b, g, bi, i, j, za, zb);
-        e->expected = qmm_wrap_int32(e->acc);
-        e->wrapped = e->expected;
-    }
-    e->overflow = !fits_int32(e->acc);
-    return qmm_status_ok(st);
 }

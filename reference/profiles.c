@@ -29,14 +29,6 @@ typedef struct elem_params {
     double sa, sb, sy;
 } elem_params;
 
-static int64_t zp_at(const qmm_tensor *zp, const qmm_param_map *map, const qmm_geometry *g,
-                     int64_t bi, int64_t i, int64_t j)
-{
-    if (!qmm_tensor_present(zp))
-        return 0;
-    return qmm_load_q8(zp, qmm_param_offset(map, g, bi, i, j));
-}
-
 static double scale_at(const qmm_tensor *s, const qmm_param_map *map, const qmm_geometry *g,
                        int64_t bi, int64_t i, int64_t j)
 {
@@ -47,9 +39,9 @@ static void params_at(const qmm_qlinearmatmul *c, const qmm_geometry *g,
                       const qmm_param_map *maps, int64_t bi, int64_t i, int64_t j,
                       elem_params *p)
 {
-    p->za = zp_at(&c->a_zero_point, &maps[QMM_MAP_A_ZERO_POINT], g, bi, i, j);
-    p->zb = zp_at(&c->b_zero_point, &maps[QMM_MAP_B_ZERO_POINT], g, bi, i, j);
-    p->zy = zp_at(&c->y_zero_point, &maps[QMM_MAP_Y_ZERO_POINT], g, bi, i, j);
+    p->za = qmm_ref_zero_point(&c->a_zero_point, &maps[QMM_MAP_A_ZERO_POINT], g, bi, i, j);
+    p->zb = qmm_ref_zero_point(&c->b_zero_point, &maps[QMM_MAP_B_ZERO_POINT], g, bi, i, j);
+    p->zy = qmm_ref_zero_point(&c->y_zero_point, &maps[QMM_MAP_Y_ZERO_POINT], g, bi, i, j);
     p->sa = scale_at(&c->a_scale, &maps[QMM_MAP_A_SCALE], g, bi, i, j);
     p->sb = scale_at(&c->b_scale, &maps[QMM_MAP_B_SCALE], g, bi, i, j);
     p->sy = scale_at(&c->y_scale, &maps[QMM_MAP_Y_SCALE], g, bi, i, j);
@@ -60,12 +52,7 @@ static void params_at(const qmm_qlinearmatmul *c, const qmm_geometry *g,
 static int32_t wrapped_acc(const qmm_qlinearmatmul *c, const qmm_geometry *g, int64_t bi,
                            int64_t i, int64_t j, int64_t za, int64_t zb)
 {
-    int64_t ao = qmm_geometry_a_offset(g, bi) + i * g->k;
-    int64_t bo = qmm_geometry_b_offset(g, bi) + j;
-    int64_t acc = 0;
-    for (int64_t k = 0; k < g->k; k++)
-        acc += (qmm_load_q8(&c->a, ao + k) - za) * (qmm_load_q8(&c->b, bo + k * g->n) - zb);
-    return qmm_wrap_int32(acc);
+    return qmm_wrap_int32(qmm_ref_matmul_acc(&c->a, &c->b, g, bi, i, j, za, zb));
 }
 
 static void q8_limits(int32_t dtype, int64_t *qmin, int64_t *qmax)
@@ -82,12 +69,6 @@ static int64_t clamp_integral(double v, int64_t qmin, int64_t qmax)
     if (v >= (double)qmax)
         return qmax;
     return (int64_t)v;
-}
-
-static void store_q8(const qmm_tensor *y, int64_t index, int64_t v)
-{
-    unsigned char *p = y->data;
-    p[index] = (unsigned char)(v & 0xff);
 }
 
 /* ---- onnx-ref ---------------------------------------------------------------------------- */
@@ -253,7 +234,7 @@ static qmm_status_code orion_dequantize(const qmm_qlinearmatmul *c, const qmm_ge
     for (int64_t i = 0; i < g->m; i++)
         for (int64_t k = 0; k < g->k; k++) {
             /* a's parameters are per row: any column gives the same element */
-            int64_t za = zp_at(&c->a_zero_point, &maps[QMM_MAP_A_ZERO_POINT], g, bi, i, 0);
+            int64_t za = qmm_ref_zero_point(&c->a_zero_point, &maps[QMM_MAP_A_ZERO_POINT], g, bi, i, 0);
             double sa = scale_at(&c->a_scale, &maps[QMM_MAP_A_SCALE], g, bi, i, 0);
             qmm_status_code rc = orion_deq(qmm_load_q8(&c->a, ao + i * g->k + k), za, sa,
                                            "dequantized a", &da[i * g->k + k], st);
@@ -262,7 +243,7 @@ static qmm_status_code orion_dequantize(const qmm_qlinearmatmul *c, const qmm_ge
         }
     for (int64_t k = 0; k < g->k; k++)
         for (int64_t j = 0; j < g->n; j++) {
-            int64_t zb = zp_at(&c->b_zero_point, &maps[QMM_MAP_B_ZERO_POINT], g, bi, 0, j);
+            int64_t zb = qmm_ref_zero_point(&c->b_zero_point, &maps[QMM_MAP_B_ZERO_POINT], g, bi, 0, j);
             double sb = scale_at(&c->b_scale, &maps[QMM_MAP_B_SCALE], g, bi, 0, j);
             qmm_status_code rc = orion_deq(qmm_load_q8(&c->b, bo + k * g->n + j), zb, sb,
                                            "dequantized b", &db[k * g->n + j], st);
@@ -288,7 +269,7 @@ static qmm_status_code orion_element(const qmm_qlinearmatmul *c, const qmm_geome
     if ((rc = orion_encode(sy_value, "y_scale", &sy, st)) ||
         (rc = trunc_div(sum, sy, &v, "sum / y_scale", st)))
         return rc;
-    int64_t zy = zp_at(&c->y_zero_point, &maps[QMM_MAP_Y_ZERO_POINT], g, bi, i, j);
+    int64_t zy = qmm_ref_zero_point(&c->y_zero_point, &maps[QMM_MAP_Y_ZERO_POINT], g, bi, i, j);
     if ((rc = checked_add(v, zy * Q_ONE, &v, "sum / y_scale + y_zero_point", st)))
         return rc;
     if (v < -128 * Q_ONE)
@@ -344,7 +325,7 @@ static qmm_status_code compute_orion(qmm_qlinearmatmul *c, const qmm_geometry *g
                 int64_t r = 0;
                 rc = orion_element(c, g, maps, da, db, bi, i, j, &r, st);
                 if (rc == QMM_OK)
-                    store_q8(&c->y, (bi * g->m + i) * g->n + j, r);
+                    qmm_ref_store_q8(&c->y, (bi * g->m + i) * g->n + j, r);
             }
     }
     free(da);
@@ -371,30 +352,37 @@ static qmm_status_code compute_float_profile(qmm_qlinearmatmul *c, const qmm_pla
                 elem_params ep;
                 params_at(c, g, plan->maps, bi, i, j, &ep);
                 int32_t acc = wrapped_acc(c, g, bi, i, j, ep.za, ep.zb);
-                store_q8(&c->y, (bi * g->m + i) * g->n + j,
+                qmm_ref_store_q8(&c->y, (bi * g->m + i) * g->n + j,
                          element(acc, &ep, c->a_scale.dtype, qmin, qmax));
             }
     return qmm_status_ok(st);
 }
 
-static qmm_status_code qlm_onnx_ref(qmm_qlinearmatmul *c, const qmm_plan *plan, qmm_status *st)
+/* Each profile's own arithmetic for one operator, validating first. */
+static qmm_status_code qlm_onnx_ref(qmm_call *call, qmm_status *st)
 {
-    return compute_float_profile(c, plan, onnx_ref_element, st);
+    qmm_plan plan;
+    QMM_TRY(qmm_validate_qlinearmatmul(&call->u.qlinearmatmul, &plan, st));
+    return compute_float_profile(&call->u.qlinearmatmul, &plan, onnx_ref_element, st);
 }
 
-static qmm_status_code qlm_ort_fp32(qmm_qlinearmatmul *c, const qmm_plan *plan, qmm_status *st)
+static qmm_status_code qlm_ort_fp32(qmm_call *call, qmm_status *st)
 {
-    return compute_float_profile(c, plan, ort_fp32_element, st);
+    qmm_plan plan;
+    QMM_TRY(qmm_validate_qlinearmatmul(&call->u.qlinearmatmul, &plan, st));
+    return compute_float_profile(&call->u.qlinearmatmul, &plan, ort_fp32_element, st);
 }
 
-static qmm_status_code qlm_orion(qmm_qlinearmatmul *c, const qmm_plan *plan, qmm_status *st)
+static qmm_status_code qlm_orion(qmm_call *call, qmm_status *st)
 {
-    return compute_orion(c, &plan->g, plan->maps, st);
+    qmm_plan plan;
+    QMM_TRY(qmm_validate_qlinearmatmul(&call->u.qlinearmatmul, &plan, st));
+    return compute_orion(&call->u.qlinearmatmul, &plan.g, plan.maps, st);
 }
 
-static qmm_status_code qom_spec(qmm_qorderedmatmul *c, qmm_status *st)
+static qmm_status_code qom_ort_fp32(qmm_call *call, qmm_status *st)
 {
-    return qmm_ref_qom_compute(c, NULL, NULL, st);
+    return qmm_ref_qom_compute_ort_fp32(&call->u.qorderedmatmul, st);
 }
 
 /* Orion computes int8 QLinearMatMul only; the types alone decide it. */
@@ -408,26 +396,47 @@ static const char *orion_types(const qmm_call *call)
     return NULL;
 }
 
+/* How a profile computes one operator. All zero: the operator is not defined under the
+ * profile (UNSUPPORTED after validation, the message listing the profiles that define it). */
+typedef struct profile_op {
+    /* its own arithmetic, validating first */
+    qmm_status_code (*compute)(qmm_call *call, qmm_status *st);
+    /* no step the profile rounds differently: the spec result (MatMulInteger has no
+     * requantization) */
+    int as_spec;
+    /* the imitated implementation has no such operator: UNSUPPORTED after validation, saying
+     * this */
+    const char *no_counterpart;
+} profile_op;
+
+#define AS_SPEC {NULL, 1, NULL}
+
 /* Everything about a profile is its row here: adding a profile is a row (and its arithmetic
- * above) plus its tests, nothing else (docs/architecture.md §4.3). The enumerators of
- * qmm_profile are the indexes of the first rows, for code that must name one. */
+ * above) plus its tests, nothing else (docs/architecture.md §4.3); adding an operator is
+ * nothing here (spec computes it, the other profiles leave it undefined until a row says how
+ * they compute it). The enumerators of qmm_profile are the indexes of the first rows, for code
+ * that must name one. */
 static const struct profile_row {
     const char *name;
-    /* QLinearMatMul after validation; NULL: the exact spec computation */
-    qmm_status_code (*qlinearmatmul)(qmm_qlinearmatmul *c, const qmm_plan *plan, qmm_status *st);
-    /* QOrderedMatMul (validating itself); NULL: not defined under this profile (UNSUPPORTED) */
-    qmm_status_code (*qorderedmatmul)(qmm_qorderedmatmul *c, qmm_status *st);
-    /* MatMulInteger has no requantization, so a profile gives the spec result on it unless
-     * this says why it has no counterpart (UNSUPPORTED after validation) */
-    const char *no_matmulinteger;
+    int is_spec; /* the contract: every operator's spec computation (reference/op-*.c) */
+    profile_op ops[QMM_MAX_OP_KINDS]; /* by qmm_op_kind */
     /* the types it does not compute, decided from the types alone: NULL when it computes them */
     const char *(*unsupported_types)(const qmm_call *call);
 } profiles[] = {
-    [QMM_PROFILE_SPEC] = {"spec", NULL, qom_spec, NULL, NULL},
-    [QMM_PROFILE_ONNX_REF] = {"onnx-ref", qlm_onnx_ref, NULL, NULL, NULL},
-    [QMM_PROFILE_ORT_FP32] = {"ort-fp32", qlm_ort_fp32, qmm_ref_qom_compute_ort_fp32, NULL, NULL},
-    [QMM_PROFILE_ORION_FP16X16] = {"orion-fp16x16", qlm_orion, NULL,
-                                   "MatMulInteger has no Orion counterpart", orion_types},
+    [QMM_PROFILE_SPEC] = {.name = "spec", .is_spec = 1},
+    [QMM_PROFILE_ONNX_REF] = {.name = "onnx-ref",
+                              .ops = {[QMM_OP_QLINEARMATMUL] = {qlm_onnx_ref},
+                                      [QMM_OP_MATMULINTEGER] = AS_SPEC}},
+    [QMM_PROFILE_ORT_FP32] = {.name = "ort-fp32",
+                              .ops = {[QMM_OP_QLINEARMATMUL] = {qlm_ort_fp32},
+                                      [QMM_OP_MATMULINTEGER] = AS_SPEC,
+                                      [QMM_OP_QORDEREDMATMUL] = {qom_ort_fp32}}},
+    [QMM_PROFILE_ORION_FP16X16] = {
+        .name = "orion-fp16x16",
+        .ops = {[QMM_OP_QLINEARMATMUL] = {qlm_orion},
+                [QMM_OP_MATMULINTEGER] = {.no_counterpart = "MatMulInteger has no Orion "
+                                                            "counterpart"}},
+        .unsupported_types = orion_types},
 };
 #define N_PROFILES ((int)(sizeof profiles / sizeof profiles[0]))
 _Static_assert(sizeof profiles / sizeof profiles[0] <= QMM_PROFILE_MAX,
@@ -455,16 +464,29 @@ int qmm_profile_from_name(const char *name, qmm_profile *out)
     return 0;
 }
 
-/* "spec and ort-fp32": the profiles that define QOrderedMatMul, from the table. */
-static void qordered_profiles(char *buf, size_t size)
+/* How profile `row` computes operator `kind`; NULL when it does not define it. The spec
+ * profile defines every operator the reference has. */
+static const profile_op *profile_op_of(const struct profile_row *row, qmm_op_kind kind)
+{
+    static const profile_op spec = AS_SPEC;
+    if (row->is_spec)
+        return qmm_ref_op_of(kind) ? &spec : NULL;
+    if ((int)kind < 0 || (int)kind >= QMM_MAX_OP_KINDS)
+        return NULL;
+    const profile_op *op = &row->ops[kind];
+    return op->compute || op->as_spec || op->no_counterpart ? op : NULL;
+}
+
+/* "spec and ort-fp32": the profiles that define operator `kind`, from the table. */
+static void defining_profiles(qmm_op_kind kind, char *buf, size_t size)
 {
     int n = 0, total = 0;
     for (int i = 0; i < N_PROFILES; i++)
-        total += profiles[i].qorderedmatmul != NULL;
+        total += profile_op_of(&profiles[i], kind) != NULL;
     size_t o = 0;
     buf[0] = '\0';
     for (int i = 0; i < N_PROFILES && o < size; i++)
-        if (profiles[i].qorderedmatmul) {
+        if (profile_op_of(&profiles[i], kind)) {
             n++;
             o += (size_t)snprintf(buf + o, size - o, "%s%s",
                                   n == 1 ? "" : n == total ? " and " : ", ", profiles[i].name);
@@ -477,15 +499,16 @@ qmm_status_code qmm_ref_profile_supports(const qmm_call *call, qmm_profile p, qm
     if (!name)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "profile: unknown profile %d", (int)p);
     const struct profile_row *row = &profiles[p];
-    const char *why = row->unsupported_types ? row->unsupported_types(call) : NULL;
-    if (call->op == QMM_OP_MATMULINTEGER && row->no_matmulinteger)
-        why = row->no_matmulinteger;
-    if (call->op == QMM_OP_QORDEREDMATMUL && !row->qorderedmatmul) {
+    const profile_op *op = profile_op_of(row, call->op);
+    if (!op && qmm_ref_op_of(call->op)) {
         char defined[128];
-        qordered_profiles(defined, sizeof defined);
-        return qmm_status_set(st, QMM_UNSUPPORTED, "%s: QOrderedMatMul is defined under %s only",
-                              name, defined);
+        defining_profiles(call->op, defined, sizeof defined);
+        return qmm_status_set(st, QMM_UNSUPPORTED, "%s: %s is defined under %s only", name,
+                              qmm_op_name(call->op), defined);
     }
+    const char *why = op && op->no_counterpart ? op->no_counterpart
+                      : row->unsupported_types   ? row->unsupported_types(call)
+                                                 : NULL;
     if (why)
         return qmm_status_set(st, QMM_UNSUPPORTED, "%s: %s", name, why);
     return qmm_status_ok(st);
@@ -495,28 +518,13 @@ qmm_status_code qmm_ref_compute_profile(qmm_call *call, qmm_profile p, qmm_statu
 {
     if (!qmm_profile_name(p))
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "profile: unknown profile %d", (int)p);
-    const struct profile_row *row = &profiles[p];
-    qmm_plan plan;
-    switch (call->op) {
-    case QMM_OP_QORDEREDMATMUL:
-        if (row->qorderedmatmul)
-            return row->qorderedmatmul(&call->u.qorderedmatmul, st);
-        /* validation first: an invalid call is INVALID_ARGUMENT under every profile */
-        qmm_qordered_plan qp;
-        QMM_TRY(qmm_validate_qorderedmatmul(&call->u.qorderedmatmul, &qp, st));
-        return qmm_ref_profile_supports(call, p, st);
-    case QMM_OP_MATMULINTEGER:
-        if (!row->no_matmulinteger)
-            return qmm_ref_compute(call, NULL, NULL, st);
-        QMM_TRY(qmm_validate_matmulinteger(&call->u.matmulinteger, &plan, st));
-        return qmm_ref_profile_supports(call, p, st);
-    case QMM_OP_QLINEARMATMUL:
-        if (!row->qlinearmatmul)
-            return qmm_ref_compute(call, NULL, NULL, st);
-        QMM_TRY(qmm_validate_qlinearmatmul(&call->u.qlinearmatmul, &plan, st));
-        return row->qlinearmatmul(&call->u.qlinearmatmul, &plan, st);
-    case QMM_OP_NONE:
-        break;
-    }
-    return qmm_ref_compute(call, NULL, NULL, st);
+    const profile_op *op = profile_op_of(&profiles[p], call->op);
+    if (op && op->compute)
+        return op->compute(call, st);
+    const qmm_op_desc *desc = qmm_op_desc_of(call->op);
+    if ((op && op->as_spec) || !desc)
+        return qmm_ref_compute(call, NULL, NULL, st); /* the unknown: its message */
+    /* validation first: an invalid call is INVALID_ARGUMENT under every profile */
+    QMM_TRY(desc->validate(call, st));
+    return qmm_ref_profile_supports(call, p, st);
 }

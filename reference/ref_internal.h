@@ -1,6 +1,10 @@
-/* reference/ref_internal.h — helpers shared by the reference backend's own files only.
- * Nothing here is part of the operator interface or of qmm_reference.h's contract. The rules
- * the computation relies on (geometry, parameter maps, validation) are ops/qmm_ops.h.
+/* reference/ref_internal.h — what the reference backend's own files share. Nothing here is part
+ * of the operator interface or of qmm_reference.h's contract. The rules the computation relies
+ * on (geometry, parameter maps, validation) are ops/qmm_ops.h.
+ *
+ * Each operator is one file, reference/op-<slug>.c, defining one `const qmm_ref_op
+ * qmm_ref_op_<slug>`; reference/CMakeLists.txt finds those files and generates the registry
+ * (qmm_ref_ops), so adding an operator to the reference is adding its file.
  */
 #ifndef QMM_REF_INTERNAL_H
 #define QMM_REF_INTERNAL_H
@@ -9,21 +13,81 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ops/operator.h"
 #include "ops/qmm_ops.h"
 #include "reference/qmm_reference.h"
 
-/* ---- QOrderedMatMul (qordered.c) ---- */
+/* ---- the operators (op-*.c) and their registry ---- */
 
-/* The spec computation (y_wrapped / any_overflow as for qmm_ref_compute), the computation
- * under a profile (spec and ort-fp32; the others answer UNSUPPORTED after validating), and
- * the explanation of element `index` of Y's buffer (an offset in order_Y's layout). */
-qmm_status_code qmm_ref_qom_compute(qmm_qorderedmatmul *c, qmm_tensor *y_wrapped,
-                                    int *any_overflow, qmm_status *st);
+/* One operator's exact computation. */
+typedef struct qmm_ref_op {
+    qmm_op_kind kind;
+    /* The spec result, validating first: qmm_ref_compute's contract (y_wrapped may be NULL;
+     * *any_overflow starts at 0). */
+    qmm_status_code (*compute)(qmm_call *call, qmm_tensor *y_wrapped, int *any_overflow,
+                               qmm_status *st);
+    /* qmm_ref_explain's contract (*e starts zeroed). */
+    qmm_status_code (*explain)(const qmm_call *call, int64_t index, qmm_ref_element *e,
+                               qmm_status *st);
+} qmm_ref_op;
+
+/* Every op-*.c file's operator, NULL-terminated (generated: ref_ops.c in the build tree). */
+extern const qmm_ref_op *const qmm_ref_ops[];
+
+/* The registered operator of `kind`; NULL when the reference has none. */
+const qmm_ref_op *qmm_ref_op_of(qmm_op_kind kind);
+
+/* QOrderedMatMul under ort-fp32 (op-qorderedmatmul.c; validating first), for profiles.c. */
 qmm_status_code qmm_ref_qom_compute_ort_fp32(qmm_qorderedmatmul *c, qmm_status *st);
-qmm_status_code qmm_ref_qom_explain(const qmm_qorderedmatmul *c, int64_t index,
-                                    qmm_ref_element *e, qmm_status *st);
 
-/* ---- decimal rendering (compute.c) ---- */
+/* ---- helpers of the exact computation (compute.c) ---- */
+
+static inline int qmm_ref_fits_int32(int64_t v)
+{
+    return v >= INT32_MIN && v <= INT32_MAX;
+}
+
+/* Stores the low byte of v as element `index` of an 8-bit y. */
+static inline void qmm_ref_store_q8(const qmm_tensor *y, int64_t index, int64_t v)
+{
+    unsigned char *p = y->data;
+    p[index] = (unsigned char)(v & 0xff);
+}
+
+/* Scratch numbers for exact requantization, reused across elements: `value` is the exact
+ * result before rounding, the others are working space. */
+typedef struct qmm_ref_exact {
+    mpq_t value, tmp;
+    mpz_t z, q, r;
+} qmm_ref_exact;
+
+void qmm_ref_exact_init(qmm_ref_exact *x);
+void qmm_ref_exact_clear(qmm_ref_exact *x);
+
+/* x->tmp = v, exactly (mpz_set_si takes a long, which may be 32 bits). */
+void qmm_ref_exact_tmp_i64(qmm_ref_exact *x, int64_t v);
+
+/* clamp(RNE(x->value) + zy, qmin, qmax): round first, then add the zero point
+ * (docs/semantics.md §2.3), saturating before leaving GMP. */
+int64_t qmm_ref_round_saturate(qmm_ref_exact *x, int64_t zy, int64_t qmin, int64_t qmax);
+
+/* Zero point `zp` at output element (bi, i, j) through its parameter map; 0 for an absent
+ * optional one. */
+int64_t qmm_ref_zero_point(const qmm_tensor *zp, const qmm_param_map *map,
+                           const qmm_geometry *g, int64_t bi, int64_t i, int64_t j);
+
+/* sum_k (a - za)(b - zb) for output element (bi, i, j) of a row-major matmul, exactly. */
+int64_t qmm_ref_matmul_acc(const qmm_tensor *a, const qmm_tensor *b, const qmm_geometry *g,
+                           int64_t bi, int64_t i, int64_t j, int64_t za, int64_t zb);
+
+/* QMM_OK when y_wrapped fits y (the same dtype and shape, data where there are elements);
+ * otherwise INVALID_ARGUMENT, the message naming y as `y_name` ("y", "Y"). */
+qmm_status_code qmm_ref_check_wrapped(const qmm_tensor *yw, const qmm_tensor *y,
+                                      const char *y_name, qmm_status *st);
+
+/* The (bi, i, j) of element `index` of a row-major y; INVALID_ARGUMENT outside y. */
+qmm_status_code qmm_ref_element_at(const qmm_geometry *g, int64_t index, int64_t *bi,
+                                   int64_t *i, int64_t *j, qmm_status *st);
 
 /* An exact rational as the decimal qmm_ref_element.scaled holds ("3.5", "-0.333..."). */
 void qmm_ref_decimal(mpq_srcptr v, char *out, size_t n);

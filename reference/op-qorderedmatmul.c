@@ -1,8 +1,8 @@
-/* reference/qordered.c — QOrderedMatMul (com.microsoft, docs/semantics.md §4,
+/* reference/op-qorderedmatmul.c — QOrderedMatMul (com.microsoft, docs/semantics.md §4,
  * docs/qorderedmatmul.md): the exact `spec` computation, the `ort-fp32` form and the
  * per-element explanation. The layouts and the input rules are ops/qordered_layout.c.
  *
- * Like compute.c the accumulator is an exact int64 and requantization is done on exact GMP
+ * Like the other operators the accumulator is an exact int64 and requantization is done on exact GMP
  * rationals; the ort-fp32 form rounds every step to float32 through
  * qmm_round_to_scale_type(), so it depends neither on the FP environment nor on the
  * compiler's float evaluation (this file is compiled with -ffp-contract=off as well).
@@ -10,7 +10,6 @@
 #include <gmp.h>
 #include <inttypes.h>
 #include <math.h>
-#include <string.h>
 
 #include "reference/ref_internal.h"
 
@@ -67,54 +66,16 @@ static double scale_b_at(const qmm_qorderedmatmul *c, const qom_geom *g, int64_t
     return qmm_scale_decode(QMM_DTYPE_FLOAT, c->scale_b.data, g->scalar_b ? 0 : j);
 }
 
-static int fits_int32(int64_t v)
-{
-    return v >= INT32_MIN && v <= INT32_MAX;
-}
-
-static void store_i8(const qmm_tensor *y, int64_t index, int64_t v)
-{
-    unsigned char *p = y->data;
-    p[index] = (unsigned char)(v & 0xff);
-}
-
 /* ---- spec: exact rationals ---------------------------------------------------------- */
-
-typedef struct exact {
-    mpq_t value, tmp;
-    mpz_t z, q, r;
-} exact;
-
-static void exact_init(exact *x)
-{
-    mpq_inits(x->value, x->tmp, NULL);
-    mpz_inits(x->z, x->q, x->r, NULL);
-}
-
-static void exact_clear(exact *x)
-{
-    mpq_clears(x->value, x->tmp, NULL);
-    mpz_clears(x->z, x->q, x->r, NULL);
-}
-
-/* x->tmp = v for an int64 v, exactly (mpz_set_si takes a long, which may be 32 bits). */
-static void tmp_set_i64(exact *x, int64_t v)
-{
-    uint64_t mag = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    mpz_import(x->z, 1, 1, sizeof mag, 0, 0, &mag);
-    if (v < 0)
-        mpz_neg(x->z, x->z);
-    mpq_set_z(x->tmp, x->z);
-}
 
 /* x->value = sA*sB_j*acc/sY + bias_j + sC*C/sY, exactly: every float is the binary fraction
  * it encodes (mpq_set_d is exact). */
-static void exact_value(exact *x, const qmm_qorderedmatmul *c, const qom_geom *g, int64_t bi,
+static void exact_value(qmm_ref_exact *x, const qmm_qorderedmatmul *c, const qom_geom *g, int64_t bi,
                         int64_t i, int64_t j, int64_t acc)
 {
     double sa = qmm_scale_decode(QMM_DTYPE_FLOAT, c->scale_a.data, 0);
     double sy = qmm_scale_decode(QMM_DTYPE_FLOAT, c->scale_y.data, 0);
-    tmp_set_i64(x, acc);
+    qmm_ref_exact_tmp_i64(x, acc);
     mpq_set(x->value, x->tmp);
     mpq_set_d(x->tmp, sa);
     mpq_mul(x->value, x->value, x->tmp);
@@ -125,7 +86,7 @@ static void exact_value(exact *x, const qmm_qorderedmatmul *c, const qom_geom *g
         double sc = qmm_scale_decode(QMM_DTYPE_FLOAT, c->scale_c.data, 0);
         mpq_t cv;
         mpq_init(cv);
-        tmp_set_i64(x, c_value(c, g, bi, i, j));
+        qmm_ref_exact_tmp_i64(x, c_value(c, g, bi, i, j));
         mpq_set(cv, x->tmp);
         mpq_set_d(x->tmp, sc);
         mpq_mul(cv, cv, x->tmp);
@@ -141,19 +102,9 @@ static void exact_value(exact *x, const qmm_qorderedmatmul *c, const qom_geom *g
 }
 
 /* sat_int8(RNE(x->value)). */
-static int64_t exact_round(exact *x)
+static int64_t exact_round(qmm_ref_exact *x)
 {
-    /* floor division: value = q + r/den with 0 <= r < den */
-    mpz_fdiv_qr(x->q, x->r, mpq_numref(x->value), mpq_denref(x->value));
-    mpz_mul_2exp(x->r, x->r, 1);
-    int cmp = mpz_cmp(x->r, mpq_denref(x->value));
-    if (cmp > 0 || (cmp == 0 && mpz_odd_p(x->q)))
-        mpz_add_ui(x->q, x->q, 1);
-    if (mpz_cmp_si(x->q, -128) < 0)
-        return -128;
-    if (mpz_cmp_si(x->q, 127) > 0)
-        return 127;
-    return (int64_t)mpz_get_si(x->q);
+    return qmm_ref_round_saturate(x, 0, -128, 127);
 }
 
 typedef struct qom_result {
@@ -161,40 +112,31 @@ typedef struct qom_result {
 } qom_result;
 
 /* Leaves x->value holding the exact value from the exact accumulator. */
-static void spec_element(exact *x, const qmm_qorderedmatmul *c, const qom_geom *g, int64_t bi,
+static void spec_element(qmm_ref_exact *x, const qmm_qorderedmatmul *c, const qom_geom *g, int64_t bi,
                          int64_t i, int64_t j, qom_result *out)
 {
     out->acc = exact_acc(c, g, bi, i, j);
     out->wrapped = 0;
-    if (!fits_int32(out->acc)) {
+    if (!qmm_ref_fits_int32(out->acc)) {
         exact_value(x, c, g, bi, i, j, qmm_wrap_int32(out->acc));
         out->wrapped = exact_round(x);
     }
     exact_value(x, c, g, bi, i, j, out->acc);
     out->expected = exact_round(x);
-    if (fits_int32(out->acc))
+    if (qmm_ref_fits_int32(out->acc))
         out->wrapped = out->expected;
 }
 
-qmm_status_code qmm_ref_qom_compute(qmm_qorderedmatmul *c, qmm_tensor *yw, int *any_overflow,
-                                    qmm_status *st)
+static qmm_status_code qom_compute(qmm_call *call, qmm_tensor *yw, int *any_overflow,
+                                   qmm_status *st)
 {
-    if (any_overflow)
-        *any_overflow = 0;
+    qmm_qorderedmatmul *c = &call->u.qorderedmatmul;
     qom_geom g;
     QMM_TRY(qmm_validate_qorderedmatmul(c, &g, st));
-    if (yw) {
-        int same = yw->dtype == c->y.dtype && yw->rank == c->y.rank;
-        for (int32_t d = 0; same && d < c->y.rank; d++)
-            same = yw->dims[d] == c->y.dims[d];
-        if (!same)
-            return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                                  "y_wrapped: dtype and shape must equal Y's");
-        if (qmm_tensor_numel(yw) > 0 && yw->data == NULL)
-            return qmm_status_set(st, QMM_INVALID_ARGUMENT, "y_wrapped: data is NULL");
-    }
-    exact x;
-    exact_init(&x);
+    if (yw)
+        QMM_TRY(qmm_ref_check_wrapped(yw, &c->y, "Y", st));
+    qmm_ref_exact x;
+    qmm_ref_exact_init(&x);
     int overflow = 0;
     for (int64_t bi = 0; bi < g.batch; bi++)
         for (int64_t i = 0; i < g.m; i++)
@@ -202,12 +144,12 @@ qmm_status_code qmm_ref_qom_compute(qmm_qorderedmatmul *c, qmm_tensor *yw, int *
                 qom_result r;
                 spec_element(&x, c, &g, bi, i, j, &r);
                 int64_t idx = y_offset(c, &g, bi, i, j);
-                store_i8(&c->y, idx, r.expected);
+                qmm_ref_store_q8(&c->y, idx, r.expected);
                 if (yw)
-                    store_i8(yw, idx, r.wrapped);
-                overflow |= !fits_int32(r.acc);
+                    qmm_ref_store_q8(yw, idx, r.wrapped);
+                overflow |= !qmm_ref_fits_int32(r.acc);
             }
-    exact_clear(&x);
+    qmm_ref_exact_clear(&x);
     if (any_overflow)
         *any_overflow = overflow;
     return qmm_status_ok(st);
@@ -252,7 +194,7 @@ static qmm_status_code compute_ort_fp32(qmm_qorderedmatmul *c, const qom_geom *g
                     r = 127;
                 else
                     r = (int64_t)qmm_round_half_even(t) /* nearbyintf: ties to even */;
-                store_i8(&c->y, y_offset(c, g, bi, i, j), r);
+                qmm_ref_store_q8(&c->y, y_offset(c, g, bi, i, j), r);
             }
     return qmm_status_ok(st);
 }
@@ -279,10 +221,10 @@ static int locate(int32_t order, int64_t m, int64_t n, int64_t want, int64_t *pi
     return 0;
 }
 
-qmm_status_code qmm_ref_qom_explain(const qmm_qorderedmatmul *c, int64_t index,
-                                    qmm_ref_element *e, qmm_status *st)
+static qmm_status_code qom_explain(const qmm_call *call, int64_t index, qmm_ref_element *e,
+                                   qmm_status *st)
 {
-    memset(e, 0, sizeof *e);
+    const qmm_qorderedmatmul *c = &call->u.qorderedmatmul;
     qom_geom g;
     QMM_TRY(qmm_validate_qorderedmatmul(c, &g, st));
     int64_t count = g.batch * g.m * g.n;
@@ -296,15 +238,17 @@ qmm_status_code qmm_ref_qom_explain(const qmm_qorderedmatmul *c, int64_t index,
     if (!locate(c->order_y, g.m, g.n, index % (g.m * g.n), &i, &j))
         return qmm_status_set(st, QMM_INTERNAL, "index: %" PRId64 " is no element of Y's layout",
                               index);
-    exact x;
-    exact_init(&x);
+    qmm_ref_exact x;
+    qmm_ref_exact_init(&x);
     qom_result r;
     spec_element(&x, c, &g, bi, i, j, &r);
     qmm_ref_decimal(x.value, e->scaled, sizeof e->scaled);
-    exact_clear(&x);
+    qmm_ref_exact_clear(&x);
     e->acc = r.acc;
     e->expected = r.expected;
     e->wrapped = r.wrapped;
-    e->overflow = !fits_int32(r.acc);
+    e->overflow = !qmm_ref_fits_int32(r.acc);
     return qmm_status_ok(st);
 }
+
+const qmm_ref_op qmm_ref_op_qorderedmatmul = {QMM_OP_QORDEREDMATMUL, qom_compute, qom_explain};
