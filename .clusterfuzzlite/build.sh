@@ -23,15 +23,18 @@ cmake -S "$src" -B "$build" \
 # fuzz_qorderedmatmul: with QMM_CUDA=OFF (no nvcc in the image) no built-in backend but the
 # reference implements QOrderedMatMul, so here it checks the decoder and the reference under
 # the sanitizers; campaigns built with nvcc also compare the cuda backend's host emulation.
-targets="fuzz_qlinearmatmul fuzz_matmulinteger fuzz_qorderedmatmul fuzz_onnx_tensor fuzz_onnx_model
-fuzz_meta"
+# Every fuzz/fuzz_*.c is a target (fuzz/CMakeLists.txt builds one per file).
+targets=$(cd "$src/fuzz" && for f in fuzz_*.c; do echo "${f%.c}"; done)
+echo "build.sh: targets:" $targets
 # shellcheck disable=SC2086
 cmake --build "$build" -j"$(nproc)" --target $targets
 
 for t in $targets; do
   cp "$build/fuzz/$t" "$OUT/"
   # Seeds and dictionaries are picked up by name: <target>_seed_corpus.zip, <target>.dict.
-  (cd "$src/fuzz/corpus/$t" && zip -q -r "$OUT/${t}_seed_corpus.zip" .)
+  if [ -d "$src/fuzz/corpus/$t" ]; then
+    (cd "$src/fuzz/corpus/$t" && zip -q -r "$OUT/${t}_seed_corpus.zip" .)
+  fi
   case "$t" in
     fuzz_onnx_tensor|fuzz_onnx_model) cp "$src/fuzz/dict/onnx.dict" "$OUT/$t.dict" ;;
     fuzz_meta) cp "$src/fuzz/dict/meta.dict" "$OUT/$t.dict" ;;

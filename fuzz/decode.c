@@ -1,4 +1,5 @@
-/* fuzz/decode.c — the structural decoder and its inverse (see decode.h for the layout).
+/* fuzz/decode.c — the structural decoder and its inverse (decode.h says why it is structural;
+ * the operators' layouts are above the codec table at the end).
  *
  * Each reader below has a writer next to it; the two must agree byte for byte, which
  * `make_corpus --check` verifies on every vector it converts.
@@ -663,7 +664,7 @@ static void begin_case(qh_fz_case *c, qmm_op_kind op, int64_t opset, src *s,
     s->rng = 0x5DEECE66DULL ^ (uint64_t)len;
 }
 
-int qh_fz_decode_qlinearmatmul(const uint8_t *data, size_t len, qh_fz_case *c)
+static int decode_qlinearmatmul(const uint8_t *data, size_t len, qh_fz_case *c)
 {
     qmm_qlinearmatmul *q = &c->call.u.qlinearmatmul;
     src s;
@@ -718,7 +719,7 @@ int qh_fz_decode_qlinearmatmul(const uint8_t *data, size_t len, qh_fz_case *c)
  * nonzero: b_zero_point present, bits 6-7 both set: a twist byte (0: a_zero_point of the
  * other type, 1: b_zero_point of the other type, 2-3 nothing). Zero points have no scale to
  * share a shape with, so each has a parameter-shape byte of its own. */
-int qh_fz_decode_matmulinteger(const uint8_t *data, size_t len, qh_fz_case *c)
+static int decode_matmulinteger(const uint8_t *data, size_t len, qh_fz_case *c)
 {
     qmm_matmulinteger *q = &c->call.u.matmulinteger;
     src s;
@@ -920,7 +921,7 @@ static void qom_twist(qmm_qorderedmatmul *q, unsigned twist, unsigned arg, const
     }
 }
 
-int qh_fz_decode_qorderedmatmul(const uint8_t *data, size_t len, qh_fz_case *c)
+static int decode_qorderedmatmul(const uint8_t *data, size_t len, qh_fz_case *c)
 {
     qmm_qorderedmatmul *q = &c->call.u.qorderedmatmul;
     src s;
@@ -1215,7 +1216,18 @@ static int encode_mmi_call(sink *k, const qmm_call *c) { return encode_matmulint
 static int encode_qom_call(sink *k, const qmm_call *c) { return encode_qorderedmatmul(k, &c->u.qorderedmatmul); }
 
 /* One row per operator: its byte format's decoder and encoder (the formats differ, so this is
- * which code runs, not a description of the operator; that is ops/operator.h). */
+ * which code runs, not a description of the operator; that is ops/operator.h).
+ *
+ * Tail layouts, in the order they are consumed (the first byte is the input's last byte):
+ *   QLinearMatMul  types, [twist], shape section, params(a), params(b), params(y), data modes
+ *   MatMulInteger  types, [twist], shape section, [params(a_zp)], [params(b_zp)], data modes
+ *   QOrderedMatMul form (orders, bias, C, per-column scale_B), [twist + its bytes], layout
+ *                  (batches of A, B, C), scalar shapes, dims of M, K, N, [batch], scales of
+ *                  A, B, Y, [C], [bias], data modes of A, B, [C]
+ *   shape section  form byte, dims of M, K, N (a "dim byte" each: small values most of the
+ *                  time, a table of tile boundaries, zero, or explicit values), batch dims
+ *   params(x)      scale shape, zero-point shape, scale family + values, zero-point mode + values
+ */
 typedef struct codec {
     qmm_op_kind op;
     qh_fz_decoder decode;
@@ -1223,9 +1235,9 @@ typedef struct codec {
 } codec;
 
 static const codec codecs[] = {
-    {QMM_OP_QLINEARMATMUL, qh_fz_decode_qlinearmatmul, encode_qlm_call},
-    {QMM_OP_MATMULINTEGER, qh_fz_decode_matmulinteger, encode_mmi_call},
-    {QMM_OP_QORDEREDMATMUL, qh_fz_decode_qorderedmatmul, encode_qom_call},
+    {QMM_OP_QLINEARMATMUL, decode_qlinearmatmul, encode_qlm_call},
+    {QMM_OP_MATMULINTEGER, decode_matmulinteger, encode_mmi_call},
+    {QMM_OP_QORDEREDMATMUL, decode_qorderedmatmul, encode_qom_call},
 };
 
 static const codec *codec_of(qmm_op_kind op)

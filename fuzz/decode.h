@@ -8,16 +8,9 @@
  * zeros, which decode to the most ordinary problem (2-D, uint8, per-tensor, scale 2^-20 ...),
  * and an exhausted front is filled by a deterministic generator, so every input decodes.
  *
- * Tail layout, in the order it is consumed (the first byte is the input's last byte); the
- * exact encodings are in decode.c next to the code that reads them:
- *   QLinearMatMul  types, [twist], shape section, params(a), params(b), params(y), data modes
- *   MatMulInteger  types, [twist], shape section, [params(a_zp)], [params(b_zp)], data modes
- *   QOrderedMatMul form (orders, bias, C, per-column scale_B), [twist + its bytes], layout
- *                  (batches of A, B, C), scalar shapes, dims of M, K, N, [batch], scales of
- *                  A, B, Y, [C], [bias], data modes of A, B, [C]
- *   shape section  form byte, dims of M, K, N (a "dim byte" each: small values most of the
- *                  time, a table of tile boundaries, zero, or explicit values), batch dims
- *   params(x)      scale shape, zero-point shape, scale family + values, zero-point mode + values
+ * Each operator's tail layout, in the order it is consumed (the first byte is the input's last
+ * byte), is written in decode.c above its codec table, and the exact encodings next to the
+ * code that reads them; an operator's byte format is its row there, nothing here.
  *
  * qh_fz_encode() writes the bytes that decode to a given call (for turning ONNX vectors into
  * seeds); decode(encode(call)) == call for every call whose ranks and sizes the decoder can
@@ -49,13 +42,6 @@ typedef struct qh_fz_case {
     void *owned[8];
 } qh_fz_case;
 
-/* 0 and a filled case, or -1 when the problem exceeds the work bounds (the input is
- * uninteresting, not wrong). The case is always safe to free. */
-int qh_fz_decode_qlinearmatmul(const uint8_t *data, size_t len, qh_fz_case *c);
-int qh_fz_decode_matmulinteger(const uint8_t *data, size_t len, qh_fz_case *c);
-/* QOrderedMatMul (com.microsoft, opset 1): valid problems in both order combinations most of
- * the time, one broken rule when the form byte asks for a twist. */
-int qh_fz_decode_qorderedmatmul(const uint8_t *data, size_t len, qh_fz_case *c);
 void qh_fz_case_free(qh_fz_case *c);
 
 /* The bytes that decode to `call` (any of the three operators, y ignored; `opset` matters for
@@ -64,7 +50,12 @@ void qh_fz_case_free(qh_fz_case *c);
  * COL32-bias rule). */
 int qh_fz_encode(const qmm_call *call, int64_t opset, uint8_t **out, size_t *len);
 
-/* The decoder of operator `op`'s byte format, or NULL when the fuzzer has none. */
+/* The decoder of operator `op`'s byte format (its row in decode.c's codec table), or NULL
+ * when the fuzzer has none. A decoder gives 0 and a filled case, or -1 when the problem
+ * exceeds the work bounds (the input is uninteresting, not wrong); the case is always safe to
+ * free. QOrderedMatMul's (com.microsoft, opset 1) decodes valid problems in both order
+ * combinations most of the time, one broken rule when the form byte asks for a twist. A
+ * differential target passes qh_fz_decoder_of(QMM_OP_...) to QH_FZ_DIFF_TARGET. */
 typedef int (*qh_fz_decoder)(const uint8_t *data, size_t len, qh_fz_case *c);
 qh_fz_decoder qh_fz_decoder_of(qmm_op_kind op);
 

@@ -2,4 +2,4 @@
  * every other implementation (fuzz/differential.h); inputs decode as in fuzz/decode.h. */
 #include "fuzz/differential.h"
 
-QH_FZ_DIFF_TARGET("fuzz_matmulinteger", qh_fz_decode_matmulinteger)
+QH_FZ_DIFF_TARGET("fuzz_matmulinteger", qh_fz_decoder_of(QMM_OP_MATMULINTEGER))

@@ -3,4 +3,4 @@
  * as in fuzz/decode.h. */
 #include "fuzz/differential.h"
 
-QH_FZ_DIFF_TARGET("fuzz_qorderedmatmul", qh_fz_decode_qorderedmatmul)
+QH_FZ_DIFF_TARGET("fuzz_qorderedmatmul", qh_fz_decoder_of(QMM_OP_QORDEREDMATMUL))
