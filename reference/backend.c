@@ -21,10 +21,17 @@ static qmm_profile impl_profile(const qmm_backend *self)
     return ((const ref_impl *)self->impl)->profile;
 }
 
+/* An operator the reference has no file for is not computed: UNSUPPORTED, from the query and
+ * from the call alike. */
+static qmm_status_code unknown_op(const qmm_call *call, qmm_status *st)
+{
+    return qmm_status_set(st, QMM_UNSUPPORTED, "operator %d: unknown", (int)call->op);
+}
+
 static qmm_status_code ref_query(const qmm_backend *self, const qmm_call *call, qmm_status *st)
 {
     if (!qmm_ref_op_of(call->op))
-        return qmm_status_set(st, QMM_UNSUPPORTED, "operator %d: unknown", (int)call->op);
+        return unknown_op(call, st);
     /* Validation belongs to the operator call: invalid input is still "supported". What the
      * profile computes is the profile table's answer. */
     return qmm_ref_profile_supports(call, impl_profile(self), st);
@@ -33,6 +40,8 @@ static qmm_status_code ref_query(const qmm_backend *self, const qmm_call *call, 
 /* Every operator through the generic entry: the call is the caller's (y.data its buffer). */
 static qmm_status_code ref_call(const qmm_backend *self, qmm_call *call, qmm_status *st)
 {
+    if (!qmm_ref_op_of(call->op))
+        return unknown_op(call, st);
     return qmm_ref_compute_profile(call, impl_profile(self), st);
 }
 

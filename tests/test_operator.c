@@ -1,7 +1,9 @@
 /* tests/test_operator.c — the operator table (ops/operator.h), and that the layers reading it
  * agree: a random problem of every operator written by the one node-test writer loads back as
  * the same call and passes in and out of process, and `qmmcheck diff` generates every
- * operator, QOrderedMatMul included. */
+ * operator, QOrderedMatMul included. And the count of docs/architecture.md §4.1: the files
+ * that name an operator are its six places or listed places a new one need not touch, and the
+ * backends answer UNSUPPORTED for an operator they were not written for. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,8 @@
 #include "harness/io/case.h"
 #include "harness/run/expect.h"
 #include "ops/operator.h"
+#include "optimized/qmm_optimized.h"
+#include "reference/qmm_reference.h"
 
 TestSuite(operator, .init = make_tmp, .fini = remove_tmp);
 
@@ -285,4 +289,130 @@ Test(operator, diff_sees_qorderedmatmul_and_counts_unsupported_as_skipped)
     free(out);
     /* (a backend that implements it is compared on it: test_edge.c's diff of the reference
      * with itself finds every problem the same) */
+}
+
+/* ---- adding an operator (docs/architecture.md §4.1) ---- */
+
+/* The places a new operator must touch, "%s" standing for its slug: the count is this array's
+ * size. */
+static const struct place {
+    const char *path;
+    const char *what;
+} required[] = {
+    {"include/qmm/ops.h", "the call struct, qmm_op_kind, the union member, qmm_op_name"},
+    {"ops/operator.c", "the descriptor row (with its validator when its rules are new)"},
+    {"reference/op-%s.c", "the exact computation and explanation (the registry finds it)"},
+    {"harness/gen/problem.c", "the random generator row (diff and the random edge suite)"},
+    {"fuzz/decode.c", "the byte format: decoder, encoder, codec row"},
+    {"fuzz/fuzz_%s.c", "the fuzz target (fuzz/CMakeLists.txt and the scripts find it)"},
+};
+_Static_assert(sizeof required / sizeof required[0] == 6,
+               "docs/architecture.md §4.1 says six files: change both together");
+
+/* Files that name an operator although a new one need not touch them, each with why; a path
+ * ending in '/' is a folder. Anything else naming an operator fails the test below. */
+static const struct place optional[] = {
+    {"include/qmm/backend.h", "the own entries of the three operators older than `call`; frozen"},
+    {"reference/backend.c", "the reference's entries for those three; frozen"},
+    {"reference/profiles.c", "a profile computing an operator its own way (else UNSUPPORTED)"},
+    {"reference/ref_internal.h", "declares such a profile form living in the operator's file"},
+    {"ops/qmm_ops.h", "a validator that returns its plan, for backends that implement it"},
+    {"ops/validate.c", "the matmul-shaped operators' validators"},
+    {"ops/qordered_layout.c", "QOrderedMatMul's layouts and rules"},
+    {"harness/gen/edge.c", "hand-written edge suites (the random suite needs nothing)"},
+    {"harness/gen/problem.h", "a comment"},
+    {"harness/gen/edge.h", "a comment"},
+    {"harness/gen/fingerprint.c", "the profile fingerprint is a QLinearMatMul suite"},
+    {"harness/cli/cmd_bench.c", "bench times QLinearMatMul"},
+    {"ops/operator.h", "a comment"},
+    {"fuzz/differential.c", "a plain QLinearMatMul probes whether a variant runs on this CPU"},
+    {"fuzz/differential.h", "a comment"},
+    {"fuzz/make_corpus.c", "synthetic seeds"},
+    {".clusterfuzzlite/build.sh", "a comment"},
+    {"optimized/", "an optimized implementation"},
+    {"examples/", "the vendor example plugin"},
+};
+
+static int is_place(const char *file, const struct place *p, size_t n, const char *slug)
+{
+    for (size_t i = 0; i < n; i++) {
+        char path[256];
+        snprintf(path, sizeof path, p[i].path, slug);
+        size_t len = strlen(path);
+        if (path[len - 1] == '/' ? strncmp(file, path, len) == 0 : strcmp(file, path) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* The operator's constant and slug, as the §4.1 grep finds them in the source (not tests/,
+ * docs/, vectors/ or build trees); one file per line, relative to the root (malloc'd). */
+static char *files_naming(const qmm_op_desc *d)
+{
+    char upper[64];
+    size_t n = strlen(d->slug);
+    cr_assert_lt(n, sizeof upper);
+    for (size_t i = 0; i <= n; i++)
+        upper[i] = (char)(d->slug[i] >= 'a' && d->slug[i] <= 'z' ? d->slug[i] - 32 : d->slug[i]);
+    char cmd[1024], path[512];
+    snprintf(path, sizeof path, "%s/grep.out", tmpdir);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && grep -rlE 'QMM_OP_%s|%s' --include='*.c' --include='*.h' "
+             "--include='*.cu' --include=CMakeLists.txt --include='*.cmake' --include='*.sh' "
+             "--include='*.py' include ops reference harness fuzz optimized examples "
+             ".clusterfuzzlite CMakeLists.txt | sort > '%s'",
+             env("QMM_SOURCE_DIR"), upper, d->slug, path);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    return slurp(path);
+}
+
+Test(operator, only_the_six_places_and_the_listed_ones_name_an_operator)
+{
+    for (int32_t i = 0; i < qmm_op_count(); i++) {
+        const qmm_op_desc *d = qmm_op_at(i);
+        char *files = files_naming(d);
+        int found[sizeof required / sizeof required[0]] = {0};
+        for (char *line = strtok(files, "\n"); line; line = strtok(NULL, "\n")) {
+            int req = is_place(line, required, sizeof required / sizeof required[0], d->slug);
+            cr_expect(req || is_place(line, optional, sizeof optional / sizeof optional[0],
+                                      d->slug),
+                      "%s names %s but is none of the places docs/architecture.md §4.1 lists: "
+                      "read the operator from ops/operator.h, or list it here with why",
+                      line, d->op_type);
+            for (size_t r = 0; r < sizeof required / sizeof required[0]; r++)
+                found[r] += is_place(line, &required[r], 1, d->slug);
+        }
+        for (size_t r = 0; r < sizeof required / sizeof required[0]; r++) {
+            char path[256];
+            snprintf(path, sizeof path, required[r].path, d->slug);
+            cr_expect(found[r], "%s: %s does not name it (%s)", d->op_type, path,
+                      required[r].what);
+        }
+        free(files);
+    }
+}
+
+/* A kind no file was written for: what a new operator is to the code that has not learnt it. */
+#define UNKNOWN_KIND ((qmm_op_kind)(QMM_MAX_OP_KINDS - 1))
+
+Test(operator, kinds_fit_the_bound_and_an_unknown_one_is_unsupported_everywhere)
+{
+    for (int32_t i = 0; i < qmm_op_count(); i++)
+        cr_expect_lt((int)qmm_op_at(i)->kind, QMM_MAX_OP_KINDS, "%s", qmm_op_at(i)->op_type);
+    cr_assert_null(qmm_op_desc_of(UNKNOWN_KIND));
+    qmm_status st;
+    qmm_backend *backends[] = {qmm_reference_open(QMM_ABI_VERSION, "", &st),
+                               qmm_reference_open(QMM_ABI_VERSION, "profile=ort-fp32", &st),
+                               qmm_optimized_open(QMM_ABI_VERSION, "", &st)};
+    for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++) {
+        qmm_backend *be = backends[b];
+        cr_assert_not_null(be);
+        qmm_call call;
+        memset(&call, 0, sizeof call);
+        call.op = UNKNOWN_KIND;
+        cr_expect_eq(be->query(be, &call, &st), QMM_UNSUPPORTED, "%s query", be->name);
+        cr_expect_eq(qmm_backend_run(be, &call, &st), QMM_UNSUPPORTED, "%s: %s", be->name,
+                     st.message);
+        be->close(be);
+    }
 }
