@@ -526,27 +526,6 @@ static qmm_status_code exec_run(const qmm_backend *self, qmm_call *call, qmm_sta
     return code;
 }
 
-static qmm_status_code exec_matmulinteger(const qmm_backend *self, const qmm_matmulinteger *c,
-                                          qmm_status *st)
-{
-    qmm_call call = {.op = QMM_OP_MATMULINTEGER, .u.matmulinteger = *c};
-    return exec_run(self, &call, st);
-}
-
-static qmm_status_code exec_qlinearmatmul(const qmm_backend *self, const qmm_qlinearmatmul *c,
-                                          qmm_status *st)
-{
-    qmm_call call = {.op = QMM_OP_QLINEARMATMUL, .u.qlinearmatmul = *c};
-    return exec_run(self, &call, st);
-}
-
-static qmm_status_code exec_qorderedmatmul(const qmm_backend *self,
-                                           const qmm_qorderedmatmul *c, qmm_status *st)
-{
-    qmm_call call = {.op = QMM_OP_QORDEREDMATMUL, .u.qorderedmatmul = *c};
-    return exec_run(self, &call, st);
-}
-
 static void exec_close(qmm_backend *self)
 {
     exec_state *s = self->impl;
@@ -614,9 +593,8 @@ qmm_backend *qh_exec_open(uint32_t harness_abi, const char *rest, qmm_status *st
         .description = s->description,
         .impl = s,
         .query = exec_query,
-        .matmulinteger = exec_matmulinteger,
-        .qlinearmatmul = exec_qlinearmatmul,
-        .qorderedmatmul = exec_qorderedmatmul,
+        .call = exec_run, /* every operator, through the generic entry: the process is told
+                           * the operator and reads its inputs from the operator table */
         .close = exec_close,
     };
     return &s->table;
