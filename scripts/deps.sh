@@ -3,7 +3,10 @@
 # not root.
 set -euo pipefail
 # afl++: AFL++ fuzz campaigns (fuzz/campaign --engine afl); libFuzzer comes with clang.
-pkgs=(build-essential cmake pkg-config libgmp-dev libcriterion-dev clang python3-venv afl++)
+# libdnnl-dev, libxnnpack-dev (+ libpthreadpool-dev, which its header includes), libgemmlowp-dev:
+# the libraries the peers in peers/ run.
+pkgs=(build-essential cmake pkg-config libgmp-dev libcriterion-dev clang python3-venv afl++
+      libdnnl-dev libxnnpack-dev libpthreadpool-dev libgemmlowp-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
