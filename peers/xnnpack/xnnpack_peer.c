@@ -85,7 +85,8 @@ static qmm_status_code xnnpack_query(const qmm_backend *self, const qmm_call *ca
 }
 
 /* Creates the operator; XNNPACK's refusals of valid ONNX input become UNSUPPORTED. */
-static enum xnn_status create(const qmm_qlinearmatmul *q, const peer_geom *g, xnn_operator_t *op)
+static enum xnn_status create(const qmm_qlinearmatmul *q, const peer_geom *g, const void *kernel,
+                              xnn_operator_t *op)
 {
     size_t k = (size_t)g->k, n = (size_t)g->n;
     float sa = peer_scale(&q->a_scale, 0), sb = peer_scale(&q->b_scale, 0);
@@ -93,10 +94,10 @@ static enum xnn_status create(const qmm_qlinearmatmul *q, const peer_geom *g, xn
     if (q->a.dtype == QMM_DTYPE_UINT8)
         return xnn_create_fully_connected_nc_qu8(
             k, n, k, n, (uint8_t)peer_q8(&q->a_zero_point, 0), sa,
-            (uint8_t)peer_q8(&q->b_zero_point, 0), sb, q->b.data, NULL,
+            (uint8_t)peer_q8(&q->b_zero_point, 0), sb, kernel, NULL,
             (uint8_t)peer_q8(&q->y_zero_point, 0), sy, 0, 255, XNN_FLAG_TRANSPOSE_WEIGHTS, op);
     return xnn_create_fully_connected_nc_qs8(
-        k, n, k, n, (int8_t)peer_q8(&q->a_zero_point, 0), sa, sb, q->b.data, NULL,
+        k, n, k, n, (int8_t)peer_q8(&q->a_zero_point, 0), sa, sb, kernel, NULL,
         (int8_t)peer_q8(&q->y_zero_point, 0), sy, -128, 127, XNN_FLAG_TRANSPOSE_WEIGHTS, op);
 }
 
@@ -117,9 +118,29 @@ static qmm_status_code xnnpack_qlinearmatmul(const qmm_backend *self, const qmm_
                               "xnnpack: int8 weights are symmetric in "
                               "xnn_create_fully_connected_nc_qs8 (b_zero_point %d, must be 0)",
                               peer_q8(&q->b_zero_point, 0));
+    /* An empty batch leaves no weight matrix to hand over and nothing to write. */
+    if (g.batch == 0)
+        return qmm_status_ok(st);
+    /* XNNPACK may read XNN_EXTRA_BYTES past any array it is given (xnnpack.h): the kernel and
+     * the input go in as padded copies, not the harness's guarded buffers. */
+    size_t rows = (size_t)(g.batch * g.m), bytes = rows * (size_t)g.k;
+    size_t kbytes = (size_t)(g.k * g.n);
+    unsigned char *x = calloc(bytes + XNN_EXTRA_BYTES, 1);
+    unsigned char *w = calloc(kbytes + XNN_EXTRA_BYTES, 1);
+    if (!x || !w) {
+        free(x);
+        free(w);
+        return qmm_status_set(st, QMM_OUT_OF_MEMORY, "xnnpack: out of memory");
+    }
+    if (bytes)
+        memcpy(x, q->a.data, bytes);
+    if (kbytes)
+        memcpy(w, q->b.data, kbytes);
     xnn_operator_t op = NULL;
-    enum xnn_status s = create(q, &g, &op);
+    enum xnn_status s = create(q, &g, w, &op);
+    free(w); /* packed into the operator at creation */
     if (s != xnn_status_success) {
+        free(x);
         float ratio = peer_scale(&q->a_scale, 0) * peer_scale(&q->b_scale, 0) /
                       peer_scale(&q->y_scale, 0);
         return qmm_status_set(st, QMM_UNSUPPORTED,
@@ -128,16 +149,6 @@ static qmm_status_code xnnpack_qlinearmatmul(const qmm_backend *self, const qmm_
                               QMM_XNNPACK_VERSION, (long long)g.k, (long long)g.n, ratio,
                               xnn_why(s));
     }
-    /* XNNPACK kernels may read XNN_EXTRA_BYTES past the end of the input: give them a padded
-     * copy rather than the harness's guarded buffer. */
-    size_t rows = (size_t)(g.batch * g.m), bytes = rows * (size_t)g.k;
-    unsigned char *x = calloc(bytes + XNN_EXTRA_BYTES, 1);
-    if (!x) {
-        xnn_delete_operator(op);
-        return qmm_status_set(st, QMM_OUT_OF_MEMORY, "xnnpack: out of memory");
-    }
-    if (bytes)
-        memcpy(x, q->a.data, bytes);
     if (q->a.dtype == QMM_DTYPE_UINT8)
         s = xnn_setup_fully_connected_nc_qu8(op, rows, x, q->y.data, NULL);
     else
