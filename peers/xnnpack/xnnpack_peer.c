@@ -145,7 +145,7 @@ static qmm_status_code xnnpack_qlinearmatmul(const qmm_backend *self, const qmm_
                       peer_scale(&q->y_scale, 0);
         return qmm_status_set(st, QMM_UNSUPPORTED,
                               "xnnpack: XNNPACK %s refuses K=%lld N=%lld sa*sb/sy=%.9g: %s "
-                              "(README.md: K, N >= 1; requantization scale in [2^-32, 256))",
+                              "(README.md: K, N >= 1, scales normal, sa*sb/sy < 256)",
                               QMM_XNNPACK_VERSION, (long long)g.k, (long long)g.n, ratio,
                               xnn_why(s));
     }
