@@ -1,6 +1,6 @@
 /* ops/qordered_layout.c — QOrderedMatMul's rules (com.microsoft, docs/semantics.md §4,
  * docs/qorderedmatmul.md): the cublasLt memory orders, Y's shape and every input rule. The
- * exact computation is reference/qordered.c; the CUDA backend validates here too.
+ * exact computation is reference/op-qorderedmatmul.c; the CUDA backend validates here too.
  */
 #include <inttypes.h>
 #include <math.h>
