@@ -47,12 +47,49 @@ static void params_at(const qmm_qlinearmatmul *c, const qmm_geometry *g,
     p->sy = scale_at(&c->y_scale, &maps[QMM_MAP_Y_SCALE], g, bi, i, j);
 }
 
-/* Both float profiles accumulate in int32 (numpy's int32 matmul, MLAS's int32 kernels), so
- * the exact sum is taken modulo 2^32: what any order of wrapping int32 additions gives. */
-static int32_t wrapped_acc(const qmm_qlinearmatmul *c, const qmm_geometry *g, int64_t bi,
-                           int64_t i, int64_t j, int64_t za, int64_t zb)
+/* How a profile's imitated implementation forms the int32 accumulator (docs/profiles.md,
+ * "Accumulation models"). */
+typedef enum acc_model {
+    /* numpy's int32 matmul, MLAS's int32 kernels: the exact sum taken modulo 2^32, what any
+     * order of wrapping int32 additions gives */
+    ACC_WRAP32,
+    /* x86 AVX2 u8·s8 kernels (MLAS's, oneDNN's): vpmaddubsw multiplies the u8 bytes of a by
+     * the s8 bytes of b and adds each adjacent pair along K (k = 0,1; 2,3; ...; an odd K's
+     * last product alone) into int16 with signed saturation; the int16 sums are widened and
+     * added in int32, and the zero points are corrected exactly afterwards from row and column
+     * sums. Other type pairs are accumulated as ACC_WRAP32. */
+    ACC_PAIRSAT16,
+} acc_model;
+
+static int64_t pairsat16_sum(const qmm_tensor *a, const qmm_tensor *b, const qmm_geometry *g,
+                             int64_t bi, int64_t i, int64_t j, int64_t za, int64_t zb)
 {
-    return qmm_wrap_int32(qmm_ref_matmul_acc(&c->a, &c->b, g, bi, i, j, za, zb));
+    int64_t ao = qmm_geometry_a_offset(g, bi) + i * g->k;
+    int64_t bo = qmm_geometry_b_offset(g, bi) + j;
+    int64_t raw = 0, sum_a = 0, sum_b = 0;
+    for (int64_t k = 0; k < g->k; k += 2) {
+        int64_t a0 = qmm_load_q8(a, ao + k), b0 = qmm_load_q8(b, bo + k * g->n);
+        int64_t pair = a0 * b0;
+        sum_a += a0;
+        sum_b += b0;
+        if (k + 1 < g->k) {
+            int64_t a1 = qmm_load_q8(a, ao + k + 1), b1 = qmm_load_q8(b, bo + (k + 1) * g->n);
+            pair += a1 * b1;
+            sum_a += a1;
+            sum_b += b1;
+        }
+        raw += pair < INT16_MIN ? INT16_MIN : pair > INT16_MAX ? INT16_MAX : pair;
+    }
+    return raw - zb * sum_a - za * sum_b + g->k * za * zb;
+}
+
+static int32_t model_acc(acc_model model, const qmm_tensor *a, const qmm_tensor *b,
+                         const qmm_geometry *g, int64_t bi, int64_t i, int64_t j, int64_t za,
+                         int64_t zb)
+{
+    if (model == ACC_PAIRSAT16 && a->dtype == QMM_DTYPE_UINT8 && b->dtype == QMM_DTYPE_INT8)
+        return qmm_wrap_int32(pairsat16_sum(a, b, g, bi, i, j, za, zb));
+    return qmm_wrap_int32(qmm_ref_matmul_acc(a, b, g, bi, i, j, za, zb));
 }
 
 static void q8_limits(int32_t dtype, int64_t *qmin, int64_t *qmax)
@@ -341,7 +378,8 @@ typedef int64_t float_element(int32_t acc, const elem_params *p, int32_t sdtype,
                               int64_t qmax);
 
 static qmm_status_code compute_float_profile(qmm_qlinearmatmul *c, const qmm_plan *plan,
-                                             float_element *element, qmm_status *st)
+                                             acc_model model, float_element *element,
+                                             qmm_status *st)
 {
     const qmm_geometry *g = &plan->g;
     int64_t qmin, qmax;
@@ -351,7 +389,7 @@ static qmm_status_code compute_float_profile(qmm_qlinearmatmul *c, const qmm_pla
             for (int64_t j = 0; j < g->n; j++) {
                 elem_params ep;
                 params_at(c, g, plan->maps, bi, i, j, &ep);
-                int32_t acc = wrapped_acc(c, g, bi, i, j, ep.za, ep.zb);
+                int32_t acc = model_acc(model, &c->a, &c->b, g, bi, i, j, ep.za, ep.zb);
                 qmm_ref_store_q8(&c->y, (bi * g->m + i) * g->n + j,
                          element(acc, &ep, c->a_scale.dtype, qmin, qmax));
             }
@@ -359,18 +397,52 @@ static qmm_status_code compute_float_profile(qmm_qlinearmatmul *c, const qmm_pla
 }
 
 /* Each profile's own arithmetic for one operator, validating first. */
-static qmm_status_code qlm_onnx_ref(qmm_call *call, qmm_status *st)
+static qmm_status_code qlm_float(qmm_call *call, acc_model model, float_element *element,
+                                 qmm_status *st)
 {
     qmm_plan plan;
     QMM_TRY(qmm_validate_qlinearmatmul(&call->u.qlinearmatmul, &plan, st));
-    return compute_float_profile(&call->u.qlinearmatmul, &plan, onnx_ref_element, st);
+    return compute_float_profile(&call->u.qlinearmatmul, &plan, model, element, st);
+}
+
+static qmm_status_code qlm_onnx_ref(qmm_call *call, qmm_status *st)
+{
+    return qlm_float(call, ACC_WRAP32, onnx_ref_element, st);
 }
 
 static qmm_status_code qlm_ort_fp32(qmm_call *call, qmm_status *st)
 {
+    return qlm_float(call, ACC_WRAP32, ort_fp32_element, st);
+}
+
+static qmm_status_code qlm_onnx_ref_pairsat16(qmm_call *call, qmm_status *st)
+{
+    return qlm_float(call, ACC_PAIRSAT16, onnx_ref_element, st);
+}
+
+static qmm_status_code qlm_ort_fp32_pairsat16(qmm_call *call, qmm_status *st)
+{
+    return qlm_float(call, ACC_PAIRSAT16, ort_fp32_element, st);
+}
+
+/* MatMulInteger under an accumulation model: y is the model's int32 accumulator. */
+static qmm_status_code mmi_pairsat16(qmm_call *call, qmm_status *st)
+{
+    qmm_matmulinteger *c = &call->u.matmulinteger;
     qmm_plan plan;
-    QMM_TRY(qmm_validate_qlinearmatmul(&call->u.qlinearmatmul, &plan, st));
-    return compute_float_profile(&call->u.qlinearmatmul, &plan, ort_fp32_element, st);
+    QMM_TRY(qmm_validate_matmulinteger(c, &plan, st));
+    const qmm_geometry *g = &plan.g;
+    for (int64_t bi = 0; bi < g->batch; bi++)
+        for (int64_t i = 0; i < g->m; i++)
+            for (int64_t j = 0; j < g->n; j++) {
+                int64_t za = qmm_ref_zero_point(&c->a_zero_point,
+                                                &plan.maps[QMM_MAP_A_ZERO_POINT], g, bi, i, j);
+                int64_t zb = qmm_ref_zero_point(&c->b_zero_point,
+                                                &plan.maps[QMM_MAP_B_ZERO_POINT], g, bi, i, j);
+                qmm_store_i32(c->y.data, (bi * g->m + i) * g->n + j,
+                              model_acc(ACC_PAIRSAT16, &c->a, &c->b, g, bi, i, j, za, zb));
+            }
+    return qmm_status_ok(st);
 }
 
 static qmm_status_code qlm_orion(qmm_call *call, qmm_status *st)
@@ -437,6 +509,14 @@ static const struct profile_row {
                 [QMM_OP_MATMULINTEGER] = {.no_counterpart = "MatMulInteger has no Orion "
                                                             "counterpart"}},
         .unsupported_types = orion_types},
+    /* the float profiles over the AVX2 u8·s8 accumulation (ACC_PAIRSAT16): what ONNX Runtime's
+     * MLAS and oneDNN compute for u8·s8 on a CPU without VNNI */
+    {.name = "onnx-ref+pairsat16",
+     .ops = {[QMM_OP_QLINEARMATMUL] = {qlm_onnx_ref_pairsat16},
+             [QMM_OP_MATMULINTEGER] = {mmi_pairsat16}}},
+    {.name = "ort-fp32+pairsat16",
+     .ops = {[QMM_OP_QLINEARMATMUL] = {qlm_ort_fp32_pairsat16},
+             [QMM_OP_MATMULINTEGER] = {mmi_pairsat16}}},
 };
 #define N_PROFILES ((int)(sizeof profiles / sizeof profiles[0]))
 _Static_assert(sizeof profiles / sizeof profiles[0] <= QMM_PROFILE_MAX,

@@ -88,8 +88,8 @@ static int zp_tensor(qh_fp_case *c, qmm_tensor *t, int32_t dtype, int n, int v)
     return 0;
 }
 
-/* A QLinearMatMul case with a, b and y all of type `q`; per-tensor parameters except b's
- * scale, which is per-column when sb_n > 0. */
+/* A QLinearMatMul case with a and y of type `q` and b of type `qb` (0: `q` too); per-tensor
+ * parameters except b's scale, which is per-column when sb_n > 0. */
 typedef struct qlm_desc {
     const char *name, *why;
     int32_t q, s;          /* operand/output type, scale type */
@@ -100,6 +100,7 @@ typedef struct qlm_desc {
     int sb_n;              /* 0: per-tensor sb[0]; else per-column, N values */
     const double *sb;
     int za, zb, zy;
+    int32_t qb;
 } qlm_desc;
 
 static int add_qlm(qh_fp_suite *s, const qlm_desc *d)
@@ -113,11 +114,11 @@ static int add_qlm(qh_fp_suite *s, const qlm_desc *d)
     m->opset = d->s == F32 ? 10 : 21;
     s->count++; /* counted now, so qh_fp_suite_free releases a half-built case */
     if (q8_tensor(c, &m->a, d->q, d->rank, d->adims, d->a) ||
-        q8_tensor(c, &m->b, d->q, d->rank, d->bdims, d->b) ||
+        q8_tensor(c, &m->b, d->qb ? d->qb : d->q, d->rank, d->bdims, d->b) ||
         scale_tensor(c, &m->a_scale, d->s, 0, &d->sa) ||
         zp_tensor(c, &m->a_zero_point, d->q, 0, d->za) ||
         scale_tensor(c, &m->b_scale, d->s, d->sb_n, d->sb) ||
-        zp_tensor(c, &m->b_zero_point, d->q, d->sb_n, d->zb) ||
+        zp_tensor(c, &m->b_zero_point, d->qb ? d->qb : d->q, d->sb_n, d->zb) ||
         scale_tensor(c, &m->y_scale, d->s, 0, &d->sy) ||
         zp_tensor(c, &m->y_zero_point, d->q, 0, d->zy))
         return -1;
@@ -145,7 +146,7 @@ static double p2(int e)
 #define D1 {1, 1}
 #define ONE_BY_ONE .rank = 2, .adims = D1, .bdims = D1
 
-#define N_SMALL 18
+#define N_SMALL 19
 #define N_CASES (N_SMALL + 2)
 
 static int add_small_cases(qh_fp_suite *s)
@@ -165,6 +166,7 @@ static int add_small_cases(qh_fp_suite *s)
     static const int orion_b3v[] = {-2, -4, -6, -8, -10, -12, -2, -4, -6, -8, -10, -12};
     static const int minus128[] = {-128, 1}, ones2[] = {1, 1};
     static const int pc_a[] = {1, 2, 3, 1}, pc_b[] = {1, 0, 0, 1};
+    static const int a255[] = {255, 255}, b127[] = {127, 127};
     const qlm_desc small[N_SMALL] = {
         /* 0.5 + zy 1: spec RNE(0.5) + 1 = 1; onnx-ref rint(1.5) = 2; ort-fp32 1 */
         {"tie-odd-zp-u8", "zero point added before (onnx-ref) or after rounding", U8, F32,
@@ -229,6 +231,12 @@ static int add_small_cases(qh_fp_suite *s)
         /* y_scale 2^-20 encodes as 0 in Q16.16; the exact value 2^-24 / 2^-20 = 1/16 -> 0 */
         {"orion-rejects-y-scale-zero-s8", "Orion: y_scale encoding as 0", S8, F32, ONE_BY_ONE,
          v1, v1, tiny, very_tiny, 0, &tiny, 0, 0, 0},
+        /* u8 a = 255, 255 against s8 b = 127, 127: the pair sum 64770 saturates to 32767 in
+         * int16 (the *+pairsat16 profiles: AVX2 u8·s8 kernels); times 2^-10: 63.25 -> 63 for
+         * every exact accumulation, 31.999 -> 32 for the saturated one */
+        {"pair-saturation-u8s8", "adjacent u8*s8 products summed in int16 with saturation",
+         U8, F32, .rank = 2, .adims = {1, 2}, .bdims = {2, 1}, a255, b127, 1.0 / 1024.0, 1.0,
+         0, &one, 0, 0, 0, .qb = S8},
     };
     for (int i = 0; i < N_SMALL; i++)
         if (add_qlm(s, &small[i]) != 0)
