@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "ops/qmm_ops.h"
-#include "ops/operator.h"
 #include "reference/qmm_reference.h"
 
 /* ---- byte sources and sinks ----------------------------------------------------------- */

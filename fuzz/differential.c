@@ -20,7 +20,7 @@
 #include "harness/io/meta.h"
 #include "harness/io/onnx_io.h"
 #include "harness/report/strbuf.h"
-#include "ops/operator.h"
+#include "ops/qmm_ops.h"
 #include "optimized/qmm_optimized.h"
 
 #define QH_FZ_MAX_VARIANTS 16

@@ -28,7 +28,6 @@
 #include "harness/io/casedir.h"
 #include "harness/io/onnx_io.h"
 #include "ops/qmm_ops.h"
-#include "ops/operator.h"
 #include "reference/qmm_reference.h"
 
 typedef struct opts {

@@ -1,6 +1,7 @@
 /* ops/qmm_ops.h — the operator rules every backend shares (docs/semantics.md): numpy.matmul
  * geometry, the parameter forms and their maps, exact scale decoding and encoding, every input
- * rule of the three operators, and QOrderedMatMul's cublasLt layouts.
+ * rule of the three operators, QOrderedMatMul's cublasLt layouts, and (ops/operator.h,
+ * included here) one descriptor per operator in one table.
  *
  * Project-internal: the reference, the optimized and CUDA backends, the harness, the fuzz
  * targets and the tests include it; it is not installed. Nothing here needs GMP, so a backend
@@ -16,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ops/operator.h" /* the operator table: part of this one header */
 #include "qmm/qmm.h"
 
 #ifdef __cplusplus

@@ -13,7 +13,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ops/operator.h"
 #include "ops/qmm_ops.h"
 #include "reference/qmm_reference.h"
 

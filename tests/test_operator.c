@@ -13,7 +13,7 @@
 #include "harness/gen/problem.h"
 #include "harness/io/case.h"
 #include "harness/run/expect.h"
-#include "ops/operator.h"
+#include "ops/qmm_ops.h"
 #include "optimized/qmm_optimized.h"
 #include "reference/qmm_reference.h"
 

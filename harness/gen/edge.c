@@ -16,7 +16,6 @@
 #include "harness/io/case.h"
 #include "harness/run/expect.h"
 #include "ops/qmm_ops.h"
-#include "ops/operator.h"
 #include "reference/qmm_reference.h"
 
 #define U8 QMM_DTYPE_UINT8

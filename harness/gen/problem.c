@@ -11,7 +11,6 @@
 #include "harness/io/casedir.h"
 #include "harness/run/compare.h"
 #include "ops/qmm_ops.h"
-#include "ops/operator.h"
 #include "reference/qmm_reference.h"
 
 #define U8 QMM_DTYPE_UINT8

@@ -11,7 +11,6 @@
 #include "harness/io/casedir.h"
 #include "harness/io/clean.h"
 #include "harness/run/expect.h"
-#include "ops/operator.h"
 #include "ops/qmm_ops.h"
 
 #define QH_MAX_DEPTH 32

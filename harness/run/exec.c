@@ -30,7 +30,7 @@
 
 #include "harness/io/onnx_io.h"
 #include "harness/run/exec_proto.h"
-#include "ops/operator.h"
+#include "ops/qmm_ops.h"
 
 #define EXEC_MAX_WORDS 64
 #define EXEC_SPEC_MAX 1024

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "harness/io/onnx_io.h"
-#include "ops/operator.h"
+#include "ops/qmm_ops.h"
 
 enum {
     RQ_KIND = 1, RQ_VERSION = 2, RQ_OPTIONS = 3, RQ_DOMAIN = 4, RQ_OP_TYPE = 5, RQ_OPSET = 6,

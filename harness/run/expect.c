@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "harness/io/onnx_io.h"
-#include "ops/operator.h"
+#include "ops/qmm_ops.h"
 #include "reference/qmm_reference.h"
 
 /* In qmm_profile order (reference/qmm_reference.h); tests/test_profiles.c checks the two

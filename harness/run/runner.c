@@ -11,7 +11,6 @@
 #include "harness/run/expect.h"
 #include "harness/run/invoke.h"
 #include "harness/report/strbuf.h"
-#include "ops/operator.h"
 #include "ops/qmm_ops.h"
 
 static const char *const status_names[QH_STATUS_COUNT] = {

@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#include "ops/operator.h"
+#include "ops/qmm_ops.h"
 #include "qmm/qmm.h"
 
 typedef struct wire_hello {

@@ -23,7 +23,7 @@
 
 #include "harness/io/onnx_io.h"
 #include "harness/io/pb.h"
-#include "ops/operator.h"
+#include "ops/qmm_ops.h"
 #include "reference/qmm_reference.h"
 
 static const char *mode = "ok";
