@@ -36,6 +36,7 @@ typedef struct opts {
     int n_reports;
     const char *filter;
     const char *xfail;
+    int xfail_strict;     /* a stale --xfail entry or an XPASS fails the run */
     const char *profile;
     int shard_i, shard_n;
     int quiet, verbose, list_backends;
@@ -126,6 +127,8 @@ static int parse_opts(int argc, char **argv, opts *o)
         } else if (strcmp(a, "--xfail") == 0) {
             NEED_VALUE();
             o->xfail = val;
+        } else if (strcmp(a, "--xfail-strict") == 0) {
+            o->xfail_strict = 1;
         } else if (strcmp(a, "--shard") == 0) {
             NEED_VALUE();
             if (parse_shard(val, &o->shard_i, &o->shard_n))
@@ -461,17 +464,6 @@ static void set_eval_opts(run_state *r)
     }
 }
 
-/* An expected failure that failed is XFAIL; one that passed, XPASS. */
-static void apply_xfail(const qh_xfail *xf, qh_result *res)
-{
-    if (!xf->count || !qh_xfail_match(xf, res->name))
-        return;
-    if (res->status == QH_FAILED)
-        res->status = QH_XFAIL;
-    else if (res->status == QH_PASSED)
-        res->status = QH_XPASS;
-}
-
 /* Judges every case against every backend, printing each row, until done or interrupted. */
 static void run_cases(run_state *r)
 {
@@ -486,7 +478,7 @@ static void run_cases(run_state *r)
                 break;
             }
             res->number = (int64_t)r->k + 1;
-            apply_xfail(&r->xf, res);
+            qh_xfail_apply(&r->xf, r->bes[j].isolated ? NULL : r->bes[j].table.name, res);
             r->sum.counts[res->status]++;
             r->sum.total++;
             print_result(res, &r->list.items[i], r->o.profile, r->o.quiet);
@@ -504,6 +496,41 @@ static void finish_backends(run_state *r)
             r->sum.total++;
             r->k++;
         }
+}
+
+/* Each --xfail entry that waived no row is warned about on stderr; under --xfail-strict it
+ * also becomes an ERROR row named "<xfail>" (so reports and the SUMMARY show it). Not after
+ * an interruption: the entries were not all given their chance. */
+static void check_xfail(run_state *r)
+{
+    if (qh_interrupted)
+        return;
+    for (int32_t i = 0; i < r->xf.count; i++) {
+        char why[1024];
+        if (!qh_xfail_stale(&r->xf, i, why, sizeof why))
+            continue;
+        fprintf(stderr, "qmmcheck: %s: %s\n", r->o.xfail_strict ? "error" : "warning", why);
+        if (!r->o.xfail_strict)
+            continue;
+        qh_result *grown = realloc(r->results, sizeof *grown * (r->k + 1));
+        if (!grown)
+            return;
+        r->results = grown;
+        qh_result *row = &r->results[r->k];
+        *row = (qh_result){.number = (int64_t)r->k + 1, .status = QH_ERROR};
+        row->name = strdup("<xfail>");
+        row->path = strdup(r->xf.path ? r->xf.path : "");
+        row->backend = r->xf.entries[i].backend ? r->xf.entries[i].backend : "*";
+        row->summary = qh_clean_dup(why, strlen(why), QH_CLEAN_LINE_MAX);
+        printf("%lld:ERROR <xfail> (%s) __REPRO: qmmcheck run ... --xfail ",
+               (long long)row->number, row->summary ? row->summary : "");
+        put_clean(row->path, strlen(row->path), 0, stdout);
+        putchar('\n');
+        r->sum.counts[QH_ERROR]++;
+        r->sum.total++;
+        r->k++;
+    }
+    fflush(stdout);
 }
 
 /* The SUMMARY line, with the run's duration since t0 and the signal that stopped it, if any. */
@@ -542,6 +569,11 @@ static int exit_status(const run_state *r, int sig)
         if (sum->counts[s] && qh_case_status_is_bad((qh_case_status)s))
             exit_code = EXIT_BAD;
     warn_mostly_skipped(sum);
+    if (r->o.xfail_strict && sum->counts[QH_XPASS]) {
+        printf("FAILED: %lld expected failures passed (XPASS), under --xfail-strict\n",
+               (long long)sum->counts[QH_XPASS]);
+        exit_code = EXIT_BAD;
+    }
     int64_t skipped = sum->counts[QH_SKIPPED];
     if (r->o.max_skipped >= 0 && skipped > r->o.max_skipped) {
         printf("FAILED: %lld cases skipped, more than --max-skipped %d\n", (long long)skipped,
@@ -613,6 +645,7 @@ int qh_cmd_run(int argc, char **argv)
     install_interrupt_handlers();
     run_cases(&r);
     finish_backends(&r);
+    check_xfail(&r);
     int sig = qh_interrupted;
     summarize(&r.sum, sig, t0);
     int exit_code = exit_status(&r, sig);

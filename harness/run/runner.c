@@ -542,6 +542,60 @@ void qh_eval_case(const qh_case_ref *ref, qh_backend *b, const qh_eval_opts *o, 
 
 /* ---- expected failures ---------------------------------------------------------------- */
 
+/* The statuses an entry may waive: a wrong answer, a dead or hung backend. ERROR is the
+ * case's own fault and never waived; the rest are not failures. */
+#define XFAIL_WAIVABLE ((1u << QH_FAILED) | (1u << QH_CRASHED) | (1u << QH_TIMEOUT))
+
+static char *xfail_dup(const char *s)
+{
+    char *d = malloc(strlen(s) + 1);
+    if (d)
+        strcpy(d, s);
+    return d;
+}
+
+/* "FAILED,CRASHED" -> bits; -1 with the word it could not take. */
+static int xfail_statuses(char *list, unsigned *bits, const char **bad)
+{
+    *bits = 0;
+    for (char *save = NULL, *w = strtok_r(list, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+        int found = -1;
+        for (int s = 0; s < QH_STATUS_COUNT; s++)
+            if (strcmp(w, qh_case_status_name((qh_case_status)s)) == 0)
+                found = s;
+        if (found < 0 || !(XFAIL_WAIVABLE & (1u << found))) {
+            *bad = w;
+            return -1;
+        }
+        *bits |= 1u << found;
+    }
+    return *bits ? 0 : -1;
+}
+
+/* One entry's words after the pattern: status=..., backend=..., until a '#' word. Returns 0,
+ * or -1 with err naming the line. */
+static int xfail_options(char *save, qh_xfail_entry *e, const char *path, qh_error *err)
+{
+    for (char *w = strtok_r(NULL, " \t\r", &save); w && w[0] != '#';
+         w = strtok_r(NULL, " \t\r", &save)) {
+        const char *bad = "";
+        if (strncmp(w, "status=", 7) == 0) {
+            if (xfail_statuses(w + 7, &e->statuses, &bad) != 0) {
+                snprintf(err->msg, sizeof err->msg, "%s:%d: status '%.64s': expected FAILED, "
+                         "CRASHED or TIMEOUT, comma-separated", path, e->line, bad);
+                return -1;
+            }
+        } else if (strncmp(w, "backend=", 8) == 0 && w[8] && !e->backend) {
+            e->backend = xfail_dup(w + 8);
+        } else {
+            snprintf(err->msg, sizeof err->msg, "%s:%d: '%.64s': expected status=S or "
+                     "backend=NAME (once each) after the case pattern", path, e->line, w);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int qh_xfail_read(const char *path, qh_xfail *x, qh_error *err)
 {
     memset(x, 0, sizeof *x);
@@ -550,45 +604,132 @@ int qh_xfail_read(const char *path, qh_xfail *x, qh_error *err)
     if (qh_read_file(path, (size_t)1 << 24, &buf, &len, err) != 0)
         return -1;
     char *text = realloc(buf, len + 1);
-    if (!text) {
-        free(buf);
+    x->path = xfail_dup(path);
+    if (!text || !x->path) {
+        free(text ? (void *)text : (void *)buf);
         snprintf(err->msg, sizeof err->msg, "%s: out of memory", path);
+        qh_xfail_free(x);
         return -1;
     }
     text[len] = '\0';
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-        while (*line == ' ' || *line == '\t')
-            line++;
-        char *end = line + strlen(line);
-        while (end > line && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
-            *--end = '\0';
-        if (*line == '\0' || *line == '#')
+    int rc = 0, number = 0;
+    for (char *next = text, *line; rc == 0 && (line = next) != NULL;) {
+        number++;
+        char *nl = strchr(line, '\n');
+        next = nl ? nl + 1 : NULL;
+        if (nl)
+            *nl = '\0';
+        char *save = NULL;
+        char *pattern = strtok_r(line, " \t\r", &save);
+        if (!pattern || pattern[0] == '#')
             continue;
-        char **p = realloc(x->patterns, sizeof *p * (size_t)(x->count + 1));
-        if (!p)
+        qh_xfail_entry *p = realloc(x->entries, sizeof *p * (size_t)(x->count + 1));
+        if (!p) {
+            snprintf(err->msg, sizeof err->msg, "%s: out of memory", path);
+            rc = -1;
             break;
-        x->patterns = p;
-        x->patterns[x->count] = malloc(strlen(line) + 1);
-        if (!x->patterns[x->count])
-            break;
-        strcpy(x->patterns[x->count++], line);
+        }
+        x->entries = p;
+        qh_xfail_entry *e = &x->entries[x->count++];
+        *e = (qh_xfail_entry){.pattern = xfail_dup(pattern), .line = number,
+                              .statuses = 1u << QH_FAILED};
+        rc = xfail_options(save, e, path, err);
     }
     free(text);
-    return 0;
+    if (rc != 0)
+        qh_xfail_free(x);
+    return rc;
 }
 
-int qh_xfail_match(const qh_xfail *x, const char *name)
+/* backend= is matched against the name the backend gives itself, which only an in-process
+ * backend tells the harness, and against the spec as given (the row's `backend`). */
+static int xfail_matches(const qh_xfail_entry *e, const char *backend_name, const qh_result *res)
 {
-    for (int32_t i = 0; i < x->count; i++)
-        if (fnmatch(x->patterns[i], name, 0) == 0)
-            return 1;
-    return 0;
+    if (!e->pattern || fnmatch(e->pattern, res->name, 0) != 0)
+        return 0;
+    if (!e->backend)
+        return 1;
+    return (backend_name && fnmatch(e->backend, backend_name, 0) == 0) ||
+           (res->backend && fnmatch(e->backend, res->backend, 0) == 0);
+}
+
+/* "FAILED,CRASHED" for an entry's statuses. */
+static void xfail_status_words(unsigned bits, qh_sb *b)
+{
+    const char *sep = "";
+    for (int s = 0; s < QH_STATUS_COUNT; s++)
+        if (bits & (1u << s)) {
+            qh_sb_printf(b, "%s%s", sep, qh_case_status_name((qh_case_status)s));
+            sep = ",";
+        }
+}
+
+void qh_xfail_apply(qh_xfail *x, const char *backend_name, qh_result *res)
+{
+    qh_xfail_entry *first = NULL;
+    for (int32_t i = 0; i < x->count; i++) {
+        qh_xfail_entry *e = &x->entries[i];
+        if (!xfail_matches(e, backend_name, res))
+            continue;
+        e->matched++;
+        if (!first)
+            first = e;
+        if (res->status != QH_XFAIL && (e->statuses & (1u << res->status))) {
+            res->status = QH_XFAIL;
+            e->waived++;
+        }
+    }
+    if (!first || res->status == QH_XFAIL)
+        return;
+    /* matched, but not in the status it expects: say so on the row */
+    qh_sb note = {0};
+    qh_sb_printf(&note, "expected ");
+    xfail_status_words(first->statuses, &note);
+    qh_sb_printf(&note, " (%s:%d)", x->path ? x->path : "--xfail", first->line);
+    if (res->status == QH_PASSED) {
+        res->status = QH_XPASS;
+        first->xpassed++;
+        free(res->summary);
+        res->summary = qh_sb_take(&note);
+        return;
+    }
+    qh_sb d = {0};
+    qh_sb_printf(&d, "%s    note: %s, got %s\n", res->detail ? res->detail : "", note.s,
+                 qh_case_status_name(res->status));
+    qh_sb_free(&note);
+    free(res->detail);
+    res->detail = qh_sb_take(&d);
+}
+
+int qh_xfail_stale(const qh_xfail *x, int32_t i, char *buf, size_t size)
+{
+    const qh_xfail_entry *e = &x->entries[i];
+    if (e->waived || e->xpassed)
+        return 0;
+    qh_sb b = {0};
+    qh_sb_printf(&b, "%s:%d: expected-failure entry '%s", x->path ? x->path : "--xfail", e->line,
+                 e->pattern);
+    if (e->backend)
+        qh_sb_printf(&b, " backend=%s", e->backend);
+    qh_sb_printf(&b, "' ");
+    if (e->matched == 0) {
+        qh_sb_printf(&b, "matches no case");
+    } else {
+        qh_sb_printf(&b, "matched %lld row(s), none ", (long long)e->matched);
+        xfail_status_words(e->statuses, &b);
+    }
+    snprintf(buf, size, "%s", b.s ? b.s : "");
+    qh_sb_free(&b);
+    return 1;
 }
 
 void qh_xfail_free(qh_xfail *x)
 {
-    for (int32_t i = 0; i < x->count; i++)
-        free(x->patterns[i]);
-    free(x->patterns);
+    for (int32_t i = 0; i < x->count; i++) {
+        free(x->entries[i].pattern);
+        free(x->entries[i].backend);
+    }
+    free(x->entries);
+    free(x->path);
     memset(x, 0, sizeof *x);
 }

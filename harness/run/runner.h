@@ -56,14 +56,35 @@ typedef struct qh_eval_opts {
 /* Judges one case against one backend. Never fails: problems become the ERROR status. */
 void qh_eval_case(const qh_case_ref *ref, qh_backend *b, const qh_eval_opts *o, qh_result *res);
 
-/* Expected-failure list: one case name or fnmatch(3) pattern per line, '#' comments. */
+/* Expected-failure list (docs/formats.md, "Expected-failure lists"): one entry a line,
+ * `CASE-GLOB [status=S[,S...]] [backend=GLOB] [# comment]`, '#' lines are comments. */
+typedef struct qh_xfail_entry {
+    char *pattern;     /* fnmatch(3) over the case name */
+    char *backend;     /* fnmatch(3) over the backend's name; NULL: every backend */
+    unsigned statuses; /* bit (1u << status) per status it waives: FAILED, CRASHED, TIMEOUT */
+    int line;
+    int64_t matched;   /* rows whose name and backend it matched */
+    int64_t waived;    /* rows it made XFAIL */
+    int64_t xpassed;   /* rows it made XPASS (already failures under --xfail-strict) */
+} qh_xfail_entry;
+
 typedef struct qh_xfail {
+    char *path;
     int32_t count;
-    char **patterns;
+    qh_xfail_entry *entries;
 } qh_xfail;
 
+/* Reads a list; -1 with err naming FILE:LINE for an entry it cannot read. */
 int qh_xfail_read(const char *path, qh_xfail *x, qh_error *err);
-int qh_xfail_match(const qh_xfail *x, const char *name);
+/* Applies the list to one judged row of the backend named `backend_name` (NULL when not known,
+ * as for an isolated backend; `backend=` also matches the row's spec): a matching entry
+ * whose statuses hold the row's status makes it XFAIL; a matching PASSED row becomes XPASS;
+ * any other status stays, with a detail line saying what the entry expected. Counts the
+ * entries' matches. */
+void qh_xfail_apply(qh_xfail *x, const char *backend_name, qh_result *res);
+/* Why entry i is stale (it waived no row and made none XPASS), written into buf; 0 when it
+ * is not stale. */
+int qh_xfail_stale(const qh_xfail *x, int32_t i, char *buf, size_t size);
 void qh_xfail_free(qh_xfail *x);
 
 /* The `__REPRO:` command for a case, shell-quoted (profile NULL or "spec": not named).

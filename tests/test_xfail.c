@@ -1,0 +1,256 @@
+/* tests/test_xfail.c — expected-failure lists (docs/formats.md, "Expected-failure lists"):
+ * each rule of the reader and of applying an entry to a row, then the CLI a CI relies on:
+ * stale entries warned about, --xfail-strict failing on them and on XPASS, CRASHED/TIMEOUT
+ * waived only when an entry names them, backend= picking the backend, and the JSON/JUnit
+ * rows. */
+#include "tests/cli_support.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/run/runner.h"
+
+TestSuite(xfail, .init = make_tmp, .fini = remove_tmp);
+
+/* Writes `text` as the list and reads it; the test fails when reading does. */
+static qh_xfail read_list(const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/list.txt", tmpdir);
+    write_text(path, text);
+    qh_xfail x;
+    qh_error err = {{0}};
+    cr_assert_eq(qh_xfail_read(path, &x, &err), 0, "%s", err.msg);
+    return x;
+}
+
+/* The error reading `text` gives ("" when it reads). */
+static void read_error(const char *text, char *msg, size_t size)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/list.txt", tmpdir);
+    write_text(path, text);
+    qh_xfail x;
+    qh_error err = {{0}};
+    int rc = qh_xfail_read(path, &x, &err);
+    snprintf(msg, size, "%s", rc == 0 ? "" : err.msg);
+    if (rc == 0)
+        qh_xfail_free(&x);
+}
+
+/* One judged row: `status`, case `name`, backend spec `spec`. */
+static qh_result row(const char *name, const char *spec, qh_case_status status)
+{
+    qh_result r = {.status = status, .backend = spec};
+    r.name = strdup(name);
+    return r;
+}
+
+/* The status `list` gives a row of `status` for case `name`, backend named `bname`. */
+static qh_case_status applied(qh_xfail *x, const char *name, const char *bname,
+                              qh_case_status status)
+{
+    qh_result r = row(name, "build/x.so", status);
+    qh_xfail_apply(x, bname, &r);
+    qh_case_status s = r.status;
+    qh_result_free(&r);
+    return s;
+}
+
+Test(xfail, reads_entries_options_and_comments)
+{
+    qh_xfail x = read_list("# whole-line comment\n\n  a/*   # class: pair saturation\n"
+                           "b status=CRASHED,TIMEOUT backend=*onednn*\r\n"
+                           "c backend=gemmlowp status=FAILED\n");
+    cr_assert_eq(x.count, 3);
+    cr_expect_str_eq(x.entries[0].pattern, "a/*");
+    cr_expect_null(x.entries[0].backend);
+    cr_expect_eq(x.entries[0].statuses, 1u << QH_FAILED, "default: FAILED");
+    cr_expect_eq(x.entries[0].line, 3);
+    cr_expect_eq(x.entries[1].statuses, (1u << QH_CRASHED) | (1u << QH_TIMEOUT));
+    cr_expect_str_eq(x.entries[1].backend, "*onednn*");
+    cr_expect_eq(x.entries[1].line, 4);
+    cr_expect_str_eq(x.entries[2].backend, "gemmlowp");
+    qh_xfail_free(&x);
+}
+
+Test(xfail, bad_entries_name_file_and_line)
+{
+    char msg[1024];
+    read_error("ok\nx status=PASSED\n", msg, sizeof msg);
+    cr_expect(strstr(msg, "list.txt:2: status 'PASSED'"), "%s", msg);
+    read_error("x status=ERROR\n", msg, sizeof msg);
+    cr_expect(strstr(msg, ":1: status 'ERROR'"), "ERROR is never waived: %s", msg);
+    read_error("x status=\n", msg, sizeof msg);
+    cr_expect(strstr(msg, ":1: status"), "%s", msg);
+    read_error("x\n\ny frobnicate=1\n", msg, sizeof msg);
+    cr_expect(strstr(msg, "list.txt:3: 'frobnicate=1'"), "%s", msg);
+    read_error("x backend=a backend=b\n", msg, sizeof msg);
+    cr_expect(strstr(msg, ":1: 'backend=b'"), "one backend per entry: %s", msg);
+}
+
+Test(xfail, failed_becomes_xfail_passed_xpass)
+{
+    qh_xfail x = read_list("edge/*\n");
+    cr_expect_eq(applied(&x, "edge/a", NULL, QH_FAILED), QH_XFAIL);
+    cr_expect_eq(applied(&x, "edge/b", NULL, QH_PASSED), QH_XPASS);
+    cr_expect_eq(applied(&x, "onnx/a", NULL, QH_FAILED), QH_FAILED, "not listed");
+    cr_expect_eq(x.entries[0].matched, 2);
+    cr_expect_eq(x.entries[0].waived, 1);
+    qh_xfail_free(&x);
+}
+
+Test(xfail, crash_and_timeout_waived_only_when_named)
+{
+    qh_xfail x = read_list("k0 status=CRASHED\nplain\nboth status=FAILED,TIMEOUT\n");
+    cr_expect_eq(applied(&x, "k0", NULL, QH_CRASHED), QH_XFAIL);
+    cr_expect_eq(applied(&x, "plain", NULL, QH_CRASHED), QH_CRASHED, "FAILED expected");
+    cr_expect_eq(applied(&x, "plain", NULL, QH_TIMEOUT), QH_TIMEOUT);
+    cr_expect_eq(applied(&x, "both", NULL, QH_TIMEOUT), QH_XFAIL);
+    cr_expect_eq(applied(&x, "both", NULL, QH_FAILED), QH_XFAIL);
+    /* another bad status than the one expected stays bad, and the row says what was expected */
+    qh_result r = row("k0", "spec", QH_FAILED);
+    qh_xfail_apply(&x, NULL, &r);
+    cr_expect_eq(r.status, QH_FAILED);
+    cr_assert_not_null(r.detail);
+    cr_expect(strstr(r.detail, "note: expected CRASHED (") && strstr(r.detail, "list.txt:1), "
+                                                                           "got FAILED"),
+              "%s", r.detail);
+    qh_result_free(&r);
+    /* statuses that are not failures are left alone */
+    cr_expect_eq(applied(&x, "k0", NULL, QH_SKIPPED), QH_SKIPPED);
+    cr_expect_eq(applied(&x, "k0", NULL, QH_UNCHECKED), QH_UNCHECKED);
+    cr_expect_eq(applied(&x, "k0", NULL, QH_ERROR), QH_ERROR);
+    qh_xfail_free(&x);
+}
+
+Test(xfail, backend_matches_name_or_spec)
+{
+    qh_xfail x = read_list("c backend=onednn*\nd backend=*xnnpack*\n");
+    cr_expect_eq(applied(&x, "c", "onednn-2.6.3", QH_FAILED), QH_XFAIL, "by name");
+    cr_expect_eq(applied(&x, "c", "gemmlowp", QH_FAILED), QH_FAILED, "another backend");
+    cr_expect_eq(applied(&x, "c", NULL, QH_FAILED), QH_FAILED, "spec build/x.so");
+    qh_result r = row("d", "build/peers/xnnpack/libqmm_peer_xnnpack.so", QH_FAILED);
+    qh_xfail_apply(&x, NULL, &r);
+    cr_expect_eq(r.status, QH_XFAIL, "by spec, the name unknown (isolated)");
+    qh_result_free(&r);
+    qh_xfail_free(&x);
+}
+
+Test(xfail, stale_entries_say_why)
+{
+    qh_xfail x = read_list("used\nnever\nskipping\npassing\n");
+    applied(&x, "used", NULL, QH_FAILED);
+    applied(&x, "skipping", NULL, QH_SKIPPED);
+    applied(&x, "passing", NULL, QH_PASSED);
+    char why[512];
+    cr_expect_eq(qh_xfail_stale(&x, 0, why, sizeof why), 0);
+    cr_expect_eq(qh_xfail_stale(&x, 1, why, sizeof why), 1);
+    cr_expect(strstr(why, "list.txt:2: expected-failure entry 'never' matches no case"), "%s",
+              why);
+    cr_expect_eq(qh_xfail_stale(&x, 2, why, sizeof why), 1);
+    cr_expect(strstr(why, ":3: expected-failure entry 'skipping' matched 1 row(s), none FAILED"),
+              "a backend that now answers UNSUPPORTED changed too: %s", why);
+    /* an XPASS row already says so (and fails a strict run): not stale twice */
+    cr_expect_eq(qh_xfail_stale(&x, 3, why, sizeof why), 0);
+    qh_xfail_free(&x);
+}
+
+/* ---- the CLI ---- */
+
+/* Writes the list the CLI tests use into tmpdir/xf.txt. */
+static const char *cli_list(const char *text)
+{
+    static char path[512];
+    snprintf(path, sizeof path, "%s/xf.txt", tmpdir);
+    write_text(path, text);
+    return path;
+}
+
+Test(xfail, cli_stale_entry_warns_strict_fails)
+{
+    const char *xf = cli_list("orion-*\nonnx-doc-*\nno-such-case\n");
+    char *out = qmmcheck_expect(0, "run --backend '%s' --vectors vectors/seeds --xfail '%s'",
+                                env("QMM_FAKE_PLUGIN"), xf);
+    expect_in(out, "warning: ");
+    expect_in(out, "xf.txt:3: expected-failure entry 'no-such-case' matches no case");
+    expect_in(out, "xfail:3 xpass:0");
+    free(out);
+    out = qmmcheck_expect(1, "run --backend '%s' --vectors vectors/seeds --xfail '%s' "
+                          "--xfail-strict", env("QMM_FAKE_PLUGIN"), xf);
+    expect_in(out, ":ERROR <xfail> (");
+    expect_in(out, "error:1 xfail:3");
+    free(out);
+    /* without the stale entry, strict passes */
+    xf = cli_list("orion-*\nonnx-doc-*\n");
+    out = qmmcheck_expect(0, "run --backend '%s' --vectors vectors/seeds --xfail '%s' "
+                          "--xfail-strict", env("QMM_FAKE_PLUGIN"), xf);
+    cr_expect(strstr(out, "warning") == NULL, "%s", out);
+    free(out);
+}
+
+Test(xfail, cli_xpass_fails_only_when_strict)
+{
+    const char *xf = cli_list("orion-*\n");
+    char *out = qmmcheck_expect(0, "run --backend reference --vectors vectors/seeds --xfail '%s'",
+                                xf);
+    expect_in(out, ":XPASS orion-doc-qlinear-matmul (expected FAILED (");
+    free(out);
+    out = qmmcheck_expect(1, "run --backend reference --vectors vectors/seeds --xfail '%s' "
+                          "--xfail-strict", xf);
+    expect_in(out, "FAILED: 1 expected failures passed (XPASS), under --xfail-strict");
+    free(out);
+}
+
+Test(xfail, cli_backend_entry_applies_to_its_backend_only)
+{
+    /* one list, two backends: the fake plugin's failures are expected, the reference's passes
+     * are not XPASS */
+    const char *xf = cli_list("* backend=*fake_backend*\n");
+    char *out = qmmcheck_expect(0, "run --backend reference --backend '%s' --vectors vectors/seeds "
+                                "--xfail '%s' --xfail-strict", env("QMM_FAKE_PLUGIN"), xf);
+    expect_in(out, "passed:3 failed:0");
+    expect_in(out, "xfail:3 xpass:0");
+    free(out);
+}
+
+Test(xfail, cli_timeout_waived_when_named)
+{
+    const char *xf = cli_list("orion-* status=TIMEOUT\n");
+    char *out = qmmcheck_expect(0, "run --backend '%s:mode=hang_run' --timeout 1 --vectors "
+                                "vectors/seeds --filter orion --xfail '%s'",
+                                env("QMM_HOSTILE_PLUGIN"), xf);
+    expect_in(out, ":XFAIL orion-doc-qlinear-matmul");
+    free(out);
+    xf = cli_list("orion-*\n");
+    out = qmmcheck_expect(1, "run --backend '%s:mode=hang_run' --timeout 1 --vectors "
+                          "vectors/seeds --filter orion --xfail '%s'",
+                          env("QMM_HOSTILE_PLUGIN"), xf);
+    expect_in(out, ":TIMEOUT orion-doc-qlinear-matmul");
+    expect_in(out, "note: expected FAILED (");
+    free(out);
+}
+
+Test(xfail, cli_reports_carry_the_rows)
+{
+    const char *xf = cli_list("orion-*\nonnx-doc-matmulinteger\nghost\n");
+    char json[512], xml[512];
+    snprintf(json, sizeof json, "%s/r.json", tmpdir);
+    snprintf(xml, sizeof xml, "%s/r.xml", tmpdir);
+    char *out = qmmcheck_expect(1, "run --backend reference --vectors vectors/seeds --xfail '%s' "
+                                "--xfail-strict --report json:%s --report junit:%s", xf, json,
+                                xml);
+    free(out);
+    char *j = slurp(json);
+    expect_in(j, "\"xpass\": 2");
+    expect_in(j, "\"error\": 1,");
+    expect_in(j, "\"name\": \"<xfail>\"");
+    expect_in(j, "\"status\": \"xpass\"");
+    expect_in(j, "expected-failure entry 'ghost' matches no case");
+    free(j);
+    char *x = slurp(xml);
+    expect_in(x, "<system-out>XPASS: expected FAILED (");
+    expect_in(x, "name=\"&lt;xfail&gt;\"");
+    expect_in(x, "<error type=\"ERROR\"");
+    free(x);
+}
