@@ -47,6 +47,7 @@ static void assert_meta_eq(const qh_meta *a, const qh_meta *b)
     cr_assert_str_eq(a->provenance, b->provenance);
     cr_assert_str_eq(a->description, b->description);
     cr_assert_str_eq(a->onnx_version, b->onnx_version);
+    cr_assert_str_eq(a->seen_with, b->seen_with);
 }
 
 static void check_round_trip(const qh_meta *m)
@@ -121,6 +122,24 @@ Test(meta, full_file)
                           "provenance = onnx 1.22.0 backend test = copied\n"
                           "description = a = b, c\n"
                           "onnx_version = 1.22.0\n");
+}
+
+/* seen_with: what a peer's divergence case was seen with (vectors/peers/, docs/formats.md). */
+Test(meta, seen_with_round_trips)
+{
+    qh_meta m;
+    qh_error err;
+    cr_assert_eq(parse("seen_with = oneDNN 2.6.3 (libdnnl-dev); x86-64 avx2, no vnni\n"
+                       "description = int16 pair saturation\n", &m, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(m.seen_with, "oneDNN 2.6.3 (libdnnl-dev); x86-64 avx2, no vnni");
+    cr_assert_eq(m.n_unknown, 0, "a known key");
+    check_round_trip(&m);
+    char buf[1024];
+    qh_meta_format(&m, buf, sizeof buf);
+    cr_assert(strstr(buf, "seen_with = oneDNN 2.6.3 (libdnnl-dev); x86-64 avx2, no vnni\n"), "%s",
+              buf);
+    cr_assert_eq(parse("seen_with = a\nseen_with = b\n", &m, &err), -1, "given twice");
+    cr_assert(strstr(err.msg, "line 2"), "%s", err.msg);
 }
 
 Test(meta, every_expect_value)
@@ -333,7 +352,7 @@ Test(meta, files_that_are_not_regular, .timeout = 10)
 Test(meta, mini_fuzz)
 {
     static const char *const pieces[] = {
-        "expect", "tags", "profile", "provenance", "description", "onnx_version", "x", "=",
+        "expect", "tags", "profile", "provenance", "description", "onnx_version", "seen_with", "x", "=",
         " ", ",", "\n", "#", "OK", "INTERNAL", "\r", "\t", "a", "\xff", "==", ", ,"};
     uint64_t s = 12345;
     char text[512];

@@ -85,9 +85,12 @@ static int parse_expect(const char *b, const char *e, qmm_status_code *out)
     return -1;
 }
 
-enum { K_EXPECT, K_TAGS, K_PROFILE, K_PROVENANCE, K_DESCRIPTION, K_ONNX_VERSION, K_COUNT };
+enum {
+    K_EXPECT, K_TAGS, K_PROFILE, K_PROVENANCE, K_DESCRIPTION, K_ONNX_VERSION, K_SEEN_WITH,
+    K_COUNT
+};
 static const char *const key_names[K_COUNT] = {"expect", "tags", "profile", "provenance",
-                                               "description", "onnx_version"};
+                                               "description", "onnx_version", "seen_with"};
 
 /* Where the value of a text key (every key but expect and tags) is kept, and its room
  * (with the NUL) in *cap. */
@@ -97,6 +100,7 @@ static char *text_field(qh_meta *m, int key, size_t *cap)
     case K_PROFILE: *cap = sizeof m->profile; return m->profile;
     case K_PROVENANCE: *cap = sizeof m->provenance; return m->provenance;
     case K_DESCRIPTION: *cap = sizeof m->description; return m->description;
+    case K_SEEN_WITH: *cap = sizeof m->seen_with; return m->seen_with;
     default: /* K_ONNX_VERSION */ *cap = sizeof m->onnx_version; return m->onnx_version;
     }
 }
@@ -264,6 +268,8 @@ int qh_meta_format(const qh_meta *m, char *buf, size_t size)
         emit(&s, "description = %.*s\n", (int)sizeof m->description, m->description);
     if (m->onnx_version[0])
         emit(&s, "onnx_version = %.*s\n", (int)sizeof m->onnx_version, m->onnx_version);
+    if (m->seen_with[0])
+        emit(&s, "seen_with = %.*s\n", (int)sizeof m->seen_with, m->seen_with);
     return s.n > INT32_MAX ? INT32_MAX : (int)s.n;
 }
 

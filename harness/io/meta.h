@@ -10,6 +10,8 @@
  *   provenance  free text: where the case came from
  *   description free text
  *   onnx_version the onnx release an extracted case came from
+ *   seen_with   free text: the library, its version and the CPU a peer's divergence was seen
+ *               with (vectors/peers/)
  * An unknown key is kept (for forward compatibility) but reported by qh_meta_unknown().
  * A line without '=' or a bad value for a known key is an error naming the line.
  */
@@ -32,6 +34,7 @@ typedef struct qh_meta {
     char provenance[QH_META_TEXT_MAX];
     char description[QH_META_TEXT_MAX];
     char onnx_version[64];
+    char seen_with[QH_META_TEXT_MAX];
     int32_t n_unknown;       /* keys not listed above */
     char first_unknown[64];  /* the first of them */
 } qh_meta;
