@@ -61,7 +61,8 @@ void qh_eval_case(const qh_case_ref *ref, qh_backend *b, const qh_eval_opts *o, 
 typedef struct qh_xfail_entry {
     char *pattern;     /* fnmatch(3) over the case name */
     char *backend;     /* fnmatch(3) over the backend's name; NULL: every backend */
-    unsigned statuses; /* bit (1u << status) per status it waives: FAILED, CRASHED, TIMEOUT */
+    unsigned statuses; /* bit (1u << status) per status it expects: FAILED (default), CRASHED,
+                        * TIMEOUT, UNCHECKED */
     int line;
     int64_t matched;   /* rows whose name and backend it matched */
     int64_t waived;    /* rows it made XFAIL */
