@@ -544,9 +544,12 @@ void qh_eval_case(const qh_case_ref *ref, qh_backend *b, const qh_eval_opts *o, 
 
 /* The statuses an entry may expect: a wrong answer, a dead or hung backend, and UNCHECKED
  * (invalid input accepted: not a failure, but a behaviour a CI pins so that a fix shows up
- * as XPASS). ERROR is the case's own fault and never waived. */
+ * as XPASS). PASSED beside them marks a behaviour that is not deterministic (a backend
+ * returning uninitialised memory is sometimes right): a pass then stays PASSED, not XPASS.
+ * ERROR is the case's own fault and never waived. */
 #define XFAIL_WAIVABLE                                                                      \
-    ((1u << QH_FAILED) | (1u << QH_CRASHED) | (1u << QH_TIMEOUT) | (1u << QH_UNCHECKED))
+    ((1u << QH_FAILED) | (1u << QH_CRASHED) | (1u << QH_TIMEOUT) | (1u << QH_UNCHECKED) |  \
+     (1u << QH_PASSED))
 
 static char *xfail_dup(const char *s)
 {
@@ -571,6 +574,10 @@ static int xfail_statuses(char *list, unsigned *bits, const char **bad)
         }
         *bits |= 1u << found;
     }
+    if (*bits == 1u << QH_PASSED) { /* PASSED alone expects no failure */
+        *bad = "PASSED";
+        return -1;
+    }
     return *bits ? 0 : -1;
 }
 
@@ -584,7 +591,8 @@ static int xfail_options(char *save, qh_xfail_entry *e, const char *path, qh_err
         if (strncmp(w, "status=", 7) == 0) {
             if (xfail_statuses(w + 7, &e->statuses, &bad) != 0) {
                 snprintf(err->msg, sizeof err->msg, "%s:%d: status '%.64s': expected FAILED, "
-                         "CRASHED, TIMEOUT or UNCHECKED, comma-separated", path, e->line, bad);
+                         "CRASHED, TIMEOUT or UNCHECKED, comma-separated (PASSED only "
+                         "beside one of them)", path, e->line, bad);
                 return -1;
             }
         } else if (strncmp(w, "backend=", 8) == 0 && w[8] && !e->backend) {
@@ -677,11 +685,12 @@ void qh_xfail_apply(qh_xfail *x, const char *backend_name, qh_result *res)
         if (!first)
             first = e;
         if (res->status != QH_XFAIL && (e->statuses & (1u << res->status))) {
-            res->status = QH_XFAIL;
+            if (res->status != QH_PASSED)
+                res->status = QH_XFAIL;
             e->waived++;
         }
     }
-    if (!first || res->status == QH_XFAIL)
+    if (!first || res->status == QH_XFAIL || (first->statuses & (1u << res->status)))
         return;
     /* matched, but not in the status it expects: say so on the row */
     qh_sb note = {0};

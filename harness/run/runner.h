@@ -62,7 +62,7 @@ typedef struct qh_xfail_entry {
     char *pattern;     /* fnmatch(3) over the case name */
     char *backend;     /* fnmatch(3) over the backend's name; NULL: every backend */
     unsigned statuses; /* bit (1u << status) per status it expects: FAILED (default), CRASHED,
-                        * TIMEOUT, UNCHECKED */
+                        * TIMEOUT, UNCHECKED; PASSED beside them: not deterministic */
     int line;
     int64_t matched;   /* rows whose name and backend it matched */
     int64_t waived;    /* rows it made XFAIL */
