@@ -83,26 +83,42 @@ static void open_variant(variant *v)
         snprintf(v->label, sizeof v->label, "%s%s%s", name, colon ? ":" : "",
                  colon ? colon + 1 : "");
     }
+    /* A backend is compared when it computes at least one of the common QLinearMatMul forms
+     * (a peer over oneDNN refuses u8 b; one over gemmlowp computes u8u8u8 only); the cases it
+     * refuses later are skipped one by one. */
     static uint8_t ab[4] = {1, 2, 3, 4}, zp[1] = {0};
     static float one = 1.0f;
-    qmm_call c;
-    memset(&c, 0, sizeof c);
-    c.op = QMM_OP_QLINEARMATMUL;
-    qmm_qlinearmatmul *q = &c.u.qlinearmatmul;
-    q->a = (qmm_tensor){.dtype = QMM_DTYPE_UINT8, .rank = 2, .dims = {2, 2}, .data = ab};
-    q->b = q->a;
-    q->y = q->a;
-    q->a_scale = (qmm_tensor){.dtype = QMM_DTYPE_FLOAT, .rank = 0, .data = &one};
-    q->b_scale = q->y_scale = q->a_scale;
-    q->a_zero_point = (qmm_tensor){.dtype = QMM_DTYPE_UINT8, .rank = 0, .data = zp};
-    q->b_zero_point = q->y_zero_point = q->a_zero_point;
-    q->opset = 10;
+    static const int32_t forms[][3] = {{QMM_DTYPE_UINT8, QMM_DTYPE_UINT8, QMM_DTYPE_UINT8},
+                                       {QMM_DTYPE_UINT8, QMM_DTYPE_INT8, QMM_DTYPE_UINT8},
+                                       {QMM_DTYPE_INT8, QMM_DTYPE_INT8, QMM_DTYPE_INT8}};
     qmm_status st;
-    qmm_status_ok(&st);
-    if (qh_backend_ask(&v->b, &c, &st) == QMM_UNSUPPORTED) {
+    qmm_status_code code = QMM_UNSUPPORTED;
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0] && code == QMM_UNSUPPORTED; f++) {
+        qmm_call c;
+        memset(&c, 0, sizeof c);
+        c.op = QMM_OP_QLINEARMATMUL;
+        qmm_qlinearmatmul *q = &c.u.qlinearmatmul;
+        const qmm_tensor m = {.rank = 2, .dims = {2, 2}, .data = ab};
+        const qmm_tensor s0 = {.rank = 0, .data = zp};
+        q->a = q->b = q->y = m;
+        q->a.dtype = forms[f][0];
+        q->b.dtype = forms[f][1];
+        q->y.dtype = forms[f][2];
+        q->a_zero_point = q->b_zero_point = q->y_zero_point = s0;
+        q->a_zero_point.dtype = forms[f][0];
+        q->b_zero_point.dtype = forms[f][1];
+        q->y_zero_point.dtype = forms[f][2];
+        q->a_scale = (qmm_tensor){.dtype = QMM_DTYPE_FLOAT, .rank = 0, .data = &one};
+        q->b_scale = q->y_scale = q->a_scale;
+        q->opset = 10;
+        qmm_status_ok(&st);
+        code = qh_backend_ask(&v->b, &c, &st);
+    }
+    if (code == QMM_UNSUPPORTED) {
         char said[QH_CLEAN_LINE_MAX];
         qh_clean_into(said, sizeof said, st.message, strnlen(st.message, sizeof st.message), 0);
-        fprintf(stderr, "qmm-fuzz: skipping %s: %s\n", v->label, said);
+        fprintf(stderr, "qmm-fuzz: skipping %s (no u8u8u8, u8s8u8 or s8s8s8 QLinearMatMul): %s\n",
+                v->label, said);
         qh_backend_close(&v->b);
         v->state = -1;
         return;
