@@ -11,7 +11,8 @@
  *     UNSUPPORTED for a plain problem (an ISA this CPU lacks, no CUDA device) is dropped at
  *     start-up; one that answers UNSUPPORTED for a given call (the optimized backend on
  *     QOrderedMatMul) is left out of that call's comparison;
- *   - each plugin in QMM_FUZZ_BACKEND ("path.so[:options]", several separated by ';').
+ *   - each backend in QMM_FUZZ_BACKEND: a plugin ("path.so[:options]") or an external process
+ *     ("exec:COMMAND", docs/exec-protocol.md), several separated by ';'.
  * QMM_FUZZ_BUILTINS=0 leaves the built-ins out (to fuzz one plugin at full speed);
  * QMM_FUZZ_DEBUG=1 prints each decoded problem (types and shapes) on stderr.
  *
