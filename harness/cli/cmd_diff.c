@@ -15,14 +15,21 @@
 #include "harness/io/numparse.h"
 #include "harness/gen/problem.h"
 #include "harness/report/strbuf.h"
+#include "ops/operator.h"
 
 static const char diff_usage[] =
     "usage: qmmcheck diff --backend A --backend B --seed S (--count N | --seconds T)\n"
     "                     [--out DIR] [--profile NAME] [--problem I] [--start I]\n"
-    "                     [--max-diffs N] [--isolate | --no-isolate] [--timeout S] [--quiet]\n"
+    "                     [--max-diffs N] [--only FILTER] [--isolate | --no-isolate] [--timeout S]\n"
+    "                     [--quiet]\n"
     "runs random problems through both backends; a difference in status or output bytes is\n"
     "printed with a __REPRO: line and saved as an ONNX case under DIR (default\n"
     "./qmmcheck-diff-S/), whose output_0.pb is the reference's answer under --profile.\n"
+    "--only runs only the problems of the forms named (comma-separated): a type combination\n"
+    "as the problem lists them (u8s8u8: a, b, y of QLinearMatMul; u8s8: a and b of MatMulInteger,\n"
+    "and of QOrderedMatMul for s8s8), per-tensor (every scale\n"
+    "and zero point has one element), nonempty (no dimension is 0); the others are not run\n"
+    "and are counted as filtered. Problem I is the same problem with or without --only.\n"
     "Exit status: 0 no difference, 1 differences, 2 usage errors.\n";
 
 static int usage(const char *msg, const char *arg)
@@ -50,7 +57,55 @@ typedef struct diff_opts {
     int isolate; /* -1: plugins only */
     double timeout_s;
     int quiet;
+    /* --only: the forms a problem must have to run (empty types: any) */
+    int have_only;
+    char only_types[8];
+    int only_per_tensor, only_nonempty;
 } diff_opts;
+
+/* Parses --only's comma-separated list into `o`; 0, or -1 naming nothing it knows. */
+static int parse_only(const char *list, diff_opts *o)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", list);
+    o->have_only = 1;
+    for (char *save = NULL, *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+        size_t len = strlen(w);
+        if (strcmp(w, "per-tensor") == 0)
+            o->only_per_tensor = 1;
+        else if (strcmp(w, "nonempty") == 0)
+            o->only_nonempty = 1;
+        else if ((len == 4 || len == 6) && strspn(w, "us8") == len && !o->only_types[0])
+            snprintf(o->only_types, sizeof o->only_types, "%s", w);
+        else
+            return -1;
+    }
+    return 0;
+}
+
+/* Whether problem `p` has the forms --only asks for. */
+static int wanted(const diff_opts *o, const qh_problem *p)
+{
+    if (!o->have_only)
+        return 1;
+    if (o->only_types[0]) {
+        char types[16];
+        qh_problem_types(p, types, sizeof types);
+        if (strcmp(types, o->only_types) != 0) /* the operator's own type list (problem.h) */
+            return 0;
+    }
+    int32_t n = qh_problem_n_inputs(p);
+    const qmm_op_desc *d = qmm_call_desc(&p->call);
+    for (int32_t i = 0; i < n; i++) {
+        const qmm_tensor *t = qh_problem_input_c(p, i);
+        int operand = d && (i == d->a_input || i == d->b_input);
+        if (o->only_per_tensor && !operand && qmm_tensor_present(t) && qmm_tensor_numel(t) > 1)
+            return 0;
+        if (o->only_nonempty && operand && qmm_tensor_numel(t) == 0)
+            return 0;
+    }
+    return !o->only_nonempty || qmm_tensor_numel(qmm_call_output_c(&p->call)) > 0;
+}
 
 /* "OK", "INVALID_ARGUMENT", "CRASHED (signal 11)", ... */
 static void outcome_text(const qh_invocation *inv, char *buf, size_t size)
@@ -94,7 +149,7 @@ static void print_clean(const char *indent, const qh_sb *b)
 }
 
 typedef struct counts {
-    unsigned long long problems, same, differences, skipped, tolerated;
+    unsigned long long problems, same, differences, skipped, tolerated, filtered;
 } counts;
 
 /* Reports and saves one difference. */
@@ -233,6 +288,11 @@ static int run_one(const diff_opts *o, qh_backend *be, const qh_invoke_opts *io,
         fprintf(stderr, "qmmcheck diff: out of memory\n");
         return -1;
     }
+    if (!wanted(o, &p)) {
+        n->filtered++;
+        qh_problem_free(&p);
+        return 0;
+    }
     qh_invocation inv[2];
     memset(inv, 0, sizeof inv);
     int rc = 0;
@@ -320,6 +380,10 @@ int qh_cmd_diff(int argc, char **argv)
             o.spec[n_spec++] = val;
         } else if (strcmp(a, "--out") == 0) {
             o.out = val;
+        } else if (strcmp(a, "--only") == 0) {
+            if (parse_only(val, &o) != 0)
+                return bad_value(a, val, "a comma-separated list of a type combination "
+                                         "(u8s8u8, u8s8, ...), per-tensor, nonempty");
         } else if (strcmp(a, "--profile") == 0) {
             if (!qh_profile_known(val))
                 return usage("--profile %s: unknown semantics profile", val);
@@ -411,9 +475,12 @@ int qh_cmd_diff(int argc, char **argv)
         }
     }
     double secs = qh_mono_seconds() - t0;
-    printf("DIFF SUMMARY: problems:%llu same:%llu differences:%llu skipped:%llu tolerated:%llu "
+    char filtered[48] = "";
+    if (o.have_only)
+        snprintf(filtered, sizeof filtered, " filtered:%llu", n.filtered);
+    printf("DIFF SUMMARY: problems:%llu same:%llu differences:%llu skipped:%llu tolerated:%llu%s "
            "(%.3f s, %.0f problems/s)\n",
-           n.problems, n.same, n.differences, n.skipped, n.tolerated, secs,
+           n.problems, n.same, n.differences, n.skipped, n.tolerated, filtered, secs,
            secs > 0 ? (double)n.problems / secs : 0.0);
     if (n.problems > 0 && 2 * n.skipped > n.problems)
         printf("WARNING: %llu of %llu problems were skipped (a backend answered UNSUPPORTED)\n",
