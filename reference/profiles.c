@@ -59,36 +59,46 @@ typedef enum acc_model {
      * added in int32, and the zero points are corrected exactly afterwards from row and column
      * sums. Other type pairs are accumulated as ACC_WRAP32. */
     ACC_PAIRSAT16,
+    /* oneDNN's AVX2 int8 GEMM: u8·s8 as ACC_PAIRSAT16, and s8·s8 through the same
+     * instruction after shifting a into u8 (a + 128), the pairs saturated likewise, then
+     * 128·Σb subtracted exactly (its compensation). */
+    ACC_PAIRSAT16_S8SHIFT,
 } acc_model;
 
+/* The pair-saturated sum of (a + shift)·b along K, the shift and the zero points corrected
+ * exactly afterwards. */
 static int64_t pairsat16_sum(const qmm_tensor *a, const qmm_tensor *b, const qmm_geometry *g,
-                             int64_t bi, int64_t i, int64_t j, int64_t za, int64_t zb)
+                             int64_t bi, int64_t i, int64_t j, int64_t za, int64_t zb,
+                             int64_t shift)
 {
     int64_t ao = qmm_geometry_a_offset(g, bi) + i * g->k;
     int64_t bo = qmm_geometry_b_offset(g, bi) + j;
     int64_t raw = 0, sum_a = 0, sum_b = 0;
     for (int64_t k = 0; k < g->k; k += 2) {
         int64_t a0 = qmm_load_q8(a, ao + k), b0 = qmm_load_q8(b, bo + k * g->n);
-        int64_t pair = a0 * b0;
+        int64_t pair = (a0 + shift) * b0;
         sum_a += a0;
         sum_b += b0;
         if (k + 1 < g->k) {
             int64_t a1 = qmm_load_q8(a, ao + k + 1), b1 = qmm_load_q8(b, bo + (k + 1) * g->n);
-            pair += a1 * b1;
+            pair += (a1 + shift) * b1;
             sum_a += a1;
             sum_b += b1;
         }
         raw += pair < INT16_MIN ? INT16_MIN : pair > INT16_MAX ? INT16_MAX : pair;
     }
-    return raw - zb * sum_a - za * sum_b + g->k * za * zb;
+    return raw - shift * sum_b - zb * sum_a - za * sum_b + g->k * za * zb;
 }
 
 static int32_t model_acc(acc_model model, const qmm_tensor *a, const qmm_tensor *b,
                          const qmm_geometry *g, int64_t bi, int64_t i, int64_t j, int64_t za,
                          int64_t zb)
 {
-    if (model == ACC_PAIRSAT16 && a->dtype == QMM_DTYPE_UINT8 && b->dtype == QMM_DTYPE_INT8)
-        return qmm_wrap_int32(pairsat16_sum(a, b, g, bi, i, j, za, zb));
+    int s8_b = b->dtype == QMM_DTYPE_INT8;
+    if (model != ACC_WRAP32 && s8_b && a->dtype == QMM_DTYPE_UINT8)
+        return qmm_wrap_int32(pairsat16_sum(a, b, g, bi, i, j, za, zb, 0));
+    if (model == ACC_PAIRSAT16_S8SHIFT && s8_b && a->dtype == QMM_DTYPE_INT8)
+        return qmm_wrap_int32(pairsat16_sum(a, b, g, bi, i, j, za, zb, 128));
     return qmm_wrap_int32(qmm_ref_matmul_acc(a, b, g, bi, i, j, za, zb));
 }
 
@@ -143,6 +153,118 @@ static int64_t ort_fp32_element(int32_t acc, const elem_params *p, int32_t sdtyp
     if (isnan(v))
         return qmin;
     return clamp_integral(qmm_round_half_even(v) + (double)p->zy, qmin, qmax);
+}
+
+/* ---- onednn-fp32 ------------------------------------------------------------------------- */
+
+/* oneDNN 2.6 int8 matmul (x64 CPU) as an ONNX front end drives it: the output scale
+ * sa·sb/sy is formed in double and rounded once to float (the caller's runtime
+ * DNNL_ARG_ATTR_OUTPUT_SCALES argument; peers/onednn/onednn_peer.c); the kernel converts the
+ * accumulator to float, multiplies by the scale in float, adds the destination zero point in
+ * float, converts with round-to-nearest-even (cvtps2dq in the default MXCSR mode) and
+ * saturates to the output type: the zero point is added before rounding, in float. */
+static int64_t onednn_fp32_element(int32_t acc, const elem_params *p, int32_t sdtype,
+                                   int64_t qmin, int64_t qmax)
+{
+    (void)sdtype;
+    double m = fl32(p->sa * p->sb / p->sy); /* sa·sb is exact in double */
+    double v = fl32(fl32((double)acc) * m);
+    v = fl32(v + (double)p->zy);
+    if (isnan(v))
+        return qmin;
+    return clamp_integral(qmm_round_half_even(v), qmin, qmax);
+}
+
+/* ---- gemmlowp -------------------------------------------------------------------------- */
+
+/* gemmlowp's OutputStageQuantizeDownInt32ByFixedPoint as TFLite drives it (docs/profiles.md,
+ * "gemmlowp"). The real multiplier M = sa·sb/sy is formed in double from the float scales and
+ * quantized as TFLite's QuantizeMultiplier does: M = q·2^e with q in [0.5, 1) (frexp),
+ * multiplier = q·2^31 rounded half away from zero, halved with e + 1 when that reaches 2^31. */
+static void gemmlowp_multiplier(double m, int64_t *mult, int *e)
+{
+    int ex = 0;
+    double q = frexp(m, &ex);
+    double f = ldexp(q, 31); /* exact */
+    int64_t fixed = (int64_t)(f + 0.5); /* f > 0: half away from zero */
+    if (fixed == (int64_t)1 << 31) {
+        fixed /= 2;
+        ex++;
+    }
+    *mult = fixed;
+    *e = ex;
+}
+
+/* SaturatingRoundingDoublingHighMul (gemmlowp/fixedpoint/fixedpoint.h): (a·b + nudge) / 2^31
+ * truncated, nudge 2^30 for a·b >= 0 and 1 - 2^30 below: the doubled high half rounded half
+ * away from zero; INT32_MIN · INT32_MIN, its one overflow, gives INT32_MAX. */
+static int64_t srdhm(int64_t a, int64_t b)
+{
+    if (a == INT32_MIN && b == INT32_MIN)
+        return INT32_MAX;
+    int64_t ab = a * b;
+    return (ab + (ab >= 0 ? ((int64_t)1 << 30) : 1 - ((int64_t)1 << 30))) / ((int64_t)1 << 31);
+}
+
+/* RoundingDivideByPOT (fixedpoint.h): (x >> s) + (remainder > threshold), remainder the low s
+ * bits, threshold half the mask plus 1 for negative x: x / 2^s rounded half away from zero. */
+static int64_t rounding_divide_by_pot(int64_t x, int s)
+{
+    int64_t mask = ((int64_t)1 << s) - 1;
+    int64_t rem = x & mask, threshold = (mask >> 1) + (x < 0);
+    return (x >> s) + (rem > threshold); /* arithmetic shift: floor */
+}
+
+/* gemmlowp computes u8·u8 -> u8 with one multiplier and one offset per GEMM. */
+static const char *gemmlowp_forms(const qmm_call *call)
+{
+    const qmm_qlinearmatmul *c = &call->u.qlinearmatmul;
+    if (call->op != QMM_OP_QLINEARMATMUL)
+        return NULL;
+    if (c->a.dtype != QMM_DTYPE_UINT8 || c->b.dtype != QMM_DTYPE_UINT8 ||
+        c->y.dtype != QMM_DTYPE_UINT8)
+        return "uint8 x uint8 -> uint8 only";
+    const qmm_tensor *p[6] = {&c->a_scale, &c->a_zero_point, &c->b_scale, &c->b_zero_point,
+                              &c->y_scale, &c->y_zero_point};
+    for (int i = 0; i < 6; i++)
+        if (qmm_tensor_present(p[i]) && qmm_tensor_numel(p[i]) != 1)
+            return "per-tensor parameters only (one multiplier and one offset)";
+    return NULL;
+}
+
+static qmm_status_code qlm_gemmlowp(qmm_call *call, qmm_status *st)
+{
+    qmm_qlinearmatmul *c = &call->u.qlinearmatmul;
+    qmm_plan plan;
+    QMM_TRY(qmm_validate_qlinearmatmul(c, &plan, st));
+    const char *why = gemmlowp_forms(call);
+    if (why)
+        return qmm_status_set(st, QMM_UNSUPPORTED, "gemmlowp: %s", why);
+    /* per-tensor parameters (the row's forms): one multiplier */
+    double m = qmm_scale_decode(c->a_scale.dtype, c->a_scale.data, 0) *
+               qmm_scale_decode(c->b_scale.dtype, c->b_scale.data, 0) /
+               qmm_scale_decode(c->y_scale.dtype, c->y_scale.data, 0);
+    int64_t mult;
+    int e;
+    gemmlowp_multiplier(m, &mult, &e);
+    if (e > 0)
+        return qmm_status_set(st, QMM_UNSUPPORTED,
+                              "gemmlowp: sa*sb/sy = %.17g >= 1: the stage only shifts right", m);
+    if (e < -31)
+        return qmm_status_set(st, QMM_UNSUPPORTED,
+                              "gemmlowp: sa*sb/sy = %.17g < 2^-32 quantizes to multiplier 0", m);
+    const qmm_geometry *g = &plan.g;
+    int64_t za = qmm_load_q8(&c->a_zero_point, 0), zb = qmm_load_q8(&c->b_zero_point, 0);
+    int64_t zy = qmm_load_q8(&c->y_zero_point, 0);
+    for (int64_t bi = 0; bi < g->batch; bi++)
+        for (int64_t i = 0; i < g->m; i++)
+            for (int64_t j = 0; j < g->n; j++) {
+                int64_t acc = qmm_wrap_int32(qmm_ref_matmul_acc(&c->a, &c->b, g, bi, i, j, za, zb));
+                int64_t v = rounding_divide_by_pot(srdhm(acc, mult), -e) + zy;
+                qmm_ref_store_q8(&c->y, (bi * g->m + i) * g->n + j,
+                                 v < 0 ? 0 : v > 255 ? 255 : v);
+            }
+    return qmm_status_ok(st);
 }
 
 /* ---- orion-fp16x16 ----------------------------------------------------------------------- */
@@ -425,8 +547,54 @@ static qmm_status_code qlm_ort_fp32_pairsat16(qmm_call *call, qmm_status *st)
     return qlm_float(call, ACC_PAIRSAT16, ort_fp32_element, st);
 }
 
+/* oneDNN 2.6 takes s8 weights only. */
+static const char *onednn_forms(const qmm_call *call)
+{
+    const qmm_tensor *b = call->op == QMM_OP_QLINEARMATMUL   ? &call->u.qlinearmatmul.b
+                          : call->op == QMM_OP_MATMULINTEGER ? &call->u.matmulinteger.b
+                                                             : NULL;
+    if (b && b->dtype != QMM_DTYPE_INT8)
+        return "int8 b only (oneDNN 2.6 int8 matmul takes s8 weights)";
+    if (call->op == QMM_OP_QLINEARMATMUL && call->u.qlinearmatmul.a.dtype == QMM_DTYPE_INT8)
+        return "s8 a in QLinearMatMul: oneDNN's requantization there is not modelled yet";
+    return NULL;
+}
+
+/* Under onednn-fp32+pairsat16, after validation: UNSUPPORTED for the forms it does not model. */
+static qmm_status_code onednn_check(qmm_call *call, qmm_status *st)
+{
+    const char *why = onednn_forms(call);
+    if (!why)
+        return QMM_OK;
+    QMM_TRY(qmm_op_desc_of(call->op)->validate(call, st));
+    return qmm_status_set(st, QMM_UNSUPPORTED, "onednn-fp32+pairsat16: %s", why);
+}
+
+/* Which accumulation oneDNN 2.6's matmul uses, from the forms its attributes are given in
+ * and its zero point (measured through peers/onednn on AVX2 without VNNI): an s8 source with a
+ * non-zero zero point (oneDNN's source zero point is per tensor), or a per-column destination
+ * zero point, takes a path that accumulates exactly; the rest the vpmaddubsw path. */
+static acc_model onednn_acc(const qmm_tensor *a, const qmm_tensor *a_zero_point,
+                            const qmm_tensor *y_zero_point)
+{
+    int a_zp = qmm_tensor_present(a_zero_point) && qmm_tensor_numel(a_zero_point) > 0 &&
+               qmm_load_q8(a_zero_point, 0) != 0;
+    if ((a->dtype == QMM_DTYPE_INT8 && a_zp) ||
+        (y_zero_point && qmm_tensor_present(y_zero_point) && qmm_tensor_numel(y_zero_point) > 1))
+        return ACC_WRAP32;
+    return ACC_PAIRSAT16_S8SHIFT;
+}
+
+static qmm_status_code qlm_onednn_fp32_pairsat16(qmm_call *call, qmm_status *st)
+{
+    const qmm_qlinearmatmul *c = &call->u.qlinearmatmul;
+    QMM_TRY(onednn_check(call, st));
+    return qlm_float(call, onednn_acc(&c->a, &c->a_zero_point, &c->y_zero_point),
+                     onednn_fp32_element, st);
+}
+
 /* MatMulInteger under an accumulation model: y is the model's int32 accumulator. */
-static qmm_status_code mmi_pairsat16(qmm_call *call, qmm_status *st)
+static qmm_status_code mmi_model(qmm_call *call, acc_model model, qmm_status *st)
 {
     qmm_matmulinteger *c = &call->u.matmulinteger;
     qmm_plan plan;
@@ -440,9 +608,21 @@ static qmm_status_code mmi_pairsat16(qmm_call *call, qmm_status *st)
                 int64_t zb = qmm_ref_zero_point(&c->b_zero_point,
                                                 &plan.maps[QMM_MAP_B_ZERO_POINT], g, bi, i, j);
                 qmm_store_i32(c->y.data, (bi * g->m + i) * g->n + j,
-                              model_acc(ACC_PAIRSAT16, &c->a, &c->b, g, bi, i, j, za, zb));
+                              model_acc(model, &c->a, &c->b, g, bi, i, j, za, zb));
             }
     return qmm_status_ok(st);
+}
+
+static qmm_status_code mmi_pairsat16(qmm_call *call, qmm_status *st)
+{
+    return mmi_model(call, ACC_PAIRSAT16, st);
+}
+
+static qmm_status_code mmi_onednn(qmm_call *call, qmm_status *st)
+{
+    const qmm_matmulinteger *c = &call->u.matmulinteger;
+    QMM_TRY(onednn_check(call, st));
+    return mmi_model(call, onednn_acc(&c->a, &c->a_zero_point, NULL), st);
 }
 
 static qmm_status_code qlm_orion(qmm_call *call, qmm_status *st)
@@ -517,6 +697,15 @@ static const struct profile_row {
     {.name = "ort-fp32+pairsat16",
      .ops = {[QMM_OP_QLINEARMATMUL] = {qlm_ort_fp32_pairsat16},
              [QMM_OP_MATMULINTEGER] = {mmi_pairsat16}}},
+    {.name = "gemmlowp",
+     .ops = {[QMM_OP_QLINEARMATMUL] = {qlm_gemmlowp},
+             [QMM_OP_MATMULINTEGER] = {.no_counterpart = "MatMulInteger is not mapped onto "
+                                                         "gemmlowp (QLinearMatMul only)"}},
+     .unsupported_types = gemmlowp_forms},
+    {.name = "onednn-fp32+pairsat16",
+     .ops = {[QMM_OP_QLINEARMATMUL] = {qlm_onednn_fp32_pairsat16},
+             [QMM_OP_MATMULINTEGER] = {mmi_onednn}},
+     .unsupported_types = onednn_forms},
 };
 #define N_PROFILES ((int)(sizeof profiles / sizeof profiles[0]))
 _Static_assert(sizeof profiles / sizeof profiles[0] <= QMM_PROFILE_MAX,

@@ -146,7 +146,7 @@ static double p2(int e)
 #define D1 {1, 1}
 #define ONE_BY_ONE .rank = 2, .adims = D1, .bdims = D1
 
-#define N_SMALL 19
+#define N_SMALL 22
 #define N_CASES (N_SMALL + 2)
 
 static int add_small_cases(qh_fp_suite *s)
@@ -171,6 +171,18 @@ static int add_small_cases(qh_fp_suite *s)
         /* 0.5 + zy 1: spec RNE(0.5) + 1 = 1; onnx-ref rint(1.5) = 2; ort-fp32 1 */
         {"tie-odd-zp-u8", "zero point added before (onnx-ref) or after rounding", U8, F32,
          ONE_BY_ONE, v1, v1, 0.5, 1.0, 0, &one, 0, 0, 1},
+        /* 0.5 + zy 2: spec, onnx-ref (rint(2.5)), ort 2; gemmlowp rounds the tie away from
+         * zero (RoundingDivideByPOT) before adding zy: 3 */
+        {"tie-even-zp-u8", "ties away from zero (gemmlowp) or to even", U8, F32, ONE_BY_ONE,
+         v1, v1, 0.5, 1.0, 0, &one, 0, 0, 2},
+        /* u8·s8 (oneDNN's weights are s8): onnx-ref and onednn add zy before rounding: 2;
+         * spec and ort 1 */
+        {"tie-odd-zp-u8s8", "zero point before/after rounding, u8 x s8", U8, F32, ONE_BY_ONE,
+         v1, v1, 0.5, 1.0, 0, &one, 0, 0, 1, .qb = S8},
+        /* u8·s8, acc 5 times near: 151.5 - 2^-18 in double (onnx-ref: 151); float32 rounds the
+         * product to 151.5 (ort, onednn: 152) */
+        {"near-tie-fp32-product-u8s8", "float32 rounding of acc * multiplier, u8 x s8", U8, F32,
+         ONE_BY_ONE, v5, v1, near, 1.0, 0, &one, 0, 0, 0, .qb = S8},
         /* same tie in int8: spec 1, onnx-ref 2, ort-fp32 1, orion 1.5 truncated = 1 */
         {"tie-odd-zp-s8", "zero point before/after rounding; Orion truncation", S8, F32,
          ONE_BY_ONE, v1, v1, 0.5, 1.0, 0, &one, 0, 0, 1},
