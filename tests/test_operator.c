@@ -328,6 +328,7 @@ static const struct place optional[] = {
     {"fuzz/differential.c", "a plain QLinearMatMul probes whether a variant runs on this CPU"},
     {"fuzz/differential.h", "a comment"},
     {"fuzz/make_corpus.c", "synthetic seeds"},
+    {"fuzz/CMakeLists.txt", "a ctest of the backend probe runs the QLinearMatMul replay binary"},
     {".clusterfuzzlite/build.sh", "a comment"},
     {"optimized/", "an optimized implementation"},
     {"examples/", "the vendor example plugin"},
