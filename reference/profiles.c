@@ -661,7 +661,7 @@ typedef struct profile_op {
     const char *no_counterpart;
 } profile_op;
 
-#define AS_SPEC {NULL, 1, NULL}
+#define AS_SPEC {.as_spec = 1}
 
 /* Everything about a profile is its row here: adding a profile is a row (and its arithmetic
  * above) plus its tests, nothing else (docs/architecture.md §4.3); adding an operator is
@@ -677,34 +677,34 @@ static const struct profile_row {
 } profiles[] = {
     [QMM_PROFILE_SPEC] = {.name = "spec", .is_spec = 1},
     [QMM_PROFILE_ONNX_REF] = {.name = "onnx-ref",
-                              .ops = {[QMM_OP_QLINEARMATMUL] = {qlm_onnx_ref},
+                              .ops = {[QMM_OP_QLINEARMATMUL] = {.compute = qlm_onnx_ref},
                                       [QMM_OP_MATMULINTEGER] = AS_SPEC}},
     [QMM_PROFILE_ORT_FP32] = {.name = "ort-fp32",
-                              .ops = {[QMM_OP_QLINEARMATMUL] = {qlm_ort_fp32},
+                              .ops = {[QMM_OP_QLINEARMATMUL] = {.compute = qlm_ort_fp32},
                                       [QMM_OP_MATMULINTEGER] = AS_SPEC,
-                                      [QMM_OP_QORDEREDMATMUL] = {qom_ort_fp32}}},
+                                      [QMM_OP_QORDEREDMATMUL] = {.compute = qom_ort_fp32}}},
     [QMM_PROFILE_ORION_FP16X16] = {
         .name = "orion-fp16x16",
-        .ops = {[QMM_OP_QLINEARMATMUL] = {qlm_orion},
+        .ops = {[QMM_OP_QLINEARMATMUL] = {.compute = qlm_orion},
                 [QMM_OP_MATMULINTEGER] = {.no_counterpart = "MatMulInteger has no Orion "
                                                             "counterpart"}},
         .unsupported_types = orion_types},
     /* the float profiles over the AVX2 u8·s8 accumulation (ACC_PAIRSAT16): what ONNX Runtime's
      * MLAS and oneDNN compute for u8·s8 on a CPU without VNNI */
     {.name = "onnx-ref+pairsat16",
-     .ops = {[QMM_OP_QLINEARMATMUL] = {qlm_onnx_ref_pairsat16},
-             [QMM_OP_MATMULINTEGER] = {mmi_pairsat16}}},
+     .ops = {[QMM_OP_QLINEARMATMUL] = {.compute = qlm_onnx_ref_pairsat16},
+             [QMM_OP_MATMULINTEGER] = {.compute = mmi_pairsat16}}},
     {.name = "ort-fp32+pairsat16",
-     .ops = {[QMM_OP_QLINEARMATMUL] = {qlm_ort_fp32_pairsat16},
-             [QMM_OP_MATMULINTEGER] = {mmi_pairsat16}}},
+     .ops = {[QMM_OP_QLINEARMATMUL] = {.compute = qlm_ort_fp32_pairsat16},
+             [QMM_OP_MATMULINTEGER] = {.compute = mmi_pairsat16}}},
     {.name = "gemmlowp",
-     .ops = {[QMM_OP_QLINEARMATMUL] = {qlm_gemmlowp},
+     .ops = {[QMM_OP_QLINEARMATMUL] = {.compute = qlm_gemmlowp},
              [QMM_OP_MATMULINTEGER] = {.no_counterpart = "MatMulInteger is not mapped onto "
                                                          "gemmlowp (QLinearMatMul only)"}},
      .unsupported_types = gemmlowp_forms},
     {.name = "onednn-fp32+pairsat16",
-     .ops = {[QMM_OP_QLINEARMATMUL] = {qlm_onednn_fp32_pairsat16},
-             [QMM_OP_MATMULINTEGER] = {mmi_onednn}},
+     .ops = {[QMM_OP_QLINEARMATMUL] = {.compute = qlm_onednn_fp32_pairsat16},
+             [QMM_OP_MATMULINTEGER] = {.compute = mmi_onednn}},
      .unsupported_types = onednn_forms},
 };
 #define N_PROFILES ((int)(sizeof profiles / sizeof profiles[0]))
