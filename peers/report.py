@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""peers/report.py — regenerates docs/peer-report.md from the peers on this machine.
+
+    python3 peers/report.py [--build build] [--out docs/peer-report.md]
+
+For every peer that is available here (its plugin built, or .venv holding its Python package)
+it runs `qmmcheck run` over vectors/onnx, vectors/edge and vectors/peers/<peer>, and
+`qmmcheck fingerprint`, and writes one table row per peer and suite:
+agree / differ (count, largest |got - expected| among the mismatches the harness prints) /
+rejects valid / accepts invalid / crashed or hung / skipped (UNSUPPORTED), with the
+fingerprint's verdict, the library version (the backend's own description) and the CPU flags
+that pick the libraries' kernels. Standard library only; it builds nothing.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PY = os.path.join(ROOT, ".venv", "bin", "python")
+
+
+
+def peers(build):
+    """(name, backend spec, the file that must exist for it to run), in report order."""
+    so = lambda p: os.path.join(build, "peers", p, "libqmm_peer_%s.so" % p)
+    return [(p, so(p), so(p)) for p in ("onednn", "xnnpack", "gemmlowp")] + [
+        ("onnxruntime", "exec:.venv/bin/python peers/onnxruntime/backend.py", PY),
+        ("onnx-reference", "exec:.venv/bin/python peers/onnx-reference/backend.py", PY),
+    ]
+FLAGS = ("avx2", "avx512f", "avx512bw", "avx512_vnni", "avx_vnni", "amx_int8", "amx_tile")
+MISMATCH = re.compile(r"expected (-?\d+), got (-?\d+)")
+
+
+def cpu():
+    model, flags = "unknown CPU", set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name") and model == "unknown CPU":
+                    model = line.split(":", 1)[1].strip()
+                elif line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    have = [x for x in FLAGS if x in flags]
+    return model, have
+
+
+def qmmcheck(exe, args):
+    p = subprocess.run([exe] + args, cwd=ROOT, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, errors="replace")
+    return p.returncode, p.stdout
+
+
+def description(exe, spec):
+    # `bench` prints "backend NAME (DESCRIPTION)" before timing anything
+    _, out = qmmcheck(exe, ["bench", "--backend", spec, "--shape", "1x1x1", "--reps", "1"])
+    for line in out.splitlines():
+        if line.startswith("backend "):
+            return line[len("backend "):].strip()
+    return "(no description)"
+
+
+def suite_row(exe, spec, suite):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "r.json")
+        qmmcheck(exe, ["run", "--backend", spec, "--vectors", suite, "--quiet", "--allow-empty",
+                       "--report", "json:" + path])
+        try:
+            with open(path) as f:
+                cases = json.load(f).get("cases", [])
+        except (OSError, ValueError):
+            return None
+    row = dict(total=len(cases), agree=0, differ=0, maxd=0, rejects=0, accepts=0, dead=0,
+               skipped=0, other=0)
+    for c in cases:
+        st, detail = c.get("status", ""), c.get("detail", "")
+        if st in ("passed", "mistrusted"):
+            row["agree"] += 1
+        elif st == "unchecked":
+            row["accepts"] += 1
+        elif st in ("crashed", "timeout"):
+            row["dead"] += 1
+        elif st == "skipped":
+            row["skipped"] += 1
+        elif st in ("failed", "xfail", "xpass") and "for a valid call" in detail:
+            row["rejects"] += 1
+        elif st in ("failed", "xfail"):
+            row["differ"] += 1
+            for e, g in MISMATCH.findall(detail):
+                row["maxd"] = max(row["maxd"], abs(int(g) - int(e)))
+        else:
+            row["other"] += 1
+    return row
+
+
+def verdict(exe, spec):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "fp.json")
+        qmmcheck(exe, ["fingerprint", "--backend", spec, "--report", "json:" + path])
+        try:
+            with open(path) as f:
+                d = json.load(f)
+        except (OSError, ValueError):
+            return "(fingerprint failed)"
+    v = d.get("verdict", "none")
+    if v == "none":
+        return "none (closest: %s; %d of %d cases skipped)" % (d.get("closest"), d.get("skipped", 0),
+                                                            d.get("cases", 0))
+    return "%s (%d of %d cases skipped)" % (v, d.get("skipped", 0), d.get("cases", 0))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"),
+                    help="the build directory holding qmmcheck and the peer plugins")
+    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "peer-report.md"))
+    a = ap.parse_args()
+    a.build = os.path.abspath(a.build)
+    a.qmmcheck = os.path.join(a.build, "harness", "qmmcheck")
+    if not os.access(a.qmmcheck, os.X_OK):
+        sys.exit("peers/report.py: %s: not built (cmake --build build)" % a.qmmcheck)
+    model, flags = cpu()
+    lines = [
+        "# Peer report",
+        "",
+        "Generated by `python3 peers/report.py` (do not edit by hand): what each peer computes on the",
+        "committed suites, judged against the spec. CPU: %s; flags that pick kernels: %s." %
+        (model, ", ".join(flags) or "none of " + ", ".join(FLAGS)),
+        "",
+        "Columns: **agree** (PASSED or MISTRUSTED: same output as the reference), **differ** (a",
+        "wrong output; max |Δ| is the largest |got − expected| among the mismatches the harness",
+        "prints), **rejects valid** (an error for a call the spec accepts), **accepts invalid**",
+        "(UNCHECKED: output for a call the spec rejects), **crashed/hung**, **skipped** (the peer",
+        "answered UNSUPPORTED). Each divergence class has a minimal case under `vectors/peers/` and",
+        "an entry in `peers/<peer>/xfail/` ([peers.md](peers.md)).",
+        "",
+    ]
+    for name, spec, need in peers(a.build):
+        if not os.path.exists(os.path.join(ROOT, need)):
+            lines += ["## %s" % name, "",
+                      "Not available here (%s missing)." % os.path.relpath(need, ROOT), ""]
+            continue
+        sys.stderr.write("peer-report: %s\n" % name)
+        lines += ["## %s" % name, "",
+                  "- backend: `%s`" % description(a.qmmcheck, spec),
+                  "- fingerprint: %s" % verdict(a.qmmcheck, spec), "",
+                  "| suite | cases | agree | differ (max \\|Δ\\|) | rejects valid | accepts invalid "
+                  "| crashed/hung | skipped |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for suite in ("vectors/onnx", "vectors/edge", "vectors/peers/" + name):
+            if not os.path.isdir(os.path.join(ROOT, suite)):
+                continue
+            r = suite_row(a.qmmcheck, spec, suite)
+            if r is None:
+                lines.append("| `%s` | (run failed) | | | | | | |" % suite)
+                continue
+            lines.append("| `%s` | %d | %d | %d (%d) | %d | %d | %d | %d |" %
+                         (suite, r["total"], r["agree"], r["differ"], r["maxd"], r["rejects"],
+                          r["accepts"], r["dead"], r["skipped"]))
+        lines.append("")
+    with open(a.out, "w") as f:
+        f.write("\n".join(lines))
+    sys.stderr.write("peer-report: wrote %s\n" % os.path.relpath(a.out, ROOT))
+
+
+if __name__ == "__main__":
+    main()
