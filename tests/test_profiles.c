@@ -722,6 +722,24 @@ Test(fingerprint, reference_under_each_profile_is_named)
 
 TestSuite(cli, .init = make_tmp, .fini = remove_tmp);
 
+/* Whether /proc/cpuinfo's first "flags" line lists `flag` (0 when it cannot be read). */
+static int cpuinfo_has_flag(const char *flag)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[8192], want[64];
+    int has = 0;
+    snprintf(want, sizeof want, " %s ", flag);
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "flags", 5) == 0) {
+            line[strcspn(line, "\n")] = ' ';
+            has = strstr(line, want) != NULL;
+            break;
+        }
+    if (f)
+        fclose(f);
+    return has;
+}
+
 Test(cli, fingerprint_names_each_reference_profile)
 {
     for (int p = 0; p < qmm_profile_count(); p++) {
@@ -750,6 +768,12 @@ Test(cli, fingerprint_names_each_reference_profile)
     json = slurp(path);
     cr_expect(strstr(json, "\"ort-fp32\": {\"matched\": 24, \"total\": 24}") != NULL, "%s",
               json);
+    /* the host's kernel-selecting CPU flags, avx2 first when the CPU has it */
+    expect_in(out, "host CPU flags (select library kernels): ");
+    cr_expect(strstr(json, "\"cpu_flags\": [") || strstr(json, "\"cpu_flags\": null"), "%s",
+              json);
+    if (cpuinfo_has_flag("avx2"))
+        cr_expect(strstr(json, "\"cpu_flags\": [\"avx2\"") != NULL, "%s", json);
     free(json);
     free(out);
 }

@@ -1,5 +1,6 @@
 /* harness/cli/cmd_fingerprint.c — `qmmcheck fingerprint`: which semantics profile a backend's
- * outputs match (harness/gen/fingerprint.h does the work; this file parses and prints). */
+ * outputs match (harness/gen/fingerprint.h does the work; this file parses and prints), with the
+ * host CPU flags that select a library's kernels, since a peer's answer depends on them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,48 @@ static int parse(int argc, char **argv, fp_opts *o)
     return 0;
 }
 
+/* The /proc/cpuinfo flags by which x86 libraries pick their int8 kernels (MLAS, oneDNN:
+ * vpmaddubsw's saturating int16 pairs on AVX2, exact int32 with VNNI or AMX;
+ * docs/profiles.md, "Accumulation models"). */
+static const char *const kernel_flags[] = {"avx2", "avx512_vnni", "avx_vnni", "amx_int8"};
+#define N_KERNEL_FLAGS (sizeof kernel_flags / sizeof kernel_flags[0])
+
+/* Which of kernel_flags the first CPU's "flags" line lists, as bits; -1 when /proc/cpuinfo
+ * cannot be read or has no such line (not Linux, not x86). */
+static int host_kernel_flags(void)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return -1;
+    char *line = NULL;
+    size_t cap = 0;
+    int mask = -1;
+    while (mask < 0 && getline(&line, &cap, f) > 0) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "flags", 5) != 0 || !colon)
+            continue;
+        mask = 0;
+        for (char *save = NULL, *w = strtok_r(colon + 1, " \t\n", &save); w;
+             w = strtok_r(NULL, " \t\n", &save))
+            for (size_t i = 0; i < N_KERNEL_FLAGS; i++)
+                if (strcmp(w, kernel_flags[i]) == 0)
+                    mask |= 1 << i;
+    }
+    free(line);
+    fclose(f);
+    return mask;
+}
+
+/* The flags of `mask` separated by `sep`, each quoted when `quoted`. */
+static void sb_flag_list(qh_sb *b, int mask, const char *sep, int quoted)
+{
+    int n = 0;
+    for (size_t i = 0; i < N_KERNEL_FLAGS; i++)
+        if (mask & 1 << i)
+            qh_sb_printf(b, "%s%s%s%s", n++ ? sep : "", quoted ? "\"" : "", kernel_flags[i],
+                         quoted ? "\"" : "");
+}
+
 /* "spec, ort-fp32" for the bits of `mask`, or "-" when none. */
 static void sb_profile_list(qh_sb *b, unsigned mask, const char *sep, int quoted)
 {
@@ -90,10 +133,18 @@ static const char *answer_name(const qh_fp_case_result *cr)
 }
 
 static void print_text(const qh_backend *be, const qh_fp_suite *s, const qh_fp_result *r,
-                       const char *verdict, int verbose)
+                       const char *verdict, int cpu_flags, int verbose)
 {
     printf("fingerprint of %s: %zu cases, %lld skipped (backend UNSUPPORTED)\n", be->spec,
            s->count, (long long)r->skipped);
+    qh_sb flags = {0};
+    if (cpu_flags < 0)
+        qh_sb_puts(&flags, "unknown");
+    else if (cpu_flags == 0)
+        qh_sb_puts(&flags, "none");
+    sb_flag_list(&flags, cpu_flags, " ", 0);
+    printf("host CPU flags (select library kernels): %s\n", flags.s ? flags.s : "");
+    qh_sb_free(&flags);
     for (size_t i = 0; i < s->count; i++) {
         const qh_fp_case_result *cr = &r->cases[i];
         qh_sb line = {0};
@@ -126,7 +177,7 @@ static void print_text(const qh_backend *be, const qh_fp_suite *s, const qh_fp_r
 }
 
 static int write_json(const char *path, const qh_backend *be, const qh_fp_suite *s,
-                      const qh_fp_result *r, const char *verdict)
+                      const qh_fp_result *r, const char *verdict, int cpu_flags)
 {
     qh_sb b = {0};
     qh_sb_puts(&b, "{\n  \"backend\": \"");
@@ -144,6 +195,13 @@ static int write_json(const char *path, const qh_backend *be, const qh_fp_suite 
         qh_sb_printf(&b, "\"%s\"", qmm_profile_name((qmm_profile)r->closest));
     else
         qh_sb_puts(&b, "null");
+    if (cpu_flags < 0) {
+        qh_sb_puts(&b, ",\n  \"cpu_flags\": null");
+    } else {
+        qh_sb_puts(&b, ",\n  \"cpu_flags\": [");
+        sb_flag_list(&b, cpu_flags, ", ", 1);
+        qh_sb_puts(&b, "]");
+    }
     qh_sb_puts(&b, ",\n  \"results\": [");
     for (size_t i = 0; i < s->count; i++) {
         const qh_fp_case_result *cr = &r->cases[i];
@@ -199,8 +257,9 @@ int qh_cmd_fingerprint(int argc, char **argv)
     } else {
         char verdict[128];
         qh_fp_verdict(&res, verdict, sizeof verdict);
-        print_text(&be, &suite, &res, verdict, o.verbose);
-        if (o.report && write_json(o.report, &be, &suite, &res, verdict) != 0)
+        int cpu_flags = host_kernel_flags();
+        print_text(&be, &suite, &res, verdict, cpu_flags, o.verbose);
+        if (o.report && write_json(o.report, &be, &suite, &res, verdict, cpu_flags) != 0)
             exit_code = EXIT_BAD;
     }
     fflush(stdout);
