@@ -53,6 +53,8 @@ typedef enum acc_model {
     /* numpy's int32 matmul, MLAS's int32 kernels: the exact sum taken modulo 2^32, what any
      * order of wrapping int32 additions gives */
     ACC_WRAP32,
+    /* oneDNN's reference int8 GEMM: the exact sum (computed in double), saturated to int32 */
+    ACC_SAT32,
     /* x86 AVX2 u8·s8 kernels (MLAS's, oneDNN's): vpmaddubsw multiplies the u8 bytes of a by
      * the s8 bytes of b and adds each adjacent pair along K (k = 0,1; 2,3; ...; an odd K's
      * last product alone) into int16 with signed saturation; the int16 sums are widened and
@@ -61,25 +63,40 @@ typedef enum acc_model {
     ACC_PAIRSAT16,
     /* oneDNN's AVX2 int8 GEMM: u8·s8 as ACC_PAIRSAT16, and s8·s8 through the same
      * instruction after shifting a into u8 (a + 128), the pairs saturated likewise, then
-     * 128·Σb subtracted exactly (its compensation). */
+     * 128·Σb subtracted exactly (its compensation). Its GEMM driver cuts K into blocks
+     * (onednn_k_block) and the pairs restart at each block: an odd block's last product
+     * stands alone, and the next block's first product pairs with the one after it. */
     ACC_PAIRSAT16_S8SHIFT,
 } acc_model;
 
-/* The pair-saturated sum of (a + shift)·b along K, the shift and the zero points corrected
- * exactly afterwards. */
+/* The K blocks of oneDNN 2.6's x64 int8 GEMM driver on AVX2 without VNNI (get_k_padd in
+ * src/cpu/x64/gemm/gemm_driver.cpp, bk_traditional = 256 and bk = 384 from gemm_info.cpp): one
+ * block up to 256, two halves (the first ceil(K/2)) below 768, blocks of 384 from there.
+ * Measured through libdnnl 2.6.3 on Zen 3 for K up to 5000: K = 261 pairs k = 130 alone and
+ * then (131, 132), which no unblocked pairing reproduces. */
+static int64_t onednn_k_block(int64_t k)
+{
+    return k <= 256 ? k : k < 768 ? (k + 1) / 2 : 384;
+}
+
+/* The pair-saturated sum of (a + shift)·b along K, the pairs restarting every `block`
+ * products, the shift and the zero points corrected exactly afterwards. */
 static int64_t pairsat16_sum(const qmm_tensor *a, const qmm_tensor *b, const qmm_geometry *g,
                              int64_t bi, int64_t i, int64_t j, int64_t za, int64_t zb,
-                             int64_t shift)
+                             int64_t shift, int64_t block)
 {
     int64_t ao = qmm_geometry_a_offset(g, bi) + i * g->k;
     int64_t bo = qmm_geometry_b_offset(g, bi) + j;
     int64_t raw = 0, sum_a = 0, sum_b = 0;
     for (int64_t k = 0; k < g->k; k += 2) {
+        int64_t end = (k / block + 1) * block; /* the end of k's block */
         int64_t a0 = qmm_load_q8(a, ao + k), b0 = qmm_load_q8(b, bo + k * g->n);
         int64_t pair = (a0 + shift) * b0;
         sum_a += a0;
         sum_b += b0;
-        if (k + 1 < g->k) {
+        if (k + 1 == end) {
+            k--; /* an odd block's last product alone; the next pair starts at k + 1 */
+        } else if (k + 1 < g->k) {
             int64_t a1 = qmm_load_q8(a, ao + k + 1), b1 = qmm_load_q8(b, bo + (k + 1) * g->n);
             pair += (a1 + shift) * b1;
             sum_a += a1;
@@ -95,11 +112,15 @@ static int32_t model_acc(acc_model model, const qmm_tensor *a, const qmm_tensor 
                          int64_t zb)
 {
     int s8_b = b->dtype == QMM_DTYPE_INT8;
+    int64_t block = model == ACC_PAIRSAT16_S8SHIFT ? onednn_k_block(g->k) : g->k;
     if (model != ACC_WRAP32 && s8_b && a->dtype == QMM_DTYPE_UINT8)
-        return qmm_wrap_int32(pairsat16_sum(a, b, g, bi, i, j, za, zb, 0));
+        return qmm_wrap_int32(pairsat16_sum(a, b, g, bi, i, j, za, zb, 0, block));
     if (model == ACC_PAIRSAT16_S8SHIFT && s8_b && a->dtype == QMM_DTYPE_INT8)
-        return qmm_wrap_int32(pairsat16_sum(a, b, g, bi, i, j, za, zb, 128));
-    return qmm_wrap_int32(qmm_ref_matmul_acc(a, b, g, bi, i, j, za, zb));
+        return qmm_wrap_int32(pairsat16_sum(a, b, g, bi, i, j, za, zb, 128, block));
+    int64_t exact = qmm_ref_matmul_acc(a, b, g, bi, i, j, za, zb);
+    if (model == ACC_SAT32)
+        return exact < INT32_MIN ? INT32_MIN : exact > INT32_MAX ? INT32_MAX : (int32_t)exact;
+    return qmm_wrap_int32(exact);
 }
 
 static void q8_limits(int32_t dtype, int64_t *qmin, int64_t *qmax)
@@ -547,7 +568,7 @@ static qmm_status_code qlm_ort_fp32_pairsat16(qmm_call *call, qmm_status *st)
     return qlm_float(call, ACC_PAIRSAT16, ort_fp32_element, st);
 }
 
-/* oneDNN 2.6 takes s8 weights only. */
+/* oneDNN 2.6 takes s8 weights only; u8 and s8 sources are both modelled (onednn_acc). */
 static const char *onednn_forms(const qmm_call *call)
 {
     const qmm_tensor *b = call->op == QMM_OP_QLINEARMATMUL   ? &call->u.qlinearmatmul.b
@@ -555,8 +576,6 @@ static const char *onednn_forms(const qmm_call *call)
                                                              : NULL;
     if (b && b->dtype != QMM_DTYPE_INT8)
         return "int8 b only (oneDNN 2.6 int8 matmul takes s8 weights)";
-    if (call->op == QMM_OP_QLINEARMATMUL && call->u.qlinearmatmul.a.dtype == QMM_DTYPE_INT8)
-        return "s8 a in QLinearMatMul: oneDNN's requantization there is not modelled yet";
     return NULL;
 }
 
@@ -570,18 +589,31 @@ static qmm_status_code onednn_check(qmm_call *call, qmm_status *st)
     return qmm_status_set(st, QMM_UNSUPPORTED, "onednn-fp32+pairsat16: %s", why);
 }
 
-/* Which accumulation oneDNN 2.6's matmul uses, from the forms its attributes are given in
- * and its zero point (measured through peers/onednn on AVX2 without VNNI): an s8 source with a
- * non-zero zero point (oneDNN's source zero point is per tensor), or a per-column destination
- * zero point, takes a path that accumulates exactly; the rest the vpmaddubsw path. */
-static acc_model onednn_acc(const qmm_tensor *a, const qmm_tensor *a_zero_point,
-                            const qmm_tensor *y_zero_point)
+/* Whether a zero point is given with an element other than 0. */
+static int nonzero_zero_point(const qmm_tensor *zp)
 {
-    int a_zp = qmm_tensor_present(a_zero_point) && qmm_tensor_numel(a_zero_point) > 0 &&
-               qmm_load_q8(a_zero_point, 0) != 0;
-    if ((a->dtype == QMM_DTYPE_INT8 && a_zp) ||
-        (y_zero_point && qmm_tensor_present(y_zero_point) && qmm_tensor_numel(y_zero_point) > 1))
+    if (!zp || !qmm_tensor_present(zp))
+        return 0;
+    for (int64_t i = 0; i < qmm_tensor_numel(zp); i++)
+        if (qmm_load_q8(zp, i) != 0)
+            return 1;
+    return 0;
+}
+
+/* Which accumulation oneDNN 2.6's matmul uses, from the forms its attributes are given in
+ * and its zero points (measured through peers/onednn on AVX2 without VNNI): a per-column
+ * destination zero point takes a path that accumulates exactly in int32; an s8 source with a
+ * non-zero source or weights zero point takes ref_gemm_s8x8s32 (gemm_s8x8s32 for s8·s8 runs
+ * its jit path only with both offsets 0 on AVX2, src/cpu/gemm/gemm.cpp), exact in double and
+ * saturated to int32; the rest the vpmaddubsw path. */
+static acc_model onednn_acc(const qmm_tensor *a, const qmm_tensor *a_zero_point,
+                            const qmm_tensor *b_zero_point, const qmm_tensor *y_zero_point)
+{
+    if (y_zero_point && qmm_tensor_present(y_zero_point) && qmm_tensor_numel(y_zero_point) > 1)
         return ACC_WRAP32;
+    if (a->dtype == QMM_DTYPE_INT8 &&
+        (nonzero_zero_point(a_zero_point) || nonzero_zero_point(b_zero_point)))
+        return ACC_SAT32;
     return ACC_PAIRSAT16_S8SHIFT;
 }
 
@@ -589,8 +621,8 @@ static qmm_status_code qlm_onednn_fp32_pairsat16(qmm_call *call, qmm_status *st)
 {
     const qmm_qlinearmatmul *c = &call->u.qlinearmatmul;
     QMM_TRY(onednn_check(call, st));
-    return qlm_float(call, onednn_acc(&c->a, &c->a_zero_point, &c->y_zero_point),
-                     onednn_fp32_element, st);
+    acc_model model = onednn_acc(&c->a, &c->a_zero_point, &c->b_zero_point, &c->y_zero_point);
+    return qlm_float(call, model, onednn_fp32_element, st);
 }
 
 /* MatMulInteger under an accumulation model: y is the model's int32 accumulator. */
@@ -622,7 +654,7 @@ static qmm_status_code mmi_onednn(qmm_call *call, qmm_status *st)
 {
     const qmm_matmulinteger *c = &call->u.matmulinteger;
     QMM_TRY(onednn_check(call, st));
-    return mmi_model(call, onednn_acc(&c->a, &c->a_zero_point, NULL), st);
+    return mmi_model(call, onednn_acc(&c->a, &c->a_zero_point, &c->b_zero_point, NULL), st);
 }
 
 static qmm_status_code qlm_orion(qmm_call *call, qmm_status *st)

@@ -705,7 +705,7 @@ Test(fingerprint, reference_under_each_profile_is_named)
         cr_expect_eq(r.closest, p);
         cr_expect_eq(r.score[p].matched, r.score[p].total);
         /* orion-fp16x16 skips the uint8 cases (UNSUPPORTED), gemmlowp all but u8·u8 -> u8,
-         * onednn-fp32+pairsat16 all but u8·s8; the others compute them all */
+         * onednn-fp32+pairsat16 those with u8 b; the others compute them all */
         const char *name = qmm_profile_name((qmm_profile)p);
         int partial = p == ORION || !strcmp(name, "gemmlowp") || !strncmp(name, "onednn", 6);
         cr_expect_eq(r.skipped == 0, !partial, "%s skipped %lld", spec, (long long)r.skipped);
