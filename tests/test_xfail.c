@@ -218,6 +218,19 @@ Test(xfail, cli_stale_entry_warns_strict_fails)
     free(out);
 }
 
+/* A stale entry is text from a file: its warning cannot put a raw escape sequence or a
+ * forged line on the terminal. */
+Test(xfail, cli_stale_entry_text_is_cleaned)
+{
+    const char *xf = cli_list("orion-*\nonnx-doc-*\nno-such-\x1b[2J-case\x01\n");
+    char *out = qmmcheck_expect(0, "run --backend '%s' --vectors vectors/seeds --xfail '%s'",
+                                env("QMM_FAKE_PLUGIN"), xf);
+    cr_expect(strchr(out, '\x1b') == NULL && strchr(out, '\x01') == NULL,
+              "a control character reached the output: %s", out);
+    expect_in(out, "'no-such-\\x1b[2J-case\\x01' matches no case");
+    free(out);
+}
+
 Test(xfail, cli_xpass_fails_only_when_strict)
 {
     const char *xf = cli_list("orion-*\n");

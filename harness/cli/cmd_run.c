@@ -509,19 +509,26 @@ static void check_xfail(run_state *r)
         char why[1024];
         if (!qh_xfail_stale(&r->xf, i, why, sizeof why))
             continue;
-        fprintf(stderr, "qmmcheck: %s: %s\n", r->o.xfail_strict ? "error" : "warning", why);
-        if (!r->o.xfail_strict)
+        /* the entry is text from a file: cleaned like any name before it reaches a terminal */
+        char *shown = qh_clean_dup(why, strlen(why), QH_CLEAN_LINE_MAX);
+        fprintf(stderr, "qmmcheck: %s: %s\n", r->o.xfail_strict ? "error" : "warning",
+                shown ? shown : "(out of memory)");
+        if (!r->o.xfail_strict) {
+            free(shown);
             continue;
+        }
         qh_result *grown = realloc(r->results, sizeof *grown * (r->k + 1));
-        if (!grown)
+        if (!grown) {
+            free(shown);
             return;
+        }
         r->results = grown;
         qh_result *row = &r->results[r->k];
         *row = (qh_result){.number = (int64_t)r->k + 1, .status = QH_ERROR};
         row->name = strdup("<xfail>");
         row->path = strdup(r->xf.path ? r->xf.path : "");
         row->backend = r->xf.entries[i].backend ? r->xf.entries[i].backend : "*";
-        row->summary = qh_clean_dup(why, strlen(why), QH_CLEAN_LINE_MAX);
+        row->summary = shown;
         printf("%lld:ERROR <xfail> (%s) __REPRO: qmmcheck run ... --xfail ",
                (long long)row->number, row->summary ? row->summary : "");
         put_clean(row->path, strlen(row->path), 0, stdout);
