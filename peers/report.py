@@ -98,6 +98,12 @@ def suite_row(exe, spec, suite):
     return row
 
 
+def md_text(text):
+    """A backend's own words made one safe Markdown table/code fragment: control characters
+    and the characters that would end a code span or a table cell replaced."""
+    return "".join(c if c.isprintable() and c not in "`|" else "?" for c in text)
+
+
 def verdict(exe, spec):
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "fp.json")
@@ -147,8 +153,8 @@ def main():
             continue
         sys.stderr.write("peer-report: %s\n" % name)
         lines += ["## %s" % name, "",
-                  "- backend: `%s`" % description(a.qmmcheck, spec),
-                  "- fingerprint: %s" % verdict(a.qmmcheck, spec), "",
+                  "- backend: `%s`" % md_text(description(a.qmmcheck, spec)),
+                  "- fingerprint: %s" % md_text(verdict(a.qmmcheck, spec)), "",
                   "| suite | cases | agree | differ (max \\|Δ\\|) | rejects valid | accepts invalid "
                   "| crashed/hung | skipped |",
                   "|---|---|---|---|---|---|---|---|"]
