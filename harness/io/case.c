@@ -10,8 +10,8 @@
 
 #include "harness/io/casedir.h"
 #include "harness/io/clean.h"
-#include "harness/run/expect.h"
 #include "ops/qmm_ops.h"
+#include "reference/qmm_reference.h"
 
 #define QH_MAX_DEPTH 32
 
@@ -651,10 +651,15 @@ static void problem_message(const qh_case_ref *ref, qh_error *err)
  * meta.c, because the sidecar reader does not depend on the reference. */
 static int check_profile(const char *meta_path, const qh_meta *m, qh_error *err)
 {
-    if (qh_profile_known(m->profile))
+    qmm_profile p;
+    if (qmm_profile_from_name(m->profile, &p))
         return 0;
-    char known[256], shown[80];
-    qh_profile_names(known, sizeof known);
+    char known[256] = "", shown[80];
+    for (int i = 0; i < qmm_profile_count(); i++) {
+        size_t k = strlen(known);
+        snprintf(known + k, sizeof known - k, "%s%s", i ? ", " : "",
+                 qmm_profile_name((qmm_profile)i));
+    }
     qh_clean_into(shown, sizeof shown, m->profile, strlen(m->profile), 64);
     snprintf(err->msg, sizeof err->msg, "%s: profile: unknown profile '%s' (known: %s)",
              meta_path, shown, known);

@@ -18,15 +18,6 @@ int qh_profile_known(const char *profile)
     return qmm_profile_from_name(profile, &p);
 }
 
-void qh_profile_names(char *buf, size_t size)
-{
-    size_t o = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < qmm_profile_count() && o < size; i++)
-        o += (size_t)snprintf(buf + o, size - o, "%s%s", i ? ", " : "",
-                              qmm_profile_name((qmm_profile)i));
-}
-
 int qh_alloc_tensor(qmm_tensor *t, unsigned char fill)
 {
     int64_t n = qmm_tensor_numel(t);

@@ -24,9 +24,6 @@ typedef struct qh_expectation {
  * table is the only list: qmm_profile_count, qmm_profile_name). */
 int qh_profile_known(const char *profile);
 
-/* "spec, onnx-ref, ..." in table order, cut to fit `size`. */
-void qh_profile_names(char *buf, size_t size);
-
 /* Computes the expectation for `call` (its y must carry dtype and shape; its data is not
  * used). Returns 0; -1 only when memory runs out or the profile is unknown, with the reason in
  * e->message. Invalid calls are not errors: e->code says INVALID_ARGUMENT (also where the
