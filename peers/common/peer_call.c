@@ -87,6 +87,7 @@ qmm_status_code peer_geometry(const qmm_tensor *a, const qmm_tensor *b, const qm
         want[wr++] = g->m;
     if (b->rank > 1)
         want[wr++] = g->n;
+    g->yrank = wr;
     if (y->dtype != y_dtype)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "y: dtype %d, expected %d", (int)y->dtype,
                               (int)y_dtype);
@@ -201,6 +202,37 @@ qmm_status_code peer_check_integer(const qmm_matmulinteger *c, qmm_status *st)
                               is_q8(c->a.dtype) ? "b" : "a");
     if (check_zero_point(&c->a_zero_point, "a_zero_point", &c->a, 1, st) ||
         check_zero_point(&c->b_zero_point, "b_zero_point", &c->b, 1, st))
+        return QMM_INVALID_ARGUMENT;
+    return QMM_OK;
+}
+
+static qmm_status_code check_rank(const qmm_tensor *p, const char *name, int max,
+                                  const char *target, qmm_status *st)
+{
+    if (!qmm_tensor_present(p) || qmm_tensor_numel(p) == 1 || p->rank <= max)
+        return QMM_OK;
+    return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                          "%s: rank %d is more than %s's %d: not per-tensor and broadcasts to no "
+                          "shape of %s", name, (int)p->rank, target, max, target);
+}
+
+qmm_status_code peer_check_qlinear_ranks(const qmm_qlinearmatmul *q, const peer_geom *g,
+                                         qmm_status *st)
+{
+    if (check_rank(&q->a_scale, "a_scale", q->a.rank, "a", st) ||
+        check_rank(&q->a_zero_point, "a_zero_point", q->a.rank, "a", st) ||
+        check_rank(&q->b_scale, "b_scale", q->b.rank, "b", st) ||
+        check_rank(&q->b_zero_point, "b_zero_point", q->b.rank, "b", st) ||
+        check_rank(&q->y_scale, "y_scale", g->yrank, "y", st) ||
+        check_rank(&q->y_zero_point, "y_zero_point", g->yrank, "y", st))
+        return QMM_INVALID_ARGUMENT;
+    return QMM_OK;
+}
+
+qmm_status_code peer_check_integer_ranks(const qmm_matmulinteger *c, qmm_status *st)
+{
+    if (check_rank(&c->a_zero_point, "a_zero_point", c->a.rank, "a", st) ||
+        check_rank(&c->b_zero_point, "b_zero_point", c->b.rank, "b", st))
         return QMM_INVALID_ARGUMENT;
     return QMM_OK;
 }
