@@ -22,6 +22,7 @@
 #include "harness/run/backends.h"
 #include "harness/io/clean.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/options.h"
 #include "harness/run/invoke.h"
 #include "harness/io/numparse.h"
 #include "optimized/qmm_optimized.h"
@@ -40,14 +41,27 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+enum { O_BACKEND, O_SHAPE, O_TYPES, O_THREADS, O_CONST_B, O_REPS, O_REPORT, O_PEAK };
+static const qh_option bench_options[] = {
+    {O_BACKEND, "--backend", 'b', "SPEC", 0, "the backend to time (default optimized)"},
+    {O_SHAPE, "--shape", 0, "MxKxN", 0, "a QLinearMatMul shape to time (repeatable)"},
+    {O_TYPES, "--types", 0, "TYPES", 0, "a, b and y's types, as u8s8u8 (the default)"},
+    {O_THREADS, "--threads", 0, "T", 0, "the optimized backend's thread count"},
+    {O_CONST_B, "--const-b", 0, NULL, 0, "pack B once (optimized) and time the packed calls"},
+    {O_REPS, "--reps", 0, "N", 0, "timed calls per shape (default: about a second's worth)"},
+    {O_REPORT, "--report", 0, "json:FILE", 0, "also write the results as JSON"},
+    {O_PEAK, "--peak", 0, NULL, 0, "only measure this machine's int8 peak"},
+    {0, NULL, 0, NULL, 0, NULL},
+};
+
+const qh_command qh_bench_usage = {
+    "bench", "--backend SPEC --shape MxKxN [--shape ...] [options] | --peak [--threads T]",
+    "time a backend's QLinearMatMul against this machine's int8 peak", NULL, bench_options, 0};
+
 static int usage(const char *msg)
 {
-    fprintf(stderr,
-            "qmmcheck bench: %s\n"
-            "usage: qmmcheck bench --backend B --shape MxKxN [--shape ...] [--types u8s8u8]\n"
-            "                      [--threads T] [--const-b] [--reps N] [--report json:FILE]\n"
-            "       qmmcheck bench --peak [--threads T]\n",
-            msg);
+    fprintf(stderr, "qmmcheck bench: %s\n", msg);
+    qh_opt_usage(&qh_bench_usage, stderr);
     return 2;
 }
 
@@ -257,43 +271,38 @@ int qh_cmd_bench(int argc, char **argv)
     const char *backend = "optimized", *types = "u8s8u8", *report = NULL;
     int threads = 0, const_b = 0, reps = 0, peak_only = 0, nshapes = 0;
     int64_t shapes[BENCH_MAX_SHAPES][3];
-    for (int i = 0; i < argc; i++) {
-        const char *o = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(o, "--const-b") == 0) {
-            const_b = 1;
-        } else if (strcmp(o, "--peak") == 0) {
-            peak_only = 1;
-        } else if (!v) {
-            return usage("an option is missing its value");
-        } else if (strcmp(o, "--backend") == 0) {
-            backend = v;
-            i++;
-        } else if (strcmp(o, "--types") == 0) {
-            types = v;
-            i++;
-        } else if (strcmp(o, "--threads") == 0) {
-            if (qh_parse_int(v, 1, 256, &threads))
-                return bad_value(o, v, "a number 1..256");
-            i++;
-        } else if (strcmp(o, "--reps") == 0) {
-            if (qh_parse_int(v, 1, 1000000000, &reps))
-                return bad_value(o, v, "a number >= 1");
-            i++;
-        } else if (strcmp(o, "--report") == 0) {
-            if (strncmp(v, "json:", 5) != 0 || !v[5])
+    qh_opt_parser p;
+    qh_opt_init(&p, &qh_bench_usage, argc, argv);
+    const char *val;
+    for (int id; (id = qh_opt_next(&p, &val)) != QH_OPT_END;) {
+        switch (id) {
+        case QH_OPT_HELP: return 0;
+        case QH_OPT_BAD: return usage(p.error);
+        case QH_OPT_ARG: return usage("bench takes no arguments besides its options");
+        case O_CONST_B: const_b = 1; break;
+        case O_PEAK: peak_only = 1; break;
+        case O_BACKEND: backend = val; break;
+        case O_TYPES: types = val; break;
+        case O_THREADS:
+            if (qh_parse_int(val, 1, 256, &threads))
+                return bad_value(p.name, val, "a number 1..256");
+            break;
+        case O_REPS:
+            if (qh_parse_int(val, 1, 1000000000, &reps))
+                return bad_value(p.name, val, "a number >= 1");
+            break;
+        case O_REPORT:
+            if (strncmp(val, "json:", 5) != 0 || !val[5])
                 return usage("--report takes json:FILE");
-            report = v + 5;
-            i++;
-        } else if (strcmp(o, "--shape") == 0) {
+            report = val + 5;
+            break;
+        case O_SHAPE:
             if (nshapes == BENCH_MAX_SHAPES)
                 return usage("too many --shape options");
-            if (parse_shape(v, shapes[nshapes]))
-                return bad_value(o, v, "MxKxN (each 0..1048576)");
+            if (parse_shape(val, shapes[nshapes]))
+                return bad_value(p.name, val, "MxKxN (each 0..1048576)");
             nshapes++;
-            i++;
-        } else {
-            return usage("unknown option");
+            break;
         }
     }
 

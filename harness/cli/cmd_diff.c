@@ -9,6 +9,7 @@
 #include "harness/run/backends.h"
 #include "harness/io/clean.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/options.h"
 #include "harness/run/compare.h"
 #include "harness/run/expect.h"
 #include "harness/run/invoke.h"
@@ -17,12 +18,32 @@
 #include "harness/report/strbuf.h"
 #include "ops/operator.h"
 
-static const char diff_usage[] =
-    "usage: qmmcheck diff --backend A --backend B --seed S (--count N | --seconds T)\n"
-    "                     [--out DIR] [--profile NAME] [--problem I] [--start I]\n"
-    "                     [--max-diffs N] [--only FILTER] [--isolate | --no-isolate] [--timeout S]\n"
-    "                     [--quiet]\n"
-    "runs random problems through both backends; a difference in status or output bytes is\n"
+enum {
+    O_BACKEND, O_SEED, O_COUNT, O_SECONDS, O_OUT, O_PROFILE, O_PROBLEM, O_START, O_MAX_DIFFS,
+    O_ONLY, O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_QUIET
+};
+static const qh_option diff_options[] = {
+    {O_BACKEND, "--backend", 'b', "SPEC", 0, "a backend to compare (give exactly two)"},
+    {O_SEED, "--seed", 0, "S", 0, "the seed: problem I of seed S is always the same problem"},
+    {O_COUNT, "--count", 0, "N", 0, "run N problems"},
+    {O_SECONDS, "--seconds", 0, "T", 0, "run problems for T seconds"},
+    {O_OUT, "--out", 0, "DIR", 0, "where differences are saved (default ./qmmcheck-diff-S/)"},
+    {O_PROFILE, "--profile", 0, "NAME", 0, "the profile whose answer a saved case expects"},
+    {O_PROBLEM, "--problem", 0, "I", 0, "run problem I alone (replays a difference)"},
+    {O_START, "--start", 0, "I", 0, "the first problem's index (default 0)"},
+    {O_MAX_DIFFS, "--max-diffs", 0, "N", 0, "stop after N differences (default 100)"},
+    {O_ONLY, "--only", 0, "FORMS", 0, "run only problems of these forms (below)"},
+    {O_ISOLATE, "--isolate", 0, NULL, 0, "run both backends in forked workers"},
+    {O_NO_ISOLATE, "--no-isolate", 0, NULL, 0, "run plugins in process too"},
+    {O_TIMEOUT, "--timeout", 0, "S", 0, "seconds an isolated call may take (default 30)"},
+    {O_QUIET, "--quiet", 'q', NULL, 0, "no progress on stderr"},
+    {0, NULL, 0, NULL, 0, NULL},
+};
+
+const qh_command qh_diff_usage = {
+    "diff", "--backend A --backend B --seed S (--count N | --seconds T) [options]",
+    "seeded random differential of two backends",
+    "Runs random problems through both backends; a difference in status or output bytes is\n"
     "printed with a __REPRO: line and saved as an ONNX case under DIR (default\n"
     "./qmmcheck-diff-S/), whose output_0.pb is the reference's answer under --profile.\n"
     "--only runs only the problems of the forms named (comma-separated): a type combination\n"
@@ -30,20 +51,23 @@ static const char diff_usage[] =
     "and of QOrderedMatMul for s8s8), per-tensor (every scale\n"
     "and zero point has one element), nonempty (no dimension is 0); the others are not run\n"
     "and are counted as filtered. Problem I is the same problem with or without --only.\n"
-    "Exit status: 0 no difference, 1 differences, 2 usage errors.\n";
+    "Exit status: 0 no difference, 1 differences, 2 usage errors.\n",
+    diff_options, 0};
 
 static int usage(const char *msg, const char *arg)
 {
     fprintf(stderr, "qmmcheck diff: ");
     fprintf(stderr, msg, arg);
-    fprintf(stderr, "\n%s", diff_usage);
+    fputc('\n', stderr);
+    qh_opt_usage(&qh_diff_usage, stderr);
     return 2;
 }
 
 /* `OPTION VALUE: expected WANT`, then the usage. */
 static int bad_value(const char *option, const char *value, const char *want)
 {
-    fprintf(stderr, "qmmcheck diff: %s %s: expected %s\n%s", option, value, want, diff_usage);
+    fprintf(stderr, "qmmcheck diff: %s %s: expected %s\n", option, value, want);
+    qh_opt_usage(&qh_diff_usage, stderr);
     return 2;
 }
 
@@ -352,69 +376,59 @@ int qh_cmd_diff(int argc, char **argv)
     o.timeout_s = 30;
     o.max_diffs = 100;
     int n_spec = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        uint64_t u;
-        if (strcmp(a, "--isolate") == 0) {
-            o.isolate = 1;
-            continue;
+    qh_opt_parser parser;
+    qh_opt_init(&parser, &qh_diff_usage, argc, argv);
+    const char *val;
+    for (int id; (id = qh_opt_next(&parser, &val)) != QH_OPT_END;) {
+        const char *a = parser.name;
+        uint64_t u = 0;
+        switch (id) {
+        case QH_OPT_HELP: return 0;
+        case QH_OPT_BAD: return usage("%s", parser.error);
+        case QH_OPT_ARG: return usage("unknown argument %s", val);
+        case O_SEED: case O_COUNT: case O_START: case O_PROBLEM: case O_MAX_DIFFS:
+            if (qh_parse_u64(val, UINT64_MAX, &u) != 0)
+                return bad_value(a, val, "a number >= 0");
+            break;
         }
-        if (strcmp(a, "--no-isolate") == 0) {
-            o.isolate = 0;
-            continue;
-        }
-        if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
-            o.quiet = 1;
-            continue;
-        }
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs(diff_usage, stdout);
-            return 0;
-        }
-        if (!val)
-            return a[0] == '-' ? usage("%s needs a value", a) : usage("unknown argument %s", a);
-        i++;
-        if (strcmp(a, "--backend") == 0 || strcmp(a, "-b") == 0) {
+        switch (id) {
+        case O_ISOLATE: o.isolate = 1; break;
+        case O_NO_ISOLATE: o.isolate = 0; break;
+        case O_QUIET: o.quiet = 1; break;
+        case O_BACKEND:
             if (n_spec == 2)
                 return usage("%s", "give exactly two --backend options");
             o.spec[n_spec++] = val;
-        } else if (strcmp(a, "--out") == 0) {
-            o.out = val;
-        } else if (strcmp(a, "--only") == 0) {
+            break;
+        case O_OUT: o.out = val; break;
+        case O_ONLY:
             if (parse_only(val, &o) != 0)
                 return bad_value(a, val, "a comma-separated list of a type combination "
                                          "(u8s8u8, u8s8, ...), per-tensor, nonempty");
-        } else if (strcmp(a, "--profile") == 0) {
+            break;
+        case O_PROFILE:
             if (!qh_profile_known(val))
                 return usage("--profile %s: unknown semantics profile", val);
             o.profile = val;
-        } else if (strcmp(a, "--seconds") == 0 || strcmp(a, "--timeout") == 0) {
+            break;
+        case O_SECONDS:
+        case O_TIMEOUT: {
             double v;
             if (qh_parse_double(val, 0, 1e7, &v))
                 return bad_value(a, val, "seconds >= 0");
-            if (a[2] == 's') {
+            if (id == O_SECONDS) {
                 o.seconds = v;
                 o.have_seconds = 1;
             } else {
                 o.timeout_s = v;
             }
-        } else if (qh_parse_u64(val, UINT64_MAX, &u) != 0) {
-            return bad_value(a, val, "a number >= 0");
-        } else if (strcmp(a, "--seed") == 0) {
-            o.seed = u;
-            o.have_seed = 1;
-        } else if (strcmp(a, "--count") == 0) {
-            o.count = u;
-            o.have_count = 1;
-        } else if (strcmp(a, "--start") == 0) {
-            o.start = u;
-        } else if (strcmp(a, "--problem") == 0) {
-            o.problem = u;
-            o.have_problem = 1;
-        } else if (strcmp(a, "--max-diffs") == 0) {
-            o.max_diffs = u;
-        } else {
-            return usage("unknown option %s", a);
+            break;
+        }
+        case O_SEED: o.seed = u; o.have_seed = 1; break;
+        case O_COUNT: o.count = u; o.have_count = 1; break;
+        case O_START: o.start = u; break;
+        case O_PROBLEM: o.problem = u; o.have_problem = 1; break;
+        case O_MAX_DIFFS: o.max_diffs = u; break;
         }
     }
     if (n_spec != 2)

@@ -4,20 +4,32 @@
 #include <string.h>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/options.h"
 #include "harness/gen/edge.h"
 #include "harness/io/numparse.h"
 
-static const char export_usage[] =
-    "usage: qmmcheck export --suite NAME|all --out DIR [--seed N]\n"
-    "       qmmcheck export --list\n"
-    "writes each case as DIR/<operator>/<suite>/<case>/ (model.onnx, test_data_set_0/,\n"
-    "qmm.meta); --seed replaces the suite's own seed (the committed vectors use the default)\n";
+enum { O_SUITE, O_OUT, O_SEED, O_LIST };
+static const qh_option export_options[] = {
+    {O_SUITE, "--suite", 0, "NAME", 0, "the suite to write, or all"},
+    {O_OUT, "--out", 0, "DIR", 0, "where to write it"},
+    {O_SEED, "--seed", 0, "N", 0,
+     "replace the suite's own seed (the committed vectors use the default)"},
+    {O_LIST, "--list", 0, NULL, 0, "list the suites, their case counts and tags"},
+    {0, NULL, 0, NULL, 0, NULL},
+};
+
+const qh_command qh_export_usage = {
+    "export", "--suite NAME|all --out DIR [--seed N] | --list", "write the edge-case suites",
+    "Writes each case as DIR/<operator>/<suite>/<case>/ (model.onnx, test_data_set_0/,\n"
+    "qmm.meta).\n",
+    export_options, 0};
 
 static int usage(const char *msg, const char *arg)
 {
     fprintf(stderr, "qmmcheck export: ");
     fprintf(stderr, msg, arg);
-    fprintf(stderr, "\n%s", export_usage);
+    fputc('\n', stderr);
+    qh_opt_usage(&qh_export_usage, stderr);
     return 2;
 }
 
@@ -48,30 +60,24 @@ int qh_cmd_export(int argc, char **argv)
     const char *suite = NULL, *out = NULL;
     int list = 0, have_seed = 0;
     unsigned long long seed = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--suite") == 0 || strcmp(a, "--out") == 0 || strcmp(a, "--seed") == 0) {
-            if (!val)
-                return usage("%s needs a value", a);
-            i++;
-            if (a[2] == 's' && a[3] == 'u') {
-                suite = val;
-            } else if (a[2] == 'o') {
-                out = val;
-            } else {
-                uint64_t u;
-                if (qh_parse_u64(val, UINT64_MAX, &u))
-                    return usage("--seed %s: expected a number >= 0", val);
-                seed = u;
-                have_seed = 1;
-            }
-        } else if (strcmp(a, "--list") == 0) {
-            list = 1;
-        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs(export_usage, stdout);
-            return 0;
-        } else {
-            return usage("unknown argument %s", a);
+    qh_opt_parser p;
+    qh_opt_init(&p, &qh_export_usage, argc, argv);
+    const char *val;
+    for (int id; (id = qh_opt_next(&p, &val)) != QH_OPT_END;) {
+        uint64_t u;
+        switch (id) {
+        case QH_OPT_HELP: return 0;
+        case QH_OPT_BAD: return usage("%s", p.error);
+        case QH_OPT_ARG: return usage("unknown argument %s", val);
+        case O_SUITE: suite = val; break;
+        case O_OUT: out = val; break;
+        case O_LIST: list = 1; break;
+        case O_SEED:
+            if (qh_parse_u64(val, UINT64_MAX, &u))
+                return usage("--seed %s: expected a number >= 0", val);
+            seed = u;
+            have_seed = 1;
+            break;
         }
     }
     if (!list && (!suite || !out))

@@ -7,6 +7,7 @@
 
 #include "harness/run/backends.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/options.h"
 #include "harness/run/expect.h"
 #include "harness/gen/fingerprint.h"
 #include "harness/io/numparse.h"
@@ -24,48 +25,61 @@ typedef struct fp_opts {
     int verbose;
 } fp_opts;
 
+enum { O_BACKEND, O_REPORT, O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_VERBOSE };
+static const qh_option fp_options[] = {
+    {O_BACKEND, "--backend", 'b', "SPEC", 0, "the backend to fingerprint"},
+    {O_REPORT, "--report", 0, "json:FILE", 0, "also write the result as JSON"},
+    {O_ISOLATE, "--isolate", 0, NULL, 0, "run the backend in a forked worker"},
+    {O_NO_ISOLATE, "--no-isolate", 0, NULL, 0, "run a plugin in process"},
+    {O_TIMEOUT, "--timeout", 0, "S", 0, "seconds an isolated call may take (default 30; 0: none)"},
+    {O_VERBOSE, "--verbose", 'v', NULL, 0, "print why each case of the suite is there"},
+    {0, NULL, 0, NULL, 0, NULL},
+};
+
+const qh_command qh_fingerprint_usage = {
+    "fingerprint", "--backend SPEC [--report json:FILE] [options]",
+    "which semantics profile a backend's outputs match", NULL, fp_options, 0};
+
 static int fp_usage(const char *fmt, const char *arg)
 {
     fprintf(stderr, "qmmcheck fingerprint: ");
     fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nusage: qmmcheck fingerprint --backend SPEC [--report json:FILE] "
-                    "[--isolate | --no-isolate] [--timeout S] [--verbose]\n");
+    fprintf(stderr, "\nrun 'qmmcheck fingerprint --help' for usage\n");
     return EXIT_USAGE;
 }
 
-static int parse(int argc, char **argv, fp_opts *o)
+/* Returns 0, or the exit status after printing why (0 with *done set after --help). */
+static int parse(int argc, char **argv, fp_opts *o, int *done)
 {
     memset(o, 0, sizeof *o);
     o->isolate = -1;
     o->timeout_s = 30;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        int takes_value = strcmp(a, "--backend") == 0 || strcmp(a, "-b") == 0 ||
-                          strcmp(a, "--report") == 0 || strcmp(a, "--timeout") == 0;
-        if (takes_value && !val)
-            return fp_usage("%s needs a value", a);
-        if (strcmp(a, "--backend") == 0 || strcmp(a, "-b") == 0) {
+    *done = 0;
+    qh_opt_parser p;
+    qh_opt_init(&p, &qh_fingerprint_usage, argc, argv);
+    const char *val;
+    for (int id; (id = qh_opt_next(&p, &val)) != QH_OPT_END;) {
+        switch (id) {
+        case QH_OPT_HELP: *done = 1; return 0;
+        case QH_OPT_BAD: return fp_usage("%s", p.error);
+        case QH_OPT_ARG: return fp_usage("unknown argument %s", val);
+        case O_BACKEND:
             if (o->backend)
                 return fp_usage("%s", "give exactly one --backend");
-            o->backend = argv[++i];
-        } else if (strcmp(a, "--report") == 0) {
-            i++;
+            o->backend = val;
+            break;
+        case O_REPORT:
             if (strncmp(val, "json:", 5) != 0 || val[5] == '\0')
                 return fp_usage("--report %s: expected json:FILE", val);
             o->report = val + 5;
-        } else if (strcmp(a, "--timeout") == 0) {
-            i++;
+            break;
+        case O_TIMEOUT:
             if (qh_parse_double(val, 0, 1e6, &o->timeout_s))
                 return fp_usage("--timeout %s: expected seconds >= 0 (0: none)", val);
-        } else if (strcmp(a, "--isolate") == 0) {
-            o->isolate = 1;
-        } else if (strcmp(a, "--no-isolate") == 0) {
-            o->isolate = 0;
-        } else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) {
-            o->verbose = 1;
-        } else {
-            return fp_usage("unknown argument %s", a);
+            break;
+        case O_ISOLATE: o->isolate = 1; break;
+        case O_NO_ISOLATE: o->isolate = 0; break;
+        case O_VERBOSE: o->verbose = 1; break;
         }
     }
     if (!o->backend)
@@ -229,8 +243,9 @@ static int write_json(const char *path, const qh_backend *be, const qh_fp_suite 
 int qh_cmd_fingerprint(int argc, char **argv)
 {
     fp_opts o;
-    int rc = parse(argc, argv, &o);
-    if (rc)
+    int done;
+    int rc = parse(argc, argv, &o, &done);
+    if (rc || done)
         return rc;
     qh_backend be;
     qh_error err;

@@ -12,6 +12,7 @@
 #include "harness/io/case.h"
 #include "harness/io/clean.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/options.h"
 #include "harness/run/expect.h"
 #include "harness/run/exec.h"
 #include "harness/run/invoke.h"
@@ -55,13 +56,76 @@ typedef struct found_counts {
     size_t discovered, filtered, sharded;
 } found_counts;
 
-static int usage_error(const char *fmt, const char *arg)
+/* `qmmcheck: MESSAGE`, then where the usage is (the command's own --help). */
+static int usage_error_in(const char *cmd, const char *fmt, const char *arg)
 {
     fprintf(stderr, "qmmcheck: ");
     fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nrun 'qmmcheck help' for usage\n");
+    fprintf(stderr, "\nrun 'qmmcheck %s --help' for usage\n", cmd);
     return EXIT_USAGE;
 }
+
+#define usage_error(...) usage_error_in(cmd->name, __VA_ARGS__)
+
+/* The three commands share one table; each row says which of them take it. */
+enum { RUN = 1, LIST = 2, REPRO = 4 };
+enum {
+    O_BACKEND, O_VECTORS, O_REPORT, O_FILTER, O_PROFILE, O_XFAIL, O_XFAIL_STRICT, O_SHARD,
+    O_DATA_SET, O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_MEMORY_LIMIT, O_MAX_SKIPPED,
+    O_ALLOW_EMPTY, O_DETERMINISM, O_VARIANTS, O_QUIET, O_VERBOSE, O_BACKENDS
+};
+static const qh_option run_options[] = {
+    {O_BACKEND, "--backend", 'b', "SPEC", RUN | REPRO,
+     "a built-in backend, a plugin (.so path) or exec:COMMAND (repeatable)"},
+    {O_VECTORS, "--vectors", 0, "DIR", RUN | LIST,
+     "a vector tree to read (repeatable; also as plain arguments)"},
+    {O_FILTER, "--filter", 0, "REGEX", RUN | LIST, "only the cases whose name matches (POSIX ERE)"},
+    {O_SHARD, "--shard", 0, "I/N", RUN | LIST, "only every N-th case, starting at the I-th"},
+    {O_XFAIL, "--xfail", 0, "FILE", RUN, "expected failures, one case a line (docs/formats.md)"},
+    {O_XFAIL_STRICT, "--xfail-strict", 0, NULL, RUN,
+     "a stale --xfail entry or an XPASS fails the run"},
+    {O_REPORT, "--report", 0, "KIND:FILE", RUN,
+     "also write a report: json:FILE or junit:FILE (repeatable)"},
+    {O_PROFILE, "--profile", 0, "NAME", RUN | REPRO,
+     "judge against this semantics profile (default spec)"},
+    {O_DATA_SET, "--data-set", 0, "N", REPRO, "the case's test_data_set_N (default 0)"},
+    {O_QUIET, "--quiet", 'q', NULL, RUN, "print only the cases that did not pass; no progress"},
+    {O_VERBOSE, "--verbose", 'v', NULL, RUN, "print every case's detail"},
+    {O_ISOLATE, "--isolate", 0, NULL, RUN | REPRO, "run every backend in a forked worker"},
+    {O_NO_ISOLATE, "--no-isolate", 0, NULL, RUN | REPRO, "run plugins in process too"},
+    {O_TIMEOUT, "--timeout", 0, "S", RUN | REPRO,
+     "seconds an isolated call may take (default 30; 0: none)"},
+    {O_MEMORY_LIMIT, "--memory-limit", 0, "BYTES", RUN | REPRO,
+     "an isolated worker's address space, e.g. 512M (0: none)"},
+    {O_MAX_SKIPPED, "--max-skipped", 0, "N", RUN, "fail when more than N cases are SKIPPED"},
+    {O_ALLOW_EMPTY, "--allow-empty", 0, NULL, RUN, "a run that judged no case exits 0, not 3"},
+    {O_DETERMINISM, "--determinism", 0, NULL, RUN,
+     "also check each backend gives the same bytes in variants"},
+    {O_VARIANTS, "--variants", 0, "LIST", RUN,
+     "--determinism's option sets, e.g. 'threads=1;threads=2'"},
+    {O_BACKENDS, "--backends", 0, NULL, LIST, "list the built-in backends instead of cases"},
+    {0, NULL, 0, NULL, 0, NULL},
+};
+
+const qh_command qh_run_usage = {
+    "run", "--backend SPEC [--backend SPEC...] --vectors DIR [DIR...] [options]",
+    "judge every case under the vector trees against each backend",
+    "SPEC is a built-in backend (reference, optimized; a built-in name wins over a file of that\n"
+    "name), a plugin (a path to a shared library: ./libx.so, libx.so, dir/libx.so), optionally\n"
+    "followed by :OPTIONS, e.g. reference:profile=spec; or exec[,OPTIONS]:COMMAND, a process\n"
+    "speaking docs/exec-protocol.md. --opt=value is the same as --opt value.\n"
+    "Exit status: 0 when no case FAILED, CRASHED, TIMED OUT or had an ERROR; 1 otherwise;\n"
+    "2 for usage errors; 3 when the run judged no case unless --allow-empty is given;\n"
+    "128+N when signal N stopped it.\n",
+    run_options, RUN};
+const qh_command qh_list_usage = {
+    "list", "--vectors DIR [DIR...] [--filter REGEX] [--shard I/N] | --backends",
+    "list the cases under the vector trees (name, tab, directory), or the built-in backends",
+    NULL, run_options, LIST};
+const qh_command qh_repro_usage = {
+    "repro", "[--backend SPEC] [--data-set N] [--profile NAME] CASE_DIR",
+    "judge one case against one backend (default reference), in full detail", NULL,
+    run_options, REPRO};
 
 /* "I/N" with 1 <= I <= N, each part strict (harness/io/numparse.h). */
 static int parse_shard(const char *val, int *i, int *n)
@@ -81,102 +145,85 @@ static int parse_shard(const char *val, int *i, int *n)
     return 0;
 }
 
-/* Parses options shared by the subcommands; positional arguments go to `vectors`. */
-static int parse_opts(int argc, char **argv, opts *o)
+/* Parses `cmd`'s options into `o`; positional arguments go to `vectors`. Returns 0, or the
+ * exit status after printing why (0 with *done set after --help). */
+static int parse_opts(const qh_command *cmd, int argc, char **argv, opts *o, int *done)
 {
     memset(o, 0, sizeof *o);
     o->isolate = -1;
     o->timeout_s = 30;
     o->memory_limit = QH_MEMORY_LIMIT_DEFAULT;
     o->max_skipped = -1;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEED_VALUE()                                                                         \
-    do {                                                                                     \
-        if (!val)                                                                            \
-            return usage_error("%s needs a value", a);                                       \
-        i++;                                                                                 \
-    } while (0)
-        if (strcmp(a, "--backend") == 0 || strcmp(a, "-b") == 0) {
-            NEED_VALUE();
-            if (o->n_backends == MAX_MULTI)
-                return usage_error("too many %s options", a);
-            o->backends[o->n_backends++] = val;
-        } else if (strcmp(a, "--vectors") == 0) {
-            NEED_VALUE();
+    *done = 0;
+    qh_opt_parser p;
+    qh_opt_init(&p, cmd, argc, argv);
+    const char *val;
+    for (int id; (id = qh_opt_next(&p, &val)) != QH_OPT_END;) {
+        switch (id) {
+        case QH_OPT_HELP: *done = 1; return 0;
+        case QH_OPT_BAD: return usage_error("%s", p.error);
+        case QH_OPT_ARG:
+        case O_VECTORS:
             if (o->n_vectors == MAX_MULTI)
-                return usage_error("too many %s options", a);
+                return usage_error("too many directories (%s)", val);
             o->vectors[o->n_vectors++] = val;
-        } else if (strcmp(a, "--report") == 0) {
-            NEED_VALUE();
+            break;
+        case O_BACKEND:
+            if (o->n_backends == MAX_MULTI)
+                return usage_error("%s", "too many --backend options");
+            o->backends[o->n_backends++] = val;
+            break;
+        case O_REPORT: {
             qh_error err;
             if (qh_report_check_spec(val, &err) != 0)
                 return usage_error("%s", err.msg);
             if (o->n_reports == MAX_MULTI)
-                return usage_error("too many %s options", a);
+                return usage_error("%s", "too many --report options");
             o->reports[o->n_reports++] = val;
-        } else if (strcmp(a, "--filter") == 0) {
-            NEED_VALUE();
-            o->filter = val;
-        } else if (strcmp(a, "--profile") == 0) {
-            NEED_VALUE();
+            break;
+        }
+        case O_FILTER: o->filter = val; break;
+        case O_PROFILE:
             if (!qh_profile_known(val))
                 return usage_error("--profile %s: unknown semantics profile", val);
             o->profile = val;
-        } else if (strcmp(a, "--xfail") == 0) {
-            NEED_VALUE();
-            o->xfail = val;
-        } else if (strcmp(a, "--xfail-strict") == 0) {
-            o->xfail_strict = 1;
-        } else if (strcmp(a, "--shard") == 0) {
-            NEED_VALUE();
+            break;
+        case O_XFAIL: o->xfail = val; break;
+        case O_XFAIL_STRICT: o->xfail_strict = 1; break;
+        case O_SHARD:
             if (parse_shard(val, &o->shard_i, &o->shard_n))
                 return usage_error("--shard %s: expected I/N with 1 <= I <= N", val);
-        } else if (strcmp(a, "--data-set") == 0) {
-            NEED_VALUE();
+            break;
+        case O_DATA_SET:
             if (qh_parse_int(val, 0, 1000000000, &o->data_set))
                 return usage_error("--data-set %s: expected a number >= 0", val);
-        } else if (strcmp(a, "--isolate") == 0) {
-            o->isolate = 1;
-        } else if (strcmp(a, "--no-isolate") == 0) {
-            o->isolate = 0;
-        } else if (strcmp(a, "--timeout") == 0) {
-            NEED_VALUE();
+            break;
+        case O_ISOLATE: o->isolate = 1; break;
+        case O_NO_ISOLATE: o->isolate = 0; break;
+        case O_TIMEOUT:
             if (qh_parse_double(val, 0, 1e6, &o->timeout_s))
                 return usage_error("--timeout %s: expected seconds >= 0 (0: none)", val);
-        } else if (strcmp(a, "--memory-limit") == 0) {
-            NEED_VALUE();
+            break;
+        case O_MEMORY_LIMIT:
             if (qh_parse_bytes(val, &o->memory_limit))
                 return usage_error("--memory-limit %s: expected bytes, e.g. 512M (0: none)", val);
-        } else if (strcmp(a, "--max-skipped") == 0) {
-            NEED_VALUE();
+            break;
+        case O_MAX_SKIPPED:
             if (qh_parse_int(val, 0, 1000000000, &o->max_skipped))
                 return usage_error("--max-skipped %s: expected a number >= 0", val);
-        } else if (strcmp(a, "--allow-empty") == 0) {
-            o->allow_empty = 1;
-        } else if (strcmp(a, "--determinism") == 0) {
-            o->determinism = 1;
-        } else if (strcmp(a, "--variants") == 0) {
-            NEED_VALUE();
-            o->variants = val;
-        } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
-            o->quiet = 1;
-        } else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) {
-            o->verbose = 1;
-        } else if (strcmp(a, "--backends") == 0) {
-            o->list_backends = 1;
-        } else if (a[0] == '-') {
-            return usage_error("unknown option %s", a);
-        } else {
-            if (o->n_vectors == MAX_MULTI)
-                return usage_error("too many directories (%s)", a);
-            o->vectors[o->n_vectors++] = a;
+            break;
+        case O_ALLOW_EMPTY: o->allow_empty = 1; break;
+        case O_DETERMINISM: o->determinism = 1; break;
+        case O_VARIANTS: o->variants = val; break;
+        case O_QUIET: o->quiet = 1; break;
+        case O_VERBOSE: o->verbose = 1; break;
+        case O_BACKENDS: o->list_backends = 1; break;
         }
-#undef NEED_VALUE
     }
     return 0;
 }
+
+#undef usage_error
 
 /* Discovers, filters and shards the cases. Returns 0, or EXIT_USAGE after printing why. */
 static int collect(const opts *o, qh_case_list *list, found_counts *found)
@@ -417,16 +464,16 @@ typedef struct run_state {
 
 /* Parses the options, clears the reports, reads --xfail and collects the cases. Returns 0,
  * or the exit status after printing why. */
-static int prepare_run(int argc, char **argv, run_state *r)
+static int prepare_run(int argc, char **argv, run_state *r, int *done)
 {
     opts *o = &r->o;
-    int rc = parse_opts(argc, argv, o);
-    if (rc)
+    int rc = parse_opts(&qh_run_usage, argc, argv, o, done);
+    if (rc || *done)
         return rc;
     if (o->n_backends == 0)
-        return usage_error("%s", "run: give at least one --backend");
+        return usage_error_in("run", "%s", "run: give at least one --backend");
     if (o->n_vectors == 0)
-        return usage_error("%s", "run: give at least one --vectors DIR");
+        return usage_error_in("run", "%s", "run: give at least one --vectors DIR");
     for (int i = 0; i < o->n_reports; i++) {
         qh_error err;
         if (qh_report_clear(o->reports[i], &err) != 0) {
@@ -632,8 +679,9 @@ int qh_cmd_run(int argc, char **argv)
 {
     run_state r;
     memset(&r, 0, sizeof r);
-    int rc = prepare_run(argc, argv, &r);
-    if (rc)
+    int done;
+    int rc = prepare_run(argc, argv, &r, &done);
+    if (rc || done)
         return rc;
     rc = open_backends(&r.o, r.bes);
     if (rc) {
@@ -683,15 +731,16 @@ static void list_backends(void)
 int qh_cmd_list(int argc, char **argv)
 {
     opts o;
-    int rc = parse_opts(argc, argv, &o);
-    if (rc)
+    int done;
+    int rc = parse_opts(&qh_list_usage, argc, argv, &o, &done);
+    if (rc || done)
         return rc;
     if (o.list_backends) {
         list_backends();
         return 0;
     }
     if (o.n_vectors == 0)
-        return usage_error("%s", "list: give --vectors DIR or --backends");
+        return usage_error_in("list", "%s", "list: give --vectors DIR or --backends");
     qh_case_list list;
     found_counts found;
     rc = collect(&o, &list, &found);
@@ -712,15 +761,16 @@ int qh_cmd_list(int argc, char **argv)
 int qh_cmd_repro(int argc, char **argv)
 {
     opts o;
-    int rc = parse_opts(argc, argv, &o);
-    if (rc)
+    int done;
+    int rc = parse_opts(&qh_repro_usage, argc, argv, &o, &done);
+    if (rc || done)
         return rc;
     if (o.n_vectors != 1)
-        return usage_error("%s", "repro: give exactly one CASE_DIR");
+        return usage_error_in("repro", "%s", "repro: give exactly one CASE_DIR");
     if (o.n_backends == 0)
         o.backends[o.n_backends++] = "reference";
     if (o.n_backends != 1)
-        return usage_error("%s", "repro: give at most one --backend");
+        return usage_error_in("repro", "%s", "repro: give at most one --backend");
     qh_backend be;
     rc = open_backends(&o, &be);
     if (rc)

@@ -1,5 +1,6 @@
-/* harness/cli/main.c — the qmmcheck command line: the usage text, and the dispatch to each
- * command (harness/cli/commands.h). */
+/* harness/cli/main.c — the qmmcheck command line: the list of commands, `help` and `version`,
+ * and the dispatch to each command (harness/cli/commands.h). Every command's usage comes from
+ * its own option table (harness/cli/options.h), so `help` lists what the commands accept. */
 #include <stdio.h>
 #include <string.h>
 
@@ -8,32 +9,41 @@
 #include "harness/report/report.h"
 #include "qmm/qmm.h"
 
-static const char usage_text[] =
-    "usage: qmmcheck <command> [options]\n"
+static int cmd_help(int argc, char **argv);
+static int cmd_version(int argc, char **argv);
+
+static const qh_option no_options[] = {{0, NULL, 0, NULL, 0, NULL}};
+static const qh_command help_command = {
+    "help", "[COMMAND]",
+    "list the commands, or show one's usage ('help COMMAND' is 'COMMAND --help')", NULL,
+    no_options, 0};
+static const qh_command version_command = {
+    "version", "", "print the version (also qmmcheck --version, -V)", NULL, no_options, 0};
+
+/* Every command, in the order `help` lists them. */
+static const struct {
+    const qh_command *cmd;
+    int (*main)(int argc, char **argv);
+} commands[] = {
+    {&qh_run_usage, qh_cmd_run},
+    {&qh_list_usage, qh_cmd_list},
+    {&qh_repro_usage, qh_cmd_repro},
+    {&qh_fingerprint_usage, qh_cmd_fingerprint},
+    {&qh_export_usage, qh_cmd_export},
+    {&qh_diff_usage, qh_cmd_diff},
+    {&qh_bench_usage, qh_cmd_bench},
+    {&help_command, cmd_help},
+    {&version_command, cmd_version},
+};
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static const char notes[] =
     "\n"
-    "commands:\n"
-    "  run     --backend SPEC [--backend SPEC...] --vectors DIR [DIR...]\n"
-    "          [--filter REGEX] [--shard I/N] [--xfail FILE [--xfail-strict]]\n"
-    "          [--report KIND:FILE...]\n"
-    "          [--profile NAME] [--quiet] [--verbose]\n"
-    "          [--isolate | --no-isolate] [--timeout S] [--memory-limit BYTES]\n"
-    "          [--max-skipped N] [--allow-empty]\n"
-    "          [--determinism [--variants 'threads=1;threads=2']]\n"
-    "          judge every case under the vector trees against each backend\n"
-    "  list    --vectors DIR [DIR...] [--filter REGEX] [--shard I/N]   list the cases\n"
-    "  list    --backends                                              list built-in backends\n"
-    "  repro   [--backend SPEC] [--data-set N] [--profile NAME] CASE_DIR\n"
-    "          one case, in full detail\n"
-    "  fingerprint --backend SPEC [--report json:FILE]   which semantics profile it matches\n"
-    "  export  --suite NAME|all --out DIR [--seed N] | --list   write the edge-case suites\n"
-    "  diff    --backend A --backend B --seed S (--count N | --seconds T) [--out DIR]\n"
-    "          [--profile NAME] [--problem I]   seeded random differential of two backends\n"
-    "  bench   --backend SPEC --shape MxKxN [...] | --peak   time a backend (qmmcheck bench -h)\n"
-    "  help    this text\n"
-    "\n"
-    "SPEC is a built-in backend (reference) or a plugin path (./libx.so), optionally\n"
-    "followed by :OPTIONS, e.g. reference:profile=spec; or exec[,OPTIONS]:COMMAND, a\n"
-    "process speaking docs/exec-protocol.md, e.g. 'exec:python3 my_backend.py'.\n"
+    "'qmmcheck COMMAND --help' lists the command's options; --opt=value is --opt value.\n"
+    "SPEC is a built-in backend (reference, optimized) or a plugin (a path to a shared\n"
+    "library: ./libx.so, libx.so, dir/libx.so; a built-in name wins over a file of that name),\n"
+    "optionally followed by :OPTIONS, e.g. reference:profile=spec; or exec[,OPTIONS]:COMMAND,\n"
+    "a process speaking docs/exec-protocol.md, e.g. 'exec:python3 my_backend.py'.\n"
     "Exit status: 0 when no case FAILED, CRASHED, TIMED OUT or had an ERROR; 1 otherwise;\n"
     "2 for usage errors; 3 when the run judged no case (none found, the filter or shard\n"
     "left none, or every case was SKIPPED) unless --allow-empty is given; 128+N when\n"
@@ -50,31 +60,82 @@ static int command_error(const char *cmd)
     return 2;
 }
 
+static int find_command(const char *name)
+{
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(commands[i].cmd->name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* Runs a command that takes nothing but --help; 0, or 2 for anything else. */
+static int no_arguments(const qh_command *cmd, int argc, char **argv, int *done)
+{
+    qh_opt_parser p;
+    qh_opt_init(&p, cmd, argc, argv);
+    const char *val;
+    int id = qh_opt_next(&p, &val);
+    *done = id == QH_OPT_HELP;
+    if (id == QH_OPT_END || id == QH_OPT_HELP)
+        return 0;
+    fprintf(stderr, "qmmcheck %s: %s%s\nrun 'qmmcheck %s --help' for usage\n", cmd->name,
+            id == QH_OPT_BAD ? p.error : "unexpected argument ", id == QH_OPT_BAD ? "" : val,
+            cmd->name);
+    return 2;
+}
+
+static int cmd_version(int argc, char **argv)
+{
+    int done;
+    int rc = no_arguments(&version_command, argc, argv, &done);
+    if (rc || done)
+        return rc;
+    printf("qmmcheck " QH_VERSION " (qmm ABI %u)\n", QMM_ABI_VERSION);
+    return 0;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+    if (argc >= 1 && argv[0][0] != '-') { /* help COMMAND: exactly COMMAND --help */
+        int k = find_command(argv[0]);
+        if (k < 0)
+            return command_error(argv[0]);
+        if (argc > 1) {
+            fputs("qmmcheck help: give at most one COMMAND\n", stderr);
+            return 2;
+        }
+        char help[] = "--help";
+        char *args[] = {help, NULL};
+        return commands[k].main(1, args);
+    }
+    int done;
+    int rc = no_arguments(&help_command, argc, argv, &done);
+    if (rc || done)
+        return rc;
+    fputs("usage: qmmcheck COMMAND [options]\n       qmmcheck --version | -V\n\ncommands:\n",
+          stdout);
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        printf("  %s%s%s\n      %s\n", commands[i].cmd->name,
+               commands[i].cmd->synopsis[0] ? " " : "", commands[i].cmd->synopsis,
+               commands[i].cmd->summary);
+    fputs(notes, stdout);
+    char kinds[128];
+    qh_report_kind_names(kinds, sizeof kinds);
+    printf("KIND (run --report): %s.\n", kinds);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
         return command_error(NULL);
     const char *cmd = argv[1];
-    if (strcmp(cmd, "run") == 0)
-        return qh_cmd_run(argc - 2, argv + 2);
-    if (strcmp(cmd, "list") == 0)
-        return qh_cmd_list(argc - 2, argv + 2);
-    if (strcmp(cmd, "repro") == 0)
-        return qh_cmd_repro(argc - 2, argv + 2);
-    if (strcmp(cmd, "bench") == 0) return qh_cmd_bench(argc - 2, argv + 2);
-    if (strcmp(cmd, "fingerprint") == 0) return qh_cmd_fingerprint(argc - 2, argv + 2);
-    if (strcmp(cmd, "export") == 0) return qh_cmd_export(argc - 2, argv + 2);
-    if (strcmp(cmd, "diff") == 0) return qh_cmd_diff(argc - 2, argv + 2);
-    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
-        fputs(usage_text, stdout);
-        char kinds[128];
-        qh_report_kind_names(kinds, sizeof kinds);
-        printf("KIND (run --report): %s.\n", kinds);
-        return 0;
-    }
-    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
-        printf("qmmcheck " QH_VERSION " (qmm ABI %u)\n", QMM_ABI_VERSION);
-        return 0;
-    }
-    return command_error(cmd);
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0)
+        return cmd_help(argc - 2, argv + 2);
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0)
+        return cmd_version(argc - 2, argv + 2);
+    int k = find_command(cmd);
+    if (k < 0)
+        return command_error(cmd);
+    return commands[k].main(argc - 2, argv + 2);
 }

@@ -1,0 +1,108 @@
+/* harness/cli/options.c — parsing a command's argv against its option table, and the --help
+ * made from the same table (harness/cli/options.h). */
+#include "harness/cli/options.h"
+
+#include <string.h>
+
+static int is_mine(const qh_command *cmd, const qh_option *o)
+{
+    return o->commands == 0 || (o->commands & cmd->mask) != 0;
+}
+
+void qh_opt_init(qh_opt_parser *p, const qh_command *cmd, int argc, char **argv)
+{
+    memset(p, 0, sizeof *p);
+    p->cmd = cmd;
+    p->argc = argc;
+    p->argv = argv;
+}
+
+/* The command's row for "--name" (len bytes of it) or "-c", or NULL. */
+static const qh_option *find(const qh_command *cmd, const char *a, size_t len)
+{
+    for (const qh_option *o = cmd->options; o && o->name; o++) {
+        if (!is_mine(cmd, o))
+            continue;
+        if (a[1] == '-' ? strlen(o->name) == len && strncmp(o->name, a, len) == 0
+                        : len == 2 && o->short_name && a[1] == o->short_name)
+            return o;
+    }
+    return NULL;
+}
+
+int qh_opt_next(qh_opt_parser *p, const char **value)
+{
+    *value = NULL;
+    if (p->i >= p->argc)
+        return QH_OPT_END;
+    const char *a = p->argv[p->i++];
+    if (p->only_args || a[0] != '-' || a[1] == '\0') { /* "-" alone names stdin, a file */
+        *value = a;
+        return QH_OPT_ARG;
+    }
+    if (strcmp(a, "--") == 0) {
+        p->only_args = 1;
+        return qh_opt_next(p, value);
+    }
+    /* "--opt=value": only long options; a short one is "-b VALUE" */
+    const char *eq = a[1] == '-' ? strchr(a, '=') : NULL;
+    size_t len = eq ? (size_t)(eq - a) : strlen(a);
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+        qh_opt_usage(p->cmd, stdout);
+        return QH_OPT_HELP;
+    }
+    const qh_option *o = find(p->cmd, a, len);
+    if (!o) {
+        snprintf(p->error, sizeof p->error, "unknown option %.*s", (int)(len > 200 ? 200 : len),
+                 a);
+        return QH_OPT_BAD;
+    }
+    p->name = o->name;
+    if (!o->value) {
+        if (eq) {
+            snprintf(p->error, sizeof p->error, "%s takes no value", o->name);
+            return QH_OPT_BAD;
+        }
+        return o->id;
+    }
+    if (eq) {
+        *value = eq + 1;
+    } else if (p->i < p->argc) {
+        *value = p->argv[p->i++]; /* whatever it looks like: "--seed -1" is refused by --seed */
+    } else {
+        snprintf(p->error, sizeof p->error, "%s needs a value", o->name);
+        return QH_OPT_BAD;
+    }
+    return o->id;
+}
+
+/* "  -b, --backend SPEC" or "      --vectors DIR", into buf. */
+static void spelling(const qh_option *o, char *buf, size_t size)
+{
+    char lead[8] = "    ";
+    if (o->short_name)
+        snprintf(lead, sizeof lead, "-%c, ", o->short_name);
+    snprintf(buf, size, "  %s%s%s%s", lead, o->name, o->value ? " " : "", o->value ? o->value : "");
+}
+
+/* One line of the option list. */
+static void usage_line(const qh_option *o, FILE *f)
+{
+    char left[96];
+    spelling(o, left, sizeof left);
+    size_t n = strlen(left);
+    fprintf(f, "%s%*s%s\n", left, n < 30 ? (int)(30 - n) : 2, "", o->help);
+}
+
+void qh_opt_usage(const qh_command *cmd, FILE *f)
+{
+    fprintf(f, "usage: qmmcheck %s%s%s\n%s\n\noptions:\n", cmd->name, cmd->synopsis[0] ? " " : "",
+            cmd->synopsis, cmd->summary);
+    for (const qh_option *o = cmd->options; o && o->name; o++)
+        if (is_mine(cmd, o))
+            usage_line(o, f);
+    static const qh_option help = {0, "--help", 'h', NULL, 0, "print this help and exit"};
+    usage_line(&help, f);
+    if (cmd->about)
+        fprintf(f, "\n%s", cmd->about);
+}

@@ -1,0 +1,58 @@
+/* harness/cli/options.h — a command's options as one table, from which both the parser and the
+ * command's --help are made, so an option cannot be accepted without being documented (and
+ * tests/cli_conventions.sh checks the man page against the same --help). Adding an option is
+ * one row in the command's table and one case where the command reads it. */
+#ifndef QMM_HARNESS_OPTIONS_H
+#define QMM_HARNESS_OPTIONS_H
+
+#include <stdio.h>
+
+/* One option: how it is spelled, whether it takes a value, and its one line of help. */
+typedef struct qh_option {
+    int id;              /* the command's own code for it, what qh_opt_next returns */
+    const char *name;    /* "--backend" */
+    char short_name;     /* 'b' for -b, or 0 */
+    const char *value;   /* the value's placeholder ("SPEC"); NULL for a flag */
+    unsigned commands;   /* in a table several commands share, a bit per command; 0: all */
+    const char *help;    /* one line */
+} qh_option;
+
+/* One command: its usage and its table (ended by a row whose name is NULL). */
+typedef struct qh_command {
+    const char *name;     /* "run" */
+    const char *synopsis; /* after "usage: qmmcheck NAME "; lines after the first indented */
+    const char *summary;  /* one line, for `qmmcheck help` */
+    const char *about;    /* text printed after the options, or NULL */
+    const qh_option *options;
+    unsigned mask;        /* the rows that are this command's (qh_option.commands) */
+} qh_command;
+
+/* What qh_opt_next returns besides an option's id. */
+enum {
+    QH_OPT_END = -1,  /* argv is used up */
+    QH_OPT_ARG = -2,  /* a positional argument, in *value */
+    QH_OPT_HELP = -3, /* --help or -h: the usage was printed to stdout; exit 0 */
+    QH_OPT_BAD = -4   /* unknown option, missing or unwanted value: why is in error */
+};
+
+/* The parser's place in argv (the arguments after the command's name). */
+typedef struct qh_opt_parser {
+    const qh_command *cmd;
+    int argc;
+    char **argv;
+    int i;
+    int only_args; /* after "--" every argument is positional */
+    const char *name; /* the last option's long name, for messages ("--seed") */
+    char error[256];
+} qh_opt_parser;
+
+void qh_opt_init(qh_opt_parser *p, const qh_command *cmd, int argc, char **argv);
+
+/* The next option's id (its value, if it takes one, in *value: "--opt value" and
+ * "--opt=value" alike), or one of the QH_OPT_ codes. */
+int qh_opt_next(qh_opt_parser *p, const char **value);
+
+/* The command's usage, options and notes, as --help prints them. */
+void qh_opt_usage(const qh_command *cmd, FILE *f);
+
+#endif /* QMM_HARNESS_OPTIONS_H */
