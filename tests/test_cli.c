@@ -313,9 +313,55 @@ Test(cli, plugin_load_errors_exit_2_with_a_clear_message)
                                 env("QMM_FAKE_PLUGIN"));
     expect_in(out, "plugin built for qmm ABI 1001, this qmmcheck speaks ABI 1");
     free(out);
-    out = qmmcheck_expect(2, "run --backend '%s' --vectors vectors/seeds",
-                          env("QMM_NO_ENTRY_PLUGIN"));
+}
+
+/* The entry point is missing for one of two usual reasons; the error names both and quotes
+ * the loader's own message. */
+static void expect_entry_point_help(const char *plugin)
+{
+    char *out = qmmcheck_expect(2, "run --backend '%s' --vectors vectors/seeds", plugin);
     expect_in(out, "no entry point qmm_backend_open() exported");
+    expect_in(out, "the loader said: ");
+    expect_in(out, "undefined symbol: qmm_backend_open");
+    expect_in(out, "extern \"C\"");
+    expect_in(out, "-fvisibility=hidden");
+    free(out);
+}
+
+Test(cli, a_missing_entry_point_names_the_usual_causes_and_the_loaders_message)
+{
+    expect_entry_point_help(env("QMM_NO_ENTRY_PLUGIN"));
+    expect_entry_point_help(env("QMM_HIDDEN_PLUGIN"));
+    const char *cxx = getenv("QMM_CXX_PLUGIN"); /* set when a C++ compiler built it */
+    if (cxx && cxx[0])
+        expect_entry_point_help(cxx);
+}
+
+Test(cli, a_plugin_path_without_dot_slash_is_loaded_and_a_builtin_name_wins)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s/sub' && cp '%s' '%s/libfake.so' && cp '%s' '%s/sub/libfake.so' && "
+             "cp '%s' '%s/fakeplugin' && cp '%s' '%s/reference'", tmpdir,
+             env("QMM_FAKE_PLUGIN"), tmpdir, env("QMM_FAKE_PLUGIN"), tmpdir,
+             env("QMM_FAKE_PLUGIN"), tmpdir, env("QMM_FAKE_PLUGIN"), tmpdir);
+    cr_assert(system(cmd) == 0, "%s", cmd);
+    char wrapper[1024], *out; /* qmmcheck runs in the temporary directory */
+    snprintf(wrapper, sizeof wrapper, "cd '%s' &&", tmpdir);
+    /* dlopen would search the library path for "libfake.so": the file here is meant */
+    const char *const specs[] = {"libfake.so", "sub/libfake.so", "fakeplugin"};
+    for (size_t i = 0; i < 3; i++) {
+        int rc = qmmcheck_under(&out, wrapper, "run --backend %s:mode=zeros --vectors '%s/%s'",
+                                specs[i], env("QMM_SOURCE_DIR"), "vectors/seeds");
+        cr_expect_eq(rc, 1, "--backend %s: exit %d:\n%s", specs[i], rc, out);
+        expect_in(out, "SUMMARY: total:3 passed:0 failed:3");
+        free(out);
+    }
+    /* a file named like a built-in does not shadow it */
+    int rc = qmmcheck_under(&out, wrapper, "repro --backend reference '%s/%s'",
+                            env("QMM_SOURCE_DIR"), "vectors/seeds/orion-doc-qlinear-matmul");
+    cr_expect_eq(rc, 0, "exit %d:\n%s", rc, out);
+    expect_in(out, "1:PASSED ");
     free(out);
 }
 

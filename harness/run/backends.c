@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "harness/io/clean.h"
 #include "harness/run/exec.h"
@@ -35,10 +36,21 @@ const char *const qh_builtin_backends[] = {"reference", "optimized",
 #endif
                                            NULL};
 
+/* A regular file of that name (following links), for a plugin named without a '/'. */
+static int is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 int qh_spec_is_plugin(const char *name)
 {
+    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+        if (strcmp(builtins[i].name, name) == 0)
+            return 0; /* a built-in name wins over a file of that name (docs/formats.md) */
     size_t n = strlen(name);
-    return strchr(name, '/') != NULL || (n > 3 && strcmp(name + n - 3, ".so") == 0);
+    return strchr(name, '/') != NULL || (n > 3 && strcmp(name + n - 3, ".so") == 0) ||
+           is_file(name);
 }
 
 /* What an entry point said when it refused: one clean line (harness/io/clean.h), since it
@@ -51,18 +63,40 @@ static void said_by_backend(char *buf, size_t size, const qmm_status *st)
         qh_clean_into(buf, size, st->message, strnlen(st->message, sizeof st->message), 0);
 }
 
+/* The loader's own message (dlerror), one clean line: it quotes the plugin's path and
+ * symbol names, which come from the command line and the file. */
+static void said_by_loader(char *buf, size_t size)
+{
+    const char *e = dlerror();
+    if (!e)
+        e = "(no message)";
+    qh_clean_into(buf, size, e, strlen(e), 0);
+}
+
 static int open_plugin(const char *path, const char *options, qh_backend *out, qh_error *err)
 {
-    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    /* dlopen searches the library path for a name without a '/': a file here is meant */
+    char here[1100];
+    snprintf(here, sizeof here, "./%s", path);
+    int local = strchr(path, '/') == NULL && is_file(path);
+    void *dl = dlopen(local ? here : path, RTLD_NOW | RTLD_LOCAL);
+    char said[QH_CLEAN_LINE_MAX];
     if (!dl) {
-        snprintf(err->msg, sizeof err->msg, "%s: cannot load plugin: %s", path, dlerror());
+        said_by_loader(said, sizeof said);
+        snprintf(err->msg, sizeof err->msg, "%s: cannot load plugin: %s", path, said);
         return -1;
     }
     /* POSIX guarantees object and function pointers convert through dlsym's void *. */
+    dlerror();
     void *sym = dlsym(dl, QMM_PLUGIN_ENTRY);
     if (!sym) {
-        snprintf(err->msg, sizeof err->msg, "%s: no entry point %s() exported", path,
-                 QMM_PLUGIN_ENTRY);
+        said_by_loader(said, sizeof said);
+        snprintf(err->msg, sizeof err->msg,
+                 "%s: no entry point %s() exported (the loader said: %s). The two usual "
+                 "causes: a C++ plugin that does not declare it extern \"C\" (its name is "
+                 "mangled), or a build with -fvisibility=hidden that does not give it default "
+                 "visibility (__attribute__((visibility(\"default\")))); `nm -D --defined-only "
+                 "PLUGIN` lists what it exports", path, QMM_PLUGIN_ENTRY, said);
         dlclose(dl);
         return -1;
     }
@@ -72,7 +106,6 @@ static int open_plugin(const char *path, const char *options, qh_backend *out, q
     qmm_status_ok(&st);
     qmm_backend *be = open(QMM_ABI_VERSION, options, &st);
     if (!be) {
-        char said[QH_CLEAN_LINE_MAX];
         said_by_backend(said, sizeof said, &st);
         snprintf(err->msg, sizeof err->msg, "%s: %s() returned no backend: %s: %s", path,
                  QMM_PLUGIN_ENTRY, qmm_status_name(st.code), said);

@@ -61,7 +61,8 @@ int qh_table_adopt(const qmm_backend *raw, qmm_backend *copy, char *msg, size_t 
  * harness/run/invoke.h also stops a worker first). */
 void qh_backend_release(qh_backend *b);
 
-/* Whether the NAME part of a spec names a plugin (it holds a '/' or ends in ".so"). */
+/* Whether the NAME part of a spec names a plugin: not a built-in name (which wins), and it
+ * holds a '/', ends in ".so" or is an existing file. */
 int qh_spec_is_plugin(const char *name);
 
 /* Warns on stderr, once per plugin, that it has no capability query. */
