@@ -4,9 +4,10 @@
 set -euo pipefail
 # afl++: AFL++ fuzz campaigns (fuzz/campaign --engine afl); libFuzzer comes with clang.
 # libdnnl-dev, libxnnpack-dev (+ libpthreadpool-dev, which its header includes), libgemmlowp-dev:
-# the libraries the peers in peers/ run.
+# the libraries the peers in peers/ run. bsdutils (script: the progress test's terminal),
+# groff-base (renders the man page in its test).
 pkgs=(build-essential cmake pkg-config libgmp-dev libcriterion-dev clang python3-venv afl++
-      libdnnl-dev libxnnpack-dev libpthreadpool-dev libgemmlowp-dev)
+      libdnnl-dev libxnnpack-dev libpthreadpool-dev libgemmlowp-dev bsdutils groff-base)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

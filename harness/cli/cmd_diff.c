@@ -10,6 +10,7 @@
 #include "harness/io/clean.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/options.h"
+#include "harness/cli/progress.h"
 #include "harness/run/compare.h"
 #include "harness/run/expect.h"
 #include "harness/run/invoke.h"
@@ -81,6 +82,7 @@ typedef struct diff_opts {
     int isolate; /* -1: plugins only */
     double timeout_s;
     int quiet;
+    qh_progress *progress; /* hidden while a difference is printed */
     /* --only: the forms a problem must have to run (empty types: any) */
     int have_only;
     char only_types[8];
@@ -182,6 +184,7 @@ static void report_difference(const diff_opts *o, qh_backend *be, unsigned long 
                               const qh_expectation *e, int have_e)
 {
     char desc[512], sa[160], sb[160];
+    qh_progress_hide(o->progress);
     qh_problem_describe(p, desc, sizeof desc);
     outcome_text(&inv[0], sa, sizeof sa);
     outcome_text(&inv[1], sb, sizeof sb);
@@ -297,6 +300,7 @@ static void report_difference(const diff_opts *o, qh_backend *be, unsigned long 
         qh_sb_free(&r);
     }
     fflush(stdout);
+    qh_progress_show(o->progress);
 }
 
 /* Runs problem `index`; returns -1 when the harness itself failed. */
@@ -466,6 +470,9 @@ int qh_cmd_diff(int argc, char **argv)
 
     counts n;
     memset(&n, 0, sizeof n);
+    qh_progress pr;
+    qh_progress_start(&pr, o.quiet, "problems", "differences");
+    o.progress = &pr;
     double t0 = qh_mono_seconds(), last = t0;
     int harness_failed = 0;
     for (unsigned long long i = o.start;; i++) {
@@ -475,10 +482,14 @@ int qh_cmd_diff(int argc, char **argv)
         if (o.have_seconds && t - t0 >= o.seconds)
             break;
         if (n.differences >= o.max_diffs) {
+            qh_progress_end(&pr);
             printf("stopping after %llu differences (--max-diffs)\n", n.differences);
             break;
         }
-        if (!o.quiet && t - last >= 2.0) {
+        /* on a terminal the progress line; in a log a line every 2 s */
+        qh_progress_update(&pr, i - o.start, o.have_count ? o.count : 0, n.differences,
+                           o.have_seconds ? o.seconds - (t - t0) : -1);
+        if (!o.quiet && !pr.on && t - last >= 2.0) {
             fprintf(stderr, "diff: %llu problems (%.0f/s), %llu differences, %llu skipped\n",
                     n.problems, (double)n.problems / (t - t0), n.differences, n.skipped);
             last = t;
@@ -488,6 +499,7 @@ int qh_cmd_diff(int argc, char **argv)
             break;
         }
     }
+    qh_progress_end(&pr);
     double secs = qh_mono_seconds() - t0;
     char filtered[48] = "";
     if (o.have_only)

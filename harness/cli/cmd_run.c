@@ -13,6 +13,7 @@
 #include "harness/io/clean.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/options.h"
+#include "harness/cli/progress.h"
 #include "harness/run/expect.h"
 #include "harness/run/exec.h"
 #include "harness/run/invoke.h"
@@ -511,9 +512,13 @@ static void set_eval_opts(run_state *r)
     }
 }
 
-/* Judges every case against every backend, printing each row, until done or interrupted. */
+/* Judges every case against every backend, printing each row, until done or interrupted;
+ * on a terminal, with the progress line under the rows (harness/cli/progress.h). */
 static void run_cases(run_state *r)
 {
+    qh_progress pr;
+    qh_progress_start(&pr, r->o.quiet, "cases", "failed");
+    uint64_t total = (uint64_t)r->list.count * (uint64_t)r->o.n_backends, failures = 0;
     for (size_t i = 0; i < r->list.count && !qh_interrupted; i++) {
         for (int j = 0; j < r->o.n_backends && !qh_interrupted; j++) {
             qh_result *res = &r->results[r->k];
@@ -528,10 +533,15 @@ static void run_cases(run_state *r)
             qh_xfail_apply(&r->xf, r->bes[j].isolated ? NULL : r->bes[j].table.name, res);
             r->sum.counts[res->status]++;
             r->sum.total++;
+            failures += qh_case_status_is_bad(res->status) != 0;
+            qh_progress_hide(&pr);
             print_result(res, &r->list.items[i], r->o.profile, r->o.quiet);
+            qh_progress_show(&pr);
             r->k++;
+            qh_progress_update(&pr, r->k, total, failures, -1);
         }
     }
+    qh_progress_end(&pr);
 }
 
 /* Closes each backend; a close that crashed or hung adds its "<close>" row. */
