@@ -35,3 +35,9 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/qmmConfig.cmake
 file(RELATIVE_PATH QMM_PC_TO_PREFIX "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
 configure_file(cmake/qmm.pc.in ${CMAKE_CURRENT_BINARY_DIR}/qmm.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/qmm.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# The command line's manual page and bash completion (docs/qmmcheck.1,
+# scripts/completion/qmmcheck.bash), where man and bash-completion look for them.
+install(FILES docs/qmmcheck.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES scripts/completion/qmmcheck.bash
+        DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/bash-completion/completions RENAME qmmcheck)
