@@ -76,6 +76,7 @@ Test(options, errors_name_the_option)
     EXPECT_PARSE(&cmd_a, "-z", "BAD:unknown option -z");
     EXPECT_PARSE(&cmd_a, "-n=x", "BAD:unknown option -n=x"); /* short options take no '=' */
     EXPECT_PARSE(&cmd_a, "--flag=1", "BAD:--flag takes no value");
+    EXPECT_PARSE(&cmd_a, "--\033[2J", "BAD:unknown option --\\x1b[2J"); /* cleaned */
     EXPECT_PARSE(&cmd_a, "x --name", "ARG=x|BAD:--name needs a value");
 }
 

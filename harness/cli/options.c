@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "harness/io/clean.h"
+
 static int is_mine(const qh_command *cmd, const qh_option *o)
 {
     return o->commands == 0 || (o->commands & cmd->mask) != 0;
@@ -53,8 +55,10 @@ int qh_opt_next(qh_opt_parser *p, const char **value)
     }
     const qh_option *o = find(p->cmd, a, len);
     if (!o) {
-        snprintf(p->error, sizeof p->error, "unknown option %.*s", (int)(len > 200 ? 200 : len),
-                 a);
+        /* the command line is untrusted text too: one clean line (harness/io/clean.h) */
+        char shown[200];
+        qh_clean_into(shown, sizeof shown, a, len, 0);
+        snprintf(p->error, sizeof p->error, "unknown option %s", shown);
         return QH_OPT_BAD;
     }
     p->name = o->name;
