@@ -10,8 +10,12 @@ install(FILES docs/semantics.md DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/qmm
 install(FILES reference/qmm_reference.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/qmm
         RENAME reference.h)
 
-# qmm_ops is in the export set because the static reference (and the optimized library) link it.
-install(TARGETS qmm_interface qmm_ops qmm_reference EXPORT qmmTargets
+# Two export sets, one per package component (cmake/qmmConfig.cmake.in): the headers, which need
+# nothing, and the reference, whose static library links GMP. qmm_ops goes with the reference
+# because the static reference (and the optimized library) link it.
+install(TARGETS qmm_interface EXPORT qmmHeadersTargets
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS qmm_ops qmm_reference EXPORT qmmReferenceTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
@@ -22,7 +26,8 @@ install(TARGETS qmmcheck RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 set_target_properties(qmm_reference PROPERTIES EXPORT_NAME reference)
 set_target_properties(qmm_ops PROPERTIES EXPORT_NAME ops)
-install(EXPORT qmmTargets NAMESPACE qmm:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/qmm)
+install(EXPORT qmmHeadersTargets NAMESPACE qmm:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/qmm)
+install(EXPORT qmmReferenceTargets NAMESPACE qmm:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/qmm)
 configure_package_config_file(cmake/qmmConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/qmmConfig.cmake
   INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/qmm)
