@@ -2,9 +2,19 @@
 include(CMakePackageConfigHelpers)
 
 install(DIRECTORY include/qmm DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-# The contract the headers implement (include/qmm/ops.h points at it), where packaged docs go:
-# share/doc/<package>, under the package's name qmm rather than the project's.
-install(FILES docs/semantics.md DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/qmm)
+# The contract the headers implement and the pages they cite (include/qmm/ops.h, qmm/reference.h;
+# tests/install/install_smoke.sh checks that every page an installed header names is here),
+# where packaged docs go: share/doc/<package>, under the package's name qmm, not the project's.
+install(FILES docs/semantics.md docs/profiles.md docs/qorderedmatmul.md
+        DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/qmm)
+# The example plugin, where Debian puts a package's examples: a vendor with only the installed
+# prefix copies it from there (README.md, "Vendor quick start").
+install(DIRECTORY examples/vendor-plugin DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/qmm/examples)
+# Every suite `run --vectors vectors` reads, for `run` without --vectors (harness/cli/datadir.c);
+# the scripts that made them stay in the source tree.
+install(DIRECTORY vectors/onnx vectors/seeds vectors/edge vectors/qordered vectors/peers
+        DESTINATION ${QMM_INSTALL_VECTORSDIR}
+        PATTERN "*.py" EXCLUDE)
 # The reference's own API (exact computation, explain, profiles) for tools built on it. The
 # operator rules it links (ops/, libqmm_ops) stay project-internal: their header is not installed.
 install(FILES reference/qmm_reference.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/qmm

@@ -1,6 +1,7 @@
 /* reference/qmm_reference.h — the exact reference backend (docs/semantics.md): the exact
  * computation, the per-element explanation and the semantics profiles. The shape and parameter
- * rules it shares with every backend are ops/qmm_ops.h.
+ * rules it shares with every backend are qmmcheck's ops layer (libqmm_ops; its header is not
+ * installed). Installed as qmm/reference.h, the docs it cites in share/doc/qmm/.
  *
  * Deliberately simple: int64 accumulation, GMP rationals for requantization. Speed is not a
  * goal; being obviously right is.
@@ -47,7 +48,7 @@ qmm_status_code qmm_ref_explain(const qmm_call *call, int64_t index, qmm_ref_ele
 
 /* A complete rule for turning the integer problem into output bytes. `spec` is the contract;
  * the others reproduce what a named implementation computes, bit for bit. A profile is an index
- * into the table in reference/profiles.c, 0 .. qmm_profile_count() - 1; the enumerators name
+ * into the reference's profile table, 0 .. qmm_profile_count() - 1; the enumerators name
  * the profiles C code needs to name, and a profile added later may have none. */
 typedef enum qmm_profile {
     QMM_PROFILE_SPEC = 0,          /* exact rational, RNE, zero point after rounding */

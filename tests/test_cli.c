@@ -25,7 +25,6 @@ Test(cli, usage_errors_exit_2)
         "",
         "frobnicate",
         "run --vectors vectors",
-        "run --backend reference",
         "run --backend reference --vectors vectors --no-such-option",
         "run --backend reference --vectors vectors --shard 0/2",
         "run --backend reference --vectors vectors --shard 3/2",
@@ -69,6 +68,20 @@ Test(cli, reference_over_committed_vectors)
     cr_expect_eq(count_lines_with(out, ":PASSED seeds/orion-doc-qlinear-matmul"), 1);
     /* every case line ends in a reproducer */
     cr_expect_eq(count_lines_with(out, " __REPRO: qmmcheck repro --backend reference "), 24);
+    free(out);
+}
+
+/* Without --vectors the build tree's qmmcheck runs the source tree's suites, and says so (an
+ * installed one runs the installed suites: tests/install/install_smoke.sh). */
+Test(cli, run_without_vectors_from_the_build_tree_runs_the_source_suites)
+{
+    char *out;
+    int rc = qmmcheck(&out, "run --backend reference --quiet" CLASSIC);
+    cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+    expect_in(out, "qmmcheck: no --vectors given: running the source tree's suites (qmmcheck "
+                   "from its build tree) in ");
+    expect_in(out, "/vectors (edge, onnx, peers, qordered, seeds)\n");
+    expect_in(out, "SUMMARY: total:24 passed:20 failed:0 mistrusted:4 ");
     free(out);
 }
 

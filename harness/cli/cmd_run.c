@@ -14,6 +14,7 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/options.h"
 #include "harness/cli/progress.h"
+#include "harness/cli/datadir.h"
 #include "harness/run/expect.h"
 #include "harness/run/exec.h"
 #include "harness/run/invoke.h"
@@ -79,7 +80,7 @@ static const qh_option run_options[] = {
     {O_BACKEND, "--backend", 'b', "SPEC", RUN | REPRO,
      "a built-in backend, a plugin (.so path) or exec:COMMAND (repeatable)"},
     {O_VECTORS, "--vectors", 0, "DIR", RUN | LIST,
-     "a vector tree to read (repeatable; also as plain arguments)"},
+     "a vector tree to read (repeatable; also as plain arguments); run without it reads the installed suites"},
     {O_FILTER, "--filter", 0, "REGEX", RUN | LIST, "only the cases whose name matches (POSIX ERE)"},
     {O_SHARD, "--shard", 0, "I/N", RUN | LIST, "only every N-th case, starting at the I-th"},
     {O_XFAIL, "--xfail", 0, "FILE", RUN, "expected failures, one case a line (docs/formats.md)"},
@@ -109,7 +110,7 @@ static const qh_option run_options[] = {
 };
 
 const qh_command qh_run_usage = {
-    "run", "--backend SPEC [--backend SPEC...] --vectors DIR [DIR...] [options]",
+    "run", "--backend SPEC [--backend SPEC...] [--vectors DIR...] [options]",
     "judge every case under the vector trees against each backend",
     "SPEC is a built-in backend (reference, optimized; a built-in name wins over a file of that\n"
     "name), a plugin (a path to a shared library: ./libx.so, libx.so, dir/libx.so), optionally\n"
@@ -473,8 +474,8 @@ static int prepare_run(int argc, char **argv, run_state *r, int *done)
         return rc;
     if (o->n_backends == 0)
         return usage_error_in("run", "%s", "run: give at least one --backend");
-    if (o->n_vectors == 0)
-        return usage_error_in("run", "%s", "run: give at least one --vectors DIR");
+    if (o->n_vectors == 0 && !(o->vectors[o->n_vectors++] = qh_default_vectors()))
+        return EXIT_USAGE; /* qh_default_vectors said where it looked */
     for (int i = 0; i < o->n_reports; i++) {
         qh_error err;
         if (qh_report_clear(o->reports[i], &err) != 0) {

@@ -171,7 +171,7 @@ static inline int qmm_option_int(const qmm_option *opt, long lo, long hi, long *
 /* Dispatches a tagged call through `table`, passing `self` to its functions: the operator's
  * own pointer when the table has one, else the generic `call`, else UNSUPPORTED. `table` and
  * `self` are the same backend except in a harness that keeps its own copy of a plugin's table
- * (harness/run/backends.c). */
+ * (as qmmcheck's does). */
 static inline qmm_status_code qmm_backend_run_via(const qmm_backend *table,
                                                   const qmm_backend *self, qmm_call *call,
                                                   qmm_status *st)

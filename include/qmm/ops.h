@@ -55,8 +55,8 @@ typedef enum qmm_order {
     QMM_ORDER_COL32_2R_4R4 = 4,
 } qmm_order;
 
-/* QOrderedMatMul (com.microsoft). The reference implements it (docs/qorderedmatmul.md: every
- * order, profiles spec and ort-fp32) and so does the CUDA backend; the optimized CPU backend
+/* QOrderedMatMul (com.microsoft). The reference implements it (docs/qorderedmatmul.md, installed
+ * as share/doc/qmm/qorderedmatmul.md: every order, profiles spec and ort-fp32) and so does the CUDA backend; the optimized CPU backend
  * answers UNSUPPORTED. */
 typedef struct qmm_qorderedmatmul {
     qmm_tensor a;

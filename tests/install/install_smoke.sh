@@ -3,6 +3,8 @@
 # plugin built with find_package(qmm) and with pkg-config, a program linking the installed
 # reference, and the installed qmmcheck running the plugin over the ONNX vectors and seeds.
 # The headers-only target is also found on a simulated machine without GMP's development files.
+# Then from the prefix alone, outside the source tree: the installed example copied, built and
+# run with no --vectors over the installed suites; the prefix moved; a qmmcheck with no suites.
 set -euo pipefail
 build=$1 src=$2 cc=${3:-cc} sanitize=${4:-}
 # A sanitizer build installs instrumented static libraries: consumers must link the same runtime.
@@ -14,6 +16,22 @@ trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 # the contract the installed headers point at
 grep -q "^## 1\. Shapes" "$tmp/prefix/share/doc/qmm/semantics.md"
+# Every file an installed header names (its own name on line 1 aside) is installed: a page as
+# docs/X.md or share/doc/qmm/X.md, a header under include/ or one the compiler finds.
+for h in "$tmp/prefix/include/qmm"/*.h; do
+    tail -n +2 "$h" | grep -oE '[A-Za-z0-9_./-]+\.(md|c|h|txt|py|sh|cmake)\b' | sort -u |
+    while read -r ref; do
+        case "$ref" in
+            docs/*.md | share/doc/qmm/*.md) test -f "$tmp/prefix/share/doc/qmm/${ref##*/}" ;;
+            *.h) test -f "$tmp/prefix/include/$ref" ||
+                 echo "#include <$ref>" | "$cc" -E -x c - >/dev/null 2>&1 ;;
+            *) false ;;
+        esac || { echo "${h##*/} names $ref, which is not installed" >&2; exit 1; }
+    done
+done
+# every suite `run --vectors vectors` reads, case for case
+diff <("$build/harness/qmmcheck" list --vectors "$src/vectors" | cut -f1) \
+     <("$tmp/prefix/bin/qmmcheck" list --vectors "$tmp/prefix/share/qmm/vectors" | cut -f1)
 cmake -S "$src/tests/install" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
 cmake --build "$tmp/consumer" >/dev/null
 "$tmp/consumer/consumer_ref"
@@ -60,4 +78,43 @@ for plugin in "$tmp/example/libmykernels.so" "$tmp/pc/libmykernels.so"; do
   grep -q "failed:0 " <<<"$out"
   grep -q "skipped:1[0-9] " <<<"$out"
 done
+
+# From the installed prefix alone, in a folder outside the source tree: the installed example
+# copied, built with pkg-config, and run with no --vectors from there.
+vendor_run() {
+    local prefix=$1
+    ( cd "$tmp/vendor" && set +e
+      "$prefix/bin/qmmcheck" run --quiet --backend ./libmykernels.so \
+          --report json:report.json --report junit:report.xml >stdout.txt 2>stderr.txt
+      echo $? >rc.txt )
+    cat "$tmp/vendor/stderr.txt"
+    # the example's double-precision requantization fails the edge suites' near ties: exit 1
+    [ "$(cat "$tmp/vendor/rc.txt")" = 1 ]
+    grep -q "^qmmcheck: no --vectors given: running the installed suites in \
+$(cd "$prefix/share/qmm/vectors" && pwd -P) (edge, onnx, peers, qordered, seeds)$" \
+        "$tmp/vendor/stderr.txt"
+    local total
+    total=$("$prefix/bin/qmmcheck" list --vectors "$prefix/share/qmm/vectors" | wc -l)
+    grep -q "^SUMMARY: total:$total .* failed:[1-9]" "$tmp/vendor/stdout.txt"
+    grep -q "\"summary\": {\"total\": $total," "$tmp/vendor/report.json"
+    grep -q "<testsuite name=\"qmmcheck\" tests=\"$total\"" "$tmp/vendor/report.xml"
+}
+cp -r "$tmp/prefix/share/doc/qmm/examples/vendor-plugin" "$tmp/vendor"
+make -s -C "$tmp/vendor" PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" CC="$cc" \
+  CFLAGS="-O2 -Wall -Wextra -Werror $flags"
+vendor_run "$tmp/prefix"
+# a moved prefix still finds its suites, through the executable's own location
+mv "$tmp/prefix" "$tmp/moved"
+vendor_run "$tmp/moved"
+# a qmmcheck with no suites next to it nor under its configured prefix says where it looked
+installed=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$build/CMakeCache.txt")/share/qmm/vectors
+if [ ! -d "$installed" ]; then
+    mkdir "$tmp/lonely"
+    cp "$tmp/moved/bin/qmmcheck" "$tmp/lonely/"
+    rc=0
+    "$tmp/lonely/qmmcheck" run --backend reference 2>"$tmp/lonely.txt" || rc=$?
+    [ "$rc" = 2 ]
+    grep -q "no --vectors given and no installed suites found (looked in .*$installed); give --vectors DIR" \
+        "$tmp/lonely.txt"
+fi
 echo "install smoke: ok"
