@@ -106,6 +106,24 @@ vendor_run "$tmp/prefix"
 # a moved prefix still finds its suites, through the executable's own location
 mv "$tmp/prefix" "$tmp/moved"
 vendor_run "$tmp/moved"
+# README's vendor quick start, as written but for the prefix (its first line), in an empty
+# folder; the summaries README shows are those of real runs (times aside).
+summary() { grep -o '^SUMMARY: .* xpass:[0-9]*' "$@"; }
+mkdir "$tmp/qs"
+awk '/<!-- vendor-quick-start/ {on = 1; next} on && /^```sh/ {copy = 1; next}
+     copy && /^```/ {exit} copy' "$src/README.md" |
+    sed "1s|^export QMM=[^ ]*|export QMM='$tmp/moved'|" >"$tmp/quickstart.sh"
+grep -q "^qmmcheck run --backend ./build/libmykernels.so" "$tmp/quickstart.sh"
+rc=0
+(cd "$tmp/qs" && bash -e "$tmp/quickstart.sh") >"$tmp/qs.out" 2>&1 || rc=$?
+[ "$rc" = 1 ] || { cat "$tmp/qs.out"; echo "quick start: exit $rc, want 1" >&2; exit 1; }
+test -s "$tmp/qs/mykernels/mykernels.xml"
+test -s "$tmp/qs/mykernels/mykernels.json"
+"$tmp/moved/bin/qmmcheck" run --backend reference >"$tmp/reference.out" 2>/dev/null
+for out in "$tmp/qs.out" "$tmp/reference.out"; do
+    line=$(summary "$out")
+    grep -qF "$line" "$src/README.md" || { echo "README lacks: $line" >&2; exit 1; }
+done
 # a qmmcheck with no suites next to it nor under its configured prefix says where it looked
 installed=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$build/CMakeCache.txt")/share/qmm/vectors
 if [ ! -d "$installed" ]; then
