@@ -15,9 +15,10 @@ int qh_cmd_bench(int argc, char **argv);       /* harness/cli/cmd_bench.c */
 int qh_cmd_diff(int argc, char **argv);        /* harness/cli/cmd_diff.c */
 int qh_cmd_fingerprint(int argc, char **argv); /* harness/cli/cmd_fingerprint.c */
 int qh_cmd_export(int argc, char **argv);      /* harness/cli/cmd_export.c */
+int qh_cmd_reduce(int argc, char **argv);      /* harness/cli/cmd_reduce.c */
 
 extern const qh_command qh_run_usage, qh_list_usage, qh_repro_usage;
 extern const qh_command qh_bench_usage, qh_diff_usage, qh_fingerprint_usage;
-extern const qh_command qh_export_usage;
+extern const qh_command qh_export_usage, qh_reduce_usage;
 
 #endif /* QMM_HARNESS_COMMANDS_H */

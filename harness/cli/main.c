@@ -32,6 +32,7 @@ static const struct {
     {&qh_export_usage, qh_cmd_export},
     {&qh_diff_usage, qh_cmd_diff},
     {&qh_bench_usage, qh_cmd_bench},
+    {&qh_reduce_usage, qh_cmd_reduce},
     {&help_command, cmd_help},
     {&version_command, cmd_version},
 };

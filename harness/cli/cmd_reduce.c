@@ -1,0 +1,208 @@
+/* harness/cli/cmd_reduce.c — `qmmcheck reduce CASE --backend X`: the smallest case that still
+ * fails against X the way CASE does (harness/run/reduce.h), written with its repro line.
+ * Its options are one table (harness/cli/options.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/cli/commands.h"
+#include "harness/io/clean.h"
+#include "harness/io/numparse.h"
+#include "harness/report/strbuf.h"
+#include "harness/run/expect.h"
+#include "harness/run/invoke.h"
+#include "harness/run/reduce.h"
+
+enum {
+    O_BACKEND = 1, O_OUT, O_PROFILE, O_MAX_TRIES, O_SECONDS, O_DATA_SET, O_ISOLATE,
+    O_NO_ISOLATE, O_TIMEOUT, O_QUIET
+};
+static const qh_option reduce_options[] = {
+    {O_BACKEND, "--backend", 'b', "SPEC", 0, "the backend the case fails against (one)"},
+    {O_PROFILE, "--profile", 0, "NAME", 0, "judge under this semantics profile"},
+    {O_OUT, "--out", 0, "DIR", 0, "where the smallest case goes (default CASE_DIR-reduced)"},
+    {O_MAX_TRIES, "--max-tries", 0, "N", 0, "judged candidates at most (default 5000; 0: no bound)"},
+    {O_SECONDS, "--seconds", 0, "T", 0, "seconds at most (default 600; 0: no bound)"},
+    {O_DATA_SET, "--data-set", 0, "N", 0, "the case's data set to use (default 0)"},
+    {O_ISOLATE, "--isolate", 0, NULL, 0, "call the backend in a forked worker (plugins: default)"},
+    {O_NO_ISOLATE, "--no-isolate", 0, NULL, 0, "call the backend in this process"},
+    {O_TIMEOUT, "--timeout", 0, "S", 0, "seconds a call may take in the worker (default 30)"},
+    {O_QUIET, "--quiet", 'q', NULL, 0, "no progress line"},
+    {0, NULL, 0, NULL, 0, NULL}};
+
+const qh_command qh_reduce_usage = {
+    "reduce", "CASE_DIR --backend SPEC [options]",
+    "shrink a failing case to the smallest that fails the same way",
+    "Judges the case as run does; when it fails (FAILED, CRASHED, TIMEOUT, ERROR, UNCHECKED),\n"
+    "shrinks it while it keeps failing in the same class: batch dims, M, N, K, then parameters\n"
+    "to per-tensor, values to zero, scales to 1 or powers of two. Writes the smallest case with\n"
+    "its __REPRO: line (docs/formats.md, \"Reduced cases\").\n"
+    "Exit status: 0 written, 1 the reduction failed, 2 usage errors or a case that does not\n"
+    "fail.\n",
+    reduce_options, 0};
+
+static int usage(const char *msg, const char *arg)
+{
+    fprintf(stderr, "qmmcheck reduce: ");
+    fprintf(stderr, msg, arg);
+    fputc('\n', stderr);
+    qh_opt_usage(&qh_reduce_usage, stderr);
+    return 2;
+}
+
+typedef struct reduce_args {
+    const char *dir, *spec, *out, *profile;
+    int isolate, quiet, data_set;
+    double timeout_s;
+    qh_reduce_opts ro;
+} reduce_args;
+
+/* 0, or the exit status after saying why; *done when --help was answered. */
+static int parse(int argc, char **argv, reduce_args *a, int *done)
+{
+    memset(a, 0, sizeof *a);
+    a->isolate = -1;
+    a->timeout_s = 30;
+    a->ro.max_tries = 5000;
+    a->ro.seconds = 600;
+    qh_opt_parser p;
+    qh_opt_init(&p, &qh_reduce_usage, argc, argv);
+    const char *val;
+    for (int id; (id = qh_opt_next(&p, &val)) != QH_OPT_END;) {
+        uint64_t u;
+        double v;
+        switch (id) {
+        case QH_OPT_HELP: *done = 1; return 0;
+        case QH_OPT_BAD: return usage("%s", p.error);
+        case QH_OPT_ARG:
+            if (a->dir)
+                return usage("give one CASE_DIR (%s is a second)", val);
+            a->dir = val;
+            break;
+        case O_BACKEND:
+            if (a->spec)
+                return usage("%s", "give one --backend");
+            a->spec = val;
+            break;
+        case O_OUT: a->out = val; break;
+        case O_PROFILE:
+            if (!qh_profile_known(val))
+                return usage("--profile %s: unknown semantics profile", val);
+            a->profile = val;
+            break;
+        case O_SECONDS:
+        case O_TIMEOUT:
+            if (qh_parse_double(val, 0, 1e7, &v))
+                return usage("%s: expected seconds >= 0", p.name);
+            *(id == O_SECONDS ? &a->ro.seconds : &a->timeout_s) = v;
+            break;
+        case O_MAX_TRIES:
+        case O_DATA_SET:
+            if (qh_parse_u64(val, id == O_MAX_TRIES ? UINT64_MAX : 1000000, &u) != 0)
+                return usage("%s: expected a number >= 0", p.name);
+            if (id == O_MAX_TRIES)
+                a->ro.max_tries = u;
+            else
+                a->data_set = (int)u;
+            break;
+        case O_ISOLATE: a->isolate = 1; break;
+        case O_NO_ISOLATE: a->isolate = 0; break;
+        case O_QUIET: a->quiet = 1; break;
+        }
+    }
+    if (!a->dir)
+        return usage("%s", "give a CASE_DIR");
+    if (!a->spec)
+        return usage("%s", "give --backend SPEC");
+    return 0;
+}
+
+/* The summary lines: the shapes, the tries, and the repro line of what was written. */
+static void print_reduced(const char *out, const char *spec, const qh_reduce_result *r,
+                          const qh_reduce_opts *ro)
+{
+    printf("REDUCED %s -> %s in %llu tries (%llu kept, %.1f s)%s\n", r->before, r->after,
+           (unsigned long long)r->tries, (unsigned long long)r->accepted, r->seconds,
+           r->budget_spent ? "; the budget ran out first" : "");
+    char desc[512];
+    qh_problem_describe(&r->best, desc, sizeof desc);
+    printf("    %s\n", desc);
+    qh_case_ref ref = {.dir = (char *)out, .name = (char *)out, .data_set = 0};
+    char *repro = qh_repro_command(&ref, spec, ro->profile);
+    qh_sb line = {0};
+    qh_sb_printf(&line, "%s %s (%s) __REPRO: %s", qh_case_status_name(r->status), out,
+                 r->summary, repro ? repro : "");
+    char *c = qh_clean_dup(line.s ? line.s : "", line.len, 0);
+    printf("%s\n", c ? c : "(out of memory)");
+    free(c);
+    free(repro);
+    qh_sb_free(&line);
+}
+
+int qh_cmd_reduce(int argc, char **argv)
+{
+    reduce_args a;
+    int done = 0;
+    int rc = parse(argc, argv, &a, &done);
+    if (rc || done)
+        return rc;
+    qh_backend be;
+    qh_error err;
+    qh_isolation iso = {.isolate = a.isolate, .timeout_s = a.timeout_s,
+                        .memory_limit = QH_MEMORY_LIMIT_DEFAULT};
+    if (qh_backend_open_isolated(a.spec, &iso, &be, &err) != 0) {
+        char *c = qh_clean_dup(err.msg, strlen(err.msg), 0); /* it quotes the spec */
+        fprintf(stderr, "qmmcheck reduce: %s\n", c ? c : err.msg);
+        free(c);
+        return 2;
+    }
+    a.ro.profile = a.profile;
+    a.ro.invoke.isolate = be.isolated;
+    a.ro.invoke.timeout_s = a.timeout_s;
+    a.ro.progress = !a.quiet;
+    char out[4096];
+    snprintf(out, sizeof out, "%s", a.out ? a.out : "");
+    if (!a.out)
+        snprintf(out, sizeof out, "%.*s-reduced", (int)strcspn(a.dir, "\n"),
+                 a.dir); /* beside the case: "problem-7" -> "problem-7-reduced" */
+    size_t len = strlen(out);
+    while (len > 1 && out[len - 1] == '/' && !a.out)
+        out[--len] = '\0';
+    qh_case_ref ref = {.dir = (char *)a.dir, .name = (char *)a.dir, .data_set = a.data_set};
+    qh_reduce_result r;
+    rc = qh_reduce_case(&ref, &be, &a.ro, &r, &err);
+    if (rc == 1) {
+        char *c = qh_clean_dup(a.dir, strlen(a.dir), 0);
+        fprintf(stderr, "qmmcheck reduce: %s does not fail against %s: it is %s%s%s%s; nothing "
+                "to reduce\n", c ? c : "the case", be.spec, qh_case_status_name(r.status),
+                r.summary[0] ? " (" : "", r.summary, r.summary[0] ? ")" : "");
+        free(c);
+    } else if (rc < 0) {
+        char *c = qh_clean_dup(err.msg, strlen(err.msg), 0);
+        fprintf(stderr, "qmmcheck reduce: %s\n", c ? c : err.msg);
+        free(c);
+    } else {
+        printf("reduce: %s fails as %s\n", a.dir, r.cls);
+        qh_meta tags;
+        qh_meta_init(&tags);
+        char meta[4096];
+        snprintf(meta, sizeof meta, "%s/qmm.meta", a.dir);
+        if (qh_meta_read_file(meta, &tags, &err) != 0)
+            qh_meta_init(&tags); /* it was read once already: the case loaded */
+        qh_sb prov = {0};
+        qh_sb_puts(&prov, "qmmcheck reduce --backend ");
+        qh_sb_shell_word(&prov, be.spec);
+        qh_sb_puts(&prov, " ");
+        qh_sb_shell_word(&prov, a.dir);
+        if (qh_reduce_write(out, &r, &a.ro, &tags, prov.s ? prov.s : "", &err) != 0) {
+            fprintf(stderr, "qmmcheck reduce: %s\n", err.msg);
+            rc = -1;
+        } else {
+            print_reduced(out, be.spec, &r, &a.ro);
+        }
+        qh_sb_free(&prov);
+    }
+    qh_reduce_result_free(&r);
+    qh_backend_close(&be);
+    return rc == 0 ? 0 : rc == 1 ? 2 : 1;
+}

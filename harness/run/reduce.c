@@ -1,0 +1,631 @@
+/* harness/run/reduce.c — shrinking a failing case while it keeps failing the same way
+ * (harness/run/reduce.h; docs/formats.md "Reduced cases").
+ *
+ * The case is held as a qh_problem (it owns its tensors). A step builds a candidate from the
+ * current smallest case, and the candidate replaces it when it is judged to fail in the same
+ * class. Shape steps work on logical dimensions (M, N, K and each broadcast batch dim, counted
+ * from the innermost), so that a and b and every parameter that varies along a dimension are
+ * cut together; an axis of size 1 that only broadcasts is left alone. Candidates are judged
+ * through a case directory and qh_eval_case, so what reduce calls failing is what run calls
+ * failing. */
+#define _XOPEN_SOURCE 700 /* nftw */
+#include "harness/run/reduce.h"
+
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/io/clean.h"
+#include "harness/run/compare.h"
+#include "harness/run/expect.h"
+#include "ops/qmm_ops.h"
+
+int qh_reducible_status(qh_case_status s)
+{
+    return qh_case_status_is_bad(s) || s == QH_UNCHECKED;
+}
+
+/* A mismatch is one class whatever its count; any other reason is cut before what varies
+ * with the input or comes from the backend (its message after ':', a coordinate after '[',
+ * a parenthesis), and its numbers are written '#'. */
+void qh_failure_class(qh_case_status status, const char *summary, char *buf, size_t size)
+{
+    const char *s = summary ? summary : "";
+    size_t n = snprintf(buf, size, "%s", qh_case_status_name(status));
+    if (n >= size)
+        return;
+    if (strncmp(s, "errors:", 7) == 0) {
+        snprintf(buf + n, size - n, " errors");
+        return;
+    }
+    if (*s && n + 1 < size)
+        buf[n++] = ' ';
+    int in_digits = 0;
+    for (; *s && *s != ':' && *s != '[' && *s != '(' && n + 1 < size; s++) {
+        int digit = *s >= '0' && *s <= '9';
+        if (!(digit && in_digits))
+            buf[n++] = digit ? '#' : *s;
+        in_digits = digit;
+    }
+    while (n > 0 && buf[n - 1] == ' ')
+        n--;
+    buf[n] = '\0';
+}
+
+/* ---- the logical dimensions ---------------------------------------------------------- */
+
+enum { L_K, L_M, L_N, L_BATCH, L_NONE = -1 }; /* L_BATCH + d: batch dim d from the innermost */
+
+/* Which logical dimension axis `axis` of operand a (is_a) or b runs along. */
+static int operand_axis(const qmm_tensor *t, int is_a, int32_t axis)
+{
+    int32_t r = t->rank;
+    if (r == 1)
+        return L_K;
+    if (axis == r - 1)
+        return is_a ? L_K : L_N;
+    if (axis == r - 2)
+        return is_a ? L_M : L_K;
+    return L_BATCH + (r - 3 - axis);
+}
+
+/* Which logical dimension axis `axis` of input `in` runs along: the operands by numpy.matmul,
+ * a parameter right-aligned with what it is per-row, per-column or broadcast to (its ONNX
+ * name says which: a_*, b_*, y_*; ops/params.c). L_NONE where that cannot be said. */
+static int input_axis(const qh_problem *p, const qmm_geometry *g, int32_t in, int32_t axis)
+{
+    const qmm_op_desc *d = qmm_call_desc(&p->call);
+    const qmm_tensor *t = qh_problem_input_c(p, in);
+    const qmm_tensor *a = qh_problem_input_c(p, d->a_input), *b = qh_problem_input_c(p, d->b_input);
+    if (in == d->a_input || in == d->b_input)
+        return operand_axis(t, in == d->a_input, axis);
+    const char *name = d->inputs[in].name;
+    if (strncmp(name, "a_", 2) == 0) {
+        if (a->rank == 2 && t->rank == 1 && t->dims[0] == g->m)
+            return L_M; /* the spec's 1-D per-row form */
+        int32_t tp = a->rank - t->rank + axis;
+        return tp < 0 ? L_NONE : operand_axis(a, 1, tp);
+    }
+    if (strncmp(name, "b_", 2) == 0) {
+        int32_t tp = b->rank - t->rank + axis;
+        return tp < 0 ? L_NONE : operand_axis(b, 0, tp);
+    }
+    if (strncmp(name, "y_", 2) == 0) {
+        int32_t tp = g->y_rank - t->rank + axis;
+        if (tp < 0)
+            return L_NONE;
+        if (tp < g->batch_rank)
+            return L_BATCH + (g->batch_rank - 1 - tp);
+        if (g->y_rank - g->batch_rank == 2)
+            return tp == g->y_rank - 2 ? L_M : L_N;
+        return a->rank == 1 ? L_N : L_M; /* one operand was 1-D */
+    }
+    return L_NONE;
+}
+
+static int geometry_of(const qh_problem *p, qmm_geometry *g)
+{
+    const qmm_op_desc *d = qmm_call_desc(&p->call);
+    qmm_status st;
+    return qmm_matmul_geometry(qh_problem_input_c(p, d->a_input),
+                               qh_problem_input_c(p, d->b_input), g, &st) == QMM_OK ? 0 : -1;
+}
+
+/* The size of logical dimension L, or -1 (no geometry, no such batch dim). */
+static int64_t logical_size(const qmm_geometry *g, int L)
+{
+    if (L == L_K)
+        return g->k;
+    if (L == L_M)
+        return g->m;
+    if (L == L_N)
+        return g->n;
+    int32_t dpos = g->batch_rank - 1 - (L - L_BATCH);
+    return dpos >= 0 ? g->batch_dims[dpos] : -1;
+}
+
+/* "batch=[2,3] M=4 N=5 K=6", or the operands' shapes when they do not fit. */
+static void shape_text(const qh_problem *p, char *buf, size_t size)
+{
+    qmm_geometry g;
+    if (geometry_of(p, &g) != 0) {
+        qh_problem_describe(p, buf, size);
+        return;
+    }
+    char dims[96];
+    qmm_format_dims(dims, sizeof dims, g.batch_rank, g.batch_dims);
+    snprintf(buf, size, "batch=%s M=%lld N=%lld K=%lld", dims, (long long)g.m, (long long)g.n,
+             (long long)g.k);
+}
+
+/* ---- building candidates ------------------------------------------------------------- */
+
+/* What a shape step keeps of logical dimension `L`: n of the old indices from lo on, passing
+ * over `skip` (-1: none); `drop` removes the axis (n is then 1). */
+typedef struct cut {
+    int L;
+    int64_t lo, n;
+    int drop;
+    int64_t skip;
+} cut;
+
+/* dst = src with the call's inputs copied (or cut, when c is not NULL). -1 when memory runs
+ * out or the cut does not apply. */
+static int build(const qh_problem *src, qh_problem *dst, const cut *c)
+{
+    const qmm_op_desc *d = qmm_call_desc(&src->call);
+    qmm_geometry g;
+    memset(&g, 0, sizeof g);
+    if (c && geometry_of(src, &g) != 0)
+        return -1;
+    int64_t old_n = c ? logical_size(&g, c->L) : 0;
+    qh_problem_init(dst, src->call.op, qmm_call_opset(&src->call));
+    for (int32_t i = 0; i < d->n_attrs; i++)
+        *qmm_call_attr(&dst->call, i) = qmm_call_attr_value(&src->call, i);
+    for (int32_t in = 0; in < d->n_inputs; in++) {
+        const qmm_tensor *s = qh_problem_input_c(src, in);
+        qmm_tensor *t = qh_problem_input(dst, in);
+        if (!qmm_tensor_present(s))
+            continue;
+        int64_t lo[QMM_MAX_RANK] = {0}, skip[QMM_MAX_RANK], dims[QMM_MAX_RANK];
+        int64_t stride[QMM_MAX_RANK], st = 1;
+        int32_t drop = -1;
+        for (int32_t ax = s->rank - 1; ax >= 0; ax--) {
+            dims[ax] = s->dims[ax];
+            skip[ax] = -1;
+            stride[ax] = st;
+            st *= s->dims[ax] > 0 ? s->dims[ax] : 1;
+            if (!c || input_axis(src, &g, in, ax) != c->L)
+                continue;
+            if (c->drop)
+                drop = ax;
+            if (s->dims[ax] == old_n) { /* a size-1 axis that only broadcasts stays */
+                lo[ax] = c->lo;
+                dims[ax] = c->n;
+                skip[ax] = c->skip;
+            }
+        }
+        unsigned char *out = qh_problem_tensor(dst, t, s->dtype, s->rank, dims);
+        if (!out)
+            return -1;
+        size_t es = qmm_dtype_size(s->dtype);
+        int64_t total = qmm_tensor_numel(t);
+        for (int64_t o = 0; o < total; o++) {
+            int64_t rem = o, off = 0;
+            for (int32_t ax = s->rank - 1; ax >= 0; ax--) {
+                int64_t at = lo[ax] + rem % dims[ax];
+                off += (skip[ax] >= 0 && at >= skip[ax] ? at + 1 : at) * stride[ax];
+                rem /= dims[ax];
+            }
+            memcpy(out + (size_t)o * es, (const unsigned char *)s->data + (size_t)off * es, es);
+        }
+        if (drop >= 0) { /* its one index stays: the data is laid out the same without it */
+            memmove(&t->dims[drop], &t->dims[drop + 1],
+                    sizeof t->dims[0] * (size_t)(t->rank - 1 - drop));
+            t->rank--;
+        }
+    }
+    qh_problem_finish(dst);
+    return 0;
+}
+
+/* 1 when a and b have the same inputs, byte for byte. */
+static int same_problem(const qh_problem *a, const qh_problem *b)
+{
+    int32_t n = qh_problem_n_inputs(a);
+    for (int32_t in = 0; in < n; in++) {
+        const qmm_tensor *x = qh_problem_input_c(a, in), *y = qh_problem_input_c(b, in);
+        if (x->dtype != y->dtype || x->rank != y->rank ||
+            memcmp(x->dims, y->dims, sizeof x->dims[0] * (size_t)x->rank) != 0)
+            return 0;
+        int64_t numel = qmm_tensor_numel(x);
+        if (qmm_tensor_present(x) && numel > 0 &&
+            memcmp(x->data, y->data, (size_t)numel * qmm_dtype_size(x->dtype)) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* ---- judging ----------------------------------------------------------------------------- */
+
+typedef struct reducer {
+    const qh_reduce_opts *o;
+    qh_backend *b;
+    qh_reduce_result *r;
+    char work[64];      /* the temporary directory candidates are written into */
+    char dir[96];       /* work/case */
+    int need_valid;     /* the case passed the operator's validator: so must each candidate */
+    double t0, last_progress;
+} reducer;
+
+/* Judges `p` as run would. 1 when it fails in the case's class (its summary kept), 0 when not,
+ * -1 when it could not be written. */
+static int fails_alike(reducer *z, const qh_problem *p, char *summary, size_t size)
+{
+    qh_error err;
+    if (qh_problem_write_dir(z->dir, p, NULL, NULL, &err) != 0)
+        return -1;
+    qh_case_ref ref = {.dir = z->dir, .name = z->dir, .data_set = 0};
+    qh_eval_opts eo = {.profile = z->o->profile, .invoke = z->o->invoke};
+    qh_result res;
+    qh_eval_case(&ref, z->b, &eo, &res);
+    char cls[sizeof z->r->cls];
+    qh_failure_class(res.status, res.summary, cls, sizeof cls);
+    int same = res.status == z->r->status && strcmp(cls, z->r->cls) == 0;
+    if (same && summary)
+        qh_clean_into(summary, size, res.summary ? res.summary : "",
+                      res.summary ? strlen(res.summary) : 0, 0);
+    qh_result_free(&res);
+    return same;
+}
+
+/* Whether the budget is spent; says where the reduction is every 2 s when asked. */
+static int out_of_budget(reducer *z)
+{
+    double now = qh_mono_seconds();
+    qh_reduce_result *r = z->r;
+    if (z->o->progress && now - z->last_progress >= 2.0) {
+        char shape[128];
+        shape_text(&r->best, shape, sizeof shape);
+        fprintf(stderr, "reduce: %llu tries, %llu kept, now %s\n", (unsigned long long)r->tries,
+                (unsigned long long)r->accepted, shape);
+        z->last_progress = now;
+    }
+    if ((z->o->max_tries && r->tries >= z->o->max_tries) ||
+        (z->o->seconds > 0 && now - z->t0 >= z->o->seconds))
+        r->budget_spent = 1;
+    return r->budget_spent;
+}
+
+/* Takes `cand` (built, owned): it becomes the smallest case when it differs from it, is valid
+ * where it must be, and fails alike. Returns 1 when it did. */
+static int offer(reducer *z, qh_problem *cand)
+{
+    qh_reduce_result *r = z->r;
+    qmm_status st;
+    int take = !out_of_budget(z) && !same_problem(cand, &r->best) &&
+               (!z->need_valid || qmm_call_desc(&cand->call)->validate(&cand->call, &st) == QMM_OK);
+    if (take) {
+        r->tries++;
+        take = fails_alike(z, cand, r->summary, sizeof r->summary) == 1;
+    }
+    if (!take) {
+        qh_problem_free(cand);
+        return 0;
+    }
+    qh_problem_free(&r->best);
+    r->best = *cand;
+    r->accepted++;
+    return 1;
+}
+
+/* Offers the smallest case cut as `c` says. */
+static int offer_cut(reducer *z, cut c)
+{
+    qh_problem cand;
+    if (build(&z->r->best, &cand, &c) != 0) {
+        qh_problem_free(&cand);
+        return 0;
+    }
+    return offer(z, &cand);
+}
+
+/* ---- the steps ------------------------------------------------------------------------- */
+
+/* Logical dimension L down to `min`: halves first, then one index less (the last, the first,
+ * then each one between: a K index whose products are 0 can go wherever it is). */
+static int shrink_dim(reducer *z, int L, int64_t min)
+{
+    int progress = 0;
+    for (;;) {
+        qmm_geometry g;
+        if (geometry_of(&z->r->best, &g) != 0)
+            return progress;
+        int64_t n = logical_size(&g, L);
+        if (n <= min)
+            return progress;
+        int64_t half = n / 2;
+        int ok = (half >= min && half > 0 && offer_cut(z, (cut){L, 0, half, 0, -1})) ||
+                 (n - half >= min && n - half < n &&
+                  offer_cut(z, (cut){L, half, n - half, 0, -1})) ||
+                 offer_cut(z, (cut){L, 0, n - 1, 0, -1}) || offer_cut(z, (cut){L, 1, n - 1, 0, -1});
+        for (int64_t i = n - 2; i > 0 && !ok; i--)
+            ok = offer_cut(z, (cut){L, 0, n - 1, 0, i});
+        if (!ok)
+            return progress;
+        progress = 1;
+    }
+}
+
+/* Batch dims from the outermost: dropped (keeping its first or last index), else cut to 1. */
+static int shrink_batch(reducer *z)
+{
+    qmm_geometry g;
+    if (geometry_of(&z->r->best, &g) != 0)
+        return 0;
+    int progress = 0;
+    for (int32_t dist = g.batch_rank - 1; dist >= 0; dist--) {
+        int L = L_BATCH + dist;
+        int64_t n = g.batch_dims[g.batch_rank - 1 - dist];
+        if (offer_cut(z, (cut){L, 0, 1, 1, -1}) ||
+            (n > 1 && offer_cut(z, (cut){L, n - 1, 1, 1, -1}))) {
+            progress = 1;
+            continue;
+        }
+        progress |= shrink_dim(z, L, 1);
+    }
+    return progress;
+}
+
+static int is_param(const qh_problem *p, int32_t in)
+{
+    const qmm_op_desc *d = qmm_call_desc(&p->call);
+    return in != d->a_input && in != d->b_input;
+}
+
+/* A parameter with more than one element becomes per-tensor: its first or its last value,
+ * as a scalar or with its rank kept (dims all 1), whichever the validator takes. */
+static int params_per_tensor(reducer *z)
+{
+    int progress = 0;
+    for (int32_t in = 0; in < qh_problem_n_inputs(&z->r->best); in++) {
+        const qmm_tensor *t = qh_problem_input_c(&z->r->best, in);
+        int64_t n = qmm_tensor_numel(t);
+        if (!is_param(&z->r->best, in) || !qmm_tensor_present(t) || n <= 1)
+            continue;
+        int done = 0;
+        for (int k = 0; k < 4 && !done; k++) {
+            qh_problem cand;
+            int ok = build(&z->r->best, &cand, NULL) == 0;
+            const qmm_tensor *s = qh_problem_input_c(&z->r->best, in);
+            qmm_tensor *c = qh_problem_input(&cand, in);
+            int64_t ones[QMM_MAX_RANK] = {1, 1, 1, 1, 1, 1, 1, 1};
+            size_t es = qmm_dtype_size(s->dtype);
+            int64_t from = k & 1 ? n - 1 : 0;
+            unsigned char *d = ok ? qh_problem_tensor(&cand, c, s->dtype, k < 2 ? 0 : s->rank,
+                                                      ones) : NULL;
+            if (!d) {
+                qh_problem_free(&cand);
+                continue;
+            }
+            memcpy(d, (const unsigned char *)s->data + (size_t)from * es, es);
+            qh_problem_finish(&cand);
+            done = offer(z, &cand);
+        }
+        progress |= done;
+    }
+    return progress;
+}
+
+/* What a value step writes into the elements it covers. */
+enum value_step { TO_ZERO, HALVED, TO_ONE, TO_POWER_OF_TWO };
+
+static double power_of_two_near(double v)
+{
+    return v > 0 && isfinite(v) ? exp2(round(log2(v))) : v;
+}
+
+/* Offers input `in` with elements [from, to) changed as `how` says. */
+static int offer_values(reducer *z, int32_t in, int64_t from, int64_t to, enum value_step how)
+{
+    qh_problem cand;
+    if (build(&z->r->best, &cand, NULL) != 0) {
+        qh_problem_free(&cand);
+        return 0;
+    }
+    qmm_tensor *t = qh_problem_input(&cand, in);
+    for (int64_t i = from; i < to; i++) {
+        if (how == TO_ZERO || how == HALVED) {
+            int64_t v = qh_tensor_int(t, i);
+            qh_tensor_set_int(t, i, how == TO_ZERO ? 0 : v / 2);
+        } else {
+            double v = qmm_scale_decode(t->dtype, t->data, i);
+            qh_tensor_set_scale(t, i, how == TO_ONE ? 1.0 : power_of_two_near(v));
+        }
+    }
+    return offer(z, &cand);
+}
+
+/* Every input whose elements are integers (scales: 0) changed as `how` says: the whole
+ * tensor, then halves, quarters, ... single elements. */
+static int simplify_values(reducer *z, int scales, enum value_step how)
+{
+    int progress = 0;
+    for (int32_t in = 0; in < qh_problem_n_inputs(&z->r->best); in++) {
+        const qmm_tensor *t = qh_problem_input_c(&z->r->best, in);
+        if (!qmm_tensor_present(t) || !!qmm_is_scale_type(t->dtype) != scales)
+            continue;
+        int64_t n = qmm_tensor_numel(t);
+        for (int64_t chunk = n; chunk >= 1 && !z->r->budget_spent; chunk /= 2)
+            for (int64_t from = 0; from < n; from += chunk) {
+                int64_t to = from + chunk < n ? from + chunk : n;
+                progress |= offer_values(z, in, from, to, how);
+            }
+    }
+    return progress;
+}
+
+/* The per-tensor zero point of the operand whose parameters are named `prefix` ("a_", "b_"):
+ * 0 when absent; -1 (in *ok = 0) when it varies. */
+static int64_t operand_zero_point(const qh_problem *p, const char *prefix, int *ok)
+{
+    const qmm_op_desc *d = qmm_call_desc(&p->call);
+    for (int32_t in = 0; in < d->n_inputs; in++) {
+        const qmm_tensor *t = qh_problem_input_c(p, in);
+        if (strncmp(d->inputs[in].name, prefix, 2) != 0 ||
+            strcmp(d->inputs[in].name + 2, "zero_point") != 0 || !qmm_tensor_present(t))
+            continue;
+        if (qmm_tensor_numel(t) != 1)
+            *ok = 0;
+        return qmm_tensor_numel(t) == 1 ? qh_tensor_int(t, 0) : -1;
+    }
+    return 0;
+}
+
+/* One output element (batch, M and N all 1): index k of K is folded into index j, so that
+ * the accumulator stays what it was with one index less: a[j] takes a[k]'s product when b[j]
+ * is its zero point +-1 (or the other way round), and the value fits its type. A bug that
+ * needs a particular accumulator (a rounding tie) keeps it while K shrinks. */
+static int fold_k(reducer *z)
+{
+    const qh_problem *p = &z->r->best;
+    const qmm_op_desc *d = qmm_call_desc(&p->call);
+    qmm_geometry g;
+    int ok = 1;
+    int64_t zp[2] = {operand_zero_point(p, "a_", &ok), operand_zero_point(p, "b_", &ok)};
+    if (!ok || geometry_of(p, &g) != 0 || g.batch != 1 || g.m != 1 || g.n != 1 || g.k < 2)
+        return 0;
+    const qmm_tensor *op[2] = {qh_problem_input_c(p, d->a_input),
+                               qh_problem_input_c(p, d->b_input)};
+    for (int64_t k = g.k - 1; k >= 0; k--)
+        for (int64_t j = 0; j < g.k; j++)
+            for (int side = 0; side < 2 && j != k; side++) {
+                const qmm_tensor *t = op[side], *o = op[1 - side];
+                int64_t other = qh_tensor_int(o, j) - zp[1 - side];
+                int64_t moved =
+                    (qh_tensor_int(t, k) - zp[side]) * (qh_tensor_int(o, k) - zp[1 - side]);
+                int64_t v = qh_tensor_int(t, j) + (other == 1 ? moved : -moved);
+                int64_t lo = t->dtype == QMM_DTYPE_INT8 ? -128 : 0;
+                if ((other != 1 && other != -1) || v < lo || v > lo + 255)
+                    continue;
+                qh_problem cand;
+                if (build(p, &cand, &(cut){L_K, 0, g.k - 1, 0, k}) != 0) {
+                    qh_problem_free(&cand);
+                    continue;
+                }
+                qh_tensor_set_int(qh_problem_input(&cand, side ? d->b_input : d->a_input),
+                                  j > k ? j - 1 : j, v);
+                if (offer(z, &cand))
+                    return 1;
+            }
+    return 0;
+}
+
+/* ---- the driver -------------------------------------------------------------------------- */
+
+/* The loaded case as a problem that owns copies of its inputs. */
+static int problem_of_case(const qh_case *c, qh_problem *p)
+{
+    qh_problem view;
+    memset(&view, 0, sizeof view);
+    view.call = c->call;
+    return build(&view, p, NULL);
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* Judges the case itself as run does; 1 when it does not fail (reducible), 0 when it does. */
+static int judge_case(const qh_case_ref *ref, reducer *z)
+{
+    qh_eval_opts eo = {.profile = z->o->profile, .invoke = z->o->invoke};
+    qh_result res;
+    qh_eval_case(ref, z->b, &eo, &res);
+    qh_reduce_result *r = z->r;
+    r->status = res.status;
+    qh_failure_class(res.status, res.summary, r->cls, sizeof r->cls);
+    qh_clean_into(r->summary, sizeof r->summary, res.summary ? res.summary : "",
+                  res.summary ? strlen(res.summary) : 0, 0);
+    qh_result_free(&res);
+    return qh_reducible_status(r->status) ? 0 : 1;
+}
+
+/* Rounds of every step until one shrinks nothing or the budget is spent. */
+static void reduce_rounds(reducer *z)
+{
+    for (int progress = 1; progress && !z->r->budget_spent;) {
+        progress = shrink_batch(z);
+        progress |= shrink_dim(z, L_M, 0);
+        progress |= shrink_dim(z, L_N, 0);
+        progress |= shrink_dim(z, L_K, 0);
+        progress |= fold_k(z);
+        progress |= params_per_tensor(z);
+        progress |= simplify_values(z, 0, TO_ZERO);
+        progress |= simplify_values(z, 1, TO_ONE);
+        progress |= simplify_values(z, 1, TO_POWER_OF_TWO);
+        progress |= simplify_values(z, 0, HALVED);
+    }
+}
+
+int qh_reduce_case(const qh_case_ref *ref, qh_backend *b, const qh_reduce_opts *o,
+                   qh_reduce_result *r, qh_error *err)
+{
+    memset(r, 0, sizeof *r);
+    reducer z = {.o = o, .b = b, .r = r};
+    z.t0 = z.last_progress = qh_mono_seconds();
+    if (judge_case(ref, &z))
+        return 1;
+    qh_case c;
+    if (qh_case_load(ref, &c, err) != 0)
+        return -1;
+    int rc = problem_of_case(&c, &r->best);
+    qh_case_free(&c);
+    qmm_status st;
+    if (rc != 0) {
+        snprintf(err->msg, sizeof err->msg, "%s: out of memory", ref->dir);
+        return -1;
+    }
+    shape_text(&r->best, r->before, sizeof r->before);
+    z.need_valid = qmm_call_desc(&r->best.call)->validate(&r->best.call, &st) == QMM_OK;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(z.work, sizeof z.work, "%.40s/qmmcheck-reduce-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(z.work)) {
+        snprintf(err->msg, sizeof err->msg, "%s: cannot create a temporary directory", z.work);
+        return -1;
+    }
+    snprintf(z.dir, sizeof z.dir, "%s/case", z.work);
+    /* the case as reduce rewrites it must fail alike, or no step could be trusted */
+    r->tries++;
+    rc = fails_alike(&z, &r->best, r->summary, sizeof r->summary);
+    if (rc == 1)
+        reduce_rounds(&z);
+    else
+        snprintf(err->msg, sizeof err->msg, "%s: %s", ref->dir,
+                 rc < 0 ? "cannot write a candidate case"
+                        : "rewritten (without its stored output), the case no longer fails the "
+                          "same way; it cannot be reduced");
+    nftw(z.work, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    shape_text(&r->best, r->after, sizeof r->after);
+    r->seconds = qh_mono_seconds() - z.t0;
+    return rc == 1 ? 0 : -1;
+}
+
+void qh_reduce_result_free(qh_reduce_result *r)
+{
+    qh_problem_free(&r->best);
+}
+
+int qh_reduce_write(const char *dir, const qh_reduce_result *r, const qh_reduce_opts *o,
+                    const qh_meta *tags, const char *provenance, qh_error *err)
+{
+    qh_meta m;
+    qh_meta_init(&m);
+    for (int32_t i = 0; tags && i < tags->n_tags && m.n_tags < QH_META_MAX_TAGS - 1; i++)
+        if (strcmp(tags->tags[i], "reduced") != 0)
+            snprintf(m.tags[m.n_tags++], sizeof m.tags[0], "%s", tags->tags[i]);
+    snprintf(m.tags[m.n_tags++], sizeof m.tags[0], "reduced");
+    if (o->profile && strcmp(o->profile, QH_DEFAULT_PROFILE) != 0)
+        snprintf(m.profile, sizeof m.profile, "%s", o->profile);
+    qh_clean_into(m.provenance, sizeof m.provenance, provenance, strlen(provenance), 0);
+    char desc[sizeof m.description];
+    snprintf(desc, sizeof desc, "reduced from %s to %s; %s (%s)", r->before, r->after,
+             qh_case_status_name(r->status), r->summary);
+    qh_clean_into(m.description, sizeof m.description, desc, strlen(desc), 0);
+    qh_expectation e;
+    const qmm_tensor *expected = NULL;
+    int have_e = qh_expect(&r->best.call, o->profile, &e) == 0;
+    if (have_e && e.code == QMM_OK)
+        expected = &e.exact;
+    else if (have_e && e.code == QMM_INVALID_ARGUMENT)
+        m.expect = QMM_INVALID_ARGUMENT;
+    int rc = qh_problem_write_dir(dir, &r->best, expected, &m, err);
+    if (have_e)
+        qh_expectation_free(&e);
+    return rc;
+}
