@@ -14,6 +14,7 @@
 #include "harness/run/compare.h"
 #include "harness/run/expect.h"
 #include "harness/run/invoke.h"
+#include "harness/run/reduce.h"
 #include "harness/io/numparse.h"
 #include "harness/gen/problem.h"
 #include "harness/report/strbuf.h"
@@ -21,7 +22,7 @@
 
 enum {
     O_BACKEND, O_SEED, O_COUNT, O_SECONDS, O_OUT, O_PROFILE, O_PROBLEM, O_START, O_MAX_DIFFS,
-    O_ONLY, O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_QUIET
+    O_ONLY, O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_QUIET, O_REDUCE
 };
 static const qh_option diff_options[] = {
     {O_BACKEND, "--backend", 'b', "SPEC", 0, "a backend to compare (give exactly two)"},
@@ -38,6 +39,7 @@ static const qh_option diff_options[] = {
     {O_NO_ISOLATE, "--no-isolate", 0, NULL, 0, "run plugins in process too"},
     {O_TIMEOUT, "--timeout", 0, "S", 0, "seconds an isolated call may take (default 30)"},
     {O_QUIET, "--quiet", 'q', NULL, 0, "no progress on stderr"},
+    {O_REDUCE, "--reduce", 0, NULL, 0, "reduce each saved case beside it (DIR/problem-I-reduced)"},
     {0, NULL, 0, NULL, 0, NULL},
 };
 
@@ -52,6 +54,9 @@ const qh_command qh_diff_usage = {
     "and of QOrderedMatMul for s8s8), per-tensor (every scale\n"
     "and zero point has one element), nonempty (no dimension is 0); the others are not run\n"
     "and are counted as filtered. Problem I is the same problem with or without --only.\n"
+    "--reduce: each saved case is also reduced against the backend the reference disagrees\n"
+    "with (B first), as qmmcheck reduce does, into DIR/problem-I-reduced beside it (at most\n"
+    "2000 judged candidates or 60 s each).\n"
     "Exit status: 0 no difference, 1 differences, 2 usage errors.\n",
     diff_options, 0};
 
@@ -73,6 +78,7 @@ static int bad_value(const char *option, const char *value, const char *want)
 }
 
 typedef struct diff_opts {
+    int reduce; /* --reduce: each saved case is reduced beside it */
     const char *spec[2];
     unsigned long long seed, count, start, problem, max_diffs;
     double seconds;
@@ -178,8 +184,43 @@ typedef struct counts {
     unsigned long long problems, same, differences, skipped, tolerated, filtered;
 } counts;
 
+/* --reduce: the saved case `dir` reduced against B, or A when B does not fail it (the
+ * reference sided with B), into DIR-reduced beside it. */
+static void reduce_saved(const diff_opts *o, qh_backend *be, const qh_invoke_opts *io,
+                         const char *dir, const qh_meta *m)
+{
+    qh_case_ref ref = {.dir = (char *)dir, .name = (char *)dir, .data_set = 0};
+    for (int k = 1; k >= 0; k--) {
+        qh_reduce_opts ro = {.profile = o->profile, .invoke = io[k], .max_tries = 2000,
+                             .seconds = 60, .progress = !o->quiet};
+        qh_reduce_result r;
+        qh_error err;
+        int rc = qh_reduce_case(&ref, &be[k], &ro, &r, &err);
+        char out[4200];
+        snprintf(out, sizeof out, "%s-reduced", dir);
+        char prov[512];
+        snprintf(prov, sizeof prov, "%s, reduced against %s", m->provenance, be[k].spec);
+        if (rc == 0 && qh_reduce_write(out, &r, &ro, m, prov, &err) != 0)
+            rc = -1;
+        if (rc == 0) {
+            char *text = qh_reduce_report(&r, out, be[k].spec, o->profile, "    ");
+            fputs(text ? text : "    (out of memory)\n", stdout);
+            free(text);
+        } else if (rc < 0) {
+            char *c = qh_clean_dup(err.msg, strlen(err.msg), 0);
+            printf("    could not reduce the case: %s\n", c ? c : "");
+            free(c);
+        }
+        qh_reduce_result_free(&r);
+        if (rc != 1)
+            return;
+    }
+    printf("    not reduced: neither backend fails the saved case as run judges it\n");
+}
+
 /* Reports and saves one difference. */
-static void report_difference(const diff_opts *o, qh_backend *be, unsigned long long index,
+static void report_difference(const diff_opts *o, qh_backend *be, const qh_invoke_opts *io,
+                              unsigned long long index,
                               const qh_problem *p, const qh_invocation *inv, int outputs_differ,
                               const qh_expectation *e, int have_e)
 {
@@ -298,6 +339,8 @@ static void report_difference(const diff_opts *o, qh_backend *be, unsigned long 
         qh_sb_puts(&r, ")");
         printf("%s\n", r.s ? r.s : "");
         qh_sb_free(&r);
+        if (o->reduce)
+            reduce_saved(o, be, io, dir, &m);
     }
     fflush(stdout);
     qh_progress_show(o->progress);
@@ -360,7 +403,7 @@ static int run_one(const diff_opts *o, qh_backend *be, const qh_invoke_opts *io,
                 n->tolerated++;
             } else {
                 n->differences++;
-                report_difference(o, be, index, &p, inv, outputs_differ, &e, have_e);
+                report_difference(o, be, io, index, &p, inv, outputs_differ, &e, have_e);
             }
             if (have_e)
                 qh_expectation_free(&e);
@@ -399,6 +442,7 @@ int qh_cmd_diff(int argc, char **argv)
         case O_ISOLATE: o.isolate = 1; break;
         case O_NO_ISOLATE: o.isolate = 0; break;
         case O_QUIET: o.quiet = 1; break;
+        case O_REDUCE: o.reduce = 1; break;
         case O_BACKEND:
             if (n_spec == 2)
                 return usage("%s", "give exactly two --backend options");

@@ -117,28 +117,6 @@ static int parse(int argc, char **argv, reduce_args *a, int *done)
     return 0;
 }
 
-/* The summary lines: the shapes, the tries, and the repro line of what was written. */
-static void print_reduced(const char *out, const char *spec, const qh_reduce_result *r,
-                          const qh_reduce_opts *ro)
-{
-    printf("REDUCED %s -> %s in %llu tries (%llu kept, %.1f s)%s\n", r->before, r->after,
-           (unsigned long long)r->tries, (unsigned long long)r->accepted, r->seconds,
-           r->budget_spent ? "; the budget ran out first" : "");
-    char desc[512];
-    qh_problem_describe(&r->best, desc, sizeof desc);
-    printf("    %s\n", desc);
-    qh_case_ref ref = {.dir = (char *)out, .name = (char *)out, .data_set = 0};
-    char *repro = qh_repro_command(&ref, spec, ro->profile);
-    qh_sb line = {0};
-    qh_sb_printf(&line, "%s %s (%s) __REPRO: %s", qh_case_status_name(r->status), out,
-                 r->summary, repro ? repro : "");
-    char *c = qh_clean_dup(line.s ? line.s : "", line.len, 0);
-    printf("%s\n", c ? c : "(out of memory)");
-    free(c);
-    free(repro);
-    qh_sb_free(&line);
-}
-
 int qh_cmd_reduce(int argc, char **argv)
 {
     reduce_args a;
@@ -198,7 +176,9 @@ int qh_cmd_reduce(int argc, char **argv)
             fprintf(stderr, "qmmcheck reduce: %s\n", err.msg);
             rc = -1;
         } else {
-            print_reduced(out, be.spec, &r, &a.ro);
+            char *text = qh_reduce_report(&r, out, be.spec, a.ro.profile, "");
+            fputs(text ? text : "(out of memory)\n", stdout);
+            free(text);
         }
         qh_sb_free(&prov);
     }

@@ -21,6 +21,7 @@
 #include "harness/io/clean.h"
 #include "harness/run/compare.h"
 #include "harness/run/expect.h"
+#include "harness/report/strbuf.h"
 #include "ops/qmm_ops.h"
 
 int qh_reducible_status(qh_case_status s)
@@ -628,4 +629,28 @@ int qh_reduce_write(const char *dir, const qh_reduce_result *r, const qh_reduce_
     if (have_e)
         qh_expectation_free(&e);
     return rc;
+}
+
+char *qh_reduce_report(const qh_reduce_result *r, const char *dir, const char *spec,
+                       const char *profile, const char *indent)
+{
+    qh_sb b = {0};
+    qh_sb_printf(&b, "%sREDUCED %s -> %s in %llu tries (%llu kept, %.1f s)%s\n", indent,
+                 r->before, r->after, (unsigned long long)r->tries,
+                 (unsigned long long)r->accepted, r->seconds,
+                 r->budget_spent ? "; the budget ran out first" : "");
+    char desc[512];
+    qh_problem_describe(&r->best, desc, sizeof desc);
+    qh_sb_printf(&b, "%s    %s\n", indent, desc);
+    qh_case_ref ref = {.dir = (char *)dir, .name = (char *)dir, .data_set = 0};
+    char *repro = qh_repro_command(&ref, spec, profile);
+    qh_sb line = {0};
+    qh_sb_printf(&line, "%s %s (%s) __REPRO: %s", qh_case_status_name(r->status), dir,
+                 r->summary, repro ? repro : "");
+    char *c = qh_clean_dup(line.s ? line.s : "", line.len, 0); /* the spec, the summary */
+    qh_sb_printf(&b, "%s%s\n", indent, c ? c : "");
+    free(c);
+    free(repro);
+    qh_sb_free(&line);
+    return qh_sb_take(&b);
 }

@@ -60,4 +60,10 @@ void qh_reduce_result_free(qh_reduce_result *r);
 int qh_reduce_write(const char *dir, const qh_reduce_result *r, const qh_reduce_opts *o,
                     const qh_meta *tags, const char *provenance, qh_error *err);
 
+/* What reduce prints for a case written to `dir`, each line after `indent`: "REDUCED <before> -> <after> in N tries
+ * ...", the inputs, and "<STATUS> <dir> (<summary>) __REPRO: qmmcheck repro ..." (run's repro
+ * line), each line cleaned and ended by a newline. malloc'd; NULL when memory runs out. */
+char *qh_reduce_report(const qh_reduce_result *r, const char *dir, const char *spec,
+                       const char *profile, const char *indent);
+
 #endif /* QMM_HARNESS_REDUCE_H */
