@@ -68,6 +68,8 @@ for be in "${controls[@]}"; do
 done
 
 if [ -n "$table" ]; then
+  # the sections after the table (check_reduce.sh's "Reduced by qmmcheck reduce") are kept
+  kept=$(sed -n '/^## /,$p' "$table" 2>/dev/null)
   {
     echo "# Mutant backends and the cases that kill them"
     echo
@@ -83,6 +85,7 @@ if [ -n "$table" ]; then
     echo "| mutant | first case that kills it | status | reason | cases that kill it |"
     echo "|---|---|---|---|---|"
     printf '%s\n' "${rows[@]}"
+    [ -n "$kept" ] && printf '\n%s\n' "$kept"
   } >"$table"
 fi
 exit $fail
