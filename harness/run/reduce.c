@@ -466,10 +466,28 @@ static int64_t operand_zero_point(const qh_problem *p, const char *prefix, int *
     return 0;
 }
 
-/* One output element (batch, M and N all 1): index k of K is folded into index j, so that
- * the accumulator stays what it was with one index less: a[j] takes a[k]'s product when b[j]
- * is its zero point +-1 (or the other way round), and the value fits its type. A bug that
- * needs a particular accumulator (a rounding tie) keeps it while K shrinks. */
+/* The (a - za, b - zb) pair whose product is `target`, each in its type's range: b's
+ * difference as small as it can be, so that the values stay simple. 0, or -1 when no pair
+ * fits. */
+static int factor_pair(int64_t target, const int64_t lo[2], const int64_t zp[2], int64_t out[2])
+{
+    for (int64_t db = 1; db <= 256; db++)
+        for (int sign = 1; sign >= -1; sign -= 2) {
+            int64_t b = sign * db, a = target / b;
+            if (target % b != 0 || a + zp[0] < lo[0] || a + zp[0] > lo[0] + 255 ||
+                b + zp[1] < lo[1] || b + zp[1] > lo[1] + 255)
+                continue;
+            out[0] = a + zp[0];
+            out[1] = b + zp[1];
+            return 0;
+        }
+    return -1;
+}
+
+/* One output element (batch, M and N all 1): index k of K is folded into index j, whose pair
+ * (a[j], b[j]) takes values whose product is both indices' products, so that the accumulator
+ * stays what it was with one index less. A bug that needs a particular accumulator (a rounding
+ * tie) keeps it while K shrinks. */
 static int fold_k(reducer *z)
 {
     const qh_problem *p = &z->r->best;
@@ -479,30 +497,61 @@ static int fold_k(reducer *z)
     int64_t zp[2] = {operand_zero_point(p, "a_", &ok), operand_zero_point(p, "b_", &ok)};
     if (!ok || geometry_of(p, &g) != 0 || g.batch != 1 || g.m != 1 || g.n != 1 || g.k < 2)
         return 0;
-    const qmm_tensor *op[2] = {qh_problem_input_c(p, d->a_input),
-                               qh_problem_input_c(p, d->b_input)};
+    const qmm_tensor *a = qh_problem_input_c(p, d->a_input);
+    const qmm_tensor *b = qh_problem_input_c(p, d->b_input);
+    int64_t lo[2] = {a->dtype == QMM_DTYPE_INT8 ? -128 : 0,
+                     b->dtype == QMM_DTYPE_INT8 ? -128 : 0};
     for (int64_t k = g.k - 1; k >= 0; k--)
-        for (int64_t j = 0; j < g.k; j++)
-            for (int side = 0; side < 2 && j != k; side++) {
-                const qmm_tensor *t = op[side], *o = op[1 - side];
-                int64_t other = qh_tensor_int(o, j) - zp[1 - side];
-                int64_t moved =
-                    (qh_tensor_int(t, k) - zp[side]) * (qh_tensor_int(o, k) - zp[1 - side]);
-                int64_t v = qh_tensor_int(t, j) + (other == 1 ? moved : -moved);
-                int64_t lo = t->dtype == QMM_DTYPE_INT8 ? -128 : 0;
-                if ((other != 1 && other != -1) || v < lo || v > lo + 255)
-                    continue;
-                qh_problem cand;
-                if (build(p, &cand, &(cut){L_K, 0, g.k - 1, 0, k}) != 0) {
-                    qh_problem_free(&cand);
-                    continue;
-                }
-                qh_tensor_set_int(qh_problem_input(&cand, side ? d->b_input : d->a_input),
-                                  j > k ? j - 1 : j, v);
-                if (offer(z, &cand))
-                    return 1;
+        for (int64_t j = 0; j < g.k; j++) {
+            int64_t pair[2], target = 0;
+            for (int64_t i = j; i >= 0; i = i == j && k != j ? k : -1) /* j, then k */
+                target += (qh_tensor_int(a, i) - zp[0]) * (qh_tensor_int(b, i) - zp[1]);
+            qh_problem cand;
+            if (j == k || factor_pair(target, lo, zp, pair) != 0)
+                continue;
+            if (build(p, &cand, &(cut){L_K, 0, g.k - 1, 0, k}) != 0) {
+                qh_problem_free(&cand);
+                continue;
             }
+            qh_tensor_set_int(qh_problem_input(&cand, d->a_input), j > k ? j - 1 : j, pair[0]);
+            qh_tensor_set_int(qh_problem_input(&cand, d->b_input), j > k ? j - 1 : j, pair[1]);
+            if (offer(z, &cand))
+                return 1;
+        }
     return 0;
+}
+
+/* A per-tensor zero point of a or b becomes 0, the operand shifted by what it was, so that
+ * every difference a - za (b - zb) stays: taken when the operand stays in its type's range. */
+static int recenter(reducer *z)
+{
+    const qmm_op_desc *d = qmm_call_desc(&z->r->best.call);
+    int progress = 0;
+    for (int32_t in = 0; in < d->n_inputs; in++) {
+        const char *name = d->inputs[in].name;
+        int32_t op = name[0] == 'a' ? d->a_input : d->b_input;
+        const qmm_tensor *zt = qh_problem_input_c(&z->r->best, in);
+        if ((name[0] != 'a' && name[0] != 'b') || strcmp(name + 1, "_zero_point") != 0 ||
+            !qmm_tensor_present(zt) || qmm_tensor_numel(zt) != 1 || qh_tensor_int(zt, 0) == 0)
+            continue;
+        qh_problem cand;
+        if (build(&z->r->best, &cand, NULL) != 0) {
+            qh_problem_free(&cand);
+            continue;
+        }
+        int64_t zp = qh_tensor_int(zt, 0);
+        qmm_tensor *t = qh_problem_input(&cand, op);
+        int64_t lo = t->dtype == QMM_DTYPE_INT8 ? -128 : 0, n = qmm_tensor_numel(t), i = 0;
+        for (; i < n && qh_tensor_int(t, i) - zp >= lo && qh_tensor_int(t, i) - zp <= lo + 255;
+             i++)
+            qh_tensor_set_int(t, i, qh_tensor_int(t, i) - zp);
+        qh_tensor_set_int(qh_problem_input(&cand, in), 0, 0);
+        if (i < n)
+            qh_problem_free(&cand);
+        else
+            progress |= offer(z, &cand);
+    }
+    return progress;
 }
 
 /* ---- the driver -------------------------------------------------------------------------- */
@@ -547,6 +596,7 @@ static void reduce_rounds(reducer *z)
         progress |= shrink_dim(z, L_K, 0);
         progress |= fold_k(z);
         progress |= params_per_tensor(z);
+        progress |= recenter(z);
         progress |= simplify_values(z, 0, TO_ZERO);
         progress |= simplify_values(z, 1, TO_ONE);
         progress |= simplify_values(z, 1, TO_POWER_OF_TWO);
