@@ -1,0 +1,132 @@
+/* tests/test_reduce.c — `qmmcheck reduce` and its failure classes (harness/run/reduce.h).
+ *
+ * The backend that fails here is the reference under another profile (onnx-ref rounds ties
+ * away from zero), judged under spec: a real failure with no plugin to build. The mutants'
+ * reductions are tests/mutants/check_reduce.sh's. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness/run/reduce.h"
+#include "tests/cli_support.h"
+
+/* a spec-failing case: 7 of 184 elements differ under onnx-ref */
+#define CASE "vectors/edge/qlinearmatmul/random/30-s8u8s8"
+#define BACKEND "reference:profile=onnx-ref"
+
+static void cls(qh_case_status s, const char *summary, char *buf)
+{
+    qh_failure_class(s, summary, buf, 256);
+}
+
+/* Two summaries are the same class exactly when `same` says. */
+static void expect_class(qh_case_status s1, const char *a, qh_case_status s2, const char *b,
+                         int same)
+{
+    char x[256], y[256];
+    cls(s1, a, x);
+    cls(s2, b, y);
+    cr_expect_eq(strcmp(x, y) == 0, same, "'%s' (%s) vs '%s' (%s)", a, x, b, y);
+}
+
+Test(reduce_class, mismatches_are_one_class_whatever_the_count)
+{
+    expect_class(QH_FAILED, "errors:7 total:184", QH_FAILED, "errors:1 total:1", 1);
+    char x[256];
+    cls(QH_FAILED, "errors:7 total:184", x);
+    cr_expect_str_eq(x, "FAILED errors");
+}
+
+Test(reduce_class, the_status_is_part_of_the_class)
+{
+    expect_class(QH_FAILED, "errors:1 total:1", QH_UNCHECKED, "errors:1 total:1", 0);
+    expect_class(QH_CRASHED, "killed by SIGSEGV (Segmentation fault)", QH_TIMEOUT,
+                 "killed by SIGSEGV (Segmentation fault)", 0);
+}
+
+Test(reduce_class, the_signal_and_the_wrong_status_are_kept_the_message_is_not)
+{
+    expect_class(QH_CRASHED, "killed by SIGSEGV (Segmentation fault)", QH_CRASHED,
+                 "killed by SIGABRT (Aborted)", 0);
+    expect_class(QH_FAILED, "answered INTERNAL for a valid call: out of memory", QH_FAILED,
+                 "answered INTERNAL for a valid call: m=0", 1);
+    expect_class(QH_FAILED, "answered INTERNAL for a valid call: x", QH_FAILED,
+                 "answered INVALID_ARGUMENT for a valid call: x", 0);
+    char x[256];
+    cls(QH_CRASHED, "killed by SIGSEGV (Segmentation fault)", x);
+    cr_expect_str_eq(x, "CRASHED killed by SIGSEGV");
+}
+
+Test(reduce_class, coordinates_and_numbers_do_not_split_a_class)
+{
+    expect_class(QH_FAILED, "did not write y[0,1] (3 of 12 elements unwritten)", QH_FAILED,
+                 "did not write y[7] (1 of 8 elements unwritten)", 1);
+    expect_class(QH_TIMEOUT, "no answer within 1 s; worker killed", QH_TIMEOUT,
+                 "no answer within 30 s; worker killed", 1);
+    expect_class(QH_FAILED, "wrote into input a", QH_FAILED, "wrote into input b", 0);
+    expect_class(QH_FAILED, "not deterministic: x.so:threads=2 differs", QH_FAILED,
+                 "errors:1 total:1", 0);
+}
+
+TestSuite(reduce_cli, .init = make_tmp, .fini = remove_tmp);
+
+Test(reduce_cli, usage_errors_exit_2)
+{
+    const char *args[] = {
+        "reduce",
+        "reduce " CASE,
+        "reduce --backend reference",
+        "reduce " CASE " " CASE " --backend reference",
+        "reduce " CASE " --backend reference --max-tries x",
+        "reduce " CASE " --backend reference --seconds -1",
+        "reduce " CASE " --backend reference --frobnicate 1",
+        "reduce " CASE " --backend reference --profile no-such-profile",
+        "reduce " CASE " --backend reference --out",
+    };
+    expect_usage_errors(args, sizeof args / sizeof args[0]);
+}
+
+Test(reduce_cli, a_case_that_does_not_fail_exits_2_and_writes_nothing)
+{
+    char *out = qmmcheck_expect(2, "reduce " CASE " --backend reference --out '%s/r'", tmpdir);
+    expect_in(out, "does not fail against reference: it is PASSED");
+    char path[512];
+    snprintf(path, sizeof path, "%s/r", tmpdir);
+    cr_expect(access(path, F_OK) != 0, "%s was written", path);
+    free(out);
+}
+
+Test(reduce_cli, shrinks_to_one_element_and_writes_a_case_that_fails_alike)
+{
+    char *out = qmmcheck_expect(0, "reduce " CASE " --backend " BACKEND " --out '%s/r' -q",
+                                tmpdir);
+    expect_in(out, "fails as FAILED errors");
+    expect_in(out, "REDUCED batch=[] M=23 N=8 K=1 -> batch=[] M=1 N=1 K=1 in ");
+    expect_in(out, "__REPRO: qmmcheck repro --backend " BACKEND " ");
+    free(out);
+    /* the written case fails the same way, and its stored output is the reference's answer */
+    out = qmmcheck_expect(1, "repro --backend " BACKEND " '%s/r'", tmpdir);
+    expect_in(out, ":FAILED ");
+    expect_in(out, "(errors:1 total:1)");
+    free(out);
+    out = qmmcheck_expect(0, "run --backend reference --vectors '%s/r'", tmpdir);
+    expect_in(out, "passed:1");
+    free(out);
+    char meta[512];
+    snprintf(meta, sizeof meta, "%s/r/test_data_set_0/output_0.pb", tmpdir);
+    cr_expect(access(meta, F_OK) == 0, "%s is missing", meta);
+    snprintf(meta, sizeof meta, "%s/r/qmm.meta", tmpdir);
+    char *m = slurp(meta);
+    expect_in(m, "reduced");
+    expect_in(m, "provenance = qmmcheck reduce --backend " BACKEND " " CASE);
+    free(m);
+}
+
+Test(reduce_cli, the_budget_stops_it_and_says_so)
+{
+    char *out = qmmcheck_expect(0, "reduce " CASE " --backend " BACKEND " --out '%s/r' -q "
+                                   "--max-tries 3", tmpdir);
+    expect_in(out, "in 3 tries");
+    expect_in(out, "the budget ran out first");
+    free(out);
+}
