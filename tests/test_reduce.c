@@ -130,3 +130,28 @@ Test(reduce_cli, the_budget_stops_it_and_says_so)
     expect_in(out, "the budget ran out first");
     free(out);
 }
+
+Test(reduce_cli, writes_beside_the_case_by_default_even_with_a_trailing_slash)
+{
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/c", tmpdir);
+    copy_tree(CASE, dir);
+    char *out = qmmcheck_expect(0, "reduce '%s/' --backend " BACKEND " -q --max-tries 2", dir);
+    expect_in(out, "the budget ran out first");
+    free(out);
+    snprintf(path, sizeof path, "%s-reduced/model.onnx", dir);
+    cr_expect(access(path, F_OK) == 0, "%s is missing", path);
+}
+
+Test(reduce_cli, refuses_to_write_over_the_case_itself)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/c", tmpdir);
+    copy_tree(CASE, dir);
+    char *out = qmmcheck_expect(2, "reduce '%s' --backend " BACKEND " -q --out '%s/.'", dir, dir);
+    expect_in(out, "is the case itself");
+    free(out);
+    out = qmmcheck_expect(1, "run --backend " BACKEND " --vectors '%s'", dir);
+    expect_in(out, "(errors:7 total:184)"); /* untouched */
+    free(out);
+}

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "harness/cli/commands.h"
 #include "harness/io/clean.h"
@@ -138,14 +139,21 @@ int qh_cmd_reduce(int argc, char **argv)
     a.ro.invoke.isolate = be.isolated;
     a.ro.invoke.timeout_s = a.timeout_s;
     a.ro.progress = !a.quiet;
+    /* beside the case by default: "problem-7/" -> "problem-7-reduced" */
     char out[4096];
-    snprintf(out, sizeof out, "%s", a.out ? a.out : "");
-    if (!a.out)
-        snprintf(out, sizeof out, "%.*s-reduced", (int)strcspn(a.dir, "\n"),
-                 a.dir); /* beside the case: "problem-7" -> "problem-7-reduced" */
-    size_t len = strlen(out);
-    while (len > 1 && out[len - 1] == '/' && !a.out)
-        out[--len] = '\0';
+    size_t len = strlen(a.dir);
+    while (len > 1 && a.dir[len - 1] == '/')
+        len--;
+    if (a.out)
+        snprintf(out, sizeof out, "%s", a.out);
+    else
+        snprintf(out, sizeof out, "%.*s-reduced", (int)(len < 4000 ? len : 4000), a.dir);
+    struct stat sc, so; /* the same directory by device and inode, however it is spelt */
+    if (stat(a.dir, &sc) == 0 && stat(out, &so) == 0 && sc.st_dev == so.st_dev &&
+        sc.st_ino == so.st_ino) {
+        qh_backend_close(&be);
+        return usage("--out %s is the case itself", out);
+    }
     qh_case_ref ref = {.dir = (char *)a.dir, .name = (char *)a.dir, .data_set = a.data_set};
     qh_reduce_result r;
     rc = qh_reduce_case(&ref, &be, &a.ro, &r, &err);
@@ -160,7 +168,9 @@ int qh_cmd_reduce(int argc, char **argv)
         fprintf(stderr, "qmmcheck reduce: %s\n", c ? c : err.msg);
         free(c);
     } else {
-        printf("reduce: %s fails as %s\n", a.dir, r.cls);
+        char *c = qh_clean_dup(a.dir, strlen(a.dir), 0);
+        printf("reduce: %s fails as %s\n", c ? c : "the case", r.cls);
+        free(c);
         qh_meta tags;
         qh_meta_init(&tags);
         char meta[4096];
@@ -173,7 +183,9 @@ int qh_cmd_reduce(int argc, char **argv)
         qh_sb_puts(&prov, " ");
         qh_sb_shell_word(&prov, a.dir);
         if (qh_reduce_write(out, &r, &a.ro, &tags, prov.s ? prov.s : "", &err) != 0) {
-            fprintf(stderr, "qmmcheck reduce: %s\n", err.msg);
+            char *e = qh_clean_dup(err.msg, strlen(err.msg), 0); /* it names the path */
+            fprintf(stderr, "qmmcheck reduce: %s\n", e ? e : err.msg);
+            free(e);
             rc = -1;
         } else {
             char *text = qh_reduce_report(&r, out, be.spec, a.ro.profile, "");
