@@ -13,7 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 # every command main.c dispatches, and help lists no other
-commands=(run list repro fingerprint export diff bench help version)
+commands=(run list repro fingerprint export diff bench reduce help version)
 "$qmmcheck" help >"$tmp/help.txt"
 listed=$(sed -n 's/^  \([a-z][a-z]*\).*/\1/p' "$tmp/help.txt" | tr '\n' ' ')
 [ "$listed" = "${commands[*]} " ] || fail "help lists '$listed', want '${commands[*]}'"
