@@ -135,6 +135,38 @@ double qmm_round_half_even(double v);
  * caller can build float16/bfloat16 tensors without compiler support for them. */
 uint32_t qmm_scale_encode(int32_t dtype, double v);
 
+/* ---- float8 (docs/semantics.md §2.6; float8.c) ---------------------------------------- */
+
+/* One float8 type as ONNX defines it (onnx/docs/Float8.md): `ebits` exponent and `mbits`
+ * fraction bits, `bias`; `fnuz` (no infinities, no -0, the one NaN 0x80); `has_inf` (e5m2's
+ * IEEE infinities); `max_code` the largest finite positive code; `shift` such that every
+ * finite value times 2^shift is an integer (bias + mbits - 1). NULL for other types. */
+typedef struct qmm_float8_format {
+    int32_t dtype;
+    int ebits, mbits, bias, fnuz, has_inf;
+    uint8_t max_code;
+    int shift;
+} qmm_float8_format;
+
+const qmm_float8_format *qmm_float8_format_of(int32_t dtype);
+
+/* The exact value of a float8 code as a double (every float8 value is one): ±infinity,
+ * NaN, and -0.0 for e4m3fn's and e5m2's 0x80. NaN for a non-float8 dtype. */
+double qmm_float8_decode(int32_t dtype, uint8_t code);
+
+/* A finite code's value times 2^shift, an integer (|.| < 2^34). */
+int64_t qmm_float8_scaled(int32_t dtype, uint8_t code);
+
+/* The code of `v` rounded to the type: nearest, ties to even, subnormals included,
+ * magnitudes at or beyond the largest finite saturated to it (QuantizeLinear saturate=1);
+ * a zero (or a value that rounds to zero) keeps v's sign where the type has -0, is 0x00 in
+ * the fnuz types. NaN gives the type's NaN. Exact for every double v. */
+uint8_t qmm_float8_encode(int32_t dtype, double v);
+
+/* Every element of float8 tensor `t` is finite; otherwise QMM_INVALID_ARGUMENT naming the
+ * first that is not ("a[3]: float8e5m2 code 0x7c is +inf; ..."). QMM_OK for other types. */
+qmm_status_code qmm_check_float8_values(const qmm_tensor *t, const char *name, qmm_status *st);
+
 /* ---- validation of QLinearMatMul and MatMulInteger (validate.c) ------------------------ */
 
 /* The parameter maps of a plan, in input order. */
@@ -157,12 +189,16 @@ typedef struct qmm_plan {
 } qmm_plan;
 
 /* Full validation of a call against docs/semantics.md §2.5 / §3, including the shape of y. On
- * success fills the plan. QMM_UNSUPPORTED for valid calls the reference does not compute yet
- * (float8 types). */
+ * success fills the plan. Float8 operands and zero points must hold finite values (§2.6). */
 qmm_status_code qmm_validate_qlinearmatmul(const qmm_qlinearmatmul *c, qmm_plan *plan,
                                            qmm_status *st);
 qmm_status_code qmm_validate_matmulinteger(const qmm_matmulinteger *c, qmm_plan *plan,
                                            qmm_status *st);
+
+/* The name of a QLinearMatMul call's first float8 operand ("a", "b", "y"), NULL when it has
+ * none: what a backend without float8 kernels checks, after validating, to answer
+ * UNSUPPORTED (validate.c). */
+const char *qmm_qlinearmatmul_float8(const qmm_qlinearmatmul *c);
 
 /* ---- QOrderedMatMul (docs/semantics.md §4, docs/qorderedmatmul.md; qordered_layout.c) -- */
 

@@ -1,4 +1,4 @@
-/* ops/validate.c — every input rule of docs/semantics.md §2.5 and §3, in one place, so the
+/* ops/validate.c — every input rule of docs/semantics.md §2.5, §2.6 and §3, in one place, so the
  * computation can assume a well-formed call.
  */
 #include <string.h>
@@ -157,15 +157,22 @@ qmm_status_code qmm_validate_qlinearmatmul(const qmm_qlinearmatmul *c, qmm_plan 
     QMM_TRY(qmm_check_scale_values(&c->b_scale, "b_scale", st));
     QMM_TRY(qmm_check_scale_values(&c->y_scale, "y_scale", st));
 
-    /* Only now, with the call known to be valid, may float8 be answered as unsupported. */
-    const qmm_tensor *ops[3] = {&c->a, &c->b, &c->y};
-    const char *names[3] = {"a", "b", "y"};
-    for (int i = 0; i < 3; i++)
-        if (qmm_is_float8(ops[i]->dtype))
-            return qmm_status_set(st, QMM_UNSUPPORTED,
-                                  "%s: float8 type %s is not implemented by the reference yet",
-                                  names[i], qmm_dtype_name(ops[i]->dtype));
+    /* Float8 inputs must hold values: NaN and infinities have no exact meaning (§2.6). */
+    const qmm_tensor *values[5] = {&c->a, &c->a_zero_point, &c->b, &c->b_zero_point,
+                                   &c->y_zero_point};
+    const char *value_names[5] = {"a", "a_zero_point", "b", "b_zero_point", "y_zero_point"};
+    for (int i = 0; i < 5; i++)
+        QMM_TRY(qmm_check_float8_values(values[i], value_names[i], st));
     return qmm_status_ok(st);
+}
+
+const char *qmm_qlinearmatmul_float8(const qmm_qlinearmatmul *c)
+{
+    if (qmm_is_float8(c->a.dtype))
+        return "a";
+    if (qmm_is_float8(c->b.dtype))
+        return "b";
+    return qmm_is_float8(c->y_zero_point.dtype) ? "y" : NULL;
 }
 
 qmm_status_code qmm_validate_matmulinteger(const qmm_matmulinteger *c, qmm_plan *plan,

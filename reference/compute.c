@@ -50,13 +50,13 @@ qmm_status_code qmm_ref_explain(const qmm_call *call, int64_t index, qmm_ref_ele
 
 void qmm_ref_exact_init(qmm_ref_exact *x)
 {
-    mpq_inits(x->value, x->tmp, NULL);
+    mpq_inits(x->value, x->tmp, x->kept, NULL);
     mpz_inits(x->z, x->q, x->r, NULL);
 }
 
 void qmm_ref_exact_clear(qmm_ref_exact *x)
 {
-    mpq_clears(x->value, x->tmp, NULL);
+    mpq_clears(x->value, x->tmp, x->kept, NULL);
     mpz_clears(x->z, x->q, x->r, NULL);
 }
 

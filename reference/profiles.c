@@ -694,6 +694,14 @@ typedef struct profile_op {
 } profile_op;
 
 #define AS_SPEC {.as_spec = 1}
+#define PAIRSAT16_FLOAT8 "float8: the AVX2 u8·s8 integer kernels it imitates take no float8"
+
+/* Does a QLinearMatMul call have a float8 operand or output? */
+static int has_float8(const qmm_call *call)
+{
+    return call->op == QMM_OP_QLINEARMATMUL &&
+           qmm_qlinearmatmul_float8(&call->u.qlinearmatmul) != NULL;
+}
 
 /* Everything about a profile is its row here: adding a profile is a row (and its arithmetic
  * above) plus its tests, nothing else (docs/architecture.md §4.3); adding an operator is
@@ -706,38 +714,51 @@ static const struct profile_row {
     profile_op ops[QMM_MAX_OP_KINDS]; /* by qmm_op_kind */
     /* the types it does not compute, decided from the types alone: NULL when it computes them */
     const char *(*unsupported_types)(const qmm_call *call);
+    /* why it does not compute QLinearMatMul's float8 forms (docs/semantics.md §2.6): every
+     * profile but spec imitates an implementation that has none */
+    const char *float8;
 } profiles[] = {
     [QMM_PROFILE_SPEC] = {.name = "spec", .is_spec = 1},
     [QMM_PROFILE_ONNX_REF] = {.name = "onnx-ref",
                               .ops = {[QMM_OP_QLINEARMATMUL] = {.compute = qlm_onnx_ref},
-                                      [QMM_OP_MATMULINTEGER] = AS_SPEC}},
+                                      [QMM_OP_MATMULINTEGER] = AS_SPEC},
+                              .float8 = "float8: onnx.reference 1.23.2 raises ValueError "
+                                        "\"Invalid integer data type\" (np.iinfo of a float8 "
+                                        "type)"},
     [QMM_PROFILE_ORT_FP32] = {.name = "ort-fp32",
                               .ops = {[QMM_OP_QLINEARMATMUL] = {.compute = qlm_ort_fp32},
                                       [QMM_OP_MATMULINTEGER] = AS_SPEC,
-                                      [QMM_OP_QORDEREDMATMUL] = {.compute = qom_ort_fp32}}},
+                                      [QMM_OP_QORDEREDMATMUL] = {.compute = qom_ort_fp32}},
+                              .float8 = "float8: ONNX Runtime's QLinearMatMul answers "
+                                        "NOT_IMPLEMENTED for float8 types"},
     [QMM_PROFILE_ORION_FP16X16] = {
         .name = "orion-fp16x16",
         .ops = {[QMM_OP_QLINEARMATMUL] = {.compute = qlm_orion},
                 [QMM_OP_MATMULINTEGER] = {.no_counterpart = "MatMulInteger has no Orion "
                                                             "counterpart"}},
-        .unsupported_types = orion_types},
+        .unsupported_types = orion_types,
+        .float8 = "float8: Orion's qlinear_matmul is int8 only"},
     /* the float profiles over the AVX2 u8·s8 accumulation (ACC_PAIRSAT16): what ONNX Runtime's
      * MLAS and oneDNN compute for u8·s8 on a CPU without VNNI */
     {.name = "onnx-ref+pairsat16",
      .ops = {[QMM_OP_QLINEARMATMUL] = {.compute = qlm_onnx_ref_pairsat16},
-             [QMM_OP_MATMULINTEGER] = {.compute = mmi_pairsat16}}},
+             [QMM_OP_MATMULINTEGER] = {.compute = mmi_pairsat16}},
+     .float8 = PAIRSAT16_FLOAT8},
     {.name = "ort-fp32+pairsat16",
      .ops = {[QMM_OP_QLINEARMATMUL] = {.compute = qlm_ort_fp32_pairsat16},
-             [QMM_OP_MATMULINTEGER] = {.compute = mmi_pairsat16}}},
+             [QMM_OP_MATMULINTEGER] = {.compute = mmi_pairsat16}},
+     .float8 = PAIRSAT16_FLOAT8},
     {.name = "gemmlowp",
      .ops = {[QMM_OP_QLINEARMATMUL] = {.compute = qlm_gemmlowp},
              [QMM_OP_MATMULINTEGER] = {.no_counterpart = "MatMulInteger is not mapped onto "
                                                          "gemmlowp (QLinearMatMul only)"}},
-     .unsupported_types = gemmlowp_forms},
+     .unsupported_types = gemmlowp_forms,
+     .float8 = "float8: gemmlowp multiplies uint8 only"},
     {.name = "onednn-fp32+pairsat16",
      .ops = {[QMM_OP_QLINEARMATMUL] = {.compute = qlm_onednn_fp32_pairsat16},
              [QMM_OP_MATMULINTEGER] = {.compute = mmi_onednn}},
-     .unsupported_types = onednn_forms},
+     .unsupported_types = onednn_forms,
+     .float8 = "float8: the profile imitates oneDNN's int8 GEMM, which takes no float8"},
 };
 #define N_PROFILES ((int)(sizeof profiles / sizeof profiles[0]))
 _Static_assert(sizeof profiles / sizeof profiles[0] <= QMM_PROFILE_MAX,
@@ -807,9 +828,10 @@ qmm_status_code qmm_ref_profile_supports(const qmm_call *call, qmm_profile p, qm
         return qmm_status_set(st, QMM_UNSUPPORTED, "%s: %s is defined under %s only", name,
                               qmm_op_name(call->op), defined);
     }
-    const char *why = op && op->no_counterpart ? op->no_counterpart
-                      : row->unsupported_types   ? row->unsupported_types(call)
-                                                 : NULL;
+    const char *why = op && op->no_counterpart        ? op->no_counterpart
+                      : row->float8 && has_float8(call) ? row->float8
+                      : row->unsupported_types          ? row->unsupported_types(call)
+                                                        : NULL;
     if (why)
         return qmm_status_set(st, QMM_UNSUPPORTED, "%s: %s", name, why);
     return qmm_status_ok(st);
@@ -820,9 +842,9 @@ qmm_status_code qmm_ref_compute_profile(qmm_call *call, qmm_profile p, qmm_statu
     if (!qmm_profile_name(p))
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "profile: unknown profile %d", (int)p);
     const profile_op *op = profile_op_of(&profiles[p], call->op);
-    if (op && op->compute)
-        return op->compute(call, st);
     const qmm_op_desc *desc = qmm_op_desc_of(call->op);
+    if (op && op->compute && !(profiles[p].float8 && has_float8(call)))
+        return op->compute(call, st);
     if ((op && op->as_spec) || !desc)
         return qmm_ref_compute(call, NULL, NULL, st); /* the unknown: its message */
     /* validation first: an invalid call is INVALID_ARGUMENT under every profile */

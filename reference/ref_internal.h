@@ -56,7 +56,7 @@ static inline void qmm_ref_store_q8(const qmm_tensor *y, int64_t index, int64_t 
 /* Scratch numbers for exact requantization, reused across elements: `value` is the exact
  * result before rounding, the others are working space. */
 typedef struct qmm_ref_exact {
-    mpq_t value, tmp;
+    mpq_t value, tmp, kept;
     mpz_t z, q, r;
 } qmm_ref_exact;
 

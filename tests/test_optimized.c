@@ -1005,3 +1005,37 @@ Test(validation, invalid_input_is_rejected_like_the_reference)
     cr_assert(strstr(st.message, "y_scale"), "%s", st.message);
     be->close(be);
 }
+
+Test(validation, float8_answers_unsupported_after_validating)
+{
+    /* docs/optimized.md: the kernels are integer GEMMs, so a valid float8 call is UNSUPPORTED
+     * with its reason; an invalid one (a NaN code) is still INVALID_ARGUMENT */
+    qmm_backend *be = open_ok("");
+    uint8_t a[2] = {0x38, 0x38}, b[2] = {1, 1}, y[1], z = 0;
+    float s = 1.0f;
+    qmm_qlinearmatmul c = {
+        .a = {QMM_DTYPE_FLOAT8E4M3FN, 2, {1, 2}, a},
+        .a_scale = {QMM_DTYPE_FLOAT, 0, {0}, &s},
+        .a_zero_point = {QMM_DTYPE_FLOAT8E4M3FN, 0, {0}, &z},
+        .b = {U8, 2, {2, 1}, b},
+        .b_scale = {QMM_DTYPE_FLOAT, 0, {0}, &s},
+        .b_zero_point = {U8, 0, {0}, &z},
+        .y_scale = {QMM_DTYPE_FLOAT, 0, {0}, &s},
+        .y_zero_point = {U8, 0, {0}, &z},
+        .y = {U8, 2, {1, 1}, y},
+        .opset = 21,
+    };
+    qmm_status st;
+    cr_assert_eq(be->qlinearmatmul(be, &c, &st), QMM_UNSUPPORTED, "%s", st.message);
+    cr_assert(strstr(st.message, "a is float8; the integer kernels take uint8/int8 only"), "%s",
+              st.message);
+    a[1] = 0xff; /* NaN */
+    cr_assert_eq(be->qlinearmatmul(be, &c, &st), QMM_INVALID_ARGUMENT, "%s", st.message);
+    cr_assert(strstr(st.message, "a[1]"), "%s", st.message);
+    a[1] = 0x38;
+    c.a.dtype = c.a_zero_point.dtype = U8;
+    c.y.dtype = c.y_zero_point.dtype = QMM_DTYPE_FLOAT8E5M2FNUZ;
+    cr_assert_eq(be->qlinearmatmul(be, &c, &st), QMM_UNSUPPORTED, "%s", st.message);
+    cr_assert(strstr(st.message, "y is float8"), "%s", st.message);
+    be->close(be);
+}

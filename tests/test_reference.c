@@ -724,9 +724,15 @@ Test(invalid, float8)
     c.u.qlinearmatmul.a.dtype = QMM_DTYPE_FLOAT8E4M3FN;
     c.u.qlinearmatmul.a_zero_point.dtype = QMM_DTYPE_FLOAT8E4M3FN;
     compute_fails(&c, QMM_INVALID_ARGUMENT, "a:"); /* opset 10 */
+    /* opset 21 computes it: a's codes 0x01 are float8e4m3fn's 2^-9, so each element is
+     * RNE(3 * 2^-9) = 0 (docs/semantics.md §2.6; tests/test_float8.c has the rest) */
     c.u.qlinearmatmul.opset = 21;
-    compute_fails(&c, QMM_UNSUPPORTED, "not implemented by the reference yet");
-    /* invalid float8 calls are still invalid, not unsupported */
+    compute_ok(&c);
+    expect_u8(s.y, (uint8_t[]){0, 0, 0, 0}, 4);
+    /* a NaN code is invalid, named with its index */
+    s.a[4] = 0x7f;
+    compute_fails(&c, QMM_INVALID_ARGUMENT, "a[4]: float8e4m3fn code 0x7f is NaN");
+    s.a[4] = 0x01;
     c.u.qlinearmatmul.b.dims[0] = 4;
     compute_fails(&c, QMM_INVALID_ARGUMENT, "K mismatch");
 }

@@ -43,8 +43,8 @@ static qmm_status_code opt_query(const qmm_backend *self, const qmm_call *call, 
     if (ob->missing)
         return qmm_status_set(st, QMM_UNSUPPORTED, "%s: %s", ob->name, ob->missing);
     /* Validation belongs to the operator call (invalid input is still "supported"); the
-     * call answers UNSUPPORTED for valid float8 operands, after validating, as the reference
-     * does. */
+     * call answers UNSUPPORTED for valid float8 operands, after validating: the kernels are
+     * integer GEMMs (docs/optimized.md). */
     return qmm_status_ok(st);
 }
 

@@ -755,6 +755,11 @@ qmm_status_code qmm_opt_qlinearmatmul(const qmm_opt_backend *ob, const qmm_qline
     qmm_status_code rc = qmm_validate_qlinearmatmul(&call, &plan, st);
     if (rc != QMM_OK)
         return rc;
+    const char *f8 = qmm_qlinearmatmul_float8(c);
+    if (f8) /* docs/optimized.md: the kernels are integer GEMMs; float8 is the reference's */
+        return qmm_status_set(st, QMM_UNSUPPORTED,
+                              "%s: %s is float8; the integer kernels take uint8/int8 only",
+                              ob->name, f8);
     job J;
     memset(&J, 0, sizeof J);
     J.g = &plan.g;

@@ -511,7 +511,11 @@ qmm_status_code qmm_cu_qlinearmatmul(qmm_cu_backend *cb, const qmm_qlinearmatmul
     memset(&p, 0, sizeof p);
     qmm_status_code rc = qmm_validate_qlinearmatmul(c, &p.rules, st);
     if (rc != QMM_OK)
-        return rc; /* float8 operands: UNSUPPORTED after validation, as the reference does */
+        return rc;
+    const char *f8 = qmm_qlinearmatmul_float8(c);
+    if (f8) /* cuBLASLt's integer GEMM and the exact epilogue take uint8/int8 only */
+        return qmm_status_set(st, QMM_UNSUPPORTED, "cuda: %s is float8; the int8 GEMM takes "
+                              "uint8/int8 only", f8);
     p.qlm = c;
     p.a = &c->a;
     p.b = &c->b;
