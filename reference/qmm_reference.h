@@ -30,9 +30,10 @@ qmm_status_code qmm_ref_compute(qmm_call *call, qmm_tensor *y_wrapped, int *any_
 
 /* Everything the harness prints about one output element. */
 typedef struct qmm_ref_element {
-    int64_t acc;          /* exact sum_k (a - za)(b - zb) */
+    int64_t acc;          /* exact sum_k (a - za)(b - zb); 0 when a or b is float8 (the sum is
+                           * then a rational: `scaled` holds sa*sb*acc/sy) */
     int overflow;         /* acc does not fit int32 */
-    int64_t expected;     /* the spec result */
+    int64_t expected;     /* the spec result (a float8 y: its code, 0..255) */
     int64_t wrapped;      /* the result from the int32-wrapped acc (== expected unless overflow) */
     char scaled[160];     /* QLinearMatMul: sa*sb*acc/sy exactly, as a decimal ("3.5",
                            * "-0.333333333333333333333...") ; QOrderedMatMul: the exact
