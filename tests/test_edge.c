@@ -97,7 +97,7 @@ Test(edge, every_committed_edge_case_passes_against_the_reference)
     cr_expect(strstr(out, " failed:0 mistrusted:0 skipped:0 unchecked:0 crashed:0 timeout:0 "
                           "error:0 ") != NULL,
               "%s", out);
-    expect_in(out, "SUMMARY: total:263 passed:263 ");
+    expect_in(out, "SUMMARY: total:322 passed:322 ");
     free(out);
 }
 
@@ -109,7 +109,7 @@ Test(edge, list_names_suites_counts_and_tags)
         expect_in(out, qh_edge_suite_at(i)->name);
     expect_in(out, "ties           16 cases  seed 1");
     expect_in(out, "tags: ties, tie, even-zp");
-    expect_in(out, "263 cases");
+    expect_in(out, "322 cases");
     free(out);
     cr_expect_eq(qmmcheck(&out, "export --suite nonsense --out '%s/x'", tmpdir), 2);
     free(out);
@@ -196,6 +196,31 @@ Test(edge, tie_outputs_round_half_to_even_before_the_zero_point)
     read_output("qlinearmatmul/ties/odd-zp-neg-s8u8s8", &t);
     cr_assert_eq(t.t.dtype, QMM_DTYPE_INT8);
     cr_expect(memcmp(t.t.data, want_neg, 16) == 0);
+    qh_tensor_free(&t);
+}
+
+Test(edge, float8_ties_saturation_and_zeros_by_hand)
+{
+    /* docs/semantics.md §2.6, float8e4m3fn: rows are the midpoints 0|2^-9, 1|2 and 2|3
+     * subnormal units, 7|8 units (largest subnormal | smallest normal), 0.9375|1, 1|1.125,
+     * 384|416, 416|448, each then negated, and 0: ties go to the even code, negative ones
+     * that round to zero to -0 (0x80), the exact 0 to +0 */
+    static const uint8_t want[17] = {0x00, 0x80, 0x02, 0x82, 0x02, 0x82, 0x08, 0x88, 0x38,
+                                     0xb8, 0x38, 0xb8, 0x7c, 0xfc, 0x7e, 0xfe, 0x00};
+    qh_tensor t;
+    read_output("qlinearmatmul/float8/ties-e4m3fn", &t);
+    cr_assert_eq(t.t.dtype, QMM_DTYPE_FLOAT8E4M3FN);
+    cr_assert_eq(qmm_tensor_numel(&t.t), 17);
+    cr_expect(memcmp(t.t.data, want, 17) == 0);
+    qh_tensor_free(&t);
+    /* y_zero_point -448: x = 0 keeps it, x = -1 saturates, x = 448 is +0, x = 896 is 448 */
+    read_output("qlinearmatmul/float8/zero-point-at-lowest-e4m3fn", &t);
+    cr_expect(memcmp(t.t.data, (const uint8_t[]){0xfe, 0xfe, 0x00, 0x7e}, 4) == 0);
+    qh_tensor_free(&t);
+    /* e5m2fnuz: ±57344, ±61440, ±114688, ±127*2^100 all saturate to ±57344 (0x7f / 0xff) */
+    read_output("qlinearmatmul/float8/saturation-e5m2fnuz", &t);
+    cr_expect(memcmp(t.t.data, (const uint8_t[]){0x7f, 0xff, 0x7f, 0xff, 0x7f, 0xff, 0x7f, 0xff},
+                     8) == 0);
     qh_tensor_free(&t);
 }
 
