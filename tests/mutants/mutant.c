@@ -185,6 +185,9 @@ static qmm_status_code mutant_qlmm(const qmm_backend *self, const qmm_qlinearmat
     qmm_status_code rc = qmm_validate_qlinearmatmul(c, &plan, st);
     if (rc != QMM_OK)
         return rc;
+    const char *f8 = qmm_qlinearmatmul_float8(c);
+    if (f8) /* an integer kernel, like the optimized backend's */
+        return qmm_status_set(st, QMM_UNSUPPORTED, "mutant: %s is float8", f8);
     const qmm_geometry g = plan.g;
     const qmm_param_map m_as = plan.maps[QMM_MAP_A_SCALE], m_az = plan.maps[QMM_MAP_A_ZERO_POINT],
                         m_bs = plan.maps[QMM_MAP_B_SCALE], m_bz = plan.maps[QMM_MAP_B_ZERO_POINT],
