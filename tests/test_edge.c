@@ -9,6 +9,7 @@
 #include "cli_support.h"
 #include "harness/gen/edge.h"
 #include "harness/io/onnx_io.h"
+#include "harness/run/compare.h"
 
 TestSuite(edge, .init = make_tmp, .fini = remove_tmp);
 
@@ -222,6 +223,17 @@ Test(edge, float8_ties_saturation_and_zeros_by_hand)
     cr_expect(memcmp(t.t.data, (const uint8_t[]){0x7f, 0xff, 0x7f, 0xff, 0x7f, 0xff, 0x7f, 0xff},
                      8) == 0);
     qh_tensor_free(&t);
+}
+
+/* A float8 mismatch line names codes, and the profile match compares them: before, every
+ * float8 element read as 0, so any wrong float8 answer "matched spec". */
+Test(edge, float8_elements_read_as_their_codes)
+{
+    uint8_t codes[3] = {0x00, 0x80, 0x7e};
+    qmm_tensor t = {QMM_DTYPE_FLOAT8E4M3FN, 1, {3}, codes};
+    cr_expect_eq(qh_tensor_int(&t, 0), 0x00);
+    cr_expect_eq(qh_tensor_int(&t, 1), 0x80);
+    cr_expect_eq(qh_tensor_int(&t, 2), 0x7e);
 }
 
 Test(edge, overflow_cases_store_the_exact_and_matmulinteger_the_wrapped_sum)

@@ -14,6 +14,10 @@ int64_t qh_tensor_int(const qmm_tensor *t, int64_t i)
     case QMM_DTYPE_INT16: { int16_t v; memcpy(&v, p + 2 * i, 2); return v; }
     case QMM_DTYPE_INT32: { int32_t v; memcpy(&v, p + 4 * i, 4); return v; }
     case QMM_DTYPE_INT64: { int64_t v; memcpy(&v, p + 8 * i, 8); return v; }
+    case QMM_DTYPE_FLOAT8E4M3FN:
+    case QMM_DTYPE_FLOAT8E4M3FNUZ:
+    case QMM_DTYPE_FLOAT8E5M2:
+    case QMM_DTYPE_FLOAT8E5M2FNUZ: return p[i]; /* the code: equal codes, equal outputs */
     default: return 0;
     }
 }

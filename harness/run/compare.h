@@ -17,11 +17,12 @@ typedef struct qh_compare {
 } qh_compare;
 
 /* Element i of `got` is accepted when it equals exact[i], or alt[i] when alt is not NULL (the
- * overflow-permitted result). Tensors must hold integer dtypes (uint8, int8, int32). */
+ * overflow-permitted result). Elements are compared as bytes (uint8, int8, int32, float8). */
 void qh_compare_outputs(const qmm_tensor *exact, const qmm_tensor *alt, const qmm_tensor *got,
                         qh_compare *r);
 
-/* Element i of an integer tensor as int64 (uint8, int8, int16, uint16, int32, int64). */
+/* Element i of an integer tensor as int64 (uint8, int8, int16, uint16, int32, int64); of a
+ * float8 tensor, its code (0..255), which is what the mismatch lines print and compare. */
 int64_t qh_tensor_int(const qmm_tensor *t, int64_t i);
 
 /* Writes "[2,3]" (or "[]") into buf. */
