@@ -118,6 +118,103 @@ Test(cli, filter_and_shard)
     cr_expect_eq(total, 24);
 }
 
+/* The case names of a run's case lines ("N:STATUS NAME ..."), one a line, in run order. */
+static char *case_names(const char *out)
+{
+    char *names = calloc(1, strlen(out) + 1); /* the names are shorter than their lines */
+    size_t used = 0;
+    for (const char *line = out; line && *line;) {
+        const char *nl = strchr(line, '\n');
+        const char *colon = strchr(line, ':');
+        if (line[0] >= '1' && line[0] <= '9' && colon && (!nl || colon < nl)) {
+            const char *name = strchr(colon, ' ');
+            if (name && (!nl || name < nl)) {
+                name++;
+                size_t len = strcspn(name, " \n");
+                memcpy(names + used, name, len);
+                used += len;
+                names[used++] = '\n';
+            }
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    return names;
+}
+
+/* --shard I/N for N = 1, 2, 3, 7: the shards' case lines together are the whole run's, each
+ * exactly once; each SUMMARY line, JSON and JUnit report says which shard it ran. */
+Test(cli, shards_partition_the_run)
+{
+    char *out;
+    cr_assert_eq(qmmcheck(&out, "run --backend reference --vectors vectors" CLASSIC), 0, "%s",
+                 out);
+    char *all = case_names(out);
+    free(out);
+    int total = count_lines_with(all, "/");
+    cr_assert_eq(total, 24, "%s", all);
+    static const int counts[] = {1, 2, 3, 7};
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        int n = counts[c];
+        int seen[24] = {0};
+        for (int i = 1; i <= n; i++) {
+            int rc = qmmcheck(&out, "run --backend reference --vectors vectors" CLASSIC
+                              " --shard %d/%d --report json:%s/s.json --report junit:%s/s.xml",
+                              i, n, tmpdir, tmpdir);
+            cr_assert_eq(rc, 0, "shard %d/%d exited %d:\n%s", i, n, rc, out);
+            char want[64];
+            snprintf(want, sizeof want, " s) shard %d/%d\n", i, n);
+            expect_in(out, want);
+            char path[512];
+            snprintf(path, sizeof path, "%s/s.json", tmpdir);
+            char *json = slurp(path);
+            snprintf(want, sizeof want, "\"shard\": \"%d/%d\"", i, n);
+            expect_in(json, want);
+            free(json);
+            snprintf(path, sizeof path, "%s/s.xml", tmpdir);
+            char *xml = slurp(path);
+            snprintf(want, sizeof want, "<property name=\"shard\" value=\"%d/%d\"/>", i, n);
+            expect_in(xml, want);
+            free(xml);
+            char *names = case_names(out);
+            free(out);
+            /* each name of the shard is one of the whole run's, not seen in another shard */
+            for (char *save = NULL, *name = strtok_r(names, "\n", &save); name;
+                 name = strtok_r(NULL, "\n", &save)) {
+                int k = 0;
+                for (const char *p = all; k < total; k++) {
+                    size_t len = strcspn(p, "\n");
+                    if (len == strlen(name) && strncmp(p, name, len) == 0)
+                        break;
+                    p += len + 1;
+                }
+                cr_assert_lt(k, total, "shard %d/%d ran %s, not in the whole run", i, n, name);
+                cr_expect_eq(seen[k], 0, "%s ran twice with N=%d", name, n);
+                seen[k]++;
+            }
+            free(names);
+        }
+        for (int k = 0; k < total; k++)
+            cr_expect_eq(seen[k], 1, "N=%d: case %d of the whole run ran %d times", n, k,
+                         seen[k]);
+    }
+    free(all);
+}
+
+/* A bad --shard exits 2 with a message naming the option, its value and the form it wants. */
+Test(cli, bad_shard_forms_are_usage_errors)
+{
+    static const char *bad[] = {"0/0", "3/2", "x/y", "1/0", "0/2", "1", "/2", "1/", "-1/2"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *out = qmmcheck_expect(2, "run --backend reference --vectors vectors/seeds "
+                                       "--shard '%s'", bad[i]);
+        char want[64];
+        snprintf(want, sizeof want, "--shard %s: expected I/N", bad[i]);
+        expect_in(out, want);
+        expect_in(out, "1 <= I <= N");
+        free(out);
+    }
+}
+
 Test(cli, list_shows_names_and_paths)
 {
     char *out;

@@ -41,7 +41,7 @@ typedef struct opts {
     const char *xfail;
     int xfail_strict;     /* a stale --xfail entry or an XPASS fails the run */
     const char *profile;
-    int shard_i, shard_n;
+    int shard_i, shard_n; /* --shard I/N, 1 <= I <= N; 0/0 without it */
     int quiet, verbose, list_backends;
     int data_set;
     int isolate;          /* -1: plugins isolated, built-ins not; 0 never; 1 always */
@@ -194,7 +194,8 @@ static int parse_opts(const qh_command *cmd, int argc, char **argv, opts *o, int
         case O_XFAIL_STRICT: o->xfail_strict = 1; break;
         case O_SHARD:
             if (parse_shard(val, &o->shard_i, &o->shard_n))
-                return usage_error("--shard %s: expected I/N with 1 <= I <= N", val);
+                return usage_error("--shard %s: expected I/N, the I-th of N slices, with "
+                                   "1 <= I <= N (e.g. 1/4)", val);
             break;
         case O_DATA_SET:
             if (qh_parse_int(val, 0, 1000000000, &o->data_set))
@@ -462,6 +463,7 @@ typedef struct run_state {
                          * backend */
     size_t k;           /* the rows filled */
     qh_run_summary sum;
+    char shard[32];     /* "I/N" for the SUMMARY line and the reports, under --shard */
 } run_state;
 
 /* Parses the options, clears the reports, reads --xfail and collects the cases. Returns 0,
@@ -598,16 +600,23 @@ static void check_xfail(run_state *r)
     fflush(stdout);
 }
 
-/* The SUMMARY line, with the run's duration since t0 and the signal that stopped it, if any. */
-static void summarize(qh_run_summary *sum, int sig, double t0)
+/* The SUMMARY line, with the run's duration since t0, the shard it ran (so that N shards'
+ * logs can be told apart) and the signal that stopped it, if any. */
+static void summarize(run_state *r, int sig, double t0)
 {
+    qh_run_summary *sum = &r->sum;
     if (sig)
         sum->interrupted = sig == SIGINT ? "SIGINT" : "SIGTERM";
+    if (r->o.shard_n > 0) {
+        snprintf(r->shard, sizeof r->shard, "%d/%d", r->o.shard_i, r->o.shard_n);
+        sum->shard = r->shard;
+    }
     sum->seconds = qh_mono_seconds() - t0;
 
     char line[512];
     qh_summary_format(sum, line, sizeof line);
-    printf("SUMMARY: %s (%.3f s)%s%s\n", line, sum->seconds,
+    printf("SUMMARY: %s (%.3f s)%s%s%s%s\n", line, sum->seconds,
+           sum->shard ? " shard " : "", sum->shard ? sum->shard : "",
            sig ? " interrupted by " : "", sig ? sum->interrupted : "");
     fflush(stdout);
 }
@@ -713,7 +722,7 @@ int qh_cmd_run(int argc, char **argv)
     finish_backends(&r);
     check_xfail(&r);
     int sig = qh_interrupted;
-    summarize(&r.sum, sig, t0);
+    summarize(&r, sig, t0);
     int exit_code = exit_status(&r, sig);
     exit_code = write_reports(&r, argc, argv, exit_code);
     free_run(&r);

@@ -131,6 +131,10 @@ static void write_json(qh_sb *b, const char *command, const qh_result *r, size_t
         json_str(b, "interrupted", sum->interrupted, 0);
         qh_sb_puts(b, ",\n  ");
     }
+    if (sum->shard) {
+        json_str(b, "shard", sum->shard, 0);
+        qh_sb_puts(b, ",\n  ");
+    }
     qh_sb_printf(b, "\"summary\": {\"total\": %lld", (long long)sum->total);
     for (int s = 0; s < QH_STATUS_COUNT; s++)
         qh_sb_printf(b, ", \"%s\": %lld", qh_case_status_key((qh_case_status)s),
@@ -159,6 +163,16 @@ static void write_json(qh_sb *b, const char *command, const qh_result *r, size_t
     qh_sb_puts(b, "\n  ]\n}\n");
 }
 
+/* One <property>, or nothing when the value is NULL. */
+static void junit_property(qh_sb *b, const char *name, const char *value)
+{
+    if (!value)
+        return;
+    qh_sb_printf(b, "<property name=\"%s\" value=\"", name);
+    qh_sb_xml(b, value);
+    qh_sb_puts(b, "\"/>");
+}
+
 static void write_junit(qh_sb *b, const char *command, const qh_result *r, size_t n,
                         const qh_run_summary *sum)
 {
@@ -176,10 +190,11 @@ static void write_junit(qh_sb *b, const char *command, const qh_result *r, size_
                  "skipped=\"%lld\" time=\"%.6f\">\n",
                  (long long)sum->total, (long long)failures, (long long)errors,
                  (long long)skipped, sum->seconds);
-    if (sum->interrupted) {
-        qh_sb_puts(b, "    <properties><property name=\"interrupted\" value=\"");
-        qh_sb_xml(b, sum->interrupted);
-        qh_sb_puts(b, "\"/></properties>\n");
+    if (sum->interrupted || sum->shard) {
+        qh_sb_puts(b, "    <properties>");
+        junit_property(b, "interrupted", sum->interrupted);
+        junit_property(b, "shard", sum->shard);
+        qh_sb_puts(b, "</properties>\n");
     }
     for (size_t i = 0; i < n; i++) {
         const char *st = qh_case_status_name(r[i].status);

@@ -13,6 +13,7 @@ typedef struct qh_run_summary {
     int64_t total;
     double seconds;
     const char *interrupted; /* "SIGTERM" when a signal cut the run short, else NULL */
+    const char *shard;       /* "I/N" when --shard ran one slice of the cases, else NULL */
 } qh_run_summary;
 
 /* The known KINDs of `--report KIND:FILE` ("json, junit"), for usage texts: the table in
