@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages qmmcheck needs to build and test. Idempotent; uses sudo when
-# not root.
+# not root. --minimal: only what building qmmcheck itself needs (no tests, fuzzers or peers),
+# for CI gates and the qmmcheck image (docs/ci.md).
 set -euo pipefail
 # afl++: AFL++ fuzz campaigns (fuzz/campaign --engine afl); libFuzzer comes with clang.
 # libdnnl-dev, libxnnpack-dev (+ libpthreadpool-dev, which its header includes), libgemmlowp-dev:
@@ -8,6 +9,11 @@ set -euo pipefail
 # groff-base (renders the man page in its test).
 pkgs=(build-essential cmake pkg-config libgmp-dev libcriterion-dev clang python3-venv afl++
       libdnnl-dev libxnnpack-dev libpthreadpool-dev libgemmlowp-dev bsdutils groff-base)
+case "${1:-}" in
+  "") ;;
+  --minimal) pkgs=(build-essential cmake pkg-config libgmp-dev) ;;
+  *) echo "usage: $0 [--minimal]" >&2; exit 2 ;;
+esac
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

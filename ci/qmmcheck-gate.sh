@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# ci/qmmcheck-gate.sh — gates a kernel repository on qmmcheck: the one script the GitHub action
+# (action.yml), the reusable workflow, the GitLab template and the qmmcheck image all call, so
+# that a gate runs the same on a laptop as in any CI (docs/ci.md).
+#
+#   ci/qmmcheck-gate.sh STEP [OPTIONS] [-- EXTRA qmmcheck run ARGUMENTS]
+#
+# STEP: deps (the Debian packages: scripts/deps.sh --minimal), build (qmmcheck from a checkout,
+# installed into a prefix), run (build the plugin, run the backend over the suites in one
+# shard, write JUnit, JSON and the log), or all (the three in order).
+#
+# Every option has an environment variable, so a CI passes its inputs without quoting them
+# into a command line; an option given overrides its variable.
+set -euo pipefail
+
+usage() {
+    cat <<'EOF'
+usage: qmmcheck-gate.sh deps|build|run|all [OPTIONS] [-- EXTRA qmmcheck run ARGUMENTS]
+  --backend SPEC       the backend to gate: a plugin (./libx.so[:opts]), a built-in, exec:CMD
+                       (QMM_GATE_BACKEND); required for run
+  --build-plugin CMD   a shell command run in the working directory before the run, e.g.
+                       'make libx.so' (QMM_GATE_BUILD_PLUGIN)
+  --shard I/N          the I-th of N slices of the cases, 1 <= I <= N (QMM_GATE_SHARD; 1/1)
+  --source DIR         the qmmcheck checkout to build (QMM_GATE_SOURCE; default: the checkout
+                       holding this script, if it is one)
+  --qmmcheck PATH      use this qmmcheck instead of building one, e.g. 'qmmcheck' from PATH
+                       (QMM_GATE_QMMCHECK; default: PREFIX/bin/qmmcheck after build, else PATH)
+  --build-dir DIR      where build builds (QMM_GATE_BUILD_DIR; default SOURCE/build-gate)
+  --prefix DIR         where build installs (QMM_GATE_PREFIX; default BUILD_DIR/prefix)
+  --vectors DIR        a suite to run, repeatable (QMM_GATE_VECTORS, space-separated;
+                       default SOURCE/vectors, else qmmcheck's installed suites)
+  --xfail FILE         expected failures (QMM_GATE_XFAIL); --xfail-strict (QMM_GATE_XFAIL_STRICT=1)
+                       makes stale entries and XPASS fail the gate
+  --out DIR            where the reports go (QMM_GATE_OUT; default qmmcheck-results)
+  --jobs N             build parallelism (QMM_GATE_JOBS; default: the CPUs)
+Extra run arguments: after --, or QMM_GATE_EXTRA_ARGS (split on white space).
+run writes OUT/qmmcheck-shard-I-of-N.{xml,json,log} and exits as qmmcheck run does: 0 pass,
+1 a case failed, 2 a usage error, 3 nothing judged. With GITHUB_OUTPUT set it also writes
+junit=, json=, log= and exit-code= there.
+EOF
+}
+
+die() {
+    echo "qmmcheck-gate: $*" >&2
+    exit 2
+}
+
+step=${1:-}
+case "$step" in
+    deps | build | run | all) shift ;;
+    -h | --help | help) usage; exit 0 ;;
+    *) usage >&2; exit 2 ;;
+esac
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+default_source=""
+[ -f "$here/../CMakeLists.txt" ] && [ -d "$here/../harness" ] && default_source=$(cd "$here/.." && pwd)
+
+backend=${QMM_GATE_BACKEND:-}
+build_plugin=${QMM_GATE_BUILD_PLUGIN:-}
+shard=${QMM_GATE_SHARD:-1/1}
+source_dir=${QMM_GATE_SOURCE:-$default_source}
+qmmcheck=${QMM_GATE_QMMCHECK:-}
+build_dir=${QMM_GATE_BUILD_DIR:-}
+prefix=${QMM_GATE_PREFIX:-}
+xfail=${QMM_GATE_XFAIL:-}
+xfail_strict=${QMM_GATE_XFAIL_STRICT:-0}
+out=${QMM_GATE_OUT:-qmmcheck-results}
+jobs=${QMM_GATE_JOBS:-$(nproc 2>/dev/null || echo 2)}
+read -ra vectors <<<"${QMM_GATE_VECTORS:-}"
+read -ra extra <<<"${QMM_GATE_EXTRA_ARGS:-}"
+vectors_given=0
+
+while [ $# -gt 0 ]; do
+    opt=$1
+    case "$opt" in
+        --) shift; extra+=("$@"); break ;;
+        --xfail-strict) xfail_strict=1; shift; continue ;;
+        -h | --help) usage; exit 0 ;;
+        --backend | --build-plugin | --shard | --source | --qmmcheck | --build-dir | --prefix | \
+            --vectors | --xfail | --out | --jobs)
+            [ $# -ge 2 ] || die "$opt needs a value"
+            val=$2
+            shift 2 ;;
+        *) die "unknown option $opt (see --help)" ;;
+    esac
+    case "$opt" in
+        --backend) backend=$val ;;
+        --build-plugin) build_plugin=$val ;;
+        --shard) shard=$val ;;
+        --source) source_dir=$val ;;
+        --qmmcheck) qmmcheck=$val ;;
+        --build-dir) build_dir=$val ;;
+        --prefix) prefix=$val ;;
+        --vectors)
+            # an option replaces the variable's list rather than adding to it
+            [ "$vectors_given" = 1 ] || vectors=()
+            vectors_given=1
+            vectors+=("$val") ;;
+        --xfail) xfail=$val ;;
+        --out) out=$val ;;
+        --jobs) jobs=$val ;;
+    esac
+done
+
+# The shard's form is checked here too, for the file names; qmmcheck checks it again.
+if ! [[ "$shard" =~ ^([1-9][0-9]{0,8})/([1-9][0-9]{0,8})$ ]] ||
+    [ "${BASH_REMATCH[1]}" -gt "${BASH_REMATCH[2]}" ]; then
+    die "--shard $shard: expected I/N with 1 <= I <= N (e.g. 1/4)"
+fi
+shard_i=${BASH_REMATCH[1]} shard_n=${BASH_REMATCH[2]}
+[[ "$jobs" =~ ^[1-9][0-9]{0,3}$ ]] || die "--jobs $jobs: expected a number >= 1"
+[ -z "$build_dir" ] && [ -n "$source_dir" ] && build_dir=$source_dir/build-gate
+[ -z "$prefix" ] && [ -n "$build_dir" ] && prefix=$build_dir/prefix
+
+do_deps() {
+    local deps=""
+    [ -n "$source_dir" ] && deps=$source_dir/scripts/deps.sh
+    [ -x "$deps" ] || die "deps: no scripts/deps.sh (give --source, the qmmcheck checkout)"
+    "$deps" --minimal
+}
+
+# A release build of qmmcheck alone (no tests, peers, fuzzers or CUDA), installed into PREFIX.
+do_build() {
+    if [ -z "$source_dir" ] || [ ! -f "$source_dir/CMakeLists.txt" ]; then
+        die "build: '$source_dir' is not a qmmcheck checkout (give --source DIR)"
+    fi
+    echo "qmmcheck-gate: building qmmcheck from $source_dir in $build_dir"
+    mkdir -p "$build_dir"
+    cmake -S "$source_dir" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DQMM_BUILD_TESTS=OFF \
+        -DQMM_PEERS=OFF -DQMM_CUDA=OFF -DQMM_FUZZ=OFF >"$build_dir/gate-cmake.log" 2>&1 ||
+        { cat "$build_dir/gate-cmake.log" >&2; die "build: cmake failed"; }
+    cmake --build "$build_dir" -j "$jobs" >/dev/null
+    cmake --install "$build_dir" --prefix "$prefix" >/dev/null
+    "$prefix/bin/qmmcheck" --version
+}
+
+# The qmmcheck to run: the option, else the one build installed, else the one on PATH.
+find_qmmcheck() {
+    if [ -n "$qmmcheck" ]; then
+        command -v "$qmmcheck" >/dev/null || die "--qmmcheck $qmmcheck: not found"
+        command -v "$qmmcheck"
+    elif [ -n "$prefix" ] && [ -x "$prefix/bin/qmmcheck" ]; then
+        echo "$prefix/bin/qmmcheck"
+    elif command -v qmmcheck >/dev/null; then
+        command -v qmmcheck
+    else
+        die "run: no qmmcheck (run the build step first, or give --qmmcheck PATH)"
+    fi
+}
+
+# A plugin given as a relative path becomes absolute, so that the loader finds it (a bare
+# name would be searched on the library path) and the repro lines work from anywhere.
+absolute_backend() {
+    local file=${backend%%:*} rest=""
+    [ "$file" != "$backend" ] && rest=:${backend#*:}
+    if [[ "$backend" != exec:* && "$file" != /* && -f "$file" ]]; then
+        echo "$PWD/$file$rest"
+    else
+        echo "$backend"
+    fi
+}
+
+# GitHub's step outputs, when run there.
+github_output() {
+    [ -n "${GITHUB_OUTPUT:-}" ] && echo "$1=$2" >>"$GITHUB_OUTPUT"
+    return 0
+}
+
+do_run() {
+    [ -n "$backend" ] || die "run: give --backend SPEC (or QMM_GATE_BACKEND)"
+    if [ -n "$build_plugin" ]; then
+        echo "qmmcheck-gate: building the plugin: $build_plugin"
+        bash -c "$build_plugin" || die "run: the plugin's build command failed: $build_plugin"
+    fi
+    local bin
+    bin=$(find_qmmcheck)
+    if [ ${#vectors[@]} -eq 0 ] && [ -n "$source_dir" ] && [ -d "$source_dir/vectors" ]; then
+        vectors=("$source_dir/vectors")
+    fi
+    mkdir -p "$out"
+    local base="$out/qmmcheck-shard-$shard_i-of-$shard_n"
+    local args=(run --quiet --backend "$(absolute_backend)" --shard "$shard_i/$shard_n"
+                --report "junit:$base.xml" --report "json:$base.json")
+    local v
+    for v in "${vectors[@]}"; do
+        args+=(--vectors "$v")
+    done
+    [ -n "$xfail" ] && args+=(--xfail "$xfail")
+    [ "$xfail_strict" = 1 ] && args+=(--xfail-strict)
+    args+=("${extra[@]}")
+    echo "qmmcheck-gate: $bin ${args[*]}"
+    local rc=0
+    "$bin" "${args[@]}" >"$base.log" 2>&1 || rc=$?
+    # the log in CI's console too: the failures and the SUMMARY (--quiet leaves out passes)
+    cat "$base.log"
+    github_output junit "$base.xml"
+    github_output json "$base.json"
+    github_output log "$base.log"
+    github_output exit-code "$rc"
+    echo "qmmcheck-gate: shard $shard_i/$shard_n exit $rc; reports: $base.xml $base.json"
+    return "$rc"
+}
+
+case "$step" in
+    deps) do_deps ;;
+    build) do_build ;;
+    run) do_run ;;
+    # one per line: set -e does not reach into a function called from an && list
+    all)
+        do_deps
+        do_build
+        do_run ;;
+esac
