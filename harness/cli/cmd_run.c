@@ -1,5 +1,6 @@
 /* harness/cli/cmd_run.c — `qmmcheck run`, `list` and `repro`: the commands that read vector trees
  * and case directories, with the options they share (docs/formats.md). */
+#include <fnmatch.h>
 #include <regex.h>
 #include <signal.h>
 #include <stdio.h>
@@ -57,6 +58,10 @@ typedef struct opts {
 typedef struct found_counts {
     size_t discovered, filtered, sharded;
 } found_counts;
+
+/* Where the cases an --xfail entry names lie, under --shard (check_xfail): */
+#define XF_ANY_CASE 1u   /* it names a case of the whole (filtered) list */
+#define XF_ELSEWHERE 2u  /* it names a case another shard runs */
 
 /* `qmmcheck: MESSAGE`, then where the usage is (the command's own --help). */
 static int usage_error_in(const char *cmd, const char *fmt, const char *arg)
@@ -228,8 +233,20 @@ static int parse_opts(const qh_command *cmd, int argc, char **argv, opts *o, int
 
 #undef usage_error
 
-/* Discovers, filters and shards the cases. Returns 0, or EXIT_USAGE after printing why. */
-static int collect(const opts *o, qh_case_list *list, found_counts *found)
+/* Marks in xf_where[e] whether --xfail entry e names the case `name`, and one that --shard
+ * left to another shard (`kept` 0). */
+static void note_xfail_cases(const qh_xfail *xf, unsigned char *xf_where, const char *name,
+                             int kept)
+{
+    for (int32_t e = 0; xf && e < xf->count; e++)
+        if (xf->entries[e].pattern && fnmatch(xf->entries[e].pattern, name, 0) == 0)
+            xf_where[e] |= XF_ANY_CASE | (kept ? 0 : XF_ELSEWHERE);
+}
+
+/* Discovers, filters and shards the cases. With a --xfail list (xf, NULL for none), notes in
+ * xf_where where each entry's cases lie. Returns 0, or EXIT_USAGE after printing why. */
+static int collect(const opts *o, const qh_xfail *xf, unsigned char *xf_where,
+                   qh_case_list *list, found_counts *found)
 {
     memset(list, 0, sizeof *list);
     regex_t re;
@@ -261,8 +278,10 @@ static int collect(const opts *o, qh_case_list *list, found_counts *found)
         qh_case_ref *r = &all.items[i];
         int keep = !o->filter || regexec(&re, r->name, 0, NULL, 0) == 0;
         found->filtered += (size_t)keep;
-        if (keep && o->shard_n > 0)
+        if (keep && o->shard_n > 0) {
             keep = (int)(kept++ % (size_t)o->shard_n) == o->shard_i - 1;
+            note_xfail_cases(xf, xf_where, r->name, keep);
+        }
         if (keep) {
             all.items[list->count] = *r; /* compact in place; list borrows the array */
             list->count++;
@@ -464,6 +483,7 @@ typedef struct run_state {
     size_t k;           /* the rows filled */
     qh_run_summary sum;
     char shard[32];     /* "I/N" for the SUMMARY line and the reports, under --shard */
+    unsigned char *xf_where; /* per --xfail entry: XF_ANY_CASE, XF_ELSEWHERE (--shard only) */
 } run_state;
 
 /* Parses the options, clears the reports, reads --xfail and collects the cases. Returns 0,
@@ -492,9 +512,17 @@ static int prepare_run(int argc, char **argv, run_state *r, int *done)
             return EXIT_USAGE;
         }
     }
-    rc = collect(o, &r->list, &r->found);
-    if (rc)
+    r->xf_where = calloc((size_t)r->xf.count + 1, 1);
+    if (!r->xf_where) {
+        fprintf(stderr, "qmmcheck: out of memory\n");
+        rc = EXIT_BAD;
+    } else {
+        rc = collect(o, &r->xf, r->xf_where, &r->list, &r->found);
+    }
+    if (rc) {
         qh_xfail_free(&r->xf);
+        free(r->xf_where);
+    }
     return rc;
 }
 
@@ -558,6 +586,18 @@ static void finish_backends(run_state *r)
         }
 }
 
+/* Whether this run can tell that --xfail entry i is stale. Under --shard, an entry naming a
+ * case another shard runs cannot be judged by one shard (its row may fail there), and one
+ * naming no case at all is left to shard 1, so that N shards report it once (docs/ci.md). */
+static int xfail_checked_here(const run_state *r, int32_t i)
+{
+    if (r->o.shard_n == 0)
+        return 1;
+    if (r->xf_where[i] & XF_ELSEWHERE)
+        return 0;
+    return (r->xf_where[i] & XF_ANY_CASE) || r->o.shard_i == 1;
+}
+
 /* Each --xfail entry that waived no row is warned about on stderr; under --xfail-strict it
  * also becomes an ERROR row named "<xfail>" (so reports and the SUMMARY show it). Not after
  * an interruption: the entries were not all given their chance. */
@@ -567,7 +607,7 @@ static void check_xfail(run_state *r)
         return;
     for (int32_t i = 0; i < r->xf.count; i++) {
         char why[1024];
-        if (!qh_xfail_stale(&r->xf, i, why, sizeof why))
+        if (!xfail_checked_here(r, i) || !qh_xfail_stale(&r->xf, i, why, sizeof why))
             continue;
         /* the entry is text from a file: cleaned like any name before it reaches a terminal */
         char *shown = qh_clean_dup(why, strlen(why), QH_CLEAN_LINE_MAX);
@@ -693,6 +733,7 @@ static void free_run(run_state *r)
     }
     qh_case_list_free(&r->list);
     qh_xfail_free(&r->xf);
+    free(r->xf_where);
 }
 
 int qh_cmd_run(int argc, char **argv)
@@ -707,6 +748,7 @@ int qh_cmd_run(int argc, char **argv)
     if (rc) {
         qh_case_list_free(&r.list);
         qh_xfail_free(&r.xf);
+        free(r.xf_where);
         return rc;
     }
     r.results = calloc((r.list.count + 1) * (size_t)r.o.n_backends, sizeof *r.results);
@@ -763,7 +805,7 @@ int qh_cmd_list(int argc, char **argv)
         return usage_error_in("list", "%s", "list: give --vectors DIR or --backends");
     qh_case_list list;
     found_counts found;
-    rc = collect(&o, &list, &found);
+    rc = collect(&o, NULL, NULL, &list, &found);
     if (rc)
         return rc;
     for (size_t i = 0; i < list.count; i++) {

@@ -6,7 +6,8 @@
 # usage error; the GitHub step outputs name the reports.
 #   gate_check.sh QMMCHECK MUTANTS_DIR SOURCE_DIR
 set -euo pipefail
-qmmcheck=$1 mutants=$2 src=$3
+# absolute: the checks run in a temporary directory
+qmmcheck=$(realpath "$1") mutants=$(realpath "$2") src=$(realpath "$3")
 gate=$src/ci/qmmcheck-gate.sh
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -78,7 +79,32 @@ grep -q "<failure" mutant/qmmcheck-shard-*-of-2.xml || fail "the mutant's JUnit 
 # 4. a stale expected-failure entry passes with a warning, fails under --xfail-strict
 echo "no/such/case" >stale.txt
 gate_shards optimized xfail 0 --xfail stale.txt
-gate_shards optimized strict 1 --xfail stale.txt --xfail-strict
+rc=0
+"$gate" run --qmmcheck "$qmmcheck" --source "$src" --backend optimized --out strict \
+    --xfail stale.txt --xfail-strict >strict.log 2>&1 || rc=$?
+[ "$rc" = 1 ] || { cat strict.log; fail "a stale entry under --xfail-strict exited $rc, want 1"; }
+
+# 4b. a list that waives a mutant's failures, each in some shard, holds in every shard under
+#     --xfail-strict (a shard does not call the other shards' entries stale); an entry naming
+#     no case is reported by shard 1 only
+mutant=$mutants/libmutant-ties-away.so
+"$qmmcheck" run --quiet --backend "$mutant" --vectors "$src/vectors" \
+    --report json:mutant-full.json >/dev/null 2>&1 || true
+python3 - mutant-full.json >waive.txt <<'EOF2'
+import json, sys
+print("\n".join(sorted({c["name"] for c in json.load(open(sys.argv[1]))["cases"]
+                         if c["status"] == "failed"})))
+EOF2
+[ "$(wc -l <waive.txt)" -ge 2 ] || fail "the mutant fails fewer than 2 cases: $(cat waive.txt)"
+gate_shards "$mutant" waived 0 --xfail waive.txt --xfail-strict
+echo "no/such/case" >>waive.txt
+for i in 1 2; do
+    rc=0
+    "$gate" run --qmmcheck "$qmmcheck" --source "$src" --backend "$mutant" --shard "$i/2" \
+        --out nocase --xfail waive.txt --xfail-strict >nocase.log 2>&1 || rc=$?
+    want=$((i == 1 ? 1 : 0))
+    [ "$rc" = "$want" ] || { cat nocase.log; fail "an entry naming no case: shard $i/2 exited $rc, want $want"; }
+done
 
 # 5. usage errors exit 2 before anything runs
 for bad in 0/0 3/2 x/y 1/0; do
