@@ -3,7 +3,8 @@
 # (docs/ci.md), as a CI would: two shards of a built-in and of a plugin built by
 # --build-plugin, whose cases together must be a full run's, each once; a mutant plugin
 # (docs/mutants.md) and a stale entry under --xfail-strict must fail the gate; a bad shard is a
-# usage error; the GitHub step outputs name the reports.
+# usage error; the GitHub step outputs name the reports. Then checks that action.yml, the
+# reusable workflow and the GitLab template parse and call the script as documented.
 #   gate_check.sh QMMCHECK MUTANTS_DIR SOURCE_DIR
 set -euo pipefail
 # absolute: the checks run in a temporary directory
@@ -127,4 +128,7 @@ for line in junit=env/qmmcheck-shard-2-of-2.xml json=env/qmmcheck-shard-2-of-2.j
     grep -qx "$line" "$GITHUB_OUTPUT" || fail "GITHUB_OUTPUT lacks $line: $(cat "$GITHUB_OUTPUT")"
 done
 unset GITHUB_OUTPUT QMM_GATE_BACKEND QMM_GATE_SHARD QMM_GATE_OUT QMM_GATE_QMMCHECK QMM_GATE_SOURCE
+
+# 7. the CI files parse and call the script
+python3 "$src/tests/ci/check_ci_files.py" "$src"
 echo "gate_check: ok"
