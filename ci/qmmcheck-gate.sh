@@ -155,7 +155,7 @@ absolute_backend() {
     local file=${backend%%:*} rest=""
     [ "$file" != "$backend" ] && rest=:${backend#*:}
     if [[ "$backend" != exec:* && "$file" != /* && -f "$file" ]]; then
-        echo "$PWD/$file$rest"
+        echo "$PWD/${file#./}$rest"
     else
         echo "$backend"
     fi
