@@ -6,9 +6,10 @@ set -euo pipefail
 # afl++: AFL++ fuzz campaigns (fuzz/campaign --engine afl); libFuzzer comes with clang.
 # libdnnl-dev, libxnnpack-dev (+ libpthreadpool-dev, which its header includes), libgemmlowp-dev:
 # the libraries the peers in peers/ run. bsdutils (script: the progress test's terminal),
-# groff-base (renders the man page in its test).
+# groff-base (renders the man page in its test), libxml2-utils (xmllint: checks the JUnit reports
+# against tests/schema/junit-10.xsd).
 pkgs=(build-essential cmake pkg-config libgmp-dev libcriterion-dev clang python3-venv afl++
-      libdnnl-dev libxnnpack-dev libpthreadpool-dev libgemmlowp-dev bsdutils groff-base)
+      libdnnl-dev libxnnpack-dev libpthreadpool-dev libgemmlowp-dev bsdutils groff-base libxml2-utils)
 case "${1:-}" in
   "") ;;
   --minimal) pkgs=(build-essential cmake pkg-config libgmp-dev) ;;

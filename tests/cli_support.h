@@ -103,6 +103,24 @@ static inline char *qmmcheck_expect(int want, const char *fmt, ...)
     return out;
 }
 
+/* The JUnit report at `path` is valid against tests/schema/junit-10.xsd (the rules of Jenkins
+ * xUnit's junit-10.xsd): every test that writes a JUnit report checks it with this, so every
+ * report the suite writes is validated (docs/formats.md, "JUnit"). */
+static inline void expect_junit_valid(const char *path)
+{
+    char cmd[2048], said[4096] = "";
+    snprintf(cmd, sizeof cmd, "xmllint --noout --schema '%s/tests/schema/junit-10.xsd' '%s' 2>&1",
+             env("QMM_SOURCE_DIR"), path);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p, "cannot run %s", cmd);
+    size_t n = fread(said, 1, sizeof said - 1, p);
+    said[n] = '\0';
+    int rc = pclose(p);
+    cr_assert(!(WIFEXITED(rc) && WEXITSTATUS(rc) == 127),
+              "no xmllint (scripts/deps.sh installs libxml2-utils): %s", said);
+    cr_expect(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "%s is not valid junit-10:\n%s", path, said);
+}
+
 /* `text` stands somewhere in the output `out`. */
 static inline void expect_in(const char *out, const char *text)
 {

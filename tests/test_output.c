@@ -264,6 +264,7 @@ Test(cli_out, forged_name_prints_no_forged_line_and_reports_stay_valid)
     cr_expect_eq(python_check("import sys,xml.etree.ElementTree as E; E.parse(sys.argv[1])",
                               path), 0,
                  "the JUnit report is not well-formed XML");
+    expect_junit_valid(path);
 }
 
 /* A test plugin of the build under test, from the ctest environment variable `var`. */
@@ -444,6 +445,49 @@ Test(cli_out, sigterm_writes_both_reports_and_exits_143)
                               "p=t.find(\".//property[@name=\\\"interrupted\\\"]\"); "
                               "assert p is not None and p.get(\"value\") == \"SIGTERM\"", xml),
                  0, "the JUnit report");
+    expect_junit_valid(xml);
+}
+
+/* JUnit as CI servers read it (Jenkins xUnit's junit-10.xsd): no `skipped` on <testsuites>,
+ * timestamp and hostname on <testsuite>, a plugin's class its file name (isolated: its table
+ * is in the worker) or its table's name (in process) and never a path, the same case from two
+ * vector roots twice under distinct names, a failure's message with its first mismatch. */
+Test(cli_out, junit_reads_as_ci_servers_read_it)
+{
+    char a[512], b[512], xml[512];
+    snprintf(a, sizeof a, "%s/a", tmpdir);
+    snprintf(b, sizeof b, "%s/b", tmpdir);
+    snprintf(xml, sizeof xml, "%s/r.xml", tmpdir);
+    copy_tree("vectors/seeds", a);
+    copy_tree("vectors/seeds", b);
+    const char *fake = env("QMM_FAKE_PLUGIN");
+    cr_assert(fake[0] == '/', "QMM_FAKE_PLUGIN is not absolute: %s", fake);
+    free(qmmcheck_expect(1, "run -q --backend %s:mode=zeros --vectors %s --vectors %s "
+                            "--report junit:%s", fake, a, b, xml));
+    expect_junit_valid(xml);
+    char *x = slurp(xml);
+    cr_expect(strstr(x, "<testsuites name=\"qmmcheck\" tests=\"6\" failures=\"6\" errors=\"0\" "
+                        "time=\"") != NULL, "%s", x);
+    cr_expect(strstr(x, "<testsuite name=\"qmmcheck\" tests=\"6\" failures=\"6\" errors=\"0\" "
+                        "skipped=\"0\" time=\"") != NULL, "%s", x);
+    expect_in(x, "\" timestamp=\"20");
+    expect_in(x, "\" hostname=\"");
+    cr_expect_eq(count_lines_with(x, "classname=\"qmmcheck.libqmm_fake_backend.so:mode=zeros\""), 6,
+                 "%s", x);
+    cr_expect_eq(count_lines_with(x, "classname=\"qmmcheck./"), 0, "a class is a path:\n%s", x);
+    cr_expect_eq(count_lines_with(x, "name=\"orion-doc-qlinear-matmul [a]\""), 1, "%s", x);
+    cr_expect_eq(count_lines_with(x, "name=\"orion-doc-qlinear-matmul [b]\""), 1, "%s", x);
+    cr_expect_eq(count_lines_with(x, "<failure type=\"FAILED\" message=\"errors:2 total:2; first "
+                                     "mismatch y[0,0] (index 0): got 0, expected 14\">"), 2, "%s", x);
+    free(x);
+    /* in process the table's own name; one root: the names as they are */
+    free(qmmcheck_expect(1, "run -q --no-isolate --backend %s:mode=zeros --vectors %s "
+                            "--report junit:%s", fake, a, xml));
+    expect_junit_valid(xml);
+    x = slurp(xml);
+    cr_expect_eq(count_lines_with(x, "classname=\"qmmcheck.fake\" name=\"orion-doc-qlinear-matmul\""),
+                 1, "%s", x);
+    free(x);
 }
 
 Test(cli_out, a_crash_in_close_is_a_counted_row)

@@ -757,6 +757,7 @@ int qh_cmd_run(int argc, char **argv)
         return EXIT_BAD;
     }
     set_eval_opts(&r);
+    r.sum.xpass_fails = r.o.xfail_strict;
 
     double t0 = qh_mono_seconds();
     install_interrupt_handlers();

@@ -5,12 +5,14 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "harness/io/clean.h"
 #include "harness/report/strbuf.h"
 #include "harness/cli/version.h"
 
@@ -173,23 +175,207 @@ static void junit_property(qh_sb *b, const char *name, const char *value)
     qh_sb_puts(b, "\"/>");
 }
 
+/* ---- JUnit (docs/formats.md, "JUnit"; valid against Jenkins xUnit's junit-10.xsd, whose rules
+ * tests/schema/junit-10.xsd encodes) ---------------------------------------------------- */
+
+/* The backend as a JUnit class: the table's name when known, else the spec with every word
+ * that is a path cut to its last component (/abs/libx.so:threads=2 -> libx.so:threads=2,
+ * exec:python3 /x/backend.py -> exec:python3 backend.py), so that a class is never a path.
+ * Cleaned: the name and the spec come from a plugin and the command line. */
+static char *junit_class(const qh_result *r)
+{
+    const char *s = r->backend_name && r->backend_name[0] ? r->backend_name
+                    : r->backend                          ? r->backend
+                                                          : "";
+    size_t n = strnlen(s, QH_CLEAN_LINE_MAX);
+    qh_sb b = {0};
+    qh_sb_puts(&b, "qmmcheck.");
+    for (size_t i = 0; i < n;) {
+        size_t w = i;
+        while (w < n && !strchr(" :,=", s[w]))
+            w++;
+        size_t from = i;
+        for (size_t k = i; k < w; k++)
+            if (s[k] == '/')
+                from = k + 1;
+        char *clean = qh_clean_dup(s + from, w - from + (w < n), QH_CLEAN_LINE_MAX);
+        if (clean)
+            qh_sb_puts(&b, clean);
+        free(clean);
+        i = w + (w < n);
+    }
+    return b.failed ? (qh_sb_free(&b), NULL) : qh_sb_take(&b);
+}
+
+/* The last component of the vector root a row came from: its path less "/NAME", or the
+ * case directory's parent when the path does not end so. "" when there is none. */
+static const char *root_component(const qh_result *r, size_t *len)
+{
+    const char *p = r->path ? r->path : "";
+    size_t pl = strlen(p), nl = r->name ? strlen(r->name) : 0;
+    size_t end;
+    if (nl && pl > nl && p[pl - nl - 1] == '/' && strcmp(p + pl - nl, r->name) == 0)
+        end = pl - nl - 1;
+    else
+        for (end = pl; end > 0 && p[end - 1] != '/'; end--) {}
+    while (end > 0 && p[end - 1] == '/')
+        end--;
+    size_t start = end;
+    while (start > 0 && p[start - 1] != '/')
+        start--;
+    *len = end - start;
+    return p + start;
+}
+
+typedef struct junit_row {
+    char *classname; /* "qmmcheck.<backend>" */
+    char *name;      /* the case's name, made distinct within its class */
+    int dup;         /* another row has the same class and name */
+} junit_row;
+
+static int cmp_rows(const void *a, const void *b)
+{
+    const junit_row *x = *(junit_row *const *)a, *y = *(junit_row *const *)b;
+    int c = strcmp(x->classname, y->classname);
+    return c ? c : strcmp(x->name, y->name);
+}
+
+/* Sets `dup` on every row whose class and name another row has; 0 when none has, -1 when out
+ * of memory. */
+static int mark_duplicates(junit_row *rows, size_t n)
+{
+    junit_row **order = malloc(sizeof *order * (n ? n : 1));
+    if (!order)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        order[i] = &rows[i];
+        rows[i].dup = 0;
+    }
+    qsort(order, n, sizeof *order, cmp_rows);
+    int any = 0;
+    for (size_t i = 1; i < n; i++)
+        if (cmp_rows(&order[i - 1], &order[i]) == 0)
+            order[i - 1]->dup = order[i]->dup = any = 1;
+    free(order);
+    return any;
+}
+
+/* Appends " [suffix]" to a duplicate row's name. */
+static void suffix_name(junit_row *row, const char *suffix, size_t len)
+{
+    qh_sb b = {0};
+    qh_sb_puts(&b, row->name);
+    char *clean = qh_clean_dup(suffix, len, QH_CLEAN_LINE_MAX);
+    qh_sb_printf(&b, " [%s]", clean ? clean : "");
+    free(clean);
+    if (!b.failed) {
+        free(row->name);
+        row->name = qh_sb_take(&b);
+    } else {
+        qh_sb_free(&b);
+    }
+}
+
+/* Every row's class and name; a case name two vector roots share (with one backend) gets its
+ * root's last component, and one still shared after that its row number, so that a CI
+ * server, which keys cases by class and name, shows each. NULL when out of memory. */
+static junit_row *junit_rows(const qh_result *r, size_t n)
+{
+    junit_row *rows = calloc(n ? n : 1, sizeof *rows);
+    if (!rows)
+        return NULL;
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) {
+        rows[i].classname = junit_class(&r[i]);
+        rows[i].name = qh_clean_dup(r[i].name ? r[i].name : "", r[i].name ? strlen(r[i].name) : 0,
+                                    QH_CLEAN_LINE_MAX);
+        ok = ok && rows[i].classname && rows[i].name;
+    }
+    int dups = ok ? mark_duplicates(rows, n) : -1;
+    for (size_t i = 0; dups > 0 && i < n; i++)
+        if (rows[i].dup) {
+            size_t len;
+            const char *root = root_component(&r[i], &len);
+            suffix_name(&rows[i], root, len);
+        }
+    if (dups > 0)
+        dups = mark_duplicates(rows, n);
+    for (size_t i = 0; dups > 0 && i < n; i++)
+        if (rows[i].dup) {
+            char num[32];
+            int len = snprintf(num, sizeof num, "#%lld", (long long)r[i].number);
+            suffix_name(&rows[i], num, (size_t)len);
+        }
+    if (dups < 0) {
+        for (size_t i = 0; i < n; i++) {
+            free(rows[i].classname);
+            free(rows[i].name);
+        }
+        free(rows);
+        return NULL;
+    }
+    return rows;
+}
+
+/* The element a status becomes inside <testcase>, or NULL (a pass). An XPASS is a failure
+ * under --xfail-strict: the run fails for it, so the CI server must show it. */
+static const char *junit_tag(qh_case_status s, const qh_run_summary *sum)
+{
+    switch (s) {
+    case QH_FAILED: return "failure";
+    case QH_XPASS: return sum->xpass_fails ? "failure" : NULL;
+    case QH_CRASHED: case QH_TIMEOUT: case QH_ERROR: return "error";
+    case QH_SKIPPED: case QH_XFAIL: return "skipped";
+    default: return NULL;
+    }
+}
+
+/* <testsuite>'s timestamp (the run's start, UTC, ISO 8601 without a zone as Ant and Surefire
+ * write it) and hostname attributes. */
+static void junit_when_where(qh_sb *b, const qh_run_summary *sum)
+{
+    time_t start = time(NULL) - (time_t)(sum->seconds + 0.5);
+    struct tm tm;
+    char stamp[32] = "1970-01-01T00:00:00";
+    if (gmtime_r(&start, &tm))
+        strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+    char host[256] = "";
+    if (gethostname(host, sizeof host) != 0 || host[0] == '\0')
+        strcpy(host, "localhost");
+    host[sizeof host - 1] = '\0'; /* gethostname need not terminate a truncated name */
+    char clean[512];
+    qh_clean_into(clean, sizeof clean, host, strlen(host), 0);
+    qh_sb_printf(b, " timestamp=\"%s\" hostname=\"", stamp);
+    qh_sb_xml(b, clean);
+    qh_sb_puts(b, "\"");
+}
+
 static void write_junit(qh_sb *b, const char *command, const qh_result *r, size_t n,
                         const qh_run_summary *sum)
 {
-    int64_t failures = sum->counts[QH_FAILED];
+    (void)command;
+    int64_t failures = sum->counts[QH_FAILED] + (sum->xpass_fails ? sum->counts[QH_XPASS] : 0);
     int64_t errors = sum->counts[QH_CRASHED] + sum->counts[QH_TIMEOUT] + sum->counts[QH_ERROR];
     int64_t skipped = sum->counts[QH_SKIPPED] + sum->counts[QH_XFAIL];
+    junit_row *rows = junit_rows(r, n);
+    if (!rows) {
+        b->failed = 1;
+        return;
+    }
+    /* junit-10.xsd: <testsuites> has no skipped attribute, and a suite's time at most three
+     * decimals */
     qh_sb_puts(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     qh_sb_printf(b,
                  "<testsuites name=\"qmmcheck\" tests=\"%lld\" failures=\"%lld\" errors=\"%lld\" "
-                 "skipped=\"%lld\" time=\"%.6f\">\n",
-                 (long long)sum->total, (long long)failures, (long long)errors,
-                 (long long)skipped, sum->seconds);
+                 "time=\"%.3f\">\n",
+                 (long long)sum->total, (long long)failures, (long long)errors, sum->seconds);
     qh_sb_printf(b,
                  "  <testsuite name=\"qmmcheck\" tests=\"%lld\" failures=\"%lld\" errors=\"%lld\" "
-                 "skipped=\"%lld\" time=\"%.6f\">\n",
+                 "skipped=\"%lld\" time=\"%.3f\"",
                  (long long)sum->total, (long long)failures, (long long)errors,
                  (long long)skipped, sum->seconds);
+    junit_when_where(b, sum);
+    qh_sb_puts(b, ">\n");
     if (sum->interrupted || sum->shard) {
         qh_sb_puts(b, "    <properties>");
         junit_property(b, "interrupted", sum->interrupted);
@@ -198,33 +384,35 @@ static void write_junit(qh_sb *b, const char *command, const qh_result *r, size_
     }
     for (size_t i = 0; i < n; i++) {
         const char *st = qh_case_status_name(r[i].status);
-        qh_sb_puts(b, "    <testcase classname=\"qmmcheck.");
-        qh_sb_xml(b, r[i].backend);
+        qh_sb_puts(b, "    <testcase classname=\"");
+        qh_sb_xml(b, rows[i].classname);
         qh_sb_puts(b, "\" name=\"");
-        qh_sb_xml(b, r[i].name);
+        qh_sb_xml(b, rows[i].name);
         qh_sb_printf(b, "\" time=\"%.6f\">\n", r[i].seconds);
-        const char *tag = NULL;
-        switch (r[i].status) {
-        case QH_FAILED: tag = "failure"; break;
-        case QH_CRASHED: case QH_TIMEOUT: case QH_ERROR: tag = "error"; break;
-        case QH_SKIPPED: case QH_XFAIL: tag = "skipped"; break;
-        default: break;
-        }
+        const char *tag = junit_tag(r[i].status, sum);
         if (tag) {
+            /* the message is what a CI server lists: the summary and the first mismatch */
             qh_sb_printf(b, "      <%s type=\"%s\" message=\"", tag, st);
             qh_sb_xml(b, r[i].summary ? r[i].summary : st);
+            if (r[i].first_mismatch) {
+                qh_sb_puts(b, "; first mismatch ");
+                qh_sb_xml(b, r[i].first_mismatch);
+            }
             qh_sb_puts(b, "\">");
             if (r[i].detail)
                 qh_sb_xml(b, r[i].detail);
             qh_sb_printf(b, "</%s>\n", tag);
         } else if (r[i].status != QH_PASSED) {
-            /* MISTRUSTED, UNCHECKED and XPASS pass, but carry a warning worth reading. */
+            /* MISTRUSTED, UNCHECKED and (not strict) XPASS pass, but carry a warning */
             qh_sb_printf(b, "      <system-out>%s: ", st);
             qh_sb_xml(b, r[i].summary ? r[i].summary : "");
             qh_sb_puts(b, "</system-out>\n");
         }
         qh_sb_puts(b, "    </testcase>\n");
+        free(rows[i].classname);
+        free(rows[i].name);
     }
+    free(rows);
     qh_sb_puts(b, "  </testsuite>\n</testsuites>\n");
 }
 

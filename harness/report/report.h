@@ -14,6 +14,7 @@ typedef struct qh_run_summary {
     double seconds;
     const char *interrupted; /* "SIGTERM" when a signal cut the run short, else NULL */
     const char *shard;       /* "I/N" when --shard ran one slice of the cases, else NULL */
+    int xpass_fails;         /* --xfail-strict: an XPASS row fails the run (and the report) */
 } qh_run_summary;
 
 /* The known KINDs of `--report KIND:FILE` ("json, junit"), for usage texts: the table in

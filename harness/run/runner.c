@@ -43,6 +43,7 @@ void qh_result_free(qh_result *r)
     free(r->path);
     free(r->summary);
     free(r->detail);
+    free(r->first_mismatch);
     memset(r, 0, sizeof *r);
 }
 
@@ -114,6 +115,7 @@ typedef struct verdict {
     qh_case_status status;
     qh_sb summary;
     qh_sb detail;
+    qh_sb first; /* the first mismatching element, for reports that show one line */
 } verdict;
 
 /* Untrusted text (a plugin's status message, a worker's problem) as one clean line, read at
@@ -429,6 +431,12 @@ static void classify_output(qh_case *c, qh_backend *hb, const qh_eval_opts *o,
     v->status = QH_FAILED;
     qh_sb_printf(&v->summary, "errors:%lld total:%lld", (long long)cmp.errors,
                  (long long)cmp.total);
+    if (cmp.n_kept > 0) {
+        int64_t i = cmp.kept[0];
+        qh_sb_coord(&v->first, &e->exact, i);
+        qh_sb_printf(&v->first, " (index %lld): got %lld, expected %lld", (long long)i,
+                     (long long)qh_tensor_int(&inv->y, i), (long long)qh_tensor_int(&e->exact, i));
+    }
     qh_explain_mismatches(&v->detail, e, &inv->y, &cmp, o->verbose ? QH_COMPARE_KEEP : 4);
 }
 
@@ -516,6 +524,7 @@ void qh_eval_case(const qh_case_ref *ref, qh_backend *b, const qh_eval_opts *o, 
     memset(res, 0, sizeof *res);
     double t0 = qh_mono_seconds();
     res->backend = b->spec;
+    res->backend_name = b->isolated ? NULL : b->table.name;
     res->data_set = ref->data_set;
     res->name = malloc(strlen(ref->name) + 1);
     res->path = malloc(strlen(ref->dir) + 1);
@@ -537,6 +546,7 @@ void qh_eval_case(const qh_case_ref *ref, qh_backend *b, const qh_eval_opts *o, 
     res->status = v.status;
     res->summary = v.summary.s ? qh_sb_take(&v.summary) : NULL;
     res->detail = v.detail.s ? qh_sb_take(&v.detail) : NULL;
+    res->first_mismatch = v.first.s ? qh_sb_take(&v.first) : NULL;
     res->seconds = qh_mono_seconds() - t0;
 }
 

@@ -35,9 +35,13 @@ typedef struct qh_result {
     char *path;            /* the case directory */
     int data_set;
     const char *backend;   /* the spec, owned by the qh_backend */
+    const char *backend_name; /* the backend table's name (owned by the backend); NULL when
+                               * not known here (an isolated backend: its table is in the
+                               * worker) */
     qh_case_status status;
     char *summary;         /* one line: "errors:3 total:12", a reason; may be NULL */
     char *detail;          /* several lines; NULL when passed */
+    char *first_mismatch;  /* FAILED on values: "[0,1] (index 1): got 5, expected 6"; else NULL */
     int64_t errors, total;
     double seconds;
 } qh_result;
