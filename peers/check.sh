@@ -8,7 +8,8 @@
 #   peers/check.sh [BUILD_DIR]        (default build/; QMMCHECK and QMM_PYTHON override)
 #
 # A peer whose library was not built, whose Python package is missing, or whose CPU class has
-# no list is SKIPPED with the reason. Exit 0 when every peer that ran kept its behaviour, 1 when
+# no list is SKIPPED with the reason. Each run's JUnit report goes to
+# BUILD_DIR/junit/peers-LABEL.xml. Exit 0 when every peer that ran kept its behaviour, 1 when
 # one changed, 77 when no peer could run (ctest's SKIP_RETURN_CODE).
 set -u
 cd "$(dirname "$0")/.."
@@ -37,6 +38,9 @@ if [ ! -x "$QMMCHECK" ]; then
 fi
 LOGS=$(mktemp -d)
 trap 'rm -rf "$LOGS"' EXIT
+# Each run's JUnit report, for a CI server and for ctest junit_schema (which validates them).
+JUNIT=$BUILD/junit
+mkdir -p "$JUNIT"
 ran=0
 failed=0
 
@@ -51,7 +55,8 @@ check() {
     fi
     local log=$LOGS/$label.txt rc
     "$QMMCHECK" run -q --backend "$spec" --vectors vectors --filter "^(onnx|edge|peers/$peer)/" \
-        --allow-empty --timeout 60 --xfail "$list" --xfail-strict >"$log" 2>&1
+        --allow-empty --timeout 60 --xfail "$list" --xfail-strict \
+        --report "junit:$JUNIT/peers-${label//[^A-Za-z0-9_.-]/-}.xml" >"$log" 2>&1
     rc=$?
     ran=$((ran + 1))
     local summary
