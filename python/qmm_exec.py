@@ -260,6 +260,10 @@ def serve(compute, name, description="", query=None, start=None):
     start(options) -> None, or raises Invalid for options it does not know. Without it any
         option is refused.
     """
+    # every call's tensors go through onnx and numpy: a backend without them says so in one
+    # line on stderr (qmmcheck shows it) and exits 2, before the first request
+    import qmm_requires
+    qmm_requires.modules("numpy", "onnx")
     proto_in = os.fdopen(os.dup(0), "rb", buffering=0)
     proto_out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)  # print() now reaches stderr, never the protocol channel

@@ -21,9 +21,14 @@ import sys
 from collections import Counter, defaultdict
 from fractions import Fraction
 
-import numpy as np
-import onnx
-from onnx import numpy_helper
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import qmm_requires  # noqa: E402
+
+qmm_requires.modules("numpy", "onnx", "onnxruntime")
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import numpy_helper  # noqa: E402
 
 
 def read_meta(case_dir):

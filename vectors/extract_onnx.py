@@ -25,6 +25,9 @@ import shutil
 import sys
 import warnings
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import qmm_requires  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 OPS = ("QLinearMatMul", "MatMulInteger", "QOrderedMatMul")
 PREFIXES = ("test_qlinearmatmul", "test_matmulinteger", "test_qorderedmatmul")
@@ -143,6 +146,8 @@ def main():
         print(f"{args.manifest_only}/MANIFEST.json: {len(m['files'])} files")
         return 0
 
+    # --manifest-only needs only the standard library; an extraction needs onnx
+    qmm_requires.modules("numpy", "onnx")
     import onnx
 
     version = onnx.__version__

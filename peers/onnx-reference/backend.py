@@ -16,11 +16,15 @@ nothing.
 import os
 import sys
 
-import onnx
-from onnx import helper
-from onnx.reference import ReferenceEvaluator
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import qmm_requires  # noqa: E402
+
+qmm_requires.modules("numpy", "onnx")
+
+import onnx  # noqa: E402
+from onnx import helper  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
+
 import qmm_exec  # noqa: E402
 
 

@@ -22,11 +22,15 @@ import hashlib
 import os
 import sys
 
-import onnx
-import onnxruntime as ort
-from onnx import helper
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import qmm_requires  # noqa: E402
+
+qmm_requires.modules("numpy", "onnx", "onnxruntime")
+
+import onnx  # noqa: E402
+import onnxruntime as ort  # noqa: E402
+from onnx import helper  # noqa: E402
+
 import qmm_exec  # noqa: E402
 
 # The flags MLAS dispatches its integer GEMM kernels on (x86): which one ran decides what a

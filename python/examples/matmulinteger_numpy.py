@@ -7,9 +7,13 @@ wrapped to int32 as the operator defines). Everything else is UNSUPPORTED.
 import os
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import qmm_requires  # noqa: E402
+
+qmm_requires.modules("numpy", "onnx")
+
+import numpy as np  # noqa: E402
+
 import qmm_exec  # noqa: E402
 
 

@@ -8,9 +8,14 @@ the one the cited document states, not one computed here.
 import os
 import sys
 
-import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import qmm_requires  # noqa: E402
+
+qmm_requires.modules("numpy", "onnx")
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

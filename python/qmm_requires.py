@@ -1,0 +1,32 @@
+"""qmm_requires: one clear line, not a traceback, when a script's Python package is missing.
+
+    sys.path.insert(0, ".../python")   # where this file is
+    import qmm_requires
+    qmm_requires.modules("numpy", "onnx")
+
+Every Python script of the tree that needs more than the standard library calls this before
+importing its packages. When one cannot be imported it prints, on stderr, one line naming the
+module, the interpreter and how to install the pinned versions (requirements.txt, through
+scripts/pydeps.sh), and exits 2, the status the tree's tools use for "cannot run as asked".
+"""
+
+import importlib
+import os
+import sys
+
+INSTALL = ("run scripts/pydeps.sh (then use .venv/bin/python) "
+           "or pip install -r requirements.txt")
+
+
+def modules(*names):
+    """Imports each module by name; exits 2 with one line at the first that fails."""
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            script = sys.argv[0] if sys.argv and sys.argv[0] else "python"
+            # the reason on the same line: a module present but broken names what it lacks
+            reason = " ".join(str(exc).split())
+            sys.stderr.write("%s: needs the Python module '%s', which %s cannot import (%s): %s\n"
+                             % (script, name, sys.executable or "python", reason, INSTALL))
+            sys.exit(2)
