@@ -16,6 +16,9 @@ try:
 except ImportError:  # the fallback below is weaker; the line printed says which one ran
     yaml = None
 
+if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+    print("usage: check_ci_files.py SOURCE_DIR  (checks SOURCE_DIR's CI files)")
+    sys.exit(0 if len(sys.argv) == 2 else 2)
 src = sys.argv[1]
 errors = []
 
