@@ -4,7 +4,9 @@
 #
 # QMM_FUZZ_ENGINE (with QMM_FUZZ=ON):
 #   libfuzzer  clang: every target gets -fsanitize=fuzzer-no-link plus ASan+UBSan (unless
-#              QMM_SANITIZE says otherwise); the fuzz_<target> binaries link -fsanitize=fuzzer
+#              QMM_SANITIZE says otherwise: -DQMM_SANITIZE=OFF is a plain build, for measuring
+#              throughput and for the fastest campaigns); the fuzz_<target> binaries link
+#              -fsanitize=fuzzer
 #   afl        CC=afl-clang-fast or afl-clang-lto: the compiler instruments; fuzz_<target>_afl
 #              binaries get the persistent-mode main (fuzz/afl_main.c); sanitizers and CMPLOG
 #              come from AFL_USE_ASAN / AFL_USE_UBSAN / AFL_LLVM_CMPLOG at build time
@@ -15,7 +17,8 @@ set(QMM_FUZZ_LINK "" CACHE STRING "Engine link flags for QMM_FUZZ_ENGINE=externa
 
 if(QMM_FUZZ AND QMM_FUZZ_ENGINE STREQUAL "libfuzzer")
   if(CMAKE_C_COMPILER_ID MATCHES "Clang")
-    if(NOT QMM_SANITIZE)
+    # only an unset QMM_SANITIZE defaults: OFF (false, but set) asks for no sanitizer
+    if(QMM_SANITIZE STREQUAL "")
       set(QMM_SANITIZE "address,undefined")
     endif()
     add_compile_options(-fsanitize=fuzzer-no-link)
