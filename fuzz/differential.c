@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz/input_pages.h"
 #include "harness/io/case.h"
 #include "harness/run/backends.h"
 #include "harness/io/clean.h"
@@ -38,6 +39,7 @@ static int n_variants;
 static int set_up;
 static int opened;
 static int debug;
+static int every_variant; /* QMM_FUZZ_VARIANTS=all: every input runs every implementation */
 
 static void add_variant(const char *spec, int is_plugin)
 {
@@ -133,6 +135,8 @@ void qh_fz_diff_setup(void)
         return;
     set_up = 1;
     debug = env_int("QMM_FUZZ_DEBUG", 0);
+    const char *mode = getenv("QMM_FUZZ_VARIANTS");
+    every_variant = mode && strcmp(mode, "all") == 0;
     if (env_int("QMM_FUZZ_BUILTINS", 1)) {
         int threads = env_int("QMM_FUZZ_THREADS", 3);
         for (int i = 0; qh_builtin_backends[i]; i++) {
@@ -413,7 +417,8 @@ __attribute__((noreturn)) static void report(const char *target, int slot, const
 /* ---- one input ------------------------------------------------------------------------ */
 
 /* The call as the implementations see it: every input copied into read-only pages that end
- * at a PROT_NONE page (harness/run/guard.h), so a backend that writes into an input, or reads past
+ * at an inaccessible zone (input_pages.h, kept from input to input; harness/run/guard.h's
+ * fresh mappings when that fails), so a backend that writes into an input, or reads past
  * one's end, faults on the spot, even uninstrumented plugin code that ASan cannot see. The
  * reference reads the original call. Falls back to the plain inputs if mapping fails. */
 static void guard_inputs(const qh_fz_case *c, qmm_call *guarded, qh_guarded *g)
@@ -424,8 +429,13 @@ static void guard_inputs(const qh_fz_case *c, qmm_call *guarded, qh_guarded *g)
         size_t off = (size_t)((const char *)c->inputs[i] - (const char *)&c->call);
         qmm_tensor *t = (qmm_tensor *)((char *)guarded + off);
         int64_t n = qmm_tensor_present(t) ? qmm_tensor_numel(t) : 0;
-        if (n > 0 && qh_guard_input(&g[i], "input", t->data,
-                                    (size_t)n * qmm_dtype_size(t->dtype)) == 0)
+        if (n <= 0)
+            continue;
+        size_t bytes = (size_t)n * qmm_dtype_size(t->dtype);
+        const void *kept = qh_fz_input_pages(i, t->data, bytes);
+        if (kept)
+            t->data = (void *)(uintptr_t)kept;
+        else if (qh_guard_input(&g[i], "input", t->data, bytes) == 0)
             t->data = g[i].data;
     }
 }
@@ -450,12 +460,41 @@ static void describe(const qh_fz_case *c)
     fprintf(stderr, "\n");
 }
 
+/* Runs implementation `i` on the call and compares it with the reference (aborting on a
+ * difference); returns 0 when it computed, -1 when it answered UNSUPPORTED or the harness ran
+ * out of memory (the call was not compared). */
+static int compare_one(const char *target, int i, const qh_fz_case *c, const qmm_call *guarded,
+                       const qh_expectation *e, const uint8_t *data, size_t len)
+{
+    qh_invocation inv;
+    if (debug)
+        fprintf(stderr, "qmm-fuzz: running %s\n", variants[i].label);
+    if (qh_invoke(&variants[i].b, guarded, NULL, &inv) != 0 || inv.code == QMM_UNSUPPORTED) {
+        /* out of memory is not the backend's fault; UNSUPPORTED never counts */
+        qh_invocation_free(&inv);
+        return -1;
+    }
+    if (inv.code != e->code)
+        report(target, i, c, e, &inv, NULL, data, len);
+    if (e->code == QMM_OK) {
+        qh_compare cmp;
+        qh_compare_outputs(&e->exact, e->overflow ? &e->alt : NULL, &inv.y, &cmp);
+        if (cmp.errors > 0 || cmp.shape_differs)
+            report(target, i, c, e, &inv, &cmp, data, len);
+    }
+    qh_invocation_free(&inv);
+    return 0;
+}
+
 void qh_fz_diff_one(const char *target, qh_fz_decoder decode, const uint8_t *data, size_t len)
 {
     qh_fz_diff_setup();
     open_all();
+    /* the last byte picks the built-in implementation (differential.h); the rest is the
+     * decoder's */
+    unsigned pick = len ? data[len - 1] : 0u;
     qh_fz_case c;
-    if (decode(data, len, &c) != 0) {
+    if (decode(data, len ? len - 1 : 0, &c) != 0) {
         qh_fz_case_free(&c);
         return;
     }
@@ -472,29 +511,23 @@ void qh_fz_diff_one(const char *target, qh_fz_decoder decode, const uint8_t *dat
     qmm_call guarded;
     qh_guarded g[8];
     guard_inputs(&c, &guarded, g);
+    /* Plugins run on every input (they are what a campaign with QMM_FUZZ_BACKEND is for).
+     * Of the open built-ins, the picked one runs; when it answers UNSUPPORTED (the optimized
+     * backend on QOrderedMatMul) the next one in the list does, so no input goes uncompared
+     * while any built-in computes it. */
+    int builtin[QH_FZ_MAX_VARIANTS], n_builtin = 0;
     for (int i = 0; i < n_variants; i++) {
-        variant *v = &variants[i];
-        if (v->state != 1)
+        if (variants[i].state != 1)
             continue;
-        qh_invocation inv;
-        if (qh_invoke(&v->b, &guarded, NULL, &inv) != 0) {
-            qh_invocation_free(&inv);
-            continue; /* the harness ran out of memory: not the backend's fault */
-        }
-        if (inv.code == QMM_UNSUPPORTED) {
-            qh_invocation_free(&inv);
-            continue;
-        }
-        if (inv.code != e.code)
-            report(target, i, &c, &e, &inv, NULL, data, len);
-        if (e.code == QMM_OK) {
-            qh_compare cmp;
-            qh_compare_outputs(&e.exact, e.overflow ? &e.alt : NULL, &inv.y, &cmp);
-            if (cmp.errors > 0 || cmp.shape_differs)
-                report(target, i, &c, &e, &inv, &cmp, data, len);
-        }
-        qh_invocation_free(&inv);
+        if (variants[i].is_plugin || every_variant)
+            compare_one(target, i, &c, &guarded, &e, data, len);
+        else
+            builtin[n_builtin++] = i;
     }
+    for (int k = 0; k < n_builtin; k++)
+        if (compare_one(target, builtin[(pick + (unsigned)k) % (unsigned)n_builtin], &c, &guarded,
+                        &e, data, len) == 0)
+            break;
     for (int i = 0; i < 8; i++)
         qh_guard_free(&g[i]);
     qh_expectation_free(&e);

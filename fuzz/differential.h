@@ -14,7 +14,18 @@
  *   - each backend in QMM_FUZZ_BACKEND: a plugin ("path.so[:options]") or an external process
  *     ("exec:COMMAND", docs/exec-protocol.md), several separated by ';'.
  * QMM_FUZZ_BUILTINS=0 leaves the built-ins out (to fuzz one plugin at full speed);
- * QMM_FUZZ_DEBUG=1 prints each decoded problem (types and shapes) on stderr.
+ * QMM_FUZZ_DEBUG=1 prints each decoded problem (types and shapes) and each implementation it
+ * runs on stderr.
+ *
+ * Which built-in runs: the input's LAST byte picks one (byte mod the number of open
+ * built-ins, in the order above: ISA variant, then thread count), and the bytes before it
+ * are the decoder's (fuzz/decode.h). Running every variant on every input made the targets
+ * several times slower (fuzz/README.md, "Throughput"); with the pick in the input, the
+ * engine's coverage feedback steers which variant and thread count a problem meets, and a
+ * one-byte mutation moves a problem to another variant. Plugins run on every input.
+ * QMM_FUZZ_VARIANTS=all runs every built-in on every input instead; the replay driver
+ * (driver.c) sets it unless the environment says otherwise, so ctest's corpus replay
+ * compares every variant on every seed.
  *
  * A difference (values, or statuses: one INVALID_ARGUMENT, the other OK; UNSUPPORTED never
  * counts) writes an ONNX case directory under QMM_FUZZ_ARTIFACTS (default: the working

@@ -4,7 +4,9 @@
  * not recursive, the layout libFuzzer and AFL++ keep corpora in). Under ctest this runs the
  * committed corpora on every build, with any compiler, so a regression found by a campaign
  * and committed as a seed stays fixed. A difference or crash aborts, failing the test; a file
- * that cannot be read is an error (exit 1). */
+ * that cannot be read is an error (exit 1). A differential target compares every variant on
+ * every input here (QMM_FUZZ_VARIANTS=all, fuzz/differential.h), not only the one the input
+ * picks: a replay is about completeness, not speed. */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -103,6 +105,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s FILE|DIR...\n", argv[0]);
         return 2;
     }
+    setenv("QMM_FUZZ_VARIANTS", "all", 0); /* an explicit setting wins */
     if (LLVMFuzzerInitialize)
         LLVMFuzzerInitialize(&argc, &argv);
     long count = 0;
