@@ -7,9 +7,11 @@ set -euo pipefail
 # libdnnl-dev, libxnnpack-dev (+ libpthreadpool-dev, which its header includes), libgemmlowp-dev:
 # the libraries the peers in peers/ run. bsdutils (script: the progress test's terminal),
 # groff-base (renders the man page in its test), libxml2-utils (xmllint: checks the JUnit reports
-# against tests/schema/junit-10.xsd).
+# against tests/schema/junit-10.xsd), llvm (llvm-profdata, llvm-cov: fuzz/coverage.sh), gnuplot-nox
+# (fuzz/campaign-plot).
 pkgs=(build-essential cmake pkg-config libgmp-dev libcriterion-dev clang python3-venv afl++
-      libdnnl-dev libxnnpack-dev libpthreadpool-dev libgemmlowp-dev bsdutils groff-base libxml2-utils)
+      libdnnl-dev libxnnpack-dev libpthreadpool-dev libgemmlowp-dev bsdutils groff-base libxml2-utils
+      llvm gnuplot-nox)
 case "${1:-}" in
   "") ;;
   --minimal) pkgs=(build-essential cmake pkg-config libgmp-dev) ;;
