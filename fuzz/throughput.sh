@@ -15,7 +15,10 @@ runs=${2:-20000}
 reps=${3:-3}
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-for t in fuzz_qlinearmatmul fuzz_matmulinteger fuzz_qorderedmatmul; do
+# the differential targets, found as fuzz/CMakeLists.txt finds them: the fuzz_*.c files that
+# include fuzz/differential.h
+for src in $(grep -l '#include "fuzz/differential.h"' fuzz/fuzz_*.c); do
+  t=$(basename "$src" .c)
   bin=$build/fuzz/$t
   [ -x "$bin" ] || { echo "throughput: $bin is not built"; exit 1; }
   rates=() cpu=()
