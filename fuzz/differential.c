@@ -72,7 +72,16 @@ static void open_variant(variant *v)
 {
     qh_error err;
     if (qh_backend_open(v->spec, &v->b, &err) != 0) {
-        fprintf(stderr, "qmm-fuzz: skipping %s: %s\n", v->spec, err.msg);
+        char why[QH_CLEAN_LINE_MAX], spec[QH_CLEAN_LINE_MAX];
+        qh_clean_into(why, sizeof why, err.msg, strnlen(err.msg, sizeof err.msg), 0);
+        qh_clean_into(spec, sizeof spec, v->spec, strlen(v->spec), 0);
+        if (v->is_plugin) {
+            /* The user named it: fuzzing on without it would report hours of "no difference"
+             * for a backend that never ran. */
+            fprintf(stderr, "qmm-fuzz: QMM_FUZZ_BACKEND %s cannot be opened: %s\n", spec, why);
+            exit(2);
+        }
+        fprintf(stderr, "qmm-fuzz: skipping %s: %s\n", spec, why);
         v->state = -1;
         return;
     }
