@@ -389,6 +389,8 @@ static void synthetic(opts *o)
     synthetic_qordered(o, &seed);
 }
 
+static void synthetic_overflow(opts *o);
+
 int main(int argc, char **argv)
 {
     opts o = {.out = "fuzz/corpus"};
@@ -416,8 +418,10 @@ int main(int argc, char **argv)
             qh_case_list_free(&list);
         }
     }
-    if (want_synth)
+    if (want_synth) {
         synthetic(&o);
+        synthetic_overflow(&o);
+    }
     if (!want_synth && roots == 0) {
         fprintf(stderr, "make_corpus: nothing to do (give ROOTs and/or --synthetic)\n");
         return 2;
@@ -426,4 +430,122 @@ int main(int argc, char **argv)
            o.written, o.written == 1 ? "" : "s", o.check ? "checked" : "written", o.skipped,
            o.failed);
     return o.failed ? 1 : 0;
+}
+
+/* ---- int32 overflow: the wrapped alternative ----------------------------------------- */
+
+/* Seeds whose int32 accumulator overflows, so that the reference computes the wrapped
+ * alternative (reference/op-*.c, y_wrapped) and the optimized kernels wrap: |a - za| and
+ * |b - zb| are at most 255, so 255 * 255 * K leaves int32 from K = 33026 on, and the
+ * decoder's operand bound (QH_FZ_MAX_OPERAND elements) leaves a 1 x 1 output. Raw data would
+ * make a 68 KB input, over the campaigns' -max_len; the operands are uniform, so the data
+ * modes "all qmin" / "all qmax" say them instead: the encoder writes raw mode 0 for both
+ * operands as the tail's last two bytes (decode.c, the tail layouts), which are the two bytes
+ * right after the front data, and the front is then dropped. The round trip below proves the
+ * short form decodes to the same call; when it does not (the decoder's layout changed) the
+ * seed is counted as failed. */
+enum { OVF_K = 34000 };
+
+static void save_uniform(opts *o, const qmm_call *call, int64_t opset, const qmm_tensor *a,
+                         unsigned mode_a, const qmm_tensor *b, unsigned mode_b)
+{
+    const qmm_op_desc *d = qmm_call_desc(call);
+    size_t front = (size_t)(qmm_tensor_numel(a) + qmm_tensor_numel(b));
+    uint8_t *buf;
+    size_t len;
+    if (qh_fz_encode(call, opset, &buf, &len) != 0 || len < front + 2) {
+        free(buf);
+        fprintf(stderr, "make_corpus: overflow seed: not encoded\n");
+        o->failed++;
+        return;
+    }
+    memmove(buf, buf + front, len - front);
+    len -= front;
+    buf[0] = (uint8_t)mode_b; /* consumed last */
+    buf[1] = (uint8_t)mode_a;
+    qh_fz_case c;
+    int same = qh_fz_decoder_of(call->op)(buf, len, &c) == 0 &&
+               qh_fz_same_call(call, opset, &c.call, c.opset);
+    qh_fz_case_free(&c);
+    if (same) {
+        char target[64];
+        snprintf(target, sizeof target, "fuzz_%s", d->slug);
+        buf[len] = (uint8_t)(qh_fz_hash(buf, len) >> 56); /* the pick byte (len shrank) */
+        save(o, target, buf, len + 1);
+    } else {
+        fprintf(stderr, "make_corpus: overflow seed: the short form does not decode to the call\n");
+        o->failed++;
+    }
+    free(buf);
+}
+
+/* One overflow seed: a [1,K] and b [K,1] all `ea` / `eb` (bytes), zero points za / zb
+ * (per-tensor, absent for MatMulInteger when both are 0), QLinearMatMul scales 1, 1 and y_scale
+ * 2^24 so that the exact and the wrapped sums requantize to different values. */
+typedef struct overflow_seed {
+    int qlinear;
+    int32_t ta, tb, ty;
+    uint8_t ea, eb, za, zb;
+    unsigned mode_a, mode_b; /* the decoder's data modes that say ea, eb: 9 qmin, 10 qmax */
+} overflow_seed;
+
+static void overflow_one(opts *o, const overflow_seed *v)
+{
+    static uint8_t abuf[OVF_K], bbuf[OVF_K], sbuf[3][4], zbuf[3];
+    memset(abuf, v->ea, sizeof abuf);
+    memset(bbuf, v->eb, sizeof bbuf);
+    zbuf[0] = v->za;
+    zbuf[1] = v->zb;
+    zbuf[2] = 0;
+    qmm_tensor a = {.dtype = v->ta, .rank = 2, .dims = {1, OVF_K}, .data = abuf};
+    qmm_tensor b = {.dtype = v->tb, .rank = 2, .dims = {OVF_K, 1}, .data = bbuf};
+    qmm_tensor zp[3] = {{.dtype = v->ta, .data = &zbuf[0]},
+                        {.dtype = v->tb, .data = &zbuf[1]},
+                        {.dtype = v->ty, .data = &zbuf[2]}};
+    qmm_call call;
+    if (v->qlinear) {
+        qmm_call_init(&call, QMM_OP_QLINEARMATMUL, 10);
+        qmm_qlinearmatmul *q = &call.u.qlinearmatmul;
+        qmm_tensor *scales[3] = {&q->a_scale, &q->b_scale, &q->y_scale};
+        for (int i = 0; i < 3; i++) {
+            *scales[i] = (qmm_tensor){.dtype = QMM_DTYPE_FLOAT, .data = sbuf[i]};
+            put_scale(scales[i], 0, i == 2 ? 0x1p24 : 1.0);
+        }
+        q->a = a;
+        q->b = b;
+        q->a_zero_point = zp[0];
+        q->b_zero_point = zp[1];
+        q->y_zero_point = zp[2];
+        q->y.dtype = v->ty;
+        save_uniform(o, &call, 10, &a, v->mode_a, &b, v->mode_b);
+    } else {
+        qmm_call_init(&call, QMM_OP_MATMULINTEGER, 10);
+        qmm_matmulinteger *q = &call.u.matmulinteger;
+        q->a = a;
+        q->b = b;
+        if (v->za || v->zb) {
+            q->a_zero_point = zp[0];
+            q->b_zero_point = zp[1];
+        }
+        q->y.dtype = QMM_DTYPE_INT32;
+        save_uniform(o, &call, 10, &a, v->mode_a, &b, v->mode_b);
+    }
+}
+
+static void synthetic_overflow(opts *o)
+{
+    enum { U8 = QMM_DTYPE_UINT8, S8 = QMM_DTYPE_INT8, QMIN = 9, QMAX = 10 };
+    static const overflow_seed seeds[] = {
+        /* 255 * 255 * K: above INT32_MAX */
+        {1, U8, U8, U8, 0xff, 0xff, 0, 0, QMAX, QMAX},
+        {0, U8, U8, 0, 0xff, 0xff, 0, 0, QMAX, QMAX},
+        /* (-128 - 127)^2 * K: signed operands, zero points at the other end */
+        {1, S8, S8, S8, 0x80, 0x80, 0x7f, 0x7f, QMIN, QMIN},
+        {0, S8, S8, 0, 0x80, 0x80, 0x7f, 0x7f, QMIN, QMIN},
+        /* 255 * (-128 - 127) * K: below INT32_MIN */
+        {1, U8, S8, S8, 0xff, 0x80, 0, 0x7f, QMAX, QMIN},
+        {0, U8, S8, 0, 0xff, 0x80, 0, 0x7f, QMAX, QMIN},
+    };
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++)
+        overflow_one(o, &seeds[i]);
 }
