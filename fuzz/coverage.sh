@@ -40,7 +40,10 @@ cov=$(tool llvm-cov)
 # (g++), which knows neither the flag nor the runtime: the runtime goes at the end of every
 # link line (C, C++ or CUDA, whichever links) as a library, with the symbol that pulls in its
 # exit-time writer.
-flags="-fprofile-instr-generate -fcoverage-mapping"
+# -fprofile-update=atomic: the threads=3 variants run on worker threads, and with plain
+# increments lost updates make llvm-cov's subtracted counts (an else region's) show code that
+# never ran; with it two replays of one corpus give the same table.
+flags="-fprofile-instr-generate -fcoverage-mapping -fprofile-update=atomic"
 rt=$(clang --print-file-name=libclang_rt.profile-x86_64.a)
 [ -f "$rt" ] || rt=$(clang --print-file-name="libclang_rt.profile-$(uname -m).a")
 log=$build/coverage-build.log
