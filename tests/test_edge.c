@@ -319,6 +319,35 @@ Test(edge, diff_reports_saves_and_replays_a_difference)
     free(out);
 }
 
+Test(edge, diff_draws_float8_problems_and_catches_a_float8_mutant)
+{
+    /* QLinearMatMul-21 with a float8 a, b or y: a share of every seeded run */
+    char *out = qmmcheck_expect(0, "diff --backend reference --backend reference --seed 7 "
+                                   "--count 300 --only float8 --quiet");
+    const char *s = strstr(out, "DIFF SUMMARY: problems:");
+    cr_assert(s, "%s", out);
+    unsigned long long n = strtoull(s + strlen("DIFF SUMMARY: problems:"), NULL, 10);
+    cr_expect(n >= 20 && n < 150, "%llu float8 problems of 300\n%s", n, out);
+    free(out);
+    /* a plugin that flushes subnormal float8 results to zero differs on some of them, and
+     * every difference is a float8 problem (it answers the rest through the reference) */
+    out = qmmcheck_expect(1, "diff --backend reference --backend '%s' --seed 7 --count 300 "
+                             "--quiet --out '%s/f8'", env("QMM_FLOAT8_FTZ_PLUGIN"), tmpdir);
+    int diffs = count_lines_with(out, "DIFF seed=7 problem=");
+    cr_expect_gt(diffs, 0, "%s", out);
+    cr_expect_eq(count_lines_with(out, "DIFF seed=7 problem="),
+                 count_lines_with(out, "QLinearMatMul opset 21 float8") +
+                     count_lines_with(out, "QLinearMatMul opset 21 u8float8") +
+                     count_lines_with(out, "QLinearMatMul opset 21 s8float8") +
+                     count_lines_with(out, "QLinearMatMul opset 21 u8u8float8") +
+                     count_lines_with(out, "QLinearMatMul opset 21 u8s8float8") +
+                     count_lines_with(out, "QLinearMatMul opset 21 s8u8float8") +
+                     count_lines_with(out, "QLinearMatMul opset 21 s8s8float8"),
+                 "%s", out);
+    expect_in(out, "reference (spec) agrees with A");
+    free(out);
+}
+
 Test(edge, diff_usage_errors_exit_2)
 {
     const char *bad[] = {

@@ -52,7 +52,8 @@ const qh_command qh_diff_usage = {
     "--only runs only the problems of the forms named (comma-separated): a type combination\n"
     "as the problem lists them (u8s8u8: a, b, y of QLinearMatMul; u8s8: a and b of MatMulInteger,\n"
     "and of QOrderedMatMul for s8s8), per-tensor (every scale\n"
-    "and zero point has one element), nonempty (no dimension is 0); the others are not run\n"
+    "and zero point has one element), nonempty (no dimension is 0), float8 (QLinearMatMul-21\n"
+    "with a float8 a, b or y); the others are not run\n"
     "and are counted as filtered. Problem I is the same problem with or without --only.\n"
     "--reduce: each saved case is also reduced against the backend the reference disagrees\n"
     "with (B first), as qmmcheck reduce does, into DIR/problem-I-reduced beside it (at most\n"
@@ -92,7 +93,7 @@ typedef struct diff_opts {
     /* --only: the forms a problem must have to run (empty types: any) */
     int have_only;
     char only_types[8];
-    int only_per_tensor, only_nonempty;
+    int only_per_tensor, only_nonempty, only_float8;
 } diff_opts;
 
 /* Parses --only's comma-separated list into `o`; 0, or -1 naming nothing it knows. */
@@ -107,6 +108,8 @@ static int parse_only(const char *list, diff_opts *o)
             o->only_per_tensor = 1;
         else if (strcmp(w, "nonempty") == 0)
             o->only_nonempty = 1;
+        else if (strcmp(w, "float8") == 0)
+            o->only_float8 = 1;
         else if ((len == 4 || len == 6) && strspn(w, "us8") == len && !o->only_types[0])
             snprintf(o->only_types, sizeof o->only_types, "%s", w);
         else
@@ -126,6 +129,8 @@ static int wanted(const diff_opts *o, const qh_problem *p)
         if (strcmp(types, o->only_types) != 0) /* the operator's own type list (problem.h) */
             return 0;
     }
+    if (o->only_float8 && !qh_problem_has_float8(p))
+        return 0;
     int32_t n = qh_problem_n_inputs(p);
     const qmm_op_desc *d = qmm_call_desc(&p->call);
     for (int32_t i = 0; i < n; i++) {
@@ -353,7 +358,7 @@ static int run_one(const diff_opts *o, qh_backend *be, const qh_invoke_opts *io,
     qh_rng r;
     qh_rng_seed(&r, o->seed, index);
     qh_problem p;
-    qh_random_opts ro = {.invalid_per_mille = 20};
+    qh_random_opts ro = {.invalid_per_mille = 20, .float8_per_mille = 300};
     if (qh_problem_random(&p, &r, &ro) != 0) {
         qh_problem_free(&p);
         fprintf(stderr, "qmmcheck diff: out of memory\n");

@@ -138,6 +138,12 @@ void qh_problem_types(const qh_problem *p, char *buf, size_t size)
              short_type(qh_problem_input_c(p, d->b_input)->dtype), y ? short_type(y->dtype) : "");
 }
 
+int qh_problem_has_float8(const qh_problem *p)
+{
+    return p->call.op == QMM_OP_QLINEARMATMUL &&
+           qmm_qlinearmatmul_float8(&p->call.u.qlinearmatmul) != NULL;
+}
+
 int32_t qh_problem_scale_type(const qh_problem *p)
 {
     const qmm_op_desc *d = qmm_call_desc(&p->call);
@@ -220,6 +226,65 @@ int qh_rng_chance(qh_rng *r, int num, int den)
 static int64_t qmin(int32_t dt) { return dt == U8 ? 0 : -128; }
 static int64_t qmax(int32_t dt) { return dt == U8 ? 255 : 127; }
 
+/* ---- float8 values (docs/semantics.md §2.6): codes, drawn over every finite one ---------- */
+
+/* The code of sign `neg` and magnitude code `mag`; the fnuz types' 0x80 is NaN, not -0. */
+static int64_t f8_signed(const qmm_float8_format *f, int neg, unsigned mag)
+{
+    return neg && !(f->fnuz && mag == 0) ? (int64_t)(0x80u | mag) : (int64_t)mag;
+}
+
+/* A finite code with extra weight where rounding is hard: ±0, subnormals, the largest finite
+ * values and their neighbours; uniform over every finite code otherwise. */
+static int64_t f8_code(qh_rng *r, int32_t dt)
+{
+    const qmm_float8_format *f = qmm_float8_format_of(dt);
+    int neg = qh_rng_chance(r, 1, 2);
+    unsigned sub = (1u << f->mbits) - 1u; /* the largest subnormal magnitude */
+    int64_t u = qh_rng_range(r, 0, 99);
+    unsigned mag;
+    if (u < 10)
+        mag = 0;
+    else if (u < 30)
+        mag = (unsigned)qh_rng_range(r, 1, sub);
+    else if (u < 45)
+        mag = f->max_code - (unsigned)qh_rng_range(r, 0, 2);
+    else
+        mag = (unsigned)qh_rng_range(r, 0, f->max_code);
+    return f8_signed(f, neg, mag);
+}
+
+/* A finite code within 3 codes of `zp`'s magnitude, with zp's sign: values close to it. */
+static int64_t f8_near(qh_rng *r, int32_t dt, int64_t zp)
+{
+    const qmm_float8_format *f = qmm_float8_format_of(dt);
+    int64_t mag = (zp & 0x7f) + qh_rng_range(r, -3, 3);
+    mag = mag < 0 ? 0 : mag > f->max_code ? f->max_code : mag;
+    return f8_signed(f, (zp & 0x80) != 0, (unsigned)mag);
+}
+
+/* A zero point of pick_zp's kind: 0, the largest finite of either sign, or any finite code. */
+static int64_t f8_zp(qh_rng *r, int32_t dt, int kind)
+{
+    const qmm_float8_format *f = qmm_float8_format_of(dt);
+    switch (kind) {
+    case 0: return 0;
+    case 1: return f8_signed(f, qh_rng_chance(r, 1, 2), f->max_code);
+    default: return f8_code(r, dt);
+    }
+}
+
+/* A NaN or an infinity of float8 type dt: what a deliberately invalid float8 problem holds. */
+static int64_t f8_not_finite(qh_rng *r, int32_t dt)
+{
+    const qmm_float8_format *f = qmm_float8_format_of(dt);
+    if (f->fnuz)
+        return 0x80;
+    if (f->has_inf && qh_rng_chance(r, 1, 2))
+        return qh_rng_chance(r, 1, 2) ? 0x7c : 0xfc;
+    return f->has_inf ? 0x7e : 0x7f;
+}
+
 /* Dimension sizes: mostly small, sometimes medium, rarely large or empty. */
 static int64_t pick_dim(qh_rng *r)
 {
@@ -242,6 +307,8 @@ static int32_t pick_rank(qh_rng *r)
 /* A value within 3 of zero point zp, clamped to dt's range. */
 static int64_t near_zp(qh_rng *r, int32_t dt, int64_t zp)
 {
+    if (qmm_is_float8(dt))
+        return f8_near(r, dt, zp);
     int64_t v = zp + qh_rng_range(r, -3, 3);
     return v < qmin(dt) ? qmin(dt) : v > qmax(dt) ? qmax(dt) : v;
 }
@@ -256,16 +323,17 @@ static void fill_values(qh_rng *r, qmm_tensor *t, int64_t zp)
     value_mode m = {0, 0};
     int64_t u = qh_rng_range(r, 0, 99);
     m.kind = u < 60 ? 0 : u < 75 ? 1 : u < 90 ? 2 : 3;
-    int64_t lo = qmin(t->dtype), hi = qmax(t->dtype);
-    m.constant = qh_rng_range(r, lo, hi);
+    int f8 = qmm_is_float8(t->dtype);
+    int64_t lo = f8 ? 0 : qmin(t->dtype), hi = f8 ? 0 : qmax(t->dtype);
+    m.constant = f8 ? f8_code(r, t->dtype) : qh_rng_range(r, lo, hi);
     int64_t n = qmm_tensor_numel(t);
     for (int64_t i = 0; i < n; i++) {
         int64_t v;
         switch (m.kind) {
-        case 1: v = qh_rng_chance(r, 1, 2) ? lo : hi; break;
+        case 1: v = f8 ? f8_zp(r, t->dtype, 1) : qh_rng_chance(r, 1, 2) ? lo : hi; break;
         case 2: v = near_zp(r, t->dtype, zp); break;
         case 3: v = m.constant; break;
-        default: v = qh_rng_range(r, lo, hi); break;
+        default: v = f8 ? f8_code(r, t->dtype) : qh_rng_range(r, lo, hi); break;
         }
         qh_tensor_set_int(t, i, v);
     }
@@ -273,6 +341,8 @@ static void fill_values(qh_rng *r, qmm_tensor *t, int64_t zp)
 
 static int64_t pick_zp(qh_rng *r, int32_t dt, int kind)
 {
+    if (qmm_is_float8(dt))
+        return f8_zp(r, dt, kind);
     switch (kind) {
     case 0: return 0;
     case 1: return qh_rng_chance(r, 1, 2) ? qmin(dt) : qmax(dt);
@@ -537,9 +607,29 @@ static int random_y_params(qh_problem *p, qh_rng *r, int32_t ty, int32_t sdt,
     int64_t cnt = qmm_tensor_numel(&c->y_zero_point);
     for (int64_t i = 0; i < cnt; i++)
         qh_tensor_set_int(&c->y_zero_point, i,
-                          zkind_y == 2 ? qh_rng_range(r, qmin(ty) / 2, qmax(ty) / 2 + 64)
+                          qmm_is_float8(ty) ? f8_zp(r, ty, zkind_y)
+                          : zkind_y == 2 ? qh_rng_range(r, qmin(ty) / 2, qmax(ty) / 2 + 64)
                                        : pick_zp(r, ty, zkind_y));
     return 0;
+}
+
+/* log2 of a typical |value - zero point| of type dt: 80 for uint8/int8 (pick_scales assumes
+ * 80·80 per product), an eighth of the largest finite value for float8. */
+static int typical_log2(int32_t dt)
+{
+    const qmm_float8_format *f = qmm_float8_format_of(dt);
+    return f ? ilogb(qmm_float8_decode(dt, f->max_code)) - 3 : 6;
+}
+
+/* Moves y_scale by a power of two (so tie-friendly plans keep their ties) for float8 operands'
+ * wider range, and for a float8 y now and then towards its subnormals or its largest values:
+ * without it most float8 results saturate. */
+static void f8_rescale(qh_rng *r, scale_plan *sp, int32_t ta, int32_t tb, int32_t ty)
+{
+    int e = typical_log2(ta) + typical_log2(tb) - 12;
+    if (qmm_is_float8(ty))
+        e += (int)qh_rng_range(r, -4, 6);
+    sp->sy *= pow2(e);
 }
 
 /* QLinearMatMul: a scale plan, then a's, b's and y's scales and zero points. */
@@ -549,6 +639,8 @@ static int random_qlm_params(qh_problem *p, qh_rng *r, const operand_plan *a,
     qmm_qlinearmatmul *c = &p->call.u.qlinearmatmul;
     scale_plan sp;
     pick_scales(r, k, &sp);
+    if (qmm_is_float8(a->dtype) || qmm_is_float8(b->dtype) || qmm_is_float8(ty))
+        f8_rescale(r, &sp, a->dtype, b->dtype, ty);
     if (sp.mode == 2) {
         /* re-draw the operands close to their zero points so acc stays small */
         redraw_near(r, qh_problem_input(p, 0), a->z0);
@@ -576,7 +668,11 @@ static void maybe_break_rule(qh_problem *p, qh_rng *r, const qh_random_opts *o, 
         return;
     qmm_tensor *a = qh_problem_input(p, 0);
     int kind = (int)qh_rng_range(r, 0, qlm ? 3 : 1);
-    if (kind == 0) {
+    if (kind == 0 && qmm_is_float8(a->dtype) && qmm_tensor_numel(a) > 0) {
+        /* a float8 value that is NaN or infinite (only float8 problems get here) */
+        qh_tensor_set_int(a, qh_rng_range(r, 0, qmm_tensor_numel(a) - 1),
+                          f8_not_finite(r, a->dtype));
+    } else if (kind == 0) {
         a->rank = 0; /* the buffer always holds at least one element */
     } else if (kind == 1) {
         qmm_tensor *z = qlm ? &p->call.u.qlinearmatmul.a_zero_point
@@ -599,15 +695,44 @@ static void maybe_break_rule(qh_problem *p, qh_rng *r, const qh_random_opts *o, 
     }
 }
 
+/* Whether this QLinearMatMul-21 problem takes float8 types: decided on a side stream derived
+ * from r's state without advancing r, so a problem that does not is drawn exactly as before
+ * float8 existed (seeds pinned by tests and reports keep their problems). */
+static int float8_drawn(const qh_rng *r, const qh_random_opts *o)
+{
+    if (!o || o->float8_per_mille <= 0)
+        return 0;
+    qh_rng side = {r->s ^ 0xf1087e4d3fa5c0deu};
+    return qh_rng_range(&side, 0, 999) < o->float8_per_mille;
+}
+
+/* T1, T2, T3 over every mix the opset-21 schema allows with at least one float8 type: float8
+ * inputs with an integer output and the reverse included. */
+static void pick_float8_types(qh_rng *r, int32_t *ta, int32_t *tb, int32_t *ty)
+{
+    static const int32_t all[6] = {U8, S8, QMM_DTYPE_FLOAT8E4M3FN, QMM_DTYPE_FLOAT8E4M3FNUZ,
+                                   QMM_DTYPE_FLOAT8E5M2, QMM_DTYPE_FLOAT8E5M2FNUZ};
+    do {
+        *ta = all[qh_rng_range(r, 0, 5)];
+        *tb = all[qh_rng_range(r, 0, 5)];
+        *ty = all[qh_rng_range(r, 0, 5)];
+    } while (!qmm_is_float8(*ta) && !qmm_is_float8(*tb) && !qmm_is_float8(*ty));
+}
+
 /* QLinearMatMul or MatMulInteger: numpy.matmul operands with zero points (and scales). */
 static int random_matmul(qh_problem *p, qh_rng *r, const qh_random_opts *o, int qlm)
 {
     int32_t sdt;
     pick_op(p, r, qlm, &sdt);
     operand_plan a, b;
-    a.dtype = qh_rng_chance(r, 1, 2) ? U8 : S8;
-    b.dtype = qh_rng_chance(r, 1, 2) ? U8 : S8;
-    int32_t ty = qh_rng_chance(r, 1, 2) ? U8 : S8;
+    int32_t ty;
+    if (qlm && qmm_call_opset(&p->call) == 21 && float8_drawn(r, o)) {
+        pick_float8_types(r, &a.dtype, &b.dtype, &ty);
+    } else {
+        a.dtype = qh_rng_chance(r, 1, 2) ? U8 : S8;
+        b.dtype = qh_rng_chance(r, 1, 2) ? U8 : S8;
+        ty = qh_rng_chance(r, 1, 2) ? U8 : S8;
+    }
     int64_t k = pick_shapes(r, o, &a, &b);
 
     a.zkind = (int)qh_rng_range(r, 0, 2);

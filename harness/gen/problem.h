@@ -60,6 +60,9 @@ void qh_problem_describe(const qh_problem *p, char *buf, size_t size);
 /* "u8s8u8" (QLinearMatMul: a, b, y) or "u8s8" (MatMulInteger, QOrderedMatMul: a, b), from
  * the operand types; y's is said where the inputs choose it. */
 void qh_problem_types(const qh_problem *p, char *buf, size_t size);
+
+/* Whether p is QLinearMatMul with a float8 a, b or y (docs/semantics.md §2.6). */
+int qh_problem_has_float8(const qh_problem *p);
 /* The scale type: the dtype of the first input the type rule lets be a float (ops/operator.h),
  * as it is; QMM_DTYPE_UNDEFINED when the operator has no scales. */
 int32_t qh_problem_scale_type(const qh_problem *p);
@@ -83,11 +86,16 @@ typedef struct qh_random_opts {
     int invalid_per_mille; /* how often a problem is made invalid on purpose (0..1000) */
     int64_t max_outputs;   /* bound on the output element count (0: 4096) */
     int64_t max_macs;      /* bound on batch*M*N*K (0: 1 << 20) */
+    /* how often a QLinearMatMul-21 problem takes float8 types (0..1000; 0: never, so the
+     * committed random edge suite keeps its problems). The choice comes from a side stream:
+     * problem I of a seed is either the problem it was without float8 or a float8 one. */
+    int float8_per_mille;
 } qh_random_opts;
 
 /* A random problem over the whole operator space: every operator of ops/operator.h (for
  * QOrderedMatMul both order combinations with clean tiles, per-column scale_B, bias, C,
  * batches; docs/qorderedmatmul.md), every uint8/int8 type combination, opset 10 and 21 with float/float16/bfloat16 scales, every parameter form,
+ * QLinearMatMul-21's float8 mixes when o->float8_per_mille asks (docs/semantics.md §2.6),
  * batch broadcasting, 1-D operands, empty dimensions, value modes from uniform to all-extreme,
  * scales from random to exact powers of two (which make rounding ties common). Sizes are
  * mostly small, now and then larger. Returns 0, or -1 when memory runs out. */
