@@ -332,14 +332,33 @@ static void write_zp_shape(sink *k, const qmm_tensor *zp, const qmm_tensor *scal
 
 /* ---- values --------------------------------------------------------------------------- */
 
+/* The extremes of a type: for float8 the codes of the largest finite value of each sign. */
 static int64_t qmin(int32_t dtype)
 {
-    return dtype == QMM_DTYPE_INT8 ? -128 : 0;
+    const qmm_float8_format *f = qmm_float8_format_of(dtype);
+    return f ? (int64_t)(0x80u | f->max_code) : dtype == QMM_DTYPE_INT8 ? -128 : 0;
 }
 
 static int64_t qmax(int32_t dtype)
 {
-    return dtype == QMM_DTYPE_INT8 ? 127 : 255;
+    const qmm_float8_format *f = qmm_float8_format_of(dtype);
+    return f ? (int64_t)f->max_code : dtype == QMM_DTYPE_INT8 ? 127 : 255;
+}
+
+/* A float8 code that is NaN or an infinity (docs/semantics.md §2.6: invalid in a or b). */
+static int f8_not_finite(int32_t dtype, uint8_t code)
+{
+    return qmm_is_float8(dtype) && !isfinite(qmm_float8_decode(dtype, code));
+}
+
+/* Float8 code `zp` moved by `step` codes in magnitude, clamped to the finite ones, sign kept
+ * (the fnuz types' 0x80 is NaN, so their zero stays 0x00). */
+static uint8_t f8_step(int32_t dtype, int64_t zp, int64_t step)
+{
+    const qmm_float8_format *f = qmm_float8_format_of(dtype);
+    int64_t mag = (zp & 0x7f) + step;
+    mag = mag < 0 ? 0 : mag > f->max_code ? f->max_code : mag;
+    return (uint8_t)((zp & 0x80) && !(f->fnuz && mag == 0) ? 0x80 | mag : mag);
 }
 
 static void *alloc_tensor(qh_fz_case *c, int slot, qmm_tensor *t)
@@ -504,7 +523,10 @@ static void write_zps(sink *k, const qmm_tensor *t)
 /* Operand data modes (low 4 bits): 0-8 bytes from the front (the generator continues when
  * they run out); 9 all qmin; 10 all qmax; 11 alternating; 12 qmin or qmax per front bit;
  * 13 all equal to the zero point (every product is zero); 14 zero point ±2 per front byte;
- * 15 generated only, from a seed byte (long tensors without long inputs). */
+ * 15 generated only, from a seed byte (long tensors without long inputs).
+ * Float8 operands: qmin/qmax are the largest finite value of each sign, ±2 steps the code's
+ * magnitude, and in every mode but 8 a NaN or infinity code reads as +0 (so most problems
+ * are valid); mode 8 keeps every byte as it is (NaN and infinities: invalid input). */
 typedef struct data_mode {
     unsigned mode;
     unsigned seed;
@@ -539,12 +561,18 @@ static void fill_data(src *s, qmm_tensor *t, data_mode m, int64_t zp)
             break;
         case 13: v = zp; break;
         case 14:
+            if (qmm_is_float8(t->dtype)) {
+                v = f8_step(t->dtype, zp, (int64_t)(front(s) % 5) - 2);
+                break;
+            }
             v = zp + (int64_t)(front(s) % 5) - 2;
             v = v < lo ? lo : v > hi ? hi : v;
             break;
         case 15: v = next_random(s); break;
         default: v = front(s); break;
         }
+        if (m.mode != 8 && f8_not_finite(t->dtype, (uint8_t)v))
+            v = 0;
         p[i] = (uint8_t)v;
     }
 }
@@ -554,7 +582,19 @@ static int64_t first_zp(const qmm_tensor *zp)
     if (!qmm_tensor_present(zp) || qmm_tensor_numel(zp) < 1)
         return 0;
     const uint8_t *p = zp->data;
-    return zp->dtype == QMM_DTYPE_INT8 ? (int64_t)(int8_t)p[0] : (int64_t)p[0];
+    return zp->dtype == QMM_DTYPE_INT8 ? (int64_t)(int8_t)p[0] : (int64_t)p[0]; /* float8: code */
+}
+
+/* The data mode that gives t's bytes back from the front: 0, or 8 where a float8 operand
+ * holds a NaN or an infinity (mode 0 would read it as +0). */
+static unsigned data_mode_of(const qmm_tensor *t)
+{
+    int64_t n = qmm_tensor_numel(t);
+    const uint8_t *p = t->data;
+    for (int64_t i = 0; i < n; i++)
+        if (f8_not_finite(t->dtype, p[i]))
+            return 8;
+    return 0;
 }
 
 static void write_data(sink *k, const qmm_tensor *t)
@@ -619,9 +659,19 @@ static int64_t cols_of(const qmm_tensor *b)
     return b->rank >= 2 ? b->dims[b->rank - 1] : 1;
 }
 
+/* Two characters per type, as the crash functions of differential.c read them ("e4"
+ * float8e4m3fn, "z4" float8e4m3fnuz, "e5" float8e5m2, "z5" float8e5m2fnuz). */
 static const char *type_tag(int32_t dtype)
 {
-    return dtype == QMM_DTYPE_INT8 ? "s8" : dtype == QMM_DTYPE_UINT8 ? "u8" : "xx";
+    switch (dtype) {
+    case QMM_DTYPE_INT8: return "s8";
+    case QMM_DTYPE_UINT8: return "u8";
+    case QMM_DTYPE_FLOAT8E4M3FN: return "e4";
+    case QMM_DTYPE_FLOAT8E4M3FNUZ: return "z4";
+    case QMM_DTYPE_FLOAT8E5M2: return "e5";
+    case QMM_DTYPE_FLOAT8E5M2FNUZ: return "z5";
+    default: return "xx";
+    }
 }
 
 static int32_t flip8(int32_t dtype)
@@ -634,7 +684,34 @@ static int32_t flip8(int32_t dtype)
  * float, float16, bfloat16), bit 5 flips the opset away from the natural one (10 for float,
  * 21 otherwise: the wrong one is invalid for 16-bit scales), bits 6-7 both set: a twist byte
  * follows: 0 a_zero_point of the other 8-bit type, 1 b_zero_point of the other type, 2 b_scale
- * of the next scale type, 3 y_scale of the next scale type (all invalid input). */
+ * of the next scale type, 3 y_scale of the next scale type (all invalid input), by its value
+ * mod 4 — except that a twist byte from 0xF0 on is the float8 form instead (no twist): a
+ * float8 byte follows, and a, b and y each take a type code (a: the float8 byte's bits 0-2,
+ * b: its bits 3-5, y: the twist byte's bits 0-2): 1-4 float8e4m3fn, float8e4m3fnuz,
+ * float8e5m2, float8e5m2fnuz; 0 and 5-7 the 8-bit type the types byte gives. Zero points take
+ * their operand's type; the natural opset of the float8 form is 21 whatever the scale type
+ * (bit 5 makes it 10: invalid). docs/semantics.md §2.6. */
+static const int32_t f8_codes[8] = {QMM_DTYPE_UNDEFINED, QMM_DTYPE_FLOAT8E4M3FN,
+                                    QMM_DTYPE_FLOAT8E4M3FNUZ, QMM_DTYPE_FLOAT8E5M2,
+                                    QMM_DTYPE_FLOAT8E5M2FNUZ, QMM_DTYPE_UNDEFINED,
+                                    QMM_DTYPE_UNDEFINED, QMM_DTYPE_UNDEFINED};
+#define QLM_FLOAT8_FORM 0xF0u
+
+/* The type of type code `code` (f8_codes), `int8` choosing the 8-bit one. */
+static int32_t f8_type(unsigned code, unsigned int8)
+{
+    int32_t t = f8_codes[code & 7];
+    return t != QMM_DTYPE_UNDEFINED ? t : int8 ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8;
+}
+
+/* The inverse: 0 for uint8/int8. */
+static unsigned f8_code_of(int32_t dtype)
+{
+    for (unsigned i = 1; i < 5; i++)
+        if (f8_codes[i] == dtype)
+            return i;
+    return 0;
+}
 static const int32_t scale_types[4] = {QMM_DTYPE_FLOAT, QMM_DTYPE_FLOAT, QMM_DTYPE_FLOAT16,
                                        QMM_DTYPE_BFLOAT16};
 
@@ -670,18 +747,20 @@ static int decode_qlinearmatmul(const uint8_t *data, size_t len, qh_fz_case *c)
     begin_case(c, QMM_OP_QLINEARMATMUL, 0, &s, data, len);
 
     unsigned ty = tail(&s);
-    unsigned twist = (ty & 0xC0) == 0xC0 ? tail(&s) % 4 : 4;
+    unsigned tw = (ty & 0xC0) == 0xC0 ? tail(&s) : 0;
+    unsigned twist = (ty & 0xC0) == 0xC0 && tw < QLM_FLOAT8_FORM ? tw % 4 : 4;
+    unsigned f8 = tw >= QLM_FLOAT8_FORM ? tail(&s) : 0;
     int32_t st = scale_types[(ty >> 3) & 3];
-    q->a.dtype = (ty & 1) ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8;
-    q->b.dtype = (ty & 2) ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8;
-    q->y_zero_point.dtype = (ty & 4) ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8;
+    q->a.dtype = f8_type(f8, ty & 1);
+    q->b.dtype = f8_type(f8 >> 3, ty & 2);
+    q->y_zero_point.dtype = f8_type(tw >= QLM_FLOAT8_FORM ? tw : 0, ty & 4);
     q->a_zero_point.dtype = twist == 0 ? flip8(q->a.dtype) : q->a.dtype;
     q->b_zero_point.dtype = twist == 1 ? flip8(q->b.dtype) : q->b.dtype;
     q->a_scale.dtype = st;
     q->b_scale.dtype = twist == 2 ? next_scale_type(st) : st;
     q->y_scale.dtype = twist == 3 ? next_scale_type(st) : st;
     q->y.dtype = q->y_zero_point.dtype;
-    int natural = st == QMM_DTYPE_FLOAT ? 10 : 21;
+    int natural = st == QMM_DTYPE_FLOAT && tw < QLM_FLOAT8_FORM ? 10 : 21;
     q->opset = (ty & 0x20) ? 31 - natural : natural;
     c->opset = q->opset;
     snprintf(c->types, sizeof c->types, "%s%s%s", type_tag(q->a.dtype), type_tag(q->b.dtype),
@@ -1018,11 +1097,13 @@ static int encode_qlinearmatmul(sink *k, const qmm_qlinearmatmul *q)
     int32_t st = q->a_scale.dtype;
     unsigned sc = st == QMM_DTYPE_FLOAT ? 0 : st == QMM_DTYPE_FLOAT16 ? 2
                   : st == QMM_DTYPE_BFLOAT16 ? 3 : 4;
-    int u8s8 = 1;
+    int u8s8 = 1, float8 = 0;
     const qmm_tensor *e8[5] = {&q->a, &q->b, &q->y_zero_point, &q->a_zero_point,
                                &q->b_zero_point};
-    for (int i = 0; i < 5; i++)
-        u8s8 &= e8[i]->dtype == QMM_DTYPE_INT8 || e8[i]->dtype == QMM_DTYPE_UINT8;
+    for (int i = 0; i < 5; i++) {
+        float8 |= qmm_is_float8(e8[i]->dtype);
+        u8s8 &= qmm_is_q8(e8[i]->dtype) || qmm_is_float8(e8[i]->dtype);
+    }
     if (sc == 4 || !u8s8)
         return -1;
     unsigned twist = 4;
@@ -1034,17 +1115,21 @@ static int encode_qlinearmatmul(sink *k, const qmm_qlinearmatmul *q)
         twist = twist == 4 && q->b_scale.dtype == next_scale_type(st) ? 2 : 5;
     if (q->y_scale.dtype != st)
         twist = twist == 4 && q->y_scale.dtype == next_scale_type(st) ? 3 : 5;
-    if (twist == 5)
-        return -1;
-    int natural = st == QMM_DTYPE_FLOAT ? 10 : 21;
+    if (twist == 5 || (float8 && twist != 4))
+        return -1; /* the float8 form has no twist */
+    int natural = st == QMM_DTYPE_FLOAT && !float8 ? 10 : 21;
     int opset = q->opset >= 21 ? 21 : 10;
     unsigned ty = (q->a.dtype == QMM_DTYPE_INT8 ? 1u : 0u) |
                   (q->b.dtype == QMM_DTYPE_INT8 ? 2u : 0u) |
                   (q->y_zero_point.dtype == QMM_DTYPE_INT8 ? 4u : 0u) | sc << 3 |
-                  (opset != natural ? 0x20u : 0u) | (twist < 4 ? 0xC0u : 0u);
+                  (opset != natural ? 0x20u : 0u) | (twist < 4 || float8 ? 0xC0u : 0u);
     put(k, ty);
     if (twist < 4)
         put(k, twist);
+    if (float8) {
+        put(k, QLM_FLOAT8_FORM | f8_code_of(q->y_zero_point.dtype));
+        put(k, f8_code_of(q->a.dtype) | f8_code_of(q->b.dtype) << 3);
+    }
     write_shapes(k, &q->a, &q->b);
     qmm_tensor y = q->y;
     qmm_tensor a = q->a, b = q->b;
@@ -1060,8 +1145,8 @@ static int encode_qlinearmatmul(sink *k, const qmm_qlinearmatmul *q)
         write_scales(k, scales[r]);
         write_zps(k, zps[r]);
     }
-    put(k, 0);
-    put(k, 0);
+    put(k, data_mode_of(&q->a));
+    put(k, data_mode_of(&q->b));
     write_data(k, &q->a);
     write_data(k, &q->b);
     return 0;

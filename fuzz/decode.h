@@ -36,7 +36,7 @@ typedef struct qh_fz_case {
     qmm_call call;          /* y carries dtype and shape (rank 0 when a, b do not fit) */
     int64_t opset;          /* ai.onnx opset (com.microsoft for QOrderedMatMul) of the node */
     const char *op_type;    /* the descriptor's op_type (ops/operator.h) */
-    char types[16];         /* "u8s8u8" (a, b, y) or "u8s8" for MatMulInteger */
+    char types[16];         /* "u8s8u8" (a, b, y; float8 "e4" "z4" "e5" "z5") or "u8s8" */
     int32_t n_inputs;       /* node inputs, in ONNX order; absent optional ones are UNDEFINED */
     qmm_tensor *inputs[8];  /* point into `call` (qmm_call_input) */
     void *owned[8];
