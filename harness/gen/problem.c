@@ -626,7 +626,7 @@ static int typical_log2(int32_t dt)
  * without it most float8 results saturate. */
 static void f8_rescale(qh_rng *r, scale_plan *sp, int32_t ta, int32_t tb, int32_t ty)
 {
-    int e = typical_log2(ta) + typical_log2(tb) - 12;
+    int e = typical_log2(ta) + typical_log2(tb) - 9;
     if (qmm_is_float8(ty))
         e += (int)qh_rng_range(r, -4, 6);
     sp->sy *= pow2(e);
