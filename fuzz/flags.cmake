@@ -22,6 +22,12 @@ if(QMM_FUZZ AND QMM_FUZZ_ENGINE STREQUAL "libfuzzer")
       set(QMM_SANITIZE "address,undefined")
     endif()
     add_compile_options(-fsanitize=fuzzer-no-link)
+    if(NOT QMM_SANITIZE)
+      # Without a sanitizer runtime nothing defines the coverage hooks for the executables
+      # that are not fuzz targets (qmmcheck, qmm_cuda_layout_check, ...): libFuzzer's own
+      # runtime, linked without its main, does.
+      add_link_options(-fsanitize=fuzzer-no-link)
+    endif()
   else()
     message(WARNING "QMM_FUZZ=ON needs clang for libFuzzer; only the replay drivers are built")
   endif()
