@@ -87,7 +87,6 @@ qmm_status_code peer_geometry(const qmm_tensor *a, const qmm_tensor *b, const qm
         want[wr++] = g->m;
     if (b->rank > 1)
         want[wr++] = g->n;
-    g->yrank = wr;
     if (y->dtype != y_dtype)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "y: dtype %d, expected %d", (int)y->dtype,
                               (int)y_dtype);
@@ -163,6 +162,19 @@ static qmm_status_code check_scale(const qmm_tensor *s, const char *name, qmm_st
     return QMM_OK;
 }
 
+/* A parameter of more than one element may not have more dimensions than what it describes (a's
+ * for a's, b's for b's, y's for y's; §2.2): it broadcasts to no shape of that tensor. The forms
+ * alone would take [1,1,1,N] for a y of shape [N] as per-column. */
+static qmm_status_code check_rank(const qmm_tensor *p, const char *name, int max,
+                                  const char *target, qmm_status *st)
+{
+    if (!qmm_tensor_present(p) || qmm_tensor_numel(p) == 1 || p->rank <= max)
+        return QMM_OK;
+    return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                          "%s: rank %d is more than %s's %d: not per-tensor and broadcasts to no "
+                          "shape of %s", name, (int)p->rank, target, max, target);
+}
+
 qmm_status_code peer_check_qlinear(const qmm_qlinearmatmul *q, qmm_status *st)
 {
     if (q->opset < 10)
@@ -185,11 +197,15 @@ qmm_status_code peer_check_qlinear(const qmm_qlinearmatmul *q, qmm_status *st)
     const qmm_tensor *s[3] = {&q->a_scale, &q->b_scale, &q->y_scale};
     const qmm_tensor *z[3] = {&q->a_zero_point, &q->b_zero_point, &q->y_zero_point};
     const char *names[3] = {"a_scale", "b_scale", "y_scale"};
+    const char *const of[3] = {"a", "b", "y"};
+    const int32_t ranks[3] = {q->a.rank, q->b.rank, q->y.rank};
     for (int i = 0; i < 3; i++) {
         if (!same_shape(s[i], z[i]))
             return qmm_status_set(st, QMM_INVALID_ARGUMENT, "%s: shape differs from its zero point's",
                                   names[i]);
-        if (check_buffer(z[i], "zero point", st) || check_scale(s[i], names[i], st))
+        /* the zero point has the scale's shape: checking the scale's rank covers both */
+        if (check_buffer(z[i], "zero point", st) || check_scale(s[i], names[i], st) ||
+            check_rank(s[i], names[i], ranks[i], of[i], st))
             return QMM_INVALID_ARGUMENT;
     }
     return QMM_OK;
@@ -201,37 +217,8 @@ qmm_status_code peer_check_integer(const qmm_matmulinteger *c, qmm_status *st)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "%s: uint8 or int8 required",
                               is_q8(c->a.dtype) ? "b" : "a");
     if (check_zero_point(&c->a_zero_point, "a_zero_point", &c->a, 1, st) ||
-        check_zero_point(&c->b_zero_point, "b_zero_point", &c->b, 1, st))
-        return QMM_INVALID_ARGUMENT;
-    return QMM_OK;
-}
-
-static qmm_status_code check_rank(const qmm_tensor *p, const char *name, int max,
-                                  const char *target, qmm_status *st)
-{
-    if (!qmm_tensor_present(p) || qmm_tensor_numel(p) == 1 || p->rank <= max)
-        return QMM_OK;
-    return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                          "%s: rank %d is more than %s's %d: not per-tensor and broadcasts to no "
-                          "shape of %s", name, (int)p->rank, target, max, target);
-}
-
-qmm_status_code peer_check_qlinear_ranks(const qmm_qlinearmatmul *q, const peer_geom *g,
-                                         qmm_status *st)
-{
-    if (check_rank(&q->a_scale, "a_scale", q->a.rank, "a", st) ||
-        check_rank(&q->a_zero_point, "a_zero_point", q->a.rank, "a", st) ||
-        check_rank(&q->b_scale, "b_scale", q->b.rank, "b", st) ||
-        check_rank(&q->b_zero_point, "b_zero_point", q->b.rank, "b", st) ||
-        check_rank(&q->y_scale, "y_scale", g->yrank, "y", st) ||
-        check_rank(&q->y_zero_point, "y_zero_point", g->yrank, "y", st))
-        return QMM_INVALID_ARGUMENT;
-    return QMM_OK;
-}
-
-qmm_status_code peer_check_integer_ranks(const qmm_matmulinteger *c, qmm_status *st)
-{
-    if (check_rank(&c->a_zero_point, "a_zero_point", c->a.rank, "a", st) ||
+        check_zero_point(&c->b_zero_point, "b_zero_point", &c->b, 1, st) ||
+        check_rank(&c->a_zero_point, "a_zero_point", c->a.rank, "a", st) ||
         check_rank(&c->b_zero_point, "b_zero_point", c->b.rank, "b", st))
         return QMM_INVALID_ARGUMENT;
     return QMM_OK;

@@ -22,7 +22,6 @@ typedef struct peer_geom {
     int64_t m, k, n;
     int64_t batch;           /* product of y's batch dimensions */
     int a_batched, b_batched; /* the operand's own batch product is > 1 */
-    int yrank;               /* y's own rank (1-D operands drop their promoted axis) */
 } peer_geom;
 
 /* docs/semantics.md §1 and the type/shape rules of §2.5 and §3 for a, b and y (y must have
@@ -41,19 +40,12 @@ typedef enum peer_form {
 peer_form peer_form_of(const qmm_tensor *p, int64_t n);
 
 /* QLinearMatMul's rules (§2.5) that the geometry does not cover: opset, operand, scale and
- * zero-point types, equal scale/zero-point shapes, scales finite and > 0. */
+ * zero-point types, equal scale/zero-point shapes, no parameter of more dimensions than its
+ * tensor, scales finite and > 0. */
 qmm_status_code peer_check_qlinear(const qmm_qlinearmatmul *q, qmm_status *st);
 
 /* MatMulInteger's: operand types, zero-point types and shapes (§3). */
 qmm_status_code peer_check_integer(const qmm_matmulinteger *c, qmm_status *st);
-
-/* After the geometry: a parameter of more than one element may not have more dimensions than
- * what it describes (a's for a's, b's for b's, y's for y's; §2.2), or it broadcasts to no
- * shape of that operand. A front end rejects it; the forms above alone would take
- * [1,1,1,N] for a y of shape [N] as per-column. */
-qmm_status_code peer_check_qlinear_ranks(const qmm_qlinearmatmul *q, const peer_geom *g,
-                                         qmm_status *st);
-qmm_status_code peer_check_integer_ranks(const qmm_matmulinteger *c, qmm_status *st);
 
 /* Scale element i as a float: float16 and bfloat16 widen exactly. */
 float peer_scale(const qmm_tensor *s, int64_t i);

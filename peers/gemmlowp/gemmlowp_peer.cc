@@ -99,8 +99,6 @@ qmm_status_code gemmlowp_qlinearmatmul(const qmm_backend *, const qmm_qlinearmat
     if (rc == QMM_OK)
         rc = peer_geometry(&q->a, &q->b, &q->y, q->y_zero_point.dtype, &g, st);
     if (rc == QMM_OK)
-        rc = peer_check_qlinear_ranks(q, &g, st);
-    if (rc == QMM_OK)
         rc = check_forms(q, &g, st);
     if (rc != QMM_OK)
         return rc;

@@ -288,10 +288,6 @@ static qmm_status_code run(const qmm_backend *self, const qmm_call *call, qmm_st
     peer_geom g;
     if (rc == QMM_OK)
         rc = peer_geometry(r.a, r.b, r.y, r.y_dtype, &g, st);
-    if (rc == QMM_OK)
-        rc = call->op == QMM_OP_QLINEARMATMUL
-                 ? peer_check_qlinear_ranks(&call->u.qlinearmatmul, &g, st)
-                 : peer_check_integer_ranks(&call->u.matmulinteger, st);
     if (rc != QMM_OK)
         return rc;
     plan p;

@@ -109,8 +109,6 @@ static qmm_status_code xnnpack_qlinearmatmul(const qmm_backend *self, const qmm_
     if (rc == QMM_OK)
         rc = peer_geometry(&q->a, &q->b, &q->y, q->y_zero_point.dtype, &g, st);
     if (rc == QMM_OK)
-        rc = peer_check_qlinear_ranks(q, &g, st);
-    if (rc == QMM_OK)
         rc = check_forms(q, &g, st);
     if (rc != QMM_OK)
         return rc;
