@@ -58,20 +58,8 @@ const qh_command qh_bench_usage = {
     "bench", "--backend SPEC --shape MxKxN [--shape ...] [options] | --peak [--threads T]",
     "time a backend's QLinearMatMul against this machine's int8 peak", NULL, bench_options, 0};
 
-static int usage(const char *msg)
-{
-    fprintf(stderr, "qmmcheck bench: %s\n", msg);
-    qh_opt_usage(&qh_bench_usage, stderr);
-    return 2;
-}
-
-/* `OPTION VALUE: expected WANT`, then the usage. */
-static int bad_value(const char *option, const char *value, const char *want)
-{
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s %s: expected %s", option, value, want);
-    return usage(msg);
-}
+#define usage(msg) qh_opt_error(&qh_bench_usage, QH_ERR_USAGE, "%s", (msg))
+#define bad_value(...) qh_opt_bad_value(&qh_bench_usage, QH_ERR_USAGE, __VA_ARGS__)
 
 /* "MxKxN", each part strict (harness/io/numparse.h) and at most 2^20. */
 static int parse_shape(const char *s, int64_t mkn[3])

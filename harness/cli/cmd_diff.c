@@ -61,22 +61,8 @@ const qh_command qh_diff_usage = {
     "Exit status: 0 no difference, 1 differences, 2 usage errors.\n",
     diff_options, 0};
 
-static int usage(const char *msg, const char *arg)
-{
-    fprintf(stderr, "qmmcheck diff: ");
-    fprintf(stderr, msg, arg);
-    fputc('\n', stderr);
-    qh_opt_usage(&qh_diff_usage, stderr);
-    return 2;
-}
-
-/* `OPTION VALUE: expected WANT`, then the usage. */
-static int bad_value(const char *option, const char *value, const char *want)
-{
-    fprintf(stderr, "qmmcheck diff: %s %s: expected %s\n", option, value, want);
-    qh_opt_usage(&qh_diff_usage, stderr);
-    return 2;
-}
+#define usage(...) qh_opt_error(&qh_diff_usage, QH_ERR_USAGE, __VA_ARGS__)
+#define bad_value(...) qh_opt_bad_value(&qh_diff_usage, QH_ERR_USAGE, __VA_ARGS__)
 
 typedef struct diff_opts {
     int reduce; /* --reduce: each saved case is reduced beside it */

@@ -24,14 +24,7 @@ const qh_command qh_export_usage = {
     "qmm.meta).\n",
     export_options, 0};
 
-static int usage(const char *msg, const char *arg)
-{
-    fprintf(stderr, "qmmcheck export: ");
-    fprintf(stderr, msg, arg);
-    fputc('\n', stderr);
-    qh_opt_usage(&qh_export_usage, stderr);
-    return 2;
-}
+#define usage(...) qh_opt_error(&qh_export_usage, QH_ERR_USAGE, __VA_ARGS__)
 
 /* Every tag of a suite's cases, in order of first appearance. */
 static void print_tags(const qh_edge_cases *cs)

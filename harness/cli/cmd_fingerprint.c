@@ -40,13 +40,7 @@ const qh_command qh_fingerprint_usage = {
     "fingerprint", "--backend SPEC [--report json:FILE] [options]",
     "which semantics profile a backend's outputs match", NULL, fp_options, 0};
 
-static int fp_usage(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "qmmcheck fingerprint: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nrun 'qmmcheck fingerprint --help' for usage\n");
-    return EXIT_USAGE;
-}
+#define fp_usage(...) qh_opt_error(&qh_fingerprint_usage, QH_ERR_HINT, __VA_ARGS__)
 
 /* Returns 0, or the exit status after printing why (0 with *done set after --help). */
 static int parse(int argc, char **argv, fp_opts *o, int *done)

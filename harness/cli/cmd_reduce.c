@@ -42,14 +42,7 @@ const qh_command qh_reduce_usage = {
     "fail.\n",
     reduce_options, 0};
 
-static int usage(const char *msg, const char *arg)
-{
-    fprintf(stderr, "qmmcheck reduce: ");
-    fprintf(stderr, msg, arg);
-    fputc('\n', stderr);
-    qh_opt_usage(&qh_reduce_usage, stderr);
-    return 2;
-}
+#define usage(...) qh_opt_error(&qh_reduce_usage, QH_ERR_USAGE, __VA_ARGS__)
 
 typedef struct reduce_args {
     const char *dir, *spec, *out, *profile;

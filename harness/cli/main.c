@@ -79,10 +79,9 @@ static int no_arguments(const qh_command *cmd, int argc, char **argv, int *done)
     *done = id == QH_OPT_HELP;
     if (id == QH_OPT_END || id == QH_OPT_HELP)
         return 0;
-    fprintf(stderr, "qmmcheck %s: %s%s\nrun 'qmmcheck %s --help' for usage\n", cmd->name,
-            id == QH_OPT_BAD ? p.error : "unexpected argument ", id == QH_OPT_BAD ? "" : val,
-            cmd->name);
-    return 2;
+    if (id == QH_OPT_BAD)
+        return qh_opt_error(cmd, QH_ERR_HINT, "%s", p.error);
+    return qh_opt_error(cmd, QH_ERR_HINT, "unexpected argument %s", val);
 }
 
 static int cmd_version(int argc, char **argv)

@@ -110,3 +110,23 @@ void qh_opt_usage(const qh_command *cmd, FILE *f)
     if (cmd->about)
         fprintf(f, "\n%s", cmd->about);
 }
+
+int qh_opt_error(const qh_command *cmd, int how, const char *fmt, const char *arg)
+{
+    fprintf(stderr, "qmmcheck %s: ", cmd->name);
+    fprintf(stderr, fmt, arg);
+    fputc('\n', stderr);
+    if (how == QH_ERR_HINT)
+        fprintf(stderr, "run 'qmmcheck %s --help' for usage\n", cmd->name);
+    else
+        qh_opt_usage(cmd, stderr);
+    return 2;
+}
+
+int qh_opt_bad_value(const qh_command *cmd, int how, const char *option, const char *value,
+                     const char *want)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s %s: expected %s", option, value, want);
+    return qh_opt_error(cmd, how, "%s", msg);
+}

@@ -55,4 +55,15 @@ int qh_opt_next(qh_opt_parser *p, const char **value);
 /* The command's usage, options and notes, as --help prints them. */
 void qh_opt_usage(const qh_command *cmd, FILE *f);
 
+/* How qh_opt_error ends: the command's whole usage, or one line saying where it is. */
+enum { QH_ERR_USAGE, QH_ERR_HINT };
+
+/* A usage error on stderr: "qmmcheck NAME: ", fmt (one %s) with arg, then the usage or, with
+ * QH_ERR_HINT, "run 'qmmcheck NAME --help' for usage". Returns 2, a usage error's status. */
+int qh_opt_error(const qh_command *cmd, int how, const char *fmt, const char *arg);
+
+/* qh_opt_error's "OPTION VALUE: expected WANT". */
+int qh_opt_bad_value(const qh_command *cmd, int how, const char *option, const char *value,
+                     const char *want);
+
 #endif /* QMM_HARNESS_OPTIONS_H */
