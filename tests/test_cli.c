@@ -200,6 +200,22 @@ Test(cli, shards_partition_the_run)
     free(all);
 }
 
+/* A usage error echoes the command line cleaned into one line (harness/io/clean.h): an argument
+ * with a newline cannot start a line of its own (a forged case line) on any command. */
+Test(cli, usage_errors_clean_what_they_echo)
+{
+    static const char *cmds[] = {
+        "diff", "export", "fingerprint", "version", "reduce a",
+        "run --backend reference --profile", "bench --threads", "diff --seed",
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char *out = qmmcheck_expect(2, "%s \"$(printf 'x\\nFAIL forged')\"", cmds[i]);
+        expect_in(out, "x\\nFAIL forged");
+        cr_expect(strstr(out, "\nFAIL forged") == NULL, "%s: %s", cmds[i], out);
+        free(out);
+    }
+}
+
 /* A bad --shard exits 2 with a message naming the option, its value and the form it wants. */
 Test(cli, bad_shard_forms_are_usage_errors)
 {

@@ -66,8 +66,10 @@ typedef struct found_counts {
 /* `qmmcheck: MESSAGE`, then where the usage is (the command's own --help). */
 static int usage_error_in(const char *cmd, const char *fmt, const char *arg)
 {
+    char shown[512]; /* the command line is untrusted text: one clean line */
+    qh_clean_into(shown, sizeof shown, arg, strlen(arg), 0);
     fprintf(stderr, "qmmcheck: ");
-    fprintf(stderr, fmt, arg);
+    fprintf(stderr, fmt, shown);
     fprintf(stderr, "\nrun 'qmmcheck %s --help' for usage\n", cmd);
     return EXIT_USAGE;
 }

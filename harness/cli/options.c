@@ -113,8 +113,10 @@ void qh_opt_usage(const qh_command *cmd, FILE *f)
 
 int qh_opt_error(const qh_command *cmd, int how, const char *fmt, const char *arg)
 {
+    char shown[512];
+    qh_clean_into(shown, sizeof shown, arg, strlen(arg), 0);
     fprintf(stderr, "qmmcheck %s: ", cmd->name);
-    fprintf(stderr, fmt, arg);
+    fprintf(stderr, fmt, shown);
     fputc('\n', stderr);
     if (how == QH_ERR_HINT)
         fprintf(stderr, "run 'qmmcheck %s --help' for usage\n", cmd->name);
