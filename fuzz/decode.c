@@ -351,16 +351,6 @@ static int f8_not_finite(int32_t dtype, uint8_t code)
     return qmm_is_float8(dtype) && !isfinite(qmm_float8_decode(dtype, code));
 }
 
-/* Float8 code `zp` moved by `step` codes in magnitude, clamped to the finite ones, sign kept
- * (the fnuz types' 0x80 is NaN, so their zero stays 0x00). */
-static uint8_t f8_step(int32_t dtype, int64_t zp, int64_t step)
-{
-    const qmm_float8_format *f = qmm_float8_format_of(dtype);
-    int64_t mag = (zp & 0x7f) + step;
-    mag = mag < 0 ? 0 : mag > f->max_code ? f->max_code : mag;
-    return (uint8_t)((zp & 0x80) && !(f->fnuz && mag == 0) ? 0x80 | mag : mag);
-}
-
 static void *alloc_tensor(qh_fz_case *c, int slot, qmm_tensor *t)
 {
     int64_t n = qmm_tensor_numel(t);
@@ -562,7 +552,8 @@ static void fill_data(src *s, qmm_tensor *t, data_mode m, int64_t zp)
         case 13: v = zp; break;
         case 14:
             if (qmm_is_float8(t->dtype)) {
-                v = f8_step(t->dtype, zp, (int64_t)(front(s) % 5) - 2);
+                v = qmm_float8_signed(t->dtype, zp & 0x80,
+                                      (zp & 0x7f) + (int64_t)(front(s) % 5) - 2);
                 break;
             }
             v = zp + (int64_t)(front(s) % 5) - 2;

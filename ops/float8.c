@@ -112,9 +112,18 @@ uint8_t qmm_float8_encode(int32_t dtype, double v)
         }
         mag = (uint8_t)(exp << f->mbits | (unsigned)m);
     }
+    return qmm_float8_signed(dtype, sign, mag);
+}
+
+uint8_t qmm_float8_signed(int32_t dtype, int negative, int64_t mag)
+{
+    const qmm_float8_format *f = qmm_float8_format_of(dtype);
+    if (!f)
+        return 0;
+    mag = mag < 0 ? 0 : mag > f->max_code ? f->max_code : mag;
     if (mag == 0 && f->fnuz)
         return 0x00; /* the one zero: 0x80 is NaN */
-    return (uint8_t)(sign | mag);
+    return (uint8_t)((negative ? 0x80u : 0u) | (unsigned)mag);
 }
 
 qmm_status_code qmm_check_float8_values(const qmm_tensor *t, const char *name, qmm_status *st)

@@ -163,6 +163,11 @@ int64_t qmm_float8_scaled(int32_t dtype, uint8_t code);
  * the fnuz types. NaN gives the type's NaN. Exact for every double v. */
 uint8_t qmm_float8_encode(int32_t dtype, double v);
 
+/* The finite code of sign `negative` and magnitude code `mag` clamped to 0 .. max_code (a
+ * step of n codes from a code c is qmm_float8_signed(dtype, c & 0x80, (c & 0x7f) + n)); the
+ * fnuz types' zero is 0x00 whatever the sign (their 0x80 is NaN). 0 for other types. */
+uint8_t qmm_float8_signed(int32_t dtype, int negative, int64_t mag);
+
 /* Every element of float8 tensor `t` is finite; otherwise QMM_INVALID_ARGUMENT naming the
  * first that is not ("a[3]: float8e5m2 code 0x7c is +inf; ..."). QMM_OK for other types. */
 qmm_status_code qmm_check_float8_values(const qmm_tensor *t, const char *name, qmm_status *st);

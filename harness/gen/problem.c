@@ -228,12 +228,6 @@ static int64_t qmax(int32_t dt) { return dt == U8 ? 255 : 127; }
 
 /* ---- float8 values (docs/semantics.md §2.6): codes, drawn over every finite one ---------- */
 
-/* The code of sign `neg` and magnitude code `mag`; the fnuz types' 0x80 is NaN, not -0. */
-static int64_t f8_signed(const qmm_float8_format *f, int neg, unsigned mag)
-{
-    return neg && !(f->fnuz && mag == 0) ? (int64_t)(0x80u | mag) : (int64_t)mag;
-}
-
 /* A finite code with extra weight where rounding is hard: ±0, subnormals, the largest finite
  * values and their neighbours; uniform over every finite code otherwise. */
 static int64_t f8_code(qh_rng *r, int32_t dt)
@@ -251,16 +245,13 @@ static int64_t f8_code(qh_rng *r, int32_t dt)
         mag = f->max_code - (unsigned)qh_rng_range(r, 0, 2);
     else
         mag = (unsigned)qh_rng_range(r, 0, f->max_code);
-    return f8_signed(f, neg, mag);
+    return qmm_float8_signed(dt, neg, mag);
 }
 
 /* A finite code within 3 codes of `zp`'s magnitude, with zp's sign: values close to it. */
 static int64_t f8_near(qh_rng *r, int32_t dt, int64_t zp)
 {
-    const qmm_float8_format *f = qmm_float8_format_of(dt);
-    int64_t mag = (zp & 0x7f) + qh_rng_range(r, -3, 3);
-    mag = mag < 0 ? 0 : mag > f->max_code ? f->max_code : mag;
-    return f8_signed(f, (zp & 0x80) != 0, (unsigned)mag);
+    return qmm_float8_signed(dt, zp & 0x80, (zp & 0x7f) + qh_rng_range(r, -3, 3));
 }
 
 /* A zero point of pick_zp's kind: 0, the largest finite of either sign, or any finite code. */
@@ -269,7 +260,7 @@ static int64_t f8_zp(qh_rng *r, int32_t dt, int kind)
     const qmm_float8_format *f = qmm_float8_format_of(dt);
     switch (kind) {
     case 0: return 0;
-    case 1: return f8_signed(f, qh_rng_chance(r, 1, 2), f->max_code);
+    case 1: return qmm_float8_signed(dt, qh_rng_chance(r, 1, 2), f->max_code);
     default: return f8_code(r, dt);
     }
 }

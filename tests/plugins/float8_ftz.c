@@ -61,7 +61,7 @@ static qmm_status_code float8_in_float32(qmm_qlinearmatmul *c, const qmm_plan *p
                     const qmm_float8_format *f = qmm_float8_format_of(c->y.dtype);
                     uint8_t q = qmm_float8_encode(c->y.dtype, (double)x);
                     if ((q & 0x7fu) >> f->mbits == 0) /* exponent field 0: a subnormal */
-                        q = f->fnuz ? 0 : q & 0x80u;
+                        q = qmm_float8_signed(c->y.dtype, q & 0x80u, 0);
                     y[o] = q;
                 } else {
                     float lo = c->y.dtype == QMM_DTYPE_INT8 ? -128.0f : 0.0f;
