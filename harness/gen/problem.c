@@ -254,17 +254,6 @@ static int64_t f8_near(qh_rng *r, int32_t dt, int64_t zp)
     return qmm_float8_signed(dt, zp & 0x80, (zp & 0x7f) + qh_rng_range(r, -3, 3));
 }
 
-/* A zero point of pick_zp's kind: 0, the largest finite of either sign, or any finite code. */
-static int64_t f8_zp(qh_rng *r, int32_t dt, int kind)
-{
-    const qmm_float8_format *f = qmm_float8_format_of(dt);
-    switch (kind) {
-    case 0: return 0;
-    case 1: return qmm_float8_signed(dt, qh_rng_chance(r, 1, 2), f->max_code);
-    default: return f8_code(r, dt);
-    }
-}
-
 /* A NaN or an infinity of float8 type dt: what a deliberately invalid float8 problem holds. */
 static int64_t f8_not_finite(qh_rng *r, int32_t dt)
 {
@@ -304,6 +293,22 @@ static int64_t near_zp(qh_rng *r, int32_t dt, int64_t zp)
     return v < qmin(dt) ? qmin(dt) : v > qmax(dt) ? qmax(dt) : v;
 }
 
+/* Any value of dt: uniform for uint8/int8, f8_code's draw for float8. */
+static int64_t any_value(qh_rng *r, int32_t dt)
+{
+    return qmm_is_float8(dt) ? f8_code(r, dt) : qh_rng_range(r, qmin(dt), qmax(dt));
+}
+
+/* One end of dt's range, either (float8: the largest finite value of either sign). */
+static int64_t extreme(qh_rng *r, int32_t dt)
+{
+    const qmm_float8_format *f = qmm_float8_format_of(dt);
+    int low = qh_rng_chance(r, 1, 2);
+    if (f)
+        return qmm_float8_signed(dt, low, f->max_code);
+    return low ? qmin(dt) : qmax(dt);
+}
+
 typedef struct value_mode {
     int kind; /* 0 uniform, 1 extremes only, 2 near the zero point, 3 constant */
     int64_t constant;
@@ -314,17 +319,15 @@ static void fill_values(qh_rng *r, qmm_tensor *t, int64_t zp)
     value_mode m = {0, 0};
     int64_t u = qh_rng_range(r, 0, 99);
     m.kind = u < 60 ? 0 : u < 75 ? 1 : u < 90 ? 2 : 3;
-    int f8 = qmm_is_float8(t->dtype);
-    int64_t lo = f8 ? 0 : qmin(t->dtype), hi = f8 ? 0 : qmax(t->dtype);
-    m.constant = f8 ? f8_code(r, t->dtype) : qh_rng_range(r, lo, hi);
+    m.constant = any_value(r, t->dtype);
     int64_t n = qmm_tensor_numel(t);
     for (int64_t i = 0; i < n; i++) {
         int64_t v;
         switch (m.kind) {
-        case 1: v = f8 ? f8_zp(r, t->dtype, 1) : qh_rng_chance(r, 1, 2) ? lo : hi; break;
+        case 1: v = extreme(r, t->dtype); break;
         case 2: v = near_zp(r, t->dtype, zp); break;
         case 3: v = m.constant; break;
-        default: v = f8 ? f8_code(r, t->dtype) : qh_rng_range(r, lo, hi); break;
+        default: v = any_value(r, t->dtype); break;
         }
         qh_tensor_set_int(t, i, v);
     }
@@ -332,12 +335,10 @@ static void fill_values(qh_rng *r, qmm_tensor *t, int64_t zp)
 
 static int64_t pick_zp(qh_rng *r, int32_t dt, int kind)
 {
-    if (qmm_is_float8(dt))
-        return f8_zp(r, dt, kind);
     switch (kind) {
     case 0: return 0;
-    case 1: return qh_rng_chance(r, 1, 2) ? qmin(dt) : qmax(dt);
-    default: return qh_rng_range(r, qmin(dt), qmax(dt));
+    case 1: return extreme(r, dt);
+    default: return any_value(r, dt);
     }
 }
 
@@ -598,9 +599,9 @@ static int random_y_params(qh_problem *p, qh_rng *r, int32_t ty, int32_t sdt,
     int64_t cnt = qmm_tensor_numel(&c->y_zero_point);
     for (int64_t i = 0; i < cnt; i++)
         qh_tensor_set_int(&c->y_zero_point, i,
-                          qmm_is_float8(ty) ? f8_zp(r, ty, zkind_y)
-                          : zkind_y == 2 ? qh_rng_range(r, qmin(ty) / 2, qmax(ty) / 2 + 64)
-                                       : pick_zp(r, ty, zkind_y));
+                          zkind_y == 2 && !qmm_is_float8(ty)
+                              ? qh_rng_range(r, qmin(ty) / 2, qmax(ty) / 2 + 64)
+                              : pick_zp(r, ty, zkind_y));
     return 0;
 }
 
