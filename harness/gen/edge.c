@@ -1395,9 +1395,6 @@ static const int32_t f8types[4] = {QMM_DTYPE_FLOAT8E4M3FN, QMM_DTYPE_FLOAT8E4M3F
 
 static double f8v(int32_t dt, unsigned code) { return qmm_float8_decode(dt, (uint8_t)code); }
 
-/* The code of value 1.0: its exponent field is the bias. */
-static unsigned f8_one(const qmm_float8_format *f) { return (unsigned)f->bias << f->mbits; }
-
 /* A finite code of `dt`, uniformly among them. */
 static int64_t f8_draw(ctx *x, int32_t dt)
 {
@@ -1457,7 +1454,7 @@ static qh_edge_case *rows_case(ctx *x, const char *what, int32_t ty, int64_t zy,
 static void f8_ties(ctx *x, int32_t ty)
 {
     const qmm_float8_format *f = qmm_float8_format_of(ty);
-    unsigned one = f8_one(f), sub_top = (1u << f->mbits) - 1u;
+    unsigned one = qmm_float8_encode(ty, 1.0), sub_top = (1u << f->mbits) - 1u;
     unsigned lower[8] = {0, 1, 2, sub_top, one - 1, one, f->max_code - 2u, f->max_code - 1u};
     double xs[33];
     int n = 0;
