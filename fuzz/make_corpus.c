@@ -73,6 +73,24 @@ static void save_file(opts *o, const char *target, const char *path)
     free(buf);
 }
 
+/* Saves an encoded call (*buf, len bytes, from malloc) for the operator's differential
+ * target, fuzz_<slug> (ops/operator.h), with the one byte more those targets read, the last:
+ * which built-in variant runs (fuzz/differential.h); a byte of the call's hash spreads seeds
+ * over them. *buf may move. */
+static void save_seed(opts *o, const qmm_op_desc *d, uint8_t **buf, size_t len)
+{
+    uint8_t *seed = realloc(*buf, len + 1);
+    if (!seed) {
+        o->failed++;
+        return;
+    }
+    *buf = seed;
+    seed[len] = (uint8_t)(qh_fz_hash(seed, len) >> 56);
+    char target[64];
+    snprintf(target, sizeof target, "fuzz_%s", d->slug);
+    save(o, target, seed, len + 1);
+}
+
 /* Encodes a call, proves the decoder gives it back, and saves it for the operator's
  * differential target, fuzz_<slug> (ops/operator.h). `name` for messages. */
 static void save_call(opts *o, const char *name, const qmm_call *call, int64_t opset)
@@ -85,8 +103,6 @@ static void save_call(opts *o, const char *name, const qmm_call *call, int64_t o
         o->skipped++; /* a rank, size or broken rule the decoder does not reach */
         return;
     }
-    char target[64];
-    snprintf(target, sizeof target, "fuzz_%s", d->slug);
     qh_fz_case c;
     if (decode(buf, len, &c) != 0) {
         o->skipped++; /* over the decoder's work bounds */
@@ -94,16 +110,7 @@ static void save_call(opts *o, const char *name, const qmm_call *call, int64_t o
         fprintf(stderr, "make_corpus: %s: decode(encode(call)) is not the call\n", name);
         o->failed++;
     } else {
-        /* the differential targets read one more byte, the last: which built-in variant
-         * runs (fuzz/differential.h); a byte of the call's hash spreads seeds over them */
-        uint8_t *seed = realloc(buf, len + 1);
-        if (seed) {
-            buf = seed;
-            buf[len] = (uint8_t)(qh_fz_hash(buf, len) >> 56);
-            save(o, target, buf, len + 1);
-        } else {
-            o->failed++;
-        }
+        save_seed(o, d, &buf, len);
     }
     qh_fz_case_free(&c);
     free(buf);
@@ -468,10 +475,7 @@ static void save_uniform(opts *o, const qmm_call *call, int64_t opset, const qmm
                qh_fz_same_call(call, opset, &c.call, c.opset);
     qh_fz_case_free(&c);
     if (same) {
-        char target[64];
-        snprintf(target, sizeof target, "fuzz_%s", d->slug);
-        buf[len] = (uint8_t)(qh_fz_hash(buf, len) >> 56); /* the pick byte (len shrank) */
-        save(o, target, buf, len + 1);
+        save_seed(o, d, &buf, len);
     } else {
         fprintf(stderr, "make_corpus: overflow seed: the short form does not decode to the call\n");
         o->failed++;
