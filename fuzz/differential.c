@@ -51,7 +51,7 @@ static void add_variant(const char *spec, int is_plugin)
     variant *v = &variants[n_variants++];
     memset(v, 0, sizeof *v);
     snprintf(v->spec, sizeof v->spec, "%s", spec);
-    snprintf(v->label, sizeof v->label, "%s", spec);
+    qh_clean_into(v->label, sizeof v->label, spec, strlen(spec), 0); /* printed, and in signatures */
     v->is_plugin = is_plugin;
 }
 
@@ -86,13 +86,14 @@ static void open_variant(variant *v)
         return;
     }
     if (v->is_plugin && v->b.table.name) {
-        /* "mutant-ties-away" reads better in a signature than a path; the plugin's name is
-         * its own text, so it is cleaned (harness/io/clean.h) */
+        /* "mutant-ties-away" reads better in a signature than a path; the plugin's name and
+         * the spec's options (an exec: command) are outside text, so cleaned
+         * (harness/io/clean.h) */
         const char *colon = strchr(v->spec, ':');
-        char name[128];
+        char name[128], label[sizeof v->label];
         qh_clean_into(name, sizeof name, v->b.table.name, strlen(v->b.table.name), 0);
-        snprintf(v->label, sizeof v->label, "%s%s%s", name, colon ? ":" : "",
-                 colon ? colon + 1 : "");
+        snprintf(label, sizeof label, "%s%s%s", name, colon ? ":" : "", colon ? colon + 1 : "");
+        qh_clean_into(v->label, sizeof v->label, label, strlen(label), 0);
     }
     /* A backend is compared when it computes at least one of the common QLinearMatMul forms
      * (a peer over oneDNN refuses u8 b; one over gemmlowp computes u8u8u8 only); the cases it
