@@ -216,6 +216,21 @@ Test(cli, usage_errors_clean_what_they_echo)
     }
 }
 
+/* A backend spec that cannot be opened is echoed cleaned: a plugin path, an unknown name and a
+ * built-in's bad options, each with a newline in it. */
+Test(cli, backend_errors_clean_the_spec)
+{
+    static const char *specs[] = {"x\nFAIL forged.so", "nosuch\nFAIL forged",
+                                  "reference:x\nFAIL forged"};
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        char *out;
+        qmmcheck(&out, "run --backend \"$(printf '%s')\" --vectors vectors/seeds", specs[i]);
+        expect_in(out, "\\nFAIL forged");
+        cr_expect(strstr(out, "\nFAIL forged") == NULL, "%s: %s", specs[i], out);
+        free(out);
+    }
+}
+
 /* A bad --shard exits 2 with a message naming the option, its value and the form it wants. */
 Test(cli, bad_shard_forms_are_usage_errors)
 {

@@ -73,13 +73,19 @@ static void said_by_loader(char *buf, size_t size)
     qh_clean_into(buf, size, e, strlen(e), 0);
 }
 
-static int open_plugin(const char *path, const char *options, qh_backend *out, qh_error *err)
+/* `path` (from the command line or an environment variable) goes into every message cleaned:
+ * a newline in it would otherwise start a line of its own. */
+static int open_plugin(const char *raw_path, const char *options, qh_backend *out, qh_error *err)
 {
+    const char *path = raw_path;
+    char shown[QH_CLEAN_LINE_MAX];
+    qh_clean_into(shown, sizeof shown, raw_path, strlen(raw_path), 0);
     /* dlopen searches the library path for a name without a '/': a file here is meant */
     char here[1100];
     snprintf(here, sizeof here, "./%s", path);
     int local = strchr(path, '/') == NULL && is_file(path);
     void *dl = dlopen(local ? here : path, RTLD_NOW | RTLD_LOCAL);
+    path = shown; /* from here on, only messages */
     char said[QH_CLEAN_LINE_MAX];
     if (!dl) {
         said_by_loader(said, sizeof said);
@@ -133,6 +139,8 @@ static int open_plugin(const char *path, const char *options, qh_backend *out, q
 
 int qh_backend_open(const char *spec, qh_backend *out, qh_error *err)
 {
+    char shown[QH_CLEAN_LINE_MAX]; /* the spec as the messages show it */
+    qh_clean_into(shown, sizeof shown, spec, strlen(spec), 0);
     memset(out, 0, sizeof *out);
     if (strlen(spec) >= sizeof out->spec) {
         snprintf(err->msg, sizeof err->msg, "backend spec too long");
@@ -162,16 +170,17 @@ int qh_backend_open(const char *spec, qh_backend *out, qh_error *err)
         if (!out->be) {
             char said[QH_CLEAN_LINE_MAX];
             said_by_backend(said, sizeof said, &st);
-            snprintf(err->msg, sizeof err->msg, "backend %s: %s", spec, said);
+            snprintf(err->msg, sizeof err->msg, "backend %s: %s", shown, said);
             return -1;
         }
         qh_table_adopt(out->be, &out->table, err->msg, sizeof err->msg); /* ours: full size */
         out->has_query = out->table.query != NULL;
         return 0;
     }
+    qh_clean_into(shown, sizeof shown, name, strlen(name), 0);
     snprintf(err->msg, sizeof err->msg,
              "unknown backend '%s' (built-in: reference; a plugin is a path to a .so; "
-             "exec:COMMAND runs a process)", name);
+             "exec:COMMAND runs a process)", shown);
     return -1;
 }
 
