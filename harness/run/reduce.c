@@ -153,17 +153,17 @@ typedef struct cut {
     int64_t skip;
 } cut;
 
-/* dst = src with the call's inputs copied (or cut, when c is not NULL). -1 when memory runs
- * out or the cut does not apply. */
+/* dst = src with the call's inputs copied (or cut, when c is not NULL). -1 (dst left empty)
+ * when memory runs out or the cut does not apply. */
 static int build(const qh_problem *src, qh_problem *dst, const cut *c)
 {
     const qmm_op_desc *d = qmm_call_desc(&src->call);
     qmm_geometry g;
     memset(&g, 0, sizeof g);
+    qh_problem_init(dst, src->call.op, qmm_call_opset(&src->call));
     if (c && geometry_of(src, &g) != 0)
         return -1;
     int64_t old_n = c ? logical_size(&g, c->L) : 0;
-    qh_problem_init(dst, src->call.op, qmm_call_opset(&src->call));
     for (int32_t i = 0; i < d->n_attrs; i++)
         *qmm_call_attr(&dst->call, i) = qmm_call_attr_value(&src->call, i);
     for (int32_t in = 0; in < d->n_inputs; in++) {
@@ -190,8 +190,10 @@ static int build(const qh_problem *src, qh_problem *dst, const cut *c)
             }
         }
         unsigned char *out = qh_problem_tensor(dst, t, s->dtype, s->rank, dims);
-        if (!out)
+        if (!out) {
+            qh_problem_free(dst);
             return -1;
+        }
         size_t es = qmm_dtype_size(s->dtype);
         int64_t total = qmm_tensor_numel(t);
         for (int64_t o = 0; o < total; o++) {
@@ -307,11 +309,7 @@ static int offer(reducer *z, qh_problem *cand)
 static int offer_cut(reducer *z, cut c)
 {
     qh_problem cand;
-    if (build(&z->r->best, &cand, &c) != 0) {
-        qh_problem_free(&cand);
-        return 0;
-    }
-    return offer(z, &cand);
+    return build(&z->r->best, &cand, &c) == 0 && offer(z, &cand);
 }
 
 /* ---- the steps ------------------------------------------------------------------------- */
@@ -380,14 +378,14 @@ static int params_per_tensor(reducer *z)
         int done = 0;
         for (int k = 0; k < 4 && !done; k++) {
             qh_problem cand;
-            int ok = build(&z->r->best, &cand, NULL) == 0;
+            if (build(&z->r->best, &cand, NULL) != 0)
+                continue;
             const qmm_tensor *s = qh_problem_input_c(&z->r->best, in);
             qmm_tensor *c = qh_problem_input(&cand, in);
             int64_t ones[QMM_MAX_RANK] = {1, 1, 1, 1, 1, 1, 1, 1};
             size_t es = qmm_dtype_size(s->dtype);
             int64_t from = k & 1 ? n - 1 : 0;
-            unsigned char *d = ok ? qh_problem_tensor(&cand, c, s->dtype, k < 2 ? 0 : s->rank,
-                                                      ones) : NULL;
+            unsigned char *d = qh_problem_tensor(&cand, c, s->dtype, k < 2 ? 0 : s->rank, ones);
             if (!d) {
                 qh_problem_free(&cand);
                 continue;
@@ -413,10 +411,8 @@ static double power_of_two_near(double v)
 static int offer_values(reducer *z, int32_t in, int64_t from, int64_t to, enum value_step how)
 {
     qh_problem cand;
-    if (build(&z->r->best, &cand, NULL) != 0) {
-        qh_problem_free(&cand);
+    if (build(&z->r->best, &cand, NULL) != 0)
         return 0;
-    }
     qmm_tensor *t = qh_problem_input(&cand, in);
     for (int64_t i = from; i < to; i++) {
         if (how == TO_ZERO || how == HALVED) {
@@ -509,10 +505,8 @@ static int fold_k(reducer *z)
             qh_problem cand;
             if (j == k || factor_pair(target, lo, zp, pair) != 0)
                 continue;
-            if (build(p, &cand, &(cut){L_K, 0, g.k - 1, 0, k}) != 0) {
-                qh_problem_free(&cand);
+            if (build(p, &cand, &(cut){L_K, 0, g.k - 1, 0, k}) != 0)
                 continue;
-            }
             qh_tensor_set_int(qh_problem_input(&cand, d->a_input), j > k ? j - 1 : j, pair[0]);
             qh_tensor_set_int(qh_problem_input(&cand, d->b_input), j > k ? j - 1 : j, pair[1]);
             if (offer(z, &cand))
@@ -535,10 +529,8 @@ static int recenter(reducer *z)
             !qmm_tensor_present(zt) || qmm_tensor_numel(zt) != 1 || qh_tensor_int(zt, 0) == 0)
             continue;
         qh_problem cand;
-        if (build(&z->r->best, &cand, NULL) != 0) {
-            qh_problem_free(&cand);
+        if (build(&z->r->best, &cand, NULL) != 0)
             continue;
-        }
         int64_t zp = qh_tensor_int(zt, 0);
         qmm_tensor *t = qh_problem_input(&cand, op);
         int64_t lo = t->dtype == QMM_DTYPE_INT8 ? -128 : 0, n = qmm_tensor_numel(t), i = 0;
