@@ -244,25 +244,34 @@ typedef struct reducer {
     double t0, last_progress;
 } reducer;
 
+/* Judges the case at `ref` as run does: its status returned, its class (qh_failure_class)
+ * and its summary, cleaned, written into cls and summary (sized as the result's). */
+static qh_case_status judge(const reducer *z, const qh_case_ref *ref, char *cls, char *summary)
+{
+    qh_eval_opts eo = {.profile = z->o->profile, .invoke = z->o->invoke};
+    qh_result res;
+    qh_eval_case(ref, z->b, &eo, &res);
+    qh_case_status status = res.status;
+    qh_failure_class(res.status, res.summary, cls, sizeof z->r->cls);
+    qh_clean_into(summary, sizeof z->r->summary, res.summary ? res.summary : "",
+                  res.summary ? strlen(res.summary) : 0, 0);
+    qh_result_free(&res);
+    return status;
+}
+
 /* Judges `p` as run would. 1 when it fails in the case's class (its summary kept), 0 when not,
  * -1 when it could not be written. */
-static int fails_alike(reducer *z, const qh_problem *p, char *summary, size_t size)
+static int fails_alike(reducer *z, const qh_problem *p)
 {
     qh_error err;
     if (qh_problem_write_dir(z->dir, p, NULL, NULL, &err) != 0)
         return -1;
     qh_case_ref ref = {.dir = z->dir, .name = z->dir, .data_set = 0};
-    qh_eval_opts eo = {.profile = z->o->profile, .invoke = z->o->invoke};
-    qh_result res;
-    qh_eval_case(&ref, z->b, &eo, &res);
-    char cls[sizeof z->r->cls];
-    qh_failure_class(res.status, res.summary, cls, sizeof cls);
-    int same = res.status == z->r->status && strcmp(cls, z->r->cls) == 0;
-    if (same && summary)
-        qh_clean_into(summary, size, res.summary ? res.summary : "",
-                      res.summary ? strlen(res.summary) : 0, 0);
-    qh_result_free(&res);
-    return same;
+    char cls[sizeof z->r->cls], summary[sizeof z->r->summary];
+    if (judge(z, &ref, cls, summary) != z->r->status || strcmp(cls, z->r->cls) != 0)
+        return 0;
+    memcpy(z->r->summary, summary, sizeof summary);
+    return 1;
 }
 
 /* Whether the budget is spent; says where the reduction is every 2 s when asked. */
@@ -293,7 +302,7 @@ static int offer(reducer *z, qh_problem *cand)
                (!z->need_valid || qmm_call_desc(&cand->call)->validate(&cand->call, &st) == QMM_OK);
     if (take) {
         r->tries++;
-        take = fails_alike(z, cand, r->summary, sizeof r->summary) == 1;
+        take = fails_alike(z, cand) == 1;
     }
     if (!take) {
         qh_problem_free(cand);
@@ -566,16 +575,8 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
 /* Judges the case itself as run does; 1 when it does not fail (reducible), 0 when it does. */
 static int judge_case(const qh_case_ref *ref, reducer *z)
 {
-    qh_eval_opts eo = {.profile = z->o->profile, .invoke = z->o->invoke};
-    qh_result res;
-    qh_eval_case(ref, z->b, &eo, &res);
-    qh_reduce_result *r = z->r;
-    r->status = res.status;
-    qh_failure_class(res.status, res.summary, r->cls, sizeof r->cls);
-    qh_clean_into(r->summary, sizeof r->summary, res.summary ? res.summary : "",
-                  res.summary ? strlen(res.summary) : 0, 0);
-    qh_result_free(&res);
-    return qh_reducible_status(r->status) ? 0 : 1;
+    z->r->status = judge(z, ref, z->r->cls, z->r->summary);
+    return qh_reducible_status(z->r->status) ? 0 : 1;
 }
 
 /* Rounds of every step until one shrinks nothing or the budget is spent. */
@@ -625,7 +626,7 @@ int qh_reduce_case(const qh_case_ref *ref, qh_backend *b, const qh_reduce_opts *
     snprintf(z.dir, sizeof z.dir, "%s/case", z.work);
     /* the case as reduce rewrites it must fail alike, or no step could be trusted */
     r->tries++;
-    rc = fails_alike(&z, &r->best, r->summary, sizeof r->summary);
+    rc = fails_alike(&z, &r->best);
     if (rc == 1)
         reduce_rounds(&z);
     else
