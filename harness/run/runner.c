@@ -561,14 +561,6 @@ void qh_eval_case(const qh_case_ref *ref, qh_backend *b, const qh_eval_opts *o, 
     ((1u << QH_FAILED) | (1u << QH_CRASHED) | (1u << QH_TIMEOUT) | (1u << QH_UNCHECKED) |  \
      (1u << QH_PASSED))
 
-static char *xfail_dup(const char *s)
-{
-    char *d = malloc(strlen(s) + 1);
-    if (d)
-        strcpy(d, s);
-    return d;
-}
-
 /* "FAILED,CRASHED" -> bits; -1 with the word it could not take. */
 static int xfail_statuses(char *list, unsigned *bits, const char **bad)
 {
@@ -606,7 +598,7 @@ static int xfail_options(char *save, qh_xfail_entry *e, const char *path, qh_err
                 return -1;
             }
         } else if (strncmp(w, "backend=", 8) == 0 && w[8] && !e->backend) {
-            e->backend = xfail_dup(w + 8);
+            e->backend = strdup(w + 8);
         } else {
             snprintf(err->msg, sizeof err->msg, "%s:%d: '%.64s': expected status=S or "
                      "backend=NAME (once each) after the case pattern", path, e->line, w);
@@ -624,7 +616,7 @@ int qh_xfail_read(const char *path, qh_xfail *x, qh_error *err)
     if (qh_read_file(path, (size_t)1 << 24, &buf, &len, err) != 0)
         return -1;
     char *text = realloc(buf, len + 1);
-    x->path = xfail_dup(path);
+    x->path = strdup(path);
     if (!text || !x->path) {
         free(text ? (void *)text : (void *)buf);
         snprintf(err->msg, sizeof err->msg, "%s: out of memory", path);
@@ -651,7 +643,7 @@ int qh_xfail_read(const char *path, qh_xfail *x, qh_error *err)
         }
         x->entries = p;
         qh_xfail_entry *e = &x->entries[x->count++];
-        *e = (qh_xfail_entry){.pattern = xfail_dup(pattern), .line = number,
+        *e = (qh_xfail_entry){.pattern = strdup(pattern), .line = number,
                               .statuses = 1u << QH_FAILED};
         rc = xfail_options(save, e, path, err);
     }
