@@ -454,21 +454,26 @@ static int simplify_values(reducer *z, int scales, enum value_step how)
     return progress;
 }
 
-/* The per-tensor zero point of the operand whose parameters are named `prefix` ("a_", "b_"):
- * 0 when absent; -1 (in *ok = 0) when it varies. */
-static int64_t operand_zero_point(const qh_problem *p, const char *prefix, int *ok)
+/* The input that is operand `ab`'s ('a', 'b') zero point, or -1 when the operator has none. */
+static int32_t zero_point_input(const qmm_op_desc *d, char ab)
 {
-    const qmm_op_desc *d = qmm_call_desc(&p->call);
-    for (int32_t in = 0; in < d->n_inputs; in++) {
-        const qmm_tensor *t = qh_problem_input_c(p, in);
-        if (strncmp(d->inputs[in].name, prefix, 2) != 0 ||
-            strcmp(d->inputs[in].name + 2, "zero_point") != 0 || !qmm_tensor_present(t))
-            continue;
-        if (qmm_tensor_numel(t) != 1)
-            *ok = 0;
-        return qmm_tensor_numel(t) == 1 ? qh_tensor_int(t, 0) : -1;
-    }
-    return 0;
+    for (int32_t in = 0; in < d->n_inputs; in++)
+        if (d->inputs[in].name[0] == ab && strcmp(d->inputs[in].name + 1, "_zero_point") == 0)
+            return in;
+    return -1;
+}
+
+/* The per-tensor zero point of operand `ab` ('a', 'b'): 0 when absent; -1 (in *ok = 0) when
+ * it varies. */
+static int64_t operand_zero_point(const qh_problem *p, char ab, int *ok)
+{
+    int32_t in = zero_point_input(qmm_call_desc(&p->call), ab);
+    const qmm_tensor *t = in < 0 ? NULL : qh_problem_input_c(p, in);
+    if (!t || !qmm_tensor_present(t))
+        return 0;
+    if (qmm_tensor_numel(t) != 1)
+        *ok = 0;
+    return qmm_tensor_numel(t) == 1 ? qh_tensor_int(t, 0) : -1;
 }
 
 /* The (a - za, b - zb) pair whose product is `target`, each in its type's range: b's
@@ -499,7 +504,7 @@ static int fold_k(reducer *z)
     const qmm_op_desc *d = qmm_call_desc(&p->call);
     qmm_geometry g;
     int ok = 1;
-    int64_t zp[2] = {operand_zero_point(p, "a_", &ok), operand_zero_point(p, "b_", &ok)};
+    int64_t zp[2] = {operand_zero_point(p, 'a', &ok), operand_zero_point(p, 'b', &ok)};
     if (!ok || geometry_of(p, &g) != 0 || g.batch != 1 || g.m != 1 || g.n != 1 || g.k < 2)
         return 0;
     const qmm_tensor *a = qh_problem_input_c(p, d->a_input);
@@ -530,12 +535,11 @@ static int recenter(reducer *z)
 {
     const qmm_op_desc *d = qmm_call_desc(&z->r->best.call);
     int progress = 0;
-    for (int32_t in = 0; in < d->n_inputs; in++) {
-        const char *name = d->inputs[in].name;
-        int32_t op = name[0] == 'a' ? d->a_input : d->b_input;
-        const qmm_tensor *zt = qh_problem_input_c(&z->r->best, in);
-        if ((name[0] != 'a' && name[0] != 'b') || strcmp(name + 1, "_zero_point") != 0 ||
-            !qmm_tensor_present(zt) || qmm_tensor_numel(zt) != 1 || qh_tensor_int(zt, 0) == 0)
+    for (int k = 0; k < 2; k++) {
+        int32_t in = zero_point_input(d, "ab"[k]), op = k ? d->b_input : d->a_input;
+        const qmm_tensor *zt = in < 0 ? NULL : qh_problem_input_c(&z->r->best, in);
+        if (!zt || !qmm_tensor_present(zt) || qmm_tensor_numel(zt) != 1 ||
+            qh_tensor_int(zt, 0) == 0)
             continue;
         qh_problem cand;
         if (build(&z->r->best, &cand, NULL) != 0)
