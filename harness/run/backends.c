@@ -43,11 +43,19 @@ static int is_file(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-int qh_spec_is_plugin(const char *name)
+/* The built-in of that name, or NULL. */
+static const builtin *find_builtin(const char *name)
 {
     for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
         if (strcmp(builtins[i].name, name) == 0)
-            return 0; /* a built-in name wins over a file of that name (docs/formats.md) */
+            return &builtins[i];
+    return NULL;
+}
+
+int qh_spec_is_plugin(const char *name)
+{
+    if (find_builtin(name))
+        return 0; /* a built-in name wins over a file of that name (docs/formats.md) */
     size_t n = strlen(name);
     return strchr(name, '/') != NULL || (n > 3 && strcmp(name + n - 3, ".so") == 0) ||
            is_file(name);
@@ -159,14 +167,11 @@ int qh_backend_open(const char *spec, qh_backend *out, qh_error *err)
         name[4] = '\0';
         options = spec + 4;
     }
-    if (qh_spec_is_plugin(name))
-        return open_plugin(name, options, out, err);
-    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++) {
-        if (strcmp(builtins[i].name, name) != 0)
-            continue;
+    const builtin *bi = find_builtin(name);
+    if (bi) {
         qmm_status st;
         qmm_status_ok(&st);
-        out->be = builtins[i].open(QMM_ABI_VERSION, options, &st);
+        out->be = bi->open(QMM_ABI_VERSION, options, &st);
         if (!out->be) {
             char said[QH_CLEAN_LINE_MAX];
             said_by_backend(said, sizeof said, &st);
@@ -177,6 +182,8 @@ int qh_backend_open(const char *spec, qh_backend *out, qh_error *err)
         out->has_query = out->table.query != NULL;
         return 0;
     }
+    if (qh_spec_is_plugin(name))
+        return open_plugin(name, options, out, err);
     qh_clean_into(shown, sizeof shown, name, strlen(name), 0);
     snprintf(err->msg, sizeof err->msg,
              "unknown backend '%s' (built-in: reference; a plugin is a path to a .so; "
