@@ -5,7 +5,9 @@
  * reductions are tests/mutants/check_reduce.sh's. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "harness/run/reduce.h"
 #include "tests/cli_support.h"
@@ -127,6 +129,21 @@ Test(reduce_cli, the_budget_stops_it_and_says_so)
     char *out = qmmcheck_expect(0, "reduce " CASE " --backend " BACKEND " --out '%s/r' -q "
                                    "--max-tries 3", tmpdir);
     expect_in(out, "in 3 tries");
+    expect_in(out, "the budget ran out first");
+    free(out);
+}
+
+/* The temporary directory is made under $TMPDIR whatever its length (it was cut at 40
+ * characters, and mkdtemp then failed). */
+Test(reduce_cli, a_long_tmpdir_is_used_whole)
+{
+    char tmp[512];
+    snprintf(tmp, sizeof tmp, "%s/a-temporary-directory-whose-name-is-longer-than-forty", tmpdir);
+    cr_assert_eq(mkdir(tmp, 0700), 0);
+    setenv("TMPDIR", tmp, 1);
+    char *out = qmmcheck_expect(0, "reduce " CASE " --backend " BACKEND " --out '%s/r' -q "
+                                   "--max-tries 2", tmpdir);
+    unsetenv("TMPDIR");
     expect_in(out, "the budget ran out first");
     free(out);
 }

@@ -13,6 +13,7 @@
 
 #include <ftw.h>
 #include <math.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,8 +239,8 @@ typedef struct reducer {
     const qh_reduce_opts *o;
     qh_backend *b;
     qh_reduce_result *r;
-    char work[64];      /* the temporary directory candidates are written into */
-    char dir[96];       /* work/case */
+    char work[PATH_MAX]; /* the temporary directory candidates are written into */
+    char dir[PATH_MAX];  /* work/case */
     int need_valid;     /* the case passed the operator's validator: so must each candidate */
     double t0, last_progress;
 } reducer;
@@ -622,7 +623,12 @@ int qh_reduce_case(const qh_case_ref *ref, qh_backend *b, const qh_reduce_opts *
     shape_text(&r->best, r->before, sizeof r->before);
     z.need_valid = qmm_call_desc(&r->best.call)->validate(&r->best.call, &st) == QMM_OK;
     const char *tmp = getenv("TMPDIR");
-    snprintf(z.work, sizeof z.work, "%.40s/qmmcheck-reduce-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int n = snprintf(z.work, sizeof z.work, "%s/qmmcheck-reduce-XXXXXX",
+                     tmp && *tmp ? tmp : "/tmp");
+    if (n < 0 || (size_t)n + sizeof "/case" > sizeof z.work) {
+        snprintf(err->msg, sizeof err->msg, "TMPDIR is too long for a temporary directory");
+        return -1;
+    }
     if (!mkdtemp(z.work)) {
         snprintf(err->msg, sizeof err->msg, "%s: cannot create a temporary directory", z.work);
         return -1;
