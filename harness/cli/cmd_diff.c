@@ -314,7 +314,9 @@ static void report_difference(const diff_opts *o, qh_backend *be, const qh_invok
         m.expect = QMM_INVALID_ARGUMENT;
     qh_error err;
     if (qh_problem_write_dir(dir, p, expected, &m, &err) != 0) {
-        printf("    could not save the case: %s\n", err.msg);
+        char *c = qh_clean_dup(err.msg, strlen(err.msg), 0); /* it names the --out path */
+        printf("    could not save the case: %s\n", c ? c : "");
+        free(c);
     } else {
         qh_sb r = {0};
         qh_sb_puts(&r, "    saved ");
