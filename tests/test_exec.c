@@ -216,3 +216,20 @@ Test(exec, the_python_module_example_passes)
     cr_expect_gt(count_lines_with(out, ":PASSED"), 10, "%s", out);
     free(out);
 }
+
+/* --no-isolate: the process is still not trusted */
+
+Test(exec, in_process_its_hello_name_is_not_its_xfail_identity)
+{
+    char list[512];
+    snprintf(list, sizeof list, "%s/xf.txt", tmpdir);
+    FILE *f = fopen(list, "w");
+    cr_assert(f);
+    fprintf(f, "* status=FAILED backend=test-child\n"); /* the name the child gives itself */
+    fclose(f);
+    char *out = qmmcheck_expect(1, "run --no-isolate --xfail '%s' --backend 'exec:%s "
+                                "wrong-shape' --vectors " MI_RANDOM, list, child());
+    cr_expect_eq(count_lines_with(out, ":FAILED"), 4, "%s", out);
+    cr_expect_eq(count_lines_with(out, ":XFAIL"), 0, "%s", out);
+    free(out);
+}
