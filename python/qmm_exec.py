@@ -23,7 +23,7 @@ import os
 import sys
 import traceback
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: every request has an id (field 11) its reply repeats (field 8)
 HELLO, QUERY, CALL, CLOSE = 1, 2, 3, 4
 OK, UNSUPPORTED, INVALID_ARGUMENT, OUT_OF_MEMORY, INTERNAL = 0, 1, 2, 3, 4
 KIND_NAMES = {HELLO: "hello", QUERY: "query", CALL: "call", CLOSE: "close"}
@@ -137,7 +137,7 @@ def _tensor_spec(data):
 
 
 def _parse_request(buf, options):
-    kind, version, op, attrs, inputs = 0, 0, Op(options), {}, {}
+    kind, version, request_id, op, attrs, inputs = 0, 0, 0, Op(options), {}, {}
     raw_inputs = []
     for num, value in _fields(buf):
         if num == 1:
@@ -162,6 +162,8 @@ def _parse_request(buf, options):
             op.output_name, op.output_dtype, op.output_shape = _tensor_spec(value)
         elif num == 10:
             op.input_names.append(value.decode("utf-8"))
+        elif num == 11:
+            request_id = value
     for data in raw_inputs:
         name, np_type, shape = _tensor_spec(data)
         op.input_specs[name] = (np_type, shape)
@@ -175,7 +177,7 @@ def _parse_request(buf, options):
                 # compute, which is this backend's limit, not a crash (_answer_call says so).
                 inputs[name] = _Undecodable("input %s (shape %s): numpy cannot hold it: %s"
                                             % (name, list(shape), exc))
-    return kind, version, op, attrs, inputs
+    return kind, version, request_id, op, attrs, inputs
 
 
 def _parse_options(text):
@@ -236,9 +238,10 @@ def _answer_call(compute, op, attrs, inputs, out):
 
 
 def _answer(request, compute, query, start, name, description, state):
-    kind, version, op, attrs, inputs = _parse_request(request, state["options"])
+    kind, version, request_id, op, attrs, inputs = _parse_request(request, state["options"])
     out = bytearray()
     _put_int(out, 1, kind)
+    _put_int(out, 8, request_id)  # the reply answers this request and no other
     if kind == HELLO:
         _put_int(out, 2, PROTOCOL_VERSION)
         _put_bytes(out, 3, name)

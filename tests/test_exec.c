@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "harness/run/exec.h"
+#include "ops/qmm_ops.h"
 #include "tests/cli_support.h"
 
 TestSuite(exec, .init = make_tmp, .fini = remove_tmp, .timeout = 60);
@@ -41,6 +43,18 @@ Test(exec, a_correct_process_passes_every_case)
     cr_expect_eq(count_lines_with(out, ":ERROR"), 0, "%s", out);
     cr_expect_gt(count_lines_with(out, ":PASSED"), 10, "%s", out);
     free(out);
+}
+
+Test(exec, a_process_that_fails_to_start_has_its_stderr_in_the_usage_error)
+{
+    const char *isolation[] = {"", "--no-isolate"};
+    for (int i = 0; i < 2; i++) {
+        char *out = qmmcheck_expect(2, "run %s --backend 'exec:%s fail-to-start' --vectors "
+                                    MI_RANDOM, isolation[i], child());
+        expect_in(out, "exited with status 2 before reading the hello request; it printed: "
+                       "test-child: needs the module 'nothing'");
+        free(out);
+    }
 }
 
 Test(exec, quoting_splits_the_command_as_a_shell_would_without_a_shell)
@@ -160,10 +174,11 @@ Test(exec, an_output_of_the_wrong_shape_fails)
 
 Test(exec, a_version_mismatch_is_a_clear_usage_error)
 {
-    char *out = qmmcheck_expect(2, "run --backend 'exec:%s version=7' --vectors " MI_RANDOM,
+    /* a version 1 process (no request ids) is refused by its version, before its id */
+    char *out = qmmcheck_expect(2, "run --backend 'exec:%s version=1' --vectors " MI_RANDOM,
                                 child());
-    expect_in(out, "protocol version mismatch: the process speaks version 7, this qmmcheck "
-                   "speaks version 1");
+    expect_in(out, "protocol version mismatch: the process speaks version 1, this qmmcheck "
+                   "speaks version 2");
     free(out);
 }
 
@@ -217,7 +232,89 @@ Test(exec, the_python_module_example_passes)
     free(out);
 }
 
-/* --no-isolate: the process is still not trusted */
+/* ---- the stream cannot be shifted: request ids and unasked bytes (protocol version 2) ---- */
+
+/* Two copies of one case under tmpdir/twice: a spare answer to the first is right for the
+ * second too. */
+static void two_identical_cases(char *dir, size_t size)
+{
+    snprintf(dir, size, "%s/twice", tmpdir);
+    char to[600];
+    snprintf(to, sizeof to, "%s/a", dir);
+    copy_tree(MI_RANDOM "/13-u8s8", to);
+    snprintf(to, sizeof to, "%s/b", dir);
+    copy_tree(MI_RANDOM "/13-u8s8", to);
+}
+
+Test(exec, spare_answers_sent_after_a_case_are_an_error_not_the_next_cases_answer)
+{
+    /* the process answers case a, then a spare query and call answer (right for case b), and
+     * answers case b itself wrong: b must not pass on the spare */
+    char dir[512], flag[512];
+    two_identical_cases(dir, sizeof dir);
+    snprintf(flag, sizeof flag, "%s/spared", tmpdir);
+    const char *isolation[] = {"", "--no-isolate"};
+    for (int i = 0; i < 2; i++) {
+        remove(flag);
+        char *out = qmmcheck_expect(1, "run %s --backend 'exec:%s spare-once=%s' --vectors '%s'",
+                                    isolation[i], child(), flag, dir);
+        cr_expect_eq(count_lines_with(out, ":PASSED"), 1, "only case a passes:\n%s", out);
+        cr_expect_eq(count_lines_with(out, "2:ERROR"), 1, "%s", out);
+        expect_in(out, "nobody asked for: they were waiting before the query request was sent");
+        free(out);
+    }
+}
+
+Test(exec, a_reply_with_another_requests_id_is_an_error)
+{
+    free(every_case("wrong-id", ":ERROR", "not the id of the call request it must answer"));
+}
+
+/* ---- a process that ends between requests ------------------------------------------------ */
+
+Test(exec, a_process_that_exits_after_each_answer_is_restarted_for_the_next_case)
+{
+    const char *isolation[] = {"", "--no-isolate"};
+    for (int i = 0; i < 2; i++) {
+        char *out = qmmcheck_expect(0, "run %s --backend 'exec:%s exit-after-answer' --vectors "
+                                    MI_RANDOM, isolation[i], child());
+        cr_expect_eq(count_lines_with(out, ":PASSED"), 4, "%s", out);
+        free(out);
+    }
+}
+
+Test(exec, a_request_the_process_died_without_reading_is_resent_once)
+{
+    /* each process answers one call, then ends 0.3 s later: the next query reaches it alive
+     * and is never read, so it goes to a fresh process */
+    const char *isolation[] = {"", "--no-isolate"};
+    for (int i = 0; i < 2; i++) {
+        char *out = qmmcheck_expect(0, "run %s --backend 'exec:%s linger-exit' --vectors "
+                                    MI_RANDOM, isolation[i], child());
+        cr_expect_eq(count_lines_with(out, ":PASSED"), 4, "%s", out);
+        free(out);
+    }
+    /* a process that never reads a request: resent once, then CRASHED, never a loop */
+    char *out = qmmcheck_expect(1, "run --backend 'exec:%s exit-after-hello' --vectors "
+                                MI_RANDOM, child());
+    cr_expect_eq(count_lines_with(out, ":CRASHED"), 4, "%s", out);
+    expect_in(out, "exited with status 0 before reading the query request (it was resent "
+                   "once: the process before this one ended without reading it too)");
+    free(out);
+}
+
+/* ---- --no-isolate: the process is still not trusted ------------------------------------- */
+
+Test(exec, in_process_its_stderr_is_captured_and_cleaned_not_passed_through)
+{
+    char *out = qmmcheck_expect(1, "run --no-isolate --backend 'exec:%s forge' --vectors "
+                                MI_RANDOM, child());
+    cr_expect_eq(lines_starting(out, "1:PASSED forged"), 0, "%s", out);
+    cr_expect_eq(lines_starting(out, "SUMMARY:"), 1, "%s", out);
+    expect_in(out, "worker output ("); /* shown beside the case, cleaned, as isolated */
+    expect_in(out, "1:PASSED forged\\n");
+    free(out);
+}
 
 Test(exec, in_process_its_hello_name_is_not_its_xfail_identity)
 {
@@ -232,4 +329,56 @@ Test(exec, in_process_its_hello_name_is_not_its_xfail_identity)
     cr_expect_eq(count_lines_with(out, ":FAILED"), 4, "%s", out);
     cr_expect_eq(count_lines_with(out, ":XFAIL"), 0, "%s", out);
     free(out);
+}
+
+Test(exec, in_process_sigterm_during_a_hang_ends_the_run_with_its_reports)
+{
+    char flag[512], report[512], cmd[4096], outfile[512];
+    snprintf(flag, sizeof flag, "%s/hung", tmpdir);
+    snprintf(report, sizeof report, "%s/r.json", tmpdir);
+    snprintf(outfile, sizeof outfile, "%s/out.txt", tmpdir);
+    /* SIGTERM once the process hangs; SIGKILL after 30 s more (the bug: forever) */
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && { '%s' run --no-isolate --report 'json:%s' "
+             "--backend 'exec:%s hang-once=%s' --vectors " MI_RANDOM " > '%s' 2>&1 & p=$!; "
+             "i=0; while [ ! -e '%s' ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; "
+             "sleep 0.2; kill -TERM $p; "
+             "i=0; while kill -0 $p 2>/dev/null && [ $i -lt 600 ]; do sleep 0.05; "
+             "i=$((i+1)); done; kill -KILL $p 2>/dev/null; wait $p; exit $?; }",
+             env("QMM_SOURCE_DIR"), env("QMMCHECK"), report, child(), flag, outfile, flag);
+    int rc = system(cmd);
+    char *out = slurp(outfile);
+    cr_expect(WIFEXITED(rc) && WEXITSTATUS(rc) == 128 + SIGTERM, "exit %d:\n%s",
+              WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out);
+    cr_expect_eq(lines_starting(out, "SUMMARY:"), 1, "%s", out);
+    cr_expect(access(report, F_OK) == 0, "no report written:\n%s", out);
+    free(out);
+}
+
+/* ---- limits ------------------------------------------------------------------------------ */
+
+Test(exec, a_y_larger_than_a_frame_is_skipped_saying_why)
+{
+    /* the table called directly: a K = 0 call whose y (65536 x 65536 int32, 16 GiB) no call
+     * answer can carry; nothing is allocated for it, and the reason is written (it was
+     * uninitialised: valgrind saw a conditional jump on it) */
+    char rest[1024];
+    snprintf(rest, sizeof rest, ":%s ok", child());
+    qmm_status st;
+    qmm_status_ok(&st);
+    qmm_backend *be = qh_exec_open(QMM_ABI_VERSION, rest, &st);
+    cr_assert(be, "%s", st.message);
+    qmm_call call;
+    qmm_call_init(&call, QMM_OP_MATMULINTEGER, 10);
+    static uint8_t none[1];
+    qmm_tensor *a = qmm_call_input(&call, 0), *b = qmm_call_input(&call, 1);
+    *a = (qmm_tensor){.dtype = QMM_DTYPE_UINT8, .rank = 2, .dims = {65536, 0}, .data = none};
+    *b = (qmm_tensor){.dtype = QMM_DTYPE_UINT8, .rank = 2, .dims = {0, 65536}, .data = none};
+    *qmm_call_output(&call) = (qmm_tensor){.dtype = QMM_DTYPE_INT32, .rank = 2,
+                                           .dims = {65536, 65536}};
+    qmm_status_code code = qmm_backend_run(be, &call, &st);
+    cr_expect_eq(code, QMM_UNSUPPORTED, "%s", st.message);
+    cr_expect(strstr(st.message, "y is 17179869184 bytes, more than the exec protocol's call "
+                                 "answer holds (4293918719)") != NULL, "%s", st.message);
+    be->close(be);
 }

@@ -1,16 +1,25 @@
 /* harness/run/exec.c — the `exec:` backend: a qmm_backend table whose calls are answered by a
  * long-lived process over docs/exec-protocol.md (harness/run/exec.h).
  *
- * The process's stdin and stdout are one end of a socketpair (sends never raise SIGPIPE), its
- * stderr is ours (in a worker: the capture pipe the parent shows cleaned), and it dies with
- * whoever started it (PR_SET_PDEATHSIG). Every frame's length is checked against a limit
- * before a byte is allocated. A process that ends mid-call, or whose answer breaks the
- * protocol, is recorded as an event for the caller (qh_exec_take_event) and replaced by a
- * fresh one on the next query or call: after garbage the stream cannot be trusted to resync.
- * A hang is not detected here: the worker's --timeout kills the worker's process group, this
- * process with it, and a fresh worker starts a fresh process.
+ * The process's stdin and stdout are one end of a socketpair (sends never raise SIGPIPE); we
+ * keep a copy of its end, so that when it dies what it left unread of a request can still be
+ * counted. Its stderr is a pipe kept for the caller (qh_exec_take_output), or, in an isolated
+ * worker, the worker's own capture; it dies with whoever started it (PR_SET_PDEATHSIG).
+ *
+ * Every request carries a fresh random id that the reply must repeat, and bytes waiting
+ * before a request is sent came unasked: either is a protocol error, so an answer is never
+ * taken for another request's. Every frame's length is checked against a limit before a
+ * byte is allocated. A process that ends mid-call, or whose answer breaks the protocol, is
+ * recorded as an event for the caller (qh_exec_take_event) and replaced by a fresh one on the
+ * next query or call: after garbage the stream cannot be trusted to resync. A process that
+ * ended after an answer is replaced before the next request, and a request that a process
+ * died without reading a byte of is resent once to a fresh one.
+ *
+ * Waits notice qh_interrupted (SIGINT, SIGTERM) within 50 ms. A call's hang is not timed
+ * here: the worker's --timeout kills the worker's process group, this process with it, and a
+ * fresh worker starts a fresh process. Only close is bounded here (2 s to answer).
  */
-#define _GNU_SOURCE 1 /* close_range, pipe2, strsignal */
+#define _GNU_SOURCE 1 /* close_range, pipe2, strsignal, getrandom */
 #include "harness/run/exec.h"
 
 #include <errno.h>
@@ -21,7 +30,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -42,8 +53,14 @@ typedef struct exec_state {
     char words[EXEC_SPEC_MAX];   /* argv's strings, NUL-separated */
     char options[EXEC_SPEC_MAX];
     char name[128], description[256];
-    pid_t pid;                   /* 0 when no process runs */
-    int fd;                      /* our end of its stdin/stdout */
+    pid_t pid;                   /* 0 when no process runs (or it ended and was reaped) */
+    char ended[128];             /* how it ended, once reaped */
+    int fd;                      /* our end of its stdin/stdout; -1 when no process */
+    int peer;                    /* its end, kept open: what it left unread of a request */
+    int err;                     /* its stderr (read end); -1 when passed (in a worker) */
+    char *cap;                   /* its stderr since the last qh_exec_take_output */
+    size_t cap_len, cap_dropped;
+    size_t sent, got;            /* bytes of this exchange's request sent, of its answer read */
     pthread_mutex_t mu;          /* one exchange at a time */
     qh_invoke_outcome event;     /* what the last query or call left for the caller */
     int query_event;             /* the event came from the query just before this call */
@@ -118,6 +135,15 @@ static int split_words(exec_state *s, const char *cmd, char *why, size_t n)
 
 /* ---- the process ------------------------------------------------------------------------ */
 
+/* Set in an isolated worker: its stderr is already the capture the parent cleans, so a
+ * process it starts writes there directly (and what it wrote before a hang is not lost). */
+static int stderr_passed;
+
+void qh_exec_pass_stderr(void)
+{
+    stderr_passed = 1;
+}
+
 static void describe_status(int status, char *buf, size_t size)
 {
     if (WIFSIGNALED(status))
@@ -129,7 +155,34 @@ static void describe_status(int status, char *buf, size_t size)
         snprintf(buf, size, "ended");
 }
 
-/* Kills and reaps the process (if it still runs) and closes the socket. */
+/* Keeps what the process writes on its stderr: the first QH_OUTPUT_KEEP bytes since the
+ * last qh_exec_take_output, the rest counted. Reads without blocking, boundedly. */
+static void drain_stderr(exec_state *s)
+{
+    char buf[4096];
+    for (int i = 0; i < 256 && s->err >= 0; i++) {
+        ssize_t r = read(s->err, buf, sizeof buf);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && errno == EAGAIN)
+            break;
+        if (r <= 0) {
+            close(s->err); /* every writer is gone */
+            s->err = -1;
+        } else {
+            if (!s->cap)
+                s->cap = malloc(QH_OUTPUT_KEEP + 1);
+            size_t room = s->cap ? QH_OUTPUT_KEEP - s->cap_len : 0;
+            size_t k = (size_t)r < room ? (size_t)r : room;
+            if (k)
+                memcpy(s->cap + s->cap_len, buf, k);
+            s->cap_len += k;
+            s->cap_dropped += (size_t)r - k;
+        }
+    }
+}
+
+/* Kills and reaps the process (if it still runs) and closes its channels. */
 static void stop_process(exec_state *s)
 {
     if (s->pid > 0) {
@@ -137,33 +190,59 @@ static void stop_process(exec_state *s)
         while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR) {
         }
     }
+    drain_stderr(s);
+    if (s->err >= 0)
+        close(s->err);
     if (s->fd >= 0)
         close(s->fd);
+    if (s->peer >= 0)
+        close(s->peer);
     s->pid = 0;
-    s->fd = -1;
+    s->fd = s->peer = s->err = -1;
 }
 
-/* The process has ended (reaped here): how, into `how`. */
+/* Has the process ended? Reaps it (its channels stay open: what it sent is still to be
+ * read) and says how, into `how`; after that, says the same again. */
 static int process_ended(exec_state *s, char *how, size_t n)
 {
-    int status;
-    pid_t r = waitpid(s->pid, &status, WNOHANG);
-    if (r != s->pid)
-        return 0;
-    describe_status(status, how, n);
-    s->pid = 0;
-    stop_process(s);
+    if (s->pid > 0) {
+        int status;
+        if (waitpid(s->pid, &status, WNOHANG) != s->pid)
+            return 0;
+        describe_status(status, s->ended, sizeof s->ended);
+        s->pid = 0;
+    }
+    snprintf(how, n, "%s", s->ended);
     return 1;
+}
+
+/* Bytes waiting to be read on `fd` (our end: unasked ones; the process's end: the part of a
+ * request it has not read). */
+static int queued(int fd)
+{
+    int k = 0;
+    return fd >= 0 && ioctl(fd, FIONREAD, &k) == 0 ? k : 0;
 }
 
 static int spawn(exec_state *s, char *why, size_t n)
 {
-    int sv[2], ep[2];
+    int sv[2], ep[2], er[2] = {-1, -1}, e;
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         goto fail;
     if (pipe2(ep, O_CLOEXEC) != 0) {
+        e = errno;
         close(sv[0]);
         close(sv[1]);
+        errno = e;
+        goto fail;
+    }
+    if (!stderr_passed && pipe2(er, O_CLOEXEC) != 0) {
+        e = errno;
+        close(sv[0]);
+        close(sv[1]);
+        close(ep[0]);
+        close(ep[1]);
+        errno = e;
         goto fail;
     }
     pid_t parent = getpid();
@@ -175,30 +254,44 @@ static int spawn(exec_state *s, char *why, size_t n)
             _exit(127);
         dup2(sv[1], 0);
         dup2(sv[1], 1);
+        if (er[1] >= 0)
+            dup2(er[1], 2);
         if (ep[1] != 3)
             dup2(ep[1], 3);
         fcntl(3, F_SETFD, FD_CLOEXEC);
         close_range(4, ~0u, 0);
         signal(SIGPIPE, SIG_DFL);
         execvp(s->argv[0], s->argv);
-        int e = errno;
+        e = errno;
         (void)!write(3, &e, sizeof e);
         _exit(127);
     }
-    close(sv[1]);
     close(ep[1]);
+    if (er[1] >= 0)
+        close(er[1]);
     if (pid < 0) {
+        e = errno;
         close(sv[0]);
+        close(sv[1]);
         close(ep[0]);
+        if (er[0] >= 0)
+            close(er[0]);
+        errno = e;
         goto fail;
     }
-    int e = 0;
+    e = 0;
     ssize_t r;
     while ((r = read(ep[0], &e, sizeof e)) < 0 && errno == EINTR) {
     }
     close(ep[0]);
     s->pid = pid;
     s->fd = sv[0];
+    s->peer = sv[1]; /* kept: the socket outlives the process, so what of a request it never
+                      * read can still be counted (queued) */
+    s->err = er[0];
+    if (s->err >= 0)
+        fcntl(s->err, F_SETFL, fcntl(s->err, F_GETFL) | O_NONBLOCK);
+    snprintf(s->ended, sizeof s->ended, "ended");
     if (r == (ssize_t)sizeof e) {
         stop_process(s);
         snprintf(why, n, "cannot run %s: %s", s->argv[0], strerror(e));
@@ -212,88 +305,105 @@ fail:
 
 /* ---- frames ----------------------------------------------------------------------------- */
 
-enum { XC_OK = 0, XC_DIED = -1, XC_MALFORMED = -2 };
+/* How an exchange ended: XC_UNREAD is a death before the process read a byte of the
+ * request (it may be resent to a fresh process); XC_HUNG, past the deadline (close only). */
+enum { XC_OK = 0, XC_DIED = -1, XC_MALFORMED = -2, XC_UNREAD = -3, XC_HUNG = -4, XC_INTR = -5 };
 
-/* The process ended or stopped talking: records how in `why`, stops it. */
-static int died(exec_state *s, const char *when, char *why, size_t n)
+/* Waits until our end is ready for `events`, keeping the process's stderr meanwhile.
+ * XC_OK; XC_DIED (the process ended and nothing more is to be read: `how` says how),
+ * XC_HUNG (deadline > 0 passed) or XC_INTR (qh_interrupted: SIGINT or SIGTERM). */
+static int await(exec_state *s, short events, double deadline, char *how, size_t n)
 {
-    char how[128] = "closed its stdout";
-    for (int i = 0; i < 100 && s->pid > 0; i++) { /* up to 1 s for its status */
-        if (process_ended(s, how, sizeof how))
-            break;
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
+    for (;;) {
+        if (qh_interrupted)
+            return XC_INTR;
+        int ms = qh_poll_slice_ms(deadline);
+        if (ms < 0)
+            return XC_HUNG;
+        struct pollfd p[2] = {{.fd = s->fd, .events = events}, {.fd = s->err, .events = POLLIN}};
+        nfds_t np = s->err >= 0 ? 2 : 1;
+        int r = poll(p, np, ms);
+        if (r < 0 && errno != EINTR) {
+            snprintf(how, n, "could not be waited for (%s)", strerror(errno));
+            return XC_DIED;
+        }
+        if (np == 2 && r > 0 && p[1].revents)
+            drain_stderr(s);
+        if (r > 0 && p[0].revents)
+            return XC_OK;
+        /* no EOF comes while we hold its end of the socket: its death is seen here */
+        if (process_ended(s, how, n))
+            return events == POLLIN && queued(s->fd) > 0 ? XC_OK : XC_DIED;
     }
-    snprintf(why, n, "the backend process (%s) %s %s", s->argv[0], how, when);
-    stop_process(s);
-    return XC_DIED;
 }
 
-static int send_frame(exec_state *s, const uint8_t *p, size_t len, const char *when, char *why,
-                      size_t n)
+/* Sends the iovecs whole, counting s->sent. */
+static int send_all(exec_state *s, struct iovec *iov, int cnt, char *how, size_t n)
 {
-    uint8_t head[4] = {(uint8_t)len, (uint8_t)(len >> 8), (uint8_t)(len >> 16),
-                       (uint8_t)(len >> 24)};
-    struct iovec iov[2] = {{head, 4}, {(void *)p, len}};
-    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
-    while (iov[0].iov_len + iov[1].iov_len) {
-        ssize_t w = sendmsg(s->fd, &mh, MSG_NOSIGNAL);
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
+    for (;;) {
+        while (mh.msg_iovlen && mh.msg_iov->iov_len == 0) {
+            mh.msg_iov++;
+            mh.msg_iovlen--;
+        }
+        if (!mh.msg_iovlen)
+            return XC_OK;
+        ssize_t w = sendmsg(s->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w < 0 && errno == EINTR)
             continue;
-        if (w < 0)
-            return died(s, when, why, n);
-        for (int i = 0; i < 2 && w > 0; i++) {
-            size_t k = (size_t)w < iov[i].iov_len ? (size_t)w : iov[i].iov_len;
-            iov[i].iov_base = (char *)iov[i].iov_base + k;
-            iov[i].iov_len -= k;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            int r = await(s, POLLOUT, 0, how, n);
+            if (r != XC_OK)
+                return r;
+            continue;
+        }
+        if (w < 0) {
+            snprintf(how, n, "stopped reading (%s)", strerror(errno));
+            return XC_DIED;
+        }
+        s->sent += (size_t)w;
+        for (size_t i = 0; i < mh.msg_iovlen && w > 0; i++) {
+            size_t k = (size_t)w < mh.msg_iov[i].iov_len ? (size_t)w : mh.msg_iov[i].iov_len;
+            mh.msg_iov[i].iov_base = (char *)mh.msg_iov[i].iov_base + k;
+            mh.msg_iov[i].iov_len -= k;
             w -= (ssize_t)k;
         }
-        if (!iov[0].iov_len) {
-            mh.msg_iov = &iov[1];
-            mh.msg_iovlen = 1;
-        }
     }
-    return XC_OK;
 }
 
-/* Reads exactly len bytes, noticing the process's death even while a child of it keeps the
- * socket open. */
-static int recv_exact(exec_state *s, uint8_t *p, size_t len, const char *when, char *why,
+/* Reads exactly len bytes, counting s->got. */
+static int recv_exact(exec_state *s, uint8_t *p, size_t len, double deadline, char *how,
                       size_t n)
 {
     while (len) {
-        struct pollfd pf = {.fd = s->fd, .events = POLLIN};
-        int r = poll(&pf, 1, 50);
-        if (r < 0 && errno != EINTR)
-            return died(s, when, why, n);
-        if (r <= 0) {
-            char how[128];
-            if (process_ended(s, how, sizeof how)) {
-                snprintf(why, n, "the backend process (%s) %s %s", s->argv[0], how, when);
-                return XC_DIED;
-            }
+        ssize_t got = recv(s->fd, p, len, MSG_DONTWAIT);
+        if (got > 0) {
+            p += got;
+            len -= (size_t)got;
+            s->got += (size_t)got;
             continue;
         }
-        ssize_t got = read(s->fd, p, len);
         if (got < 0 && errno == EINTR)
             continue;
-        if (got <= 0)
-            return died(s, when, why, n);
-        p += got;
-        len -= (size_t)got;
+        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            int r = await(s, POLLIN, deadline, how, n);
+            if (r != XC_OK)
+                return r;
+            continue;
+        }
+        snprintf(how, n, "%s", got == 0 ? "closed its stdout" : strerror(errno));
+        return XC_DIED;
     }
     return XC_OK;
 }
 
 /* One frame of at most `limit` bytes into *buf (malloc'd). */
-static int recv_frame(exec_state *s, uint32_t limit, const char *what, uint8_t **buf,
-                      size_t *len, char *why, size_t n)
+static int recv_frame(exec_state *s, uint32_t limit, const char *what, double deadline,
+                      uint8_t **buf, size_t *len, char *why, size_t n)
 {
     *buf = NULL;
     uint8_t head[4];
-    char when[64];
-    snprintf(when, sizeof when, "before answering the %s", what);
-    int r = recv_exact(s, head, 4, when, why, n);
+    int r = recv_exact(s, head, 4, deadline, why, n);
     if (r != XC_OK)
         return r;
     uint32_t k = (uint32_t)head[0] | (uint32_t)head[1] << 8 | (uint32_t)head[2] << 16 |
@@ -309,8 +419,7 @@ static int recv_frame(exec_state *s, uint32_t limit, const char *what, uint8_t *
         return XC_MALFORMED;
     }
     *len = k;
-    snprintf(when, sizeof when, "in the middle of its %s answer", what);
-    r = recv_exact(s, *buf, k, when, why, n);
+    r = recv_exact(s, *buf, k, deadline, why, n);
     if (r != XC_OK) {
         free(*buf);
         *buf = NULL;
@@ -318,49 +427,131 @@ static int recv_frame(exec_state *s, uint32_t limit, const char *what, uint8_t *
     return r;
 }
 
-/* Sends the request in `b` (consumed) and reads and decodes the answer of the same kind.
- * *frame holds the bytes reply's pointers point into (the caller frees it). */
-static int exchange(exec_state *s, qh_pb_buf *b, int kind, uint32_t limit, qh_exec_reply *rep,
-                    uint8_t **frame, char *why, size_t n)
+/* A request id nobody can guess before the request is sent (never 0, which is a reply
+ * without one). */
+static int draw_id(uint64_t *id, char *why, size_t n)
+{
+    do {
+        ssize_t r = getrandom(id, sizeof *id, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r != (ssize_t)sizeof *id) {
+            snprintf(why, n, "cannot draw a request id: %s", r < 0 ? strerror(errno) : "short");
+            return -1;
+        }
+    } while (*id == 0);
+    return 0;
+}
+
+/* Says how an exchange that did not end XC_OK ended, into `why`, from `how` (the process's
+ * end, or what was wrong with its answer). */
+static void explain(exec_state *s, int r, const char *what, double wait, const char *how,
+                    char *why, size_t n)
+{
+    const char *prog = s->argv[0];
+    if (r == XC_UNREAD)
+        snprintf(why, n, "the backend process (%s) %s before reading the %s request", prog, how,
+                 what);
+    else if (r == XC_DIED && s->got > 0)
+        snprintf(why, n, "the backend process (%s) %s in the middle of its %s answer", prog,
+                 how, what);
+    else if (r == XC_DIED)
+        snprintf(why, n, "the backend process (%s) %s before answering the %s", prog, how,
+                 what);
+    else if (r == XC_HUNG)
+        snprintf(why, n, "no answer to the %s request within %.3g s; the backend process (%s) "
+                 "was killed", what, wait, prog);
+    else if (r == XC_INTR)
+        snprintf(why, n, "interrupted by signal %d; the backend process (%s) was killed",
+                 (int)qh_interrupted, prog);
+    else
+        snprintf(why, n, "%s", how);
+}
+
+/* Sends the request in `b` with a fresh id and reads and decodes the answer, which must
+ * repeat the id and the kind. Bytes waiting before the request was sent came unasked: an
+ * error. Anything but XC_OK stops the process (after garbage the stream cannot be trusted
+ * to be back in step). *frame holds the bytes the reply's pointers point into (the caller
+ * frees it). `wait` > 0 bounds the wait for the answer, in seconds. */
+static int exchange(exec_state *s, const qh_pb_buf *b, int kind, uint32_t limit, double wait,
+                    qh_exec_reply *rep, uint8_t **frame, char *why, size_t n)
 {
     *frame = NULL;
     const char *what = qh_exec_kind_name(kind);
-    if (b->failed) {
-        qh_pb_buf_free(b);
-        snprintf(why, n, "out of memory encoding the %s", what);
-        return XC_MALFORMED;
-    }
-    char when[64];
-    snprintf(when, sizeof when, "before reading the %s", what);
-    int r = send_frame(s, b->data, b->len, when, why, n);
-    qh_pb_buf_free(b);
-    size_t len = 0;
-    if (r == XC_OK)
-        r = recv_frame(s, limit, what, frame, &len, why, n);
-    if (r == XC_OK && qh_exec_read_reply(*frame, len, rep, why, n) != 0)
+    char how[EXEC_PROBLEM_MAX] = "";
+    uint64_t id = 0;
+    qh_pb_buf idb;
+    qh_pb_buf_init(&idb);
+    int r = XC_OK;
+    int unasked = queued(s->fd);
+    if (unasked > 0) {
+        snprintf(how, sizeof how, "the backend process (%s) sent %d byte%s nobody asked for: "
+                 "they were waiting before the %s request was sent", s->argv[0], unasked,
+                 unasked == 1 ? "" : "s", what);
         r = XC_MALFORMED;
-    if (r == XC_OK && rep->kind != kind) {
-        snprintf(why, n, "Reply.kind: %lld (%s), expected %d (%s)", (long long)rep->kind,
-                 qh_exec_kind_name(rep->kind), kind, what);
+    } else if (b->failed) {
+        snprintf(how, sizeof how, "out of memory encoding the %s", what);
+        r = XC_MALFORMED;
+    } else if (draw_id(&id, how, sizeof how) != 0) {
         r = XC_MALFORMED;
     }
-    if (r == XC_MALFORMED)
-        stop_process(s); /* after garbage the stream cannot be trusted */
+    if (r == XC_OK) {
+        qh_exec_put_id(&idb, id);
+        size_t len = b->len + idb.len;
+        uint8_t head[4] = {(uint8_t)len, (uint8_t)(len >> 8), (uint8_t)(len >> 16),
+                           (uint8_t)(len >> 24)};
+        struct iovec iov[3] = {{head, 4}, {b->data, b->len}, {idb.data, idb.len}};
+        s->sent = s->got = 0;
+        double deadline = wait > 0 ? qh_mono_seconds() + wait : 0;
+        size_t rlen = 0;
+        r = idb.failed ? XC_MALFORMED : send_all(s, iov, 3, how, sizeof how);
+        if (r == XC_OK)
+            r = recv_frame(s, limit, what, deadline, frame, &rlen, how, sizeof how);
+        if (r == XC_DIED && s->got == 0 && (size_t)queued(s->peer) >= s->sent)
+            r = XC_UNREAD; /* it never read a byte of this request */
+        if (r == XC_OK && qh_exec_read_reply(*frame, rlen, rep, how, sizeof how) != 0)
+            r = XC_MALFORMED;
+    }
+    qh_pb_buf_free(&idb);
+    /* a hello of another version is judged by its version alone (start) */
+    int other_version = r == XC_OK && kind == QH_EXEC_HELLO &&
+                        rep->version != QH_EXEC_PROTOCOL_VERSION;
+    if (r == XC_OK && !other_version && !rep->has_id) {
+        snprintf(how, sizeof how, "Reply.id: missing; a reply repeats the id of the %s "
+                 "request it answers", what);
+        r = XC_MALFORMED;
+    } else if (r == XC_OK && !other_version && rep->id != id) {
+        snprintf(how, sizeof how, "Reply.id: %llu, not the id of the %s request it must "
+                 "answer (%llu): an answer to another request", (unsigned long long)rep->id,
+                 what, (unsigned long long)id);
+        r = XC_MALFORMED;
+    } else if (r == XC_OK && rep->kind != kind) {
+        snprintf(how, sizeof how, "Reply.kind: %lld (%s), expected %d (%s)",
+                 (long long)rep->kind, qh_exec_kind_name(rep->kind), kind, what);
+        r = XC_MALFORMED;
+    }
+    if (r != XC_OK) {
+        explain(s, r, what, wait, how, why, n);
+        stop_process(s);
+        free(*frame);
+        *frame = NULL;
+    }
     return r;
 }
 
-/* Starts the process and exchanges hellos. */
+/* Starts the process and exchanges hellos: XC_OK, or how it failed, with `why`. */
 static int start(exec_state *s, char *why, size_t n)
 {
     if (spawn(s, why, n) != 0)
-        return -1;
+        return XC_DIED;
     qh_pb_buf b;
     qh_pb_buf_init(&b);
     qh_exec_put_hello(&b, s->options);
     qh_exec_reply rep;
     uint8_t *frame;
     char e[EXEC_PROBLEM_MAX];
-    int r = exchange(s, &b, QH_EXEC_HELLO, QH_EXEC_SMALL_MAX, &rep, &frame, e, sizeof e);
+    int r = exchange(s, &b, QH_EXEC_HELLO, QH_EXEC_SMALL_MAX, 0, &rep, &frame, e, sizeof e);
+    qh_pb_buf_free(&b);
     if (r == XC_OK && rep.version != QH_EXEC_PROTOCOL_VERSION) {
         snprintf(e, sizeof e,
                  "protocol version mismatch: the process speaks version %lld, this qmmcheck "
@@ -379,9 +570,8 @@ static int start(exec_state *s, char *why, size_t n)
     if (r != XC_OK) {
         stop_process(s);
         snprintf(why, n, "hello: %s", e);
-        return -1;
     }
-    return 0;
+    return r;
 }
 
 /* ---- the table -------------------------------------------------------------------------- */
@@ -392,17 +582,47 @@ static void set_event(exec_state *s, qh_invoke_outcome ev, const char *problem)
     snprintf(s->problem, sizeof s->problem, "%s", problem);
 }
 
-/* A process to talk to: the running one, or a fresh one. */
-static int ensure_process(exec_state *s)
+static qh_invoke_outcome outcome_of(int r)
 {
-    if (s->pid > 0)
-        return 0;
-    char why[EXEC_PROBLEM_MAX], p[EXEC_PROBLEM_MAX];
-    if (start(s, why, sizeof why) == 0)
-        return 0;
-    snprintf(p, sizeof p, "restarting the backend process failed: %s", why);
-    set_event(s, QH_DIED, p);
-    return -1;
+    return r == XC_MALFORMED ? QH_MALFORMED : r == XC_HUNG ? QH_HUNG
+           : r == XC_INTR    ? QH_INTERRUPTED : QH_DIED;
+}
+
+/* A process to talk to: the running one, or a fresh one when there is none or it ended
+ * after its last answer (unless it left bytes behind: the exchange reports those). */
+static int ensure_process(exec_state *s, char *why, size_t n)
+{
+    char how[128], e[EXEC_PROBLEM_MAX];
+    if (s->fd >= 0 && queued(s->fd) == 0 && process_ended(s, how, sizeof how))
+        stop_process(s);
+    if (s->fd >= 0)
+        return XC_OK;
+    int r = start(s, e, sizeof e);
+    if (r != XC_OK)
+        snprintf(why, n, "restarting the backend process failed: %s", e);
+    return r == XC_INTR ? XC_INTR : r == XC_OK ? XC_OK : XC_DIED;
+}
+
+/* One request answered by a live process: a process that ended without reading a byte of
+ * it is replaced and the request resent, once. */
+static int request(exec_state *s, const qh_pb_buf *b, int kind, uint32_t limit,
+                   qh_exec_reply *rep, uint8_t **frame, char *why, size_t n)
+{
+    *frame = NULL;
+    for (int attempt = 0;; attempt++) {
+        int r = ensure_process(s, why, n);
+        if (r != XC_OK)
+            return r;
+        r = exchange(s, b, kind, limit, 0, rep, frame, why, n);
+        if (r != XC_UNREAD)
+            return r;
+        if (attempt == 1) {
+            size_t k = strlen(why);
+            snprintf(why + k, n - k, " (it was resent once: the process before this one "
+                     "ended without reading it too)");
+            return XC_DIED;
+        }
+    }
 }
 
 static qmm_status_code answer_event(exec_state *s, qmm_status *st)
@@ -420,24 +640,22 @@ static qmm_status_code exec_query(const qmm_backend *self, const qmm_call *call,
     char why[EXEC_PROBLEM_MAX];
     qh_pb_buf b;
     qh_pb_buf_init(&b);
-    if (ensure_process(s) != 0) {
-        s->query_event = 1; /* the call that follows answers it */
-    } else if (qh_exec_put_call(&b, QH_EXEC_QUERY, call, why, sizeof why) != 0) {
-        qh_pb_buf_free(&b);
+    if (qh_exec_put_call(&b, QH_EXEC_QUERY, call, why, sizeof why) != 0) {
         code = qmm_status_set(st, QMM_UNSUPPORTED, "%s", why);
     } else {
         qh_exec_reply rep;
         uint8_t *frame;
-        int r = exchange(s, &b, QH_EXEC_QUERY, QH_EXEC_SMALL_MAX, &rep, &frame, why,
-                         sizeof why);
+        int r = request(s, &b, QH_EXEC_QUERY, QH_EXEC_SMALL_MAX, &rep, &frame, why,
+                        sizeof why);
         if (r == XC_OK && rep.status == QMM_UNSUPPORTED)
             code = qmm_status_set(st, QMM_UNSUPPORTED, "%s", rep.message);
         else if (r != XC_OK) {
-            set_event(s, r == XC_DIED ? QH_DIED : QH_MALFORMED, why);
-            s->query_event = 1;
+            set_event(s, outcome_of(r), why);
+            s->query_event = 1; /* the call that follows answers it */
         }
         free(frame);
     }
+    qh_pb_buf_free(&b);
     pthread_mutex_unlock(&s->mu);
     return code;
 }
@@ -482,6 +700,9 @@ static qmm_status_code take_output(exec_state *s, const qh_exec_reply *rep, qmm_
     return qmm_status_ok(st);
 }
 
+/* What a call's request and answer may hold: a frame's length is 32 bits. */
+#define EXEC_FRAME_MAX ((uint64_t)UINT32_MAX)
+
 static qmm_status_code exec_run(const qmm_backend *self, qmm_call *call, qmm_status *st)
 {
     exec_state *s = self->impl;
@@ -496,24 +717,31 @@ static qmm_status_code exec_run(const qmm_backend *self, qmm_call *call, qmm_sta
     s->event = QH_RETURNED;
     s->query_event = 0;
     qmm_tensor *y = qmm_call_output(call);
-    size_t ybytes = y && qmm_tensor_numel(y) > 0
-                        ? (size_t)qmm_tensor_numel(y) * qmm_dtype_size(y->dtype) : 0;
+    uint64_t ybytes = y && qmm_tensor_numel(y) > 0
+                          ? (uint64_t)qmm_tensor_numel(y) * qmm_dtype_size(y->dtype) : 0;
     char why[EXEC_PROBLEM_MAX];
     qh_pb_buf b;
     qh_pb_buf_init(&b);
-    if (ensure_process(s) != 0) {
-        code = answer_event(s, st);
-    } else if (!y || ybytes > UINT32_MAX - QH_EXEC_CALL_SLACK ||
-               qh_exec_put_call(&b, QH_EXEC_CALL, call, why, sizeof why) != 0) {
-        qh_pb_buf_free(&b);
-        code = qmm_status_set(st, QMM_UNSUPPORTED, "%s", y ? why : "no output");
+    if (!y) {
+        code = qmm_status_set(st, QMM_UNSUPPORTED, "no output");
+    } else if (ybytes > EXEC_FRAME_MAX - QH_EXEC_CALL_SLACK) {
+        code = qmm_status_set(st, QMM_UNSUPPORTED,
+                              "y is %llu bytes, more than the exec protocol's call answer "
+                              "holds (%llu)", (unsigned long long)ybytes,
+                              (unsigned long long)(EXEC_FRAME_MAX - QH_EXEC_CALL_SLACK));
+    } else if (qh_exec_put_call(&b, QH_EXEC_CALL, call, why, sizeof why) != 0) {
+        code = qmm_status_set(st, QMM_UNSUPPORTED, "%s", why);
+    } else if ((uint64_t)b.len > EXEC_FRAME_MAX - 16) {
+        code = qmm_status_set(st, QMM_UNSUPPORTED,
+                              "the call request is %zu bytes, more than a frame holds (%llu)",
+                              b.len, (unsigned long long)(EXEC_FRAME_MAX - 16));
     } else {
         qh_exec_reply rep;
         uint8_t *frame;
-        int r = exchange(s, &b, QH_EXEC_CALL, (uint32_t)ybytes + QH_EXEC_CALL_SLACK, &rep,
-                         &frame, why, sizeof why);
+        int r = request(s, &b, QH_EXEC_CALL, (uint32_t)ybytes + QH_EXEC_CALL_SLACK, &rep,
+                        &frame, why, sizeof why);
         if (r != XC_OK) {
-            set_event(s, r == XC_DIED ? QH_DIED : QH_MALFORMED, why);
+            set_event(s, outcome_of(r), why);
             code = answer_event(s, st);
         } else if (rep.status != QMM_OK) {
             code = qmm_status_set(st, (qmm_status_code)rep.status, "%s", rep.message);
@@ -522,31 +750,56 @@ static qmm_status_code exec_run(const qmm_backend *self, qmm_call *call, qmm_sta
         }
         free(frame);
     }
+    qh_pb_buf_free(&b);
     pthread_mutex_unlock(&s->mu);
     return code;
 }
 
-static void exec_close(qmm_backend *self)
+/* How long a process has to answer close, and then to exit. */
+#define EXEC_CLOSE_ANSWER_S 2.0
+#define EXEC_CLOSE_EXIT_S 1.0
+
+/* Asks the process to close, within EXEC_CLOSE_ANSWER_S, and ends it: QH_RETURNED, or how
+ * the close went wrong, with `why`. A process that ended after its last answer without
+ * reading the close request has nothing to answer. */
+static qh_invoke_outcome finish(exec_state *s, char *why, size_t n)
 {
-    exec_state *s = self->impl;
-    if (s->pid > 0) {
+    qh_invoke_outcome out = QH_RETURNED;
+    char how[128];
+    if (s->fd >= 0 && queued(s->fd) == 0 && process_ended(s, how, sizeof how))
+        stop_process(s);
+    if (s->fd >= 0) {
         qh_pb_buf b;
         qh_pb_buf_init(&b);
         qh_exec_put_close(&b);
         qh_exec_reply rep;
         uint8_t *frame;
-        char why[EXEC_PROBLEM_MAX];
-        if (exchange(s, &b, QH_EXEC_CLOSE, QH_EXEC_SMALL_MAX, &rep, &frame, why,
-                     sizeof why) == XC_OK) {
-            char how[128];
-            for (int i = 0; i < 100 && s->pid > 0 && !process_ended(s, how, sizeof how); i++) {
+        char e[EXEC_PROBLEM_MAX];
+        int r = exchange(s, &b, QH_EXEC_CLOSE, QH_EXEC_SMALL_MAX, EXEC_CLOSE_ANSWER_S, &rep,
+                         &frame, e, sizeof e);
+        qh_pb_buf_free(&b);
+        free(frame);
+        if (r == XC_OK) {
+            for (int i = 0; i < (int)(EXEC_CLOSE_EXIT_S * 100) && !qh_interrupted &&
+                            !process_ended(s, how, sizeof how); i++) {
                 struct timespec ts = {0, 10 * 1000 * 1000};
                 nanosleep(&ts, NULL);
             }
+        } else if (r != XC_UNREAD) {
+            out = outcome_of(r);
+            snprintf(why, n, "close: %s", e);
         }
-        free(frame);
     }
     stop_process(s);
+    return out;
+}
+
+static void exec_close(qmm_backend *self)
+{
+    exec_state *s = self->impl;
+    char why[EXEC_PROBLEM_MAX];
+    finish(s, why, sizeof why);
+    free(s->cap);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }
@@ -568,7 +821,7 @@ qmm_backend *qh_exec_open(uint32_t harness_abi, const char *rest, qmm_status *st
         qmm_status_set(st, QMM_OUT_OF_MEMORY, "exec: out of memory");
         return NULL;
     }
-    s->fd = -1;
+    s->fd = s->peer = s->err = -1;
     const char *opts = rest[0] == ',' ? rest + 1 : rest;
     size_t olen = (size_t)(colon - opts);
     char why[EXEC_PROBLEM_MAX];
@@ -580,9 +833,16 @@ qmm_backend *qh_exec_open(uint32_t harness_abi, const char *rest, qmm_status *st
     }
     memcpy(s->options, opts, olen);
     pthread_mutex_init(&s->mu, NULL);
-    if (start(s, why, sizeof why) != 0) {
-        qmm_status_set(st, QMM_INVALID_ARGUMENT, "exec: %s", why);
+    if (start(s, why, sizeof why) != XC_OK) {
+        /* what it said on stderr (a missing module, a usage line) says why; the caller cleans
+         * the message */
+        size_t k = s->cap_len;
+        while (k && (s->cap[k - 1] == '\n' || s->cap[k - 1] == '\r'))
+            k--;
+        qmm_status_set(st, QMM_INVALID_ARGUMENT, "exec: %s%s%.*s", why,
+                       k ? "; it printed: " : "", (int)k, k ? s->cap : "");
         pthread_mutex_destroy(&s->mu);
+        free(s->cap);
         free(s);
         return NULL;
     }
@@ -613,6 +873,37 @@ qh_invoke_outcome qh_exec_take_event(const qmm_backend *be, char *problem, size_
     s->query_event = 0;
     pthread_mutex_unlock(&s->mu);
     return ev;
+}
+
+qh_invoke_outcome qh_exec_finish(const qmm_backend *be, char *why, size_t n)
+{
+    if (n)
+        why[0] = '\0';
+    if (!be || be->query != exec_query)
+        return QH_RETURNED;
+    exec_state *s = be->impl;
+    pthread_mutex_lock(&s->mu);
+    qh_invoke_outcome out = finish(s, why, n);
+    pthread_mutex_unlock(&s->mu);
+    return out;
+}
+
+void qh_exec_take_output(const qmm_backend *be, char **text, size_t *dropped)
+{
+    if (!be || be->query != exec_query)
+        return;
+    exec_state *s = be->impl;
+    pthread_mutex_lock(&s->mu);
+    drain_stderr(s);
+    if (s->cap_len) {
+        s->cap[s->cap_len] = '\0';
+        free(*text);
+        *text = s->cap;
+        s->cap = NULL;
+    }
+    *dropped = s->cap_dropped;
+    s->cap_len = s->cap_dropped = 0;
+    pthread_mutex_unlock(&s->mu);
 }
 
 int qh_exec_variant_spec(const char *base, const char *extra, char *out, size_t size)

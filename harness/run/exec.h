@@ -9,7 +9,8 @@
  *
  * The backend is a qmm_backend table like any other (opened by harness/run/backends.c), so
  * every path that calls a table calls it: isolated, a worker hosts it and the process is the
- * worker's child; in process (--no-isolate, the fuzz targets) qmmcheck is its parent.
+ * worker's child; in process (--no-isolate, the fuzz targets) qmmcheck is its parent, and the
+ * process's stderr is captured here (qh_exec_take_output) rather than reaching qmmcheck's.
  */
 #ifndef QMM_HARNESS_EXEC_H
 #define QMM_HARNESS_EXEC_H
@@ -33,6 +34,23 @@ qmm_backend *qh_exec_open(uint32_t harness_abi, const char *rest, qmm_status *st
  * field) or QH_MISBEHAVED (an output of the wrong type or shape). Any other table: always
  * QH_RETURNED. */
 qh_invoke_outcome qh_exec_take_event(const qmm_backend *be, char *problem, size_t n);
+
+/* Asks the process to close (it has 2 s to answer) and ends it; the table's close does the
+ * same when this was not called. QH_RETURNED, or QH_DIED / QH_MALFORMED / QH_HUNG /
+ * QH_INTERRUPTED with `problem` ("close: ...") when the process died before answering,
+ * answered garbage, did not answer in time, or the wait was interrupted. Any other table:
+ * QH_RETURNED. */
+qh_invoke_outcome qh_exec_finish(const qmm_backend *be, char *problem, size_t n);
+
+/* What the process wrote on its stderr since the last take (at most QH_OUTPUT_KEEP bytes,
+ * NUL-terminated, malloc'd into *text, replacing it; NULL stays when nothing) and how many
+ * bytes beyond that were dropped. Raw: the caller cleans it before showing it. Nothing for
+ * another table, or in a worker (qh_exec_pass_stderr). */
+void qh_exec_take_output(const qmm_backend *be, char **text, size_t *dropped);
+
+/* Called in an isolated worker before it opens a backend: processes started from then on
+ * write their stderr to the worker's, which the parent captures already. */
+void qh_exec_pass_stderr(void);
 
 /* `exec[,OPTIONS]:COMMAND` with `extra` added to OPTIONS, for --determinism variants;
  * 0 when `base` is not an exec spec. */

@@ -15,11 +15,11 @@
 
 enum {
     RQ_KIND = 1, RQ_VERSION = 2, RQ_OPTIONS = 3, RQ_DOMAIN = 4, RQ_OP_TYPE = 5, RQ_OPSET = 6,
-    RQ_ATTRIBUTE = 7, RQ_INPUT = 8, RQ_OUTPUT = 9, RQ_NODE_INPUT = 10,
+    RQ_ATTRIBUTE = 7, RQ_INPUT = 8, RQ_OUTPUT = 9, RQ_NODE_INPUT = 10, RQ_ID = 11,
 };
 enum {
     RP_KIND = 1, RP_VERSION = 2, RP_NAME = 3, RP_DESCRIPTION = 4, RP_STATUS = 5, RP_MESSAGE = 6,
-    RP_OUTPUT = 7,
+    RP_OUTPUT = 7, RP_ID = 8,
 };
 /* onnx.AttributeProto and onnx.TensorProto fields written here */
 enum { AP_NAME = 1, AP_I = 3, AP_TYPE = 20, AP_TYPE_INT = 2 };
@@ -47,6 +47,11 @@ void qh_exec_put_hello(qh_pb_buf *b, const char *options)
 void qh_exec_put_close(qh_pb_buf *b)
 {
     qh_pb_put_varint_field(b, RQ_KIND, QH_EXEC_CLOSE);
+}
+
+void qh_exec_put_id(qh_pb_buf *b, uint64_t id)
+{
+    qh_pb_put_varint_field(b, RQ_ID, id);
 }
 
 /* A TensorProto with the name, type and shape and no data: a query's inputs, and y. */
@@ -113,13 +118,14 @@ int qh_exec_put_call(qh_pb_buf *b, int kind, const qmm_call *c, char *why, size_
 /* The wire type each reply field must have. */
 static uint32_t reply_wire(uint32_t num)
 {
-    return num == RP_KIND || num == RP_VERSION || num == RP_STATUS ? QH_PB_VARINT : QH_PB_LEN;
+    return num == RP_KIND || num == RP_VERSION || num == RP_STATUS || num == RP_ID
+               ? QH_PB_VARINT : QH_PB_LEN;
 }
 
 static const char *reply_field_name(uint32_t num)
 {
     static const char *const names[] = {"", "kind", "version", "name", "description",
-                                        "status", "message", "output"};
+                                        "status", "message", "output", "id"};
     return num < sizeof names / sizeof names[0] ? names[num] : "?";
 }
 
@@ -139,7 +145,7 @@ int qh_exec_read_reply(const uint8_t *p, size_t n, qh_exec_reply *r, char *why, 
     char inner[256];
     int got;
     while ((got = qh_pb_next(&rd, &f, inner, sizeof inner)) == 1) {
-        if (f.num > RP_OUTPUT)
+        if (f.num > RP_ID)
             continue; /* a later protocol's field */
         if (f.wire != reply_wire(f.num)) {
             snprintf(why, wn, "Reply.%s: wire type %s, expected %s", reply_field_name(f.num),
@@ -150,6 +156,10 @@ int qh_exec_read_reply(const uint8_t *p, size_t n, qh_exec_reply *r, char *why, 
         case RP_KIND: r->kind = (int64_t)f.u; break;
         case RP_VERSION: r->version = (int64_t)f.u; break;
         case RP_STATUS: r->status = (int64_t)f.u; break;
+        case RP_ID:
+            r->id = f.u;
+            r->has_id = 1;
+            break;
         case RP_NAME: copy_string(r->name, sizeof r->name, &f); break;
         case RP_DESCRIPTION: copy_string(r->description, sizeof r->description, &f); break;
         case RP_MESSAGE: copy_string(r->message, sizeof r->message, &f); break;

@@ -14,7 +14,8 @@
 #include "harness/io/pb.h"
 #include "qmm/qmm.h"
 
-#define QH_EXEC_PROTOCOL_VERSION 1
+/* 2: every request carries a random id that its reply repeats (Request.id, Reply.id). */
+#define QH_EXEC_PROTOCOL_VERSION 2
 
 /* Request.kind and Reply.kind. */
 enum { QH_EXEC_HELLO = 1, QH_EXEC_QUERY = 2, QH_EXEC_CALL = 3, QH_EXEC_CLOSE = 4 };
@@ -30,12 +31,16 @@ const char *qh_exec_kind_name(int64_t kind);
 /* Requests, appended to `b` (its `failed` flag says whether memory ran out). */
 void qh_exec_put_hello(qh_pb_buf *b, const char *options);
 void qh_exec_put_close(qh_pb_buf *b);
+/* Request.id: the field harness/run/exec.c adds to each request as it sends it. */
+void qh_exec_put_id(qh_pb_buf *b, uint64_t id);
 /* A query (kind QH_EXEC_QUERY: types and shapes only) or a call (QH_EXEC_CALL: with the input
  * bytes). -1 with `why` when an input cannot be encoded. */
 int qh_exec_put_call(qh_pb_buf *b, int kind, const qmm_call *c, char *why, size_t n);
 
 typedef struct qh_exec_reply {
     int64_t kind, version, status;
+    uint64_t id;            /* Reply.id: the id of the request it answers */
+    int has_id;             /* 0: the reply has no id */
     char name[128];
     char description[256];
     char message[QMM_STATUS_MESSAGE_MAX];

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "harness/io/case.h"
+#include "harness/io/clean.h"
 #include "harness/run/exec.h"
 #include "harness/run/expect.h"
 #include "harness/run/wire.h"
@@ -108,6 +109,8 @@ static int invoke_here(qh_backend *b, const qmm_call *call, unsigned char fill,
     y->data = out->y.data;
     out->code = qh_backend_call(b, &c, &out->st);
     out->outcome = qh_exec_take_event(b->be, out->problem, sizeof out->problem);
+    /* an exec: process's stderr, kept as a worker's output is (never passed through raw) */
+    qh_exec_take_output(b->be, &out->output, &out->output_dropped);
     return 0;
 }
 
@@ -117,6 +120,19 @@ double qh_mono_seconds(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int qh_poll_slice_ms(double deadline)
+{
+    int ms = 50; /* also the longest a death or a signal goes unnoticed */
+    if (deadline > 0) {
+        double left = deadline - qh_mono_seconds();
+        if (left <= 0)
+            return -1;
+        if (left * 1000 < ms)
+            ms = (int)(left * 1000) + 1;
+    }
+    return ms;
 }
 
 /* The deadline `timeout` seconds from now; 0 (none) when timeout is 0. */
@@ -194,14 +210,9 @@ static int await(qh_backend *b, short events, double deadline)
     for (;;) {
         if (qh_interrupted)
             return W_INTR;
-        int ms = 50; /* also the longest a death or a signal goes unnoticed */
-        if (deadline > 0) {
-            double left = deadline - qh_mono_seconds();
-            if (left <= 0)
-                return W_HUNG;
-            if (left * 1000 < ms)
-                ms = (int)(left * 1000) + 1;
-        }
+        int ms = qh_poll_slice_ms(deadline);
+        if (ms < 0)
+            return W_HUNG;
         struct pollfd p[2] = {{.fd = b->worker_fd, .events = events},
                               {.fd = b->worker_out, .events = POLLIN}};
         int np = b->worker_out >= 0 ? 2 : 1;
@@ -400,7 +411,15 @@ int qh_worker_open(qh_backend *b, qh_error *err)
     if (w != W_READY)
         return 0; /* broken: every call says why */
     if (!h.ok) {
-        snprintf(err->msg, sizeof err->msg, "%s", h.message);
+        /* with what the worker printed (an exec: process's stderr: a missing module), cleaned */
+        char said[QH_ERROR_MAX] = "";
+        size_t k = b->captured_len;
+        while (k && (b->captured[k - 1] == '\n' || b->captured[k - 1] == '\r'))
+            k--;
+        qh_clean_into(said, sizeof said, k ? b->captured : "", k, 0);
+        snprintf(err->msg, sizeof err->msg, "%s%s%s", h.message, said[0] ? "; it printed: " : "",
+                 said);
+        b->captured_len = b->captured_dropped = 0;
         return -1;
     }
     b->has_query = h.has_query;

@@ -72,6 +72,11 @@ int qh_backend_finish(qh_backend *b, char *why, size_t n);
 /* Seconds on the monotonic clock: for deadlines and durations. */
 double qh_mono_seconds(void);
 
+/* How long a wait on a process may poll before it looks again at the process's death,
+ * qh_interrupted and `deadline` (monotonic seconds, 0: none): at most 50 ms; -1 once the
+ * deadline has passed. */
+int qh_poll_slice_ms(double deadline);
+
 /* Ends the backend's worker process, if it has one (qh_backend_close calls this). */
 void qh_worker_stop(qh_backend *b);
 

@@ -317,6 +317,7 @@ void qh_worker_child(const qh_backend *b, int sock, int out_w, pid_t parent)
     /* nothing else of qmmcheck's (other workers' sockets, its stdout) stays open here */
     close_range(4, ~0u, 0);
     setvbuf(stdout, NULL, _IONBF, 0);
+    qh_exec_pass_stderr(); /* an exec: process's stderr is this capture already */
     apply_memory_limit(b->iso.memory_limit);
     worker_main(b->spec, 3);
     _exit(0); /* not reached: worker_main always exits */

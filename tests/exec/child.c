@@ -11,14 +11,27 @@
  *   oversize            answers a call with a frame length of 0xfffffff0
  *   bad-field           answers a call with Reply.status as a string
  *   wrong-shape         answers a call with a [1,1] output
- *   version=N           says protocol version N in its hello
+ *   version=N           says protocol version N in its hello (else the version it is asked in)
  *   refuse-options      refuses any options in the hello (INVALID_ARGUMENT)
+ *   spare-once=PATH     the first call (while PATH does not exist) is answered right, followed
+ *                       in the same write by a spare query answer and a spare copy of the call
+ *                       answer, nobody asked for; every later call is answered wrong (+1)
+ *   wrong-id            answers a call with an id other than its request's
+ *   exit-after-answer   exits (status 0) right after answering each call
+ *   linger-exit         answers each call, then exits 0.3 s later without reading more
+ *   exit-after-hello    answers the hello, then exits 0.3 s later without reading more
+ *   fail-to-start       says why on stderr and exits 2 before reading the hello
+ *   close=HOW           on close: segv (SIGSEGV), exit9 (exit status 9), garbage (a malformed
+ *                       answer) or silent (never answers)
+ *
+ * Every reply repeats its request's id (docs/exec-protocol.md, version 2), but for wrong-id.
  */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness/io/onnx_io.h"
@@ -53,13 +66,24 @@ static void write_full(const void *p, size_t n)
     }
 }
 
-static void send_frame(qh_pb_buf *b)
+/* Appends message `b` (consumed) to `out` as a frame. */
+static void frame_into(qh_pb_buf *out, qh_pb_buf *b)
 {
     uint8_t head[4] = {(uint8_t)b->len, (uint8_t)(b->len >> 8), (uint8_t)(b->len >> 16),
                        (uint8_t)(b->len >> 24)};
-    write_full(head, 4);
-    write_full(b->data, b->len);
+    qh_pb_put_raw(out, head, 4);
+    qh_pb_put_raw(out, b->data, b->len);
     qh_pb_buf_free(b);
+}
+
+/* Sends message `b` (consumed) as one frame, in one write. */
+static void send_frame(qh_pb_buf *b)
+{
+    qh_pb_buf out;
+    qh_pb_buf_init(&out);
+    frame_into(&out, b);
+    write_full(out.data, out.len);
+    qh_pb_buf_free(&out);
 }
 
 /* "crash-once=PATH": 1 the first time (PATH is made), 0 after. */
@@ -80,6 +104,7 @@ static int once(const char *prefix)
 /* The call in a request: inputs by ONNX name, attributes by name, y's type and shape. */
 typedef struct request {
     int64_t kind, version;
+    uint64_t id;
     char domain[64], op_type[64];
     int64_t opset;
     qmm_call call;
@@ -153,6 +178,8 @@ static int read_request(request *r, uint8_t *buf, size_t len)
             copy_str(r->op_type, sizeof r->op_type, &f);
         else if (f.num == 6)
             r->opset = (int64_t)f.u;
+        else if (f.num == 11)
+            r->id = f.u;
     }
     const qmm_op_desc *d = r->op_type[0] ? qmm_op_lookup(r->domain, r->op_type) : NULL;
     if (d)
@@ -177,9 +204,13 @@ static int read_request(request *r, uint8_t *buf, size_t len)
     return 0;
 }
 
+static uint64_t request_id; /* of the request being answered */
+
 static void put_reply_head(qh_pb_buf *b, int64_t kind, int64_t status, const char *message)
 {
     qh_pb_put_varint_field(b, 1, (uint64_t)kind);
+    qh_pb_put_varint_field(b, 8, strcmp(mode, "wrong-id") == 0 && kind == 3 ? request_id + 1
+                                                                             : request_id);
     qh_pb_put_varint_field(b, 5, (uint64_t)status);
     if (message[0])
         qh_pb_put_string_field(b, 6, message);
@@ -194,6 +225,8 @@ static void answer_call(request *r, const qmm_backend *ref)
     if (once("hang-once="))
         for (;;)
             pause();
+    int spare = once("spare-once=");
+    int wrong = !spare && strncmp(mode, "spare-once=", 11) == 0;
     if (strcmp(mode, "exit-on-call") == 0)
         exit(7);
     if (strcmp(mode, "forge") == 0) {
@@ -229,6 +262,9 @@ static void answer_call(request *r, const qmm_backend *ref)
     qmm_status_ok(&st);
     qmm_status_code code = strcmp(mode, "wrong-shape") == 0 ? QMM_OK
                                                             : qmm_backend_run(ref, &r->call, &st);
+    if (wrong && code == QMM_OK && y.dtype == QMM_DTYPE_INT32)
+        for (int64_t i = 0; i < n; i++)
+            ((int32_t *)y.data)[i] += 1;
     put_reply_head(&b, 3, code, st.message);
     if (code == QMM_OK) {
         uint8_t *t;
@@ -240,7 +276,49 @@ static void answer_call(request *r, const qmm_backend *ref)
         }
     }
     free(y.data);
-    send_frame(&b);
+    if (!spare) {
+        send_frame(&b);
+        return;
+    }
+    /* the answer, a spare query answer and a spare call answer: one write */
+    qh_pb_buf all, q, again;
+    qh_pb_buf_init(&all);
+    qh_pb_buf_init(&q);
+    qh_pb_buf_init(&again);
+    qh_pb_put_raw(&again, b.data, b.len);
+    put_reply_head(&q, 2, QMM_OK, "");
+    frame_into(&all, &b);
+    frame_into(&all, &q);
+    frame_into(&all, &again);
+    write_full(all.data, all.len);
+    qh_pb_buf_free(&all);
+}
+
+/* What the close request does in close=HOW. */
+static void misbehave_on_close(void)
+{
+    if (strcmp(mode, "close=segv") == 0)
+        signal(SIGSEGV, SIG_DFL), raise(SIGSEGV);
+    if (strcmp(mode, "close=exit9") == 0)
+        exit(9);
+    if (strcmp(mode, "close=silent") == 0)
+        for (;;)
+            pause();
+    if (strcmp(mode, "close=garbage") == 0) {
+        qh_pb_buf b;
+        qh_pb_buf_init(&b);
+        qh_pb_put_varint_field(&b, 1, 4);
+        qh_pb_put_string_field(&b, 5, "OK");
+        send_frame(&b);
+        exit(0);
+    }
+}
+
+static void linger_and_exit(void)
+{
+    struct timespec ts = {0, 300 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    exit(0);
 }
 
 int main(int argc, char **argv)
@@ -248,6 +326,10 @@ int main(int argc, char **argv)
     if (argc > 1)
         mode = argv[1];
     qmm_status st;
+    if (strcmp(mode, "fail-to-start") == 0) {
+        fprintf(stderr, "test-child: needs the module 'nothing'\n");
+        return 2;
+    }
     qmm_backend *ref = qmm_reference_open(QMM_ABI_VERSION, "", &st);
     for (;;) {
         uint8_t head[4];
@@ -260,23 +342,31 @@ int main(int argc, char **argv)
             return 1;
         request r;
         int bad = read_request(&r, buf, len);
+        request_id = r.id;
         qh_pb_buf b;
         qh_pb_buf_init(&b);
         if (r.kind == 1) {
             int refuse = r.has_options && strcmp(mode, "refuse-options") == 0;
             put_reply_head(&b, 1, refuse ? QMM_INVALID_ARGUMENT : QMM_OK,
                            refuse ? "no options known" : "");
-            long v = strncmp(mode, "version=", 8) == 0 ? atol(mode + 8) : 1;
+            long v = strncmp(mode, "version=", 8) == 0 ? atol(mode + 8) : (long)r.version;
             qh_pb_put_varint_field(&b, 2, (uint64_t)v);
             qh_pb_put_string_field(&b, 3, "test-child");
             qh_pb_put_string_field(&b, 4, "the reference, over the exec protocol");
             send_frame(&b);
+            if (strcmp(mode, "exit-after-hello") == 0)
+                linger_and_exit();
         } else if (r.kind == 2) {
             put_reply_head(&b, 2, QMM_OK, "");
             send_frame(&b);
         } else if (r.kind == 3 && !bad) {
             answer_call(&r, ref);
+            if (strcmp(mode, "exit-after-answer") == 0)
+                exit(0);
+            if (strcmp(mode, "linger-exit") == 0)
+                linger_and_exit();
         } else if (r.kind == 4) {
+            misbehave_on_close();
             put_reply_head(&b, 4, QMM_OK, "");
             send_frame(&b);
             free(buf);
