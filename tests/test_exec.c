@@ -303,6 +303,35 @@ Test(exec, a_request_the_process_died_without_reading_is_resent_once)
     free(out);
 }
 
+/* ---- close ---------------------------------------------------------------------------------- */
+
+Test(exec, a_close_that_crashes_hangs_or_answers_garbage_is_a_close_row)
+{
+    const struct {
+        const char *how, *status, *text;
+    } modes[] = {
+        {"segv", ":CRASHED <close>", "killed by signal 11 (Segmentation fault) before answering "
+                                     "the close"},
+        {"exit9", ":CRASHED <close>", "exited with status 9 before answering the close"},
+        {"garbage", ":ERROR <close>", "close: Reply.status: wire type length-delimited"},
+        {"silent", ":TIMEOUT <close>", "no answer to the close request within 2 s"},
+    };
+    const char *isolation[] = {"", "--no-isolate"};
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
+        for (int i = 0; i < 2; i++) {
+            char *out;
+            /* before: --no-isolate waited forever for a silent close */
+            int rc = qmmcheck_under(&out, "timeout -k 5 30", "run %s --backend 'exec:%s close=%s' "
+                                    "--vectors " MI_RANDOM, isolation[i], child(), modes[m].how);
+            cr_expect_eq(rc, 1, "close=%s %s: exit %d:\n%s", modes[m].how, isolation[i], rc, out);
+            cr_expect_eq(count_lines_with(out, ":PASSED"), 4, "%s", out);
+            cr_expect_eq(count_lines_with(out, modes[m].status), 1, "close=%s %s:\n%s",
+                         modes[m].how, isolation[i], out);
+            expect_in(out, modes[m].text);
+            free(out);
+        }
+}
+
 /* ---- --no-isolate: the process is still not trusted ------------------------------------- */
 
 Test(exec, in_process_its_stderr_is_captured_and_cleaned_not_passed_through)

@@ -307,14 +307,14 @@ static int finish_backend(qh_backend *be, qh_result *row, int64_t number)
 {
     char why[512];
     int rc = qh_backend_finish(be, why, sizeof why);
-    if (rc != QH_DIED && rc != QH_HUNG)
+    if (rc != QH_DIED && rc != QH_HUNG && rc != QH_MALFORMED)
         return 0; /* closed, or the run was interrupted (reported on the SUMMARY line) */
     memset(row, 0, sizeof *row);
     row->number = number;
     row->name = strdup("<close>");
     row->path = strdup("");
     row->backend = be->spec;
-    row->status = rc == QH_DIED ? QH_CRASHED : QH_TIMEOUT;
+    row->status = rc == QH_DIED ? QH_CRASHED : rc == QH_HUNG ? QH_TIMEOUT : QH_ERROR;
     row->summary = qh_clean_dup(why, strlen(why), QH_CLEAN_LINE_MAX);
     qh_sb line = {0};
     qh_sb_printf(&line, "%lld:%s <close> (%s) __REPRO: qmmcheck run --backend ", (long long)number,

@@ -588,8 +588,8 @@ int qh_backend_finish(qh_backend *b, char *why, size_t n)
 {
     if (n)
         why[0] = '\0';
-    if (b->worker_pid <= 0)
-        return 0;
+    if (b->worker_pid <= 0) /* in process, an exec: process's close is reported too */
+        return b->isolated ? 0 : (int)qh_exec_finish(b->be, why, n);
     double t = b->iso.timeout_s;
     double deadline = deadline_after(t);
     wire_request rq;
@@ -605,7 +605,11 @@ int qh_backend_finish(qh_backend *b, char *why, size_t n)
         w = W_DIED;
     if (w == W_READY) {
         worker_end(b, NULL, 0); /* and whatever children it left */
-        return 0;
+        if (rep.outcome != QH_DIED && rep.outcome != QH_HUNG && rep.outcome != QH_MALFORMED)
+            return 0;
+        /* an exec: process's close that went wrong in the worker (qh_exec_finish) */
+        snprintf(why, n, "%.*s", (int)sizeof rep.problem - 1, rep.problem);
+        return rep.outcome;
     }
     explain(b, w, "close", t, why, n);
     return outcome_of(w);

@@ -65,8 +65,10 @@ extern volatile sig_atomic_t qh_interrupted;
 
 /* Stops the backend's worker, if it has one, asking it to close the backend first (within
  * the backend's iso.timeout_s). Returns 0, or QH_DIED / QH_HUNG / QH_INTERRUPTED with `why`
- * when close crashed, hung or was interrupted. The worker's process group is killed in
- * every case. qh_backend_close stays safe to call afterwards. */
+ * when close crashed, hung or was interrupted, or QH_MALFORMED when an exec: process answered
+ * close with garbage (qh_exec_finish, which also closes an in-process exec: backend here).
+ * The worker's process group is killed in every case. qh_backend_close stays safe to call
+ * afterwards. */
 int qh_backend_finish(qh_backend *b, char *why, size_t n);
 
 /* Seconds on the monotonic clock: for deadlines and durations. */

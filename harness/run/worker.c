@@ -184,6 +184,7 @@ static int serve_one(qh_backend *b, int fd)
     rep.magic = REP_MAGIC;
     rep.seq = rq.seq;
     if (rq.kind == REQ_CLOSE) {
+        rep.outcome = qh_exec_finish(b->be, rep.problem, sizeof rep.problem);
         if (b->be && b->table.close)
             b->table.close(b->be);
         fflush(NULL);
