@@ -1,7 +1,8 @@
 /* tests/test_reduce.c — `qmmcheck reduce` and its failure classes (harness/run/reduce.h).
  *
  * The backend that fails here is the reference under another profile (onnx-ref rounds ties
- * away from zero), judged under spec: a real failure with no plugin to build. The mutants'
+ * away from zero), judged under spec: a real failure with no plugin to build. A backend that
+ * is not deterministic, or fails only on large cases, is tests/plugins/flaky.c. The mutants'
  * reductions are tests/mutants/check_reduce.sh's. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "harness/run/reduce.h"
+#include "tests/casefile_support.h"
 #include "tests/cli_support.h"
 
 /* a spec-failing case: 7 of 184 elements differ under onnx-ref */
@@ -171,4 +173,50 @@ Test(reduce_cli, refuses_to_write_over_the_case_itself)
     out = qmmcheck_expect(1, "run --backend " BACKEND " --vectors '%s'", dir);
     expect_in(out, "(errors:7 total:184)"); /* untouched */
     free(out);
+}
+
+/* ---- the budget bounds every step (docs/formats.md "Reduced cases") ---- */
+
+TestSuite(reduce_budget, .init = make_tmp, .fini = remove_tmp);
+
+/* A MatMulInteger case a[1,K]·b[K,1] of ones, without a stored output, in tmpdir/NAME. */
+static void write_ones_case(const char *name, int64_t k, char *dir, size_t size)
+{
+    snprintf(dir, size, "%s/%s", tmpdir, name);
+    write_case_model(dir, "MatMulInteger", name, (const char *const[]){"A", "B"}, 2, "Y");
+    unsigned char *ones = malloc((size_t)k);
+    cr_assert(ones);
+    memset(ones, 1, (size_t)k);
+    char set[600];
+    snprintf(set, sizeof set, "%s/test_data_set_0", dir);
+    write_tensor(set, "input_0.pb", QMM_DTYPE_UINT8, 2, (int64_t[]){1, k}, ones, "A");
+    write_tensor(set, "input_1.pb", QMM_DTYPE_UINT8, 2, (int64_t[]){k, 1}, ones, "B");
+    free(ones);
+}
+
+/* K = 3000 against a backend wrong only at K >= 3000: K cannot shrink, and the K folding step
+ * has K^2 pairs. Once the budget was spent, each pair still built a K-element candidate
+ * (O(K^3), about 100 s); now every loop stops at the budget. (`timeout 90`: a regression
+ * fails the test instead of hanging it.) `budget`: the options; `want`: in the output. */
+static void expect_large_k_stops(const char *budget, const char *want)
+{
+    char dir[512], *out;
+    write_ones_case("k3000", 3000, dir, sizeof dir);
+    int rc = qmmcheck_under(&out, "timeout 90", "reduce '%s' --backend '%s:min-k=3000' -q "
+                            "--out '%s/r' %s", dir, env("QMM_FLAKY_PLUGIN"), tmpdir, budget);
+    cr_expect_eq(rc, 0, "exit %d (124: still running after 90 s):\n%s", rc, out);
+    expect_in(out, want);
+    expect_in(out, "the budget ran out first");
+    free(out);
+}
+
+Test(reduce_budget, a_large_k_case_stops_on_max_tries, .timeout = 120)
+{
+    expect_large_k_stops("--max-tries 50 --seconds 600", "in 50 tries");
+}
+
+Test(reduce_budget, a_large_k_case_stops_on_seconds, .timeout = 120)
+{
+    expect_large_k_stops("--max-tries 0 --seconds 2",
+                         "REDUCED batch=[] M=1 N=1 K=3000 -> batch=[] M=1 N=1 K=3000 in ");
 }

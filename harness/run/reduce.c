@@ -315,11 +315,11 @@ static int offer(reducer *z, qh_problem *cand)
     return 1;
 }
 
-/* Offers the smallest case cut as `c` says. */
+/* Offers the smallest case cut as `c` says (nothing is built once the budget is spent). */
 static int offer_cut(reducer *z, cut c)
 {
     qh_problem cand;
-    return build(&z->r->best, &cand, &c) == 0 && offer(z, &cand);
+    return !out_of_budget(z) && build(&z->r->best, &cand, &c) == 0 && offer(z, &cand);
 }
 
 /* ---- the steps ------------------------------------------------------------------------- */
@@ -331,7 +331,7 @@ static int shrink_dim(reducer *z, int L, int64_t min)
     int progress = 0;
     for (;;) {
         qmm_geometry g;
-        if (geometry_of(&z->r->best, &g) != 0)
+        if (out_of_budget(z) || geometry_of(&z->r->best, &g) != 0)
             return progress;
         int64_t n = logical_size(&g, L);
         if (n <= min)
@@ -341,7 +341,7 @@ static int shrink_dim(reducer *z, int L, int64_t min)
                  (n - half >= min && n - half < n &&
                   offer_cut(z, (cut){L, half, n - half, 0, -1})) ||
                  offer_cut(z, (cut){L, 0, n - 1, 0, -1}) || offer_cut(z, (cut){L, 1, n - 1, 0, -1});
-        for (int64_t i = n - 2; i > 0 && !ok; i--)
+        for (int64_t i = n - 2; i > 0 && !ok && !out_of_budget(z); i--)
             ok = offer_cut(z, (cut){L, 0, n - 1, 0, i});
         if (!ok)
             return progress;
@@ -356,7 +356,7 @@ static int shrink_batch(reducer *z)
     if (geometry_of(&z->r->best, &g) != 0)
         return 0;
     int progress = 0;
-    for (int32_t dist = g.batch_rank - 1; dist >= 0; dist--) {
+    for (int32_t dist = g.batch_rank - 1; dist >= 0 && !out_of_budget(z); dist--) {
         int L = L_BATCH + dist;
         int64_t n = g.batch_dims[g.batch_rank - 1 - dist];
         if (offer_cut(z, (cut){L, 0, 1, 1, -1}) ||
@@ -386,7 +386,7 @@ static int params_per_tensor(reducer *z)
         if (!is_param(&z->r->best, in) || !qmm_tensor_present(t) || n <= 1)
             continue;
         int done = 0;
-        for (int k = 0; k < 4 && !done; k++) {
+        for (int k = 0; k < 4 && !done && !out_of_budget(z); k++) {
             qh_problem cand;
             if (build(&z->r->best, &cand, NULL) != 0)
                 continue;
@@ -421,7 +421,7 @@ static double power_of_two_near(double v)
 static int offer_values(reducer *z, int32_t in, int64_t from, int64_t to, enum value_step how)
 {
     qh_problem cand;
-    if (build(&z->r->best, &cand, NULL) != 0)
+    if (out_of_budget(z) || build(&z->r->best, &cand, NULL) != 0)
         return 0;
     qmm_tensor *t = qh_problem_input(&cand, in);
     for (int64_t i = from; i < to; i++) {
@@ -446,8 +446,8 @@ static int simplify_values(reducer *z, int scales, enum value_step how)
         if (!qmm_tensor_present(t) || !!qmm_is_scale_type(t->dtype) != scales)
             continue;
         int64_t n = qmm_tensor_numel(t);
-        for (int64_t chunk = n; chunk >= 1 && !z->r->budget_spent; chunk /= 2)
-            for (int64_t from = 0; from < n; from += chunk) {
+        for (int64_t chunk = n; chunk >= 1 && !out_of_budget(z); chunk /= 2)
+            for (int64_t from = 0; from < n && !out_of_budget(z); from += chunk) {
                 int64_t to = from + chunk < n ? from + chunk : n;
                 progress |= offer_values(z, in, from, to, how);
             }
@@ -514,6 +514,8 @@ static int fold_k(reducer *z)
                      b->dtype == QMM_DTYPE_INT8 ? -128 : 0};
     for (int64_t k = g.k - 1; k >= 0; k--)
         for (int64_t j = 0; j < g.k; j++) {
+            if (out_of_budget(z)) /* K^2 pairs: the budget is checked at each */
+                return 0;
             int64_t pair[2], target = 0;
             for (int64_t i = j; i >= 0; i = i == j && k != j ? k : -1) /* j, then k */
                 target += (qh_tensor_int(a, i) - zp[0]) * (qh_tensor_int(b, i) - zp[1]);
@@ -536,7 +538,7 @@ static int recenter(reducer *z)
 {
     const qmm_op_desc *d = qmm_call_desc(&z->r->best.call);
     int progress = 0;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 2 && !out_of_budget(z); k++) {
         int32_t in = zero_point_input(d, "ab"[k]), op = k ? d->b_input : d->a_input;
         const qmm_tensor *zt = in < 0 ? NULL : qh_problem_input_c(&z->r->best, in);
         if (!zt || !qmm_tensor_present(zt) || qmm_tensor_numel(zt) != 1 ||
