@@ -168,6 +168,14 @@ static inline int count_lines_starting(const char *text, const char *prefix)
     return n;
 }
 
+/* The whole file at `path` is `text` (a file a command must leave alone). */
+static inline void expect_file_is(const char *path, const char *text)
+{
+    char *got = slurp(path);
+    cr_expect_str_eq(got, text, "%s", path);
+    free(got);
+}
+
 /* Writes `text` as the whole file at `path`. */
 static inline void write_text(const char *path, const char *text)
 {

@@ -220,3 +220,64 @@ Test(reduce_budget, a_large_k_case_stops_on_seconds, .timeout = 120)
     expect_large_k_stops("--max-tries 0 --seconds 2",
                          "REDUCED batch=[] M=1 N=1 K=3000 -> batch=[] M=1 N=1 K=3000 in ");
 }
+
+/* ---- --out ---- */
+
+/* A case reduce wrote earlier at --out is replaced whole: a smaller case (fewer inputs) left
+ * the earlier case's input files beside its own, and the printed case did not load. */
+Test(reduce_cli, an_earlier_reduced_case_at_out_is_replaced_whole)
+{
+    char *out = qmmcheck_expect(0, "reduce " CASE " --backend '%s' -q --out '%s/r' "
+                                "--max-tries 3", env("QMM_FLAKY_PLUGIN"), tmpdir);
+    free(out); /* QLinearMatMul: 8 inputs */
+    out = qmmcheck_expect(0, "reduce vectors/edge/matmulinteger/extremes/s8u8-k4 --backend '%s' "
+                          "-q --out '%s/r'", env("QMM_FLAKY_PLUGIN"), tmpdir);
+    expect_in(out, "replaced");
+    free(out); /* MatMulInteger: 2 inputs */
+    char path[512];
+    snprintf(path, sizeof path, "%s/r/test_data_set_0/input_2.pb", tmpdir);
+    cr_expect(access(path, F_OK) != 0, "%s was left from the earlier case", path);
+    out = qmmcheck_expect(1, "repro --backend '%s' '%s/r'", env("QMM_FLAKY_PLUGIN"), tmpdir);
+    expect_in(out, ":FAILED ");
+    free(out);
+}
+
+/* A directory that is not a case qmmcheck wrote is never written into, nor removed. */
+Test(reduce_cli, an_out_directory_holding_other_files_is_refused)
+{
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/mine", tmpdir);
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    snprintf(path, sizeof path, "%s/notes.txt", dir);
+    write_text(path, "my notes\n");
+    char *out = qmmcheck_expect(2, "reduce " CASE " --backend '%s' -q --out '%s'",
+                                env("QMM_FLAKY_PLUGIN"), dir);
+    expect_in(out, "is not a case qmmcheck wrote");
+    free(out);
+    expect_file_is(path, "my notes\n");
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    cr_expect(access(path, F_OK) != 0, "%s was written", path);
+    /* a committed case (tagged, but not by reduce or diff) is not replaced either */
+    snprintf(dir, sizeof dir, "%s/committed", tmpdir);
+    copy_tree("vectors/edge/matmulinteger/extremes/s8u8-k4", dir);
+    out = qmmcheck_expect(2, "reduce " CASE " --backend '%s' -q --out '%s'",
+                          env("QMM_FLAKY_PLUGIN"), dir);
+    expect_in(out, "is not a case qmmcheck wrote");
+    free(out);
+    out = qmmcheck_expect(0, "run --backend reference --vectors '%s'", dir); /* untouched */
+    expect_in(out, "passed:1");
+    free(out);
+}
+
+Test(reduce_cli, an_empty_out_directory_is_used)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/empty", tmpdir);
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    char *out = qmmcheck_expect(0, "reduce " CASE " --backend '%s' -q --out '%s' --max-tries 3",
+                                env("QMM_FLAKY_PLUGIN"), dir);
+    free(out);
+    out = qmmcheck_expect(1, "repro --backend '%s' '%s'", env("QMM_FLAKY_PLUGIN"), dir);
+    expect_in(out, ":FAILED ");
+    free(out);
+}

@@ -49,6 +49,8 @@ const qh_command qh_diff_usage = {
     "Runs random problems through both backends; a difference in status or output bytes is\n"
     "printed with a __REPRO: line and saved as an ONNX case under DIR (default\n"
     "./qmmcheck-diff-S/), whose output_0.pb is the reference's answer under --profile.\n"
+    "A DIR/problem-I that diff or reduce wrote earlier is replaced whole; any other is left as\n"
+    "it is, and that case is not saved.\n"
     "--only runs only the problems of the forms named (comma-separated): a type combination\n"
     "as the problem lists them (u8s8u8: a, b, y of QLinearMatMul; u8s8: a and b of MatMulInteger,\n"
     "and of QOrderedMatMul for s8s8), per-tensor (every scale\n"
@@ -171,6 +173,15 @@ static void print_clean(const char *indent, const qh_sb *b)
     free(c);
 }
 
+/* What writing a case replaced (qh_case_stage_publish), as a detail line; nothing for "". */
+static void print_note(const char *note)
+{
+    char *c = note[0] ? qh_clean_dup(note, strlen(note), 0) : NULL; /* it names the path */
+    if (c)
+        printf("    %s\n", c);
+    free(c);
+}
+
 typedef struct counts {
     unsigned long long problems, same, differences, skipped, tolerated, filtered;
 } counts;
@@ -189,11 +200,12 @@ static void reduce_saved(const diff_opts *o, qh_backend *be, const qh_invoke_opt
         int rc = qh_reduce_case(&ref, &be[k], &ro, &r, &err);
         char out[4200];
         snprintf(out, sizeof out, "%s-reduced", dir);
-        char prov[512];
+        char prov[512], note[sizeof err.msg];
         snprintf(prov, sizeof prov, "%s, reduced against %s", m->provenance, be[k].spec);
-        if (rc == 0 && qh_reduce_write(out, &r, &ro, m, prov, &err) != 0)
+        if (rc == 0 && qh_reduce_write(out, &r, &ro, m, prov, note, sizeof note, &err) != 0)
             rc = -1;
         if (rc == 0) {
+            print_note(note);
             char *text = qh_reduce_report(&r, out, be[k].spec, o->profile, "    ");
             fputs(text ? text : "    (out of memory)\n", stdout);
             free(text);
@@ -313,7 +325,14 @@ static void report_difference(const diff_opts *o, qh_backend *be, const qh_invok
     else if (have_e && e->code == QMM_INVALID_ARGUMENT)
         m.expect = QMM_INVALID_ARGUMENT;
     qh_error err;
-    if (qh_problem_write_dir(dir, p, expected, &m, &err) != 0) {
+    qh_case_stage st;
+    char note[sizeof err.msg];
+    int saved = qh_case_stage_open(dir, &st, &err) == 0;
+    if (saved && qh_problem_write_dir(st.dir, p, expected, &m, &err) != 0) {
+        qh_case_stage_discard(&st);
+        saved = 0;
+    }
+    if (!saved || qh_case_stage_publish(&st, note, sizeof note, &err) != 0) {
         char *c = qh_clean_dup(err.msg, strlen(err.msg), 0); /* it names the --out path */
         printf("    could not save the case: %s\n", c ? c : "");
         free(c);
@@ -332,6 +351,7 @@ static void report_difference(const diff_opts *o, qh_backend *be, const qh_invok
         qh_sb_puts(&r, ")");
         printf("%s\n", r.s ? r.s : "");
         qh_sb_free(&r);
+        print_note(note);
         if (o->reduce)
             reduce_saved(o, be, io, dir, &m);
     }

@@ -37,7 +37,8 @@ const qh_command qh_reduce_usage = {
     "Judges the case as run does; when it fails (FAILED, CRASHED, TIMEOUT, ERROR, UNCHECKED),\n"
     "shrinks it while it keeps failing in the same class: batch dims, M, N, K, then parameters\n"
     "to per-tensor, values to zero, scales to 1 or powers of two. Writes the smallest case with\n"
-    "its __REPRO: line (docs/formats.md, \"Reduced cases\").\n"
+    "its __REPRO: line (docs/formats.md, \"Reduced cases\"). --out must be new, empty, or a\n"
+    "case diff or reduce wrote (replaced whole); anything else is refused.\n"
     "Exit status: 0 written, 1 the reduction failed, 2 usage errors or a case that does not\n"
     "fail.\n",
     reduce_options, 0};
@@ -147,6 +148,11 @@ int qh_cmd_reduce(int argc, char **argv)
         qh_backend_close(&be);
         return usage("--out %s is the case itself", out);
     }
+    char why[sizeof err.msg]; /* refused before the work, not after it */
+    if (!qh_case_dir_replaceable(out, why, sizeof why)) {
+        qh_backend_close(&be);
+        return qh_opt_error(&qh_reduce_usage, QH_ERR_HINT, "--out %s", why);
+    }
     qh_case_ref ref = {.dir = (char *)a.dir, .name = (char *)a.dir, .data_set = a.data_set};
     qh_reduce_result r;
     rc = qh_reduce_case(&ref, &be, &a.ro, &r, &err);
@@ -175,12 +181,18 @@ int qh_cmd_reduce(int argc, char **argv)
         qh_sb_shell_word(&prov, be.spec);
         qh_sb_puts(&prov, " ");
         qh_sb_shell_word(&prov, a.dir);
-        if (qh_reduce_write(out, &r, &a.ro, &tags, prov.s ? prov.s : "", &err) != 0) {
+        char note[sizeof err.msg];
+        if (qh_reduce_write(out, &r, &a.ro, &tags, prov.s ? prov.s : "", note, sizeof note,
+                            &err) != 0) {
             char *e = qh_clean_dup(err.msg, strlen(err.msg), 0); /* it names the path */
             fprintf(stderr, "qmmcheck reduce: %s\n", e ? e : err.msg);
             free(e);
             rc = -1;
         } else {
+            char *n = qh_clean_dup(note, strlen(note), 0);
+            if (note[0])
+                printf("reduce: %s\n", n ? n : note);
+            free(n);
             char *text = qh_reduce_report(&r, out, be.spec, a.ro.profile, "");
             fputs(text ? text : "(out of memory)\n", stdout);
             free(text);

@@ -11,6 +11,8 @@
 #define _XOPEN_SOURCE 700 /* nftw */
 #include "harness/run/reduce.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <ftw.h>
 #include <math.h>
 #include <limits.h>
@@ -19,7 +21,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness/io/casedir.h"
 #include "harness/io/clean.h"
+#include "harness/io/onnx_io.h"
 #include "harness/run/compare.h"
 #include "harness/run/expect.h"
 #include "harness/report/strbuf.h"
@@ -657,8 +661,182 @@ void qh_reduce_result_free(qh_reduce_result *r)
     qh_problem_free(&r->best);
 }
 
+/* ---- writing a case where an earlier one may be ---------------------------------------- */
+
+/* 1 when `name` is PREFIX, decimal digits, SUFFIX. */
+static int numbered(const char *name, const char *prefix, const char *suffix)
+{
+    size_t p = strlen(prefix), n = strlen(name), x = strlen(suffix);
+    if (n <= p + x || strncmp(name, prefix, p) != 0 || strcmp(name + n - x, suffix) != 0)
+        return 0;
+    return strspn(name + p, "0123456789") == n - p - x;
+}
+
+/* The entries of a case directory (depth 0) or of one of its data sets (depth 1): how many
+ * there are when each is a case's file (model.onnx, qmm.meta, test_data_set_N/ holding
+ * input_N.pb and output_N.pb: regular files and real directories), else -1 with the first
+ * other one in `why`. With `remove`, each of the case's files is removed, and each data set
+ * once empty; anything else is left where it is. */
+static int case_entries(const char *dir, int depth, int remove, char *why, size_t size)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        snprintf(why, size, "%s cannot be read: %s", dir, strerror(errno));
+        return -1;
+    }
+    int count = 0, other = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        const char *n = e->d_name;
+        if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0)
+            continue;
+        char path[PATH_MAX];
+        struct stat st;
+        int set = depth == 0 && numbered(n, "test_data_set_", "");
+        int file = depth == 0 ? strcmp(n, "model.onnx") == 0 || strcmp(n, "qmm.meta") == 0
+                              : numbered(n, "input_", ".pb") || numbered(n, "output_", ".pb");
+        int ok = (size_t)snprintf(path, sizeof path, "%s/%s", dir, n) < sizeof path &&
+                 lstat(path, &st) == 0 &&
+                 ((set && S_ISDIR(st.st_mode)) || (file && S_ISREG(st.st_mode)));
+        char inner[PATH_MAX] = ""; /* what in a data set is not a case's file */
+        if (ok && set)
+            ok = case_entries(path, 1, remove, inner, sizeof inner) >= 0 &&
+                 (!remove || rmdir(path) == 0);
+        else if (ok && remove)
+            ok = unlink(path) == 0;
+        if (!ok && !other++)
+            snprintf(why, size, "%s", inner[0] ? inner : path);
+        count++;
+    }
+    closedir(d);
+    return other ? -1 : count;
+}
+
+int qh_case_dir_replaceable(const char *dir, char *why, size_t size)
+{
+    struct stat st;
+    if (lstat(dir, &st) != 0) {
+        if (errno == ENOENT)
+            return 1;
+        snprintf(why, size, "%s: %s", dir, strerror(errno));
+        return 0;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(why, size, "%s exists and is %s, not a directory", dir, qh_file_kind(st.st_mode));
+        return 0;
+    }
+    char first[PATH_MAX], meta[PATH_MAX];
+    int n = case_entries(dir, 0, 0, first, sizeof first);
+    if (n == 0)
+        return 1; /* empty */
+    qh_meta m;
+    qh_error err;
+    snprintf(meta, sizeof meta, "%s/qmm.meta", dir);
+    if (n > 0 && qh_meta_read_file(meta, &m, &err) == 0 &&
+        (qh_meta_has_tag(&m, "diff") || qh_meta_has_tag(&m, "reduced")))
+        return 1;
+    if (n > 0)
+        snprintf(first, sizeof first, "%s has no qmm.meta tagged diff or reduced", dir);
+    snprintf(why, size, "%s is not a case qmmcheck wrote (%s); it is left as it is: name a new "
+             "or empty directory, or one where qmmcheck diff or reduce wrote a case", dir, first);
+    return 0;
+}
+
+int qh_case_stage_open(const char *dir, qh_case_stage *s, qh_error *err)
+{
+    memset(s, 0, sizeof *s);
+    size_t len = strlen(dir);
+    while (len > 1 && dir[len - 1] == '/')
+        len--; /* "out/" names the directory out */
+    if (len == 0 || len >= sizeof s->to) {
+        snprintf(err->msg, sizeof err->msg, "%s: path too long or empty", dir);
+        return -1;
+    }
+    memcpy(s->to, dir, len);
+    if (!qh_case_dir_replaceable(s->to, err->msg, sizeof err->msg))
+        return -1;
+    const char *slash = strrchr(s->to, '/');
+    const char *leaf = slash ? slash + 1 : s->to;
+    if (!*leaf || strcmp(leaf, ".") == 0 || strcmp(leaf, "..") == 0) {
+        snprintf(err->msg, sizeof err->msg, "%s: name the case's own directory (not . or ..)",
+                 s->to);
+        return -1;
+    }
+    char parent[sizeof s->to];
+    snprintf(parent, sizeof parent, "%.*s", slash ? (int)(slash - s->to) : 1,
+             slash ? s->to : ".");
+    if (parent[0] && qh_mkdirs(parent, err) != 0)
+        return -1;
+    /* hidden, so that run does not take it for a case; the leaf cut to fit NAME_MAX */
+    if ((size_t)snprintf(s->tmp, sizeof s->tmp, "%s/.%.200s.qmmcheck-XXXXXX", parent, leaf) >=
+            sizeof s->tmp ||
+        (size_t)snprintf(s->dir, sizeof s->dir, "%s/%s", s->tmp, leaf) >= sizeof s->dir) {
+        snprintf(err->msg, sizeof err->msg, "%s: path too long", s->to);
+        return -1;
+    }
+    if (!mkdtemp(s->tmp)) {
+        snprintf(err->msg, sizeof err->msg, "%s: cannot create a directory beside it: %s", s->to,
+                 strerror(errno));
+        s->tmp[0] = '\0';
+        return -1;
+    }
+    snprintf(s->dir, sizeof s->dir, "%s/%s", s->tmp, leaf); /* as long as before */
+    return 0;
+}
+
+void qh_case_stage_discard(qh_case_stage *s)
+{
+    char why[PATH_MAX];
+    if (!s->tmp[0])
+        return;
+    if (case_entries(s->dir, 0, 1, why, sizeof why) >= 0)
+        rmdir(s->dir);
+    rmdir(s->tmp);
+    s->tmp[0] = '\0';
+}
+
+int qh_case_stage_publish(qh_case_stage *s, char *note, size_t size, qh_error *err)
+{
+    note[0] = '\0';
+    char old[sizeof s->dir + 16], why[PATH_MAX];
+    snprintf(old, sizeof old, "%s.earlier", s->dir); /* beside the new case, never its name */
+    struct stat st;
+    int had = lstat(s->to, &st) == 0;
+    /* checked again: it may have changed since qh_case_stage_open */
+    if (!qh_case_dir_replaceable(s->to, err->msg, sizeof err->msg)) {
+        qh_case_stage_discard(s);
+        return -1;
+    }
+    if (had && rename(s->to, old) != 0) {
+        snprintf(err->msg, sizeof err->msg, "%s: cannot move the earlier case aside: %s", s->to,
+                 strerror(errno));
+        qh_case_stage_discard(s);
+        return -1;
+    }
+    if (rename(s->dir, s->to) != 0) {
+        snprintf(err->msg, sizeof err->msg, "%s: cannot rename the new case into place: %s",
+                 s->to, strerror(errno));
+        if (had)
+            rename(old, s->to);
+        qh_case_stage_discard(s);
+        return -1;
+    }
+    int n = had ? case_entries(old, 0, 1, why, sizeof why) : 0;
+    if (had && (n < 0 || rmdir(old) != 0)) {
+        snprintf(note, size, "replaced the case qmmcheck wrote earlier at %s; what else it held "
+                 "is kept in %s (%s)", s->to, old, n < 0 ? why : "not empty");
+        s->tmp[0] = '\0';
+        return 0;
+    }
+    if (n > 0)
+        snprintf(note, size, "replaced the case qmmcheck wrote earlier at %s", s->to);
+    rmdir(s->tmp);
+    s->tmp[0] = '\0';
+    return 0;
+}
+
 int qh_reduce_write(const char *dir, const qh_reduce_result *r, const qh_reduce_opts *o,
-                    const qh_meta *tags, const char *provenance, qh_error *err)
+                    const qh_meta *tags, const char *provenance, char *note, size_t note_size,
+                    qh_error *err)
 {
     qh_meta m;
     qh_meta_init(&m);
@@ -680,10 +858,15 @@ int qh_reduce_write(const char *dir, const qh_reduce_result *r, const qh_reduce_
         expected = &e.exact;
     else if (have_e && e.code == QMM_INVALID_ARGUMENT)
         m.expect = QMM_INVALID_ARGUMENT;
-    int rc = qh_problem_write_dir(dir, &r->best, expected, &m, err);
+    qh_case_stage st;
+    int rc = qh_case_stage_open(dir, &st, err);
+    if (rc == 0 && qh_problem_write_dir(st.dir, &r->best, expected, &m, err) != 0) {
+        qh_case_stage_discard(&st);
+        rc = -1;
+    }
     if (have_e)
         qh_expectation_free(&e);
-    return rc;
+    return rc == 0 ? qh_case_stage_publish(&st, note, note_size, err) : -1;
 }
 
 char *qh_reduce_report(const qh_reduce_result *r, const char *dir, const char *spec,

@@ -54,11 +54,45 @@ int qh_reduce_case(const qh_case_ref *ref, qh_backend *b, const qh_reduce_opts *
                    qh_reduce_result *r, qh_error *err);
 void qh_reduce_result_free(qh_reduce_result *r);
 
+/* ---- writing a case where an earlier one may be (reduce --out, diff --out) ---------------
+ *
+ * A case is written into a fresh directory beside `dir` (PARENT/.LEAF.qmmcheck-XXXXXX/LEAF,
+ * which `run` does not discover) and renamed into place: a reader never sees half a case, and
+ * no file of an earlier case stays beside the new one's. What `dir` may be: absent, an empty
+ * directory, or a case qmmcheck diff or reduce wrote (only a case's files: model.onnx,
+ * qmm.meta, test_data_set_N/input_N.pb and output_N.pb, and a qmm.meta tagged `diff` or
+ * `reduced`), which is replaced whole and removed file by file; anything else is refused and
+ * left as it is. */
+
+/* 1 when a case may be written to `dir`; 0 with why ("... is not a case qmmcheck wrote ..."). */
+int qh_case_dir_replaceable(const char *dir, char *why, size_t size);
+
+typedef struct qh_case_stage {
+    char tmp[4096]; /* PARENT/.LEAF.qmmcheck-XXXXXX */
+    char dir[4096]; /* tmp/LEAF: where the case is written */
+    char to[4096];  /* `dir` without trailing slashes */
+} qh_case_stage;
+
+/* Checks `dir` (qh_case_dir_replaceable), makes its parent and the fresh directory. 0, or -1
+ * with err naming the path. */
+int qh_case_stage_open(const char *dir, qh_case_stage *s, qh_error *err);
+
+/* Renames the written case into place, the earlier one (if any) moved aside and removed. 0
+ * with `note` saying what was replaced ("" when nothing was), or -1 with err (the fresh case
+ * removed). */
+int qh_case_stage_publish(qh_case_stage *s, char *note, size_t size, qh_error *err);
+
+/* Removes the fresh directory and what was written into it. */
+void qh_case_stage_discard(qh_case_stage *s);
+
 /* Writes r->best to `dir` with the reference's answer under o->profile as output_0.pb (or
  * expect = INVALID_ARGUMENT in qmm.meta when the reference rejects it) and a qmm.meta whose
- * tags are `tags` plus "reduced" and whose provenance is `provenance`. 0, or -1 with err. */
+ * tags are `tags` plus "reduced" and whose provenance is `provenance`, through a fresh
+ * directory (qh_case_stage_open: an earlier case qmmcheck wrote there is replaced, anything
+ * else refused). 0 with `note` saying what it replaced ("" when nothing), or -1 with err. */
 int qh_reduce_write(const char *dir, const qh_reduce_result *r, const qh_reduce_opts *o,
-                    const qh_meta *tags, const char *provenance, qh_error *err);
+                    const qh_meta *tags, const char *provenance, char *note, size_t note_size,
+                    qh_error *err);
 
 /* What reduce prints for a case written to `dir`, each line after `indent`: "REDUCED <before> -> <after> in N tries
  * ...", the inputs, and "<STATUS> <dir> (<summary>) __REPRO: qmmcheck repro ..." (run's repro

@@ -1,0 +1,53 @@
+/* tests/test_diff.c — `qmmcheck diff`'s saved cases over earlier ones (test_edge.c has its
+ * differences, replays and --only forms). The fake plugin (tests/plugins/fake_backend.c) writes
+ * zeros. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tests/cli_support.h"
+
+TestSuite(diff_cli, .init = make_tmp, .fini = remove_tmp);
+
+/* Problem 0 of seed 1 is a QLinearMatMul (8 inputs), of seed 2 a MatMulInteger (4 inputs):
+ * saved to the same --out, the second left input_4..7.pb of the first beside its own, and the
+ * saved case did not load ("8 input files for 4 node inputs"). It is replaced whole. */
+Test(diff_cli, a_case_saved_over_an_earlier_one_replaces_it_whole)
+{
+    char *out;
+    for (int seed = 1; seed <= 2; seed++) {
+        out = qmmcheck_expect(1, "diff --backend reference --backend '%s' --seed %d --count 1 "
+                              "-q --out '%s/d'", env("QMM_FAKE_PLUGIN"), seed, tmpdir);
+        expect_in(out, "saved ");
+        if (seed == 2)
+            expect_in(out, "replaced");
+        free(out);
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s/d/problem-0/test_data_set_0/input_4.pb", tmpdir);
+    cr_expect(access(path, F_OK) != 0, "%s was left from the earlier case", path);
+    out = qmmcheck_expect(0, "run --backend reference --vectors '%s/d'", tmpdir);
+    expect_in(out, "total:1 passed:1 ");
+    free(out);
+}
+
+/* A directory at DIR/problem-I that is not a case qmmcheck wrote is left alone, and the
+ * difference says the case could not be saved. */
+Test(diff_cli, a_directory_that_is_not_a_saved_case_is_left_alone)
+{
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/d/problem-0", tmpdir);
+    copy_tree("vectors/edge/matmulinteger/extremes/s8u8-k4", dir);
+    snprintf(path, sizeof path, "%s/notes.txt", dir);
+    write_text(path, "my notes\n");
+    char *out = qmmcheck_expect(1, "diff --backend reference --backend '%s' --seed 1 --count 1 "
+                                "-q --out '%s/d'", env("QMM_FAKE_PLUGIN"), tmpdir);
+    expect_in(out, "could not save the case: ");
+    expect_in(out, "is not a case qmmcheck wrote");
+    free(out);
+    expect_file_is(path, "my notes\n");
+    snprintf(path, sizeof path, "%s/test_data_set_0/input_7.pb", dir);
+    cr_expect(access(path, F_OK) != 0, "%s was written into it", path);
+}
