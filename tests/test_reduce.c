@@ -221,6 +221,47 @@ Test(reduce_budget, a_large_k_case_stops_on_seconds, .timeout = 120)
                          "REDUCED batch=[] M=1 N=1 K=3000 -> batch=[] M=1 N=1 K=3000 in ");
 }
 
+/* ---- a backend that does not answer the same way every time ---- */
+
+/* Against the reference wrong for its first `wrong` calls only, reduce says the result is
+ * inconclusive (exit 4), prints no FAILED case or __REPRO line, writes nothing, and never
+ * blames the case's stored output. */
+static void expect_inconclusive(int wrong)
+{
+    char *out;
+    int rc = qmmcheck(&out, "reduce " CASE " --backend '%s:wrong=%d' -q --out '%s/r'",
+                      env("QMM_FLAKY_PLUGIN"), wrong, tmpdir);
+    cr_expect_eq(rc, 4, "wrong=%d: exit %d, want 4:\n%s", wrong, rc, out);
+    expect_in(out, "inconclusive");
+    cr_expect(strstr(out, "__REPRO") == NULL, "wrong=%d printed a repro line:\n%s", wrong, out);
+    cr_expect(strstr(out, "no longer fails the same way") == NULL,
+              "wrong=%d blamed the stored output:\n%s", wrong, out);
+    char path[512];
+    snprintf(path, sizeof path, "%s/r", tmpdir);
+    cr_expect(access(path, F_OK) != 0, "wrong=%d: %s was written", wrong, path);
+    free(out);
+}
+
+Test(reduce_cli, a_backend_wrong_only_at_first_is_inconclusive)
+{
+    expect_inconclusive(1); /* the case fails, then passes */
+    expect_inconclusive(2);
+    expect_inconclusive(3); /* the case fails every time, then its rewrite passes */
+    expect_inconclusive(6); /* the case and its rewrite fail, then every candidate passes */
+}
+
+Test(reduce_cli, a_backend_wrong_every_time_is_reduced_and_confirmed)
+{
+    char *out = qmmcheck_expect(0, "reduce " CASE " --backend '%s' -q --out '%s/r'",
+                                env("QMM_FLAKY_PLUGIN"), tmpdir);
+    expect_in(out, "-> batch=[] M=1 N=1 K=1 in ");
+    expect_in(out, "__REPRO: qmmcheck repro --backend ");
+    free(out);
+    out = qmmcheck_expect(1, "repro --backend '%s' '%s/r'", env("QMM_FLAKY_PLUGIN"), tmpdir);
+    expect_in(out, ":FAILED ");
+    free(out);
+}
+
 /* ---- --out ---- */
 
 /* A case reduce wrote earlier at --out is replaced whole: a smaller case (fewer inputs) left

@@ -202,16 +202,17 @@ static void reduce_saved(const diff_opts *o, qh_backend *be, const qh_invoke_opt
         snprintf(out, sizeof out, "%s-reduced", dir);
         char prov[512], note[sizeof err.msg];
         snprintf(prov, sizeof prov, "%s, reduced against %s", m->provenance, be[k].spec);
-        if (rc == 0 && qh_reduce_write(out, &r, &ro, m, prov, note, sizeof note, &err) != 0)
-            rc = -1;
+        if (rc == 0)
+            rc = qh_reduce_write(out, &r, &be[k], &ro, m, prov, note, sizeof note, &err);
         if (rc == 0) {
             print_note(note);
             char *text = qh_reduce_report(&r, out, be[k].spec, o->profile, "    ");
             fputs(text ? text : "    (out of memory)\n", stdout);
             free(text);
-        } else if (rc < 0) {
+        } else if (rc != 1) { /* -1: the harness; 2: the backend's verdicts differ */
             char *c = qh_clean_dup(err.msg, strlen(err.msg), 0);
-            printf("    could not reduce the case: %s\n", c ? c : "");
+            printf("    %s: %s\n", rc < 0 ? "could not reduce the case" : "not reduced",
+                   c ? c : "");
             free(c);
         }
         qh_reduce_result_free(&r);

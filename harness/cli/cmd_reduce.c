@@ -16,7 +16,7 @@
 
 enum {
     O_BACKEND = 1, O_OUT, O_PROFILE, O_MAX_TRIES, O_SECONDS, O_DATA_SET, O_ISOLATE,
-    O_NO_ISOLATE, O_TIMEOUT, O_QUIET
+    O_NO_ISOLATE, O_TIMEOUT, O_QUIET, O_CONFIRM
 };
 static const qh_option reduce_options[] = {
     {O_BACKEND, "--backend", 'b', "SPEC", 0, "the backend the case fails against (one)"},
@@ -24,6 +24,8 @@ static const qh_option reduce_options[] = {
     {O_OUT, "--out", 0, "DIR", 0, "where the smallest case goes (default CASE_DIR-reduced)"},
     {O_MAX_TRIES, "--max-tries", 0, "N", 0, "judged candidates at most (default 5000; 0: no bound)"},
     {O_SECONDS, "--seconds", 0, "T", 0, "seconds at most (default 600; 0: no bound)"},
+    {O_CONFIRM, "--confirm", 0, "N", 0,
+     "judge the case, its rewrite and the result N times each (default 3)"},
     {O_DATA_SET, "--data-set", 0, "N", 0, "the case's data set to use (default 0)"},
     {O_ISOLATE, "--isolate", 0, NULL, 0, "call the backend in a forked worker (plugins: default)"},
     {O_NO_ISOLATE, "--no-isolate", 0, NULL, 0, "call the backend in this process"},
@@ -39,11 +41,15 @@ const qh_command qh_reduce_usage = {
     "to per-tensor, values to zero, scales to 1 or powers of two. Writes the smallest case with\n"
     "its __REPRO: line (docs/formats.md, \"Reduced cases\"). --out must be new, empty, or a\n"
     "case diff or reduce wrote (replaced whole); anything else is refused.\n"
+    "The case, its rewrite and the smallest case as written are each judged --confirm times\n"
+    "and must fail the same way every time: a backend that does not answer the same way\n"
+    "makes the reduction inconclusive, and nothing is written.\n"
     "Exit status: 0 written, 1 the reduction failed, 2 usage errors or a case that does not\n"
-    "fail.\n",
+    "fail, 4 inconclusive (the backend's verdicts differ).\n",
     reduce_options, 0};
 
 #define usage(...) qh_opt_error(&qh_reduce_usage, QH_ERR_USAGE, __VA_ARGS__)
+#define EXIT_INCONCLUSIVE 4 /* the backend's verdicts differ (docs/formats.md "Reduced cases") */
 
 typedef struct reduce_args {
     const char *dir, *spec, *out, *profile;
@@ -99,6 +105,11 @@ static int parse(int argc, char **argv, reduce_args *a, int *done)
                 a->ro.max_tries = u;
             else
                 a->data_set = (int)u;
+            break;
+        case O_CONFIRM:
+            if (qh_parse_u64(val, 100, &u) != 0 || u == 0)
+                return usage("%s: expected a number from 1 to 100", p.name);
+            a->ro.confirm = (int)u;
             break;
         case O_ISOLATE: a->isolate = 1; break;
         case O_NO_ISOLATE: a->isolate = 0; break;
@@ -162,11 +173,7 @@ int qh_cmd_reduce(int argc, char **argv)
                 "to reduce\n", c ? c : "the case", be.spec, qh_case_status_name(r.status),
                 r.summary[0] ? " (" : "", r.summary, r.summary[0] ? ")" : "");
         free(c);
-    } else if (rc < 0) {
-        char *c = qh_clean_dup(err.msg, strlen(err.msg), 0);
-        fprintf(stderr, "qmmcheck reduce: %s\n", c ? c : err.msg);
-        free(c);
-    } else {
+    } else if (rc == 0) {
         char *c = qh_clean_dup(a.dir, strlen(a.dir), 0);
         printf("reduce: %s fails as %s\n", c ? c : "the case", r.cls);
         free(c);
@@ -182,13 +189,9 @@ int qh_cmd_reduce(int argc, char **argv)
         qh_sb_puts(&prov, " ");
         qh_sb_shell_word(&prov, a.dir);
         char note[sizeof err.msg];
-        if (qh_reduce_write(out, &r, &a.ro, &tags, prov.s ? prov.s : "", note, sizeof note,
-                            &err) != 0) {
-            char *e = qh_clean_dup(err.msg, strlen(err.msg), 0); /* it names the path */
-            fprintf(stderr, "qmmcheck reduce: %s\n", e ? e : err.msg);
-            free(e);
-            rc = -1;
-        } else {
+        rc = qh_reduce_write(out, &r, &be, &a.ro, &tags, prov.s ? prov.s : "", note, sizeof note,
+                             &err);
+        if (rc == 0) {
             char *n = qh_clean_dup(note, strlen(note), 0);
             if (note[0])
                 printf("reduce: %s\n", n ? n : note);
@@ -199,7 +202,12 @@ int qh_cmd_reduce(int argc, char **argv)
         }
         qh_sb_free(&prov);
     }
+    if (rc < 0 || rc == 2) {
+        char *c = qh_clean_dup(err.msg, strlen(err.msg), 0); /* it names paths */
+        fprintf(stderr, "qmmcheck reduce: %s\n", c ? c : err.msg);
+        free(c);
+    }
     qh_reduce_result_free(&r);
     qh_backend_close(&be);
-    return rc == 0 ? 0 : rc == 1 ? 2 : 1;
+    return rc == 0 ? 0 : rc == 1 ? 2 : rc == 2 ? EXIT_INCONCLUSIVE : 1;
 }

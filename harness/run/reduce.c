@@ -264,6 +264,23 @@ static qh_case_status judge(const reducer *z, const qh_case_ref *ref, char *cls,
     return status;
 }
 
+/* Judges the case at `ref` n times as run would: how many times it failed in the case's class
+ * (the last such summary kept); the first other class in `other` (when not NULL). */
+static int judge_alike(reducer *z, const qh_case_ref *ref, int n, char *other, size_t size)
+{
+    int alike = 0;
+    for (int i = 0; i < n; i++) {
+        char cls[sizeof z->r->cls], summary[sizeof z->r->summary];
+        if (judge(z, ref, cls, summary) == z->r->status && strcmp(cls, z->r->cls) == 0) {
+            memcpy(z->r->summary, summary, sizeof summary);
+            alike++;
+        } else if (other && i == alike) { /* the first that differs */
+            snprintf(other, size, "%s", cls);
+        }
+    }
+    return alike;
+}
+
 /* Judges `p` as run would. 1 when it fails in the case's class (its summary kept), 0 when not,
  * -1 when it could not be written. */
 static int fails_alike(reducer *z, const qh_problem *p)
@@ -272,11 +289,7 @@ static int fails_alike(reducer *z, const qh_problem *p)
     if (qh_problem_write_dir(z->dir, p, NULL, NULL, &err) != 0)
         return -1;
     qh_case_ref ref = {.dir = z->dir, .name = z->dir, .data_set = 0};
-    char cls[sizeof z->r->cls], summary[sizeof z->r->summary];
-    if (judge(z, &ref, cls, summary) != z->r->status || strcmp(cls, z->r->cls) != 0)
-        return 0;
-    memcpy(z->r->summary, summary, sizeof summary);
-    return 1;
+    return judge_alike(z, &ref, 1, NULL, 0);
 }
 
 /* Whether the budget is spent; says where the reduction is every 2 s when asked. */
@@ -583,11 +596,70 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
     return remove(path);
 }
 
-/* Judges the case itself as run does; 1 when it does not fail (reducible), 0 when it does. */
-static int judge_case(const qh_case_ref *ref, reducer *z)
+/* How many times the case, its rewrite and the result are each judged. */
+static int confirmations(const qh_reduce_opts *o)
 {
+    return o->confirm > 0 ? o->confirm : QH_REDUCE_CONFIRM;
+}
+
+/* A backend that did not judge `what` alike each time: err says so; returns 2. */
+static int inconclusive(qh_error *err, const char *what, const char *cls, int alike, int n,
+                        const char *other)
+{
+    snprintf(err->msg, sizeof err->msg, "%s: it was %s in %d of %d judgments and %s in the "
+             "others: the backend does not answer the same way every time; inconclusive, "
+             "nothing written", what, cls, alike, n, other);
+    return 2;
+}
+
+/* Judges the case itself as run does, several times: 0 when it fails (its class in r), 1 when
+ * it does not, 2 (err saying why) when its verdicts differ. */
+static int judge_case(const qh_case_ref *ref, reducer *z, qh_error *err)
+{
+    char other[sizeof z->r->cls];
+    int n = confirmations(z->o);
     z->r->status = judge(z, ref, z->r->cls, z->r->summary);
+    int alike = 1 + judge_alike(z, ref, n - 1, other, sizeof other);
+    if (alike < n)
+        return inconclusive(err, ref->dir, z->r->cls, alike, n, other);
     return qh_reducible_status(z->r->status) ? 0 : 1;
+}
+
+/* The case rewritten as reduce writes candidates (no stored output, no qmm.meta) must fail
+ * alike, every time, or no step could be trusted. 1 when it does; -1 (err) when it never does
+ * while the case itself still fails alike each time, judged in turn with it: its stored output
+ * (or the shape a stored output lends an invalid call) is then part of the failure; 2 (err)
+ * when the backend's verdicts change, which is never blamed on the case. */
+static int judge_rewrite(const qh_case_ref *ref, reducer *z, qh_error *err)
+{
+    if (qh_problem_write_dir(z->dir, &z->r->best, NULL, NULL, err) != 0) {
+        snprintf(err->msg, sizeof err->msg, "%s: cannot write a candidate case", ref->dir);
+        return -1;
+    }
+    qh_case_ref rw = {.dir = z->dir, .name = z->dir, .data_set = 0};
+    char other[sizeof z->r->cls], what[PATH_MAX + 64];
+    int n = confirmations(z->o), alike = judge_alike(z, &rw, n, other, sizeof other);
+    snprintf(what, sizeof what, "%s rewritten (without its stored output)", ref->dir);
+    if (alike == n)
+        return 1;
+    if (alike > 0)
+        return inconclusive(err, what, z->r->cls, alike, n, other);
+    int again = 0, rewritten = 0;
+    for (int i = 0; i < n; i++) {
+        again += judge_alike(z, ref, 1, NULL, 0);
+        rewritten += judge_alike(z, &rw, 1, NULL, 0);
+    }
+    if (again < n || rewritten > 0) {
+        snprintf(err->msg, sizeof err->msg, "%s: judged again in turn %d times each, the case was "
+                 "%s in %d and its rewrite (without its stored output) in %d (in 0 of %d "
+                 "before): the backend does not answer the same way every time; inconclusive, "
+                 "nothing written", ref->dir, n, z->r->cls, again, rewritten, n);
+        return 2;
+    }
+    snprintf(err->msg, sizeof err->msg, "%s: rewritten (without its stored output), the case no "
+             "longer fails the same way (%s, %d times of %d, while the case itself is %s every "
+             "time); it cannot be reduced", ref->dir, other, 2 * n, 2 * n, z->r->cls);
+    return -1;
 }
 
 /* Rounds of every step until one shrinks nothing or the budget is spent. */
@@ -614,12 +686,13 @@ int qh_reduce_case(const qh_case_ref *ref, qh_backend *b, const qh_reduce_opts *
     memset(r, 0, sizeof *r);
     reducer z = {.o = o, .b = b, .r = r};
     z.t0 = z.last_progress = qh_mono_seconds();
-    if (judge_case(ref, &z))
-        return 1;
+    int rc = judge_case(ref, &z, err);
+    if (rc != 0)
+        return rc;
     qh_case c;
     if (qh_case_load(ref, &c, err) != 0)
         return -1;
-    int rc = problem_of_case(&c, &r->best);
+    rc = problem_of_case(&c, &r->best);
     qh_case_free(&c);
     qmm_status st;
     if (rc != 0) {
@@ -640,20 +713,14 @@ int qh_reduce_case(const qh_case_ref *ref, qh_backend *b, const qh_reduce_opts *
         return -1;
     }
     snprintf(z.dir, sizeof z.dir, "%s/case", z.work);
-    /* the case as reduce rewrites it must fail alike, or no step could be trusted */
-    r->tries++;
-    rc = fails_alike(&z, &r->best);
+    r->tries++; /* the rewrite counts as one try, however many times it is judged */
+    rc = judge_rewrite(ref, &z, err);
     if (rc == 1)
         reduce_rounds(&z);
-    else
-        snprintf(err->msg, sizeof err->msg, "%s: %s", ref->dir,
-                 rc < 0 ? "cannot write a candidate case"
-                        : "rewritten (without its stored output), the case no longer fails the "
-                          "same way; it cannot be reduced");
     nftw(z.work, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
     shape_text(&r->best, r->after, sizeof r->after);
     r->seconds = qh_mono_seconds() - z.t0;
-    return rc == 1 ? 0 : -1;
+    return rc == 1 ? 0 : rc;
 }
 
 void qh_reduce_result_free(qh_reduce_result *r)
@@ -834,9 +901,9 @@ int qh_case_stage_publish(qh_case_stage *s, char *note, size_t size, qh_error *e
     return 0;
 }
 
-int qh_reduce_write(const char *dir, const qh_reduce_result *r, const qh_reduce_opts *o,
-                    const qh_meta *tags, const char *provenance, char *note, size_t note_size,
-                    qh_error *err)
+int qh_reduce_write(const char *dir, qh_reduce_result *r, qh_backend *b,
+                    const qh_reduce_opts *o, const qh_meta *tags, const char *provenance,
+                    char *note, size_t note_size, qh_error *err)
 {
     qh_meta m;
     qh_meta_init(&m);
@@ -860,22 +927,33 @@ int qh_reduce_write(const char *dir, const qh_reduce_result *r, const qh_reduce_
         m.expect = QMM_INVALID_ARGUMENT;
     qh_case_stage st;
     int rc = qh_case_stage_open(dir, &st, err);
-    if (rc == 0 && qh_problem_write_dir(st.dir, &r->best, expected, &m, err) != 0) {
-        qh_case_stage_discard(&st);
+    if (rc == 0 && qh_problem_write_dir(st.dir, &r->best, expected, &m, err) != 0)
         rc = -1;
-    }
     if (have_e)
         qh_expectation_free(&e);
-    return rc == 0 ? qh_case_stage_publish(&st, note, note_size, err) : -1;
+    if (rc == 0) { /* judged again as written, as its __REPRO line will judge it */
+        reducer z = {.o = o, .b = b, .r = r};
+        qh_case_ref ref = {.dir = st.dir, .name = st.dir, .data_set = 0};
+        char other[sizeof r->cls];
+        int n = confirmations(o);
+        r->confirmed = judge_alike(&z, &ref, n, other, sizeof other);
+        if (r->confirmed < n)
+            rc = inconclusive(err, "the reduced case as written", r->cls, r->confirmed, n, other);
+    }
+    if (rc != 0) {
+        qh_case_stage_discard(&st);
+        return rc;
+    }
+    return qh_case_stage_publish(&st, note, note_size, err);
 }
 
 char *qh_reduce_report(const qh_reduce_result *r, const char *dir, const char *spec,
                        const char *profile, const char *indent)
 {
     qh_sb b = {0};
-    qh_sb_printf(&b, "%sREDUCED %s -> %s in %llu tries (%llu kept, %.1f s)%s\n", indent,
-                 r->before, r->after, (unsigned long long)r->tries,
-                 (unsigned long long)r->accepted, r->seconds,
+    qh_sb_printf(&b, "%sREDUCED %s -> %s in %llu tries (%llu kept, %.1f s, confirmed by %d "
+                 "judgments)%s\n", indent, r->before, r->after, (unsigned long long)r->tries,
+                 (unsigned long long)r->accepted, r->seconds, r->confirmed,
                  r->budget_spent ? "; the budget ran out first" : "");
     char desc[512];
     qh_problem_describe(&r->best, desc, sizeof desc);

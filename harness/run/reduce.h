@@ -28,7 +28,13 @@ typedef struct qh_reduce_opts {
     uint64_t max_tries;      /* judged candidates at most; 0: no bound */
     double seconds;          /* stop after this long; <= 0: no bound */
     int progress;            /* a progress line on stderr every 2 s */
+    int confirm;             /* judgments of the case, its rewrite and the result; 0: default */
 } qh_reduce_opts;
+
+/* How many times reduce judges the case, its rewrite and the reduced case as written, by
+ * default: each must fail alike every time (a backend that is not deterministic makes the
+ * reduction inconclusive, never a case that does not fail). */
+#define QH_REDUCE_CONFIRM 3
 
 typedef struct qh_reduce_result {
     qh_case_status status;   /* the case's verdict, kept by every accepted candidate */
@@ -39,17 +45,21 @@ typedef struct qh_reduce_result {
     uint64_t tries;          /* candidates judged */
     uint64_t accepted;       /* of them, failing the same way */
     int budget_spent;        /* --max-tries or --seconds stopped it */
+    int confirmed;           /* judgments of the written case, each alike (qh_reduce_write) */
     double seconds;
 } qh_reduce_result;
 
-/* Judges the case `ref` against `b`; when it fails (qh_reducible_status) shrinks it greedily
+/* Judges the case `ref` against `b` (o->confirm times, default QH_REDUCE_CONFIRM: every
+ * verdict must be the same); when it fails (qh_reducible_status) shrinks it greedily
  * while each step keeps the class: batch dims (dropped, then cut to 1), then M, N, K (halved,
  * then stepped down, to 0 where the failure survives that), then parameters per-axis to
  * per-tensor, integer values to zero (whole tensors, halves, ..., single elements), scales to
  * 1 or the nearest power of two; repeated until a whole round shrinks nothing. A candidate
  * must pass the operator's validator when the case did. Returns 0 with `r` filled (free it
  * with qh_reduce_result_free); 1 when the case does not fail (r->status, r->summary say how
- * it was judged); -1 with err on a harness failure (the case cannot be loaded or rewritten). */
+ * it was judged); 2 with err when the backend's verdicts on the case or on its rewrite differ
+ * (inconclusive: not deterministic); -1 with err on a harness failure (the case cannot be
+ * loaded or rewritten, or fails only with its stored output, every time). */
 int qh_reduce_case(const qh_case_ref *ref, qh_backend *b, const qh_reduce_opts *o,
                    qh_reduce_result *r, qh_error *err);
 void qh_reduce_result_free(qh_reduce_result *r);
@@ -89,10 +99,13 @@ void qh_case_stage_discard(qh_case_stage *s);
  * expect = INVALID_ARGUMENT in qmm.meta when the reference rejects it) and a qmm.meta whose
  * tags are `tags` plus "reduced" and whose provenance is `provenance`, through a fresh
  * directory (qh_case_stage_open: an earlier case qmmcheck wrote there is replaced, anything
- * else refused). 0 with `note` saying what it replaced ("" when nothing), or -1 with err. */
-int qh_reduce_write(const char *dir, const qh_reduce_result *r, const qh_reduce_opts *o,
-                    const qh_meta *tags, const char *provenance, char *note, size_t note_size,
-                    qh_error *err);
+ * else refused). Before it is put in place, the written case is judged against `b` as its
+ * __REPRO line judges it, o->confirm times (r->confirmed, r->summary): it must fail in r's
+ * class every time. 0 with `note` saying what it replaced ("" when nothing); 2 with err when
+ * it did not fail alike every time (inconclusive: nothing written); -1 with err. */
+int qh_reduce_write(const char *dir, qh_reduce_result *r, qh_backend *b,
+                    const qh_reduce_opts *o, const qh_meta *tags, const char *provenance,
+                    char *note, size_t note_size, qh_error *err);
 
 /* What reduce prints for a case written to `dir`, each line after `indent`: "REDUCED <before> -> <after> in N tries
  * ...", the inputs, and "<STATUS> <dir> (<summary>) __REPRO: qmmcheck repro ..." (run's repro
