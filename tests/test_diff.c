@@ -1,6 +1,6 @@
-/* tests/test_diff.c — `qmmcheck diff`'s saved cases over earlier ones (test_edge.c has its
- * differences, replays and --only forms). The fake plugin (tests/plugins/fake_backend.c) writes
- * zeros. */
+/* tests/test_diff.c — `qmmcheck diff`'s saved cases over earlier ones, and its exit status when
+ * it compared nothing (test_edge.c has its differences, replays and --only forms). The fake
+ * plugin (tests/plugins/fake_backend.c) writes zeros, or answers UNSUPPORTED. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,4 +50,27 @@ Test(diff_cli, a_directory_that_is_not_a_saved_case_is_left_alone)
     expect_file_is(path, "my notes\n");
     snprintf(path, sizeof path, "%s/test_data_set_0/input_7.pb", dir);
     cr_expect(access(path, F_OK) != 0, "%s was written into it", path);
+}
+
+/* A diff that compared no problem exits 3 with the reason on stderr, as run does when it judged
+ * no case (docs/formats.md "Exit status"); --allow-empty makes that 0. */
+Test(diff_cli, a_diff_that_compared_nothing_exits_3)
+{
+    char *out = qmmcheck_expect(3, "diff --backend reference --backend '%s:mode=unsupported' "
+                                "--seed 1 --count 20 -q", env("QMM_FAKE_PLUGIN"));
+    expect_in(out, "no problem was compared: every problem was SKIPPED");
+    expect_in(out, "--allow-empty");
+    free(out);
+    out = qmmcheck_expect(3, "diff --backend reference --backend reference --seed 1 --count 20 "
+                          "-q --only u8s8,float8");
+    expect_in(out, "no problem was compared: --only left no problem");
+    free(out);
+    out = qmmcheck_expect(0, "diff --backend reference --backend '%s:mode=unsupported' "
+                          "--seed 1 --count 20 -q --allow-empty", env("QMM_FAKE_PLUGIN"));
+    expect_in(out, "DIFF SUMMARY: problems:20 same:0 differences:0 skipped:20 ");
+    free(out);
+    /* one problem compared is enough */
+    out = qmmcheck_expect(0, "diff --backend reference --backend reference --seed 1 --count 20 "
+                          "-q --only per-tensor");
+    free(out);
 }

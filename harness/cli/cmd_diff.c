@@ -22,7 +22,7 @@
 
 enum {
     O_BACKEND, O_SEED, O_COUNT, O_SECONDS, O_OUT, O_PROFILE, O_PROBLEM, O_START, O_MAX_DIFFS,
-    O_ONLY, O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_QUIET, O_REDUCE
+    O_ONLY, O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_QUIET, O_REDUCE, O_ALLOW_EMPTY
 };
 static const qh_option diff_options[] = {
     {O_BACKEND, "--backend", 'b', "SPEC", 0, "a backend to compare (give exactly two)"},
@@ -40,6 +40,7 @@ static const qh_option diff_options[] = {
     {O_TIMEOUT, "--timeout", 0, "S", 0, "seconds an isolated call may take (default 30)"},
     {O_QUIET, "--quiet", 'q', NULL, 0, "no progress on stderr"},
     {O_REDUCE, "--reduce", 0, NULL, 0, "reduce each saved case beside it (DIR/problem-I-reduced)"},
+    {O_ALLOW_EMPTY, "--allow-empty", 0, NULL, 0, "a diff that compared no problem exits 0, not 3"},
     {0, NULL, 0, NULL, 0, NULL},
 };
 
@@ -60,7 +61,9 @@ const qh_command qh_diff_usage = {
     "--reduce: each saved case is also reduced against the backend the reference disagrees\n"
     "with (B first), as qmmcheck reduce does, into DIR/problem-I-reduced beside it (at most\n"
     "2000 judged candidates or 60 s each).\n"
-    "Exit status: 0 no difference, 1 differences, 2 usage errors.\n",
+    "Exit status: 0 no difference, 1 differences, 2 usage errors, 3 no problem was compared\n"
+    "(none ran, --only left none, or a backend answered UNSUPPORTED to every one) unless\n"
+    "--allow-empty is given.\n",
     diff_options, 0};
 
 #define usage(...) qh_opt_error(&qh_diff_usage, QH_ERR_USAGE, __VA_ARGS__)
@@ -68,6 +71,7 @@ const qh_command qh_diff_usage = {
 
 typedef struct diff_opts {
     int reduce; /* --reduce: each saved case is reduced beside it */
+    int allow_empty; /* a diff that compared no problem exits 0, not QH_EXIT_EMPTY */
     const char *spec[2];
     unsigned long long seed, count, start, problem, max_diffs;
     double seconds;
@@ -457,6 +461,7 @@ int qh_cmd_diff(int argc, char **argv)
         case O_NO_ISOLATE: o.isolate = 0; break;
         case O_QUIET: o.quiet = 1; break;
         case O_REDUCE: o.reduce = 1; break;
+        case O_ALLOW_EMPTY: o.allow_empty = 1; break;
         case O_BACKEND:
             if (n_spec == 2)
                 return usage("%s", "give exactly two --backend options");
@@ -571,5 +576,12 @@ int qh_cmd_diff(int argc, char **argv)
                n.skipped, n.problems);
     qh_backend_close(&be[0]);
     qh_backend_close(&be[1]);
-    return harness_failed || n.differences ? 1 : 0;
+    if (harness_failed || n.differences)
+        return 1;
+    if (n.same + n.tolerated > 0 || o.allow_empty)
+        return 0;
+    return qh_exit_empty("qmmcheck diff", "no problem was compared",
+                         n.problems ? "every problem was SKIPPED (a backend answered UNSUPPORTED)"
+                         : n.filtered ? "--only left no problem"
+                                      : "no problem ran (--count 0, or --seconds too short)");
 }

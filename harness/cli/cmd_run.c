@@ -27,7 +27,7 @@
 
 #define EXIT_BAD 1
 #define EXIT_USAGE 2
-#define EXIT_EMPTY 3 /* the run judged no case (docs/formats.md, "Exit status") */
+#define EXIT_EMPTY QH_EXIT_EMPTY /* the run judged no case (harness/cli/options.h) */
 #define MAX_MULTI 64
 #define MAX_VARIANTS 8 /* --determinism variants per backend */
 
@@ -699,13 +699,9 @@ static int exit_status(const run_state *r, int sig)
                r->o.max_skipped);
         exit_code = EXIT_BAD;
     }
-    if (!sig && exit_code == 0 && sum->total == skipped && !r->o.allow_empty) {
-        const char *why = empty_reason(&r->found, sum->total);
-        printf("EMPTY: no case was judged: %s\n", why);
-        fprintf(stderr, "qmmcheck: no case was judged: %s (exit %d; --allow-empty accepts "
-                "that)\n", why, EXIT_EMPTY);
-        exit_code = EXIT_EMPTY;
-    }
+    if (!sig && exit_code == 0 && sum->total == skipped && !r->o.allow_empty)
+        exit_code = qh_exit_empty("qmmcheck", "no case was judged",
+                                  empty_reason(&r->found, sum->total));
     return exit_code;
 }
 

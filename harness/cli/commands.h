@@ -1,6 +1,7 @@
 /* harness/cli/commands.h — the qmmcheck subcommands, each in its own file. Each takes the
  * arguments after the command name and returns the process exit status (0, 1, or 2 for usage
- * errors; `run` also 3 for a run that judged no case, 128+N when signal N stopped it). Each
+ * errors; `run` also 3 for a run that judged no case (`diff` for one that compared no problem),
+ * 128+N when signal N stopped it; `reduce` 4 when inconclusive). Each
  * also declares its options once (harness/cli/options.h), for its parser, its --help and
  * `qmmcheck help`. */
 #ifndef QMM_HARNESS_COMMANDS_H

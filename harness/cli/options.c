@@ -125,6 +125,14 @@ int qh_opt_error(const qh_command *cmd, int how, const char *fmt, const char *ar
     return 2;
 }
 
+int qh_exit_empty(const char *who, const char *what, const char *why)
+{
+    printf("EMPTY: %s: %s\n", what, why);
+    fprintf(stderr, "%s: %s: %s (exit %d; --allow-empty accepts that)\n", who, what, why,
+            QH_EXIT_EMPTY);
+    return QH_EXIT_EMPTY;
+}
+
 int qh_opt_bad_value(const qh_command *cmd, int how, const char *option, const char *value,
                      const char *want)
 {

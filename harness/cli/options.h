@@ -67,4 +67,13 @@ int qh_opt_error(const qh_command *cmd, int how, const char *fmt, const char *ar
 int qh_opt_bad_value(const qh_command *cmd, int how, const char *option, const char *value,
                      const char *want);
 
+/* The exit status of a command that checked nothing: run judged no case, diff compared no
+ * problem (docs/formats.md "Exit status"); --allow-empty makes it 0. */
+#define QH_EXIT_EMPTY 3
+
+/* Says that `who` ("qmmcheck", "qmmcheck diff") checked nothing: "EMPTY: WHAT: WHY" on stdout
+ * (the log) and "WHO: WHAT: WHY (exit 3; --allow-empty accepts that)" on stderr. Returns
+ * QH_EXIT_EMPTY. */
+int qh_exit_empty(const char *who, const char *what, const char *why);
+
 #endif /* QMM_HARNESS_OPTIONS_H */
