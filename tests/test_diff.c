@@ -50,6 +50,18 @@ Test(diff_cli, a_directory_that_is_not_a_saved_case_is_left_alone)
     expect_file_is(path, "my notes\n");
     snprintf(path, sizeof path, "%s/test_data_set_0/input_7.pb", dir);
     cr_expect(access(path, F_OK) != 0, "%s was written into it", path);
+    /* --reduce: nor at DIR/problem-I-reduced, said before reducing */
+    snprintf(dir, sizeof dir, "%s/e/problem-0-reduced", tmpdir);
+    copy_tree("vectors/edge/matmulinteger/extremes/s8u8-k4", dir);
+    out = qmmcheck_expect(1, "diff --backend reference --backend '%s' --seed 1 --count 1 -q "
+                          "--out '%s/e' --reduce", env("QMM_FAKE_PLUGIN"), tmpdir);
+    expect_in(out, "saved ");
+    expect_in(out, "not reduced: ");
+    expect_in(out, "problem-0-reduced is not a case qmmcheck wrote");
+    free(out);
+    out = qmmcheck_expect(0, "run --backend reference --vectors '%s'", dir); /* untouched */
+    expect_in(out, "passed:1");
+    free(out);
 }
 
 /* A diff that compared no problem exits 3 with the reason on stderr, as run does when it judged

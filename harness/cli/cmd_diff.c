@@ -196,14 +196,20 @@ static void reduce_saved(const diff_opts *o, qh_backend *be, const qh_invoke_opt
                          const char *dir, const qh_meta *m)
 {
     qh_case_ref ref = {.dir = (char *)dir, .name = (char *)dir, .data_set = 0};
+    char out[4200], why[512];
+    snprintf(out, sizeof out, "%s-reduced", dir);
+    if (!qh_case_dir_replaceable(out, why, sizeof why)) { /* said before the work */
+        char *c = qh_clean_dup(why, strlen(why), 0);
+        printf("    not reduced: %s\n", c ? c : "");
+        free(c);
+        return;
+    }
     for (int k = 1; k >= 0; k--) {
         qh_reduce_opts ro = {.profile = o->profile, .invoke = io[k], .max_tries = 2000,
                              .seconds = 60, .progress = !o->quiet};
         qh_reduce_result r;
         qh_error err;
         int rc = qh_reduce_case(&ref, &be[k], &ro, &r, &err);
-        char out[4200];
-        snprintf(out, sizeof out, "%s-reduced", dir);
         char prov[512], note[sizeof err.msg];
         snprintf(prov, sizeof prov, "%s, reduced against %s", m->provenance, be[k].spec);
         if (rc == 0)
