@@ -838,6 +838,7 @@ int qh_case_stage_open(const char *dir, qh_case_stage *s, qh_error *err)
             sizeof s->tmp ||
         (size_t)snprintf(s->dir, sizeof s->dir, "%s/%s", s->tmp, leaf) >= sizeof s->dir) {
         snprintf(err->msg, sizeof err->msg, "%s: path too long", s->to);
+        s->tmp[0] = '\0'; /* nothing made: nothing to discard */
         return -1;
     }
     if (!mkdtemp(s->tmp)) {
