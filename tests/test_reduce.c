@@ -86,6 +86,8 @@ Test(reduce_cli, usage_errors_exit_2)
         "reduce " CASE " --backend reference --frobnicate 1",
         "reduce " CASE " --backend reference --profile no-such-profile",
         "reduce " CASE " --backend reference --out",
+        "reduce " CASE " --backend reference --confirm 0",
+        "reduce " CASE " --backend reference --confirm 101",
     };
     expect_usage_errors(args, sizeof args / sizeof args[0]);
 }
