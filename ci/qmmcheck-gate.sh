@@ -10,7 +10,10 @@
 # shard, write JUnit, JSON and the log), or all (the three in order).
 #
 # Every option has an environment variable, so a CI passes its inputs without quoting them
-# into a command line; an option given overrides its variable.
+# into a command line; an option given overrides its variable. QMM_GATE_VECTORS and
+# QMM_GATE_EXTRA_ARGS are lists of words (split_words below, docs/ci.md "Lists in variables"):
+# every word is used, and a value the gate cannot read whole is a usage error (exit 2), never a
+# smaller run.
 set -euo pipefail
 
 usage() {
@@ -27,13 +30,18 @@ usage: qmmcheck-gate.sh deps|build|run|all [OPTIONS] [-- EXTRA qmmcheck run ARGU
                        (QMM_GATE_QMMCHECK; default: PREFIX/bin/qmmcheck after build, else PATH)
   --build-dir DIR      where build builds (QMM_GATE_BUILD_DIR; default SOURCE/build-gate)
   --prefix DIR         where build installs (QMM_GATE_PREFIX; default BUILD_DIR/prefix)
-  --vectors DIR        a suite to run, repeatable (QMM_GATE_VECTORS, space-separated;
+  --vectors DIR        a suite to run, repeatable (QMM_GATE_VECTORS: a list of words;
                        default SOURCE/vectors, else qmmcheck's installed suites)
-  --xfail FILE         expected failures (QMM_GATE_XFAIL); --xfail-strict (QMM_GATE_XFAIL_STRICT=1)
-                       makes stale entries and XPASS fail the gate
+  --xfail FILE         expected failures (QMM_GATE_XFAIL); --xfail-strict (QMM_GATE_XFAIL_STRICT=1
+                       or true; 0, false or empty: not strict) makes stale entries and XPASS
+                       fail the gate
   --out DIR            where the reports go (QMM_GATE_OUT; default qmmcheck-results)
   --jobs N             build parallelism (QMM_GATE_JOBS; default: the CPUs)
-Extra run arguments: after --, or QMM_GATE_EXTRA_ARGS (split on white space).
+Extra run arguments: after --, or QMM_GATE_EXTRA_ARGS (a list of words; not --shard, which
+is the gate's).
+A list of words in a variable: words are separated by spaces, tabs or newlines (a YAML block
+with one suite a line is a list); '...' or "..." (where \" and \\ escape) or a backslash keep
+white space or quotes in a word; nothing is expanded. An unmatched quote is a usage error.
 run writes OUT/qmmcheck-shard-I-of-N.{xml,json,log} and exits as qmmcheck run does: 0 pass,
 1 a case failed, 2 a usage error, 3 nothing judged. With GITHUB_OUTPUT set it also writes
 junit=, json=, log= and exit-code= there.
@@ -43,6 +51,53 @@ EOF
 die() {
     echo "qmmcheck-gate: $*" >&2
     exit 2
+}
+
+# A word as a shell would read it back: control characters and quotes escaped, so that a
+# path or argument cannot forge a line of the log, and the printed command can be pasted.
+shown() {
+    local w out=""
+    for w in "$@"; do out+=" $(printf '%q' "$w")"; done
+    echo "${out# }"
+}
+
+# split_words WHAT VALUE: VALUE's words into the array `words`, read as a shell reads words
+# without expanding anything: spaces, tabs, CRs and newlines separate; '...' keeps everything
+# but ', "..." everything but " (\" and \\ escape there), a backslash the next character (a
+# backslash-newline is a line continuation). An unmatched quote or a last lone backslash is a
+# usage error naming WHAT: a value the gate cannot read whole never becomes a smaller run.
+split_words() {
+    local what=$1 s=$2 word="" have=0 quote="" c i
+    words=()
+    for ((i = 0; i < ${#s}; i++)); do
+        c=${s:i:1}
+        if [ "$quote" = "'" ]; then
+            if [ "$c" = "'" ]; then quote=""; else word+=$c; fi
+        elif [ "$quote" = '"' ]; then
+            if [ "$c" = '"' ]; then
+                quote=""
+            elif [ "$c" = '\' ] && [[ "${s:i+1:1}" == [\"\\] ]]; then
+                i=$((i + 1))
+                word+=${s:i:1}
+            else
+                word+=$c
+            fi
+        else
+            case "$c" in
+                ' ' | $'\t' | $'\n' | $'\r')
+                    [ "$have" = 0 ] || words+=("$word")
+                    word="" have=0 ;;
+                "'" | '"') quote=$c have=1 ;;
+                '\')
+                    [ $((i + 1)) -lt ${#s} ] || die "$what: the value ends in a lone backslash"
+                    i=$((i + 1))
+                    if [ "${s:i:1}" != $'\n' ]; then word+=${s:i:1}; have=1; fi ;;
+                *) word+=$c have=1 ;;
+            esac
+        fi
+    done
+    [ -z "$quote" ] || die "$what: a $quote quote is not closed: $(shown "$s")"
+    [ "$have" = 0 ] || words+=("$word")
 }
 
 step=${1:-}
@@ -64,11 +119,13 @@ qmmcheck=${QMM_GATE_QMMCHECK:-}
 build_dir=${QMM_GATE_BUILD_DIR:-}
 prefix=${QMM_GATE_PREFIX:-}
 xfail=${QMM_GATE_XFAIL:-}
-xfail_strict=${QMM_GATE_XFAIL_STRICT:-0}
+xfail_strict=${QMM_GATE_XFAIL_STRICT:-}
 out=${QMM_GATE_OUT:-qmmcheck-results}
 jobs=${QMM_GATE_JOBS:-$(nproc 2>/dev/null || echo 2)}
-read -ra vectors <<<"${QMM_GATE_VECTORS:-}"
-read -ra extra <<<"${QMM_GATE_EXTRA_ARGS:-}"
+split_words QMM_GATE_VECTORS "${QMM_GATE_VECTORS:-}"
+vectors=("${words[@]}")
+split_words QMM_GATE_EXTRA_ARGS "${QMM_GATE_EXTRA_ARGS:-}"
+extra=("${words[@]}")
 vectors_given=0
 
 while [ $# -gt 0 ]; do
@@ -109,7 +166,24 @@ if ! [[ "$shard" =~ ^([1-9][0-9]{0,8})/([1-9][0-9]{0,8})$ ]] ||
     die "--shard $shard: expected I/N with 1 <= I <= N (e.g. 1/4)"
 fi
 shard_i=${BASH_REMATCH[1]} shard_n=${BASH_REMATCH[2]}
-[[ "$jobs" =~ ^[1-9][0-9]{0,3}$ ]] || die "--jobs $jobs: expected a number >= 1"
+[[ "$jobs" =~ ^[1-9][0-9]{0,3}$ ]] || die "--jobs $(shown "$jobs"): expected a number >= 1"
+case "$xfail_strict" in
+    1 | true) xfail_strict=1 ;;
+    0 | false | "") xfail_strict=0 ;;
+    *) die "QMM_GATE_XFAIL_STRICT=$(shown "$xfail_strict"): expected 1 or true, 0 or false" ;;
+esac
+for v in ${vectors[@]+"${vectors[@]}"}; do
+    [ -n "$v" ] || die "--vectors: an empty suite path (QMM_GATE_VECTORS holds '' or \"\")"
+done
+# The shard is the gate's: one in the extra arguments would run another slice than the one the
+# reports are named after (qmmcheck takes the last --shard).
+for a in ${extra[@]+"${extra[@]}"}; do
+    case "$a" in
+        --shard | --shard=*) die "the extra run arguments hold $(shown "$a"): give the shard with --shard or QMM_GATE_SHARD" ;;
+    esac
+done
+# GITHUB_OUTPUT is read line by line: a report path with a line break would add outputs.
+[[ "$out" != *[$'\n\r']* ]] || die "--out $(shown "$out"): a line break in the results directory"
 [ -z "$build_dir" ] && [ -n "$source_dir" ] && build_dir=$source_dir/build-gate
 [ -z "$prefix" ] && [ -n "$build_dir" ] && prefix=$build_dir/prefix
 
@@ -178,18 +252,30 @@ do_run() {
     if [ ${#vectors[@]} -eq 0 ] && [ -n "$source_dir" ] && [ -d "$source_dir/vectors" ]; then
         vectors=("$source_dir/vectors")
     fi
+    # which suites run, each on its line, so that a log shows a list that came out shorter
+    local v
+    if [ ${#vectors[@]} -eq 0 ]; then
+        echo "qmmcheck-gate: suites: qmmcheck's installed suites"
+    else
+        echo "qmmcheck-gate: suites (${#vectors[@]}):"
+        for v in "${vectors[@]}"; do
+            [ -d "$v" ] || die "run: the suite $(shown "$v") is not a directory"
+            echo "qmmcheck-gate:   $(shown "$v")"
+        done
+    fi
+    [ ${#extra[@]} -eq 0 ] ||
+        echo "qmmcheck-gate: extra run arguments (${#extra[@]}): $(shown "${extra[@]}")"
     mkdir -p "$out"
     local base="$out/qmmcheck-shard-$shard_i-of-$shard_n"
     local args=(run --quiet --backend "$(absolute_backend)" --shard "$shard_i/$shard_n"
                 --report "junit:$base.xml" --report "json:$base.json")
-    local v
-    for v in "${vectors[@]}"; do
+    for v in ${vectors[@]+"${vectors[@]}"}; do
         args+=(--vectors "$v")
     done
     [ -n "$xfail" ] && args+=(--xfail "$xfail")
     [ "$xfail_strict" = 1 ] && args+=(--xfail-strict)
-    args+=("${extra[@]}")
-    echo "qmmcheck-gate: $bin ${args[*]}"
+    args+=(${extra[@]+"${extra[@]}"})
+    echo "qmmcheck-gate: $(shown "$bin" "${args[@]}")"
     local rc=0
     "$bin" "${args[@]}" >"$base.log" 2>&1 || rc=$?
     # the log in CI's console too: the failures and the SUMMARY (--quiet leaves out passes)

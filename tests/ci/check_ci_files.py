@@ -2,7 +2,8 @@
 """tests/ci/check_ci_files.py — the CI integration files parse and hold what docs/ci.md says:
 action.yml (a composite action whose steps call ci/qmmcheck-gate.sh and upload the reports),
 the reusable workflow (workflow_call, a shard matrix), the GitLab template (parallel:, a JUnit
-report) and the Dockerfile (Debian, qmmcheck as ENTRYPOINT). With PyYAML the YAML is parsed;
+report) and the Dockerfile (Debian, qmmcheck as ENTRYPOINT). The action's steps that write
+GITHUB_ENV or GITHUB_OUTPUT are run with hostile inputs (check_env_files). With PyYAML the YAML is parsed;
 without it (a bare system) each file is checked for its keys as text, and the script says so.
 
     check_ci_files.py SOURCE_DIR
@@ -49,6 +50,33 @@ def inputs_in_run_lines(steps):
     return [s.get("name", "?") for s in steps if "${{" in str(s.get("run", ""))]
 
 
+def check_env_files(steps):
+    """Runs each bash step of the action that writes GITHUB_ENV or GITHUB_OUTPUT as the runner
+    would, every `${{ inputs.X }}` in its env replaced by a value with a line break and a
+    variable after it: GitHub reads those files line by line, so an input written there raw
+    would set any variable of the later steps (LD_PRELOAD, BASH_ENV, QMM_GATE_*)."""
+    import subprocess
+    import tempfile
+    hostile = "1\nQMM_INJECTED=1"
+    for step in steps:
+        script = str(step.get("run", ""))
+        if step.get("shell") != "bash" or not re.search(r"GITHUB_(ENV|OUTPUT)", script):
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            files = {k: os.path.join(tmp, k) for k in ("GITHUB_ENV", "GITHUB_OUTPUT")}
+            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "RUNNER_TEMP": tmp,
+                   "GITHUB_ACTION_PATH": tmp, "GITHUB_WORKSPACE": tmp, **files}
+            for key, value in (step.get("env") or {}).items():
+                env[key] = re.sub(r"\$\{\{\s*inputs\.[\w-]+\s*\}\}", hostile, str(value))
+            subprocess.run(["bash", "-c", script], env=env, cwd=tmp, capture_output=True,
+                           timeout=60)
+            for name, path in files.items():
+                lines = open(path).read().splitlines() if os.path.exists(path) else []
+                check(not any(l.startswith("QMM_INJECTED") for l in lines),
+                      f"action.yml: step '{step.get('name', '?')}': an input with a line break "
+                      f"sets a variable through {name}: {lines}")
+
+
 text, action = load("action.yml")
 if action is not None:
     runs = action.get("runs", {})
@@ -66,6 +94,7 @@ if action is not None:
     check(not inputs_in_run_lines(steps),
           f"action.yml: an expression in a run line: {inputs_in_run_lines(steps)}")
     check(all("shell" in s for s in steps if "run" in s), "action.yml: a run step has no shell")
+    check_env_files(steps)
 check("ci/qmmcheck-gate.sh" in text, "action.yml does not name ci/qmmcheck-gate.sh")
 
 rel = ".github/workflows/qmmcheck-reusable.yml"

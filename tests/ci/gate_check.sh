@@ -3,8 +3,10 @@
 # (docs/ci.md), as a CI would: two shards of a built-in and of a plugin built by
 # --build-plugin, whose cases together must be a full run's, each once; a mutant plugin
 # (docs/mutants.md) and a stale entry under --xfail-strict must fail the gate; a bad shard is a
-# usage error; the GitHub step outputs name the reports. Then checks that action.yml, the
-# reusable workflow and the GitLab template parse and call the script as documented.
+# usage error; the GitHub step outputs name the reports; QMM_GATE_VECTORS and
+# QMM_GATE_EXTRA_ARGS given as YAML blocks run every line, and what the gate cannot read is a
+# usage error. Then checks that action.yml, the reusable workflow and the GitLab template parse
+# and call the script as documented, and that no input reaches GITHUB_ENV raw.
 #   gate_check.sh QMMCHECK MUTANTS_DIR SOURCE_DIR
 set -euo pipefail
 # absolute: the checks run in a temporary directory
@@ -128,6 +130,49 @@ for line in junit=env/qmmcheck-shard-2-of-2.xml json=env/qmmcheck-shard-2-of-2.j
     grep -qx "$line" "$GITHUB_OUTPUT" || fail "GITHUB_OUTPUT lacks $line: $(cat "$GITHUB_OUTPUT")"
 done
 unset GITHUB_OUTPUT QMM_GATE_BACKEND QMM_GATE_SHARD QMM_GATE_OUT QMM_GATE_QMMCHECK QMM_GATE_SOURCE
+
+# 6b. QMM_GATE_VECTORS and QMM_GATE_EXTRA_ARGS are lists of words (docs/ci.md, "Lists in
+#     variables"): a YAML block (one suite a line) runs every line, and the gate names each
+#     suite; a quoted word stays one word; a value the gate cannot read whole is a usage error
+gate_env() { # EXPECTED_EXIT LOG [gate run options...]: the gate with the current environment
+    local want=$1 log=$2 rc=0
+    shift 2
+    "$gate" run --qmmcheck "$qmmcheck" --source "$src" "$@" >"$log" 2>&1 || rc=$?
+    [ "$rc" = "$want" ] || { cat "$log"; fail "$log: the gate exited $rc, want $want"; }
+}
+ties=$src/vectors/edge/qlinearmatmul/ties
+QMM_GATE_VECTORS="$src/vectors/edge/matmulinteger
+$ties
+" gate_env 1 lines.log --backend "$mutant" --out lines
+grep -qx "qmmcheck-gate:   $ties" lines.log || fail "the gate does not name the second suite: $(cat lines.log)"
+names lines/qmmcheck-shard-1-of-1.json | grep -q '^even-zp' ||
+    fail "the second line's suite did not run: $(head -3 lines.log)"
+QMM_GATE_EXTRA_ARGS='--timeout 60
+--filter "^edge/qlinearmatmul/(ties|types)/"' gate_env 1 extra.log --backend "$mutant" \
+    --out extra --vectors "$src/vectors"
+grep -q 'extra run arguments (4)' extra.log || fail "not 4 extra arguments: $(grep extra extra.log)"
+others=$(names extra/qmmcheck-shard-1-of-1.json | grep -cvE '^edge/qlinearmatmul/(ties|types)/' || true)
+[ "$others" = 0 ] || fail "the second line's --filter was not applied: $others other cases ran"
+for bad in "--filter 'ties" '--filter "ties' '--timeout 60 \' '--shard 1/2' '--shard=2/2'; do
+    QMM_GATE_EXTRA_ARGS=$bad gate_env 2 bad.log --backend optimized --out unread
+    grep -q "qmmcheck-gate: .*\(quote is not closed\|lone backslash\|give the shard\)" bad.log ||
+        fail "QMM_GATE_EXTRA_ARGS=$bad: $(cat bad.log)"
+done
+[ ! -e unread ] || fail "a value the gate could not read still ran: $(ls unread)"
+for bad in "$src/vectors/edge '$ties" "''" "$src/vectors/edge no-such-suite"; do
+    QMM_GATE_VECTORS=$bad gate_env 2 bad.log --backend optimized --out unread
+    grep -q "qmmcheck-gate: .*\(quote is not closed\|empty suite\|not a directory\)" bad.log ||
+        fail "QMM_GATE_VECTORS=$bad: $(cat bad.log)"
+done
+# QMM_GATE_XFAIL_STRICT: 1/true or 0/false/empty; a typo is not read as 'not strict'
+QMM_GATE_XFAIL_STRICT=true gate_env 1 strict.log --backend optimized --out strict2 --xfail stale.txt
+QMM_GATE_XFAIL_STRICT=yes gate_env 2 strict.log --backend optimized --out strict3 --xfail stale.txt
+grep -q "QMM_GATE_XFAIL_STRICT=yes: expected" strict.log || fail "XFAIL_STRICT=yes: $(cat strict.log)"
+# a line break in --out would add lines to GITHUB_OUTPUT (a forged exit-code=0)
+: >forged_output
+GITHUB_OUTPUT=$tmp/forged_output gate_env 2 out.log --backend "$mutant" \
+    --out "$(printf 'res\nexit-code=0\nx')"
+[ ! -s forged_output ] || fail "--out with a line break wrote GITHUB_OUTPUT: $(cat forged_output)"
 
 # 7. the CI files parse and call the script
 python3 "$src/tests/ci/check_ci_files.py" "$src"
