@@ -8,6 +8,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
+# libFuzzer reads -max_total_time=0 (and a non-number, as 0) as no limit: refused
+if ! [[ "$secs" =~ ^[1-9][0-9]{0,5}$ ]]; then
+  echo "fuzz smoke: SECONDS $(printf %q "$secs"): a whole number of seconds, 1 to 999999" >&2
+  exit 2
+fi
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DQMM_FUZZ=ON -DQMM_BUILD_TESTS=OFF \
       -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-fuzz -j"$(nproc)" >/dev/null

@@ -13,6 +13,11 @@ cd "$(dirname "$0")/.."
 build=${1:?usage: fuzz/throughput.sh BUILD_DIR [RUNS] [REPEATS]}
 runs=${2:-20000}
 reps=${3:-3}
+# -runs=-1 is libFuzzer's "for ever", and a non-number 0 runs
+[[ "$runs" =~ ^[1-9][0-9]{0,8}$ ]] ||
+  { echo "throughput: RUNS $(printf %q "$runs"): a whole number from 1" >&2; exit 2; }
+[[ "$reps" =~ ^[1-9][0-9]?$ ]] ||
+  { echo "throughput: REPEATS $(printf %q "$reps"): a whole number, 1 to 99" >&2; exit 2; }
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 # the differential targets, found as fuzz/CMakeLists.txt finds them: the fuzz_*.c files that

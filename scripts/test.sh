@@ -7,6 +7,11 @@ cd "$(dirname "$0")/.."
 dir=build
 extra=()
 labels=()
+# anything else is refused: a misspelt --sanitize used to run the plain build, and pass
+case "$#:${1:-}" in
+  0: | 1:--sanitize) ;;
+  *) echo "usage: scripts/test.sh [--sanitize] (not: $(printf '%q ' "$@"))" >&2; exit 2 ;;
+esac
 if [ "${1:-}" = "--sanitize" ]; then
   dir=build-asan
   extra=(-DCMAKE_C_COMPILER=clang -DQMM_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug)
