@@ -66,9 +66,13 @@ shown() {
 # but ', "..." everything but " (\" and \\ escape there), a backslash the next character (a
 # backslash-newline is a line continuation). An unmatched quote or a last lone backslash is a
 # usage error naming WHAT: a value the gate cannot read whole never becomes a smaller run.
+# Bytes, in the C locale (the specials are ASCII; a UTF-8 character's bytes go through as they
+# are), and at most 16 KiB: a step indexes the whole value, so the time grows with its square
+# (16 KiB of one-letter words: about 2 s).
 split_words() {
-    local what=$1 s=$2 word="" have=0 quote="" c i
+    local LC_ALL=C what=$1 s=$2 word="" have=0 quote="" c i
     words=()
+    [ ${#s} -le 16384 ] || die "$what is ${#s} bytes: at most 16384"
     for ((i = 0; i < ${#s}; i++)); do
         c=${s:i:1}
         if [ "$quote" = "'" ]; then
