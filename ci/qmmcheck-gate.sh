@@ -14,7 +14,10 @@
 # QMM_GATE_EXTRA_ARGS are lists of words (split_words below, docs/ci.md "Lists in variables"):
 # every word is used, and a value the gate cannot read whole is a usage error (exit 2), never a
 # smaller run.
-set -euo pipefail
+set -eEuo pipefail
+# Exit 1 is "a case failed": any other command of the gate that fails (a results directory that
+# cannot be made, a build, an install) is exit 2 with a line, never a 1 that reads as a verdict.
+trap 'rc=$?; echo "qmmcheck-gate: line $LINENO: $BASH_COMMAND: exit $rc" >&2; exit 2' ERR
 
 usage() {
     cat <<'EOF'
@@ -204,7 +207,7 @@ do_build() {
         die "build: '$source_dir' is not a qmmcheck checkout (give --source DIR)"
     fi
     echo "qmmcheck-gate: building qmmcheck from $source_dir in $build_dir"
-    mkdir -p "$build_dir"
+    mkdir -p -- "$build_dir"
     cmake -S "$source_dir" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DQMM_BUILD_TESTS=OFF \
         -DQMM_PEERS=OFF -DQMM_CUDA=OFF -DQMM_FUZZ=OFF >"$build_dir/gate-cmake.log" 2>&1 ||
         { cat "$build_dir/gate-cmake.log" >&2; die "build: cmake failed"; }
@@ -269,7 +272,7 @@ do_run() {
     fi
     [ ${#extra[@]} -eq 0 ] ||
         echo "qmmcheck-gate: extra run arguments (${#extra[@]}): $(shown "${extra[@]}")"
-    mkdir -p "$out"
+    mkdir -p -- "$out"
     local base="$out/qmmcheck-shard-$shard_i-of-$shard_n"
     local args=(run --quiet --backend "$(absolute_backend)" --shard "$shard_i/$shard_n"
                 --report "junit:$base.xml" --report "json:$base.json")
@@ -283,13 +286,13 @@ do_run() {
     local rc=0
     "$bin" "${args[@]}" >"$base.log" 2>&1 || rc=$?
     # the log in CI's console too: the failures and the SUMMARY (--quiet leaves out passes)
-    cat "$base.log"
+    cat -- "$base.log"
     github_output junit "$base.xml"
     github_output json "$base.json"
     github_output log "$base.log"
     github_output exit-code "$rc"
     echo "qmmcheck-gate: shard $shard_i/$shard_n exit $rc; reports: $base.xml $base.json"
-    return "$rc"
+    exit "$rc"
 }
 
 case "$step" in

@@ -170,6 +170,12 @@ done
 QMM_GATE_XFAIL_STRICT=true gate_env 1 strict.log --backend optimized --out strict2 --xfail stale.txt
 QMM_GATE_XFAIL_STRICT=yes gate_env 2 strict.log --backend optimized --out strict3 --xfail stale.txt
 grep -q "QMM_GATE_XFAIL_STRICT=yes: expected" strict.log || fail "XFAIL_STRICT=yes: $(cat strict.log)"
+# a results directory that starts with '-' is a directory, not an option of mkdir or cat
+gate_env 0 dash.log --backend optimized --out -res --vectors "$ties"
+[ -s ./-res/qmmcheck-shard-1-of-1.json ] || fail "--out -res: no report: $(cat dash.log)"
+# a step of the gate that fails is exit 2 with a line, not 1 (a case failed)
+gate_env 2 nodir.log --backend optimized --out /dev/null/res --vectors "$ties"
+grep -q "^qmmcheck-gate: line [0-9]*: mkdir" nodir.log || fail "--out /dev/null/res: $(cat nodir.log)"
 # a line break in --out would add lines to GITHUB_OUTPUT (a forged exit-code=0)
 : >forged_output
 GITHUB_OUTPUT=$tmp/forged_output gate_env 2 out.log --backend "$mutant" \
