@@ -46,8 +46,8 @@ A list of words in a variable: words are separated by spaces, tabs or newlines (
 with one suite a line is a list); '...' or "..." (where \" and \\ escape) or a backslash keep
 white space or quotes in a word; nothing is expanded. An unmatched quote is a usage error.
 run writes OUT/qmmcheck-shard-I-of-N.{xml,json,log} and exits as qmmcheck run does: 0 pass,
-1 a case failed, 2 a usage error, 3 nothing judged. With GITHUB_OUTPUT set it also writes
-junit=, json=, log= and exit-code= there.
+1 a case failed, 2 a usage error (or a step of the gate failed), 3 nothing judged. With
+GITHUB_OUTPUT set it also writes junit=, json=, log= and exit-code= there.
 EOF
 }
 
