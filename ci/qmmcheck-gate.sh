@@ -146,7 +146,7 @@ while [ $# -gt 0 ]; do
             [ $# -ge 2 ] || die "$opt needs a value"
             val=$2
             shift 2 ;;
-        *) die "unknown option $opt (see --help)" ;;
+        *) die "unknown option $(shown "$opt") (see --help)" ;;
     esac
     case "$opt" in
         --backend) backend=$val ;;
@@ -170,7 +170,7 @@ done
 # The shard's form is checked here too, for the file names; qmmcheck checks it again.
 if ! [[ "$shard" =~ ^([1-9][0-9]{0,8})/([1-9][0-9]{0,8})$ ]] ||
     [ "${BASH_REMATCH[1]}" -gt "${BASH_REMATCH[2]}" ]; then
-    die "--shard $shard: expected I/N with 1 <= I <= N (e.g. 1/4)"
+    die "--shard $(shown "$shard"): expected I/N with 1 <= I <= N (e.g. 1/4)"
 fi
 shard_i=${BASH_REMATCH[1]} shard_n=${BASH_REMATCH[2]}
 [[ "$jobs" =~ ^[1-9][0-9]{0,3}$ ]] || die "--jobs $(shown "$jobs"): expected a number >= 1"
@@ -204,9 +204,9 @@ do_deps() {
 # A release build of qmmcheck alone (no tests, peers, fuzzers or CUDA), installed into PREFIX.
 do_build() {
     if [ -z "$source_dir" ] || [ ! -f "$source_dir/CMakeLists.txt" ]; then
-        die "build: '$source_dir' is not a qmmcheck checkout (give --source DIR)"
+        die "build: $(shown "$source_dir") is not a qmmcheck checkout (give --source DIR)"
     fi
-    echo "qmmcheck-gate: building qmmcheck from $source_dir in $build_dir"
+    echo "qmmcheck-gate: building qmmcheck from $(shown "$source_dir") in $(shown "$build_dir")"
     mkdir -p -- "$build_dir"
     cmake -S "$source_dir" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DQMM_BUILD_TESTS=OFF \
         -DQMM_PEERS=OFF -DQMM_CUDA=OFF -DQMM_FUZZ=OFF >"$build_dir/gate-cmake.log" 2>&1 ||
@@ -219,7 +219,7 @@ do_build() {
 # The qmmcheck to run: the option, else the one build installed, else the one on PATH.
 find_qmmcheck() {
     if [ -n "$qmmcheck" ]; then
-        command -v "$qmmcheck" >/dev/null || die "--qmmcheck $qmmcheck: not found"
+        command -v "$qmmcheck" >/dev/null || die "--qmmcheck $(shown "$qmmcheck"): not found"
         command -v "$qmmcheck"
     elif [ -n "$prefix" ] && [ -x "$prefix/bin/qmmcheck" ]; then
         echo "$prefix/bin/qmmcheck"
@@ -251,8 +251,8 @@ github_output() {
 do_run() {
     [ -n "$backend" ] || die "run: give --backend SPEC (or QMM_GATE_BACKEND)"
     if [ -n "$build_plugin" ]; then
-        echo "qmmcheck-gate: building the plugin: $build_plugin"
-        bash -c "$build_plugin" || die "run: the plugin's build command failed: $build_plugin"
+        echo "qmmcheck-gate: building the plugin: $(shown "$build_plugin")"
+        bash -c "$build_plugin" || die "run: the plugin's build command failed: $(shown "$build_plugin")"
     fi
     local bin
     bin=$(find_qmmcheck)
@@ -291,7 +291,7 @@ do_run() {
     github_output json "$base.json"
     github_output log "$base.log"
     github_output exit-code "$rc"
-    echo "qmmcheck-gate: shard $shard_i/$shard_n exit $rc; reports: $base.xml $base.json"
+    echo "qmmcheck-gate: shard $shard_i/$shard_n exit $rc; reports: $(shown "$base.xml" "$base.json")"
     exit "$rc"
 }
 
