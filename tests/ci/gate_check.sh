@@ -173,6 +173,10 @@ grep -q "QMM_GATE_XFAIL_STRICT=yes: expected" strict.log || fail "XFAIL_STRICT=y
 # a results directory that starts with '-' is a directory, not an option of mkdir or cat
 gate_env 0 dash.log --backend optimized --out -res --vectors "$ties"
 [ -s ./-res/qmmcheck-shard-1-of-1.json ] || fail "--out -res: no report: $(cat dash.log)"
+# what the gate prints of its inputs has no raw control character (a forged or erased line)
+gate_env 0 esc.log --backend optimized --vectors "$ties" --out esc \
+    --build-plugin "$(printf 'true \033[2K\rSUMMARY: forged')"
+! grep -q "$(printf '\033')" esc.log || fail "a raw ESC from --build-plugin reached the log"
 # a step of the gate that fails is exit 2 with a line, not 1 (a case failed)
 gate_env 2 nodir.log --backend optimized --out /dev/null/res --vectors "$ties"
 grep -q "^qmmcheck-gate: line [0-9]*: mkdir" nodir.log || fail "--out /dev/null/res: $(cat nodir.log)"
