@@ -78,15 +78,15 @@ static qmm_status_code parse_options(const char *options, qmm_profile *profile, 
             return qmm_status_set(st, QMM_INVALID_ARGUMENT,
                                   "option '%.*s': unknown (the reference accepts profile=NAME)",
                                   o.item_len, o.item);
-        char value[64] = "";
+        char value[64] = "", why[512] = "the name is too long";
         if (o.value_len > 0 && (size_t)o.value_len < sizeof value)
             memcpy(value, o.value, (size_t)o.value_len);
         if (o.value_len == 0 || (size_t)o.value_len >= sizeof value ||
-            !qmm_profile_from_name(value, profile))
+            qmm_profile_why_not(value, why, sizeof why) || !qmm_profile_from_name(value, profile))
             return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                                  "option '%.*s': unknown profile (the reference "
-                                  "implements spec, onnx-ref, ort-fp32, orion-fp16x16)",
-                                  o.item_len, o.item);
+                                  "option '%.*s': unknown profile (%s; `qmmcheck list "
+                                  "--profiles`)",
+                                  o.item_len, o.item, why);
     }
     return QMM_OK;
 }

@@ -69,6 +69,25 @@ void qmm_ref_exact_tmp_i64(qmm_ref_exact *x, int64_t v)
     mpq_set_z(x->tmp, x->z);
 }
 
+/* rq->value *= sa*sb/sy exactly; scales are doubles holding their exact values. */
+void qmm_ref_scale_rational(qmm_ref_exact *rq, double sa, double sb, double sy)
+{
+    mpq_set_d(rq->tmp, sa);
+    mpq_mul(rq->value, rq->value, rq->tmp);
+    mpq_set_d(rq->tmp, sb);
+    mpq_mul(rq->value, rq->value, rq->tmp);
+    mpq_set_d(rq->tmp, sy);
+    mpq_div(rq->value, rq->value, rq->tmp);
+}
+
+/* rq->value = sa*sb*acc/sy exactly. */
+void qmm_ref_scaled_value(qmm_ref_exact *rq, double sa, double sb, double sy, int64_t acc)
+{
+    qmm_ref_exact_tmp_i64(rq, acc);
+    mpq_set(rq->value, rq->tmp);
+    qmm_ref_scale_rational(rq, sa, sb, sy);
+}
+
 int64_t qmm_ref_round_saturate(qmm_ref_exact *x, int64_t zy, int64_t qmin, int64_t qmax)
 {
     /* floor division: value = q + r/den with 0 <= r < den (den > 0 in canonical form) */

@@ -10,25 +10,6 @@
 
 #include "reference/ref_internal.h"
 
-/* rq->value *= sa*sb/sy exactly; scales are doubles holding their exact values. */
-static void scale_rational(qmm_ref_exact *rq, double sa, double sb, double sy)
-{
-    mpq_set_d(rq->tmp, sa);
-    mpq_mul(rq->value, rq->value, rq->tmp);
-    mpq_set_d(rq->tmp, sb);
-    mpq_mul(rq->value, rq->value, rq->tmp);
-    mpq_set_d(rq->tmp, sy);
-    mpq_div(rq->value, rq->value, rq->tmp);
-}
-
-/* rq->value = sa*sb*acc/sy exactly. */
-static void scaled_value(qmm_ref_exact *rq, double sa, double sb, double sy, int64_t acc)
-{
-    qmm_ref_exact_tmp_i64(rq, acc);
-    mpq_set(rq->value, rq->tmp);
-    scale_rational(rq, sa, sb, sy);
-}
-
 static void q8_range(int32_t dtype, int64_t *qmin, int64_t *qmax)
 {
     if (dtype == QMM_DTYPE_INT8) {
@@ -158,17 +139,17 @@ static void qlm_element(const qmm_qlinearmatmul *c, const qmm_geometry *g,
         /* a rational accumulator: no int32 to overflow, no wrapped alternative */
         out->acc = 0;
         float8_acc(c, g, rq, bi, i, j, za, zb);
-        scale_rational(rq, sa, sb, sy);
+        qmm_ref_scale_rational(rq, sa, sb, sy);
         out->expected = out->wrapped = requantize(c, rq, zy);
         return;
     }
     out->acc = qmm_ref_matmul_acc(&c->a, &c->b, g, bi, i, j, za, zb);
     out->wrapped = 0;
     if (!qmm_ref_fits_int32(out->acc)) {
-        scaled_value(rq, sa, sb, sy, qmm_wrap_int32(out->acc));
+        qmm_ref_scaled_value(rq, sa, sb, sy, qmm_wrap_int32(out->acc));
         out->wrapped = requantize(c, rq, zy);
     }
-    scaled_value(rq, sa, sb, sy, out->acc);
+    qmm_ref_scaled_value(rq, sa, sb, sy, out->acc);
     out->expected = requantize(c, rq, zy);
     if (qmm_ref_fits_int32(out->acc))
         out->wrapped = out->expected;

@@ -12,6 +12,8 @@
  */
 #include <inttypes.h>
 #include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +29,7 @@ static double fl32(double x)
 typedef struct elem_params {
     int64_t za, zb, zy;
     double sa, sb, sy;
+    qmm_ref_exact *exact; /* scratch for spec's rational requantization */
 } elem_params;
 
 static double scale_at(const qmm_tensor *s, const qmm_param_map *map, const qmm_geometry *g,
@@ -67,6 +70,11 @@ typedef enum acc_model {
      * (onednn_k_block) and the pairs restart at each block: an odd block's last product
      * stands alone, and the next block's first product pairs with the one after it. */
     ACC_PAIRSAT16_S8SHIFT,
+    /* oneDNN 2.6's int32 (s32) destination on AVX-512 (measured on Zen 4, AVX-512 VNNI): the
+     * exact sum wrapped to int32 is converted to float32 (RNE), clamped to 2147483520 (the
+     * largest float32 below 2^31) and converted back, so past 2^24 the low bits are lost:
+     * K = 10001 of -127 * 127 gives -161306128 for -161306129. */
+    ACC_WRAP32_VIA_F32,
 } acc_model;
 
 /* The K blocks of oneDNN 2.6's x64 int8 GEMM driver on AVX2 without VNNI (get_k_padd in
@@ -113,13 +121,18 @@ static int32_t model_acc(acc_model model, const qmm_tensor *a, const qmm_tensor 
 {
     int s8_b = b->dtype == QMM_DTYPE_INT8;
     int64_t block = model == ACC_PAIRSAT16_S8SHIFT ? onednn_k_block(g->k) : g->k;
-    if (model != ACC_WRAP32 && s8_b && a->dtype == QMM_DTYPE_UINT8)
+    int pairs = model == ACC_PAIRSAT16 || model == ACC_PAIRSAT16_S8SHIFT;
+    if (pairs && s8_b && a->dtype == QMM_DTYPE_UINT8)
         return qmm_wrap_int32(pairsat16_sum(a, b, g, bi, i, j, za, zb, 0, block));
     if (model == ACC_PAIRSAT16_S8SHIFT && s8_b && a->dtype == QMM_DTYPE_INT8)
         return qmm_wrap_int32(pairsat16_sum(a, b, g, bi, i, j, za, zb, 128, block));
     int64_t exact = qmm_ref_matmul_acc(a, b, g, bi, i, j, za, zb);
     if (model == ACC_SAT32)
         return exact < INT32_MIN ? INT32_MIN : exact > INT32_MAX ? INT32_MAX : (int32_t)exact;
+    if (model == ACC_WRAP32_VIA_F32) {
+        double f = fl32((double)qmm_wrap_int32(exact)); /* integral: |f| >= 2^24 or exact */
+        return f > 2147483520.0 ? 2147483520 : (int32_t)f;
+    }
     return qmm_wrap_int32(exact);
 }
 
@@ -513,81 +526,20 @@ static qmm_status_code compute_orion(qmm_qlinearmatmul *c, const qmm_geometry *g
     return rc == QMM_OK ? qmm_status_ok(st) : rc;
 }
 
-/* ---- the profiles -------------------------------------------------------------------------- */
+/* ---- spec's requantization of a modelled accumulator --------------------------------------- */
 
-/* One output element of a float profile: the wrapped accumulator and the element's parameters
- * in, the stored integer out. */
-typedef int64_t float_element(int32_t acc, const elem_params *p, int32_t sdtype, int64_t qmin,
-                              int64_t qmax);
-
-static qmm_status_code compute_float_profile(qmm_qlinearmatmul *c, const qmm_plan *plan,
-                                             acc_model model, float_element *element,
-                                             qmm_status *st)
+/* clamp(RNE(sa·sb·acc/sy) + zy) on exact rationals: the spec's rule (op-qlinearmatmul.c)
+ * applied to the accumulator an accumulation model formed (spec+ACC). */
+static int64_t spec_element(int32_t acc, const elem_params *p, int32_t sdtype, int64_t qmin,
+                            int64_t qmax)
 {
-    const qmm_geometry *g = &plan->g;
-    int64_t qmin, qmax;
-    q8_limits(c->y.dtype, &qmin, &qmax);
-    for (int64_t bi = 0; bi < g->batch; bi++)
-        for (int64_t i = 0; i < g->m; i++)
-            for (int64_t j = 0; j < g->n; j++) {
-                elem_params ep;
-                params_at(c, g, plan->maps, bi, i, j, &ep);
-                int32_t acc = model_acc(model, &c->a, &c->b, g, bi, i, j, ep.za, ep.zb);
-                qmm_ref_store_q8(&c->y, (bi * g->m + i) * g->n + j,
-                         element(acc, &ep, c->a_scale.dtype, qmin, qmax));
-            }
-    return qmm_status_ok(st);
+    (void)sdtype;
+    qmm_ref_exact *x = p->exact;
+    qmm_ref_scaled_value(x, p->sa, p->sb, p->sy, acc); /* decoded scales: exact doubles */
+    return qmm_ref_round_saturate(x, p->zy, qmin, qmax);
 }
 
-/* Each profile's own arithmetic for one operator, validating first. */
-static qmm_status_code qlm_float(qmm_call *call, acc_model model, float_element *element,
-                                 qmm_status *st)
-{
-    qmm_plan plan;
-    QMM_TRY(qmm_validate_qlinearmatmul(&call->u.qlinearmatmul, &plan, st));
-    return compute_float_profile(&call->u.qlinearmatmul, &plan, model, element, st);
-}
-
-static qmm_status_code qlm_onnx_ref(qmm_call *call, qmm_status *st)
-{
-    return qlm_float(call, ACC_WRAP32, onnx_ref_element, st);
-}
-
-static qmm_status_code qlm_ort_fp32(qmm_call *call, qmm_status *st)
-{
-    return qlm_float(call, ACC_WRAP32, ort_fp32_element, st);
-}
-
-static qmm_status_code qlm_onnx_ref_pairsat16(qmm_call *call, qmm_status *st)
-{
-    return qlm_float(call, ACC_PAIRSAT16, onnx_ref_element, st);
-}
-
-static qmm_status_code qlm_ort_fp32_pairsat16(qmm_call *call, qmm_status *st)
-{
-    return qlm_float(call, ACC_PAIRSAT16, ort_fp32_element, st);
-}
-
-/* oneDNN 2.6 takes s8 weights only; u8 and s8 sources are both modelled (onednn_acc). */
-static const char *onednn_forms(const qmm_call *call)
-{
-    const qmm_tensor *b = call->op == QMM_OP_QLINEARMATMUL   ? &call->u.qlinearmatmul.b
-                          : call->op == QMM_OP_MATMULINTEGER ? &call->u.matmulinteger.b
-                                                             : NULL;
-    if (b && b->dtype != QMM_DTYPE_INT8)
-        return "int8 b only (oneDNN 2.6 int8 matmul takes s8 weights)";
-    return NULL;
-}
-
-/* Under onednn-fp32+pairsat16, after validation: UNSUPPORTED for the forms it does not model. */
-static qmm_status_code onednn_check(qmm_call *call, qmm_status *st)
-{
-    const char *why = onednn_forms(call);
-    if (!why)
-        return QMM_OK;
-    QMM_TRY(qmm_op_desc_of(call->op)->validate(call, st));
-    return qmm_status_set(st, QMM_UNSUPPORTED, "onednn-fp32+pairsat16: %s", why);
-}
+/* ---- accumulation models: one row each ---------------------------------------------------- */
 
 /* Whether a zero point is given with an element other than 0. */
 static int nonzero_zero_point(const qmm_tensor *zp)
@@ -600,38 +552,116 @@ static int nonzero_zero_point(const qmm_tensor *zp)
     return 0;
 }
 
-/* Which accumulation oneDNN 2.6's matmul uses, from the forms its attributes are given in
- * and its zero points (measured through peers/onednn on AVX2 without VNNI): a per-column
- * destination zero point takes a path that accumulates exactly in int32; an s8 source with a
- * non-zero source or weights zero point takes ref_gemm_s8x8s32 (gemm_s8x8s32 for s8·s8 runs
- * its jit path only with both offsets 0 on AVX2, src/cpu/gemm/gemm.cpp), exact in double and
- * saturated to int32; the rest the vpmaddubsw path. */
-static acc_model onednn_acc(const qmm_tensor *a, const qmm_tensor *a_zero_point,
-                            const qmm_tensor *b_zero_point, const qmm_tensor *y_zero_point)
+/* When a rule of an accumulation model applies (acc_row.rules: the first that holds). */
+typedef enum acc_when {
+    WHEN_ALWAYS,
+    WHEN_Y_ZERO_POINTS,   /* QLinearMatMul with a y_zero_point of more than one element */
+    WHEN_S8_A_ZERO_POINT, /* a int8 with a non-zero a or b zero point */
+    WHEN_MATMULINTEGER,   /* MatMulInteger, whose output is the int32 itself */
+} acc_when;
+
+#define ACC_RULES 3
+
+/* An accumulation model (docs/profiles.md, "Accumulation models"): the arithmetic (acc_model)
+ * by which the imitated implementation forms the int32 accumulator. A plain model is one rule,
+ * WHEN_ALWAYS; a library that picks its kernel from the call (oneDNN, by its zero points and
+ * its destination type) is a row of rules, the first that holds deciding, the last
+ * WHEN_ALWAYS. */
+static const struct acc_row {
+    const char *name; /* the profile name's suffix after '+'; "" for the default */
+    const char *what; /* one line for `qmmcheck list --profiles` */
+    struct acc_rule {
+        acc_when when;
+        acc_model model;
+    } rules[ACC_RULES];
+} accs[] = {
+    {"", "exact, wrapped to int32 (under spec: exact, the wrapped result also accepted)",
+     {{WHEN_ALWAYS, ACC_WRAP32}}},
+    {"sat32", "exact, saturated to int32 (oneDNN's reference GEMM)", {{WHEN_ALWAYS, ACC_SAT32}}},
+    {"pairsat16",
+     "u8*s8: adjacent k-pairs summed in int16 with saturation (vpmaddubsw: AVX2 without "
+     "VNNI, as MLAS computes it); other types exact, wrapped",
+     {{WHEN_ALWAYS, ACC_PAIRSAT16}}},
+    {"onednn-avx2-gemm",
+     "oneDNN's AVX2 int8 GEMM: u8*s8, and s8*s8 with a shifted by +128, in int16-saturated "
+     "k-pairs that restart in each of its K blocks",
+     {{WHEN_ALWAYS, ACC_PAIRSAT16_S8SHIFT}}},
+    {"onednn-avx2",
+     "oneDNN 2.6 matmul on AVX2 without VNNI: onednn-avx2-gemm; a per-column y_zero_point: "
+     "exact, wrapped; an s8 a with a non-zero zero point: sat32",
+     {{WHEN_Y_ZERO_POINTS, ACC_WRAP32},
+      {WHEN_S8_A_ZERO_POINT, ACC_SAT32},
+      {WHEN_ALWAYS, ACC_PAIRSAT16_S8SHIFT}}},
+    {"onednn-avx512-vnni",
+     "oneDNN 2.6 matmul with AVX-512 VNNI: exact, wrapped; MatMulInteger's int32 output "
+     "passes through float32 (rounded past 2^24, at most 2147483520)",
+     {{WHEN_MATMULINTEGER, ACC_WRAP32_VIA_F32}, {WHEN_ALWAYS, ACC_WRAP32}}},
+};
+#define N_ACC ((int)(sizeof accs / sizeof accs[0]))
+
+/* The arithmetic of accumulation model `row` for operator `op` with these operands
+ * (y_zero_point NULL for MatMulInteger). */
+static acc_model acc_of(const struct acc_row *row, qmm_op_kind op, const qmm_tensor *a,
+                        const qmm_tensor *a_zero_point, const qmm_tensor *b_zero_point,
+                        const qmm_tensor *y_zero_point)
 {
-    if (y_zero_point && qmm_tensor_present(y_zero_point) && qmm_tensor_numel(y_zero_point) > 1)
-        return ACC_WRAP32;
-    if (a->dtype == QMM_DTYPE_INT8 &&
-        (nonzero_zero_point(a_zero_point) || nonzero_zero_point(b_zero_point)))
-        return ACC_SAT32;
-    return ACC_PAIRSAT16_S8SHIFT;
+    for (int i = 0; i < ACC_RULES; i++) {
+        const struct acc_rule *r = &row->rules[i];
+        int holds = r->when == WHEN_ALWAYS;
+        if (r->when == WHEN_Y_ZERO_POINTS)
+            holds = y_zero_point && qmm_tensor_present(y_zero_point) &&
+                    qmm_tensor_numel(y_zero_point) > 1;
+        if (r->when == WHEN_S8_A_ZERO_POINT)
+            holds = a->dtype == QMM_DTYPE_INT8 &&
+                    (nonzero_zero_point(a_zero_point) || nonzero_zero_point(b_zero_point));
+        if (r->when == WHEN_MATMULINTEGER)
+            holds = op == QMM_OP_MATMULINTEGER;
+        if (holds)
+            return r->model;
+    }
+    return ACC_WRAP32; /* not reached: every row ends WHEN_ALWAYS (tests/test_profiles.c) */
 }
 
-static qmm_status_code qlm_onednn_fp32_pairsat16(qmm_call *call, qmm_status *st)
+/* ---- requantization models: one row each ------------------------------------------------- */
+
+/* One output element from the modelled accumulator and the element's parameters. */
+typedef int64_t float_element(int32_t acc, const elem_params *p, int32_t sdtype, int64_t qmin,
+                              int64_t qmax);
+
+static qmm_status_code compute_modelled(qmm_qlinearmatmul *c, const qmm_plan *plan,
+                                        const struct acc_row *acc, float_element *element,
+                                        qmm_status *st)
 {
-    const qmm_qlinearmatmul *c = &call->u.qlinearmatmul;
-    QMM_TRY(onednn_check(call, st));
-    acc_model model = onednn_acc(&c->a, &c->a_zero_point, &c->b_zero_point, &c->y_zero_point);
-    return qlm_float(call, model, onednn_fp32_element, st);
+    const qmm_geometry *g = &plan->g;
+    acc_model model = acc_of(acc, QMM_OP_QLINEARMATMUL, &c->a, &c->a_zero_point,
+                             &c->b_zero_point, &c->y_zero_point);
+    int64_t qmin, qmax;
+    q8_limits(c->y.dtype, &qmin, &qmax);
+    qmm_ref_exact x;
+    qmm_ref_exact_init(&x);
+    for (int64_t bi = 0; bi < g->batch; bi++)
+        for (int64_t i = 0; i < g->m; i++)
+            for (int64_t j = 0; j < g->n; j++) {
+                elem_params ep;
+                params_at(c, g, plan->maps, bi, i, j, &ep);
+                ep.exact = &x;
+                int32_t v = model_acc(model, &c->a, &c->b, g, bi, i, j, ep.za, ep.zb);
+                qmm_ref_store_q8(&c->y, (bi * g->m + i) * g->n + j,
+                                 element(v, &ep, c->a_scale.dtype, qmin, qmax));
+            }
+    qmm_ref_exact_clear(&x);
+    return qmm_status_ok(st);
 }
 
 /* MatMulInteger under an accumulation model: y is the model's int32 accumulator. */
-static qmm_status_code mmi_model(qmm_call *call, acc_model model, qmm_status *st)
+static qmm_status_code mmi_modelled(qmm_call *call, const struct acc_row *acc, qmm_status *st)
 {
     qmm_matmulinteger *c = &call->u.matmulinteger;
     qmm_plan plan;
     QMM_TRY(qmm_validate_matmulinteger(c, &plan, st));
     const qmm_geometry *g = &plan.g;
+    acc_model model = acc_of(acc, QMM_OP_MATMULINTEGER, &c->a, &c->a_zero_point,
+                             &c->b_zero_point, NULL);
     for (int64_t bi = 0; bi < g->batch; bi++)
         for (int64_t i = 0; i < g->m; i++)
             for (int64_t j = 0; j < g->n; j++) {
@@ -645,16 +675,15 @@ static qmm_status_code mmi_model(qmm_call *call, acc_model model, qmm_status *st
     return qmm_status_ok(st);
 }
 
-static qmm_status_code mmi_pairsat16(qmm_call *call, qmm_status *st)
+/* oneDNN 2.6 takes s8 weights only; u8 and s8 sources are both modelled. */
+static const char *onednn_forms(const qmm_call *call)
 {
-    return mmi_model(call, ACC_PAIRSAT16, st);
-}
-
-static qmm_status_code mmi_onednn(qmm_call *call, qmm_status *st)
-{
-    const qmm_matmulinteger *c = &call->u.matmulinteger;
-    QMM_TRY(onednn_check(call, st));
-    return mmi_model(call, onednn_acc(&c->a, &c->a_zero_point, &c->b_zero_point, NULL), st);
+    const qmm_tensor *b = call->op == QMM_OP_QLINEARMATMUL   ? &call->u.qlinearmatmul.b
+                          : call->op == QMM_OP_MATMULINTEGER ? &call->u.matmulinteger.b
+                                                             : NULL;
+    if (b && b->dtype != QMM_DTYPE_INT8)
+        return "int8 b only (oneDNN 2.6 int8 matmul takes s8 weights)";
+    return NULL;
 }
 
 static qmm_status_code qlm_orion(qmm_call *call, qmm_status *st)
@@ -662,6 +691,11 @@ static qmm_status_code qlm_orion(qmm_call *call, qmm_status *st)
     qmm_plan plan;
     QMM_TRY(qmm_validate_qlinearmatmul(&call->u.qlinearmatmul, &plan, st));
     return compute_orion(&call->u.qlinearmatmul, &plan.g, plan.maps, st);
+}
+
+static qmm_status_code qom_spec(qmm_call *call, qmm_status *st)
+{
+    return qmm_ref_compute(call, NULL, NULL, st);
 }
 
 static qmm_status_code qom_ort_fp32(qmm_call *call, qmm_status *st)
@@ -680,21 +714,256 @@ static const char *orion_types(const qmm_call *call)
     return NULL;
 }
 
-/* How a profile computes one operator. All zero: the operator is not defined under the
- * profile (UNSUPPORTED after validation, the message listing the profiles that define it). */
-typedef struct profile_op {
-    /* its own arithmetic, validating first */
-    qmm_status_code (*compute)(qmm_call *call, qmm_status *st);
-    /* no step the profile rounds differently: the spec result (MatMulInteger has no
-     * requantization) */
-    int as_spec;
-    /* the imitated implementation has no such operator: UNSUPPORTED after validation, saying
-     * this */
-    const char *no_counterpart;
-} profile_op;
+/* A requantization model: how the imitated implementation turns the accumulator into the
+ * output, with everything else that is its own (which operators and types it has). A profile
+ * is one of these combined with an accumulation model (accs). The enumerators of qmm_profile
+ * are the indexes of the first rows, which are also the first profiles (each under the
+ * default accumulation). */
+static const struct req_row {
+    const char *name;
+    const char *what; /* one line for `qmmcheck list --profiles` */
+    int is_spec;      /* under the default accumulation: every operator's spec computation */
+    /* QLinearMatMul from a modelled accumulator; NULL: `own` computes it whole */
+    float_element *element;
+    qmm_status_code (*own)(qmm_call *call, qmm_status *st);
+    /* non-NULL: MatMulInteger has no counterpart (UNSUPPORTED after validation, saying this);
+     * otherwise its y is the accumulation model's int32 */
+    const char *mmi_no_counterpart;
+    /* QOrderedMatMul, under the default accumulation only; NULL: not defined */
+    qmm_status_code (*qom)(qmm_call *call, qmm_status *st);
+    /* the types it does not compute, decided from the types alone: NULL when it computes them */
+    const char *(*unsupported_types)(const qmm_call *call);
+    /* why it does not compute QLinearMatMul's float8 forms (docs/semantics.md §2.6) */
+    const char *float8;
+    /* non-NULL: it accumulates its own way, and no accumulation model combines with it */
+    const char *own_accumulation;
+} reqs[] = {
+    [QMM_PROFILE_SPEC] = {.name = "spec",
+                          .what = "exact rational requantization, RNE, zero point after "
+                                  "rounding (the contract)",
+                          .is_spec = 1, .element = spec_element, .qom = qom_spec},
+    [QMM_PROFILE_ONNX_REF] = {.name = "onnx-ref",
+                              .what = "onnx.reference (numpy): multiplier in the scales' type, "
+                                      "product in double, zero point before rint",
+                              .element = onnx_ref_element,
+                              .float8 = "float8: onnx.reference 1.23.2 raises ValueError "
+                                        "\"Invalid integer data type\" (np.iinfo of a float8 "
+                                        "type)"},
+    [QMM_PROFILE_ORT_FP32] = {.name = "ort-fp32",
+                              .what = "ONNX Runtime CPU (MLAS): float32 multiplier and product, "
+                                      "RNE, zero point after rounding (XNNPACK's fp32 too)",
+                              .element = ort_fp32_element, .qom = qom_ort_fp32,
+                              .float8 = "float8: ONNX Runtime's QLinearMatMul answers "
+                                        "NOT_IMPLEMENTED for float8 types"},
+    [QMM_PROFILE_ORION_FP16X16] = {
+        .name = "orion-fp16x16",
+        .what = "Orion's qlinear_matmul: sign-magnitude Q16.16, each step truncated",
+        .own = qlm_orion,
+        .mmi_no_counterpart = "MatMulInteger has no Orion counterpart",
+        .unsupported_types = orion_types,
+        .float8 = "float8: Orion's qlinear_matmul is int8 only",
+        .own_accumulation = "Orion sums dequantized Q16.16 products: it has no int32 "
+                            "accumulator for an accumulation model to form"},
+    {.name = "gemmlowp",
+     .what = "gemmlowp's fixed-point output stage as TFLite drives it (u8*u8 -> u8)",
+     .own = qlm_gemmlowp,
+     .mmi_no_counterpart = "MatMulInteger is not mapped onto gemmlowp (QLinearMatMul only)",
+     .unsupported_types = gemmlowp_forms,
+     .float8 = "float8: gemmlowp multiplies uint8 only",
+     .own_accumulation = "gemmlowp multiplies u8*u8 only, which no pair-sum model touches, "
+                         "and its int32 accumulation was measured exact"},
+    {.name = "onednn-fp32",
+     .what = "oneDNN 2.6 int8 matmul: float32 output scale, product in float32, zero point "
+             "added in float32 before RNE (s8 b only)",
+     .element = onednn_fp32_element,
+     .unsupported_types = onednn_forms,
+     .float8 = "float8: the profile imitates oneDNN's int8 GEMM, which takes no float8"},
+};
+#define N_REQ ((int)(sizeof reqs / sizeof reqs[0]))
 
-#define AS_SPEC {.as_spec = 1}
-#define PAIRSAT16_FLOAT8 "float8: the AVX2 u8·s8 integer kernels it imitates take no float8"
+/* Names kept from before profiles composed, which say otherwise than REQ+ACC would: the
+ * combination the name would spell is refused, with `why`. */
+static const struct alias_row {
+    const char *name, *means, *why;
+} aliases[] = {
+    {"onednn-fp32+pairsat16", "onednn-fp32+onednn-avx2",
+     "the name onednn-fp32+pairsat16 keeps its first meaning, oneDNN's own AVX2 accumulation "
+     "(onednn-fp32+onednn-avx2); oneDNN has no plain u8*s8-only pair-sum path"},
+};
+#define N_ALIAS ((int)(sizeof aliases / sizeof aliases[0]))
+
+_Static_assert(sizeof reqs / sizeof reqs[0] * (sizeof accs / sizeof accs[0]) <= QMM_PROFILE_MAX,
+               "QMM_PROFILE_MAX (reference/qmm_reference.h) must hold every combination");
+
+static int req_index(const char *name, size_t len)
+{
+    for (int r = 0; r < N_REQ; r++)
+        if (strlen(reqs[r].name) == len && strncmp(reqs[r].name, name, len) == 0)
+            return r;
+    return -1;
+}
+
+static int acc_index(const char *name)
+{
+    for (int a = 0; a < N_ACC; a++)
+        if (strcmp(accs[a].name, name) == 0)
+            return a;
+    return -1;
+}
+
+/* NULL when requantization r combines with accumulation a; otherwise why not. */
+static const char *combination_refused(int r, int a)
+{
+    if (a == 0)
+        return NULL;
+    if (reqs[r].own_accumulation)
+        return reqs[r].own_accumulation;
+    for (int i = 0; i < N_ALIAS; i++) {
+        const char *plus = strchr(aliases[i].name, '+');
+        if (req_index(aliases[i].name, (size_t)(plus - aliases[i].name)) == r &&
+            acc_index(plus + 1) == a)
+            return aliases[i].why;
+    }
+    return NULL;
+}
+
+/* ---- the profiles: every combination not refused ------------------------------------------ */
+
+/* The profiles in index order: the requantization models under the default accumulation
+ * first (so the enumerators of qmm_profile hold), then each one's combinations in table
+ * order. Built once, on first use; the names are kept here. */
+static struct profile_entry {
+    signed char req, acc;
+    char name[48];
+} table[QMM_PROFILE_MAX];
+static int table_count;
+static atomic_int table_state; /* 0 not built, 1 being built, 2 built */
+
+static void table_add(int r, int a)
+{
+    struct profile_entry *e = &table[table_count++];
+    e->req = (signed char)r;
+    e->acc = (signed char)a;
+    snprintf(e->name, sizeof e->name, "%s%s%s", reqs[r].name, a ? "+" : "", accs[a].name);
+}
+
+static void table_build(void)
+{
+    if (atomic_load_explicit(&table_state, memory_order_acquire) == 2)
+        return;
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&table_state, &expected, 1)) {
+        while (atomic_load_explicit(&table_state, memory_order_acquire) != 2)
+            ; /* another thread is building it: a few microseconds */
+        return;
+    }
+    for (int r = 0; r < N_REQ; r++)
+        table_add(r, 0);
+    for (int r = 0; r < N_REQ; r++)
+        for (int a = 1; a < N_ACC; a++)
+            if (!combination_refused(r, a))
+                table_add(r, a);
+    atomic_store_explicit(&table_state, 2, memory_order_release);
+}
+
+static const struct profile_entry *entry_of(qmm_profile p)
+{
+    table_build();
+    return (int)p >= 0 && (int)p < table_count ? &table[p] : NULL;
+}
+
+int qmm_profile_count(void)
+{
+    table_build();
+    return table_count;
+}
+
+const char *qmm_profile_name(qmm_profile p)
+{
+    const struct profile_entry *e = entry_of(p);
+    return e ? e->name : NULL;
+}
+
+/* The requantization and accumulation rows `name` spells (an alias: what it stands for);
+ * 0 when it spells none. "REQ+" (the default's empty suffix spelled out) is no name. */
+static int parse_name(const char *name, int *r, int *a)
+{
+    if (!name)
+        return 0;
+    for (int i = 0; i < N_ALIAS; i++)
+        if (strcmp(name, aliases[i].name) == 0)
+            name = aliases[i].means; /* a REQ+ACC name */
+    const char *plus = strchr(name, '+');
+    *r = req_index(name, plus ? (size_t)(plus - name) : strlen(name));
+    *a = plus ? acc_index(plus + 1) : 0;
+    return *r >= 0 && (plus ? *a > 0 : 1);
+}
+
+int qmm_profile_from_name(const char *name, qmm_profile *out)
+{
+    int r, a;
+    if (!parse_name(name, &r, &a) || combination_refused(r, a))
+        return 0;
+    table_build();
+    for (int i = 0; i < table_count; i++)
+        if (table[i].req == r && table[i].acc == a) {
+            *out = (qmm_profile)i;
+            return 1;
+        }
+    return 0;
+}
+
+qmm_profile qmm_profile_base(qmm_profile p)
+{
+    const struct profile_entry *e = entry_of(p);
+    return e ? (qmm_profile)e->req : p; /* the bases are the first profiles, in row order */
+}
+
+int qmm_profile_part(int kind, int i, const char **name, const char **what)
+{
+    int n = kind == QMM_PROFILE_PART_REQUANTIZATION ? N_REQ
+            : kind == QMM_PROFILE_PART_ACCUMULATION ? N_ACC
+                                                    : 0;
+    if (i < 0 || i >= n)
+        return 0;
+    *name = kind == QMM_PROFILE_PART_REQUANTIZATION ? reqs[i].name : accs[i].name;
+    *what = kind == QMM_PROFILE_PART_REQUANTIZATION ? reqs[i].what : accs[i].what;
+    return 1;
+}
+
+int qmm_profile_alias(int i, const char **name, const char **means)
+{
+    if (i < 0 || i >= N_ALIAS)
+        return 0;
+    *name = aliases[i].name;
+    *means = aliases[i].means;
+    return 1;
+}
+
+int qmm_profile_why_not(const char *name, char *buf, size_t size)
+{
+    int r, a;
+    if (parse_name(name, &r, &a)) {
+        const char *why = combination_refused(r, a);
+        if (!why)
+            return 0;
+        snprintf(buf, size, "%s: %s", name, why);
+        return 1;
+    }
+    size_t o = (size_t)snprintf(buf, size, "known: ");
+    for (int i = 0; i < N_REQ && o < size; i++)
+        o += (size_t)snprintf(buf + o, size - o, "%s%s", i ? ", " : "", reqs[i].name);
+    for (int i = 1; i < N_ACC && o < size; i++)
+        o += (size_t)snprintf(buf + o, size - o, "%s%s",
+                              i > 1 ? ", " : "; each also as REQUANTIZATION+ACCUMULATION, "
+                                             "ACCUMULATION one of ",
+                              accs[i].name);
+    return 1;
+}
+
+/* ---- what each profile computes ---------------------------------------------------------- */
+
+#define ACC_FLOAT8 "float8: an accumulation model imitates integer kernels, which take no float8"
 
 /* Does a QLinearMatMul call have a float8 operand or output? */
 static int has_float8(const qmm_call *call)
@@ -703,151 +972,98 @@ static int has_float8(const qmm_call *call)
            qmm_qlinearmatmul_float8(&call->u.qlinearmatmul) != NULL;
 }
 
-/* Everything about a profile is its row here: adding a profile is a row (and its arithmetic
- * above) plus its tests, nothing else (docs/architecture.md §4.3); adding an operator is
- * nothing here (spec computes it, the other profiles leave it undefined until a row says how
- * they compute it). The enumerators of qmm_profile are the indexes of the first rows, for code
- * that must name one. */
-static const struct profile_row {
-    const char *name;
-    int is_spec; /* the contract: every operator's spec computation (reference/op-*.c) */
-    profile_op ops[QMM_MAX_OP_KINDS]; /* by qmm_op_kind */
-    /* the types it does not compute, decided from the types alone: NULL when it computes them */
-    const char *(*unsupported_types)(const qmm_call *call);
-    /* why it does not compute QLinearMatMul's float8 forms (docs/semantics.md §2.6): every
-     * profile but spec imitates an implementation that has none */
-    const char *float8;
-} profiles[] = {
-    [QMM_PROFILE_SPEC] = {.name = "spec", .is_spec = 1},
-    [QMM_PROFILE_ONNX_REF] = {.name = "onnx-ref",
-                              .ops = {[QMM_OP_QLINEARMATMUL] = {.compute = qlm_onnx_ref},
-                                      [QMM_OP_MATMULINTEGER] = AS_SPEC},
-                              .float8 = "float8: onnx.reference 1.23.2 raises ValueError "
-                                        "\"Invalid integer data type\" (np.iinfo of a float8 "
-                                        "type)"},
-    [QMM_PROFILE_ORT_FP32] = {.name = "ort-fp32",
-                              .ops = {[QMM_OP_QLINEARMATMUL] = {.compute = qlm_ort_fp32},
-                                      [QMM_OP_MATMULINTEGER] = AS_SPEC,
-                                      [QMM_OP_QORDEREDMATMUL] = {.compute = qom_ort_fp32}},
-                              .float8 = "float8: ONNX Runtime's QLinearMatMul answers "
-                                        "NOT_IMPLEMENTED for float8 types"},
-    [QMM_PROFILE_ORION_FP16X16] = {
-        .name = "orion-fp16x16",
-        .ops = {[QMM_OP_QLINEARMATMUL] = {.compute = qlm_orion},
-                [QMM_OP_MATMULINTEGER] = {.no_counterpart = "MatMulInteger has no Orion "
-                                                            "counterpart"}},
-        .unsupported_types = orion_types,
-        .float8 = "float8: Orion's qlinear_matmul is int8 only"},
-    /* the float profiles over the AVX2 u8·s8 accumulation (ACC_PAIRSAT16): what ONNX Runtime's
-     * MLAS and oneDNN compute for u8·s8 on a CPU without VNNI */
-    {.name = "onnx-ref+pairsat16",
-     .ops = {[QMM_OP_QLINEARMATMUL] = {.compute = qlm_onnx_ref_pairsat16},
-             [QMM_OP_MATMULINTEGER] = {.compute = mmi_pairsat16}},
-     .float8 = PAIRSAT16_FLOAT8},
-    {.name = "ort-fp32+pairsat16",
-     .ops = {[QMM_OP_QLINEARMATMUL] = {.compute = qlm_ort_fp32_pairsat16},
-             [QMM_OP_MATMULINTEGER] = {.compute = mmi_pairsat16}},
-     .float8 = PAIRSAT16_FLOAT8},
-    {.name = "gemmlowp",
-     .ops = {[QMM_OP_QLINEARMATMUL] = {.compute = qlm_gemmlowp},
-             [QMM_OP_MATMULINTEGER] = {.no_counterpart = "MatMulInteger is not mapped onto "
-                                                         "gemmlowp (QLinearMatMul only)"}},
-     .unsupported_types = gemmlowp_forms,
-     .float8 = "float8: gemmlowp multiplies uint8 only"},
-    {.name = "onednn-fp32+pairsat16",
-     .ops = {[QMM_OP_QLINEARMATMUL] = {.compute = qlm_onednn_fp32_pairsat16},
-             [QMM_OP_MATMULINTEGER] = {.compute = mmi_onednn}},
-     .unsupported_types = onednn_forms,
-     .float8 = "float8: the profile imitates oneDNN's int8 GEMM, which takes no float8"},
-};
-#define N_PROFILES ((int)(sizeof profiles / sizeof profiles[0]))
-_Static_assert(sizeof profiles / sizeof profiles[0] <= QMM_PROFILE_MAX,
-               "QMM_PROFILE_MAX (reference/qmm_reference.h) must hold every profile");
+/* How profile `e` stands to operator `kind`. */
+typedef enum op_answer {
+    OP_UNDEFINED,       /* not defined under the profile: UNSUPPORTED naming those that define it */
+    OP_SPEC,            /* the spec computation (qmm_ref_compute) */
+    OP_NO_COUNTERPART,  /* UNSUPPORTED after validation, saying why */
+    OP_COMPUTE,         /* the profile's own arithmetic */
+} op_answer;
 
-int qmm_profile_count(void)
+static op_answer op_of(const struct profile_entry *e, qmm_op_kind kind)
 {
-    return N_PROFILES;
+    const struct req_row *r = &reqs[e->req];
+    int plain = e->acc == 0;
+    if (!qmm_ref_op_of(kind))
+        return OP_UNDEFINED;
+    if (r->is_spec && plain)
+        return OP_SPEC;
+    switch (kind) {
+    case QMM_OP_QLINEARMATMUL: return OP_COMPUTE;
+    case QMM_OP_MATMULINTEGER:
+        /* the default accumulation's int32 is the spec's wrapped sum */
+        return r->mmi_no_counterpart ? OP_NO_COUNTERPART
+               : plain && !r->unsupported_types ? OP_SPEC
+                                                 : OP_COMPUTE;
+    case QMM_OP_QORDEREDMATMUL: return plain && r->qom ? OP_COMPUTE : OP_UNDEFINED;
+    default: return OP_UNDEFINED;
+    }
 }
 
-const char *qmm_profile_name(qmm_profile p)
-{
-    if ((int)p < 0 || (int)p >= N_PROFILES)
-        return NULL;
-    return profiles[p].name;
-}
-
-int qmm_profile_from_name(const char *name, qmm_profile *out)
-{
-    for (int i = 0; name && i < N_PROFILES; i++)
-        if (strcmp(profiles[i].name, name) == 0) {
-            *out = (qmm_profile)i;
-            return 1;
-        }
-    return 0;
-}
-
-/* How profile `row` computes operator `kind`; NULL when it does not define it. The spec
- * profile defines every operator the reference has. */
-static const profile_op *profile_op_of(const struct profile_row *row, qmm_op_kind kind)
-{
-    static const profile_op spec = AS_SPEC;
-    if (row->is_spec)
-        return qmm_ref_op_of(kind) ? &spec : NULL;
-    if ((int)kind < 0 || (int)kind >= QMM_MAX_OP_KINDS)
-        return NULL;
-    const profile_op *op = &row->ops[kind];
-    return op->compute || op->as_spec || op->no_counterpart ? op : NULL;
-}
-
-/* "spec and ort-fp32": the profiles that define operator `kind`, from the table. */
+/* "spec and ort-fp32": the profiles that define operator `kind`. */
 static void defining_profiles(qmm_op_kind kind, char *buf, size_t size)
 {
     int n = 0, total = 0;
-    for (int i = 0; i < N_PROFILES; i++)
-        total += profile_op_of(&profiles[i], kind) != NULL;
+    for (int i = 0; i < table_count; i++)
+        total += op_of(&table[i], kind) != OP_UNDEFINED;
     size_t o = 0;
     buf[0] = '\0';
-    for (int i = 0; i < N_PROFILES && o < size; i++)
-        if (profile_op_of(&profiles[i], kind)) {
+    for (int i = 0; i < table_count && o < size; i++)
+        if (op_of(&table[i], kind) != OP_UNDEFINED) {
             n++;
             o += (size_t)snprintf(buf + o, size - o, "%s%s",
-                                  n == 1 ? "" : n == total ? " and " : ", ", profiles[i].name);
+                                  n == 1 ? "" : n == total ? " and " : ", ", table[i].name);
         }
 }
 
 qmm_status_code qmm_ref_profile_supports(const qmm_call *call, qmm_profile p, qmm_status *st)
 {
-    const char *name = qmm_profile_name(p);
-    if (!name)
+    const struct profile_entry *e = entry_of(p);
+    if (!e)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "profile: unknown profile %d", (int)p);
-    const struct profile_row *row = &profiles[p];
-    const profile_op *op = profile_op_of(row, call->op);
-    if (!op && qmm_ref_op_of(call->op)) {
-        char defined[128];
+    const struct req_row *r = &reqs[e->req];
+    op_answer op = op_of(e, call->op);
+    if (op == OP_UNDEFINED && qmm_ref_op_of(call->op)) {
+        char defined[256];
         defining_profiles(call->op, defined, sizeof defined);
-        return qmm_status_set(st, QMM_UNSUPPORTED, "%s: %s is defined under %s only", name,
+        return qmm_status_set(st, QMM_UNSUPPORTED, "%s: %s is defined under %s only", e->name,
                               qmm_op_name(call->op), defined);
     }
-    const char *why = op && op->no_counterpart        ? op->no_counterpart
-                      : row->float8 && has_float8(call) ? row->float8
-                      : row->unsupported_types          ? row->unsupported_types(call)
-                                                        : NULL;
+    const char *why = op == OP_NO_COUNTERPART ? r->mmi_no_counterpart
+                      : !has_float8(call)       ? NULL
+                      : r->float8               ? r->float8
+                      : e->acc                  ? ACC_FLOAT8
+                                                : NULL;
+    if (!why && op != OP_SPEC && r->unsupported_types)
+        why = r->unsupported_types(call);
     if (why)
-        return qmm_status_set(st, QMM_UNSUPPORTED, "%s: %s", name, why);
+        return qmm_status_set(st, QMM_UNSUPPORTED, "%s: %s", e->name, why);
     return qmm_status_ok(st);
 }
 
 qmm_status_code qmm_ref_compute_profile(qmm_call *call, qmm_profile p, qmm_status *st)
 {
-    if (!qmm_profile_name(p))
+    const struct profile_entry *e = entry_of(p);
+    if (!e)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "profile: unknown profile %d", (int)p);
-    const profile_op *op = profile_op_of(&profiles[p], call->op);
     const qmm_op_desc *desc = qmm_op_desc_of(call->op);
-    if (op && op->compute && !(profiles[p].float8 && has_float8(call)))
-        return op->compute(call, st);
-    if ((op && op->as_spec) || !desc)
+    op_answer op = op_of(e, call->op);
+    if (op == OP_SPEC || !desc || !qmm_ref_op_of(call->op))
         return qmm_ref_compute(call, NULL, NULL, st); /* the unknown: its message */
     /* validation first: an invalid call is INVALID_ARGUMENT under every profile */
     QMM_TRY(desc->validate(call, st));
-    return qmm_ref_profile_supports(call, p, st);
+    QMM_TRY(qmm_ref_profile_supports(call, p, st));
+    const struct req_row *r = &reqs[e->req];
+    switch (call->op) {
+    case QMM_OP_QLINEARMATMUL: {
+        if (r->own)
+            return r->own(call, st);
+        qmm_plan plan;
+        QMM_TRY(qmm_validate_qlinearmatmul(&call->u.qlinearmatmul, &plan, st));
+        return compute_modelled(&call->u.qlinearmatmul, &plan, &accs[e->acc], r->element, st);
+    }
+    case QMM_OP_MATMULINTEGER: return mmi_modelled(call, &accs[e->acc], st);
+    case QMM_OP_QORDEREDMATMUL: return r->qom(call, st);
+    default: return qmm_status_set(st, QMM_INTERNAL, "%s: no computation", e->name);
+    }
 }

@@ -9,6 +9,7 @@
 #ifndef QMM_REFERENCE_H
 #define QMM_REFERENCE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "qmm/qmm.h"
@@ -48,9 +49,13 @@ qmm_status_code qmm_ref_explain(const qmm_call *call, int64_t index, qmm_ref_ele
 /* ---- semantics profiles (docs/semantics.md §5, docs/profiles.md) ----------------------------- */
 
 /* A complete rule for turning the integer problem into output bytes. `spec` is the contract;
- * the others reproduce what a named implementation computes, bit for bit. A profile is an index
- * into the reference's profile table, 0 .. qmm_profile_count() - 1; the enumerators name
- * the profiles C code needs to name, and a profile added later may have none. */
+ * the others reproduce what a named implementation computes, bit for bit. A profile is a
+ * requantization model (how the accumulator becomes the output: spec, onnx-ref, ort-fp32,
+ * orion-fp16x16, gemmlowp, onednn-fp32) combined with an accumulation model (how the int32
+ * accumulator is formed: the default exact sum wrapped to int32, or sat32, pairsat16, ...),
+ * named REQUANTIZATION or REQUANTIZATION+ACCUMULATION (docs/profiles.md). A profile is an
+ * index, 0 .. qmm_profile_count() - 1: first every requantization model under the default
+ * accumulation (the enumerators below name those C code needs), then the combinations. */
 typedef enum qmm_profile {
     QMM_PROFILE_SPEC = 0,          /* exact rational, RNE, zero point after rounding */
     QMM_PROFILE_ONNX_REF = 1,      /* onnx.reference (numpy), onnx >= 1.22 (clamps) */
@@ -58,22 +63,43 @@ typedef enum qmm_profile {
     QMM_PROFILE_ORION_FP16X16 = 3, /* Orion's qlinear_matmul, sign-magnitude Q16.16 */
 } qmm_profile;
 
-/* An upper bound on qmm_profile_count(), for arrays indexed by profile. */
-#define QMM_PROFILE_MAX 16
+/* An upper bound on qmm_profile_count(), for arrays (and 64-bit masks) indexed by profile. */
+#define QMM_PROFILE_MAX 64
 
-/* How many profiles there are (4 today). */
+/* How many profiles there are: every combination that is not refused. */
 int qmm_profile_count(void);
 
-/* "spec", "onnx-ref", "ort-fp32", "orion-fp16x16", ...; NULL for a value out of range. */
+/* "spec", "onnx-ref", "ort-fp32+pairsat16", ...; NULL for a value out of range. */
 const char *qmm_profile_name(qmm_profile p);
 
-/* 1 and *out set when `name` is a profile's name, 0 otherwise. */
+/* 1 and *out set when `name` is a profile's name (or an alias kept from before profiles
+ * composed: onednn-fp32+pairsat16 is onednn-fp32+onednn-avx2), 0 otherwise. */
 int qmm_profile_from_name(const char *name, qmm_profile *out);
+
+/* 0 when `name` is a profile; otherwise 1 with the reason in buf: "NAME: why" for a refused
+ * combination, or "known: spec, onnx-ref, ...; each also as REQUANTIZATION+ACCUMULATION, ..."
+ * for a name that spells none. */
+int qmm_profile_why_not(const char *name, char *buf, size_t size);
+
+/* The profile of p's requantization model under the default accumulation (p itself when p is
+ * one of those); p when out of range. */
+qmm_profile qmm_profile_base(qmm_profile p);
+
+/* The models profiles are made of: part i (from 0) of kind REQUANTIZATION or ACCUMULATION, its
+ * name ("" for the default accumulation) and a one-line summary. 0 past the last. */
+#define QMM_PROFILE_PART_REQUANTIZATION 0
+#define QMM_PROFILE_PART_ACCUMULATION 1
+int qmm_profile_part(int kind, int i, const char **name, const char **what);
+
+/* Alias i (from 0): a name kept from before profiles composed, and the REQ+ACC name it means.
+ * 0 past the last. */
+int qmm_profile_alias(int i, const char **name, const char **means);
 
 /* Computes call->y under profile `p`. Validation (docs/semantics.md §2.5) is the same for every
  * profile. QMM_PROFILE_SPEC is qmm_ref_compute(call, NULL, NULL, st). QOrderedMatMul is defined
  * under spec and ort-fp32 only (the others: UNSUPPORTED after validation). MatMulInteger has no
- * requantization: every profile gives the spec result, except orion-fp16x16 (UNSUPPORTED).
+ * requantization: y is the profile's accumulator (the spec result under the default
+ * accumulation), except under orion-fp16x16 and gemmlowp (UNSUPPORTED: no counterpart).
  * orion-fp16x16 computes int8 only (other types: UNSUPPORTED) and answers
  * QMM_INVALID_ARGUMENT where Orion panics (an input element -128, a result clamped to -128,
  * a Q16.16 magnitude >= 2^32, y_scale encoding as 0), the message naming the rule. */
@@ -87,8 +113,9 @@ qmm_status_code qmm_ref_profile_supports(const qmm_call *call, qmm_profile p, qm
 /* ---- the backend ---------------------------------------------------------------------- */
 
 /* Opens the reference backend. Options: "" or "profile=NAME" with NAME one of the profiles
- * above (an unknown key or profile is QMM_INVALID_ARGUMENT). Under a profile other than spec
- * the backend's name is "reference:profile=NAME". */
+ * above (an unknown key or profile is QMM_INVALID_ARGUMENT, saying why). Under a profile other
+ * than spec the backend's name is "reference:profile=NAME", NAME the profile's own name (an
+ * alias opens the profile it means). */
 qmm_backend *qmm_reference_open(uint32_t harness_abi, const char *options, qmm_status *st);
 
 #ifdef __cplusplus

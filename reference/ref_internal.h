@@ -66,6 +66,12 @@ void qmm_ref_exact_clear(qmm_ref_exact *x);
 /* x->tmp = v, exactly (mpz_set_si takes a long, which may be 32 bits). */
 void qmm_ref_exact_tmp_i64(qmm_ref_exact *x, int64_t v);
 
+/* x->value *= sa*sb/sy exactly; the scales are doubles holding their exact values. */
+void qmm_ref_scale_rational(qmm_ref_exact *x, double sa, double sb, double sy);
+
+/* x->value = sa*sb*acc/sy exactly. */
+void qmm_ref_scaled_value(qmm_ref_exact *x, double sa, double sb, double sy, int64_t acc);
+
 /* clamp(RNE(x->value) + zy, qmin, qmax): round first, then add the zero point
  * (docs/semantics.md §2.3), saturating before leaving GMP. */
 int64_t qmm_ref_round_saturate(qmm_ref_exact *x, int64_t zy, int64_t qmin, int64_t qmax);

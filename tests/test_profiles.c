@@ -535,6 +535,14 @@ static int32_t mmi_acc(qmm_profile pr, int32_t adt, const uint8_t *a, int32_t bd
     return y;
 }
 
+static int32_t mmi_named(const char *name, int32_t adt, const uint8_t *a, int32_t bdt,
+                         const uint8_t *b, int k, int za, int zb)
+{
+    qmm_profile p;
+    cr_assert(qmm_profile_from_name(name, &p), "%s", name);
+    return mmi_acc(p, adt, a, bdt, b, k, za, zb);
+}
+
 Test(profiles, pairsat16_saturates_adjacent_u8s8_pairs_and_corrects_zero_points_exactly)
 {
     qmm_profile ps, ort;
@@ -564,6 +572,201 @@ Test(profiles, pairsat16_saturates_adjacent_u8s8_pairs_and_corrects_zero_points_
     prob_free(&p);
 }
 
+/* ---- composition: REQUANTIZATION+ACCUMULATION ---- */
+
+Test(profiles, every_combination_is_a_profile_or_refused_with_its_reason)
+{
+    const char *req, *acc, *what;
+    int named = 0, refused = 0, aliases = 0;
+    for (int r = 0; qmm_profile_part(QMM_PROFILE_PART_REQUANTIZATION, r, &req, &what); r++)
+        for (int a = 0; qmm_profile_part(QMM_PROFILE_PART_ACCUMULATION, a, &acc, &what); a++) {
+            char name[128], why[512] = "";
+            snprintf(name, sizeof name, a ? "%s+%s" : "%s", req, acc);
+            cr_expect(what[0] != '\0', "%s has no summary", name);
+            qmm_profile p;
+            int is = qmm_profile_from_name(name, &p);
+            cr_expect_eq(qmm_profile_why_not(name, why, sizeof why), !is, "%s: %s", name, why);
+            if (is && strcmp(qmm_profile_name(p), name) != 0) {
+                /* a name kept from before composition: it means another combination */
+                const char *alias, *means;
+                cr_expect(qmm_profile_alias(aliases, &alias, &means) && !strcmp(alias, name) &&
+                              !strcmp(means, qmm_profile_name(p)),
+                          "%s", name);
+                aliases++;
+            } else if (is) {
+                named++;
+                cr_expect_str_eq(qmm_profile_name(p), name);
+                /* the bases come first, in the order of the requantization rows */
+                cr_expect_eq((int)qmm_profile_base(p), r, "%s", name);
+                cr_expect_eq((int)p == r, a == 0, "%s", name);
+            } else {
+                refused++;
+                cr_expect(strncmp(why, name, strlen(name)) == 0 && strlen(why) > strlen(name) + 10,
+                          "%s refused without a reason: %s", name, why);
+            }
+        }
+    cr_expect_eq(named, qmm_profile_count());
+    /* Orion and gemmlowp accumulate their own way; onednn-fp32+pairsat16 keeps its old
+     * meaning, so its literal combination is refused */
+    char why[512];
+    cr_expect(qmm_profile_why_not("orion-fp16x16+sat32", why, sizeof why));
+    cr_expect(strstr(why, "Q16.16") != NULL, "%s", why);
+    cr_expect(qmm_profile_why_not("gemmlowp+pairsat16", why, sizeof why));
+    cr_expect(strstr(why, "u8*u8") != NULL, "%s", why);
+    cr_expect_eq(refused, 2 * 5, "orion and gemmlowp with each of the 5 other models");
+    cr_expect_eq(aliases, 1);
+    /* not names at all: the reason lists the models */
+    const char *bad[] = {"ort-fp32+", "+sat32", "ort-fp32+sat32+pairsat16", "ort-fp32+nonsense",
+                         "spec+", "Spec", NULL};
+    for (int i = 0; bad[i]; i++) {
+        qmm_profile p;
+        cr_expect(!qmm_profile_from_name(bad[i], &p), "%s", bad[i]);
+        cr_expect(qmm_profile_why_not(bad[i], why, sizeof why), "%s", bad[i]);
+        cr_expect(strstr(why, "known: spec, onnx-ref") == why && strstr(why, "sat32"), "%s", why);
+    }
+}
+
+Test(profiles, the_names_from_before_composition_mean_what_they_meant)
+{
+    qmm_profile old, now, ort_ps, ps;
+    cr_assert(qmm_profile_from_name("onednn-fp32+pairsat16", &old));
+    cr_assert(qmm_profile_from_name("onednn-fp32+onednn-avx2", &now));
+    cr_expect_eq(old, now, "an alias: one profile");
+    cr_expect_str_eq(qmm_profile_name(old), "onednn-fp32+onednn-avx2");
+    const char *name, *means;
+    cr_assert(qmm_profile_alias(0, &name, &means));
+    cr_expect_str_eq(name, "onednn-fp32+pairsat16");
+    cr_expect_str_eq(means, "onednn-fp32+onednn-avx2");
+    cr_expect(!qmm_profile_alias(1, &name, &means));
+    /* the other two are REQ+pairsat16, MLAS's unblocked u8·s8 pairs */
+    cr_assert(qmm_profile_from_name("ort-fp32+pairsat16", &ort_ps));
+    cr_assert(qmm_profile_from_name("onnx-ref+pairsat16", &ps));
+    cr_expect_eq(qmm_profile_base(ort_ps), ORT);
+    cr_expect_eq(qmm_profile_base(ps), ONNX);
+}
+
+/* MatMulInteger u8·s8 [1,k] x [k,1] under `name`. */
+static int32_t mmi_named(const char *name, int32_t adt, const uint8_t *a, int32_t bdt,
+                         const uint8_t *b, int k, int za, int zb);
+
+Test(profiles, the_k_blocks_tell_onednn_avx2_gemm_from_mlas_pairs)
+{
+    /* K = 261: oneDNN's AVX2 driver cuts two blocks, 131 and 130, so k = 130 stands alone and
+     * k = 131 pairs with 132; MLAS pairs (130, 131). a = 255, b = 127 at 130 and 131, -128 at
+     * 132, 0 elsewhere: MLAS sat(255*254) + 255*-128 = 32767 - 32640 = 127; oneDNN 32385 +
+     * 255*(127 - 128) = 32130; exact 32385 + 32385 - 32640 = 32130 */
+    uint8_t a[261], b[261];
+    memset(a, 255, sizeof a);
+    memset(b, 0, sizeof b);
+    b[130] = b[131] = 127;
+    b[132] = 0x80;
+    cr_expect_eq(mmi_named("ort-fp32+pairsat16", U8, a, S8, b, 261, 0, 0), 127);
+    cr_expect_eq(mmi_named("spec+onednn-avx2-gemm", U8, a, S8, b, 261, 0, 0), 32130);
+    cr_expect_eq(mmi_named("onednn-fp32+pairsat16", U8, a, S8, b, 261, 0, 0), 32130);
+    cr_expect_eq(mmi_named("spec", U8, a, S8, b, 261, 0, 0), 32130);
+}
+
+Test(profiles, sat32_saturates_where_the_default_wraps)
+{
+    /* K = 33026 of 255*255 = 2147515650: wrapped -2147451646, saturated 2147483647 */
+    enum { K = 33026 };
+    uint8_t *a = malloc(K);
+    cr_assert(a);
+    memset(a, 255, K);
+    cr_expect_eq(mmi_named("ort-fp32", U8, a, U8, a, K, 0, 0), -2147451646);
+    cr_expect_eq(mmi_named("ort-fp32+sat32", U8, a, U8, a, K, 0, 0), INT32_MAX);
+    cr_expect_eq(mmi_named("spec+sat32", U8, a, U8, a, K, 0, 0), INT32_MAX);
+    /* onednn-avx2 saturates s8 a with a zero point only: u8 a wraps */
+    free(a);
+    /* s8 a = -128 with a_zero_point 127 against b = 127 with b_zero_point -128: -65025 a term,
+     * K = 33026: -2147515650; onednn-avx2 takes the saturating reference GEMM */
+    int8_t *sa = malloc(K), *sb = malloc(K);
+    cr_assert(sa && sb);
+    memset(sa, 0x80, K);
+    memset(sb, 127, K);
+    cr_expect_eq(mmi_named("onednn-fp32+onednn-avx2", S8, (uint8_t *)sa, S8, (uint8_t *)sb, K,
+                           127, -128),
+                 INT32_MIN);
+    cr_expect_eq(mmi_named("onednn-fp32", S8, (uint8_t *)sa, S8, (uint8_t *)sb, K, 127, -128),
+                 2147451646);
+    free(sa);
+    free(sb);
+}
+
+Test(profiles, onednn_avx512_vnni_passes_matmulinteger_through_float32)
+{
+    /* measured through peers/onednn on Zen 4 (docs/profiles.md): K = 10001 of -127*127 =
+     * -161306129, odd and past 2^24: float32 makes it -161306128 */
+    enum { K = 10001, K2 = 131073 };
+    uint8_t *a = malloc(K2 + 2), *b = malloc(K2 + 2);
+    cr_assert(a && b);
+    memset(a, 0x81, K); /* -127 */
+    memset(b, 127, K);
+    cr_expect_eq(mmi_named("spec+onednn-avx512-vnni", S8, a, S8, b, K, 0, 0), -161306128);
+    cr_expect_eq(mmi_named("onednn-fp32", S8, a, S8, b, K, 0, 0), -161306129);
+    /* -128*-128 131071 times, then -128*-127 and -5*-16: 2147483600, whose float32 is 2^31:
+     * saturated to 2147483520, the largest float32 below it */
+    memset(a, 0x80, K2 + 2);
+    memset(b, 0x80, K2 + 2);
+    b[K2 - 2] = 0x81;
+    a[K2 - 1] = (uint8_t)-5;
+    b[K2 - 1] = (uint8_t)-16;
+    cr_expect_eq(mmi_named("spec", S8, a, S8, b, K2, 0, 0), 2147483600);
+    cr_expect_eq(mmi_named("onednn-fp32+onednn-avx512-vnni", S8, a, S8, b, K2, 0, 0),
+                 2147483520);
+    /* QLinearMatMul's accumulator is not clamped there (measured: 66, not 65): times
+     * 131 * 2^-32, float32 2^31 * m = 65.5 -> 66 */
+    prob p;
+    int *av = malloc(K2 * sizeof *av), *bv = malloc(K2 * sizeof *bv);
+    cr_assert(av && bv);
+    for (int k = 0; k < K2; k++) {
+        av[k] = (int8_t)a[k];
+        bv[k] = (int8_t)b[k];
+    }
+    prob_init(&p, S8, F32, 2, (int64_t[]){1, K2}, (int64_t[]){K2, 1}, av, bv, 0,
+              131.0 * 0x1p-32, 1.0, 1.0, 0, 0, 0);
+    qmm_profile vnni, fp32;
+    cr_assert(qmm_profile_from_name("onednn-fp32+onednn-avx512-vnni", &vnni));
+    cr_assert(qmm_profile_from_name("onednn-fp32", &fp32));
+    cr_expect_eq(one(&p, vnni), 66);
+    cr_expect_eq(one(&p, fp32), 66);
+    cr_expect_eq(one(&p, SPEC), 65, "65.4999985");
+    prob_free(&p);
+    free(av);
+    free(bv);
+    free(a);
+    free(b);
+}
+
+Test(profiles, spec_requantizes_a_modelled_accumulator_exactly)
+{
+    /* u8 a = 255, 255 against s8 b = 127, 127, a_scale 2^-10: the exact 64770 * 2^-10 =
+     * 63.25 -> 63; pair-saturated 32767 * 2^-10 = 31.999 -> 32 under spec+pairsat16 (and
+     * ort-fp32+pairsat16, in float32); a float8 call is refused under a combination */
+    prob p;
+    prob_init(&p, U8, F32, 2, (int64_t[]){1, 2}, (int64_t[]){2, 1}, (int[]){255, 255},
+              (int[]){127, 127}, 0, 1.0 / 1024.0, 1.0, 1.0, 0, 0, 0);
+    p.call.u.qlinearmatmul.b.dtype = S8;
+    p.call.u.qlinearmatmul.b_zero_point.dtype = S8;
+    qmm_profile sp, op;
+    cr_assert(qmm_profile_from_name("spec+pairsat16", &sp));
+    cr_assert(qmm_profile_from_name("ort-fp32+pairsat16", &op));
+    cr_expect_eq(one(&p, SPEC), 63);
+    cr_expect_eq(one(&p, sp), 32);
+    cr_expect_eq(one(&p, op), 32);
+    prob_free(&p);
+}
+
+Test(profiles, the_simplest_explanation_drops_combinations_whose_base_matches)
+{
+    qmm_profile ort_sat, onnx_sat;
+    cr_assert(qmm_profile_from_name("ort-fp32+sat32", &ort_sat));
+    cr_assert(qmm_profile_from_name("onnx-ref+sat32", &onnx_sat));
+    qh_profile_set set = QH_PROFILE_BIT(ORT) | QH_PROFILE_BIT(ort_sat) | QH_PROFILE_BIT(onnx_sat);
+    cr_expect_eq(qh_profiles_simplest(set), QH_PROFILE_BIT(ORT) | QH_PROFILE_BIT(onnx_sat));
+    cr_expect_eq(qh_profiles_simplest(0), 0);
+}
+
 Test(profiles, expectation_under_a_profile)
 {
     prob p;
@@ -585,8 +788,10 @@ Test(profiles, expectation_under_a_profile)
     cr_assert_eq(cmp.errors, 1);
     qh_sb b = {0};
     qh_explain_mismatches(&b, &e, &got, &cmp, 4);
+    /* the REQ+ACC combinations that give 1 as well are not named: their accumulation made no
+     * difference here */
     cr_expect(strstr(b.s, "y[0,0] (index 0): expected 2, got 1; acc 1; acc*scale = 0.5; got "
-                          "matches: spec, ort-fp32, ort-fp32+pairsat16\n") != NULL,
+                          "matches: spec, ort-fp32\n") != NULL,
               "%s", b.s);
     qh_sb_free(&b);
     g = 200;
@@ -625,21 +830,35 @@ static int differ(const qh_expectation *x, const qh_expectation *y)
     return cmp.errors != 0;
 }
 
-/* p and q differ only in how they accumulate u8·s8 (one is the other + "+pairsat16"), so no
- * int8 case can tell them apart: a backend that computes int8 only cannot be told either. */
+/* The accumulation model of profile p: its name's suffix after '+', "" for the default. */
+static const char *acc_name(int p)
+{
+    const char *plus = strchr(qmm_profile_name((qmm_profile)p), '+');
+    return plus ? plus + 1 : "";
+}
+
+/* p and q have the same requantization and accumulation models that treat s8·s8 alike (the
+ * default and pairsat16, which differ on u8·s8 only), so no int8 case can tell them apart: a
+ * backend that computes int8 only cannot be told either. */
 static int differ_only_on_u8s8(int p, int q)
 {
-    const char *x = qmm_profile_name((qmm_profile)p), *y = qmm_profile_name((qmm_profile)q);
-    size_t nx = strcspn(x, "+"), ny = strcspn(y, "+");
-    return nx == ny && strncmp(x, y, nx) == 0;
+    const char *x = acc_name(p), *y = acc_name(q);
+    int xs = !*x || !strcmp(x, "pairsat16"), ys = !*y || !strcmp(y, "pairsat16");
+    return qmm_profile_base((qmm_profile)p) == qmm_profile_base((qmm_profile)q) && xs && ys;
+}
+
+/* Operand a of a case's call (QLinearMatMul or MatMulInteger). */
+static const qmm_tensor *case_a(const qmm_call *c)
+{
+    return c->op == QMM_OP_MATMULINTEGER ? &c->u.matmulinteger.a : &c->u.qlinearmatmul.a;
 }
 
 static void check_pairs_separated(const qh_fp_suite *s, int int8_only)
 {
-    unsigned seen[QMM_PROFILE_MAX] = {0}, both[QMM_PROFILE_MAX] = {0};
+    qh_profile_set seen[QMM_PROFILE_MAX] = {0}, both[QMM_PROFILE_MAX] = {0};
     for (size_t i = 0; i < s->count; i++) {
         const qmm_call *c = &s->cases[i].call;
-        if (int8_only && c->u.qlinearmatmul.a.dtype != S8)
+        if (int8_only && case_a(c)->dtype != S8)
             continue;
         qh_expectation ex[QMM_PROFILE_MAX];
         for (int p = 0; p < qmm_profile_count(); p++)
@@ -648,9 +867,9 @@ static void check_pairs_separated(const qh_fp_suite *s, int int8_only)
             for (int q = 0; q < qmm_profile_count(); q++)
             {
                 if (differ(&ex[p], &ex[q]))
-                    seen[p] |= 1u << q;
+                    seen[p] |= QH_PROFILE_BIT(q);
                 if (ex[p].code != QMM_UNSUPPORTED && ex[q].code != QMM_UNSUPPORTED)
-                    both[p] |= 1u << q;
+                    both[p] |= QH_PROFILE_BIT(q);
             }
         for (int p = 0; p < qmm_profile_count(); p++)
             qh_expectation_free(&ex[p]);
@@ -659,7 +878,7 @@ static void check_pairs_separated(const qh_fp_suite *s, int int8_only)
         for (int q = 0; q < qmm_profile_count(); q++)
             /* profiles that define no case in common (gemmlowp's u8 and Orion's s8) cannot be
              * confused: a backend matches one on the cases it defines */
-            cr_expect(p == q || (seen[p] & 1u << q) || !(both[p] & 1u << q) ||
+            cr_expect(p == q || (seen[p] & QH_PROFILE_BIT(q)) || !(both[p] & QH_PROFILE_BIT(q)) ||
                           (int8_only && differ_only_on_u8s8(p, q)),
                       "no %scase tells %s from %s",
                       int8_only ? "int8 " : "", qmm_profile_name((qmm_profile)p), qmm_profile_name((qmm_profile)q));
@@ -766,8 +985,10 @@ Test(cli, fingerprint_names_each_reference_profile)
                           path),
                  0);
     json = slurp(path);
-    cr_expect(strstr(json, "\"ort-fp32\": {\"matched\": 24, \"total\": 24}") != NULL, "%s",
+    cr_expect(strstr(json, "\"ort-fp32\": {\"matched\": 28, \"total\": 28}") != NULL, "%s",
               json);
+    /* every profile is in the report, also those the text leaves out */
+    cr_expect(strstr(json, "\"onednn-fp32+onednn-avx512-vnni\": {") != NULL, "%s", json);
     /* the host's kernel-selecting CPU flags, avx2 first when the CPU has it */
     expect_in(out, "host CPU flags (select library kernels): ");
     cr_expect(strstr(json, "\"cpu_flags\": [") || strstr(json, "\"cpu_flags\": null"), "%s",
@@ -874,5 +1095,35 @@ Test(cli, run_and_repro_under_a_profile)
     free(out);
     qmmcheck(&out, "run --backend reference --profile orion-fp16x16 --vectors '%s'", dir);
     cr_expect(strstr(out, "UNCHECKED") != NULL, "accepting what Orion rejects: %s", out);
+    free(out);
+}
+
+Test(cli, list_profiles_names_every_profile_and_why_a_combination_is_refused)
+{
+    char *out = qmmcheck_expect(0, "list --profiles");
+    char want[256];
+    for (int p = 0; p < qmm_profile_count(); p++) {
+        snprintf(want, sizeof want, "\n  %s\n", qmm_profile_name((qmm_profile)p));
+        expect_in(out, want);
+    }
+    expect_in(out, "requantization models");
+    expect_in(out, "  onednn-fp32        oneDNN 2.6 int8 matmul");
+    expect_in(out, "  (default)          exact, wrapped to int32");
+    expect_in(out, "  onednn-fp32+pairsat16 = onednn-fp32+onednn-avx2");
+    expect_in(out, "  orion-fp16x16+sat32: Orion sums dequantized Q16.16 products");
+    expect_in(out, "  gemmlowp+onednn-avx512-vnni: gemmlowp multiplies u8*u8 only");
+    free(out);
+    /* a refused combination says why, where the reference is opened with it */
+    out = qmmcheck_expect(2, "fingerprint --backend reference:profile=gemmlowp+sat32");
+    expect_in(out, "gemmlowp+sat32: gemmlowp multiplies u8*u8 only");
+    free(out);
+    out = qmmcheck_expect(2, "fingerprint --backend reference:profile=ort-fp32+sat16");
+    expect_in(out, "known: spec, onnx-ref, ort-fp32, orion-fp16x16, gemmlowp, onednn-fp32; each "
+                   "also as REQUANTIZATION+ACCUMULATION");
+    free(out);
+    /* the name kept from before composition opens the profile it means */
+    out = qmmcheck_expect(0, "fingerprint --backend reference:profile=onednn-fp32+pairsat16");
+    expect_in(out, "verdict: onednn-fp32+onednn-avx2 (matches every case it defines)");
+    cr_expect(strstr(out, "also matching") == NULL, "%s", out);
     free(out);
 }

@@ -123,12 +123,12 @@ static void sb_flag_list(qh_sb *b, int mask, const char *sep, int quoted)
                          quoted ? "\"" : "");
 }
 
-/* "spec, ort-fp32" for the bits of `mask`, or "-" when none. */
-static void sb_profile_list(qh_sb *b, unsigned mask, const char *sep, int quoted)
+/* "spec, ort-fp32" for the profiles of `mask`, or "-" when none. */
+static void sb_profile_list(qh_sb *b, qh_profile_set mask, const char *sep, int quoted)
 {
     int n = 0;
     for (int p = 0; p < qmm_profile_count(); p++)
-        if (mask & 1u << p)
+        if (mask & QH_PROFILE_BIT(p))
             qh_sb_printf(b, "%s%s%s%s", n++ ? sep : "", quoted ? "\"" : "", qmm_profile_name((qmm_profile)p),
                          quoted ? "\"" : "");
     if (n == 0 && !quoted)
@@ -138,6 +138,22 @@ static void sb_profile_list(qh_sb *b, unsigned mask, const char *sep, int quoted
 static const char *answer_name(const qh_fp_case_result *cr)
 {
     return cr->returned ? qmm_status_name(cr->code) : "DID-NOT-RETURN";
+}
+
+/* The combinations (REQ+ACC) that match some case their requantization under the default
+ * accumulation does not: the ones whose accumulation model made a difference here. */
+static qh_profile_set telling_combinations(const qh_fp_result *r)
+{
+    qh_profile_set tell = 0;
+    for (size_t i = 0; i < r->n_cases; i++) {
+        qh_profile_set m = r->cases[i].skipped ? 0 : r->cases[i].matched;
+        for (int p = 0; p < qmm_profile_count(); p++) {
+            int base = (int)qmm_profile_base((qmm_profile)p);
+            if (base != p && (m & QH_PROFILE_BIT(p)) && !(m & QH_PROFILE_BIT(base)))
+                tell |= QH_PROFILE_BIT(p);
+        }
+    }
+    return tell;
 }
 
 static void print_text(const qh_backend *be, const qh_fp_suite *s, const qh_fp_result *r,
@@ -158,17 +174,33 @@ static void print_text(const qh_backend *be, const qh_fp_suite *s, const qh_fp_r
         qh_sb line = {0};
         qh_sb_printf(&line, "  %-42s %-16s matches: ", s->cases[i].name,
                      cr->skipped ? "SKIPPED" : answer_name(cr));
-        sb_profile_list(&line, cr->skipped ? 0 : cr->matched, ", ", 0);
+        /* a combination only where its accumulation model changed the answer */
+        sb_profile_list(&line, cr->skipped ? 0 : qh_profiles_simplest(cr->matched), ", ", 0);
         if (verbose)
             qh_sb_printf(&line, "\n      (%s)%s%s", s->cases[i].why, cr->problem[0] ? " " : "",
                          cr->problem);
         printf("%s\n", line.s ? line.s : "");
         qh_sb_free(&line);
     }
-    printf("\n  %-16s %8s %8s\n", "profile", "matched", "total");
-    for (int p = 0; p < qmm_profile_count(); p++)
-        printf("  %-16s %8lld %8lld\n", qmm_profile_name((qmm_profile)p), (long long)r->score[p].matched,
-               (long long)r->score[p].total);
+    /* every requantization model; a combination where it tells something (all: --verbose) */
+    qh_profile_set shown = telling_combinations(r);
+    if (r->closest >= 0)
+        shown |= QH_PROFILE_BIT(r->closest);
+    int hidden = 0;
+    printf("\n  %-32s %8s %8s\n", "profile", "matched", "total");
+    for (int p = 0; p < qmm_profile_count(); p++) {
+        if (!verbose && (int)qmm_profile_base((qmm_profile)p) != p &&
+            !(shown & QH_PROFILE_BIT(p)) && !(r->matching_all & QH_PROFILE_BIT(p))) {
+            hidden++;
+            continue;
+        }
+        printf("  %-32s %8lld %8lld\n", qmm_profile_name((qmm_profile)p),
+               (long long)r->score[p].matched, (long long)r->score[p].total);
+    }
+    if (hidden)
+        printf("  (%d REQUANTIZATION+ACCUMULATION profiles not shown: each matches only where "
+               "its requantization alone does; --verbose or --report json lists them)\n",
+               hidden);
     if (r->matching_all == 0) {
         if (r->closest >= 0)
             printf("verdict: none (closest: %s, %lld of %lld cases)\n", qmm_profile_name((qmm_profile)r->closest),
@@ -181,6 +213,15 @@ static void print_text(const qh_backend *be, const qh_fp_suite *s, const qh_fp_r
                verdict);
     } else {
         printf("verdict: %s (matches every case it defines)\n", verdict);
+    }
+    qh_profile_set also = r->matching_all & ~qh_profiles_simplest(r->matching_all);
+    if (also) {
+        qh_sb line = {0};
+        sb_profile_list(&line, also, ", ", 0);
+        printf("  also matching every case: %s (accumulation models that the cases this backend "
+               "answered do not tell from the default)\n",
+               line.s ? line.s : "");
+        qh_sb_free(&line);
     }
 }
 

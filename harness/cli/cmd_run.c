@@ -43,7 +43,7 @@ typedef struct opts {
     int xfail_strict;     /* a stale --xfail entry or an XPASS fails the run */
     const char *profile;
     int shard_i, shard_n; /* --shard I/N, 1 <= I <= N; 0/0 without it */
-    int quiet, verbose, list_backends;
+    int quiet, verbose, list_backends, list_profiles;
     int data_set;
     int isolate;          /* -1: plugins isolated, built-ins not; 0 never; 1 always */
     double timeout_s;
@@ -81,7 +81,7 @@ enum { RUN = 1, LIST = 2, REPRO = 4 };
 enum {
     O_BACKEND, O_VECTORS, O_REPORT, O_FILTER, O_PROFILE, O_XFAIL, O_XFAIL_STRICT, O_SHARD,
     O_DATA_SET, O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_MEMORY_LIMIT, O_MAX_SKIPPED,
-    O_ALLOW_EMPTY, O_DETERMINISM, O_VARIANTS, O_QUIET, O_VERBOSE, O_BACKENDS
+    O_ALLOW_EMPTY, O_DETERMINISM, O_VARIANTS, O_QUIET, O_VERBOSE, O_BACKENDS, O_PROFILES
 };
 static const qh_option run_options[] = {
     {O_BACKEND, "--backend", 'b', "SPEC", RUN | REPRO,
@@ -113,6 +113,8 @@ static const qh_option run_options[] = {
     {O_VARIANTS, "--variants", 0, "LIST", RUN,
      "--determinism's option sets, e.g. 'threads=1;threads=2'"},
     {O_BACKENDS, "--backends", 0, NULL, LIST, "list the built-in backends instead of cases"},
+    {O_PROFILES, "--profiles", 0, NULL, LIST,
+     "list the semantics profiles (REQUANTIZATION[+ACCUMULATION]) instead of cases"},
     {0, NULL, 0, NULL, 0, NULL},
 };
 
@@ -128,7 +130,7 @@ const qh_command qh_run_usage = {
     "128+N when signal N stopped it.\n",
     run_options, RUN};
 const qh_command qh_list_usage = {
-    "list", "--vectors DIR [DIR...] [--filter REGEX] [--shard I/N] | --backends",
+    "list", "--vectors DIR [DIR...] [--filter REGEX] [--shard I/N] | --backends | --profiles",
     "list the cases under the vector trees (name, tab, directory), or the built-in backends",
     NULL, run_options, LIST};
 const qh_command qh_repro_usage = {
@@ -228,6 +230,7 @@ static int parse_opts(const qh_command *cmd, int argc, char **argv, opts *o, int
         case O_QUIET: o->quiet = 1; break;
         case O_VERBOSE: o->verbose = 1; break;
         case O_BACKENDS: o->list_backends = 1; break;
+        case O_PROFILES: o->list_profiles = 1; break;
         }
     }
     return 0;
@@ -803,8 +806,12 @@ int qh_cmd_list(int argc, char **argv)
         list_backends();
         return 0;
     }
+    if (o.list_profiles) {
+        qh_print_profiles(stdout);
+        return 0;
+    }
     if (o.n_vectors == 0)
-        return usage_error_in("list", "%s", "list: give --vectors DIR or --backends");
+        return usage_error_in("list", "%s", "list: give --vectors DIR, --backends or --profiles");
     qh_case_list list;
     found_counts found;
     rc = collect(&o, NULL, NULL, &list, &found);

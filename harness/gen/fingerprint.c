@@ -132,6 +132,26 @@ static int add_qlm(qh_fp_suite *s, const qlm_desc *d)
     return 0;
 }
 
+/* A MatMulInteger case, a [1,k] by b [k,1] of type `q`, no zero points. */
+static int add_mmi(qh_fp_suite *s, const char *name, const char *why, int32_t q, int k,
+                   const int *a, const int *b)
+{
+    qh_fp_case *c = &s->cases[s->count];
+    memset(c, 0, sizeof *c);
+    c->name = name;
+    c->why = why;
+    c->call.op = QMM_OP_MATMULINTEGER;
+    qmm_matmulinteger *m = &c->call.u.matmulinteger;
+    s->count++; /* counted now, so qh_fp_suite_free releases a half-built case */
+    if (q8_tensor(c, &m->a, q, 2, (const int64_t[]){1, k}, a) ||
+        q8_tensor(c, &m->b, q, 2, (const int64_t[]){k, 1}, b))
+        return -1;
+    m->y.dtype = QMM_DTYPE_INT32;
+    m->y.rank = 2;
+    m->y.dims[0] = m->y.dims[1] = 1;
+    return 0;
+}
+
 /* 2^e as a double; the scales below are exact binary fractions. */
 static double p2(int e)
 {
@@ -146,8 +166,9 @@ static double p2(int e)
 #define D1 {1, 1}
 #define ONE_BY_ONE .rank = 2, .adims = D1, .bdims = D1
 
-#define N_SMALL 22
-#define N_CASES (N_SMALL + 2)
+#define N_SMALL 24
+#define N_LONG 4
+#define N_CASES (N_SMALL + N_LONG)
 
 static int add_small_cases(qh_fp_suite *s)
 {
@@ -249,6 +270,18 @@ static int add_small_cases(qh_fp_suite *s)
         {"pair-saturation-u8s8", "adjacent u8*s8 products summed in int16 with saturation",
          U8, F32, .rank = 2, .adims = {1, 2}, .bdims = {2, 1}, a255, b127, 1.0 / 1024.0, 1.0,
          0, &one, 0, 0, 0, .qb = S8},
+        /* s8 a = 127, 127 against b = 127, 127: exact 32258 * 2^-9 = 63.004 -> 63; oneDNN's
+         * AVX2 GEMM (onednn-avx2-gemm) shifts a to 255 and saturates the pair: 32767 - 128 *
+         * 254 = 255 -> 0.498 -> 0; pairsat16 leaves s8*s8 exact */
+        {"shifted-pair-saturation-s8", "s8*s8 through vpmaddubsw with a shifted by +128 "
+         "(oneDNN AVX2)", S8, F32, .rank = 2, .adims = {1, 2}, .bdims = {2, 1}, b127, b127,
+         1.0 / 512.0, 1.0, 0, &one, 0, 0, 0},
+        /* the same with a_zero_point 1: exact 2 * 126 * 127 = 32004 * 2^-10 = 31.25 -> 31
+         * (oneDNN AVX2 takes its exact reference GEMM for s8 a with a zero point:
+         * onednn-avx2); the shifted pairs give 32767 - 32512 - 254 = 1 -> 0 */
+        {"shifted-pair-zero-point-s8", "s8 a with a zero point: oneDNN AVX2's reference GEMM, "
+         "not its shifted pairs", S8, F32, .rank = 2, .adims = {1, 2}, .bdims = {2, 1}, b127,
+         b127, 1.0 / 1024.0, 1.0, 0, &one, 1, 0, 0},
     };
     for (int i = 0; i < N_SMALL; i++)
         if (add_qlm(s, &small[i]) != 0)
@@ -262,7 +295,7 @@ static int add_long_cases(qh_fp_suite *s)
     /* K = 263: 261 * 255*255 + 48*47 + 6*7 = 16973823 = 129.5 * 2^17 - 1, odd and past 2^24,
      * so float(acc) rounds (ties to even) to 16973824; times m = 2^-17: ort-fp32 gets 129.5
      * -> 130, while spec and onnx-ref (double) see 129.49999... -> 129. */
-    enum { K1 = 263, K2 = 33026 };
+    enum { K1 = 263, K2 = 33026, K3 = 10001 };
     int *a = malloc(K2 * sizeof *a), *b = malloc(K2 * sizeof *b);
     if (!a || !b) {
         free(a);
@@ -289,6 +322,31 @@ static int add_long_cases(qh_fp_suite *s)
                   .adims = {1, K2}, .bdims = {K2, 1}, a, b, p2(-24), 1.0, 0, &one, 0, 0, 0};
     if (rc == 0)
         rc = add_qlm(s, &w);
+    /* s8 a = -128 (a_zero_point 127) against b = 127 (b_zero_point -128), K = 33026: exact
+     * -2147515650, saturated -2147483648, wrapped 2147451646; times m = 0x1.91ff3cp-25 (a
+     * float32 between 100.5/2147515650 and 100.5/2147483648): -101 exact, -100 saturated
+     * (sat32, and onednn-avx2, whose s8 a with zero points takes oneDNN's saturating
+     * reference GEMM), 100 wrapped (spec accepts -101 and 100). */
+    for (int k = 0; rc == 0 && k < K2; k++) {
+        a[k] = -128;
+        b[k] = 127;
+    }
+    static const double m_sat = 0x1.91ff3cp-25;
+    qlm_desc sat = {"acc-saturates-int32-s8", "int32-saturating accumulation (oneDNN's "
+                    "reference GEMM)", S8, F32, .rank = 2, .adims = {1, K2}, .bdims = {K2, 1},
+                    a, b, m_sat, 1.0, 0, &one, 127, -128, 0};
+    if (rc == 0)
+        rc = add_qlm(s, &sat);
+    /* MatMulInteger s8 a = -127 against b = 127, K = 10001: -161306129, odd and past 2^24;
+     * oneDNN's int32 destination on AVX-512 passes through float32: -161306128
+     * (onednn-avx512-vnni) */
+    for (int k = 0; rc == 0 && k < K3; k++) {
+        a[k] = -127;
+        b[k] = 127;
+    }
+    if (rc == 0)
+        rc = add_mmi(s, "int32-output-via-float32-s8", "an int32 output converted through "
+                     "float32 (oneDNN on AVX-512)", S8, K3, a, b);
     free(a);
     free(b);
     return rc;
@@ -362,9 +420,9 @@ static int score_case(qh_backend *b, const qh_fp_case *c, const qh_invoke_opts *
         for (int p = 0; p < qmm_profile_count(); p++) {
             if (ex[p].code == QMM_UNSUPPORTED)
                 continue;
-            cr->applicable |= 1u << p;
+            cr->applicable |= QH_PROFILE_BIT(p);
             if (cr->returned && !cr->skipped && answer_matches(&ex[p], &inv))
-                cr->matched |= 1u << p;
+                cr->matched |= QH_PROFILE_BIT(p);
         }
     }
     qh_invocation_free(&inv);
@@ -393,10 +451,10 @@ int qh_fingerprint_run(qh_backend *b, const qh_fp_suite *s, const qh_invoke_opts
             continue;
         }
         for (int p = 0; p < qmm_profile_count(); p++) {
-            if (!(cr->applicable & 1u << p))
+            if (!(cr->applicable & QH_PROFILE_BIT(p)))
                 continue;
             r->score[p].total++;
-            r->score[p].matched += (cr->matched >> p) & 1u;
+            r->score[p].matched += (int64_t)((cr->matched >> p) & 1u);
         }
     }
     double best = -1.0;
@@ -405,7 +463,7 @@ int qh_fingerprint_run(qh_backend *b, const qh_fp_suite *s, const qh_invoke_opts
         if (sc->total == 0)
             continue;
         if (sc->matched == sc->total)
-            r->matching_all |= 1u << p;
+            r->matching_all |= QH_PROFILE_BIT(p);
         double ratio = (double)sc->matched / (double)sc->total;
         if (ratio > best) {
             best = ratio;
@@ -422,12 +480,24 @@ void qh_fp_result_free(qh_fp_result *r)
     r->n_cases = 0;
 }
 
+qh_profile_set qh_profiles_simplest(qh_profile_set set)
+{
+    qh_profile_set kept = set;
+    for (int p = 0; p < qmm_profile_count(); p++) {
+        int base = (int)qmm_profile_base((qmm_profile)p);
+        if (base != p && (set & QH_PROFILE_BIT(p)) && (set & QH_PROFILE_BIT(base)))
+            kept &= ~QH_PROFILE_BIT(p);
+    }
+    return kept;
+}
+
 void qh_fp_verdict(const qh_fp_result *r, char *buf, size_t size)
 {
     size_t len = 0;
     buf[0] = '\0';
+    qh_profile_set simplest = qh_profiles_simplest(r->matching_all);
     for (int p = 0; p < qmm_profile_count() && len < size; p++)
-        if (r->matching_all & 1u << p)
+        if (simplest & QH_PROFILE_BIT(p))
             len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? "," : "",
                                     qmm_profile_name((qmm_profile)p));
     if (len == 0)

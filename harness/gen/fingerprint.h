@@ -19,6 +19,11 @@
 
 #define QH_FP_MAX_BUFFERS 12
 
+/* A set of profiles: bit p for profile p (reference/qmm_reference.h, QMM_PROFILE_MAX). */
+typedef uint64_t qh_profile_set;
+#define QH_PROFILE_BIT(p) ((qh_profile_set)1 << (p))
+_Static_assert(QMM_PROFILE_MAX <= 64, "qh_profile_set holds one bit per profile");
+
 /* One problem; its input tensors point into `bufs`, which the case owns. y carries dtype
  * and shape, data NULL. */
 typedef struct qh_fp_case {
@@ -43,8 +48,8 @@ typedef struct qh_fp_case_result {
     qmm_status_code code;        /* the backend's answer (QH_RETURNED calls only) */
     int returned;                /* 0: the call crashed, hung or broke a memory rule */
     int skipped;                 /* the backend answered UNSUPPORTED: no profile is scored */
-    unsigned applicable;         /* bit p: profile p defines this case (not UNSUPPORTED) */
-    unsigned matched;            /* bit p: the backend's answer is profile p's */
+    qh_profile_set applicable;   /* profile p defines this case (not UNSUPPORTED) */
+    qh_profile_set matched;      /* the backend's answer is profile p's */
     char problem[256];           /* the backend's message, or why the call did not return */
 } qh_fp_case_result;
 
@@ -57,7 +62,7 @@ typedef struct qh_fp_result {
     qh_fp_case_result *cases;    /* owned, one per suite case */
     int64_t skipped;
     qh_fp_score score[QMM_PROFILE_MAX];
-    unsigned matching_all;       /* bit p: total > 0 and matched == total */
+    qh_profile_set matching_all; /* total > 0 and matched == total */
     int closest;                 /* the best matched/total when none matches all; -1: none */
 } qh_fp_result;
 
@@ -72,8 +77,14 @@ int qh_fingerprint_run(qh_backend *b, const qh_fp_suite *s, const qh_invoke_opts
                        qh_fp_result *r, char *err, size_t err_size);
 void qh_fp_result_free(qh_fp_result *r);
 
+/* The profiles of `set` less the combinations (REQ+ACC) whose requantization under the default
+ * accumulation (qmm_profile_base) is in `set` too: where both match, the accumulation model
+ * made no difference, and the plain profile is the simpler explanation. */
+qh_profile_set qh_profiles_simplest(qh_profile_set set);
+
 /* The verdict: the one profile matching every case ("ort-fp32"), several joined by ','
- * when the suite cannot tell them apart, or "none". */
+ * when the suite cannot tell them apart, or "none"; of matching_all, only
+ * qh_profiles_simplest's. */
 void qh_fp_verdict(const qh_fp_result *r, char *buf, size_t size);
 
 #endif /* QMM_HARNESS_FINGERPRINT_H */

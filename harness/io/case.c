@@ -654,15 +654,11 @@ static int check_profile(const char *meta_path, const qh_meta *m, qh_error *err)
     qmm_profile p;
     if (qmm_profile_from_name(m->profile, &p))
         return 0;
-    char known[256] = "", shown[80];
-    for (int i = 0; i < qmm_profile_count(); i++) {
-        size_t k = strlen(known);
-        snprintf(known + k, sizeof known - k, "%s%s", i ? ", " : "",
-                 qmm_profile_name((qmm_profile)i));
-    }
+    char why[512], shown[80];
+    qmm_profile_why_not(m->profile, why, sizeof why);
     qh_clean_into(shown, sizeof shown, m->profile, strlen(m->profile), 64);
-    snprintf(err->msg, sizeof err->msg, "%s: profile: unknown profile '%s' (known: %s)",
-             meta_path, shown, known);
+    snprintf(err->msg, sizeof err->msg, "%s: profile: unknown profile '%s' (%s)", meta_path,
+             shown, why);
     return -1;
 }
 

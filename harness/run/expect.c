@@ -18,6 +18,35 @@ int qh_profile_known(const char *profile)
     return qmm_profile_from_name(profile, &p);
 }
 
+void qh_print_profiles(FILE *out)
+{
+    const char *name, *what, *means;
+    fprintf(out, "requantization models (how the accumulator becomes the output):\n");
+    for (int i = 0; qmm_profile_part(QMM_PROFILE_PART_REQUANTIZATION, i, &name, &what); i++)
+        fprintf(out, "  %-18s %s\n", name, what);
+    fprintf(out, "accumulation models (how the int32 accumulator is formed; "
+                 "profile REQUANTIZATION+ACCUMULATION):\n");
+    for (int i = 0; qmm_profile_part(QMM_PROFILE_PART_ACCUMULATION, i, &name, &what); i++)
+        fprintf(out, "  %-18s %s\n", i ? name : "(default)", what);
+    fprintf(out, "profiles (%d):\n", qmm_profile_count());
+    for (int p = 0; p < qmm_profile_count(); p++)
+        fprintf(out, "  %s\n", qmm_profile_name((qmm_profile)p));
+    for (int i = 0; qmm_profile_alias(i, &name, &means); i++)
+        fprintf(out, "%s  %s = %s (the name it had before profiles composed)\n",
+                i ? "" : "names kept:\n", name, means);
+    fprintf(out, "refused combinations:\n");
+    for (int r = 0; qmm_profile_part(QMM_PROFILE_PART_REQUANTIZATION, r, &name, &what); r++) {
+        const char *acc, *acc_what;
+        for (int a = 1; qmm_profile_part(QMM_PROFILE_PART_ACCUMULATION, a, &acc, &acc_what);
+             a++) {
+            char combined[128], why[512];
+            snprintf(combined, sizeof combined, "%s+%s", name, acc);
+            if (qmm_profile_why_not(combined, why, sizeof why))
+                fprintf(out, "  %s\n", why);
+        }
+    }
+}
+
 int qh_alloc_tensor(qmm_tensor *t, unsigned char fill)
 {
     int64_t n = qmm_tensor_numel(t);
@@ -133,18 +162,25 @@ static void profile_outputs_free(profile_outputs *po)
         qh_expectation_free(&po->ex[p]);
 }
 
-/* "; got matches: onnx-ref, ort-fp32" or "; got matches no known profile". */
+/* "; got matches: onnx-ref, ort-fp32" or "; got matches no known profile". A combination
+ * (REQ+ACC) is named only where its requantization under the default accumulation does not
+ * give `got` too: where both do, its accumulation model made no difference. */
 static void sb_profiles_giving(qh_sb *b, profile_outputs *po, const qh_expectation *e,
                                const qmm_tensor *got, int64_t i)
 {
     profile_outputs_compute(po, &e->call);
     int64_t v = qh_tensor_int(got, i);
-    int n = 0;
+    int gives[QMM_PROFILE_MAX];
     for (int p = 0; p < qmm_profile_count(); p++) {
         const qh_expectation *x = &po->ex[p];
-        if (x->code != QMM_OK || qmm_tensor_numel(&x->exact) <= i)
-            continue;
-        if (qh_tensor_int(&x->exact, i) == v || (x->overflow && qh_tensor_int(&x->alt, i) == v))
+        gives[p] = x->code == QMM_OK && qmm_tensor_numel(&x->exact) > i &&
+                   (qh_tensor_int(&x->exact, i) == v ||
+                    (x->overflow && qh_tensor_int(&x->alt, i) == v));
+    }
+    int n = 0;
+    for (int p = 0; p < qmm_profile_count(); p++) {
+        int base = (int)qmm_profile_base((qmm_profile)p);
+        if (gives[p] && (base == p || !gives[base]))
             qh_sb_printf(b, "%s%s", n++ ? ", " : "; got matches: ", qmm_profile_name((qmm_profile)p));
     }
     if (n == 0)

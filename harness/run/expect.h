@@ -3,6 +3,8 @@
 #ifndef QMM_HARNESS_EXPECT_H
 #define QMM_HARNESS_EXPECT_H
 
+#include <stdio.h>
+
 #include "harness/run/compare.h"
 #include "harness/report/strbuf.h"
 #include "qmm/qmm.h"
@@ -23,6 +25,11 @@ typedef struct qh_expectation {
 /* 1 when `profile` names a semantics profile the reference implements (the reference's profile
  * table is the only list: qmm_profile_count, qmm_profile_name). */
 int qh_profile_known(const char *profile);
+
+/* `qmmcheck list --profiles`: the requantization and accumulation models, every profile one a
+ * line (its name first, for scripts), the names kept from before profiles composed, and the
+ * combinations refused with the reason. */
+void qh_print_profiles(FILE *out);
 
 /* Computes the expectation for `call` (its y must carry dtype and shape; its data is not
  * used). Returns 0; -1 only when memory runs out or the profile is unknown, with the reason in
