@@ -19,9 +19,11 @@ PY=${QMM_PYTHON:-.venv/bin/python}
 
 # The CPU class the lists are keyed by: the u8·s8 kernels of oneDNN and ONNX Runtime (MLAS)
 # take another path with VNNI or AMX, so a list measured on one class says nothing of another.
+# The same rule as harness/io/cpuclass.c (tests/test_meta.c checks they agree); the argument,
+# when given, stands for /proc/cpuinfo's flags. QMM_CPU_CLASS names the class instead.
 cpu_class() {
     local flags
-    flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+    flags=" ${1-$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2)} "
     case "$flags" in
         *" amx_int8 "*) echo amx ;;
         *" avx512_vnni "*) echo avx512-vnni ;;
@@ -30,7 +32,7 @@ cpu_class() {
         *) echo baseline ;;
     esac
 }
-CLASS=$(cpu_class)
+CLASS=${QMM_CPU_CLASS:-$(cpu_class)}
 
 if [ ! -x "$QMMCHECK" ]; then
     echo "peers/check: $QMMCHECK not built" >&2

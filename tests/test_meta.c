@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "harness/io/cpuclass.h"
 #include "harness/io/meta.h"
 
 static int parse(const char *text, qh_meta *m, qh_error *err)
@@ -48,6 +49,7 @@ static void assert_meta_eq(const qh_meta *a, const qh_meta *b)
     cr_assert_str_eq(a->description, b->description);
     cr_assert_str_eq(a->onnx_version, b->onnx_version);
     cr_assert_str_eq(a->seen_with, b->seen_with);
+    cr_assert_str_eq(a->cpu_class, b->cpu_class);
 }
 
 static void check_round_trip(const qh_meta *m)
@@ -140,6 +142,69 @@ Test(meta, seen_with_round_trips)
               buf);
     cr_assert_eq(parse("seen_with = a\nseen_with = b\n", &m, &err), -1, "given twice");
     cr_assert(strstr(err.msg, "line 2"), "%s", err.msg);
+}
+
+/* cpu_class: the CPU classes a peer's divergence case was measured on (docs/formats.md). */
+Test(meta, cpu_class_holds_known_classes)
+{
+    qh_meta m;
+    qh_error err;
+    cr_assert_eq(parse("cpu_class =  avx2 ,avx512-vnni\n", &m, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(m.cpu_class, "avx2, avx512-vnni");
+    check_round_trip(&m);
+    char buf[1024];
+    qh_meta_format(&m, buf, sizeof buf);
+    cr_assert(strstr(buf, "cpu_class = avx2, avx512-vnni\n"), "%s", buf);
+    cr_assert_eq(parse("cpu_class = amx, avx-vnni, baseline, x86-64-v2, x86-64-v3\n", &m, &err),
+                 0, "%s", err.msg);
+    qh_meta_init(&m);
+    cr_assert_str_empty(m.cpu_class);
+    expect_error("cpu_class = avx512vnni\n",
+                 "line 1: cpu_class: 'avx512vnni' is not a CPU class (amx, avx512-vnni, avx-vnni, "
+                 "avx2, baseline, x86-64-v2, x86-64-v3)");
+    expect_error("cpu_class =\n", "cpu_class: empty value");
+    expect_error("cpu_class = avx2, avx2\n", "cpu_class: 'avx2' given twice");
+    expect_error("cpu_class = avx2,\n", "cpu_class: '' is not a CPU class");
+    expect_error("cpu_class = avx2\ncpu_class = amx\n", "line 2: key 'cpu_class' given twice");
+    expect_error("cpu_class = \x1b[2J\n", "cpu_class: '\\x1b[2J' is not a CPU class");
+}
+
+/* The class rule in C is peers/check.sh's cpu_class(), which names the expected-failure lists. */
+Test(meta, cpu_class_of_flags_is_peers_check_sh_rule)
+{
+    static const char *const cases[][2] = {
+        {"fpu sse2 avx avx2 fma", "avx2"},
+        {"avx2 avx512f avx512_vnni avx512_bf16", "avx512-vnni"},
+        {"avx2 avx_vnni", "avx-vnni"},
+        {"avx2 avx512_vnni amx_tile amx_int8", "amx"},
+        {"sse4_2 avx", "baseline"},
+        {"avx2x avx512_vnnix", "baseline"}, /* whole words only */
+        {"", "baseline"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cr_expect_str_eq(qh_cpu_class_of_flags(cases[i][0]), cases[i][1], "%s", cases[i][0]);
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd,
+                 "bash -c 'eval \"$(sed -n \"/^cpu_class() {/,/^}/p\" \"$0\")\"; "
+                 "test \"$(cpu_class \"$1\")\" = \"$2\"' '%s/peers/check.sh' '%s' '%s'",
+                 getenv("QMM_SOURCE_DIR") ? getenv("QMM_SOURCE_DIR") : ".", cases[i][0],
+                 cases[i][1]);
+        cr_expect_eq(system(cmd), 0, "peers/check.sh's cpu_class '%s' is not %s", cases[i][0],
+                     cases[i][1]);
+    }
+    cr_expect_str_eq(qh_cpu_class_of_flags(NULL), "baseline");
+    /* $QMM_CPU_CLASS names the class instead of the CPU; an unknown name is refused */
+    const char *cls = NULL;
+    char why[256] = "";
+    setenv(QH_CPU_CLASS_ENV, "amx", 1);
+    cr_expect_eq(qh_cpu_class(&cls, why, sizeof why), 0);
+    cr_expect_str_eq(cls, "amx");
+    setenv(QH_CPU_CLASS_ENV, "avx512", 1);
+    cr_expect_eq(qh_cpu_class(&cls, why, sizeof why), -1);
+    cr_expect(strstr(why, "QMM_CPU_CLASS='avx512': not a CPU class (amx, avx512-vnni"), "%s", why);
+    unsetenv(QH_CPU_CLASS_ENV);
+    cr_expect_eq(qh_cpu_class(&cls, why, sizeof why), 0);
+    cr_expect(qh_cpu_class_known(cls, strlen(cls)), "%s", cls);
 }
 
 Test(meta, every_expect_value)
@@ -352,8 +417,8 @@ Test(meta, files_that_are_not_regular, .timeout = 10)
 Test(meta, mini_fuzz)
 {
     static const char *const pieces[] = {
-        "expect", "tags", "profile", "provenance", "description", "onnx_version", "seen_with", "x", "=",
-        " ", ",", "\n", "#", "OK", "INTERNAL", "\r", "\t", "a", "\xff", "==", ", ,"};
+        "expect", "tags", "profile", "provenance", "description", "onnx_version", "seen_with",
+        "cpu_class", "avx2", "amx", "x", "=", " ", ",", "\n", "#", "OK", "INTERNAL", "\r", "\t", "a", "\xff", "==", ", ,"};
     uint64_t s = 12345;
     char text[512];
     for (int iter = 0; iter < 20000; iter++) {

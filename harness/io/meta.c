@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "harness/io/clean.h"
+#include "harness/io/cpuclass.h"
 
 #define META_FILE_MAX ((size_t)1 << 20)
 
@@ -87,10 +88,44 @@ static int parse_expect(const char *b, const char *e, qmm_status_code *out)
 
 enum {
     K_EXPECT, K_TAGS, K_PROFILE, K_PROVENANCE, K_DESCRIPTION, K_ONNX_VERSION, K_SEEN_WITH,
-    K_COUNT
+    K_CPU_CLASS, K_COUNT
 };
-static const char *const key_names[K_COUNT] = {"expect", "tags", "profile", "provenance",
-                                               "description", "onnx_version", "seen_with"};
+static const char *const key_names[K_COUNT] = {"expect",       "tags",      "profile",
+                                               "provenance",   "description",
+                                               "onnx_version", "seen_with", "cpu_class"};
+
+/* cpu_class: comma-separated class names, each known and given once, kept as "a, b". */
+static int parse_cpu_class(const char *vb, const char *ve, qh_meta *m, const char *what,
+                           size_t line, qh_error *err)
+{
+    char q_buf[80];
+    size_t o = 0;
+    if (vb == ve)
+        return meta_fail(err, what, line, "cpu_class: empty value (one or more of %s)",
+                         qh_cpu_class_names());
+    for (const char *t = vb; t;) { /* every item, also an empty one after a last comma */
+        const char *comma = memchr(t, ',', (size_t)(ve - t));
+        const char *cb = t, *ce = comma ? comma : ve;
+        t = comma ? comma + 1 : NULL;
+        trim(&cb, &ce);
+        size_t n = (size_t)(ce - cb);
+        if (!qh_cpu_class_known(cb, n))
+            return meta_fail(err, what, line, "cpu_class: '%s' is not a CPU class (%s)",
+                             quoted(q_buf, sizeof q_buf, cb, ce), qh_cpu_class_names());
+        for (const char *s = m->cpu_class; *s;) {
+            const char *e = strstr(s, ", ");
+            size_t len = e ? (size_t)(e - s) : strlen(s);
+            if (len == n && memcmp(s, cb, n) == 0)
+                return meta_fail(err, what, line, "cpu_class: '%s' given twice",
+                                 quoted(q_buf, sizeof q_buf, cb, ce));
+            s += len + (e ? 2 : 0);
+        }
+        /* every name is short and given at most once: the seven fit */
+        o += (size_t)snprintf(m->cpu_class + o, sizeof m->cpu_class - o, "%s%.*s",
+                              o ? ", " : "", (int)n, cb);
+    }
+    return 0;
+}
 
 /* Where the value of a text key (every key but expect and tags) is kept, and its room
  * (with the NUL) in *cap. */
@@ -191,6 +226,10 @@ int qh_meta_parse(const char *text, size_t len, const char *what, qh_meta *m, qh
             }
             break;
         }
+        case K_CPU_CLASS:
+            if (parse_cpu_class(vb, ve, m, what, line, err) != 0)
+                return -1;
+            break;
         default: {
             /* a text key; only profile must not be empty */
             size_t cap;
@@ -270,6 +309,8 @@ int qh_meta_format(const qh_meta *m, char *buf, size_t size)
         emit(&s, "onnx_version = %.*s\n", (int)sizeof m->onnx_version, m->onnx_version);
     if (m->seen_with[0])
         emit(&s, "seen_with = %.*s\n", (int)sizeof m->seen_with, m->seen_with);
+    if (m->cpu_class[0])
+        emit(&s, "cpu_class = %.*s\n", (int)sizeof m->cpu_class, m->cpu_class);
     return s.n > INT32_MAX ? INT32_MAX : (int)s.n;
 }
 

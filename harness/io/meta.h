@@ -12,6 +12,8 @@
  *   onnx_version the onnx release an extracted case came from
  *   seen_with   free text: the library, its version and the CPU a peer's divergence was seen
  *               with (vectors/peers/)
+ *   cpu_class   comma-separated CPU classes (harness/io/cpuclass.h) the peer's divergence was
+ *               measured on, e.g. "avx2" or "avx2, avx512-vnni" (vectors/peers/)
  * An unknown key is kept (for forward compatibility) but reported by qh_meta_unknown().
  * A line without '=' or a bad value for a known key is an error naming the line.
  */
@@ -35,6 +37,7 @@ typedef struct qh_meta {
     char description[QH_META_TEXT_MAX];
     char onnx_version[64];
     char seen_with[QH_META_TEXT_MAX];
+    char cpu_class[128]; /* canonical: the names joined by ", "; "" when not given */
     int32_t n_unknown;       /* keys not listed above */
     char first_unknown[64];  /* the first of them */
 } qh_meta;
