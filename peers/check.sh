@@ -33,6 +33,14 @@ cpu_class() {
     esac
 }
 CLASS=${QMM_CPU_CLASS:-$(cpu_class)}
+case "$CLASS" in
+    amx | avx512-vnni | avx-vnni | avx2 | baseline | x86-64-v2 | x86-64-v3) ;;
+    *)
+        echo "peers/check: QMM_CPU_CLASS='${CLASS//[^A-Za-z0-9_.-]/?}': not a CPU class" \
+            "(amx, avx512-vnni, avx-vnni, avx2, baseline, x86-64-v2, x86-64-v3)" >&2
+        exit 2
+        ;;
+esac
 
 if [ ! -x "$QMMCHECK" ]; then
     echo "peers/check: $QMMCHECK not built" >&2

@@ -193,6 +193,13 @@ Test(meta, cpu_class_of_flags_is_peers_check_sh_rule)
                      cases[i][1]);
     }
     cr_expect_str_eq(qh_cpu_class_of_flags(NULL), "baseline");
+    /* peers/check.sh refuses a QMM_CPU_CLASS that is no class (it names a list file) */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "out=$(QMM_CPU_CLASS=../../x bash '%s/peers/check.sh' /nonexistent 2>&1); rc=$?; "
+             "test $rc = 2 && case \"$out\" in *\"not a CPU class\"*) exit 0;; esac; exit 1",
+             getenv("QMM_SOURCE_DIR") ? getenv("QMM_SOURCE_DIR") : ".");
+    cr_expect_eq(system(cmd), 0, "%s", cmd);
     /* $QMM_CPU_CLASS names the class instead of the CPU; an unknown name is refused */
     const char *cls = NULL;
     char why[256] = "";
