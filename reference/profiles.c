@@ -770,8 +770,8 @@ static const struct req_row {
      .mmi_no_counterpart = "MatMulInteger is not mapped onto gemmlowp (QLinearMatMul only)",
      .unsupported_types = gemmlowp_forms,
      .float8 = "float8: gemmlowp multiplies uint8 only",
-     .own_accumulation = "gemmlowp multiplies u8*u8 only, which no pair-sum model touches, "
-                         "and its int32 accumulation was measured exact"},
+     .own_accumulation = "gemmlowp multiplies u8*u8 only, where no pair-sum model applies, "
+                         "and no accumulation but its exact int32 one was seen"},
     {.name = "onednn-fp32",
      .what = "oneDNN 2.6 int8 matmul: float32 output scale, product in float32, zero point "
              "added in float32 before RNE (s8 b only)",
