@@ -353,11 +353,19 @@ Test(exec, in_process_its_hello_name_is_not_its_xfail_identity)
     cr_assert(f);
     fprintf(f, "* status=FAILED backend=test-child\n"); /* the name the child gives itself */
     fclose(f);
+    char junit[512];
+    snprintf(junit, sizeof junit, "%s/r.xml", tmpdir);
     char *out = qmmcheck_expect(1, "run --no-isolate --xfail '%s' --backend 'exec:%s "
-                                "wrong-shape' --vectors " MI_RANDOM, list, child());
+                                "wrong-shape' --vectors " MI_RANDOM " --report 'junit:%s'",
+                                list, child(), junit);
     cr_expect_eq(count_lines_with(out, ":FAILED"), 4, "%s", out);
     cr_expect_eq(count_lines_with(out, ":XFAIL"), 0, "%s", out);
     free(out);
+    /* nor its report identity: JUnit's classname comes from the spec, as isolated */
+    char *xml = slurp(junit);
+    cr_assert(xml);
+    cr_expect(strstr(xml, "test-child") == NULL, "the hello's name in the report:\n%s", xml);
+    free(xml);
 }
 
 Test(exec, in_process_sigterm_during_a_hang_ends_the_run_with_its_reports)

@@ -566,10 +566,8 @@ static void run_cases(run_state *r)
                 break;
             }
             res->number = (int64_t)r->k + 1;
-            /* backend= matches a name only an in-process table gives: never an exec:
-             * process's hello, which says what it likes */
-            qh_xfail_apply(&r->xf, r->bes[j].isolated || qh_exec_is_spec(r->bes[j].spec)
-                                       ? NULL : r->bes[j].table.name, res);
+            /* backend= matches a name only an in-process table gives (qh_eval_case) */
+            qh_xfail_apply(&r->xf, res->backend_name, res);
             r->sum.counts[res->status]++;
             r->sum.total++;
             failures += qh_case_status_is_bad(res->status) != 0;
