@@ -87,20 +87,84 @@ typedef struct qmm_optimized_variant {
 /* Fills *v for variant i; 0 past the last variant, else 1. */
 int qmm_optimized_variant_info(int i, qmm_optimized_variant *v);
 
-/* Measures this machine's int8 peak for `threads` threads running for about `seconds`: a
- * dedicated loop of independent multiply-accumulates with no memory traffic, the best
- * runnable variant's own instruction sequence (the last in qmm_optimized_isa_variant's order
- * that has one and is not a separate ceiling, below). Returns int8 ops per second (2 per
- * multiply-accumulate) and sets *loop to a description of the sequence; 0 when the CPU runs
- * none of them. */
-double qmm_optimized_peak_ops(int threads, double seconds, const char **loop);
+/* ---- the int8 peak (`qmmcheck bench`): what a GEMM's rate is a percentage of ----------
+ *
+ * The peak is the int8 multiply-accumulate rate of a dedicated loop of independent
+ * multiply-accumulates with no memory traffic: a variant's own instruction sequence (its row's
+ * peak loop, optimized/cpu/kernels.c). A single long run of it reads what share of the CPU the
+ * machine gave it; so it is sampled instead in many short runs (about `sample_s` each, on
+ * `threads` threads at once), which a caller takes interleaved with what it times, so a busy
+ * phase of a shared machine lowers both. The peak for T threads is the best rate one thread
+ * reached in any sample while the others ran too, times the cores T threads occupy (T, at most
+ * the physical cores this process may use), or the best whole sample if higher: on a busy
+ * machine a moment with every thread undisturbed at once is rare, one undisturbed thread is
+ * not. After each sample every thread runs a chain of dependent register adds (one cycle each
+ * on every x86 core) for about an eighth of the sample: the fastest is the clock estimate, and
+ * the peak divided by clock and cores is checked against the published rate of the loop's
+ * instructions on this CPU.
+ *
+ * qmm_optimized_peak_open: variant i of qmm_optimized_isa_variant, or -1 for the best this CPU
+ * runs (the last in that order with a peak loop: AMX's tile loop where it runs). NULL when the
+ * variant has no loop, this CPU or OS cannot run it, or out of memory. No sample is taken. */
+typedef struct qmm_optimized_peak qmm_optimized_peak;
 
-/* The same for a variant whose loop is a ceiling of its own (AMX's tile multiply, operands in
- * tile registers), reported beside the peak: benchmarks take percentages against
- * qmm_optimized_peak_ops whichever variant runs. 0 (and *loop untouched) when variant i has
- * no such loop or this CPU or OS cannot run it. */
-double qmm_optimized_peak_ceiling_ops(int variant, int threads, double seconds,
-                                      const char **loop);
+qmm_optimized_peak *qmm_optimized_peak_open(int variant, int threads, double sample_s);
+/* Takes one sample (threads started and joined inside); 0, or -1 when no thread ran. */
+int qmm_optimized_peak_sample(qmm_optimized_peak *p);
+void qmm_optimized_peak_close(qmm_optimized_peak *p);
+
+typedef enum qmm_optimized_peak_verdict {
+    QMM_PEAK_UNCHECKED, /* no clock estimate or no published rate for this CPU and loop */
+    QMM_PEAK_AGREES,    /* within 75%..105% of the published rate at the measured clock (the
+                           published figures are port bounds a mix of instructions may not
+                           reach: Zen 4's vpmaddwd + vpaddd pair runs at 81% of its own) */
+    QMM_PEAK_BELOW,     /* under 75%: slowed while sampling (busy or throttled machine), a loop
+                           the compiler spilled, or a part with fewer units than an "up to"
+                           figure */
+    QMM_PEAK_ABOVE,     /* over 105%: the clock estimate is low (it was taken after the loop) */
+} qmm_optimized_peak_verdict;
+
+typedef struct qmm_optimized_peak_info {
+    const char *isa;          /* the variant whose loop this is */
+    const char *loop;         /* the loop, in words */
+    int threads;              /* the thread count the peak is for */
+    int sample_threads;       /* threads a sample runs: `threads`, at most the CPUs this
+                                 process may use (more would only take turns) */
+    int cores;                /* threads, at most the usable physical cores: the peak's multiple
+                                 of one thread's rate, what the per-core rate divides by */
+    double sample_s;          /* a sample's planned length */
+    int samples;              /* samples taken */
+    double ops;               /* the peak: int8 ops per second (2 per multiply-accumulate),
+                                 max(cores * ops_thread, ops_together) */
+    double ops_thread;        /* the best rate of one thread in a sample */
+    double ops_together;      /* the best rate of a whole sample (all threads, first start to
+                                 last finish) */
+    double clock_hz;          /* the best dependent-add estimate of the core clock; 0: none */
+    double ops_per_cycle;     /* ops / (clock_hz * cores); 0 without a clock */
+    char cpu_id[64];          /* this CPU's CPUID vendor, family and model, as "AuthenticAMD
+                                 family 25 model 17" ("unknown" off x86) */
+    const char *cpu;          /* the published table's name for it ("AMD Zen 4"), or NULL */
+    double published;         /* the loop's int8 ops per cycle per core on this CPU; 0: none on
+                                 record */
+    int published_up_to;      /* 1: `published` is the most any part of the class does */
+    const char *published_why; /* the instruction's rate it follows from, and the sources */
+    double fraction;          /* ops_per_cycle / published; 0 when unchecked */
+    qmm_optimized_peak_verdict verdict;
+} qmm_optimized_peak_info;
+
+void qmm_optimized_peak_get(const qmm_optimized_peak *p, qmm_optimized_peak_info *info);
+
+/* The verdict on a measured per-core rate against a published one (0: none) — the pure rule
+ * qmm_optimized_peak_get applies; *fraction = measured / published, 0 when unchecked. */
+qmm_optimized_peak_verdict qmm_optimized_peak_check(double ops_per_cycle, double published,
+                                                    double *fraction);
+
+/* What rates measured beside a peak are percentages of: the peak, unless a rate beats it;
+ * then the highest rate (*beaten = its index, else -1), so no percentage reads above 100.
+ * 0 when peak <= 0 (no loop on this CPU: there is nothing to be a percentage of). */
+double qmm_optimized_peak_base(double peak, const double *rates, int n, int *beaten);
+/* 100 * rate / base, within 0..100; 0 when base <= 0. */
+double qmm_optimized_peak_percent(double rate, double base);
 
 #ifdef __cplusplus
 }

@@ -159,7 +159,7 @@ static const qmm_opt_isa_ops rows[] = {
      .pack_b = X86(qmm_packb_s8_32c4__avx512vnni), .peak = X86(qmm_peak_u8s8__avx512vnni),
      .peak_loop = "avx512vnni: zmm vpdpbusd, 12 independent chains"},
     /* AMX: B in the AVX-512 quads layout (so the same column sums), A in tiles, K padded to
-     * whole tiles; its peak is a ceiling of its own, percentages stay against the VNNI one */
+     * whole tiles; its tile loop is the peak where it runs (the last row: the best) */
     {.name = "amx", .check = check_amx, .layout = "tiles (A), quads (B)", .mr = 32, .nr = 32,
      .kg = 4, .kalign = 16, .atiles = 1, KERNEL(qmm_gemm_u8s8_32x32c4_tiles__amx),
      .kernel_rows = X86(qmm_gemm_u8s8_rx32c4_tiles__amx),
@@ -170,7 +170,7 @@ static const qmm_opt_isa_ops rows[] = {
      .colsum = X86(qmm_colsum_s8_32c4__avx512vnni),
      .pack_b = X86(qmm_packb_s8_32c4__avx512vnni), .task_begin = X86(qmm_gemm_begin__amx),
      .task_end = X86(qmm_gemm_end__amx), .peak = X86(qmm_peak_u8s8_tiles__amx),
-     .peak_loop = "amx: tdpbusd, 4 independent tiles", .peak_ceiling = 1},
+     .peak_loop = "amx: tdpbusd, 4 independent tiles"},
 };
 
 enum { NROWS = sizeof rows / sizeof rows[0] };

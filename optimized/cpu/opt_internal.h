@@ -144,9 +144,8 @@ typedef struct qmm_opt_isa_ops {
     /* `qmmcheck bench --peak`: `iters` iterations of a dependency-free block of the kernel's
      * multiply-accumulate instructions, returning the int8 MACs performed; NULL: none */
     qmm_opt_peak_ft *peak;
-    const char *peak_loop;   /* the loop, in words */
-    int peak_ceiling;        /* 1: a ceiling of this variant's own, reported beside the peak
-                                percentages are taken against (the best runnable row's with 0) */
+    const char *peak_loop;   /* the loop, in words; the last runnable row's loop is the peak
+                                percentages are taken against (peak.c) */
 } qmm_opt_isa_ops;
 
 /* The kernel table (kernels.c), rows from the portable variant up, best last. */
