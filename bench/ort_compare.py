@@ -9,6 +9,8 @@ For every shape, thread count and B mode (constant: B is an initializer for ORT 
 for ours; input: B is a graph input for ORT and packed on every call by ours), it alternates
 rounds of ORT and `qmmcheck bench` (so machine noise hits both alike), takes the median of
 each side's per-round medians and prints ours / ORT throughput ratios. Types: u8 a, s8 b, u8 y.
+%peak is against the highest peak any round's `qmmcheck bench` reported (each is the best of
+short samples, raised to a timed call that beat it), so it never reads above 100.
 ORT runs with intra_op_num_threads = T, inter_op_num_threads = 1, sequential execution.
 """
 import argparse
@@ -126,7 +128,7 @@ def main():
                     ours.append(s)
                     peaks.append(p)
                 o, t = statistics.median(ours), statistics.median(theirs)
-                peak = statistics.median(peaks)
+                peak = max(peaks)
                 row = {"shape": shape, "threads": threads,
                        "b": "const" if b_const else "input", "ours_s": o, "ort_s": t,
                        "ours_gops": ops / o / 1e9, "ort_gops": ops / t / 1e9, "ratio": t / o,
