@@ -23,8 +23,8 @@ const qmm_ref_op *qmm_ref_op_of(qmm_op_kind kind)
     return NULL;
 }
 
-qmm_status_code qmm_ref_compute(qmm_call *call, qmm_tensor *y_wrapped, int *any_overflow,
-                                qmm_status *st)
+qmm_status_code qmm_ref_spec_part(qmm_call *call, const qmm_ref_part *part,
+                                  qmm_tensor *y_wrapped, int *any_overflow, qmm_status *st)
 {
     if (any_overflow)
         *any_overflow = 0;
@@ -32,7 +32,73 @@ qmm_status_code qmm_ref_compute(qmm_call *call, qmm_tensor *y_wrapped, int *any_
     if (!op)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "call: unknown operator %d",
                               (int)call->op);
-    return op->compute(call, y_wrapped, any_overflow, st);
+    return op->compute(call, part, y_wrapped, any_overflow, st);
+}
+
+qmm_status_code qmm_ref_compute(qmm_call *call, qmm_tensor *y_wrapped, int *any_overflow,
+                                qmm_status *st)
+{
+    return qmm_ref_spec_part(call, NULL, y_wrapped, any_overflow, st);
+}
+
+int64_t qmm_ref_part_unit(const qmm_call *call)
+{
+    const qmm_ref_op *op = qmm_ref_op_of(call->op);
+    const qmm_tensor *y = qmm_call_output_c(call);
+    if (!op || !op->whole_matrices || !y || y->rank < 2)
+        return 1;
+    int64_t unit = y->dims[y->rank - 2] * y->dims[y->rank - 1];
+    return unit > 0 ? unit : 1;
+}
+
+/* ---- walking the output ---- */
+
+const volatile sig_atomic_t *qmm_ref_stop;
+
+void qmm_ref_set_stop_flag(const volatile sig_atomic_t *flag)
+{
+    qmm_ref_stop = flag;
+}
+
+qmm_status_code qmm_ref_walk_start(qmm_ref_walk *w, int64_t batch, int64_t m, int64_t n,
+                                   const qmm_ref_part *part, int whole_matrices, qmm_status *st)
+{
+    memset(w, 0, sizeof *w);
+    w->m = m;
+    w->n = n;
+    int64_t total = batch * m * n; /* validated: fits int64 */
+    w->end = total;
+    if (!part)
+        return QMM_OK;
+    int64_t unit = whole_matrices && m * n > 0 ? m * n : 1;
+    if (part->first < 0 || part->count < 0 || part->first > total ||
+        part->count > total - part->first)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                              "part: elements [%" PRId64 ", +%" PRId64 ") are not within y (%"
+                              PRId64 " elements)", part->first, part->count, total);
+    if (part->first % unit != 0 ||
+        (part->count % unit != 0 && part->first + part->count != total))
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                              "part: elements [%" PRId64 ", +%" PRId64 ") are not whole "
+                              "matrices of y (%" PRId64 " elements each)", part->first,
+                              part->count, unit);
+    w->first = w->idx = part->first;
+    w->end = part->first + part->count;
+    if (m > 0 && n > 0) {
+        w->j = w->first % n;
+        w->i = w->first / n % m;
+        w->bi = w->first / n / m;
+    }
+    return QMM_OK;
+}
+
+qmm_status_code qmm_ref_walk_end(const qmm_ref_walk *w, qmm_status *st)
+{
+    if (w->stopped)
+        return qmm_status_set(st, QMM_INTERNAL,
+                              "interrupted: the computation stopped at element %" PRId64
+                              " of %" PRId64, w->idx, w->end);
+    return qmm_status_ok(st);
 }
 
 qmm_status_code qmm_ref_explain(const qmm_call *call, int64_t index, qmm_ref_element *e,

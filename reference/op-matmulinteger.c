@@ -15,8 +15,8 @@ static int64_t mmi_acc(const qmm_matmulinteger *c, const qmm_plan *plan, int64_t
     return qmm_ref_matmul_acc(&c->a, &c->b, g, bi, i, j, za, zb);
 }
 
-static qmm_status_code mmi_compute(qmm_call *call, qmm_tensor *yw, int *any_overflow,
-                                   qmm_status *st)
+static qmm_status_code mmi_compute(qmm_call *call, const qmm_ref_part *part, qmm_tensor *yw,
+                                   int *any_overflow, qmm_status *st)
 {
     qmm_matmulinteger *c = &call->u.matmulinteger;
     qmm_plan plan;
@@ -24,20 +24,20 @@ static qmm_status_code mmi_compute(qmm_call *call, qmm_tensor *yw, int *any_over
     const qmm_geometry *g = &plan.g;
     if (yw && qmm_ref_check_wrapped(yw, &c->y, "y", st) != QMM_OK)
         return QMM_INVALID_ARGUMENT;
+    qmm_ref_walk w;
+    QMM_TRY(qmm_ref_walk_start(&w, g->batch, g->m, g->n, part, 0, st));
     int overflow = 0;
-    for (int64_t bi = 0; bi < g->batch; bi++)
-        for (int64_t i = 0; i < g->m; i++)
-            for (int64_t j = 0; j < g->n; j++) {
-                int64_t acc = mmi_acc(c, &plan, bi, i, j);
-                int64_t idx = (bi * g->m + i) * g->n + j;
-                qmm_store_i32(c->y.data, idx, qmm_wrap_int32(acc));
-                if (yw)
-                    qmm_store_i32(yw->data, idx, qmm_wrap_int32(acc));
-                overflow |= !qmm_ref_fits_int32(acc);
-            }
+    for (; qmm_ref_walk_more(&w); qmm_ref_walk_next(&w)) {
+        int64_t acc = mmi_acc(c, &plan, w.bi, w.i, w.j);
+        int64_t idx = qmm_ref_walk_slot(&w, w.idx);
+        qmm_store_i32(c->y.data, idx, qmm_wrap_int32(acc));
+        if (yw)
+            qmm_store_i32(yw->data, idx, qmm_wrap_int32(acc));
+        overflow |= !qmm_ref_fits_int32(acc);
+    }
     if (any_overflow)
         *any_overflow = overflow;
-    return qmm_status_ok(st);
+    return qmm_ref_walk_end(&w, st);
 }
 
 static qmm_status_code mmi_explain(const qmm_call *call, int64_t index, qmm_ref_element *e,
@@ -55,4 +55,4 @@ static qmm_status_code mmi_explain(const qmm_call *call, int64_t index, qmm_ref_
     return qmm_status_ok(st);
 }
 
-const qmm_ref_op qmm_ref_op_matmulinteger = {QMM_OP_MATMULINTEGER, mmi_compute, mmi_explain};
+const qmm_ref_op qmm_ref_op_matmulinteger = {QMM_OP_MATMULINTEGER, mmi_compute, mmi_explain, 0};

@@ -160,8 +160,8 @@ static int overflowed(const qlm_result *r)
     return r->int_acc && !qmm_ref_fits_int32(r->acc);
 }
 
-static qmm_status_code qlm_compute(qmm_call *call, qmm_tensor *yw, int *any_overflow,
-                                   qmm_status *st)
+static qmm_status_code qlm_compute(qmm_call *call, const qmm_ref_part *part, qmm_tensor *yw,
+                                   int *any_overflow, qmm_status *st)
 {
     qmm_qlinearmatmul *c = &call->u.qlinearmatmul;
     qmm_plan plan;
@@ -170,24 +170,24 @@ static qmm_status_code qlm_compute(qmm_call *call, qmm_tensor *yw, int *any_over
     const qmm_param_map *maps = plan.maps;
     if (yw && qmm_ref_check_wrapped(yw, &c->y, "y", st) != QMM_OK)
         return QMM_INVALID_ARGUMENT;
+    qmm_ref_walk w;
+    QMM_TRY(qmm_ref_walk_start(&w, g->batch, g->m, g->n, part, 0, st));
     qmm_ref_exact rq;
     qmm_ref_exact_init(&rq);
     int overflow = 0;
-    for (int64_t bi = 0; bi < g->batch; bi++)
-        for (int64_t i = 0; i < g->m; i++)
-            for (int64_t j = 0; j < g->n; j++) {
-                qlm_result r;
-                qlm_element(c, g, maps, &rq, bi, i, j, &r);
-                int64_t idx = (bi * g->m + i) * g->n + j;
-                qmm_ref_store_q8(&c->y, idx, r.expected);
-                if (yw)
-                    qmm_ref_store_q8(yw, idx, r.wrapped);
-                overflow |= overflowed(&r);
-            }
+    for (; qmm_ref_walk_more(&w); qmm_ref_walk_next(&w)) {
+        qlm_result r;
+        qlm_element(c, g, maps, &rq, w.bi, w.i, w.j, &r);
+        int64_t idx = qmm_ref_walk_slot(&w, w.idx);
+        qmm_ref_store_q8(&c->y, idx, r.expected);
+        if (yw)
+            qmm_ref_store_q8(yw, idx, r.wrapped);
+        overflow |= overflowed(&r);
+    }
     qmm_ref_exact_clear(&rq);
     if (any_overflow)
         *any_overflow = overflow;
-    return qmm_status_ok(st);
+    return qmm_ref_walk_end(&w, st);
 }
 
 static qmm_status_code qlm_explain(const qmm_call *call, int64_t index, qmm_ref_element *e,
@@ -211,4 +211,4 @@ static qmm_status_code qlm_explain(const qmm_call *call, int64_t index, qmm_ref_
     return qmm_status_ok(st);
 }
 
-const qmm_ref_op qmm_ref_op_qlinearmatmul = {QMM_OP_QLINEARMATMUL, qlm_compute, qlm_explain};
+const qmm_ref_op qmm_ref_op_qlinearmatmul = {QMM_OP_QLINEARMATMUL, qlm_compute, qlm_explain, 0};

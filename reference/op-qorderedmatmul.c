@@ -127,32 +127,32 @@ static void spec_element(qmm_ref_exact *x, const qmm_qorderedmatmul *c, const qo
         out->wrapped = out->expected;
 }
 
-static qmm_status_code qom_compute(qmm_call *call, qmm_tensor *yw, int *any_overflow,
-                                   qmm_status *st)
+static qmm_status_code qom_compute(qmm_call *call, const qmm_ref_part *part, qmm_tensor *yw,
+                                   int *any_overflow, qmm_status *st)
 {
     qmm_qorderedmatmul *c = &call->u.qorderedmatmul;
     qom_geom g;
     QMM_TRY(qmm_validate_qorderedmatmul(c, &g, st));
     if (yw)
         QMM_TRY(qmm_ref_check_wrapped(yw, &c->y, "Y", st));
+    qmm_ref_walk w;
+    QMM_TRY(qmm_ref_walk_start(&w, g.batch, g.m, g.n, part, 1, st));
     qmm_ref_exact x;
     qmm_ref_exact_init(&x);
     int overflow = 0;
-    for (int64_t bi = 0; bi < g.batch; bi++)
-        for (int64_t i = 0; i < g.m; i++)
-            for (int64_t j = 0; j < g.n; j++) {
-                qom_result r;
-                spec_element(&x, c, &g, bi, i, j, &r);
-                int64_t idx = y_offset(c, &g, bi, i, j);
-                qmm_ref_store_q8(&c->y, idx, r.expected);
-                if (yw)
-                    qmm_ref_store_q8(yw, idx, r.wrapped);
-                overflow |= !qmm_ref_fits_int32(r.acc);
-            }
+    for (; qmm_ref_walk_more(&w); qmm_ref_walk_next(&w)) {
+        qom_result r;
+        spec_element(&x, c, &g, w.bi, w.i, w.j, &r);
+        int64_t idx = qmm_ref_walk_slot(&w, y_offset(c, &g, w.bi, w.i, w.j));
+        qmm_ref_store_q8(&c->y, idx, r.expected);
+        if (yw)
+            qmm_ref_store_q8(yw, idx, r.wrapped);
+        overflow |= !qmm_ref_fits_int32(r.acc);
+    }
     qmm_ref_exact_clear(&x);
     if (any_overflow)
         *any_overflow = overflow;
-    return qmm_status_ok(st);
+    return qmm_ref_walk_end(&w, st);
 }
 
 /* ---- ort-fp32: ONNX Runtime's cublasLt epilogue in float32 -------------------------- */
@@ -163,7 +163,7 @@ static double fl32(double v)
 }
 
 static qmm_status_code compute_ort_fp32(qmm_qorderedmatmul *c, const qom_geom *g,
-                                        qmm_status *st)
+                                        const qmm_ref_part *part, qmm_status *st)
 {
     double sa = qmm_scale_decode(QMM_DTYPE_FLOAT, c->scale_a.data, 0);
     double sy = qmm_scale_decode(QMM_DTYPE_FLOAT, c->scale_y.data, 0);
@@ -174,36 +174,38 @@ static qmm_status_code compute_ort_fp32(qmm_qorderedmatmul *c, const qom_geom *g
     double beta = 0;
     if (qmm_tensor_present(&c->c))
         beta = fl32(qmm_scale_decode(QMM_DTYPE_FLOAT, c->scale_c.data, 0) / sy);
-    for (int64_t bi = 0; bi < g->batch; bi++)
-        for (int64_t i = 0; i < g->m; i++)
-            for (int64_t j = 0; j < g->n; j++) {
-                double sb = scale_b_at(c, g, j);
-                double alpha = g->scalar_b ? fl32(fl32(sa * sb) / sy) : fl32(sb * rescale);
-                int32_t acc = qmm_wrap_int32(exact_acc(c, g, bi, i, j));
-                double t = fl32(alpha * fl32((double)acc));
-                if (qmm_tensor_present(&c->bias))
-                    t = fl32(t + qmm_scale_decode(QMM_DTYPE_FLOAT, c->bias.data, j));
-                if (qmm_tensor_present(&c->c))
-                    t = fl32(t + fl32(beta * (double)c_value(c, g, bi, i, j)));
-                int64_t r;
-                if (isnan(t))
-                    r = 0; /* a saturating float->int8 conversion (cvt.sat) gives 0 for NaN */
-                else if (t <= -128.0)
-                    r = -128;
-                else if (t >= 127.0)
-                    r = 127;
-                else
-                    r = (int64_t)qmm_round_half_even(t) /* nearbyintf: ties to even */;
-                qmm_ref_store_q8(&c->y, y_offset(c, g, bi, i, j), r);
-            }
-    return qmm_status_ok(st);
+    qmm_ref_walk w;
+    QMM_TRY(qmm_ref_walk_start(&w, g->batch, g->m, g->n, part, 1, st));
+    for (; qmm_ref_walk_more(&w); qmm_ref_walk_next(&w)) {
+        int64_t bi = w.bi, i = w.i, j = w.j;
+        double sb = scale_b_at(c, g, j);
+        double alpha = g->scalar_b ? fl32(fl32(sa * sb) / sy) : fl32(sb * rescale);
+        int32_t acc = qmm_wrap_int32(exact_acc(c, g, bi, i, j));
+        double t = fl32(alpha * fl32((double)acc));
+        if (qmm_tensor_present(&c->bias))
+            t = fl32(t + qmm_scale_decode(QMM_DTYPE_FLOAT, c->bias.data, j));
+        if (qmm_tensor_present(&c->c))
+            t = fl32(t + fl32(beta * (double)c_value(c, g, bi, i, j)));
+        int64_t r;
+        if (isnan(t))
+            r = 0; /* a saturating float->int8 conversion (cvt.sat) gives 0 for NaN */
+        else if (t <= -128.0)
+            r = -128;
+        else if (t >= 127.0)
+            r = 127;
+        else
+            r = (int64_t)qmm_round_half_even(t) /* nearbyintf: ties to even */;
+        qmm_ref_store_q8(&c->y, qmm_ref_walk_slot(&w, y_offset(c, g, bi, i, j)), r);
+    }
+    return qmm_ref_walk_end(&w, st);
 }
 
-qmm_status_code qmm_ref_qom_compute_ort_fp32(qmm_qorderedmatmul *c, qmm_status *st)
+qmm_status_code qmm_ref_qom_compute_ort_fp32(qmm_qorderedmatmul *c, const qmm_ref_part *part,
+                                             qmm_status *st)
 {
     qom_geom g;
     QMM_TRY(qmm_validate_qorderedmatmul(c, &g, st));
-    return compute_ort_fp32(c, &g, st);
+    return compute_ort_fp32(c, &g, part, st);
 }
 
 /* ---- explanation -------------------------------------------------------------------- */
@@ -251,4 +253,4 @@ static qmm_status_code qom_explain(const qmm_call *call, int64_t index, qmm_ref_
     return qmm_status_ok(st);
 }
 
-const qmm_ref_op qmm_ref_op_qorderedmatmul = {QMM_OP_QORDEREDMATMUL, qom_compute, qom_explain};
+const qmm_ref_op qmm_ref_op_qorderedmatmul = {QMM_OP_QORDEREDMATMUL, qom_compute, qom_explain, 1};

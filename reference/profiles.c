@@ -266,7 +266,7 @@ static const char *gemmlowp_forms(const qmm_call *call)
     return NULL;
 }
 
-static qmm_status_code qlm_gemmlowp(qmm_call *call, qmm_status *st)
+static qmm_status_code qlm_gemmlowp(qmm_call *call, const qmm_ref_part *part, qmm_status *st)
 {
     qmm_qlinearmatmul *c = &call->u.qlinearmatmul;
     qmm_plan plan;
@@ -290,15 +290,14 @@ static qmm_status_code qlm_gemmlowp(qmm_call *call, qmm_status *st)
     const qmm_geometry *g = &plan.g;
     int64_t za = qmm_load_q8(&c->a_zero_point, 0), zb = qmm_load_q8(&c->b_zero_point, 0);
     int64_t zy = qmm_load_q8(&c->y_zero_point, 0);
-    for (int64_t bi = 0; bi < g->batch; bi++)
-        for (int64_t i = 0; i < g->m; i++)
-            for (int64_t j = 0; j < g->n; j++) {
-                int64_t acc = qmm_wrap_int32(qmm_ref_matmul_acc(&c->a, &c->b, g, bi, i, j, za, zb));
-                int64_t v = rounding_divide_by_pot(srdhm(acc, mult), -e) + zy;
-                qmm_ref_store_q8(&c->y, (bi * g->m + i) * g->n + j,
-                                 v < 0 ? 0 : v > 255 ? 255 : v);
-            }
-    return qmm_status_ok(st);
+    qmm_ref_walk w;
+    QMM_TRY(qmm_ref_walk_start(&w, g->batch, g->m, g->n, part, 0, st));
+    for (; qmm_ref_walk_more(&w); qmm_ref_walk_next(&w)) {
+        int64_t acc = qmm_wrap_int32(qmm_ref_matmul_acc(&c->a, &c->b, g, w.bi, w.i, w.j, za, zb));
+        int64_t v = rounding_divide_by_pot(srdhm(acc, mult), -e) + zy;
+        qmm_ref_store_q8(&c->y, qmm_ref_walk_slot(&w, w.idx), v < 0 ? 0 : v > 255 ? 255 : v);
+    }
+    return qmm_ref_walk_end(&w, st);
 }
 
 /* ---- orion-fp16x16 ----------------------------------------------------------------------- */
@@ -480,7 +479,8 @@ static qmm_status_code orion_element(const qmm_qlinearmatmul *c, const qmm_geome
 }
 
 static qmm_status_code compute_orion(qmm_qlinearmatmul *c, const qmm_geometry *g,
-                                     const qmm_param_map *maps, qmm_status *st)
+                                     const qmm_param_map *maps, const qmm_ref_part *part,
+                                     qmm_status *st)
 {
     if (c->a.dtype != QMM_DTYPE_INT8 || c->b.dtype != QMM_DTYPE_INT8 ||
         c->y.dtype != QMM_DTYPE_INT8)
@@ -498,10 +498,12 @@ static qmm_status_code compute_orion(qmm_qlinearmatmul *c, const qmm_geometry *g
         (rc = orion_check_scales(&c->b_scale, "b_scale", 0, st)) ||
         (rc = orion_check_scales(&c->y_scale, "y_scale", 1, st)))
         return rc;
-    if (g->batch == 0)
-        return qmm_status_ok(st); /* empty tensors: nothing to dequantize or compute */
-    /* with batch > 0, m*k and k*n are at most a's and b's element counts, which validation
-     * bounds, and their data is in memory */
+    qmm_ref_walk w;
+    QMM_TRY(qmm_ref_walk_start(&w, g->batch, g->m, g->n, part, 0, st));
+    if (!qmm_ref_walk_more(&w))
+        return qmm_ref_walk_end(&w, st); /* nothing to dequantize or compute */
+    /* with an element to compute, m*k and k*n are at most a's and b's element counts, which
+     * validation bounds, and their data is in memory */
     size_t na = (size_t)(g->m * g->k), nb = (size_t)(g->k * g->n);
     int64_t *da = malloc((na ? na : 1) * sizeof *da);
     int64_t *db = malloc((nb ? nb : 1) * sizeof *db);
@@ -511,19 +513,19 @@ static qmm_status_code compute_orion(qmm_qlinearmatmul *c, const qmm_geometry *g
         return qmm_status_set(st, QMM_OUT_OF_MEMORY, "orion-fp16x16: out of memory");
     }
     rc = QMM_OK;
-    for (int64_t bi = 0; rc == QMM_OK && bi < g->batch; bi++) {
-        rc = orion_dequantize(c, g, maps, bi, da, db, st);
-        for (int64_t i = 0; rc == QMM_OK && i < g->m; i++)
-            for (int64_t j = 0; rc == QMM_OK && j < g->n; j++) {
-                int64_t r = 0;
-                rc = orion_element(c, g, maps, da, db, bi, i, j, &r, st);
-                if (rc == QMM_OK)
-                    qmm_ref_store_q8(&c->y, (bi * g->m + i) * g->n + j, r);
-            }
+    /* each matrix the walk enters is dequantized whole, as Orion does */
+    for (int64_t deq = -1; rc == QMM_OK && qmm_ref_walk_more(&w); qmm_ref_walk_next(&w)) {
+        if (w.bi != deq && (rc = orion_dequantize(c, g, maps, w.bi, da, db, st)) != QMM_OK)
+            break;
+        deq = w.bi;
+        int64_t r = 0;
+        rc = orion_element(c, g, maps, da, db, w.bi, w.i, w.j, &r, st);
+        if (rc == QMM_OK)
+            qmm_ref_store_q8(&c->y, qmm_ref_walk_slot(&w, w.idx), r);
     }
     free(da);
     free(db);
-    return rc == QMM_OK ? qmm_status_ok(st) : rc;
+    return rc == QMM_OK ? qmm_ref_walk_end(&w, st) : rc;
 }
 
 /* ---- spec's requantization of a modelled accumulator --------------------------------------- */
@@ -630,31 +632,32 @@ typedef int64_t float_element(int32_t acc, const elem_params *p, int32_t sdtype,
 
 static qmm_status_code compute_modelled(qmm_qlinearmatmul *c, const qmm_plan *plan,
                                         const struct acc_row *acc, float_element *element,
-                                        qmm_status *st)
+                                        const qmm_ref_part *part, qmm_status *st)
 {
     const qmm_geometry *g = &plan->g;
     acc_model model = acc_of(acc, QMM_OP_QLINEARMATMUL, &c->a, &c->a_zero_point,
                              &c->b_zero_point, &c->y_zero_point);
     int64_t qmin, qmax;
     q8_limits(c->y.dtype, &qmin, &qmax);
+    qmm_ref_walk w;
+    QMM_TRY(qmm_ref_walk_start(&w, g->batch, g->m, g->n, part, 0, st));
     qmm_ref_exact x;
     qmm_ref_exact_init(&x);
-    for (int64_t bi = 0; bi < g->batch; bi++)
-        for (int64_t i = 0; i < g->m; i++)
-            for (int64_t j = 0; j < g->n; j++) {
-                elem_params ep;
-                params_at(c, g, plan->maps, bi, i, j, &ep);
-                ep.exact = &x;
-                int32_t v = model_acc(model, &c->a, &c->b, g, bi, i, j, ep.za, ep.zb);
-                qmm_ref_store_q8(&c->y, (bi * g->m + i) * g->n + j,
-                                 element(v, &ep, c->a_scale.dtype, qmin, qmax));
-            }
+    for (; qmm_ref_walk_more(&w); qmm_ref_walk_next(&w)) {
+        elem_params ep;
+        params_at(c, g, plan->maps, w.bi, w.i, w.j, &ep);
+        ep.exact = &x;
+        int32_t v = model_acc(model, &c->a, &c->b, g, w.bi, w.i, w.j, ep.za, ep.zb);
+        qmm_ref_store_q8(&c->y, qmm_ref_walk_slot(&w, w.idx),
+                         element(v, &ep, c->a_scale.dtype, qmin, qmax));
+    }
     qmm_ref_exact_clear(&x);
-    return qmm_status_ok(st);
+    return qmm_ref_walk_end(&w, st);
 }
 
 /* MatMulInteger under an accumulation model: y is the model's int32 accumulator. */
-static qmm_status_code mmi_modelled(qmm_call *call, const struct acc_row *acc, qmm_status *st)
+static qmm_status_code mmi_modelled(qmm_call *call, const struct acc_row *acc,
+                                    const qmm_ref_part *part, qmm_status *st)
 {
     qmm_matmulinteger *c = &call->u.matmulinteger;
     qmm_plan plan;
@@ -662,17 +665,17 @@ static qmm_status_code mmi_modelled(qmm_call *call, const struct acc_row *acc, q
     const qmm_geometry *g = &plan.g;
     acc_model model = acc_of(acc, QMM_OP_MATMULINTEGER, &c->a, &c->a_zero_point,
                              &c->b_zero_point, NULL);
-    for (int64_t bi = 0; bi < g->batch; bi++)
-        for (int64_t i = 0; i < g->m; i++)
-            for (int64_t j = 0; j < g->n; j++) {
-                int64_t za = qmm_ref_zero_point(&c->a_zero_point,
-                                                &plan.maps[QMM_MAP_A_ZERO_POINT], g, bi, i, j);
-                int64_t zb = qmm_ref_zero_point(&c->b_zero_point,
-                                                &plan.maps[QMM_MAP_B_ZERO_POINT], g, bi, i, j);
-                qmm_store_i32(c->y.data, (bi * g->m + i) * g->n + j,
-                              model_acc(model, &c->a, &c->b, g, bi, i, j, za, zb));
-            }
-    return qmm_status_ok(st);
+    qmm_ref_walk w;
+    QMM_TRY(qmm_ref_walk_start(&w, g->batch, g->m, g->n, part, 0, st));
+    for (; qmm_ref_walk_more(&w); qmm_ref_walk_next(&w)) {
+        int64_t za = qmm_ref_zero_point(&c->a_zero_point, &plan.maps[QMM_MAP_A_ZERO_POINT], g,
+                                        w.bi, w.i, w.j);
+        int64_t zb = qmm_ref_zero_point(&c->b_zero_point, &plan.maps[QMM_MAP_B_ZERO_POINT], g,
+                                        w.bi, w.i, w.j);
+        qmm_store_i32(c->y.data, qmm_ref_walk_slot(&w, w.idx),
+                      model_acc(model, &c->a, &c->b, g, w.bi, w.i, w.j, za, zb));
+    }
+    return qmm_ref_walk_end(&w, st);
 }
 
 /* oneDNN 2.6 takes s8 weights only; u8 and s8 sources are both modelled. */
@@ -686,21 +689,21 @@ static const char *onednn_forms(const qmm_call *call)
     return NULL;
 }
 
-static qmm_status_code qlm_orion(qmm_call *call, qmm_status *st)
+static qmm_status_code qlm_orion(qmm_call *call, const qmm_ref_part *part, qmm_status *st)
 {
     qmm_plan plan;
     QMM_TRY(qmm_validate_qlinearmatmul(&call->u.qlinearmatmul, &plan, st));
-    return compute_orion(&call->u.qlinearmatmul, &plan.g, plan.maps, st);
+    return compute_orion(&call->u.qlinearmatmul, &plan.g, plan.maps, part, st);
 }
 
-static qmm_status_code qom_spec(qmm_call *call, qmm_status *st)
+static qmm_status_code qom_spec(qmm_call *call, const qmm_ref_part *part, qmm_status *st)
 {
-    return qmm_ref_compute(call, NULL, NULL, st);
+    return qmm_ref_spec_part(call, part, NULL, NULL, st);
 }
 
-static qmm_status_code qom_ort_fp32(qmm_call *call, qmm_status *st)
+static qmm_status_code qom_ort_fp32(qmm_call *call, const qmm_ref_part *part, qmm_status *st)
 {
-    return qmm_ref_qom_compute_ort_fp32(&call->u.qorderedmatmul, st);
+    return qmm_ref_qom_compute_ort_fp32(&call->u.qorderedmatmul, part, st);
 }
 
 /* Orion computes int8 QLinearMatMul only; the types alone decide it. */
@@ -725,12 +728,12 @@ static const struct req_row {
     int is_spec;      /* under the default accumulation: every operator's spec computation */
     /* QLinearMatMul from a modelled accumulator; NULL: `own` computes it whole */
     float_element *element;
-    qmm_status_code (*own)(qmm_call *call, qmm_status *st);
+    qmm_status_code (*own)(qmm_call *call, const qmm_ref_part *part, qmm_status *st);
     /* non-NULL: MatMulInteger has no counterpart (UNSUPPORTED after validation, saying this);
      * otherwise its y is the accumulation model's int32 */
     const char *mmi_no_counterpart;
     /* QOrderedMatMul, under the default accumulation only; NULL: not defined */
-    qmm_status_code (*qom)(qmm_call *call, qmm_status *st);
+    qmm_status_code (*qom)(qmm_call *call, const qmm_ref_part *part, qmm_status *st);
     /* the types it does not compute, decided from the types alone: NULL when it computes them */
     const char *(*unsupported_types)(const qmm_call *call);
     /* why it does not compute QLinearMatMul's float8 forms (docs/semantics.md §2.6) */
@@ -1041,15 +1044,24 @@ qmm_status_code qmm_ref_profile_supports(const qmm_call *call, qmm_profile p, qm
     return qmm_status_ok(st);
 }
 
-qmm_status_code qmm_ref_compute_profile(qmm_call *call, qmm_profile p, qmm_status *st)
+qmm_status_code qmm_ref_compute_part(qmm_call *call, qmm_profile p, const qmm_ref_part *part,
+                                     qmm_tensor *y_wrapped, int *any_overflow, qmm_status *st)
 {
+    if (any_overflow)
+        *any_overflow = 0;
     const struct profile_entry *e = entry_of(p);
     if (!e)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "profile: unknown profile %d", (int)p);
+    /* spec under the default accumulation is the one profile with a second accepted result:
+     * under any other (spec+ACC included) the accumulator wraps as the profile says */
+    int spec = reqs[e->req].is_spec && e->acc == 0;
+    if (y_wrapped && !spec)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                              "y_wrapped: only the spec profile has a wrapped result");
     const qmm_op_desc *desc = qmm_op_desc_of(call->op);
     op_answer op = op_of(e, call->op);
-    if (op == OP_SPEC || !desc || !qmm_ref_op_of(call->op))
-        return qmm_ref_compute(call, NULL, NULL, st); /* the unknown: its message */
+    if (op == OP_SPEC || !desc || !qmm_ref_op_of(call->op)) /* the unknown: its message */
+        return qmm_ref_spec_part(call, part, y_wrapped, spec ? any_overflow : NULL, st);
     /* validation first: an invalid call is INVALID_ARGUMENT under every profile */
     QMM_TRY(desc->validate(call, st));
     QMM_TRY(qmm_ref_profile_supports(call, p, st));
@@ -1057,13 +1069,19 @@ qmm_status_code qmm_ref_compute_profile(qmm_call *call, qmm_profile p, qmm_statu
     switch (call->op) {
     case QMM_OP_QLINEARMATMUL: {
         if (r->own)
-            return r->own(call, st);
+            return r->own(call, part, st);
         qmm_plan plan;
         QMM_TRY(qmm_validate_qlinearmatmul(&call->u.qlinearmatmul, &plan, st));
-        return compute_modelled(&call->u.qlinearmatmul, &plan, &accs[e->acc], r->element, st);
+        return compute_modelled(&call->u.qlinearmatmul, &plan, &accs[e->acc], r->element, part,
+                                st);
     }
-    case QMM_OP_MATMULINTEGER: return mmi_modelled(call, &accs[e->acc], st);
-    case QMM_OP_QORDEREDMATMUL: return r->qom(call, st);
+    case QMM_OP_MATMULINTEGER: return mmi_modelled(call, &accs[e->acc], part, st);
+    case QMM_OP_QORDEREDMATMUL: return r->qom(call, part, st);
     default: return qmm_status_set(st, QMM_INTERNAL, "%s: no computation", e->name);
     }
+}
+
+qmm_status_code qmm_ref_compute_profile(qmm_call *call, qmm_profile p, qmm_status *st)
+{
+    return qmm_ref_compute_part(call, p, NULL, NULL, NULL, st);
 }

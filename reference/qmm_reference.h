@@ -9,6 +9,7 @@
 #ifndef QMM_REFERENCE_H
 #define QMM_REFERENCE_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -109,6 +110,39 @@ qmm_status_code qmm_ref_compute_profile(qmm_call *call, qmm_profile p, qmm_statu
  * capability query): QMM_OK, or QMM_UNSUPPORTED with the reason ("orion-fp16x16: int8 only",
  * "onnx-ref: QOrderedMatMul is defined under spec and ort-fp32 only"). */
 qmm_status_code qmm_ref_profile_supports(const qmm_call *call, qmm_profile p, qmm_status *st);
+
+/* ---- one part of the output at a time, and stopping ----------------------------------- */
+
+/* Elements [first, first + count) of y's buffer (row-major over y; for QOrderedMatMul
+ * positions in Y's buffer, which is laid out in order_Y). */
+typedef struct qmm_ref_part {
+    int64_t first, count;
+} qmm_ref_part;
+
+/* What qmm_ref_compute (p spec) or qmm_ref_compute_profile computes, for one part of y only, so
+ * that a caller comparing an output need not hold the whole expectation: call->y keeps y's
+ * dtype and shape, and its data holds room for part->count elements, element first + i at
+ * index i. `y_wrapped` is the same for the wrapped result, and *any_overflow says whether an
+ * accumulator of the part overflows int32: both are spec's alone (QMM_PROFILE_SPEC, the default
+ * accumulation); under any other profile, spec+ACC included, there is one accepted output,
+ * y_wrapped must be NULL (QMM_INVALID_ARGUMENT otherwise) and *any_overflow stays 0.
+ * count 0 validates and applies the profile's checks without computing an element. The
+ * answer is the whole computation's, except an error found from the value of an element
+ * outside the part (orion-fp16x16 refuses an element that clamps to -128): computing every
+ * part in turn finds it. first and count are multiples of qmm_ref_part_unit(call), or the
+ * part ends at y's end; a part past y's end is QMM_INVALID_ARGUMENT. */
+qmm_status_code qmm_ref_compute_part(qmm_call *call, qmm_profile p, const qmm_ref_part *part,
+                                     qmm_tensor *y_wrapped, int *any_overflow, qmm_status *st);
+
+/* The granule of a part: 1, or for QOrderedMatMul one matrix of Y (the product of Y's last
+ * two dims; at least 1). */
+int64_t qmm_ref_part_unit(const qmm_call *call);
+
+/* Points the reference's computations at a flag (a SIGINT/SIGTERM handler's): every
+ * computation looks at it once per output element, and once it is non-zero the computation
+ * under way stops and answers QMM_INTERNAL "interrupted" (its output incomplete). NULL, the
+ * default, never stops one. Process-wide; the reference backend's calls obey it too. */
+void qmm_ref_set_stop_flag(const volatile sig_atomic_t *flag);
 
 /* ---- the backend ---------------------------------------------------------------------- */
 

@@ -10,6 +10,7 @@
 #define QMM_REF_INTERNAL_H
 
 #include <gmp.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,13 +22,15 @@
 /* One operator's exact computation. */
 typedef struct qmm_ref_op {
     qmm_op_kind kind;
-    /* The spec result, validating first: qmm_ref_compute's contract (y_wrapped may be NULL;
-     * *any_overflow starts at 0). */
-    qmm_status_code (*compute)(qmm_call *call, qmm_tensor *y_wrapped, int *any_overflow,
-                               qmm_status *st);
+    /* The spec result, validating first: qmm_ref_compute_part's contract (part NULL: the whole
+     * of y; y_wrapped may be NULL; *any_overflow starts at 0). */
+    qmm_status_code (*compute)(qmm_call *call, const qmm_ref_part *part, qmm_tensor *y_wrapped,
+                               int *any_overflow, qmm_status *st);
     /* qmm_ref_explain's contract (*e starts zeroed). */
     qmm_status_code (*explain)(const qmm_call *call, int64_t index, qmm_ref_element *e,
                                qmm_status *st);
+    /* y is not row-major (QOrderedMatMul's order_Y): a part holds whole matrices of y */
+    int whole_matrices;
 } qmm_ref_op;
 
 /* Every op-*.c file's operator, NULL-terminated (generated: ref_ops.c in the build tree). */
@@ -36,8 +39,70 @@ extern const qmm_ref_op *const qmm_ref_ops[];
 /* The registered operator of `kind`; NULL when the reference has none. */
 const qmm_ref_op *qmm_ref_op_of(qmm_op_kind kind);
 
+/* The spec computation of a part of y (NULL: all of it), for qmm_ref_compute and
+ * qmm_ref_compute_part (compute.c). */
+qmm_status_code qmm_ref_spec_part(qmm_call *call, const qmm_ref_part *part,
+                                  qmm_tensor *y_wrapped, int *any_overflow, qmm_status *st);
+
 /* QOrderedMatMul under ort-fp32 (op-qorderedmatmul.c; validating first), for profiles.c. */
-qmm_status_code qmm_ref_qom_compute_ort_fp32(qmm_qorderedmatmul *c, qmm_status *st);
+qmm_status_code qmm_ref_qom_compute_ort_fp32(qmm_qorderedmatmul *c, const qmm_ref_part *part,
+                                             qmm_status *st);
+
+/* ---- walking the output (compute.c) ---- */
+
+/* The output elements a computation visits, in row-major (batch, i, j) order: all of y's, or
+ * those of a part. Empty when y is: no loop runs over the batches of an empty output. Each
+ * step looks at the stop flag (qmm_ref_set_stop_flag): once it is raised the walk ends early
+ * with `stopped` set, and the computation answers qmm_ref_walk_end's INTERNAL. */
+typedef struct qmm_ref_walk {
+    int64_t m, n;       /* y's matrices are m x n */
+    int64_t bi, i, j;   /* the element visited */
+    int64_t idx;        /* its row-major index in y */
+    int64_t first, end; /* the elements [first, end) are visited */
+    int stopped;
+} qmm_ref_walk;
+
+/* A walk over y = batch matrices of m x n (the counts validated: their product fits int64),
+ * or over `part` of them. QMM_INVALID_ARGUMENT when the part is negative, goes past y, or
+ * (whole_matrices) does not start and end at a matrix boundary. */
+qmm_status_code qmm_ref_walk_start(qmm_ref_walk *w, int64_t batch, int64_t m, int64_t n,
+                                   const qmm_ref_part *part, int whole_matrices, qmm_status *st);
+
+extern const volatile sig_atomic_t *qmm_ref_stop;
+
+/* 1 while the walk has an element to visit; 0 at its end or when the stop flag is raised. */
+static inline int qmm_ref_walk_more(qmm_ref_walk *w)
+{
+    if (w->idx >= w->end)
+        return 0;
+    if (qmm_ref_stop && *qmm_ref_stop) {
+        w->stopped = 1;
+        return 0;
+    }
+    return 1;
+}
+
+static inline void qmm_ref_walk_next(qmm_ref_walk *w)
+{
+    w->idx++;
+    if (++w->j == w->n) {
+        w->j = 0;
+        if (++w->i == w->m) {
+            w->i = 0;
+            w->bi++;
+        }
+    }
+}
+
+/* Where an element at row-major (or, for whole matrices, buffer) position `at` of y goes in
+ * the buffer being written: the part's buffer starts at its first element. */
+static inline int64_t qmm_ref_walk_slot(const qmm_ref_walk *w, int64_t at)
+{
+    return at - w->first;
+}
+
+/* After the loop: QMM_OK, or QMM_INTERNAL "interrupted" when the stop flag ended it. */
+qmm_status_code qmm_ref_walk_end(const qmm_ref_walk *w, qmm_status *st);
 
 /* ---- helpers of the exact computation (compute.c) ---- */
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/operator.h"
 #include "reference/qmm_reference.h"
 #include "tests/tensor_support.h"
 
@@ -404,6 +405,165 @@ Test(shapes, batch_broadcast_qlinear)
                      SU8(0), SF(1), SU8(0), mk(U8, y, 4, 2, 3, 1, 1), 10);
     compute_ok(&c);
     expect_u8(y, (uint8_t[]){3, 1, 2, 7, 3, 4}, 6);
+}
+
+/* ---- the walk over y: empty outputs, parts, the stop flag ---- */
+
+/* A [65536,65536,65536,0,2] · B [2,2] has no element, and neither has y: no profile loops
+ * over its 2^48 empty batches (the reference used to, for hours). */
+Test(walk, an_empty_output_of_2_48_batches_costs_nothing, .timeout = 30)
+{
+    uint8_t b[4] = {1, 2, 3, 4};
+    int8_t bs[4] = {1, 2, 3, 4};
+    for (int p = 0; p < qmm_profile_count(); p++) {
+        const char *name = qmm_profile_name((qmm_profile)p);
+        qmm_call c = mmi(mk(U8, NULL, 5, 65536, 65536, 65536, 0, 2), mk(U8, b, 2, 2, 2), ABSENT,
+                         ABSENT, mk(I32, NULL, 5, 65536, 65536, 65536, 0, 2));
+        qmm_status st;
+        qmm_status_code rc = qmm_ref_compute_profile(&c, (qmm_profile)p, &st);
+        cr_expect(rc == QMM_OK || rc == QMM_UNSUPPORTED, "%s: %s", name, st.message);
+        /* int8 QLinearMatMul: every profile defines it, orion-fp16x16 included */
+        c = qlm(mk(I8, NULL, 5, 65536, 65536, 65536, 0, 2), SF(1), SI8(0), mk(I8, bs, 2, 2, 2),
+                SF(1), SI8(0), SF(1), SI8(0), mk(I8, NULL, 5, 65536, 65536, 65536, 0, 2), 10);
+        rc = qmm_ref_compute_profile(&c, (qmm_profile)p, &st);
+        cr_expect(rc == QMM_OK || rc == QMM_UNSUPPORTED, "%s: %s", name, st.message);
+    }
+}
+
+/* Every part of y, under every profile that computes the call, holds what the whole
+ * computation writes there; parts of 1, 7 and all elements. */
+static void expect_parts_give_the_whole(qmm_call c)
+{
+    qmm_tensor *y = qmm_call_output(&c);
+    int64_t n = qmm_tensor_numel(y);
+    size_t es = qmm_dtype_size(y->dtype);
+    unsigned char whole[4096], wrapped[4096], part[4096], part_w[4096];
+    cr_assert((size_t)n * es <= sizeof whole);
+    for (int p = 0; p < qmm_profile_count(); p++) {
+        const char *name = qmm_profile_name((qmm_profile)p);
+        qmm_status st;
+        y->data = whole;
+        qmm_tensor yw = *y;
+        yw.data = wrapped;
+        int spec = p == QMM_PROFILE_SPEC, overflow = 0;
+        qmm_status_code rc = spec ? qmm_ref_compute(&c, &yw, &overflow, &st)
+                                  : qmm_ref_compute_profile(&c, (qmm_profile)p, &st);
+        if (rc != QMM_OK)
+            continue; /* a profile that does not compute it: nothing to split */
+        const int64_t sizes[] = {1, 7, n};
+        for (int s = 0; s < 3; s++)
+            for (int64_t first = 0; first < n; first += sizes[s]) {
+                qmm_ref_part pt = {first, n - first < sizes[s] ? n - first : sizes[s]};
+                y->data = part;
+                yw.data = part_w;
+                int po = 0;
+                rc = qmm_ref_compute_part(&c, (qmm_profile)p, &pt, spec ? &yw : NULL, &po, &st);
+                cr_assert_eq(rc, QMM_OK, "%s: part [%lld, +%lld): %s", name, (long long)first,
+                             (long long)pt.count, st.message);
+                cr_expect_eq(memcmp(part, whole + first * (int64_t)es, (size_t)pt.count * es), 0,
+                             "%s: part [%lld, +%lld) differs", name, (long long)first,
+                             (long long)pt.count);
+                if (spec)
+                    cr_expect_eq(memcmp(part_w, wrapped + first * (int64_t)es,
+                                        (size_t)pt.count * es), 0, "spec: wrapped part differs");
+            }
+    }
+    /* a part past y's end is refused */
+    qmm_ref_part past = {n - 1, 2};
+    qmm_status st;
+    y->data = part;
+    cr_expect_eq(qmm_ref_compute_part(&c, QMM_PROFILE_SPEC, &past, NULL, NULL, &st),
+                 QMM_INVALID_ARGUMENT, "%s", st.message);
+    cr_expect_eq(qmm_ref_part_unit(&c), 1);
+}
+
+Test(walk, parts_give_the_whole)
+{
+    /* batched and broadcast: a [2,1,3,4], b [3,4,5] -> y [2,3,3,5], 90 elements */
+    uint8_t a[24], b[60];
+    int8_t as[24], bs[60];
+    for (int i = 0; i < 24; i++) {
+        a[i] = (uint8_t)(i * 7 % 13);
+        as[i] = (int8_t)(i * 5 % 11 - 5);
+    }
+    for (int i = 0; i < 60; i++) {
+        b[i] = (uint8_t)(i * 3 % 17);
+        bs[i] = (int8_t)(i * 3 % 9 - 4);
+    }
+    unsigned char ybuf[90 * 4];
+    expect_parts_give_the_whole(qlm(mk(U8, a, 4, 2, 1, 3, 4), SF(0.5f), SU8(3),
+                                    mk(U8, b, 3, 3, 4, 5), SF(0.25f), SU8(2), SF(3.0f), SU8(100),
+                                    mk(U8, ybuf, 4, 2, 3, 3, 5), 10));
+    expect_parts_give_the_whole(qlm(mk(I8, as, 4, 2, 1, 3, 4), SF(0.5f), SI8(1),
+                                    mk(I8, bs, 3, 3, 4, 5), SF(0.25f), SI8(0), SF(2.0f), SI8(3),
+                                    mk(I8, ybuf, 4, 2, 3, 3, 5), 10));
+    expect_parts_give_the_whole(mmi(mk(I8, as, 4, 2, 1, 3, 4), mk(I8, bs, 3, 3, 4, 5), SI8(1),
+                                    SI8(-2), mk(I32, ybuf, 4, 2, 3, 3, 5)));
+}
+
+/* Once the stop flag is raised, a computation stops and says so; lowered, it runs. */
+Test(walk, the_stop_flag_stops_a_computation)
+{
+    static volatile sig_atomic_t stop = 1;
+    uint8_t a[] = {1, 2, 3, 4}, b[] = {5, 6, 7, 8};
+    int32_t y[4];
+    qmm_call c = mmi(mk(U8, a, 2, 2, 2), mk(U8, b, 2, 2, 2), ABSENT, ABSENT, mk(I32, y, 2, 2, 2));
+    qmm_ref_set_stop_flag(&stop);
+    compute_fails(&c, QMM_INTERNAL, "interrupted");
+    qmm_status st;
+    cr_expect_eq(qmm_ref_compute_profile(&c, QMM_PROFILE_ONNX_REF, &st), QMM_INTERNAL);
+    stop = 0;
+    compute_ok(&c);
+    qmm_ref_set_stop_flag(NULL);
+    expect_i32(y, (int32_t[]){19, 22, 43, 50}, 4);
+}
+
+/* Where an int32 accumulator overflows, spec (under the default accumulation) alone has a second
+ * accepted result: every other profile, spec+ACC included, wraps as it wraps, so a part asks for
+ * the wrapped result under spec only (INVALID_ARGUMENT elsewhere) and reports an overflow under
+ * spec only, MatMulInteger under onnx-ref (computed as spec computes it) included. */
+Test(walk, only_spec_has_a_second_accepted_result)
+{
+    const int k = 33026; /* 255 * -255 per term: the exact sum is below INT32_MIN */
+    uint8_t *a = malloc(k);
+    int8_t *b = malloc(k);
+    cr_assert(a && b);
+    memset(a, 255, k);
+    memset(b, 0x80, k);
+    uint32_t sy = 0x4B800000u; /* 2^24 */
+    int8_t y, yw;
+    int32_t y32, yw32;
+    qmm_call calls[2] = {
+        qlm(mk(U8, a, 2, 1, k), SF(1), SU8(0), mk(I8, b, 2, k, 1), SF(1), SI8(127),
+            mk(F32, &sy, 0), SI8(0), mk(I8, &y, 2, 1, 1), 10),
+        mmi(mk(U8, a, 2, 1, k), mk(I8, b, 2, k, 1), SU8(0), SI8(127), mk(I32, &y32, 2, 1, 1)),
+    };
+    qmm_tensor wrapped[2] = {mk(I8, &yw, 2, 1, 1), mk(I32, &yw32, 2, 1, 1)};
+    qmm_ref_part whole = {0, 1};
+    int spec_plus = 0;
+    for (int c = 0; c < 2; c++)
+        for (int p = 0; p < qmm_profile_count(); p++) {
+            const char *name = qmm_profile_name((qmm_profile)p);
+            spec_plus += c == 0 && strncmp(name, "spec+", 5) == 0;
+            qmm_status st;
+            int any = -1;
+            qmm_status_code rc = qmm_ref_compute_part(&calls[c], (qmm_profile)p, &whole,
+                                                      &wrapped[c], &any, &st);
+            if (p == QMM_PROFILE_SPEC) {
+                cr_expect_eq(rc, QMM_OK, "%s", st.message);
+                cr_expect_eq(any, 1, "spec: the overflow is reported");
+                continue;
+            }
+            cr_expect_eq(rc, QMM_INVALID_ARGUMENT, "%s: a wrapped result was given (%s)", name,
+                         st.message);
+            any = -1;
+            rc = qmm_ref_compute_part(&calls[c], (qmm_profile)p, &whole, NULL, &any, &st);
+            cr_expect_eq(any, 0, "%s: an overflow reported (%s)", name, st.message);
+        }
+    cr_expect_gt(spec_plus, 0, "no spec+ACC profile was tried");
+    cr_expect_eq(yw, 127); /* spec's wrapped QLinearMatMul result */
+    free(a);
+    free(b);
 }
 
 /* ---- saturation ---- */
