@@ -81,6 +81,39 @@ static inline int qmmcheck_under(char **out, const char *wrapper, const char *fm
     return WEXITSTATUS(rc);
 }
 
+/* Starts `qmmcheck ARGS` (a shell's words) from the source directory without waiting for
+ * it: its stdout is *out, for the caller to read while it runs (and fclose). Returns its pid,
+ * the qmmcheck process itself (the shell execs it), for kill(2) and waitpid(2). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static inline pid_t qmmcheck_start(FILE **out, const char *fmt, ...)
+{
+    char args[8192], cmd[8400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "exec '%s' %s", env("QMMCHECK"), args);
+    int fds[2];
+    cr_assert(pipe(fds) == 0);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        if (chdir(env("QMM_SOURCE_DIR")) != 0)
+            _exit(126);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    *out = fdopen(fds[0], "r");
+    cr_assert(*out);
+    return pid;
+}
+
 /* Runs `qmmcheck ARGS` from the source directory; returns its exit code, and its combined
  * output in *out (malloc'd). */
 #define qmmcheck(out, ...) qmmcheck_under((out), "", __VA_ARGS__)

@@ -463,6 +463,56 @@ Test(values, hand_computed_cases)
     }
 }
 
+/* Y is laid out in order_Y, not row-major: its expectation computed a part at a time comes
+ * in whole matrices (qmm_ref_part_unit), and the parts put together are the whole. */
+static void gather_part(void *ctx, int64_t first, int64_t count, const void *exact,
+                        const void *alt)
+{
+    (void)alt;
+    memcpy((int8_t *)ctx + first, exact, (size_t)count);
+}
+
+Test(values, parts_give_the_whole)
+{
+    vcase v;
+    int checked = 0;
+    for (int i = 0; get_case(i, &v); i++) {
+        if (v.expect != QMM_OK || v.n == 0)
+            continue;
+        const qmm_tensor *y = &v.call.u.qorderedmatmul.y;
+        int64_t unit = y->dims[y->rank - 2] * y->dims[y->rank - 1];
+        cr_expect_eq(qmm_ref_part_unit(&v.call), unit, "%s", v.name);
+        const char *profiles[] = {"spec", "ort-fp32"};
+        for (int p = 0; p < 2; p++) {
+            qh_expectation whole, parts;
+            cr_assert_eq(qh_expect(&v.call, profiles[p], &whole), 0, "%s", whole.message);
+            cr_assert_eq(qh_expect_plan(&v.call, profiles[p], &parts), 0, "%s", parts.message);
+            int8_t got[4096];
+            cr_assert(v.n <= (int64_t)sizeof got);
+            memset(got, 0x5a, sizeof got);
+            qh_expect_scan(&parts, 1, gather_part, got); /* 1: rounded up to a matrix */
+            cr_expect_eq(parts.code, whole.code, "%s %s: %s", v.name, profiles[p],
+                         parts.message);
+            if (whole.code == QMM_OK)
+                cr_expect_eq(memcmp(got, whole.exact.data, (size_t)v.n), 0, "%s %s", v.name,
+                             profiles[p]);
+            qh_expectation_free(&whole);
+            qh_expectation_free(&parts);
+            checked++;
+        }
+        if (unit > 1 && v.n > unit) { /* a part that is not whole matrices is refused */
+            int8_t buf[4096];
+            qmm_call c = v.call;
+            c.u.qorderedmatmul.y.data = buf;
+            qmm_ref_part half = {1, unit};
+            qmm_status st;
+            cr_expect_eq(qmm_ref_compute_part(&c, QMM_PROFILE_SPEC, &half, NULL, NULL, &st),
+                         QMM_INVALID_ARGUMENT, "%s: %s", v.name, st.message);
+        }
+    }
+    cr_expect_gt(checked, 8);
+}
+
 Test(values, invalid_cases_say_why)
 {
     vcase v;

@@ -24,6 +24,7 @@
 #include "harness/run/runner.h"
 #include "harness/report/strbuf.h"
 #include "optimized/qmm_optimized.h"
+#include "reference/qmm_reference.h"
 
 #define EXIT_BAD 1
 #define EXIT_USAGE 2
@@ -344,8 +345,10 @@ static const char *empty_reason(const found_counts *f, int64_t total)
 }
 
 /* SIGINT/SIGTERM: the first asks the run to stop (qh_interrupted: the loop ends, workers are
- * killed, the reports of the cases done are written); a second while shutting down exits at
- * once. No SA_RESTART, so a blocking wait returns EINTR and sees the flag. */
+ * killed, the reference's computation under way stops, the reports of the cases done are
+ * written); a second while shutting down exits at once. No SA_RESTART, so a blocking wait
+ * returns EINTR and sees the flag. Installed before the backends open, so that a hello that
+ * hangs is interrupted too. */
 static void on_interrupt(int sig)
 {
     if (qh_interrupted)
@@ -362,6 +365,7 @@ static void install_interrupt_handlers(void)
     sa.sa_flags = 0;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    qmm_ref_set_stop_flag(&qh_interrupted); /* the expectation, and the reference backend */
 }
 
 static char *join_command(int argc, char **argv)
@@ -746,6 +750,7 @@ int qh_cmd_run(int argc, char **argv)
     int rc = prepare_run(argc, argv, &r, &done);
     if (rc || done)
         return rc;
+    install_interrupt_handlers();
     rc = open_backends(&r.o, r.bes);
     if (rc) {
         qh_case_list_free(&r.list);
@@ -762,7 +767,6 @@ int qh_cmd_run(int argc, char **argv)
     r.sum.xpass_fails = r.o.xfail_strict;
 
     double t0 = qh_mono_seconds();
-    install_interrupt_handlers();
     run_cases(&r);
     finish_backends(&r);
     check_xfail(&r);

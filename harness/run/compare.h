@@ -13,6 +13,7 @@ typedef struct qh_compare {
     int64_t errors;                   /* elements that match neither accepted value */
     int32_t n_kept;
     int64_t kept[QH_COMPARE_KEEP];    /* the first mismatching indices, ascending */
+    int64_t expected[QH_COMPARE_KEEP]; /* the expected value at each (qh_tensor_int's form) */
     int shape_differs;                /* dtype or shape differ: nothing element-wise */
 } qh_compare;
 
@@ -20,6 +21,16 @@ typedef struct qh_compare {
  * overflow-permitted result). Elements are compared as bytes (uint8, int8, int32, float8). */
 void qh_compare_outputs(const qmm_tensor *exact, const qmm_tensor *alt, const qmm_tensor *got,
                         qh_compare *r);
+
+/* The same comparison a part at a time, for an expectation computed in parts
+ * (qh_expect_scan): qh_compare_start checks the shapes (`exact` carries y's dtype and shape;
+ * its data is not read), then each qh_compare_part compares got's elements
+ * [first, first + count) with the part's buffers, which hold those elements from index 0
+ * (`alt` NULL: none). Parts come in ascending order. Nothing is compared once the shapes
+ * differ. */
+void qh_compare_start(const qmm_tensor *exact, const qmm_tensor *got, qh_compare *r);
+void qh_compare_part(const void *exact, const void *alt, const qmm_tensor *got, int64_t first,
+                     int64_t count, qh_compare *r);
 
 /* Element i of an integer tensor as int64 (uint8, int8, int16, uint16, int32, int64); of a
  * float8 tensor, its code (0..255), which is what the mismatch lines print and compare. */

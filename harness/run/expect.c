@@ -70,7 +70,42 @@ static int out_of_memory(qh_expectation *e, const char *what)
     return -1;
 }
 
-int qh_expect(const qmm_call *call, const char *profile, qh_expectation *e)
+/* Where a call's y points while it is only validated or planned: validation asks for data,
+ * nothing is written there (a part of count 0 writes nothing; qmm_ref_explain reads only the
+ * inputs). */
+static unsigned char no_output[16];
+
+int qh_expect_work_check(const qmm_call *call, char *msg, size_t size)
+{
+    const qmm_op_desc *d = qmm_call_desc(call);
+    if (!d)
+        return 0;
+    qmm_call v = *call;
+    qmm_call_output(&v)->data = no_output; /* validation asks for it; callers need not have it */
+    qmm_status st;
+    if (d->validate(&v, &st) != QMM_OK)
+        return 0; /* rejected before any work */
+    const qmm_tensor *a = qmm_call_input_c(call, d->a_input);
+    const qmm_tensor *y = qmm_call_output_c(call);
+    int64_t k = a->rank > 0 ? a->dims[a->rank - 1] : 1;
+    int64_t elements = qmm_tensor_numel(y);
+    /* elements x (k + QH_WORK_PER_ELEMENT) > QH_MAX_WORK, without overflowing */
+    if (elements == 0 || k <= QH_MAX_WORK / elements - QH_WORK_PER_ELEMENT)
+        return 0;
+    long double work = (long double)elements * ((long double)k + QH_WORK_PER_ELEMENT);
+    snprintf(msg, size,
+             "the reference's work for this case, %lld output elements x (K %lld + %d), is "
+             "%.3Lg units, over the limit of %lld (QH_MAX_WORK; docs/formats.md, "
+             "\"Limits\")", (long long)elements, (long long)k, QH_WORK_PER_ELEMENT, work,
+             (long long)QH_MAX_WORK);
+    return -1;
+}
+
+/* The start of qh_expect and qh_expect_plan: the profile and the work checked, e->call set
+ * and *y pointed at its output. Returns 1 to go on; 0 when the call has no operator (e->code
+ * UNSUPPORTED: done); -1 with e->message when a check fails. */
+static int expect_begin(const qmm_call *call, const char *profile, qh_expectation *e,
+                        qmm_tensor **y)
 {
     memset(e, 0, sizeof *e);
     snprintf(e->profile, sizeof e->profile, "%s", profile ? profile : QH_DEFAULT_PROFILE);
@@ -79,13 +114,33 @@ int qh_expect(const qmm_call *call, const char *profile, qh_expectation *e)
         snprintf(e->message, sizeof e->message, "unknown profile '%s'", e->profile);
         return -1;
     }
+    if (qh_expect_work_check(call, e->message, sizeof e->message) != 0) {
+        e->code = QMM_INTERNAL;
+        return -1;
+    }
     e->call = *call;
-    qmm_tensor *y = qmm_call_output(&e->call);
-    if (!y) {
+    *y = qmm_call_output(&e->call);
+    if (!*y) {
         e->code = QMM_UNSUPPORTED;
         snprintf(e->message, sizeof e->message, "no operator");
         return 0;
     }
+    return 1;
+}
+
+static qmm_profile profile_of(const qh_expectation *e)
+{
+    qmm_profile p = QMM_PROFILE_SPEC;
+    qmm_profile_from_name(e->profile, &p);
+    return p;
+}
+
+int qh_expect(const qmm_call *call, const char *profile, qh_expectation *e)
+{
+    qmm_tensor *y;
+    int go = expect_begin(call, profile, e, &y);
+    if (go <= 0)
+        return go;
     /* Only the expected output is allocated up front: a separate overflow alternative exists
      * only where some accumulator overflows int32 (K >= 33026); elsewhere alt is exact
      * itself, so an output of several GiB is not held twice for nothing. */
@@ -96,8 +151,7 @@ int qh_expect(const qmm_call *call, const char *profile, qh_expectation *e)
     e->alt = e->exact;
     qmm_status st;
     qmm_status_ok(&st);
-    qmm_profile p = QMM_PROFILE_SPEC;
-    qmm_profile_from_name(e->profile, &p);
+    qmm_profile p = profile_of(e);
     if (p == QMM_PROFILE_SPEC) {
         e->code = qmm_ref_compute(&e->call, NULL, &e->overflow, &st);
         if (e->code == QMM_OK && e->overflow) {
@@ -114,6 +168,70 @@ int qh_expect(const qmm_call *call, const char *profile, qh_expectation *e)
     }
     memcpy(e->message, st.message, sizeof e->message);
     return 0;
+}
+
+int qh_expect_plan(const qmm_call *call, const char *profile, qh_expectation *e)
+{
+    qmm_tensor *y;
+    int go = expect_begin(call, profile, e, &y);
+    if (go <= 0)
+        return go;
+    e->exact = *y;
+    e->exact.data = NULL;
+    e->alt = e->exact;
+    y->data = no_output;
+    qmm_status st;
+    qmm_status_ok(&st);
+    qmm_ref_part none = {0, 0};
+    e->code = qmm_ref_compute_part(&e->call, profile_of(e), &none, NULL, NULL, &st);
+    memcpy(e->message, st.message, sizeof e->message);
+    return 0;
+}
+
+void qh_expect_scan(qh_expectation *e, int64_t part_elements, qh_expect_part_fn *fn, void *ctx)
+{
+    int64_t n = qmm_tensor_numel(&e->exact);
+    size_t es = qmm_dtype_size(e->exact.dtype);
+    if (e->code != QMM_OK || n <= 0 || es == 0)
+        return;
+    int64_t unit = qmm_ref_part_unit(&e->call);
+    int64_t per = part_elements > 0 ? part_elements : QH_EXPECT_PART_BYTES / (int64_t)es;
+    per = per < unit ? unit : per / unit * unit;
+    if (per > n)
+        per = n;
+    qmm_profile p = profile_of(e);
+    int spec = p == QMM_PROFILE_SPEC;
+    void *exact = malloc((size_t)per * es), *wrapped = spec ? malloc((size_t)per * es) : NULL;
+    if (!exact || (spec && !wrapped)) {
+        free(exact);
+        free(wrapped);
+        e->code = QMM_OUT_OF_MEMORY;
+        snprintf(e->message, sizeof e->message, "cannot allocate a part of the expected output "
+                 "(%lld bytes)", (long long)per * (long long)es);
+        return;
+    }
+    for (int64_t first = 0; first < n; first += per) {
+        qmm_ref_part part = {first, n - first < per ? n - first : per};
+        qmm_call c = e->call;
+        qmm_tensor *y = qmm_call_output(&c);
+        y->data = exact;
+        qmm_tensor yw = *y;
+        yw.data = wrapped;
+        qmm_status st;
+        qmm_status_ok(&st);
+        int overflow = 0;
+        qmm_status_code code =
+            qmm_ref_compute_part(&c, p, &part, spec ? &yw : NULL, &overflow, &st);
+        if (code != QMM_OK) {
+            e->code = code;
+            memcpy(e->message, st.message, sizeof e->message);
+            break;
+        }
+        e->overflow |= overflow;
+        fn(ctx, part.first, part.count, exact, overflow ? wrapped : NULL);
+    }
+    free(exact);
+    free(wrapped);
 }
 
 void qh_expectation_free(qh_expectation *e)
@@ -138,49 +256,65 @@ void qh_sb_coord(qh_sb *b, const qmm_tensor *y, int64_t index)
     qh_sb_puts(b, "]");
 }
 
-/* Every profile's verdict on one call, computed on the first mismatch that asks for it and
- * reused for the others: a whole output per profile, rather than one element at a time,
- * because the Orion profile's errors depend on the whole tensors. */
-typedef struct profile_outputs {
+/* Which profiles give `got`'s value at each kept mismatch: every profile's expectation is
+ * computed a part at a time (a whole output per profile, not one element: the Orion profile's
+ * refusals depend on every element), and only its values at the kept indices are looked at.
+ * Computed on the first mismatch that asks for it and reused for the others. */
+typedef struct profile_matches {
     int computed;
-    qh_expectation ex[QMM_PROFILE_MAX];
-} profile_outputs;
+    const qh_compare *cmp;
+    const qmm_tensor *got;
+    int profile;
+    uint64_t bits[QH_COMPARE_KEEP]; /* bit p: profile p gives got's value at kept[k] */
+} profile_matches;
+_Static_assert(QMM_PROFILE_MAX <= 64, "profile_matches.bits holds a bit per profile");
 
-static void profile_outputs_compute(profile_outputs *po, const qmm_call *call)
+static void match_part(void *ctx, int64_t first, int64_t count, const void *exact,
+                       const void *alt)
 {
-    if (po->computed)
-        return;
-    po->computed = 1;
-    for (int p = 0; p < qmm_profile_count(); p++)
-        if (qh_expect(call, qmm_profile_name((qmm_profile)p), &po->ex[p]) != 0)
-            po->ex[p].code = QMM_INTERNAL; /* out of memory: the profile just is not listed */
+    profile_matches *pm = ctx;
+    qmm_tensor ex = {.dtype = pm->got->dtype, .data = (void *)exact};
+    qmm_tensor al = {.dtype = pm->got->dtype, .data = (void *)alt};
+    for (int32_t k = 0; k < pm->cmp->n_kept; k++) {
+        int64_t i = pm->cmp->kept[k];
+        if (i < first || i >= first + count)
+            continue;
+        int64_t v = qh_tensor_int(pm->got, i);
+        if (qh_tensor_int(&ex, i - first) == v || (alt && qh_tensor_int(&al, i - first) == v))
+            pm->bits[k] |= (uint64_t)1 << pm->profile;
+    }
 }
 
-static void profile_outputs_free(profile_outputs *po)
+static void profile_matches_compute(profile_matches *pm, const qmm_call *call)
 {
-    for (int p = 0; po->computed && p < qmm_profile_count(); p++)
-        qh_expectation_free(&po->ex[p]);
+    if (pm->computed)
+        return;
+    pm->computed = 1;
+    for (int p = 0; p < qmm_profile_count(); p++) {
+        qh_expectation x;
+        if (qh_expect_plan(call, qmm_profile_name((qmm_profile)p), &x) == 0) {
+            uint64_t before[QH_COMPARE_KEEP];
+            memcpy(before, pm->bits, sizeof before);
+            pm->profile = p;
+            qh_expect_scan(&x, 0, match_part, pm);
+            if (x.code != QMM_OK) /* the profile refuses the call: it is not listed */
+                memcpy(pm->bits, before, sizeof before);
+        }
+        qh_expectation_free(&x);
+    }
 }
 
 /* "; got matches: onnx-ref, ort-fp32" or "; got matches no known profile". A combination
  * (REQ+ACC) is named only where its requantization under the default accumulation does not
  * give `got` too: where both do, its accumulation model made no difference. */
-static void sb_profiles_giving(qh_sb *b, profile_outputs *po, const qh_expectation *e,
-                               const qmm_tensor *got, int64_t i)
+static void sb_profiles_giving(qh_sb *b, profile_matches *pm, const qh_expectation *e,
+                               int32_t k)
 {
-    profile_outputs_compute(po, &e->call);
-    int64_t v = qh_tensor_int(got, i);
-    int gives[QMM_PROFILE_MAX];
-    for (int p = 0; p < qmm_profile_count(); p++) {
-        const qh_expectation *x = &po->ex[p];
-        gives[p] = x->code == QMM_OK && qmm_tensor_numel(&x->exact) > i &&
-                   (qh_tensor_int(&x->exact, i) == v ||
-                    (x->overflow && qh_tensor_int(&x->alt, i) == v));
-    }
+    profile_matches_compute(pm, &e->call);
     int n = 0;
     for (int p = 0; p < qmm_profile_count(); p++) {
         int base = (int)qmm_profile_base((qmm_profile)p);
-        if (gives[p] && (base == p || !gives[base]))
+        if ((pm->bits[k] >> p & 1) && (base == p || !(pm->bits[k] >> base & 1)))
             qh_sb_printf(b, "%s%s", n++ ? ", " : "; got matches: ", qmm_profile_name((qmm_profile)p));
     }
     if (n == 0)
@@ -190,8 +324,10 @@ static void sb_profiles_giving(qh_sb *b, profile_outputs *po, const qh_expectati
 void qh_explain_mismatches(qh_sb *b, const qh_expectation *e, const qmm_tensor *got,
                            const qh_compare *cmp, int32_t limit)
 {
-    profile_outputs po;
-    po.computed = 0;
+    profile_matches pm;
+    memset(&pm, 0, sizeof pm);
+    pm.cmp = cmp;
+    pm.got = got;
     int32_t shown = 0;
     for (int32_t k = 0; k < cmp->n_kept && k < limit; k++, shown++) {
         int64_t i = cmp->kept[k];
@@ -200,7 +336,7 @@ void qh_explain_mismatches(qh_sb *b, const qh_expectation *e, const qmm_tensor *
         qh_sb_puts(b, "    ");
         qh_sb_coord(b, &e->exact, i);
         qh_sb_printf(b, " (index %lld): expected %lld, got %lld", (long long)i,
-                     (long long)qh_tensor_int(&e->exact, i), (long long)qh_tensor_int(got, i));
+                     (long long)cmp->expected[k], (long long)qh_tensor_int(got, i));
         if (qmm_ref_explain(&e->call, i, &el, &st) == QMM_OK) {
             qh_sb_printf(b, "; acc %lld", (long long)el.acc);
             if (el.scaled[0])
@@ -209,10 +345,9 @@ void qh_explain_mismatches(qh_sb *b, const qh_expectation *e, const qmm_tensor *
                 qh_sb_printf(b, "; acc overflows int32, wrapped result %lld also accepted",
                              (long long)el.wrapped);
         }
-        sb_profiles_giving(b, &po, e, got, i);
+        sb_profiles_giving(b, &pm, e, k);
         qh_sb_puts(b, "\n");
     }
     if (cmp->errors > shown)
         qh_sb_printf(b, "    ... %lld more\n", (long long)(cmp->errors - shown));
-    profile_outputs_free(&po);
 }

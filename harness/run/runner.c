@@ -144,47 +144,73 @@ static void sb_worker_output(qh_sb *b, const qh_invocation *inv)
                  cleaned(&t, inv->output ? inv->output : "", n));
 }
 
-/* Does the stored output agree with the reference? Returns 1 when the vector is mistrusted,
- * with the reason in `why`. */
-static int vector_mistrusted(const qh_case *c, qmm_status_code ref_code, const char *ref_msg,
-                             const qmm_tensor *exact, const qmm_tensor *alt, qh_sb *why)
+/* Does the stored output agree with the reference? `cmp` is the stored output compared with
+ * the expectation (read only when the reference answers OK and the vector stores one).
+ * Returns 1 when the vector is mistrusted, with the reason in `why`. */
+static int vector_mistrusted(const qh_case *c, const qh_expectation *e, const qh_compare *cmp,
+                             qh_sb *why)
 {
-    if (c->meta.expect != QMM_OK && c->meta.expect != ref_code) {
+    if (c->meta.expect != QMM_OK && c->meta.expect != e->code) {
         qh_sb_printf(why, "qmm.meta expects %s but the reference answers %s%s%s",
-                     qmm_status_name(c->meta.expect), qmm_status_name(ref_code),
-                     ref_msg[0] ? ": " : "", ref_msg);
+                     qmm_status_name(c->meta.expect), qmm_status_name(e->code),
+                     e->message[0] ? ": " : "", e->message);
         return 1;
     }
-    if (ref_code != QMM_OK) {
+    if (e->code != QMM_OK) {
         if (c->meta.expect == QMM_OK && c->n_outputs > 0) {
             qh_sb_printf(why, "the vector stores an output, but the reference rejects it: %s",
-                         ref_msg);
+                         e->message);
             return 1;
         }
         return 0;
     }
-    if (c->n_outputs == 0)
+    if (c->n_outputs == 0 || cmp->errors == 0)
         return 0;
     const qmm_tensor *stored = &c->outputs[0].t;
-    qh_compare cmp;
-    qh_compare_outputs(exact, alt, stored, &cmp);
-    if (cmp.errors == 0)
-        return 0;
-    if (cmp.shape_differs) {
+    if (cmp->shape_differs) {
         char d1[256], d2[256];
         qh_format_dims(stored, d1, sizeof d1);
-        qh_format_dims(exact, d2, sizeof d2);
+        qh_format_dims(&e->exact, d2, sizeof d2);
         qh_sb_printf(why, "stored output_0 is %s %s, the reference gives %s %s",
-                     qmm_dtype_name(stored->dtype), d1, qmm_dtype_name(exact->dtype), d2);
+                     qmm_dtype_name(stored->dtype), d1, qmm_dtype_name(e->exact.dtype), d2);
         return 1;
     }
-    int64_t i = cmp.kept[0];
+    int64_t i = cmp->kept[0];
     qh_sb_printf(why,
                  "stored output_0 differs from the reference at %lld of %lld elements "
                  "(first at index %lld: stored %lld, reference %lld)",
-                 (long long)cmp.errors, (long long)cmp.total, (long long)i,
-                 (long long)qh_tensor_int(stored, i), (long long)qh_tensor_int(exact, i));
+                 (long long)cmp->errors, (long long)cmp->total, (long long)i,
+                 (long long)qh_tensor_int(stored, i), (long long)cmp->expected[0]);
     return 1;
+}
+
+/* What one pass over the expectation's parts compares it with: the backend's output and the
+ * vector's stored output (each NULL when not compared). */
+typedef struct comparison {
+    const qmm_tensor *got, *stored;
+    qh_compare vs_got, vs_stored;
+} comparison;
+
+static void compare_part(void *ctx, int64_t first, int64_t count, const void *exact,
+                         const void *alt)
+{
+    comparison *cm = ctx;
+    if (cm->got)
+        qh_compare_part(exact, alt, cm->got, first, count, &cm->vs_got);
+    if (cm->stored)
+        qh_compare_part(exact, alt, cm->stored, first, count, &cm->vs_stored);
+}
+
+/* Computes e a part at a time (never the whole output at once), comparing each part with
+ * cm->got and cm->stored; e->code may change (an answer the data gives, memory, an
+ * interruption). */
+static void compare_with_expectation(qh_expectation *e, comparison *cm)
+{
+    if (cm->got)
+        qh_compare_start(&e->exact, cm->got, &cm->vs_got);
+    if (cm->stored)
+        qh_compare_start(&e->exact, cm->stored, &cm->vs_stored);
+    qh_expect_scan(e, 0, compare_part, cm);
 }
 
 /* Runs the call again on the same backend and on each variant; every answer must equal the
@@ -354,20 +380,25 @@ static int expectation_usable(const qh_expectation *e, verdict *v)
     return 1;
 }
 
-/* The vector is trusted against the profile its own qmm.meta names (spec by default),
- * whatever profile the backend is judged under. Returns 1 with the reason in `why` when it
- * is mistrusted. */
-static int vector_mistrusted_by_meta(qh_case *c, const qh_expectation *e, qh_sb *why)
+/* The profile the vector's own qmm.meta names (spec by default; an unknown one: the judged
+ * profile), which it is trusted against whatever profile the backend is judged under. */
+static const char *vector_profile(const qh_case *c, const qh_expectation *e)
 {
     const char *vp = c->meta.profile[0] ? c->meta.profile : QH_DEFAULT_PROFILE;
-    if (strcmp(vp, e->profile) == 0 || !qh_profile_known(vp))
-        return vector_mistrusted(c, e->code, e->message, &e->exact, e->overflow ? &e->alt : NULL,
-                                 why);
+    return qh_profile_known(vp) ? vp : e->profile;
+}
+
+/* The vector against a profile other than the judged one: its own pass over the parts. */
+static int vector_mistrusted_under(qh_case *c, const char *profile, qh_sb *why)
+{
     qh_expectation ve;
     int mistrusted = 0;
-    if (qh_expect(&c->call, vp, &ve) == 0)
-        mistrusted = vector_mistrusted(c, ve.code, ve.message, &ve.exact,
-                                       ve.overflow ? &ve.alt : NULL, why);
+    if (qh_expect_plan(&c->call, profile, &ve) == 0) {
+        comparison cm = {.stored = c->n_outputs > 0 && ve.code == QMM_OK ? &c->outputs[0].t
+                                                                          : NULL};
+        compare_with_expectation(&ve, &cm);
+        mistrusted = vector_mistrusted(c, &ve, &cm.vs_stored, why);
+    }
     qh_expectation_free(&ve);
     return mistrusted;
 }
@@ -419,12 +450,12 @@ static void classify_invalid(const qh_expectation *e, const qh_invocation *inv, 
 /* A valid call the backend answered OK: every element written, each equal to the reference's
  * (or to the overflow-permitted alternative). */
 static void classify_output(qh_case *c, qh_backend *hb, const qh_eval_opts *o,
-                            const qh_expectation *e, const qh_invocation *inv, verdict *v)
+                            const qh_expectation *e, const qh_invocation *inv,
+                            const qh_compare *vs_got, verdict *v)
 {
     if (check_unwritten(c, hb, o, inv, v))
         return; /* the verdict is set: an unwritten element says more than the mismatch */
-    qh_compare cmp;
-    qh_compare_outputs(&e->exact, e->overflow ? &e->alt : NULL, &inv->y, &cmp);
+    qh_compare cmp = *vs_got;
     if (cmp.errors == 0) {
         v->status = QH_PASSED;
         return;
@@ -436,7 +467,7 @@ static void classify_output(qh_case *c, qh_backend *hb, const qh_eval_opts *o,
         int64_t i = cmp.kept[0];
         qh_sb_coord(&v->first, &e->exact, i);
         qh_sb_printf(&v->first, " (index %lld): got %lld, expected %lld", (long long)i,
-                     (long long)qh_tensor_int(&inv->y, i), (long long)qh_tensor_int(&e->exact, i));
+                     (long long)qh_tensor_int(&inv->y, i), (long long)cmp.expected[0]);
     }
     qh_explain_mismatches(&v->detail, e, &inv->y, &cmp, o->verbose ? QH_COMPARE_KEEP : 4);
 }
@@ -444,7 +475,7 @@ static void classify_output(qh_case *c, qh_backend *hb, const qh_eval_opts *o,
 /* The backend's answer against the reference's. Everything the backend or its worker says is
  * cleaned: a summary stays one line. */
 static void classify(qh_case *c, qh_backend *hb, const qh_eval_opts *o, const qh_expectation *e,
-                     const qh_invocation *inv, verdict *v)
+                     const qh_invocation *inv, const qh_compare *vs_got, verdict *v)
 {
     clean_text said;
     if (classify_abnormal(inv, v))
@@ -459,7 +490,7 @@ static void classify(qh_case *c, qh_backend *hb, const qh_eval_opts *o, const qh
         qh_sb_printf(&v->summary, "answered %s for a valid call: %s",
                      qmm_status_name(inv->code), CLEAN(said, inv->st.message));
     } else {
-        classify_output(c, hb, o, e, inv, v);
+        classify_output(c, hb, o, e, inv, vs_got, v);
     }
 }
 
@@ -476,11 +507,12 @@ static void apply_mistrust(const qh_sb *why, verdict *v)
     }
 }
 
-/* Calls the backend and judges its answer: classified, then (when asked) run again for
- * determinism, the worker's output kept, the vector's mistrust applied. */
+/* Calls the backend and judges its answer: the expectation computed a part at a time and
+ * compared with the output and the stored one in the same pass, the answer classified, then
+ * (when asked) run again for determinism, the worker's output kept, the vector's mistrust
+ * applied. */
 static void invoke_and_judge(qh_case *c, qh_backend *hb, const qh_eval_opts *o,
-                             const qh_expectation *e, int mistrusted, const qh_sb *why,
-                             verdict *v)
+                             qh_expectation *e, verdict *v)
 {
     qh_invocation inv = {0};
     if (qh_invoke(hb, &c->call, &o->invoke, &inv) != 0) {
@@ -490,13 +522,27 @@ static void invoke_and_judge(qh_case *c, qh_backend *hb, const qh_eval_opts *o,
         qh_invocation_free(&inv);
         return;
     }
-    classify(c, hb, o, e, &inv, v);
-    if (o->determinism && (v->status == QH_PASSED || v->status == QH_UNCHECKED))
-        check_determinism(c, hb, o, &inv, v);
-    if (o->verbose || (v->status != QH_PASSED && v->status != QH_SKIPPED))
-        sb_worker_output(&v->detail, &inv);
-    if (mistrusted)
-        apply_mistrust(why, v);
+    const char *vp = vector_profile(c, e);
+    int own_profile = strcmp(vp, e->profile) == 0;
+    comparison cm = {0};
+    if (inv.outcome == QH_RETURNED && inv.code == QMM_OK)
+        cm.got = &inv.y;
+    if (own_profile && c->n_outputs > 0)
+        cm.stored = &c->outputs[0].t;
+    compare_with_expectation(e, &cm);
+    if (expectation_usable(e, v)) {
+        qh_sb why = {0};
+        int mistrusted = own_profile ? vector_mistrusted(c, e, &cm.vs_stored, &why)
+                                     : vector_mistrusted_under(c, vp, &why);
+        classify(c, hb, o, e, &inv, &cm.vs_got, v);
+        if (o->determinism && (v->status == QH_PASSED || v->status == QH_UNCHECKED))
+            check_determinism(c, hb, o, &inv, v);
+        if (o->verbose || (v->status != QH_PASSED && v->status != QH_SKIPPED))
+            sb_worker_output(&v->detail, &inv);
+        if (mistrusted)
+            apply_mistrust(&why, v);
+        qh_sb_free(&why);
+    }
     qh_invocation_free(&inv);
 }
 
@@ -504,18 +550,15 @@ static void judge(qh_case *c, qh_backend *hb, const qh_eval_opts *o, verdict *v)
 {
     lend_stored_shape(c);
     qh_expectation e;
-    if (qh_expect(&c->call, o->profile, &e) != 0) {
+    if (qh_expect_plan(&c->call, o->profile, &e) != 0) {
         v->status = QH_ERROR;
         qh_sb_printf(&v->summary, "reference: %s", e.message);
         return;
     }
     if (expectation_usable(&e, v)) {
-        qh_sb why = {0};
-        int mistrusted = vector_mistrusted_by_meta(c, &e, &why);
         if (o->verbose)
             sb_call_inputs(&v->detail, &c->call);
-        invoke_and_judge(c, hb, o, &e, mistrusted, &why, v);
-        qh_sb_free(&why);
+        invoke_and_judge(c, hb, o, &e, v);
     }
     qh_expectation_free(&e);
 }

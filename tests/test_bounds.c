@@ -1,0 +1,262 @@
+/* tests/test_bounds.c — what the harness computes itself on behalf of a case is bounded
+ * (docs/formats.md, "Limits"): a tiny case whose shape has 2^48 empty batches is judged at
+ * once, a case over the work limit is an ERROR naming it, SIGTERM during a long expectation
+ * still writes the reports, and an output is held once (the expectation is computed a part at
+ * a time). */
+#include "tests/cli_support.h"
+
+#include <signal.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "harness/io/case.h"
+#include "harness/run/backends.h"
+#include "harness/run/expect.h"
+#include "harness/run/invoke.h"
+#include "harness/run/runner.h"
+#include "tests/casefile_support.h"
+#include "tests/tensor_support.h"
+
+#define U8 QMM_DTYPE_UINT8
+#define I32 QMM_DTYPE_INT32
+
+TestSuite(bounds, .init = make_tmp, .fini = remove_tmp);
+
+/* A MatMulInteger case DIR: A and B uint8 of the given shapes (data: `a`, `b`, NULL for
+ * tensors without elements), no zero points. */
+static void write_mmi_case(const char *dir, int ra, const int64_t *da, const void *a, int rb,
+                           const int64_t *db, const void *b)
+{
+    const char *inputs[] = {"A", "B"};
+    write_case_model(dir, "MatMulInteger", "bounds", inputs, 2, "Y");
+    static const uint8_t none[1] = {0};
+    write_tensor(dir, "test_data_set_0/input_0.pb", U8, ra, da, a ? a : none, "A");
+    write_tensor(dir, "test_data_set_0/input_1.pb", U8, rb, db, b ? b : none, "B");
+}
+
+/* Bytes of every file under `dir` (du -b's total). */
+static long tree_bytes(const char *dir)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "find '%s' -type f -printf '%%s\\n' | awk '{s+=$1} END {print s}'",
+             dir);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p);
+    long n = -1;
+    cr_assert(fscanf(p, "%ld", &n) == 1);
+    pclose(p);
+    return n;
+}
+
+/* A [65536,65536,65536,0,2] · B [2,2]: no element anywhere, a case of about 300 bytes. The
+ * reference's expectation looped over the 2^48 empty batches (qmmcheck hung; --timeout does
+ * not apply to the harness's own work). Now it is judged at once, by the built-ins in
+ * process and in a worker, and by repro. */
+Test(bounds, an_empty_output_of_2_48_batches_is_judged_at_once)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/v/empty-2e48-batches", tmpdir);
+    const int64_t da[] = {65536, 65536, 65536, 0, 2}, db[] = {2, 2};
+    const uint8_t b[4] = {1, 2, 3, 4};
+    write_mmi_case(dir, 5, da, NULL, 2, db, b);
+    cr_expect_lt(tree_bytes(dir), 400, "the case is %ld bytes", tree_bytes(dir));
+    char *out;
+    int rc = qmmcheck_under(&out, "timeout -s KILL 60",
+                            "run --backend reference --backend optimized --vectors %s/v", tmpdir);
+    cr_expect_eq(rc, 0, "exit %d (137: killed after 60 s):\n%s", rc, out);
+    cr_expect_eq(count_lines_with(out, ":PASSED empty-2e48-batches"), 2, "%s", out);
+    free(out);
+    rc = qmmcheck_under(&out, "timeout -s KILL 60", "run --isolate --backend reference "
+                        "--vectors %s/v", tmpdir);
+    cr_expect_eq(rc, 0, "isolated: exit %d:\n%s", rc, out);
+    free(out);
+    rc = qmmcheck_under(&out, "timeout -s KILL 60", "repro %s", dir);
+    cr_expect_eq(rc, 0, "repro: exit %d:\n%s", rc, out);
+    free(out);
+}
+
+/* At the limit exactly, and one multiply-add per element more: elements x (K + 64) against
+ * 2^34 (QH_MAX_WORK). The check reads only shapes: the data is never looked at. */
+Test(bounds, the_work_limit_is_exact)
+{
+    static uint8_t data[1];
+    for (int k = 960; k <= 961; k++) {
+        qmm_call c;
+        memset(&c, 0, sizeof c);
+        c.op = QMM_OP_MATMULINTEGER;
+        /* 4096 x 4096 = 2^24 elements; 2^24 x (960 + 64) = 2^34 */
+        c.u.matmulinteger.a = mk(U8, data, 2, 4096, k);
+        c.u.matmulinteger.b = mk(U8, data, 2, k, 4096);
+        c.u.matmulinteger.y = mk(I32, data, 2, 4096, 4096);
+        char msg[512] = "";
+        int rc = qh_expect_work_check(&c, msg, sizeof msg);
+        if (k == 960) {
+            cr_expect_eq(rc, 0, "K 960 is at the limit: %s", msg);
+        } else {
+            cr_expect_eq(rc, -1, "K 961 is over the limit");
+            cr_expect(strstr(msg, "over the limit of 17179869184 (QH_MAX_WORK"), "%s", msg);
+            cr_expect(strstr(msg, "16777216 output elements x (K 961 + 64)"), "%s", msg);
+        }
+    }
+}
+
+/* 16384 x 1 · 1 x 16384: 2^28 elements x (1 + 64) is over 2^34. An ERROR naming the limit,
+ * at once, before any output is allocated (it used to take a 1 GiB expectation and run). */
+Test(bounds, a_case_over_the_work_limit_is_an_error_naming_it)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/v/over-the-limit", tmpdir);
+    static uint8_t a[16384], b[16384];
+    memset(a, 3, sizeof a);
+    memset(b, 5, sizeof b);
+    const int64_t da[] = {16384, 1}, db[] = {1, 16384};
+    write_mmi_case(dir, 2, da, a, 2, db, b);
+    char *out;
+    int rc = qmmcheck_under(&out, "timeout -s KILL 60", "run --backend optimized --vectors %s/v",
+                            tmpdir);
+    cr_expect_eq(rc, 1, "exit %d:\n%s", rc, out);
+    expect_in(out, "1:ERROR over-the-limit (reference: the reference's work for this case, "
+                   "268435456 output elements x (K 1 + 64)");
+    expect_in(out, "over the limit of 17179869184 (QH_MAX_WORK; docs/formats.md");
+    free(out);
+}
+
+/* Waits up to `seconds` for pid; -1 (and kills it) when it is still running. */
+static int wait_within(pid_t pid, double seconds)
+{
+    int status;
+    for (int i = 0; i < (int)(seconds * 10); i++) {
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return status;
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return -1;
+}
+
+/* a-small passes; b-long's expectation (4096 x 900 x 4096, minutes for the reference) is under
+ * way when SIGTERM comes: the computation stops, the run ends with its SUMMARY, both reports
+ * hold the case done, exit 143. It used to compute on (the flag was read by no one). */
+Test(bounds, sigterm_during_a_long_expectation_writes_the_reports, .timeout = 120)
+{
+    char small[512], big[512], json[512], xml[512];
+    snprintf(small, sizeof small, "%s/v/a-small", tmpdir);
+    snprintf(big, sizeof big, "%s/v/b-long", tmpdir);
+    snprintf(json, sizeof json, "%s/r.json", tmpdir);
+    snprintf(xml, sizeof xml, "%s/r.xml", tmpdir);
+    const uint8_t a2[4] = {1, 2, 3, 4};
+    const int64_t d2[] = {2, 2};
+    write_mmi_case(small, 2, d2, a2, 2, d2, a2);
+    enum { M = 4096, K = 900 };
+    uint8_t *a = malloc((size_t)M * K), *b = malloc((size_t)M * K);
+    cr_assert(a && b);
+    for (size_t i = 0; i < (size_t)M * K; i++) {
+        a[i] = (uint8_t)(i * 7);
+        b[i] = (uint8_t)(i * 13);
+    }
+    const int64_t da[] = {M, K}, db[] = {K, M};
+    write_mmi_case(big, 2, da, a, 2, db, b);
+    free(a);
+    free(b);
+
+    FILE *f;
+    pid_t pid = qmmcheck_start(&f, "run --backend optimized --vectors '%s/v' --report json:%s "
+                                   "--report junit:%s", tmpdir, json, xml);
+    char line[8192];
+    cr_assert(fgets(line, sizeof line, f) != NULL, "no case line");
+    cr_expect(strncmp(line, "1:PASSED a-small", 16) == 0, "%s", line);
+    sleep(1); /* into b-long: loading, the optimized call (a second at most), the expectation */
+    kill(pid, SIGTERM);
+    int status = wait_within(pid, 60);
+    char *summary = NULL;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "SUMMARY:", 8) == 0)
+            summary = strdup(line);
+    fclose(f);
+    cr_assert_neq(status, -1, "still running 60 s after SIGTERM");
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM, "status %#x", status);
+    cr_assert(summary, "no SUMMARY line");
+    cr_expect(strstr(summary, "total:1 passed:1") && strstr(summary, "interrupted by SIGTERM"),
+              "%s", summary);
+    free(summary);
+    char *report = slurp(json);
+    expect_in(report, "\"interrupted\": \"SIGTERM\"");
+    expect_in(report, "\"total\": 1,");
+    expect_in(report, "a-small");
+    cr_expect(strstr(report, "b-long") == NULL, "the interrupted case has a row:\n%s", report);
+    free(report);
+    expect_junit_valid(xml);
+}
+
+/* Peak memory, as the address space a run may take: a 65-byte K = 0 case whose output is
+ * 8192 x 8192 int32 (256 MiB). The expectation and the backend's output used to be held
+ * whole side by side (512 MiB); the expectation is now computed a part at a time (16 MiB),
+ * so the case passes with 400 MiB of address space beyond what the process holds already.
+ * In a child, under RLIMIT_AS; not under AddressSanitizer, whose shadow memory takes
+ * terabytes of address space. */
+#if defined(__SANITIZE_ADDRESS__)
+#define NO_RLIMIT_AS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NO_RLIMIT_AS 1
+#endif
+#endif
+
+static long vm_size_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmSize: %ld kB", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+Test(bounds, a_k0_output_is_held_once)
+{
+#ifdef NO_RLIMIT_AS
+    cr_skip_test("RLIMIT_AS cannot be applied under AddressSanitizer");
+#else
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/v/k0-8192", tmpdir);
+    const int64_t da[] = {8192, 0}, db[] = {0, 8192};
+    write_mmi_case(dir, 2, da, NULL, 2, db, NULL);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        qh_backend be;
+        qh_error err;
+        if (qh_backend_open("reference", &be, &err) != 0)
+            _exit(90);
+        long kib = vm_size_kib();
+        if (kib < 0)
+            _exit(91);
+        rlim_t limit = (rlim_t)kib * 1024 + ((rlim_t)400 << 20);
+        struct rlimit rl = {limit, limit};
+        if (setrlimit(RLIMIT_AS, &rl) != 0)
+            _exit(92);
+        qh_case_ref ref = {.dir = dir, .name = "k0-8192"};
+        qh_eval_opts eo = {0};
+        qh_result res;
+        qh_eval_case(&ref, &be, &eo, &res);
+        if (res.status != QH_PASSED) {
+            fprintf(stderr, "%s: %s\n", qh_case_status_name(res.status),
+                    res.summary ? res.summary : "");
+            _exit(10 + (int)res.status);
+        }
+        _exit(0);
+    }
+    int status;
+    cr_assert(waitpid(pid, &status, 0) == pid);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "status %#x (exit 10 + %d: the verdict; 90-92: setup)", status,
+              WIFEXITED(status) ? WEXITSTATUS(status) - 10 : -1);
+#endif
+}
