@@ -2,7 +2,7 @@
  * (docs/formats.md, "Limits"): a tiny case whose shape has 2^48 empty batches is judged at
  * once, a case over the work limit is an ERROR naming it, SIGTERM during a long expectation
  * still writes the reports, and an output is held once (the expectation is computed a part at
- * a time). */
+ * a time). And --determinism: a variant that cannot be opened is a row, not a silent drop. */
 #include "tests/cli_support.h"
 
 #include <signal.h>
@@ -23,6 +23,7 @@
 #define I32 QMM_DTYPE_INT32
 
 TestSuite(bounds, .init = make_tmp, .fini = remove_tmp);
+TestSuite(determinism, .init = make_tmp, .fini = remove_tmp);
 
 /* A MatMulInteger case DIR: A and B uint8 of the given shapes (data: `a`, `b`, NULL for
  * tensors without elements), no zero points. */
@@ -259,4 +260,64 @@ Test(bounds, a_k0_output_is_held_once)
               "status %#x (exit 10 + %d: the verdict; 90-92: setup)", status,
               WIFEXITED(status) ? WEXITSTATUS(status) - 10 : -1);
 #endif
+}
+
+/* ---- --determinism: a variant that cannot be opened ------------------------------------ */
+
+/* vectors/edge/matmulinteger/empty/k0: y is all zeros, which the hostile plugin writes. */
+#define K0 "vectors/edge/matmulinteger/empty/k0"
+
+/* A variant whose open hangs past --timeout, or dies, is not a refusal: a line on stderr and
+ * a "<variant>" row (TIMEOUT, CRASHED) counted in the SUMMARY and the reports, exit 1. They
+ * used to be dropped without a word: 1 PASSED, exit 0, the variants never ran. */
+Test(determinism, a_variant_that_hangs_or_dies_opening_is_a_row)
+{
+    char json[512];
+    snprintf(json, sizeof json, "%s/r.json", tmpdir);
+    const char *modes[] = {"hang_variant", "crash_variant"};
+    const char *status[] = {"TIMEOUT", "CRASHED"};
+    for (int i = 0; i < 2; i++) {
+        char *out = qmmcheck_expect(1, "run --determinism --variants 'threads=2;threads=3' "
+                                       "--timeout 2 --backend '%s:mode=%s' --vectors " K0
+                                       " --report json:%s",
+                                    env("QMM_HOSTILE_PLUGIN"), modes[i], json);
+        char want[256];
+        snprintf(want, sizeof want, ":%s <variant> (qmm_backend_open", status[i]);
+        cr_expect_eq(count_lines_with(out, want), 2, "%s", out);
+        cr_expect_eq(count_lines_with(out, "cannot be opened: qmm_backend_open"), 2, "%s", out);
+        snprintf(want, sizeof want, "mode=%s,threads=2", modes[i]);
+        expect_in(out, want);
+        cr_expect_eq(count_lines_with(out, ":PASSED k0"), 1, "%s", out);
+        expect_in(out, "total:3 passed:1");
+        char *report = slurp(json);
+        cr_expect_eq(count_lines_with(report, "\"<variant>\""), 2, "%s", report);
+        free(report);
+        free(out);
+    }
+}
+
+/* An exec process that exits in the hello a variant opens is a failure, not a refusal (an
+ * ERROR row); one that answers the hello refusing the options is left out as before (one line
+ * on stderr, exit 0). */
+Test(determinism, an_exec_variant_that_dies_in_its_hello_is_an_error_not_a_refusal)
+{
+    char marker[512];
+    snprintf(marker, sizeof marker, "%s/started", tmpdir);
+    /* the first process started (the backend itself) runs; every later one (the variant)
+     * exits 9 before answering its hello */
+    char *out = qmmcheck_expect(1, "run --determinism --variants 'threads=2' --backend "
+                                   "\"exec:sh -c 'if [ -e %s ]; then exit 9; fi; : > %s; exec "
+                                   "%s ok'\" --vectors " K0, marker, marker,
+                                env("QMM_EXEC_CHILD"));
+    expect_in(out, ":ERROR <variant> (");
+    expect_in(out, "exited with status 9 before "); /* reading or answering the hello */
+    expect_in(out, "cannot be opened:");
+    expect_in(out, "total:2 passed:1");
+    free(out);
+    out = qmmcheck_expect(0, "run --determinism --variants 'threads=2' --backend 'exec:%s "
+                             "refuse-options' --vectors " K0, env("QMM_EXEC_CHILD"));
+    expect_in(out, "left out: ");
+    expect_in(out, "refused to start: INVALID_ARGUMENT: no options known");
+    cr_expect(strstr(out, "<variant>") == NULL, "%s", out);
+    free(out);
 }

@@ -456,28 +456,6 @@ static void variant_spec(const char *base, const char *extra, char *out, size_t 
     snprintf(out, size, "%s%s%s", base, has_opts ? "," : colon ? "" : ":", extra);
 }
 
-/* Opens the --determinism variants of `base` (';'-separated option sets). A variant the
- * backend refuses (an option it does not know) is reported and left out. */
-static int open_variants(const opts *o, const qh_backend *base, qh_backend *out, int max)
-{
-    char list[1024];
-    snprintf(list, sizeof list, "%s", o->variants ? o->variants : "threads=1;threads=2;threads=3");
-    int n = 0;
-    for (char *save = NULL, *v = strtok_r(list, ";", &save); v && n < max;
-         v = strtok_r(NULL, ";", &save)) {
-        char spec[2048];
-        variant_spec(base->spec, v, spec, sizeof spec);
-        qh_error err;
-        qh_isolation iso = isolation_of(o);
-        if (qh_backend_open_isolated(spec, &iso, &out[n], &err) != 0) {
-            fprintf(stderr, "qmmcheck: --determinism: variant %s left out: %s\n", spec, err.msg);
-            continue;
-        }
-        n++;
-    }
-    return n;
-}
-
 /* Everything one `qmmcheck run` holds, from its options to its rows. */
 typedef struct run_state {
     opts o;
@@ -487,12 +465,14 @@ typedef struct run_state {
     qh_backend bes[MAX_MULTI];
     qh_eval_opts eos[MAX_MULTI];
     qh_backend variants[MAX_MULTI][MAX_VARIANTS];
-    qh_result *results; /* one row per case and backend, and room for one "<close>" row per
-                         * backend */
+    qh_result *results; /* one row per case and backend, and room for one "<close>" row and
+                         * MAX_VARIANTS "<variant>" rows per backend */
     size_t k;           /* the rows filled */
     qh_run_summary sum;
     char shard[32];     /* "I/N" for the SUMMARY line and the reports, under --shard */
     unsigned char *xf_where; /* per --xfail entry: XF_ANY_CASE, XF_ELSEWHERE (--shard only) */
+    char *variant_specs[MAX_MULTI * MAX_VARIANTS]; /* owned: the "<variant>" rows' backends */
+    int n_variant_specs;
 } run_state;
 
 /* Parses the options, clears the reports, reads --xfail and collects the cases. Returns 0,
@@ -535,6 +515,77 @@ static int prepare_run(int argc, char **argv, run_state *r, int *done)
     return rc;
 }
 
+/* The row of a --determinism variant that could not be opened: "<variant>", its status
+ * (TIMEOUT for an open that hung, CRASHED for one that died, ERROR otherwise), printed at
+ * once (even with --quiet: it is never a pass) and counted. */
+static void variant_row(run_state *r, const char *spec, qh_case_status status, const char *why)
+{
+    qh_result *row = &r->results[r->k];
+    memset(row, 0, sizeof *row);
+    row->number = (int64_t)r->k + 1;
+    row->name = strdup("<variant>");
+    row->path = strdup("");
+    row->backend = r->variant_specs[r->n_variant_specs++] = strdup(spec);
+    row->status = status;
+    row->summary = qh_clean_dup(why, strlen(why), QH_CLEAN_LINE_MAX);
+    qh_sb line = {0};
+    qh_sb_printf(&line, "%lld:%s <variant> (%s) __REPRO: qmmcheck run --backend ",
+                 (long long)row->number, qh_case_status_name(status),
+                 row->summary ? row->summary : "");
+    qh_sb_shell_word(&line, spec);
+    qh_sb_puts(&line, " --vectors DIR");
+    printf("%s\n", line.s ? line.s : "");
+    fflush(stdout);
+    qh_sb_free(&line);
+    r->sum.counts[status]++;
+    r->sum.total++;
+    r->k++;
+}
+
+/* Opens the --determinism variants of backend j (';'-separated option sets). A variant the
+ * backend refuses (its entry point answers INVALID_ARGUMENT or UNSUPPORTED: an option it does
+ * not know) is left out with one line on stderr. A variant whose open crashed, hung past
+ * --timeout or failed otherwise is not a refusal: a line on stderr and a "<variant>" row
+ * (CRASHED, TIMEOUT or ERROR), so that the run is not green. Returns how many are open. */
+static int open_variants(run_state *r, int j)
+{
+    const opts *o = &r->o;
+    qh_backend *out = r->variants[j];
+    char list[1024];
+    snprintf(list, sizeof list, "%s", o->variants ? o->variants : "threads=1;threads=2;threads=3");
+    int n = 0;
+    for (char *save = NULL, *v = strtok_r(list, ";", &save); v && n < MAX_VARIANTS;
+         v = strtok_r(NULL, ";", &save)) {
+        char spec[2048];
+        variant_spec(r->bes[j].spec, v, spec, sizeof spec);
+        qh_error err;
+        qh_isolation iso = isolation_of(o);
+        int opened = qh_backend_open_isolated(spec, &iso, &out[n], &err) == 0;
+        const char *why = !opened ? err.msg : out[n].broken[0] ? out[n].broken : NULL;
+        if (!why) {
+            n++;
+            continue;
+        }
+        int refused = !opened && out[n].refused;
+        fputs("qmmcheck: --determinism: variant ", stderr);
+        put_clean(spec, strlen(spec), 0, stderr);
+        fprintf(stderr, " %s: ", refused ? "left out" : "cannot be opened");
+        put_clean(why, strlen(why), 0, stderr);
+        fputc('\n', stderr);
+        qh_case_status status = QH_ERROR;
+        if (opened && out[n].broken_how == QH_HUNG)
+            status = QH_TIMEOUT;
+        else if (opened && out[n].broken_how == QH_DIED)
+            status = QH_CRASHED;
+        /* an interrupted open is neither: the SUMMARY line says the run was interrupted */
+        if (!refused && !(opened && out[n].broken_how == QH_INTERRUPTED))
+            variant_row(r, spec, status, why);
+        if (opened)
+            qh_backend_close(&out[n]);
+    }
+    return n;
+}
+
 /* How each backend is judged: the run's options, its isolation, its --determinism variants. */
 static void set_eval_opts(run_state *r)
 {
@@ -546,7 +597,7 @@ static void set_eval_opts(run_state *r)
         eo->invoke.timeout_s = o->timeout_s;
         eo->determinism = o->determinism;
         if (o->determinism) {
-            eo->n_variants = open_variants(o, &r->bes[j], r->variants[j], MAX_VARIANTS);
+            eo->n_variants = open_variants(r, j);
             eo->variants = r->variants[j];
         }
     }
@@ -740,6 +791,8 @@ static void free_run(run_state *r)
     qh_case_list_free(&r->list);
     qh_xfail_free(&r->xf);
     free(r->xf_where);
+    for (int i = 0; i < r->n_variant_specs; i++)
+        free(r->variant_specs[i]);
 }
 
 int qh_cmd_run(int argc, char **argv)
@@ -758,7 +811,8 @@ int qh_cmd_run(int argc, char **argv)
         free(r.xf_where);
         return rc;
     }
-    r.results = calloc((r.list.count + 1) * (size_t)r.o.n_backends, sizeof *r.results);
+    r.results = calloc((r.list.count + 1 + MAX_VARIANTS) * (size_t)r.o.n_backends,
+                       sizeof *r.results);
     if (!r.results) {
         fprintf(stderr, "qmmcheck: out of memory\n");
         return EXIT_BAD;

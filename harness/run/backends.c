@@ -81,6 +81,13 @@ static void said_by_loader(char *buf, size_t size)
     qh_clean_into(buf, size, e, strlen(e), 0);
 }
 
+/* An entry point that answered no backend refused the options it was given when it says
+ * INVALID_ARGUMENT or UNSUPPORTED; anything else is a failure to open. */
+static int refusal(const qmm_status *st)
+{
+    return st->code == QMM_INVALID_ARGUMENT || st->code == QMM_UNSUPPORTED;
+}
+
 /* `path` (from the command line or an environment variable) goes into every message cleaned:
  * a newline in it would otherwise start a line of its own. */
 static int open_plugin(const char *raw_path, const char *options, qh_backend *out, qh_error *err)
@@ -120,6 +127,7 @@ static int open_plugin(const char *raw_path, const char *options, qh_backend *ou
     qmm_status_ok(&st);
     qmm_backend *be = open(QMM_ABI_VERSION, options, &st);
     if (!be) {
+        out->refused = refusal(&st);
         said_by_backend(said, sizeof said, &st);
         snprintf(err->msg, sizeof err->msg, "%s: %s() returned no backend: %s: %s", path,
                  QMM_PLUGIN_ENTRY, qmm_status_name(st.code), said);
@@ -173,6 +181,7 @@ int qh_backend_open(const char *spec, qh_backend *out, qh_error *err)
         qmm_status_ok(&st);
         out->be = bi->open(QMM_ABI_VERSION, options, &st);
         if (!out->be) {
+            out->refused = refusal(&st);
             char said[QH_CLEAN_LINE_MAX];
             said_by_backend(said, sizeof said, &st);
             snprintf(err->msg, sizeof err->msg, "backend %s: %s", shown, said);

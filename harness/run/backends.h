@@ -37,6 +37,11 @@ typedef struct qh_backend {
     qh_isolation iso;
     int has_query;         /* the table has a capability query */
     char broken[256];      /* isolated only: why the backend cannot run ("" when it can) */
+    int broken_how;        /* with broken: how its open ended (qh_invoke_outcome: QH_DIED,
+                            * QH_HUNG or QH_INTERRUPTED) */
+    int refused;           /* after an open that failed: the backend's entry point answered no
+                            * backend with INVALID_ARGUMENT or UNSUPPORTED (it refused the
+                            * spec's options), rather than failing some other way */
     /* The isolated worker (harness/run/invoke.c); worker_pid 0 when none. */
     int worker_pid;
     int worker_fd;         /* the socket */

@@ -306,8 +306,10 @@ fail:
 /* ---- frames ----------------------------------------------------------------------------- */
 
 /* How an exchange ended: XC_UNREAD is a death before the process read a byte of the
- * request (it may be resent to a fresh process); XC_HUNG, past the deadline (close only). */
-enum { XC_OK = 0, XC_DIED = -1, XC_MALFORMED = -2, XC_UNREAD = -3, XC_HUNG = -4, XC_INTR = -5 };
+ * request (it may be resent to a fresh process); XC_HUNG, past the deadline (close only);
+ * XC_REFUSED, a hello answered with a status other than OK (start only). */
+enum { XC_OK = 0, XC_DIED = -1, XC_MALFORMED = -2, XC_UNREAD = -3, XC_HUNG = -4, XC_INTR = -5,
+       XC_REFUSED = -6 };
 
 /* Waits until our end is ready for `events`, keeping the process's stderr meanwhile.
  * XC_OK; XC_DIED (the process ended and nothing more is to be read: `how` says how),
@@ -539,7 +541,8 @@ static int exchange(exec_state *s, const qh_pb_buf *b, int kind, uint32_t limit,
     return r;
 }
 
-/* Starts the process and exchanges hellos: XC_OK, or how it failed, with `why`. */
+/* Starts the process and exchanges hellos: XC_OK, or how it failed, with `why`: XC_REFUSED
+ * when the process answered the hello with a status other than OK. */
 static int start(exec_state *s, char *why, size_t n)
 {
     if (spawn(s, why, n) != 0)
@@ -561,7 +564,7 @@ static int start(exec_state *s, char *why, size_t n)
     } else if (r == XC_OK && rep.status != QMM_OK) {
         snprintf(e, sizeof e, "refused to start: %s: %s",
                  qmm_status_name((qmm_status_code)rep.status), rep.message);
-        r = XC_MALFORMED;
+        r = XC_REFUSED;
     } else if (r == XC_OK) {
         snprintf(s->name, sizeof s->name, "%s", rep.name[0] ? rep.name : s->argv[0]);
         snprintf(s->description, sizeof s->description, "%s", rep.description);
@@ -833,14 +836,16 @@ qmm_backend *qh_exec_open(uint32_t harness_abi, const char *rest, qmm_status *st
     }
     memcpy(s->options, opts, olen);
     pthread_mutex_init(&s->mu, NULL);
-    if (start(s, why, sizeof why) != XC_OK) {
+    int started = start(s, why, sizeof why);
+    if (started != XC_OK) {
         /* what it said on stderr (a missing module, a usage line) says why; the caller cleans
-         * the message */
+         * the message. Only a refusal in the hello is INVALID_ARGUMENT (--determinism). */
         size_t k = s->cap_len;
         while (k && (s->cap[k - 1] == '\n' || s->cap[k - 1] == '\r'))
             k--;
-        qmm_status_set(st, QMM_INVALID_ARGUMENT, "exec: %s%s%.*s", why,
-                       k ? "; it printed: " : "", (int)k, k ? s->cap : "");
+        qmm_status_set(st, started == XC_REFUSED ? QMM_INVALID_ARGUMENT : QMM_INTERNAL,
+                       "exec: %s%s%.*s", why, k ? "; it printed: " : "", (int)k,
+                       k ? s->cap : "");
         pthread_mutex_destroy(&s->mu);
         free(s->cap);
         free(s);

@@ -408,8 +408,10 @@ int qh_worker_open(qh_backend *b, qh_error *err)
     double t = b->iso.timeout_s;
     wire_hello h;
     int w = worker_hello(b, deadline_after(t), t, &h, b->broken, sizeof b->broken);
-    if (w != W_READY)
+    if (w != W_READY) {
+        b->broken_how = outcome_of(w);
         return 0; /* broken: every call says why */
+    }
     if (!h.ok) {
         /* with what the worker printed (an exec: process's stderr: a missing module), cleaned */
         char said[QH_ERROR_MAX] = "";
@@ -420,6 +422,7 @@ int qh_worker_open(qh_backend *b, qh_error *err)
         snprintf(err->msg, sizeof err->msg, "%s%s%s", h.message, said[0] ? "; it printed: " : "",
                  said);
         b->captured_len = b->captured_dropped = 0;
+        b->refused = h.refused != 0;
         return -1;
     }
     b->has_query = h.has_query;

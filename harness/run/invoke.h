@@ -9,8 +9,9 @@
 
 /* Opens the backend as `iso` says: in process (as qh_backend_open), or in a worker. Isolated,
  * the worker opens the backend and answers within iso->timeout_s: -1 with err when the entry
- * point refuses (NULL, ABI, options); 0 when it is open — or when the open crashed or hung,
- * which marks the backend broken: every later qh_invoke fails naming why. */
+ * point refuses (NULL, ABI, options; out->refused set when it answered INVALID_ARGUMENT or
+ * UNSUPPORTED); 0 when it is open — or when the open crashed or hung, which marks the backend
+ * broken (out->broken_how says which): every later qh_invoke fails naming why. */
 int qh_backend_open_isolated(const char *spec, const qh_isolation *iso, qh_backend *out,
                              qh_error *err);
 

@@ -221,12 +221,16 @@ static void check_determinism(qh_case *c, qh_backend *hb, const qh_eval_opts *o,
     for (int32_t r = -1; r < o->n_variants; r++) {
         qh_backend *vb = r < 0 ? hb : &o->variants[r];
         qh_invocation again;
-        if (qh_invoke(vb, &c->call, &o->invoke, &again) != 0) {
-            qh_invocation_free(&again);
-            continue;
-        }
         const char *who = r < 0 ? "a second run" : vb->spec;
         clean_text t;
+        if (qh_invoke(vb, &c->call, &o->invoke, &again) != 0) {
+            /* never passed over: a run that did not happen checked nothing */
+            v->status = QH_ERROR;
+            qh_sb_printf(&v->summary, "--determinism: %s could not run: %s", who,
+                         CLEAN(t, again.problem));
+            qh_invocation_free(&again);
+            return;
+        }
         size_t bytes = (size_t)qmm_tensor_numel(&first->y) * qmm_dtype_size(first->y.dtype);
         if (again.outcome != QH_RETURNED || again.code != first->code) {
             v->status = QH_FAILED;

@@ -20,6 +20,7 @@ typedef struct wire_hello {
     uint32_t magic;
     int32_t ok;        /* the backend is open */
     int32_t has_query;
+    int32_t refused;   /* not open: the entry point refused (qh_backend.refused) */
     char message[512]; /* why it is not */
 } wire_hello;
 

@@ -240,6 +240,7 @@ static void worker_main(const char *spec, int fd)
     h.magic = HELLO_MAGIC;
     if (qh_backend_open(spec, &b, &err) != 0) {
         snprintf(h.message, sizeof h.message, "%s", err.msg);
+        h.refused = b.refused;
         (void)write_full(fd, &h, sizeof h);
         _exit(3);
     }

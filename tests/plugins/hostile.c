@@ -16,6 +16,9 @@
  *   nowrite      the operator answers OK without writing y
  *   refuse_forged  the entry point refuses with a message holding a forged case line
  *   forged_name  the table's name holds a forged case line and SUMMARY
+ *   hang_variant   qmm_backend_open never returns when given a `threads=` option (as a
+ *                  --determinism variant is), and opens normally without one
+ *   crash_variant  qmm_backend_open dies with SIGSEGV when given a `threads=` option
  * Otherwise the operator writes zeros. */
 #include <signal.h>
 #include <stddef.h>
@@ -127,15 +130,20 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
         return NULL;
     }
     qmm_option opt;
+    int threads = 0;
     for (const char *cur = options; qmm_option_next(&cur, &opt);) {
+        threads |= qmm_option_is(&opt, "threads");
         char *dst = qmm_option_is(&opt, "mode") ? h->mode
                   : qmm_option_is(&opt, "pidfile") ? h->pidfile : NULL;
         size_t cap = dst == h->mode ? sizeof h->mode : sizeof h->pidfile;
         if (dst && (size_t)opt.value_len < cap)
             memcpy(dst, opt.value, (size_t)opt.value_len);
     }
-    if (is(h, "crash_open"))
+    if (is(h, "crash_open") || (threads && is(h, "crash_variant")))
         crash();
+    if (threads && is(h, "hang_variant"))
+        for (;;)
+            pause();
     if (is(h, "refuse_forged")) {
         free(h);
         qmm_status_set(st, QMM_INVALID_ARGUMENT, "no\n999:PASSED forged\nSUMMARY: total:1 passed:1");
