@@ -91,6 +91,32 @@ Test(xfail, bad_entries_name_file_and_line)
     cr_expect(strstr(msg, ":1: 'backend=b'"), "one backend per entry: %s", msg);
 }
 
+/* A NUL byte used to end the list where it stood: the entries after it were neither applied
+ * nor reported stale, even under --xfail-strict. It is a usage error naming the file and the
+ * line, like any malformed entry. */
+Test(xfail, a_nul_byte_is_an_error_naming_the_line)
+{
+    static const char text[] = "orion-*\nonnx-doc-*\0 hidden\nno-such-case\n";
+    char path[512];
+    snprintf(path, sizeof path, "%s/nul.txt", tmpdir);
+    FILE *f = fopen(path, "wb");
+    cr_assert(f);
+    cr_assert_eq(fwrite(text, 1, sizeof text - 1, f), sizeof text - 1);
+    fclose(f);
+    qh_xfail x;
+    qh_error err = {{0}};
+    int rc = qh_xfail_read(path, &x, &err);
+    if (rc == 0)
+        qh_xfail_free(&x);
+    cr_expect_eq(rc, -1, "a list with a NUL byte was read");
+    cr_expect(strstr(err.msg, "nul.txt:2: a NUL byte"), "%s", err.msg);
+    char *out = qmmcheck_expect(2, "run --backend '%s' --vectors vectors/seeds --xfail '%s' "
+                                   "--xfail-strict", env("QMM_FAKE_PLUGIN"), path);
+    expect_in(out, "qmmcheck: --xfail: ");
+    expect_in(out, "nul.txt:2: a NUL byte: an expected-failure list is text");
+    free(out);
+}
+
 Test(xfail, failed_becomes_xfail_passed_xpass)
 {
     qh_xfail x = read_list("edge/*\n");

@@ -674,6 +674,17 @@ int qh_xfail_read(const char *path, qh_xfail *x, qh_error *err)
         return -1;
     }
     text[len] = '\0';
+    const char *nul = memchr(text, '\0', len);
+    if (nul) { /* it would end the list there, leaving every later entry unread */
+        int line = 1;
+        for (const char *p = text; p < nul; p++)
+            line += *p == '\n';
+        snprintf(err->msg, sizeof err->msg, "%s:%d: a NUL byte: an expected-failure list is "
+                 "text", path, line);
+        free(text);
+        qh_xfail_free(x);
+        return -1;
+    }
     int rc = 0, number = 0;
     for (char *next = text, *line; rc == 0 && (line = next) != NULL;) {
         number++;
