@@ -124,6 +124,22 @@ Test(bounds, a_case_over_the_work_limit_is_an_error_naming_it)
     free(out);
 }
 
+/* The expectation computed a part at a time judges as the whole one did: where an int32
+ * accumulator overflows, spec accepts the wrapped result too, and a profile that wraps (onnx-ref
+ * computes MatMulInteger as spec does) has no second result but no error either. */
+Test(bounds, parts_judge_overflowing_accumulators_as_the_whole_did)
+{
+    char *out = qmmcheck_expect(0, "run --backend optimized --vectors "
+                                   "vectors/edge/matmulinteger/overflow --vectors "
+                                   "vectors/edge/qlinearmatmul/overflow");
+    expect_in(out, "total:6 passed:6 failed:0");
+    free(out);
+    out = qmmcheck_expect(0, "run --backend reference --profile onnx-ref --vectors "
+                             "vectors/edge/matmulinteger/overflow");
+    expect_in(out, "total:3 passed:3 failed:0 mistrusted:0 skipped:0 unchecked:0");
+    free(out);
+}
+
 /* Waits up to `seconds` for pid; -1 (and kills it) when it is still running. */
 static int wait_within(pid_t pid, double seconds)
 {

@@ -188,6 +188,38 @@ int qh_expect_plan(const qmm_call *call, const char *profile, qh_expectation *e)
     return 0;
 }
 
+/* Computes one part into `exact`, and where an element overflows (spec only, rare) once more
+ * into *wrapped, allocated then (`bytes` of room): 0, or -1 with e->code and e->message set. */
+static int compute_part(qh_expectation *e, qmm_profile p, const qmm_ref_part *part,
+                        void *exact, void **wrapped, size_t bytes, int *overflow)
+{
+    qmm_call c = e->call;
+    qmm_tensor *y = qmm_call_output(&c);
+    y->data = exact;
+    qmm_status st;
+    qmm_status_ok(&st);
+    /* only spec has a second accepted result (qh_expect: a profile wraps as it wraps) */
+    qmm_status_code code =
+        qmm_ref_compute_part(&c, p, part, NULL, p == QMM_PROFILE_SPEC ? overflow : NULL, &st);
+    if (code == QMM_OK && *overflow) {
+        if (!*wrapped && !(*wrapped = malloc(bytes))) {
+            e->code = QMM_OUT_OF_MEMORY;
+            snprintf(e->message, sizeof e->message, "cannot allocate a part of the "
+                     "overflow-permitted output (%zu bytes)", bytes);
+            return -1;
+        }
+        qmm_tensor yw = *y;
+        yw.data = *wrapped;
+        code = qmm_ref_compute_part(&c, p, part, &yw, overflow, &st);
+    }
+    if (code != QMM_OK) {
+        e->code = code;
+        memcpy(e->message, st.message, sizeof e->message);
+        return -1;
+    }
+    return 0;
+}
+
 void qh_expect_scan(qh_expectation *e, int64_t part_elements, qh_expect_part_fn *fn, void *ctx)
 {
     int64_t n = qmm_tensor_numel(&e->exact);
@@ -199,34 +231,20 @@ void qh_expect_scan(qh_expectation *e, int64_t part_elements, qh_expect_part_fn 
     per = per < unit ? unit : per / unit * unit;
     if (per > n)
         per = n;
-    qmm_profile p = profile_of(e);
-    int spec = p == QMM_PROFILE_SPEC;
-    void *exact = malloc((size_t)per * es), *wrapped = spec ? malloc((size_t)per * es) : NULL;
-    if (!exact || (spec && !wrapped)) {
-        free(exact);
-        free(wrapped);
+    size_t bytes = (size_t)per * es;
+    void *exact = malloc(bytes), *wrapped = NULL;
+    if (!exact) {
         e->code = QMM_OUT_OF_MEMORY;
         snprintf(e->message, sizeof e->message, "cannot allocate a part of the expected output "
-                 "(%lld bytes)", (long long)per * (long long)es);
+                 "(%zu bytes)", bytes);
         return;
     }
+    qmm_profile p = profile_of(e);
     for (int64_t first = 0; first < n; first += per) {
         qmm_ref_part part = {first, n - first < per ? n - first : per};
-        qmm_call c = e->call;
-        qmm_tensor *y = qmm_call_output(&c);
-        y->data = exact;
-        qmm_tensor yw = *y;
-        yw.data = wrapped;
-        qmm_status st;
-        qmm_status_ok(&st);
         int overflow = 0;
-        qmm_status_code code =
-            qmm_ref_compute_part(&c, p, &part, spec ? &yw : NULL, &overflow, &st);
-        if (code != QMM_OK) {
-            e->code = code;
-            memcpy(e->message, st.message, sizeof e->message);
+        if (compute_part(e, p, &part, exact, &wrapped, bytes, &overflow) != 0)
             break;
-        }
         e->overflow |= overflow;
         fn(ctx, part.first, part.count, exact, overflow ? wrapped : NULL);
     }
