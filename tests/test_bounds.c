@@ -312,6 +312,27 @@ Test(determinism, a_variant_that_hangs_or_dies_opening_is_a_row)
     }
 }
 
+/* A variant whose close crashes is a "<close>" row like the backend's own: the variants used
+ * to be closed after the reports without a look (1 PASSED, exit 0). */
+Test(determinism, a_variant_whose_close_crashes_is_a_close_row)
+{
+    char json[512];
+    snprintf(json, sizeof json, "%s/r.json", tmpdir);
+    char *out = qmmcheck_expect(1, "run --determinism --variants 'threads=2;threads=3' "
+                                   "--backend '%s:mode=crash_close_variant' --vectors " K0
+                                   " --report json:%s",
+                                env("QMM_HOSTILE_PLUGIN"), json);
+    cr_expect_eq(count_lines_with(out, ":CRASHED <close> ("), 2, "%s", out);
+    expect_in(out, "mode=crash_close_variant,threads=2");
+    expect_in(out, "mode=crash_close_variant,threads=3");
+    cr_expect_eq(count_lines_with(out, ":PASSED k0"), 1, "%s", out);
+    expect_in(out, "total:3 passed:1");
+    char *report = slurp(json);
+    cr_expect_eq(count_lines_with(report, "\"<close>\""), 2, "%s", report);
+    free(report);
+    free(out);
+}
+
 /* An exec process that exits in the hello a variant opens is a failure, not a refusal (an
  * ERROR row); one that answers the hello refusing the options is left out as before (one line
  * on stderr, exit 0). */

@@ -466,7 +466,8 @@ typedef struct run_state {
     qh_eval_opts eos[MAX_MULTI];
     qh_backend variants[MAX_MULTI][MAX_VARIANTS];
     qh_result *results; /* one row per case and backend, and room for one "<close>" row and
-                         * MAX_VARIANTS "<variant>" rows per backend */
+                         * MAX_VARIANTS more per backend: a variant is a "<variant>" row (it
+                         * did not open) or open, and then perhaps a "<close>" row */
     size_t k;           /* the rows filled */
     qh_run_summary sum;
     char shard[32];     /* "I/N" for the SUMMARY line and the reports, under --shard */
@@ -636,15 +637,26 @@ static void run_cases(run_state *r)
     qh_progress_end(&pr);
 }
 
-/* Closes each backend; a close that crashed or hung adds its "<close>" row. */
+/* Closes one backend or variant; a close that crashed, hung or answered garbage adds its
+ * "<close>" row. */
+static void finish_one(run_state *r, qh_backend *be)
+{
+    if (finish_backend(be, &r->results[r->k], (int64_t)r->k + 1)) {
+        r->sum.counts[r->results[r->k].status]++;
+        r->sum.total++;
+        r->k++;
+    }
+}
+
+/* Closes each backend and each of its --determinism variants: a variant's close is a call
+ * into the backend like any other, and its crash is a row as the backend's own is. */
 static void finish_backends(run_state *r)
 {
-    for (int j = 0; j < r->o.n_backends; j++)
-        if (finish_backend(&r->bes[j], &r->results[r->k], (int64_t)r->k + 1)) {
-            r->sum.counts[r->results[r->k].status]++;
-            r->sum.total++;
-            r->k++;
-        }
+    for (int j = 0; j < r->o.n_backends; j++) {
+        finish_one(r, &r->bes[j]);
+        for (int32_t v = 0; v < r->eos[j].n_variants; v++)
+            finish_one(r, &r->eos[j].variants[v]);
+    }
 }
 
 /* Whether this run can tell that --xfail entry i is stale. Under --shard, an entry naming a

@@ -19,6 +19,7 @@
  *   hang_variant   qmm_backend_open never returns when given a `threads=` option (as a
  *                  --determinism variant is), and opens normally without one
  *   crash_variant  qmm_backend_open dies with SIGSEGV when given a `threads=` option
+ *   crash_close_variant  close dies with SIGSEGV when it was opened with a `threads=` option
  * Otherwise the operator writes zeros. */
 #include <signal.h>
 #include <stddef.h>
@@ -33,6 +34,7 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
 
 typedef struct hostile {
     char mode[32];
+    int threads; /* opened with a threads= option, as a --determinism variant is */
     char pidfile[512];
 } hostile;
 
@@ -115,7 +117,8 @@ static qmm_status_code h_qlmm(const qmm_backend *self, const qmm_qlinearmatmul *
 
 static void h_close(qmm_backend *self)
 {
-    if (is(self->impl, "crash_close"))
+    hostile *h = self->impl;
+    if (is(h, "crash_close") || (h->threads && is(h, "crash_close_variant")))
         crash();
     free(self->impl);
     free(self);
@@ -139,6 +142,7 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
         if (dst && (size_t)opt.value_len < cap)
             memcpy(dst, opt.value, (size_t)opt.value_len);
     }
+    h->threads = threads;
     if (is(h, "crash_open") || (threads && is(h, "crash_variant")))
         crash();
     if (threads && is(h, "hang_variant"))
