@@ -7,11 +7,13 @@
 #define QMM_TESTS_CLI_SUPPORT_H
 
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static char tmpdir[256];
@@ -112,6 +114,21 @@ static inline pid_t qmmcheck_start(FILE **out, const char *fmt, ...)
     *out = fdopen(fds[0], "r");
     cr_assert(*out);
     return pid;
+}
+
+/* Waits up to `seconds` for pid; -1 (and kills it) when it is still running. */
+static inline int wait_within(pid_t pid, double seconds)
+{
+    int status;
+    for (int i = 0; i < (int)(seconds * 10); i++) {
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return status;
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return -1;
 }
 
 /* Runs `qmmcheck ARGS` from the source directory; returns its exit code, and its combined

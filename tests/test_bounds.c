@@ -140,21 +140,6 @@ Test(bounds, parts_judge_overflowing_accumulators_as_the_whole_did)
     free(out);
 }
 
-/* Waits up to `seconds` for pid; -1 (and kills it) when it is still running. */
-static int wait_within(pid_t pid, double seconds)
-{
-    int status;
-    for (int i = 0; i < (int)(seconds * 10); i++) {
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            return status;
-        struct timespec ts = {0, 100 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-    return -1;
-}
-
 /* a-small passes; b-long's expectation (4096 x 900 x 4096, minutes for the reference) is under
  * way when SIGTERM comes: the computation stops, the run ends with its SUMMARY, both reports
  * hold the case done, exit 143. It used to compute on (the flag was read by no one). */

@@ -223,6 +223,39 @@ Test(reduce_budget, a_large_k_case_stops_on_seconds, .timeout = 120)
                          "REDUCED batch=[] M=1 N=1 K=3000 -> batch=[] M=1 N=1 K=3000 in ");
 }
 
+/* SIGTERM during a long reduction: it stops where it is, removes its temporary directory,
+ * writes nothing (the judgments under way and the confirmations did not happen) and says so,
+ * exit 143. It used to die of the signal, leaving $TMPDIR/qmmcheck-reduce-XXXXXX behind. */
+Test(reduce_budget, sigterm_stops_it_cleanly_writing_nothing, .timeout = 120)
+{
+    char dir[512], tmp[512], out_dir[512];
+    write_ones_case("k3000", 3000, dir, sizeof dir);
+    snprintf(tmp, sizeof tmp, "%s/t", tmpdir);
+    snprintf(out_dir, sizeof out_dir, "%s/r", tmpdir);
+    cr_assert(mkdir(tmp, 0700) == 0);
+    setenv("TMPDIR", tmp, 1);
+    FILE *f;
+    pid_t pid = qmmcheck_start(&f, "reduce '%s' --backend '%s:min-k=3000' -q --out '%s' "
+                                   "--max-tries 0 --seconds 600 2>&1",
+                               dir, env("QMM_FLAKY_PLUGIN"), out_dir);
+    sleep(2); /* into the K folding, which takes minutes at K = 3000 */
+    kill(pid, SIGTERM);
+    int status = wait_within(pid, 60);
+    char line[4096], *said = NULL;
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, "interrupted by SIGTERM"))
+            said = strdup(line);
+    fclose(f);
+    cr_assert_neq(status, -1, "still running 60 s after SIGTERM");
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM, "status %#x", status);
+    cr_expect(said && strstr(said, "nothing written"), "%s", said ? said : "no line says so");
+    free(said);
+    cr_expect(access(out_dir, F_OK) != 0, "%s was written", out_dir);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "[ -z \"$(ls -A '%s')\" ]", tmp);
+    cr_expect(system(cmd) == 0, "the temporary directory was left in %s", tmp);
+}
+
 /* ---- a backend that does not answer the same way every time ---- */
 
 /* Against the reference wrong for its first `wrong` calls only, reduce says the result is

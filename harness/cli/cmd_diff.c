@@ -9,6 +9,7 @@
 #include "harness/run/backends.h"
 #include "harness/io/clean.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/interrupt.h"
 #include "harness/cli/options.h"
 #include "harness/cli/progress.h"
 #include "harness/run/compare.h"
@@ -396,7 +397,8 @@ static int run_one(const diff_opts *o, qh_backend *be, const qh_invoke_opts *io,
             fprintf(stderr, "qmmcheck diff: %s\n", inv[k].problem);
             rc = -1;
         }
-    if (rc == 0) {
+    /* the problem under way when a signal came has no verdict: left out, never a difference */
+    if (rc == 0 && !qh_interrupted) {
         n->problems++;
         int unsupported = (inv[0].outcome == QH_RETURNED && inv[0].code == QMM_UNSUPPORTED) ||
                           (inv[1].outcome == QH_RETURNED && inv[1].code == QMM_UNSUPPORTED);
@@ -415,6 +417,12 @@ static int run_one(const diff_opts *o, qh_backend *be, const qh_invoke_opts *io,
         } else {
             qh_expectation e;
             int have_e = qh_expect(&p.call, o->profile, &e) == 0;
+            if (qh_interrupted) { /* the expectation was stopped: no verdict either */
+                n->problems--;
+                if (have_e)
+                    qh_expectation_free(&e);
+                goto done;
+            }
             int tolerated = 0;
             if (outputs_differ && have_e && e.code == QMM_OK && e.overflow) {
                 /* both results are accepted where the accumulator overflows int32 */
@@ -433,6 +441,7 @@ static int run_one(const diff_opts *o, qh_backend *be, const qh_invoke_opts *io,
                 qh_expectation_free(&e);
         }
     }
+done:
     qh_invocation_free(&inv[0]);
     qh_invocation_free(&inv[1]);
     qh_problem_free(&p);
@@ -517,6 +526,7 @@ int qh_cmd_diff(int argc, char **argv)
         o.have_seconds = 0;
     }
 
+    qh_interrupt_install(); /* before the backends open (interrupt.h) */
     qh_backend be[2];
     for (int k = 0; k < 2; k++) {
         qh_error err;
@@ -544,7 +554,7 @@ int qh_cmd_diff(int argc, char **argv)
     o.progress = &pr;
     double t0 = qh_mono_seconds(), last = t0;
     int harness_failed = 0;
-    for (unsigned long long i = o.start;; i++) {
+    for (unsigned long long i = o.start; !qh_interrupted; i++) {
         if (o.have_count && i - o.start >= o.count)
             break;
         double t = qh_mono_seconds();
@@ -573,15 +583,19 @@ int qh_cmd_diff(int argc, char **argv)
     char filtered[48] = "";
     if (o.have_only)
         snprintf(filtered, sizeof filtered, " filtered:%llu", n.filtered);
+    int sig = qh_interrupted;
     printf("DIFF SUMMARY: problems:%llu same:%llu differences:%llu skipped:%llu tolerated:%llu%s "
-           "(%.3f s, %.0f problems/s)\n",
+           "(%.3f s, %.0f problems/s)%s%s\n",
            n.problems, n.same, n.differences, n.skipped, n.tolerated, filtered, secs,
-           secs > 0 ? (double)n.problems / secs : 0.0);
+           secs > 0 ? (double)n.problems / secs : 0.0, sig ? " interrupted by " : "",
+           sig ? qh_interrupt_name(sig) : "");
     if (n.problems > 0 && 2 * n.skipped > n.problems)
         printf("WARNING: %llu of %llu problems were skipped (a backend answered UNSUPPORTED)\n",
                n.skipped, n.problems);
     qh_backend_close(&be[0]);
     qh_backend_close(&be[1]);
+    if (sig) /* never a pass, whatever was compared before the signal */
+        return 128 + sig;
     if (harness_failed || n.differences)
         return 1;
     if (n.same + n.tolerated > 0 || o.allow_empty)

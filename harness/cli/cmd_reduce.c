@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/interrupt.h"
 #include "harness/io/clean.h"
 #include "harness/io/numparse.h"
 #include "harness/report/strbuf.h"
@@ -130,6 +131,7 @@ int qh_cmd_reduce(int argc, char **argv)
     int rc = parse(argc, argv, &a, &done);
     if (rc || done)
         return rc;
+    qh_interrupt_install(); /* before the backend opens (interrupt.h) */
     qh_backend be;
     qh_error err;
     qh_isolation iso = {.isolate = a.isolate, .timeout_s = a.timeout_s,
@@ -167,6 +169,16 @@ int qh_cmd_reduce(int argc, char **argv)
     qh_case_ref ref = {.dir = (char *)a.dir, .name = (char *)a.dir, .data_set = a.data_set};
     qh_reduce_result r;
     rc = qh_reduce_case(&ref, &be, &a.ro, &r, &err);
+    if (qh_interrupted) { /* whatever the judgments under way said: they did not finish */
+        const char *so_far = r.after[0] ? r.after : r.before;
+        fprintf(stderr, "qmmcheck reduce: interrupted by %s after %llu tries: nothing written%s%s%s\n",
+                qh_interrupt_name(qh_interrupted), (unsigned long long)r.tries,
+                so_far[0] ? " (the smallest failing case so far: " : "", so_far,
+                so_far[0] ? ")" : "");
+        qh_reduce_result_free(&r);
+        qh_backend_close(&be);
+        return 128 + qh_interrupted;
+    }
     if (rc == 1) {
         char *c = qh_clean_dup(a.dir, strlen(a.dir), 0);
         fprintf(stderr, "qmmcheck reduce: %s does not fail against %s: it is %s%s%s%s; nothing "

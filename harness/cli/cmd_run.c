@@ -13,6 +13,7 @@
 #include "harness/io/case.h"
 #include "harness/io/clean.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/interrupt.h"
 #include "harness/cli/options.h"
 #include "harness/cli/progress.h"
 #include "harness/cli/datadir.h"
@@ -342,30 +343,6 @@ static const char *empty_reason(const found_counts *f, int64_t total)
         return "the --shard holds no case";
     return total > 0 ? "every case was SKIPPED (the backend answered UNSUPPORTED)"
                      : "no case ran";
-}
-
-/* SIGINT/SIGTERM: the first asks the run to stop (qh_interrupted: the loop ends, workers are
- * killed, the reference's computation under way stops, the reports of the cases done are
- * written); a second while shutting down exits at once. No SA_RESTART, so a blocking wait
- * returns EINTR and sees the flag. Installed before the backends open, so that a hello that
- * hangs is interrupted too. */
-static void on_interrupt(int sig)
-{
-    if (qh_interrupted)
-        _exit(128 + sig);
-    qh_interrupted = sig;
-}
-
-static void install_interrupt_handlers(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_interrupt;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = 0;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    qmm_ref_set_stop_flag(&qh_interrupted); /* the expectation, and the reference backend */
 }
 
 static char *join_command(int argc, char **argv)
@@ -815,7 +792,7 @@ int qh_cmd_run(int argc, char **argv)
     int rc = prepare_run(argc, argv, &r, &done);
     if (rc || done)
         return rc;
-    install_interrupt_handlers();
+    qh_interrupt_install(); /* before the backends open (interrupt.h) */
     rc = open_backends(&r.o, r.bes);
     if (rc) {
         qh_case_list_free(&r.list);

@@ -26,6 +26,7 @@
 #include "harness/io/onnx_io.h"
 #include "harness/run/compare.h"
 #include "harness/run/expect.h"
+#include "harness/run/invoke.h"
 #include "harness/report/strbuf.h"
 #include "ops/qmm_ops.h"
 
@@ -307,7 +308,7 @@ static int out_of_budget(reducer *z)
     if ((z->o->max_tries && r->tries >= z->o->max_tries) ||
         (z->o->seconds > 0 && now - z->t0 >= z->o->seconds))
         r->budget_spent = 1;
-    return r->budget_spent;
+    return r->budget_spent || qh_interrupted; /* SIGINT/SIGTERM: stop where it is */
 }
 
 /* Takes `cand` (built, owned): it becomes the smallest case when it differs from it, is valid
@@ -720,6 +721,13 @@ int qh_reduce_case(const qh_case_ref *ref, qh_backend *b, const qh_reduce_opts *
     nftw(z.work, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
     shape_text(&r->best, r->after, sizeof r->after);
     r->seconds = qh_mono_seconds() - z.t0;
+    if (qh_interrupted) { /* the judgments under way, and any confirmation, did not happen */
+        snprintf(err->msg, sizeof err->msg,
+                 "interrupted by signal %d after %llu tries (the smallest failing case so far: "
+                 "%s): nothing written", (int)qh_interrupted, (unsigned long long)r->tries,
+                 r->after);
+        return -1;
+    }
     return rc == 1 ? 0 : rc;
 }
 
