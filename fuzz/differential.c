@@ -15,6 +15,7 @@
 #include "harness/run/backends.h"
 #include "harness/io/clean.h"
 #include "harness/run/compare.h"
+#include "harness/run/cpu.h"
 #include "harness/run/expect.h"
 #include "harness/run/guard.h"
 #include "harness/run/invoke.h"
@@ -40,6 +41,9 @@ static int set_up;
 static int opened;
 static int debug;
 static int every_variant; /* QMM_FUZZ_VARIANTS=all: every input runs every implementation */
+/* QMM_FUZZ_CPU=CLASS: the QMM_FUZZ_BACKEND backends run in a worker under qemu with that CPU
+ * class (harness/run/cpu.h), so their CPUID dispatch is that CPU's; NULL: in process */
+static const qh_cpu_class *fuzz_cpu;
 
 static void add_variant(const char *spec, int is_plugin)
 {
@@ -71,7 +75,11 @@ static int env_int(const char *name, int dflt)
 static void open_variant(variant *v)
 {
     qh_error err;
-    if (qh_backend_open(v->spec, &v->b, &err) != 0) {
+    qh_isolation iso = {.isolate = 1, .timeout_s = 30, .memory_limit = QH_MEMORY_LIMIT_DEFAULT,
+                        .cpu = fuzz_cpu};
+    int emulated = v->is_plugin && qh_cpu_emulated(fuzz_cpu);
+    if (emulated ? qh_backend_open_isolated(v->spec, &iso, &v->b, &err) != 0
+                 : qh_backend_open(v->spec, &v->b, &err) != 0) {
         char why[QH_CLEAN_LINE_MAX], spec[QH_CLEAN_LINE_MAX];
         qh_clean_into(why, sizeof why, err.msg, strnlen(err.msg, sizeof err.msg), 0);
         qh_clean_into(spec, sizeof spec, v->spec, strlen(v->spec), 0);
@@ -94,6 +102,13 @@ static void open_variant(variant *v)
         qh_clean_into(name, sizeof name, v->b.table.name, strlen(v->b.table.name), 0);
         snprintf(label, sizeof label, "%s%s%s", name, colon ? ":" : "", colon ? colon + 1 : "");
         qh_clean_into(v->label, sizeof v->label, label, strlen(label), 0);
+    }
+    if (emulated) { /* its table is in the worker: every call is tried there */
+        size_t k = strlen(v->label);
+        snprintf(v->label + k, sizeof v->label - k, " [cpu %s]", qh_cpu_name(fuzz_cpu));
+        v->state = 1;
+        fprintf(stderr, "qmm-fuzz: comparing reference with %s\n", v->label);
+        return;
     }
     /* A backend is compared when it computes at least one of the common QLinearMatMul forms
      * (a peer over oneDNN refuses u8 b; one over gemmlowp computes u8u8u8 only); the cases it
@@ -147,6 +162,16 @@ void qh_fz_diff_setup(void)
     debug = env_int("QMM_FUZZ_DEBUG", 0);
     const char *mode = getenv("QMM_FUZZ_VARIANTS");
     every_variant = mode && strcmp(mode, "all") == 0;
+    const char *cpu = getenv("QMM_FUZZ_CPU");
+    if (cpu && *cpu) {
+        char why[1024];
+        if (qh_cpu_parse(cpu, &fuzz_cpu, 1, why, sizeof why) < 0) {
+            char shown[QH_CLEAN_LINE_MAX];
+            qh_clean_into(shown, sizeof shown, why, strlen(why), 0);
+            fprintf(stderr, "qmm-fuzz: QMM_FUZZ_CPU: %s\n", shown);
+            exit(2);
+        }
+    }
     if (env_int("QMM_FUZZ_BUILTINS", 1)) {
         int threads = env_int("QMM_FUZZ_THREADS", 3);
         for (int i = 0; qh_builtin_backends[i]; i++) {
@@ -242,6 +267,8 @@ static int write_case(const char *dir, const char *target, const char *sig, uint
     snprintf(meta.tags[0], sizeof meta.tags[0], "fuzz");
     snprintf(meta.tags[1], sizeof meta.tags[1], "%s", c->types);
     meta.n_tags = attr_tags(c, &meta, 2);
+    if (v->is_plugin && qh_cpu_emulated(fuzz_cpu))
+        snprintf(meta.cpu_class, sizeof meta.cpu_class, "%s", qh_cpu_name(fuzz_cpu));
     snprintf(meta.provenance, sizeof meta.provenance, "%s input %016llx: %s", target,
              (unsigned long long)hash, sig);
     snprintf(meta.description, sizeof meta.description,
@@ -416,9 +443,10 @@ __attribute__((noreturn)) static void report(const char *target, int slot, const
     }
     qh_error err;
     if (write_case(dir, target, sig, hash, c, e, v, inv, &err) == 0)
-        fprintf(stderr, "  case written: %s\n  reproduce: qmmcheck run --backend '%s' "
+        fprintf(stderr, "  case written: %s\n  reproduce: qmmcheck run%s%s --backend '%s' "
                         "--vectors '%s'\n",
-                dir, v->spec, dir);
+                dir, v->is_plugin && fuzz_cpu ? " --cpu " : "",
+                v->is_plugin && fuzz_cpu ? qh_cpu_name(fuzz_cpu) : "", v->spec, dir);
     else
         fprintf(stderr, "  could not write the case: %s\n", err.msg);
     crash(slot, c->types, sig);
@@ -483,6 +511,12 @@ static int compare_one(const char *target, int i, const qh_fz_case *c, const qmm
         /* out of memory is not the backend's fault; UNSUPPORTED never counts */
         qh_invocation_free(&inv);
         return -1;
+    }
+    if (inv.outcome != QH_RETURNED) {
+        /* an emulated worker's crash, hang or guard fault is contained: report it here */
+        if (inv.code == QMM_OK)
+            inv.code = QMM_INTERNAL;
+        report(target, i, c, e, &inv, NULL, data, len);
     }
     if (inv.code != e->code)
         report(target, i, c, e, &inv, NULL, data, len);

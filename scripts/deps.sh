@@ -8,10 +8,11 @@ set -euo pipefail
 # the libraries the peers in peers/ run. bsdutils (script: the progress test's terminal),
 # groff-base (renders the man page in its test), libxml2-utils (xmllint: checks the JUnit reports
 # against tests/schema/junit-10.xsd), llvm (llvm-profdata, llvm-cov: fuzz/coverage.sh), gnuplot-nox
-# (fuzz/campaign-plot).
+# (fuzz/campaign-plot), qemu-user (qemu-x86_64: `--cpu CLASS` runs a backend as an older x86-64
+# CPU runs it, docs/cpu.md; its tests and peers/check.sh's emulated classes need it).
 pkgs=(build-essential cmake pkg-config libgmp-dev libcriterion-dev clang python3-venv afl++
       libdnnl-dev libxnnpack-dev libpthreadpool-dev libgemmlowp-dev bsdutils groff-base libxml2-utils
-      llvm gnuplot-nox)
+      llvm gnuplot-nox qemu-user)
 case "${1:-}" in
   "") ;;
   --minimal) pkgs=(build-essential cmake pkg-config libgmp-dev) ;;

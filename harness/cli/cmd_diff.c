@@ -13,6 +13,7 @@
 #include "harness/cli/options.h"
 #include "harness/cli/progress.h"
 #include "harness/run/compare.h"
+#include "harness/run/cpu.h"
 #include "harness/run/expect.h"
 #include "harness/run/invoke.h"
 #include "harness/run/reduce.h"
@@ -23,7 +24,7 @@
 
 enum {
     O_BACKEND, O_SEED, O_COUNT, O_SECONDS, O_OUT, O_PROFILE, O_PROBLEM, O_START, O_MAX_DIFFS,
-    O_ONLY, O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_QUIET, O_REDUCE, O_ALLOW_EMPTY
+    O_ONLY, O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_QUIET, O_REDUCE, O_ALLOW_EMPTY, O_CPU
 };
 static const qh_option diff_options[] = {
     {O_BACKEND, "--backend", 'b', "SPEC", 0, "a backend to compare (give exactly two)"},
@@ -42,6 +43,8 @@ static const qh_option diff_options[] = {
     {O_QUIET, "--quiet", 'q', NULL, 0, "no progress on stderr"},
     {O_REDUCE, "--reduce", 0, NULL, 0, "reduce each saved case beside it (DIR/problem-I-reduced)"},
     {O_ALLOW_EMPTY, "--allow-empty", 0, NULL, 0, "a diff that compared no problem exits 0, not 3"},
+    {O_CPU, "--cpu", 0, "CLASS[,CLASS]", 0,
+     "run the backends as that CPU runs them, under qemu (two classes: A's, then B's)"},
     {0, NULL, 0, NULL, 0, NULL},
 };
 
@@ -82,6 +85,8 @@ typedef struct diff_opts {
     int isolate; /* -1: plugins only */
     double timeout_s;
     int quiet;
+    const char *cpu_arg;          /* --cpu as given, for the __REPRO: line */
+    const qh_cpu_class *cpu[2];   /* A's and B's class (harness/run/cpu.h); NULL: none given */
     qh_progress *progress; /* hidden while a difference is printed */
     /* --only: the forms a problem must have to run (empty types: any) */
     int have_only;
@@ -213,11 +218,15 @@ static void reduce_saved(const diff_opts *o, qh_backend *be, const qh_invoke_opt
         int rc = qh_reduce_case(&ref, &be[k], &ro, &r, &err);
         char prov[512], note[sizeof err.msg];
         snprintf(prov, sizeof prov, "%s, reduced against %s", m->provenance, be[k].spec);
+        qh_meta mk = *m; /* the class of the backend it is reduced against */
+        snprintf(mk.cpu_class, sizeof mk.cpu_class, "%s",
+                 qh_cpu_emulated(o->cpu[k]) ? qh_cpu_name(o->cpu[k]) : "");
         if (rc == 0)
-            rc = qh_reduce_write(out, &r, &be[k], &ro, m, prov, note, sizeof note, &err);
+            rc = qh_reduce_write(out, &r, &be[k], &ro, &mk, prov, note, sizeof note, &err);
         if (rc == 0) {
             print_note(note);
             char *text = qh_reduce_report(&r, out, be[k].spec, o->profile, "    ");
+            text = qh_cpu_repro_in(text, o->cpu[k] ? qh_cpu_name(o->cpu[k]) : NULL);
             fputs(text ? text : "    (out of memory)\n", stdout);
             free(text);
         } else if (rc != 1) { /* -1: the harness; 2: the backend's verdicts differ */
@@ -278,6 +287,10 @@ static void report_difference(const diff_opts *o, qh_backend *be, const qh_invok
     qh_sb_puts(&line, " --backend ");
     qh_sb_shell_word(&line, be[1].spec);
     qh_sb_printf(&line, " --seed %llu --problem %llu", o->seed, index);
+    if (o->cpu_arg) {
+        qh_sb_puts(&line, " --cpu ");
+        qh_sb_shell_word(&line, o->cpu_arg);
+    }
     if (o->profile) {
         qh_sb_puts(&line, " --profile ");
         qh_sb_shell_word(&line, o->profile);
@@ -324,8 +337,10 @@ static void report_difference(const diff_opts *o, qh_backend *be, const qh_invok
     snprintf(m.tags[m.n_tags++], sizeof m.tags[0], "diff");
     qh_problem_types(p, m.tags[m.n_tags], sizeof m.tags[0]);
     m.n_tags++;
-    snprintf(m.provenance, sizeof m.provenance, "qmmcheck diff --seed %llu --problem %llu",
-             o->seed, index);
+    snprintf(m.provenance, sizeof m.provenance, "qmmcheck diff --seed %llu --problem %llu%s%s",
+             o->seed, index, o->cpu_arg ? " --cpu " : "", o->cpu_arg ? o->cpu_arg : "");
+    if (qh_cpu_emulated(o->cpu[1])) /* the class B's answer, which the repro runs, came from */
+        snprintf(m.cpu_class, sizeof m.cpu_class, "%s", qh_cpu_name(o->cpu[1]));
     /* the backends' messages are untrusted: one clean line, cut at a character boundary */
     qh_clean_into(m.description, sizeof m.description, vals.s ? vals.s : "", vals.len, 0);
     qh_sb_free(&vals);
@@ -352,7 +367,10 @@ static void report_difference(const diff_opts *o, qh_backend *be, const qh_invok
         qh_sb r = {0};
         qh_sb_puts(&r, "    saved ");
         qh_sb_shell_word(&r, dir);
-        qh_sb_puts(&r, " (qmmcheck repro --backend ");
+        qh_sb_puts(&r, " (qmmcheck repro");
+        if (o->cpu[1])
+            qh_sb_printf(&r, " --cpu %s", qh_cpu_name(o->cpu[1]));
+        qh_sb_puts(&r, " --backend ");
         qh_sb_shell_word(&r, be[1].spec);
         if (o->profile) {
             qh_sb_puts(&r, " --profile ");
@@ -477,6 +495,16 @@ int qh_cmd_diff(int argc, char **argv)
         case O_QUIET: o.quiet = 1; break;
         case O_REDUCE: o.reduce = 1; break;
         case O_ALLOW_EMPTY: o.allow_empty = 1; break;
+        case O_CPU: {
+            char why[1024];
+            int n = qh_cpu_parse(val, o.cpu, 2, why, sizeof why);
+            if (n < 0)
+                return usage("%s", why);
+            if (n == 1)
+                o.cpu[1] = o.cpu[0]; /* one class: both backends run under it */
+            o.cpu_arg = val;
+            break;
+        }
         case O_BACKEND:
             if (n_spec == 2)
                 return usage("%s", "give exactly two --backend options");
@@ -531,7 +559,7 @@ int qh_cmd_diff(int argc, char **argv)
     for (int k = 0; k < 2; k++) {
         qh_error err;
         qh_isolation iso = {.isolate = o.isolate, .timeout_s = o.timeout_s,
-                            .memory_limit = QH_MEMORY_LIMIT_DEFAULT};
+                            .memory_limit = QH_MEMORY_LIMIT_DEFAULT, .cpu = o.cpu[k]};
         if (qh_backend_open_isolated(o.spec[k], &iso, &be[k], &err) != 0) {
             char *c = qh_clean_dup(err.msg, strlen(err.msg), 0); /* it quotes the spec */
             fprintf(stderr, "qmmcheck diff: %s\n", c ? c : err.msg);
@@ -543,7 +571,7 @@ int qh_cmd_diff(int argc, char **argv)
     }
     qh_invoke_opts io[2];
     for (int k = 0; k < 2; k++) {
-        io[k].isolate = o.isolate < 0 ? be[k].is_plugin : o.isolate;
+        io[k].isolate = be[k].isolated; /* --cpu isolates a built-in too */
         io[k].timeout_s = o.timeout_s;
     }
 

@@ -8,6 +8,7 @@
 #include "harness/run/backends.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/options.h"
+#include "harness/run/cpu.h"
 #include "harness/run/expect.h"
 #include "harness/gen/fingerprint.h"
 #include "harness/io/numparse.h"
@@ -23,9 +24,10 @@ typedef struct fp_opts {
     int isolate;        /* -1: plugins isolated, built-ins not; 0 never; 1 always */
     double timeout_s;
     int verbose;
+    const qh_cpu_class *cpu; /* --cpu (harness/run/cpu.h); NULL: none given */
 } fp_opts;
 
-enum { O_BACKEND, O_REPORT, O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_VERBOSE };
+enum { O_BACKEND, O_REPORT, O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_VERBOSE, O_CPU };
 static const qh_option fp_options[] = {
     {O_BACKEND, "--backend", 'b', "SPEC", 0, "the backend to fingerprint"},
     {O_REPORT, "--report", 0, "json:FILE", 0, "also write the result as JSON"},
@@ -33,6 +35,7 @@ static const qh_option fp_options[] = {
     {O_NO_ISOLATE, "--no-isolate", 0, NULL, 0, "run a plugin in process"},
     {O_TIMEOUT, "--timeout", 0, "S", 0, "seconds an isolated call may take (default 30; 0: none)"},
     {O_VERBOSE, "--verbose", 'v', NULL, 0, "print why each case of the suite is there"},
+    {O_CPU, "--cpu", 0, "CLASS", 0, "run the backend as that CPU runs it, under qemu (list --cpus)"},
     {0, NULL, 0, NULL, 0, NULL},
 };
 
@@ -74,6 +77,12 @@ static int parse(int argc, char **argv, fp_opts *o, int *done)
         case O_ISOLATE: o->isolate = 1; break;
         case O_NO_ISOLATE: o->isolate = 0; break;
         case O_VERBOSE: o->verbose = 1; break;
+        case O_CPU: {
+            char why[1024];
+            if (qh_cpu_parse(val, &o->cpu, 1, why, sizeof why) < 0)
+                return fp_usage("%s", why);
+            break;
+        }
         }
     }
     if (!o->backend)
@@ -110,6 +119,18 @@ static int host_kernel_flags(void)
     }
     free(line);
     fclose(f);
+    return mask;
+}
+
+/* What kernel_flags an emulated class's CPUID shows, as host_kernel_flags' bits. */
+static int class_kernel_flags(const qh_cpu_class *c)
+{
+    static const unsigned feature[N_KERNEL_FLAGS] = {QH_CPU_F_AVX2, QH_CPU_F_AVX512VNNI,
+                                                     QH_CPU_F_AVXVNNI, QH_CPU_F_AMX};
+    int mask = 0;
+    for (size_t i = 0; i < N_KERNEL_FLAGS; i++)
+        if (c->need & feature[i])
+            mask |= 1 << i;
     return mask;
 }
 
@@ -167,7 +188,11 @@ static void print_text(const qh_backend *be, const qh_fp_suite *s, const qh_fp_r
     else if (cpu_flags == 0)
         qh_sb_puts(&flags, "none");
     sb_flag_list(&flags, cpu_flags, " ", 0);
-    printf("host CPU flags (select library kernels): %s\n", flags.s ? flags.s : "");
+    if (qh_cpu_emulated(be->iso.cpu))
+        printf("CPU class %s (emulated: qemu -cpu %s); its flags (select library kernels): %s\n",
+               qh_cpu_name(be->iso.cpu), be->iso.cpu->model, flags.s ? flags.s : "");
+    else
+        printf("host CPU flags (select library kernels): %s\n", flags.s ? flags.s : "");
     qh_sb_free(&flags);
     for (size_t i = 0; i < s->count; i++) {
         const qh_fp_case_result *cr = &r->cases[i];
@@ -251,6 +276,7 @@ static int write_json(const char *path, const qh_backend *be, const qh_fp_suite 
         sb_flag_list(&b, cpu_flags, ", ", 1);
         qh_sb_puts(&b, "]");
     }
+    qh_sb_printf(&b, ",\n  \"cpu_class\": \"%s\"", qh_cpu_name(be->iso.cpu));
     qh_sb_puts(&b, ",\n  \"results\": [");
     for (size_t i = 0; i < s->count; i++) {
         const qh_fp_case_result *cr = &r->cases[i];
@@ -285,7 +311,7 @@ int qh_cmd_fingerprint(int argc, char **argv)
     qh_backend be;
     qh_error err;
     qh_isolation iso = {.isolate = o.isolate, .timeout_s = o.timeout_s,
-                        .memory_limit = QH_MEMORY_LIMIT_DEFAULT};
+                        .memory_limit = QH_MEMORY_LIMIT_DEFAULT, .cpu = o.cpu};
     if (qh_backend_open_isolated(o.backend, &iso, &be, &err) != 0) {
         fprintf(stderr, "qmmcheck: %s\n", err.msg);
         return EXIT_USAGE;
@@ -296,8 +322,7 @@ int qh_cmd_fingerprint(int argc, char **argv)
         qh_backend_close(&be);
         return EXIT_BAD;
     }
-    qh_invoke_opts io = {.isolate = o.isolate < 0 ? be.is_plugin : o.isolate,
-                         .timeout_s = o.timeout_s};
+    qh_invoke_opts io = {.isolate = be.isolated, .timeout_s = o.timeout_s};
     qh_fp_result res;
     char msg[512];
     int exit_code = 0;
@@ -307,7 +332,7 @@ int qh_cmd_fingerprint(int argc, char **argv)
     } else {
         char verdict[128];
         qh_fp_verdict(&res, verdict, sizeof verdict);
-        int cpu_flags = host_kernel_flags();
+        int cpu_flags = qh_cpu_emulated(o.cpu) ? class_kernel_flags(o.cpu) : host_kernel_flags();
         print_text(&be, &suite, &res, verdict, cpu_flags, o.verbose);
         if (o.report && write_json(o.report, &be, &suite, &res, verdict, cpu_flags) != 0)
             exit_code = EXIT_BAD;

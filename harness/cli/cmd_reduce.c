@@ -11,13 +11,14 @@
 #include "harness/io/clean.h"
 #include "harness/io/numparse.h"
 #include "harness/report/strbuf.h"
+#include "harness/run/cpu.h"
 #include "harness/run/expect.h"
 #include "harness/run/invoke.h"
 #include "harness/run/reduce.h"
 
 enum {
     O_BACKEND = 1, O_OUT, O_PROFILE, O_MAX_TRIES, O_SECONDS, O_DATA_SET, O_ISOLATE,
-    O_NO_ISOLATE, O_TIMEOUT, O_QUIET, O_CONFIRM
+    O_NO_ISOLATE, O_TIMEOUT, O_QUIET, O_CONFIRM, O_CPU
 };
 static const qh_option reduce_options[] = {
     {O_BACKEND, "--backend", 'b', "SPEC", 0, "the backend the case fails against (one)"},
@@ -32,6 +33,7 @@ static const qh_option reduce_options[] = {
     {O_NO_ISOLATE, "--no-isolate", 0, NULL, 0, "call the backend in this process"},
     {O_TIMEOUT, "--timeout", 0, "S", 0, "seconds a call may take in the worker (default 30)"},
     {O_QUIET, "--quiet", 'q', NULL, 0, "no progress line"},
+    {O_CPU, "--cpu", 0, "CLASS", 0, "run the backend as that CPU runs it, under qemu (list --cpus)"},
     {0, NULL, 0, NULL, 0, NULL}};
 
 const qh_command qh_reduce_usage = {
@@ -56,6 +58,7 @@ typedef struct reduce_args {
     const char *dir, *spec, *out, *profile;
     int isolate, quiet, data_set;
     double timeout_s;
+    const qh_cpu_class *cpu; /* --cpu (harness/run/cpu.h); NULL: none given */
     qh_reduce_opts ro;
 } reduce_args;
 
@@ -115,6 +118,12 @@ static int parse(int argc, char **argv, reduce_args *a, int *done)
         case O_ISOLATE: a->isolate = 1; break;
         case O_NO_ISOLATE: a->isolate = 0; break;
         case O_QUIET: a->quiet = 1; break;
+        case O_CPU: {
+            char why[1024];
+            if (qh_cpu_parse(val, &a->cpu, 1, why, sizeof why) < 0)
+                return usage("%s", why);
+            break;
+        }
         }
     }
     if (!a->dir)
@@ -135,7 +144,7 @@ int qh_cmd_reduce(int argc, char **argv)
     qh_backend be;
     qh_error err;
     qh_isolation iso = {.isolate = a.isolate, .timeout_s = a.timeout_s,
-                        .memory_limit = QH_MEMORY_LIMIT_DEFAULT};
+                        .memory_limit = QH_MEMORY_LIMIT_DEFAULT, .cpu = a.cpu};
     if (qh_backend_open_isolated(a.spec, &iso, &be, &err) != 0) {
         char *c = qh_clean_dup(err.msg, strlen(err.msg), 0); /* it quotes the spec */
         fprintf(stderr, "qmmcheck reduce: %s\n", c ? c : err.msg);
@@ -196,7 +205,12 @@ int qh_cmd_reduce(int argc, char **argv)
         if (qh_meta_read_file(meta, &tags, &err) != 0)
             qh_meta_init(&tags); /* it was read once already: the case loaded */
         qh_sb prov = {0};
-        qh_sb_puts(&prov, "qmmcheck reduce --backend ");
+        if (qh_cpu_emulated(a.cpu)) /* the reduced case's qmm.meta names the class */
+            snprintf(tags.cpu_class, sizeof tags.cpu_class, "%s", qh_cpu_name(a.cpu));
+        qh_sb_puts(&prov, "qmmcheck reduce");
+        if (a.cpu)
+            qh_sb_printf(&prov, " --cpu %s", qh_cpu_name(a.cpu));
+        qh_sb_puts(&prov, " --backend ");
         qh_sb_shell_word(&prov, be.spec);
         qh_sb_puts(&prov, " ");
         qh_sb_shell_word(&prov, a.dir);
@@ -209,6 +223,7 @@ int qh_cmd_reduce(int argc, char **argv)
                 printf("reduce: %s\n", n ? n : note);
             free(n);
             char *text = qh_reduce_report(&r, out, be.spec, a.ro.profile, "");
+            text = qh_cpu_repro_in(text, a.cpu ? qh_cpu_name(a.cpu) : NULL);
             fputs(text ? text : "(out of memory)\n", stdout);
             free(text);
         }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "harness/run/backends.h"
+#include "harness/run/cpu.h"
 #include "harness/io/case.h"
 #include "harness/io/clean.h"
 #include "harness/cli/commands.h"
@@ -21,6 +22,7 @@
 #include "harness/run/exec.h"
 #include "harness/run/invoke.h"
 #include "harness/io/numparse.h"
+#include "harness/report/matrix.h"
 #include "harness/report/report.h"
 #include "harness/run/runner.h"
 #include "harness/report/strbuf.h"
@@ -32,6 +34,7 @@
 #define EXIT_EMPTY QH_EXIT_EMPTY /* the run judged no case (harness/cli/options.h) */
 #define MAX_MULTI 64
 #define MAX_VARIANTS 8 /* --determinism variants per backend */
+#define MAX_CPUS 8     /* --cpu classes */
 
 typedef struct opts {
     const char *backends[MAX_MULTI];
@@ -54,6 +57,9 @@ typedef struct opts {
     int determinism;
     const char *variants;
     int allow_empty;      /* a run that judges no case exits 0, not EXIT_EMPTY */
+    const qh_cpu_class *cpus[MAX_CPUS]; /* --cpu (harness/run/cpu.h); none: native, unnamed */
+    int n_cpus, list_cpus;
+    const qh_cpu_class *backend_cpu[MAX_MULTI]; /* the class backends[i] runs under */
 } opts;
 
 /* How many cases each step of collect() kept, to say why a run judged nothing. */
@@ -83,7 +89,8 @@ enum { RUN = 1, LIST = 2, REPRO = 4 };
 enum {
     O_BACKEND, O_VECTORS, O_REPORT, O_FILTER, O_PROFILE, O_XFAIL, O_XFAIL_STRICT, O_SHARD,
     O_DATA_SET, O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_MEMORY_LIMIT, O_MAX_SKIPPED,
-    O_ALLOW_EMPTY, O_DETERMINISM, O_VARIANTS, O_QUIET, O_VERBOSE, O_BACKENDS, O_PROFILES
+    O_ALLOW_EMPTY, O_DETERMINISM, O_VARIANTS, O_QUIET, O_VERBOSE, O_BACKENDS, O_PROFILES,
+    O_CPU, O_CPUS
 };
 static const qh_option run_options[] = {
     {O_BACKEND, "--backend", 'b', "SPEC", RUN | REPRO,
@@ -117,6 +124,9 @@ static const qh_option run_options[] = {
     {O_BACKENDS, "--backends", 0, NULL, LIST, "list the built-in backends instead of cases"},
     {O_PROFILES, "--profiles", 0, NULL, LIST,
      "list the semantics profiles (REQUANTIZATION[+ACCUMULATION]) instead of cases"},
+    {O_CPU, "--cpu", 0, "CLASS[,CLASS...]", RUN | LIST | REPRO,
+     "run the backend as that CPU runs it, under qemu (several: a matrix; see list --cpus)"},
+    {O_CPUS, "--cpus", 0, NULL, LIST, "list the CPU classes --cpu emulates (qemu model, what each lacks)"},
     {0, NULL, 0, NULL, 0, NULL},
 };
 
@@ -132,7 +142,8 @@ const qh_command qh_run_usage = {
     "128+N when signal N stopped it.\n",
     run_options, RUN};
 const qh_command qh_list_usage = {
-    "list", "--vectors DIR [DIR...] [--filter REGEX] [--shard I/N] | --backends | --profiles",
+    "list",
+    "--vectors DIR [DIR...] [--filter REGEX] [--shard I/N] | --backends [--cpu CLASS] | --profiles | --cpus",
     "list the cases under the vector trees (name, tab, directory), or the built-in backends",
     NULL, run_options, LIST};
 const qh_command qh_repro_usage = {
@@ -233,6 +244,14 @@ static int parse_opts(const qh_command *cmd, int argc, char **argv, opts *o, int
         case O_VERBOSE: o->verbose = 1; break;
         case O_BACKENDS: o->list_backends = 1; break;
         case O_PROFILES: o->list_profiles = 1; break;
+        case O_CPUS: o->list_cpus = 1; break;
+        case O_CPU: {
+            char err[1024];
+            o->n_cpus = qh_cpu_parse(val, o->cpus, MAX_CPUS, err, sizeof err);
+            if (o->n_cpus < 0)
+                return usage_error("%s", err);
+            break;
+        }
         }
     }
     return 0;
@@ -319,11 +338,14 @@ static int finish_backend(qh_backend *be, qh_result *row, int64_t number)
     row->name = strdup("<close>");
     row->path = strdup("");
     row->backend = be->spec;
+    row->cpu = be->iso.cpu ? qh_cpu_name(be->iso.cpu) : NULL;
     row->status = rc == QH_DIED ? QH_CRASHED : rc == QH_HUNG ? QH_TIMEOUT : QH_ERROR;
     row->summary = qh_clean_dup(why, strlen(why), QH_CLEAN_LINE_MAX);
     qh_sb line = {0};
-    qh_sb_printf(&line, "%lld:%s <close> (%s) __REPRO: qmmcheck run --backend ", (long long)number,
-                 qh_case_status_name(row->status), row->summary ? row->summary : "");
+    qh_sb_printf(&line, "%lld:%s <close> (%s) __REPRO: qmmcheck run%s%s --backend ",
+                 (long long)number, qh_case_status_name(row->status),
+                 row->summary ? row->summary : "", row->cpu ? " --cpu " : "",
+                 row->cpu ? row->cpu : "");
     qh_sb_shell_word(&line, be->spec);
     qh_sb_puts(&line, " --vectors DIR");
     printf("%s\n", line.s ? line.s : "");
@@ -385,7 +407,7 @@ static void print_result(const qh_result *r, const qh_case_ref *ref, const char 
 {
     if (quiet && r->status == QH_PASSED)
         return;
-    char *repro = qh_repro_command(ref, r->backend, profile);
+    char *repro = qh_cpu_repro(qh_repro_command(ref, r->backend, profile), r->cpu);
     printf("%lld:%s ", (long long)r->number, qh_case_status_name(r->status));
     put_clean(r->name, strlen(r->name), 0, stdout);
     if (r->summary && r->summary[0]) {
@@ -412,6 +434,7 @@ static int open_backends(const opts *o, qh_backend *bes)
     qh_isolation iso = isolation_of(o);
     for (int i = 0; i < o->n_backends; i++) {
         qh_error err;
+        iso.cpu = o->backend_cpu[i];
         if (qh_backend_open_isolated(o->backends[i], &iso, &bes[i], &err) != 0) {
             fprintf(stderr, "qmmcheck: %s\n", err.msg);
             for (int j = 0; j < i; j++)
@@ -431,6 +454,26 @@ static void variant_spec(const char *base, const char *extra, char *out, size_t 
     const char *colon = strchr(base, ':');
     int has_opts = colon && colon[1] != '\0';
     snprintf(out, size, "%s%s%s", base, has_opts ? "," : colon ? "" : ":", extra);
+}
+
+/* --cpu A,B,...: every backend once per class, each (backend, class) a backend of its own,
+ * so that a case's rows are the columns of the matrix. -1 when that makes too many. */
+static int expand_cpus(opts *o)
+{
+    if (o->n_cpus == 0)
+        return 0;
+    if (o->n_backends * o->n_cpus > MAX_MULTI)
+        return -1;
+    const char *given[MAX_MULTI];
+    memcpy(given, o->backends, sizeof given);
+    int k = 0;
+    for (int i = 0; i < o->n_backends; i++)
+        for (int c = 0; c < o->n_cpus; c++) {
+            o->backends[k] = given[i];
+            o->backend_cpu[k++] = o->cpus[c];
+        }
+    o->n_backends = k;
+    return 0;
 }
 
 /* Everything one `qmmcheck run` holds, from its options to its rows. */
@@ -463,6 +506,8 @@ static int prepare_run(int argc, char **argv, run_state *r, int *done)
         return rc;
     if (o->n_backends == 0)
         return usage_error_in("run", "%s", "run: give at least one --backend");
+    if (expand_cpus(o) != 0)
+        return usage_error_in("run", "%s", "run: too many --backend and --cpu combinations");
     if (o->n_vectors == 0 && !(o->vectors[o->n_vectors++] = qh_default_vectors()))
         return EXIT_USAGE; /* qh_default_vectors said where it looked */
     for (int i = 0; i < o->n_reports; i++) {
@@ -496,7 +541,8 @@ static int prepare_run(int argc, char **argv, run_state *r, int *done)
 /* The row of a --determinism variant that could not be opened: "<variant>", its status
  * (TIMEOUT for an open that hung, CRASHED for one that died, ERROR otherwise), printed at
  * once (even with --quiet: it is never a pass) and counted. */
-static void variant_row(run_state *r, const char *spec, qh_case_status status, const char *why)
+static void variant_row(run_state *r, const char *spec, qh_case_status status, const char *why,
+                        const qh_cpu_target *cpu)
 {
     qh_result *row = &r->results[r->k];
     memset(row, 0, sizeof *row);
@@ -504,12 +550,14 @@ static void variant_row(run_state *r, const char *spec, qh_case_status status, c
     row->name = strdup("<variant>");
     row->path = strdup("");
     row->backend = r->variant_specs[r->n_variant_specs++] = strdup(spec);
+    row->cpu = cpu ? qh_cpu_name(cpu) : NULL;
     row->status = status;
     row->summary = qh_clean_dup(why, strlen(why), QH_CLEAN_LINE_MAX);
     qh_sb line = {0};
-    qh_sb_printf(&line, "%lld:%s <variant> (%s) __REPRO: qmmcheck run --backend ",
+    qh_sb_printf(&line, "%lld:%s <variant> (%s) __REPRO: qmmcheck run%s%s --backend ",
                  (long long)row->number, qh_case_status_name(status),
-                 row->summary ? row->summary : "");
+                 row->summary ? row->summary : "", row->cpu ? " --cpu " : "",
+                 row->cpu ? row->cpu : "");
     qh_sb_shell_word(&line, spec);
     qh_sb_puts(&line, " --vectors DIR");
     printf("%s\n", line.s ? line.s : "");
@@ -537,7 +585,7 @@ static int open_variants(run_state *r, int j)
         char spec[2048];
         variant_spec(r->bes[j].spec, v, spec, sizeof spec);
         qh_error err;
-        qh_isolation iso = isolation_of(o);
+        qh_isolation iso = r->bes[j].iso; /* its CPU class too */
         int opened = qh_backend_open_isolated(spec, &iso, &out[n], &err) == 0;
         const char *why = !opened ? err.msg : out[n].broken[0] ? out[n].broken : NULL;
         if (!why) {
@@ -557,7 +605,7 @@ static int open_variants(run_state *r, int j)
             status = QH_CRASHED;
         /* an interrupted open is neither: the SUMMARY line says the run was interrupted */
         if (!refused && !(opened && out[n].broken_how == QH_INTERRUPTED))
-            variant_row(r, spec, status, why);
+            variant_row(r, spec, status, why, r->bes[j].iso.cpu);
         if (opened)
             qh_backend_close(&out[n]);
     }
@@ -690,6 +738,17 @@ static void check_xfail(run_state *r)
     fflush(stdout);
 }
 
+/* Under several --cpu classes, the rows as a matrix (harness/report/matrix.h). */
+static void print_matrix(const run_state *r)
+{
+    qh_matrix m;
+    if (r->o.n_cpus < 2 || qh_matrix_build(r->results, r->k, &m) != 0)
+        return;
+    qh_matrix_print(&m, r->o.quiet, stdout);
+    qh_matrix_free(&m);
+    fflush(stdout);
+}
+
 /* The SUMMARY line, with the run's duration since t0, the shard it ran (so that N shards'
  * logs can be told apart) and the signal that stopped it, if any. */
 static void summarize(run_state *r, int sig, double t0)
@@ -813,6 +872,7 @@ int qh_cmd_run(int argc, char **argv)
     run_cases(&r);
     finish_backends(&r);
     check_xfail(&r);
+    print_matrix(&r);
     int sig = qh_interrupted;
     summarize(&r, sig, t0);
     int exit_code = exit_status(&r, sig);
@@ -834,6 +894,13 @@ static void list_backends(void)
             printf("  optimized:isa=%-12s %-9s %s (%dx%d, K group %d, %s layout)%s%s\n", v.name,
                    v.missing ? "not here" : "available", v.kernel, v.mr, v.nr, v.kgroup,
                    v.layout, v.missing ? ": " : "", v.missing ? v.missing : "");
+        /* what automatic dispatch picks here (under --cpu, what the emulated CPU makes it pick) */
+        qmm_status st;
+        qmm_backend *auto_be = qmm_optimized_open(QMM_ABI_VERSION, "threads=1", &st);
+        if (auto_be) {
+            printf("  optimized:isa=%-12s picks %s\n", "auto", qmm_optimized_isa(auto_be));
+            auto_be->close(auto_be);
+        }
     }
     /* not a name of its own: it needs a command (docs/exec-protocol.md) */
     printf("exec:COMMAND  a process speaking docs/exec-protocol.md "
@@ -847,6 +914,17 @@ int qh_cmd_list(int argc, char **argv)
     int rc = parse_opts(&qh_list_usage, argc, argv, &o, &done);
     if (rc || done)
         return rc;
+    if (o.list_cpus) {
+        qh_cpu_list();
+        return 0;
+    }
+    if (o.n_cpus > 1 || (o.n_cpus && !o.list_backends))
+        return usage_error_in("list", "%s", "list: --cpu takes one class, with --backends");
+    if (o.list_backends && o.n_cpus && qh_cpu_emulated(o.cpus[0])) {
+        /* the listing itself runs on the emulated CPU: what its CPUID makes each ISA say */
+        char *args[] = {(char *)"list", (char *)"--backends", NULL};
+        return qh_cpu_run_self(o.cpus[0], args);
+    }
     if (o.list_backends) {
         list_backends();
         return 0;
@@ -887,6 +965,9 @@ int qh_cmd_repro(int argc, char **argv)
         o.backends[o.n_backends++] = "reference";
     if (o.n_backends != 1)
         return usage_error_in("repro", "%s", "repro: give at most one --backend");
+    if (o.n_cpus > 1)
+        return usage_error_in("repro", "%s", "repro: give one --cpu class (run takes several)");
+    expand_cpus(&o);
     qh_backend be;
     rc = open_backends(&o, &be);
     if (rc)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "harness/io/clean.h"
+#include "harness/report/matrix.h"
 #include "harness/report/strbuf.h"
 #include "harness/cli/version.h"
 
@@ -148,6 +149,7 @@ static void write_json(qh_sb *b, const char *command, const qh_result *r, size_t
         json_str(b, "path", r[i].path, 1);
         qh_sb_printf(b, "\"data_set\": %d, ", r[i].data_set);
         json_str(b, "backend", r[i].backend, 1);
+        json_str(b, "cpu", r[i].cpu ? r[i].cpu : "native", 1); /* the class it was judged under */
         json_str(b, "status", qh_case_status_key(r[i].status), 0);
         qh_sb_printf(b, ", \"seconds\": %.6f", r[i].seconds);
         if (r[i].status != QH_PASSED) {
@@ -162,7 +164,19 @@ static void write_json(qh_sb *b, const char *command, const qh_result *r, size_t
         }
         qh_sb_puts(b, "}");
     }
-    qh_sb_puts(b, "\n  ]\n}\n");
+    qh_sb_puts(b, "\n  ]");
+    /* --cpu: the rows as a matrix, one column per class (harness/report/matrix.h) */
+    qh_matrix m;
+    if (qh_matrix_build(r, n, &m) != 0) {
+        b->failed = 1;
+        return;
+    }
+    if (m.n_classes) {
+        qh_sb_puts(b, ",\n  ");
+        qh_matrix_json(&m, b);
+    }
+    qh_matrix_free(&m);
+    qh_sb_puts(b, "\n}\n");
 }
 
 /* One <property>, or nothing when the value is NULL. */
@@ -204,6 +218,8 @@ static char *junit_class(const qh_result *r)
         free(clean);
         i = w + (w < n);
     }
+    if (r->cpu) /* --cpu: each (backend, class) is a class of its own */
+        qh_sb_printf(&b, " [cpu %s]", r->cpu);
     return b.failed ? (qh_sb_free(&b), NULL) : qh_sb_take(&b);
 }
 

@@ -20,6 +20,8 @@ typedef struct qh_isolation {
     int isolate;           /* -1: plugins isolated, built-ins not; 0 never; 1 always */
     double timeout_s;      /* limit for open, query and close in the worker; <= 0 for none */
     uint64_t memory_limit; /* per worker, bytes; 0 for none; QH_MEMORY_LIMIT_DEFAULT */
+    const struct qh_cpu_class *cpu; /* --cpu: the class the worker's backend runs under
+                                     * (harness/run/cpu.h); NULL for native */
 } qh_isolation;
 
 /* Half the machine's physical memory, resolved when a worker starts. */
@@ -49,6 +51,7 @@ typedef struct qh_backend {
     int worker_dead;       /* reaped; worker_status holds how it ended */
     int worker_status;
     uint32_t seq;          /* number of the last call sent */
+    int qemu_oom;          /* --cpu: qemu itself ran out of memory in the worker (cpu.h) */
     char *captured;        /* what the worker printed since the last call took it */
     size_t captured_len, captured_dropped;
 } qh_backend;

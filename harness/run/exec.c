@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "harness/io/onnx_io.h"
+#include "harness/run/cpu.h"
 #include "harness/run/exec_proto.h"
 #include "ops/qmm_ops.h"
 
@@ -226,6 +227,15 @@ static int queued(int fd)
 
 static int spawn(exec_state *s, char *why, size_t n)
 {
+    /* under an emulated CPU class the command runs under qemu (harness/run/cpu.h) */
+    char *wrapped[EXEC_MAX_WORDS + 24], store[8192];
+    int wrap = qh_cpu_wrap_command(s->argv, wrapped, sizeof wrapped / sizeof wrapped[0], store,
+                                   sizeof store);
+    if (wrap < 0) {
+        snprintf(why, n, "cannot run %s: %s", s->argv[0], strerror(errno));
+        return -1;
+    }
+    char *const *run = wrap > 0 ? wrapped : s->argv;
     int sv[2], ep[2], er[2] = {-1, -1}, e;
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         goto fail;
@@ -261,7 +271,7 @@ static int spawn(exec_state *s, char *why, size_t n)
         fcntl(3, F_SETFD, FD_CLOEXEC);
         close_range(4, ~0u, 0);
         signal(SIGPIPE, SIG_DFL);
-        execvp(s->argv[0], s->argv);
+        execvp(run[0], run);
         e = errno;
         (void)!write(3, &e, sizeof e);
         _exit(127);
@@ -565,6 +575,8 @@ static int start(exec_state *s, char *why, size_t n)
         snprintf(e, sizeof e, "refused to start: %s: %s",
                  qmm_status_name((qmm_status_code)rep.status), rep.message);
         r = XC_REFUSED;
+    } else if (r == XC_OK && qh_cpu_check_process(s->pid, e, sizeof e) != 0) {
+        r = XC_MALFORMED; /* an emulated process that escaped qemu: its answers are native */
     } else if (r == XC_OK) {
         snprintf(s->name, sizeof s->name, "%s", rep.name[0] ? rep.name : s->argv[0]);
         snprintf(s->description, sizeof s->description, "%s", rep.description);
@@ -778,7 +790,8 @@ static qh_invoke_outcome finish(exec_state *s, char *why, size_t n)
         qh_exec_reply rep;
         uint8_t *frame;
         char e[EXEC_PROBLEM_MAX];
-        int r = exchange(s, &b, QH_EXEC_CLOSE, QH_EXEC_SMALL_MAX, EXEC_CLOSE_ANSWER_S, &rep,
+        int r = exchange(s, &b, QH_EXEC_CLOSE, QH_EXEC_SMALL_MAX,
+                         qh_cpu_timeout(qh_cpu_worker_class, EXEC_CLOSE_ANSWER_S), &rep,
                          &frame, e, sizeof e);
         qh_pb_buf_free(&b);
         free(frame);

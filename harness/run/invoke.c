@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -32,6 +33,7 @@
 
 #include "harness/io/case.h"
 #include "harness/io/clean.h"
+#include "harness/run/cpu.h"
 #include "harness/run/exec.h"
 #include "harness/run/expect.h"
 #include "harness/run/wire.h"
@@ -58,6 +60,19 @@ int qh_backend_open_isolated(const char *spec, const qh_isolation *iso, qh_backe
         *colon = '\0';
     int plugin = qh_spec_is_plugin(name) || qh_exec_is_spec(spec); /* isolated by default */
     int isolated = iso->isolate < 0 ? plugin : iso->isolate;
+    if (qh_cpu_emulated(iso->cpu)) { /* only a worker can run under qemu (harness/run/cpu.h) */
+        if (iso->isolate == 0) {
+            snprintf(err->msg, sizeof err->msg, "--cpu %s runs the backend in an emulated "
+                     "worker: it cannot be combined with --no-isolate", qh_cpu_name(iso->cpu));
+            return -1;
+        }
+        if (qh_cpu_self_refused() && !qh_exec_is_spec(spec)) {
+            snprintf(err->msg, sizeof err->msg, "--cpu %s: %s", qh_cpu_name(iso->cpu),
+                     qh_cpu_self_refused());
+            return -1;
+        }
+        isolated = 1;
+    }
     if (!isolated) {
         if (qh_backend_open(spec, out, err) != 0)
             return -1;
@@ -164,6 +179,8 @@ static void drain(qh_backend *b)
         ssize_t r = read(b->worker_out, buf, sizeof buf);
         if (r > 0) {
             capture(b, buf, (size_t)r);
+            if (qh_cpu_emulated(b->iso.cpu) && qh_cpu_qemu_out_of_memory(buf, (size_t)r))
+                b->qemu_oom = 1; /* await ends the worker */
         } else if (r == 0) {
             close(b->worker_out); /* every writer is gone */
             b->worker_out = -1;
@@ -221,6 +238,9 @@ static int await(qh_backend *b, short events, double deadline)
             return W_DIED;
         if (np == 2 && p[1].revents)
             drain(b);
+        if (b->qemu_oom) /* qemu stops without dying when its own allocation fails; the
+                          * worker is not reaped yet, so its group id is still its own */
+            kill(-b->worker_pid, SIGKILL);
         if (r > 0 && p[0].revents)
             return W_READY;
         if (worker_gone(b)) {
@@ -355,6 +375,7 @@ static int worker_start(qh_backend *b)
     b->worker_fd = sv[0];
     b->worker_out = op[0];
     b->worker_dead = 0;
+    b->qemu_oom = 0;
     return 0;
 }
 
@@ -371,13 +392,42 @@ static void explain(qh_backend *b, int w, const char *what, double timeout, char
     char how[160];
     worker_end(b, how, sizeof how);
     const char *sep = what[0] ? ": " : "";
+    char scaled[96] = ""; /* the timeout an emulated class gets, said where it ends a wait */
+    if (qh_cpu_emulated(b->iso.cpu))
+        snprintf(scaled, sizeof scaled, " (--timeout x %d under emulation, CPU class %s%s)",
+                 QH_CPU_TIMEOUT_FACTOR, qh_cpu_name(b->iso.cpu),
+                 strcmp(what, "qmm_backend_open") == 0 ? "; a start at least 60 s" : "");
     if (w == W_HUNG)
-        snprintf(why, n, "%s%sno answer within %.3g s; worker killed", what, sep, timeout);
+        snprintf(why, n, "%s%sno answer within %.3g s%s; worker killed", what, sep, timeout,
+                 scaled);
     else if (w == W_INTR)
         snprintf(why, n, "%s%sinterrupted by signal %d; worker killed", what, sep,
                  (int)qh_interrupted);
+    else if (b->qemu_oom)
+        snprintf(why, n, "%s%sthe emulator (qemu-x86_64) ran out of memory: the backend's "
+                 "allocations reached --memory-limit and left qemu none; worker killed", what,
+                 sep);
     else
         snprintf(why, n, "%s%s%s", what, what[0] ? " crashed: " : "", how);
+}
+
+/* An emulated worker's data size came first (harness/run/wire.h, wire_base): sets its
+ * RLIMIT_DATA from here, since qemu-user ignores the worker's own setrlimit, answers it, and
+ * reads the hello's magic into *magic. */
+static int set_emulated_limit(qh_backend *b, double deadline, uint32_t *magic)
+{
+    wire_base wb;
+    int w = recv_all(b, (char *)&wb + sizeof wb.magic, sizeof wb - sizeof wb.magic, deadline);
+    uint64_t limit = qh_worker_data_limit(b->iso.memory_limit, wb.data_in_use);
+    struct rlimit rl = {(rlim_t)limit, (rlim_t)limit};
+    if (w == W_READY && limit && prlimit(b->worker_pid, RLIMIT_DATA, &rl, NULL) != 0)
+        w = W_DIED;
+    char go = 1;
+    if (w == W_READY)
+        w = send_all(b, &go, 1, deadline);
+    if (w == W_READY)
+        w = recv_all(b, magic, sizeof *magic, deadline);
+    return w;
 }
 
 /* Starts a worker and reads its hello. W_READY with *h (h->ok 0: the backend refused to
@@ -389,7 +439,12 @@ static int worker_hello(qh_backend *b, double deadline, double timeout, wire_hel
         snprintf(why, n, "cannot start a worker: %s", strerror(errno));
         return W_DIED;
     }
-    int w = recv_all(b, h, sizeof *h, deadline);
+    int w = recv_all(b, h, sizeof h->magic, deadline);
+    if (w == W_READY && h->magic == BASE_MAGIC && qh_cpu_emulated(b->iso.cpu) &&
+        !qh_exec_is_spec(b->spec))
+        w = set_emulated_limit(b, deadline, &h->magic);
+    if (w == W_READY)
+        w = recv_all(b, (char *)h + sizeof h->magic, sizeof *h - sizeof h->magic, deadline);
     if (w == W_READY && h->magic != HELLO_MAGIC)
         w = W_DIED;
     if (w != W_READY) {
@@ -405,7 +460,7 @@ static int worker_hello(qh_backend *b, double deadline, double timeout, wire_hel
 int qh_worker_open(qh_backend *b, qh_error *err)
 {
     b->worker_fd = b->worker_out = -1;
-    double t = b->iso.timeout_s;
+    double t = qh_cpu_start_timeout(b->iso.cpu, qh_cpu_timeout(b->iso.cpu, b->iso.timeout_s));
     wire_hello h;
     int w = worker_hello(b, deadline_after(t), t, &h, b->broken, sizeof b->broken);
     if (w != W_READY) {
@@ -525,9 +580,14 @@ static int invoke_isolated(qh_backend *b, const qmm_call *call, double timeout,
     if (b->worker_pid > 0 && between_calls(b, out))
         return 0;
     if (b->worker_pid <= 0) {
-        /* a fresh worker re-opens the backend, within this call's time */
+        /* a fresh worker re-opens the backend, within this call's time (an emulated one
+         * within its start's, and then the call has its own: harness/run/cpu.h) */
         wire_hello h;
-        int w = worker_hello(b, deadline, timeout, &h, out->problem, sizeof out->problem);
+        double start = qh_cpu_start_timeout(b->iso.cpu, timeout);
+        int w = worker_hello(b, start != timeout ? deadline_after(start) : deadline, start, &h,
+                             out->problem, sizeof out->problem);
+        if (start != timeout)
+            deadline = deadline_after(timeout);
         if (w == W_READY && !h.ok) {
             snprintf(out->problem, sizeof out->problem,
                      "qmm_backend_open failed in a restarted worker: %s", h.message);
@@ -593,7 +653,7 @@ int qh_backend_finish(qh_backend *b, char *why, size_t n)
         why[0] = '\0';
     if (b->worker_pid <= 0) /* in process, an exec: process's close is reported too */
         return b->isolated ? 0 : (int)qh_exec_finish(b->be, why, n);
-    double t = b->iso.timeout_s;
+    double t = qh_cpu_timeout(b->iso.cpu, b->iso.timeout_s);
     double deadline = deadline_after(t);
     wire_request rq;
     memset(&rq, 0, sizeof rq);
@@ -640,7 +700,9 @@ int qh_invoke(qh_backend *b, const qmm_call *call, const qh_invoke_opts *o, qh_i
     if (b->isolated || (o && o->isolate)) {
         if (b->worker_pid <= 0)
             b->worker_fd = b->worker_out = -1;
-        int rc = invoke_isolated(b, call, o ? o->timeout_s : b->iso.timeout_s, fill, out);
+        int rc = invoke_isolated(b, call,
+                                 qh_cpu_timeout(b->iso.cpu, o ? o->timeout_s : b->iso.timeout_s),
+                                 fill, out);
         take_output(b, out);
         return rc;
     }

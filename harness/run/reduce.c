@@ -920,6 +920,8 @@ int qh_reduce_write(const char *dir, qh_reduce_result *r, qh_backend *b,
         if (strcmp(tags->tags[i], "reduced") != 0)
             snprintf(m.tags[m.n_tags++], sizeof m.tags[0], "%s", tags->tags[i]);
     snprintf(m.tags[m.n_tags++], sizeof m.tags[0], "reduced");
+    if (tags) /* the CPU class the failure was obtained under */
+        snprintf(m.cpu_class, sizeof m.cpu_class, "%s", tags->cpu_class);
     if (o->profile && strcmp(o->profile, QH_DEFAULT_PROFILE) != 0)
         snprintf(m.profile, sizeof m.profile, "%s", o->profile);
     qh_clean_into(m.provenance, sizeof m.provenance, provenance, strlen(provenance), 0);

@@ -9,6 +9,7 @@
 #include "harness/io/clean.h"
 #include "harness/run/compare.h"
 #include "harness/run/exec.h"
+#include "harness/run/cpu.h"
 #include "harness/run/expect.h"
 #include "harness/run/invoke.h"
 #include "harness/report/strbuf.h"
@@ -575,6 +576,7 @@ void qh_eval_case(const qh_case_ref *ref, qh_backend *b, const qh_eval_opts *o, 
     /* the table's own name only where it is ours to trust: never an isolated plugin's (the
      * parent holds no table) nor an exec: process's hello, which says what it likes */
     res->backend_name = b->isolated || qh_exec_is_spec(b->spec) ? NULL : b->table.name;
+    res->cpu = b->iso.cpu ? qh_cpu_name(b->iso.cpu) : NULL;
     res->data_set = ref->data_set;
     res->name = malloc(strlen(ref->name) + 1);
     res->path = malloc(strlen(ref->dir) + 1);

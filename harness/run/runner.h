@@ -38,6 +38,8 @@ typedef struct qh_result {
     const char *backend_name; /* the backend table's name (owned by the backend); NULL when
                                * not known here (an isolated backend: its table is in the
                                * worker) */
+    const char *cpu;       /* --cpu: the CPU class it was judged under (harness/run/cpu.h,
+                            * static); NULL when no --cpu was given */
     qh_case_status status;
     char *summary;         /* one line: "errors:3 total:12", a reason; may be NULL */
     char *detail;          /* several lines; NULL when passed */

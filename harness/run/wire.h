@@ -24,6 +24,14 @@ typedef struct wire_hello {
     char message[512]; /* why it is not */
 } wire_hello;
 
+/* An emulated worker's first message, before it opens the backend (harness/run/cpu.h): its
+ * data size, for the parent to set the worker's RLIMIT_DATA with prlimit (qemu-user ignores a
+ * guest's own setrlimit of it). The parent answers one byte; the hello follows. */
+typedef struct wire_base {
+    uint32_t magic, pad;
+    uint64_t data_in_use;
+} wire_base;
+
 enum { REQ_CALL = 1, REQ_CLOSE = 2 };
 
 typedef struct wire_request {
@@ -54,6 +62,7 @@ typedef struct wire_reply {
 #define HELLO_MAGIC 0x484d4d51u /* "QMMH" */
 #define REQ_MAGIC 0x514d4d51u   /* "QMMQ" */
 #define REP_MAGIC 0x524d4d51u   /* "QMMR" */
+#define BASE_MAGIC 0x424d4d51u  /* "QMMB" */
 
 /* The tensors of a call in node order, the output last: pointers into `c` and the names the
  * guards report (the inputs' ONNX names from ops/operator.h, then "y"). Returns how many (0 for an empty call). */

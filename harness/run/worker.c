@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "harness/run/cpu.h"
 #include "harness/run/exec.h"
 #include "harness/run/guard.h"
 #include "harness/run/invoke.h"
@@ -261,9 +262,10 @@ static void worker_main(const char *spec, int fd)
 #endif
 #endif
 
-#ifndef QH_NO_MEMORY_LIMIT
 /* The worker's data size now (VmData), before the backend is opened: qmmcheck's own
- * libraries (cuBLASLt's data alone is large) do not count against the backend's limit. */
+ * libraries (cuBLASLt's data alone is large) do not count against the backend's limit. Under
+ * qemu-user this is the qemu process's (its translation cache too), which is what the kernel
+ * counts. */
 static uint64_t data_in_use(void)
 {
     FILE *f = fopen("/proc/self/status", "r");
@@ -276,30 +278,51 @@ static uint64_t data_in_use(void)
         fclose(f);
     return (uint64_t)kb * 1024;
 }
-#endif
 
-/* The data-size limit: `limit` bytes beyond what the worker uses before opening the backend.
- * RLIMIT_DATA rather than RLIMIT_AS: it counts the backend's heap (brk and private writable
- * mappings, so large mallocs too) but not the shared output the harness sized, nor address
- * space merely reserved (guard zones, thread stacks, code). */
-static void apply_memory_limit(uint64_t limit)
+uint64_t qh_worker_data_limit(uint64_t limit, uint64_t base)
 {
 #ifdef QH_NO_MEMORY_LIMIT
     /* AddressSanitizer's shadow memory is a private mapping of terabytes: any limit would
      * fail the worker's first allocation, so the limit is not applied in such builds. */
     (void)limit;
+    (void)base;
+    return 0;
 #else
     if (limit == QH_MEMORY_LIMIT_DEFAULT) {
         long pages = sysconf(_SC_PHYS_PAGES);
         limit = pages > 0 ? (uint64_t)pages * qh_page_size() / 2 : 0;
     }
     if (limit == 0)
-        return;
-    uint64_t base = data_in_use();
-    limit = limit > UINT64_MAX - base ? UINT64_MAX : limit + base;
-    struct rlimit rl = {(rlim_t)limit, (rlim_t)limit};
-    (void)setrlimit(RLIMIT_DATA, &rl);
+        return 0;
+    return limit > UINT64_MAX - base ? UINT64_MAX : limit + base;
 #endif
+}
+
+/* The data-size limit: `limit` bytes beyond what the worker uses before opening the backend,
+ * and `extra` more (an emulated exec: process's qemu). RLIMIT_DATA rather than RLIMIT_AS: it
+ * counts the backend's heap (brk and private writable mappings, so large mallocs too) but not
+ * the shared output the harness sized, nor address space merely reserved (guard zones, thread
+ * stacks, code). */
+static void apply_memory_limit(uint64_t limit, uint64_t extra)
+{
+    uint64_t total = qh_worker_data_limit(limit, data_in_use());
+    if (total == 0)
+        return;
+    total = total > UINT64_MAX - extra ? UINT64_MAX : total + extra;
+    struct rlimit rl = {(rlim_t)total, (rlim_t)total};
+    (void)setrlimit(RLIMIT_DATA, &rl);
+}
+
+void qh_worker_emulated(const char *spec)
+{
+    /* qemu-user ignores a guest's setrlimit(RLIMIT_DATA): the parent sets it with prlimit */
+    wire_base wb = {BASE_MAGIC, 0, data_in_use()};
+    char go;
+    setvbuf(stdout, NULL, _IONBF, 0);
+    if (write_full(3, &wb, sizeof wb) != 0 || read_full(3, &go, 1) != 0)
+        _exit(0);
+    worker_main(spec, 3);
+    _exit(0); /* not reached */
 }
 
 void qh_worker_child(const qh_backend *b, int sock, int out_w, pid_t parent)
@@ -320,7 +343,23 @@ void qh_worker_child(const qh_backend *b, int sock, int out_w, pid_t parent)
     close_range(4, ~0u, 0);
     setvbuf(stdout, NULL, _IONBF, 0);
     qh_exec_pass_stderr(); /* an exec: process's stderr is this capture already */
-    apply_memory_limit(b->iso.memory_limit);
+    if (qh_cpu_emulated(b->iso.cpu)) {
+        /* qemu-user writes a crashed guest's core file into the working directory */
+        struct rlimit none = {0, 0};
+        (void)setrlimit(RLIMIT_CORE, &none);
+    }
+    if (qh_cpu_emulated(b->iso.cpu) && !qh_exec_is_spec(b->spec)) {
+        /* the backend runs in this executable under qemu (harness/run/cpu.h) */
+        wire_hello h;
+        memset(&h, 0, sizeof h);
+        h.magic = HELLO_MAGIC;
+        qh_cpu_exec_worker(b->iso.cpu, b->spec, h.message, sizeof h.message);
+        (void)write_full(3, &h, sizeof h);
+        _exit(3);
+    }
+    qh_cpu_worker_class = b->iso.cpu; /* an exec: process starts under it (exec.c) */
+    apply_memory_limit(b->iso.memory_limit,
+                       qh_cpu_emulated(b->iso.cpu) ? QH_CPU_QEMU_ALLOWANCE : 0);
     worker_main(b->spec, 3);
     _exit(0); /* not reached: worker_main always exits */
 }
