@@ -43,7 +43,7 @@ static int debug;
 static int every_variant; /* QMM_FUZZ_VARIANTS=all: every input runs every implementation */
 /* QMM_FUZZ_CPU=CLASS: the QMM_FUZZ_BACKEND backends run in a worker under qemu with that CPU
  * class (harness/run/cpu.h), so their CPUID dispatch is that CPU's; NULL: in process */
-static const qh_cpu_class *fuzz_cpu;
+static const qh_cpu_target *fuzz_cpu;
 
 static void add_variant(const char *spec, int is_plugin)
 {

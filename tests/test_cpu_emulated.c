@@ -286,3 +286,34 @@ Test(cpu_emulated, fuzz_backends_run_under_QMM_FUZZ_CPU)
         free(out);
     }
 }
+
+Test(cpu_emulated, saved_cases_name_the_class_and_load_back)
+{
+    need_qemu();
+    char *out;
+    /* the hostile plugin writes zeros: every problem differs from the reference */
+    int rc = qmmcheck(&out, "diff -q --backend reference --backend '%s' --cpu native,x86-64-v3 "
+                            "--seed 1 --count 50 --max-diffs 1 --only nonempty --reduce --out %s/d",
+                      env("QMM_HOSTILE_PLUGIN"), tmpdir);
+    if (refused_here(rc, out)) {
+        free(out);
+        return;
+    }
+    cr_expect_eq(rc, 1, "%s", out);
+    expect_in(out, "--seed 1 --problem ");
+    expect_in(out, " --cpu native,x86-64-v3\n");
+    expect_in(out, "(qmmcheck repro --cpu x86-64-v3 --backend ");
+    expect_in(out, "__REPRO: qmmcheck repro --cpu x86-64-v3 --backend ");
+    free(out);
+    /* the saved case and its reduction name the class B ran under, and load as any case */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "cat %s/d/problem-*/qmm.meta > %s/metas.txt", tmpdir, tmpdir);
+    cr_assert(system(cmd) == 0);
+    char path[512];
+    snprintf(path, sizeof path, "%s/metas.txt", tmpdir);
+    char *metas = slurp(path);
+    cr_expect_eq(count_lines_with(metas, "cpu_class = x86-64-v3"), 2, "%s", metas);
+    free(metas);
+    out = qmmcheck_expect(0, "run -q --backend reference --vectors %s/d", tmpdir);
+    free(out);
+}

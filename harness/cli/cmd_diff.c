@@ -86,7 +86,7 @@ typedef struct diff_opts {
     double timeout_s;
     int quiet;
     const char *cpu_arg;          /* --cpu as given, for the __REPRO: line */
-    const qh_cpu_class *cpu[2];   /* A's and B's class (harness/run/cpu.h); NULL: none given */
+    const qh_cpu_target *cpu[2];   /* A's and B's class (harness/run/cpu.h); NULL: none given */
     qh_progress *progress; /* hidden while a difference is printed */
     /* --only: the forms a problem must have to run (empty types: any) */
     int have_only;
@@ -219,8 +219,8 @@ static void reduce_saved(const diff_opts *o, qh_backend *be, const qh_invoke_opt
         char prov[512], note[sizeof err.msg];
         snprintf(prov, sizeof prov, "%s, reduced against %s", m->provenance, be[k].spec);
         qh_meta mk = *m; /* the class of the backend it is reduced against */
-        snprintf(mk.cpu_class, sizeof mk.cpu_class, "%s",
-                 qh_cpu_emulated(o->cpu[k]) ? qh_cpu_name(o->cpu[k]) : "");
+        if (qh_cpu_meta_class(o->cpu[k]))
+            snprintf(mk.cpu_class, sizeof mk.cpu_class, "%s", qh_cpu_meta_class(o->cpu[k]));
         if (rc == 0)
             rc = qh_reduce_write(out, &r, &be[k], &ro, &mk, prov, note, sizeof note, &err);
         if (rc == 0) {
@@ -339,8 +339,8 @@ static void report_difference(const diff_opts *o, qh_backend *be, const qh_invok
     m.n_tags++;
     snprintf(m.provenance, sizeof m.provenance, "qmmcheck diff --seed %llu --problem %llu%s%s",
              o->seed, index, o->cpu_arg ? " --cpu " : "", o->cpu_arg ? o->cpu_arg : "");
-    if (qh_cpu_emulated(o->cpu[1])) /* the class B's answer, which the repro runs, came from */
-        snprintf(m.cpu_class, sizeof m.cpu_class, "%s", qh_cpu_name(o->cpu[1]));
+    if (qh_cpu_meta_class(o->cpu[1])) /* the class B's answer, which the repro runs, came from */
+        snprintf(m.cpu_class, sizeof m.cpu_class, "%s", qh_cpu_meta_class(o->cpu[1]));
     /* the backends' messages are untrusted: one clean line, cut at a character boundary */
     qh_clean_into(m.description, sizeof m.description, vals.s ? vals.s : "", vals.len, 0);
     qh_sb_free(&vals);

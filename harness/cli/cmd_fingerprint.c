@@ -24,7 +24,7 @@ typedef struct fp_opts {
     int isolate;        /* -1: plugins isolated, built-ins not; 0 never; 1 always */
     double timeout_s;
     int verbose;
-    const qh_cpu_class *cpu; /* --cpu (harness/run/cpu.h); NULL: none given */
+    const qh_cpu_target *cpu; /* --cpu (harness/run/cpu.h); NULL: none given */
 } fp_opts;
 
 enum { O_BACKEND, O_REPORT, O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_VERBOSE, O_CPU };
@@ -123,7 +123,7 @@ static int host_kernel_flags(void)
 }
 
 /* What kernel_flags an emulated class's CPUID shows, as host_kernel_flags' bits. */
-static int class_kernel_flags(const qh_cpu_class *c)
+static int class_kernel_flags(const qh_cpu_target *c)
 {
     static const unsigned feature[N_KERNEL_FLAGS] = {QH_CPU_F_AVX2, QH_CPU_F_AVX512VNNI,
                                                      QH_CPU_F_AVXVNNI, QH_CPU_F_AMX};

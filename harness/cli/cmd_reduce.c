@@ -58,7 +58,7 @@ typedef struct reduce_args {
     const char *dir, *spec, *out, *profile;
     int isolate, quiet, data_set;
     double timeout_s;
-    const qh_cpu_class *cpu; /* --cpu (harness/run/cpu.h); NULL: none given */
+    const qh_cpu_target *cpu; /* --cpu (harness/run/cpu.h); NULL: none given */
     qh_reduce_opts ro;
 } reduce_args;
 
@@ -205,8 +205,8 @@ int qh_cmd_reduce(int argc, char **argv)
         if (qh_meta_read_file(meta, &tags, &err) != 0)
             qh_meta_init(&tags); /* it was read once already: the case loaded */
         qh_sb prov = {0};
-        if (qh_cpu_emulated(a.cpu)) /* the reduced case's qmm.meta names the class */
-            snprintf(tags.cpu_class, sizeof tags.cpu_class, "%s", qh_cpu_name(a.cpu));
+        if (qh_cpu_meta_class(a.cpu)) /* the reduced case's qmm.meta names the class */
+            snprintf(tags.cpu_class, sizeof tags.cpu_class, "%s", qh_cpu_meta_class(a.cpu));
         qh_sb_puts(&prov, "qmmcheck reduce");
         if (a.cpu)
             qh_sb_printf(&prov, " --cpu %s", qh_cpu_name(a.cpu));

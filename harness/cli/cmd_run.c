@@ -57,9 +57,9 @@ typedef struct opts {
     int determinism;
     const char *variants;
     int allow_empty;      /* a run that judges no case exits 0, not EXIT_EMPTY */
-    const qh_cpu_class *cpus[MAX_CPUS]; /* --cpu (harness/run/cpu.h); none: native, unnamed */
+    const qh_cpu_target *cpus[MAX_CPUS]; /* --cpu (harness/run/cpu.h); none: native, unnamed */
     int n_cpus, list_cpus;
-    const qh_cpu_class *backend_cpu[MAX_MULTI]; /* the class backends[i] runs under */
+    const qh_cpu_target *backend_cpu[MAX_MULTI]; /* the class backends[i] runs under */
 } opts;
 
 /* How many cases each step of collect() kept, to say why a run judged nothing. */

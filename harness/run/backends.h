@@ -20,7 +20,7 @@ typedef struct qh_isolation {
     int isolate;           /* -1: plugins isolated, built-ins not; 0 never; 1 always */
     double timeout_s;      /* limit for open, query and close in the worker; <= 0 for none */
     uint64_t memory_limit; /* per worker, bytes; 0 for none; QH_MEMORY_LIMIT_DEFAULT */
-    const struct qh_cpu_class *cpu; /* --cpu: the class the worker's backend runs under
+    const struct qh_cpu_target *cpu; /* --cpu: the class the worker's backend runs under
                                      * (harness/run/cpu.h); NULL for native */
 } qh_isolation;
 

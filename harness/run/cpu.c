@@ -29,6 +29,7 @@
 #endif
 
 #include "harness/io/clean.h"
+#include "harness/io/cpuclass.h"
 #include "harness/run/invoke.h"
 #include "harness/run/worker.h"
 
@@ -41,7 +42,7 @@
 /* One row a class. The models print no "TCG doesn't support requested feature" warning under
  * qemu 7.2 (Haswell's TSX, PCID, INVPCID, x2APIC and TSC-deadline bits are taken off: TCG has
  * none of them, and none is a user-space instruction set). */
-static const qh_cpu_class classes[] = {
+static const qh_cpu_target classes[] = {
     {"native", NULL, "this machine's CPU, as it is", "-", NULL, 0, 0},
     {"x86-64-v2", "Nehalem", V2_HAS, V2_LACKS ", " AVX512_LACKS, NULL,
      QH_CPU_F_SSE42 | QH_CPU_F_POPCNT,
@@ -63,7 +64,7 @@ static const qh_cpu_class classes[] = {
 };
 #define N_CLASSES (sizeof classes / sizeof classes[0])
 
-const qh_cpu_class *qh_cpu_worker_class;
+const qh_cpu_target *qh_cpu_worker_class;
 
 #if defined(__SANITIZE_ADDRESS__)
 #define SELF_REFUSED 1
@@ -83,22 +84,31 @@ const char *qh_cpu_self_refused(void)
 #endif
 }
 
-const qh_cpu_class *qh_cpu_class_at(int i)
+const qh_cpu_target *qh_cpu_class_at(int i)
 {
     return i >= 0 && (size_t)i < N_CLASSES ? &classes[i] : NULL;
 }
 
-int qh_cpu_emulated(const qh_cpu_class *c)
+int qh_cpu_emulated(const qh_cpu_target *c)
 {
     return c && c->model;
 }
 
-const char *qh_cpu_name(const qh_cpu_class *c)
+const char *qh_cpu_name(const qh_cpu_target *c)
 {
     return c ? c->name : "native";
 }
 
-static const qh_cpu_class *find(const char *name, size_t len)
+const char *qh_cpu_meta_class(const qh_cpu_target *c)
+{
+    const char *detected = NULL;
+    char why[256];
+    if (!c || qh_cpu_emulated(c))
+        return c ? c->name : NULL;
+    return qh_cpu_class(&detected, why, sizeof why) == 0 ? detected : NULL;
+}
+
+static const qh_cpu_target *find(const char *name, size_t len)
 {
     for (size_t i = 0; i < N_CLASSES; i++)
         if (strlen(classes[i].name) == len && strncmp(classes[i].name, name, len) == 0)
@@ -106,12 +116,12 @@ static const qh_cpu_class *find(const char *name, size_t len)
     return NULL;
 }
 
-double qh_cpu_timeout(const qh_cpu_class *c, double t)
+double qh_cpu_timeout(const qh_cpu_target *c, double t)
 {
     return qh_cpu_emulated(c) ? t * QH_CPU_TIMEOUT_FACTOR : t;
 }
 
-double qh_cpu_start_timeout(const qh_cpu_class *c, double t)
+double qh_cpu_start_timeout(const qh_cpu_target *c, double t)
 {
     return qh_cpu_emulated(c) && t > 0 && t < QH_CPU_START_S ? QH_CPU_START_S : t;
 }
@@ -154,7 +164,7 @@ static void name_features(unsigned bits, const char *lead, char *buf, size_t n, 
 }
 
 /* "ok", or what the CPUID here lacks of c->need and shows of c->deny, into buf. */
-static void judge_features(const qh_cpu_class *c, char *buf, size_t n)
+static void judge_features(const qh_cpu_target *c, char *buf, size_t n)
 {
     unsigned f = cpu_features(), lacks = c->need & ~f, extra = c->deny & f;
     size_t o = (size_t)snprintf(buf, n, "%s", lacks || extra ? "" : "ok");
@@ -243,7 +253,7 @@ static void drop_qemu_env(void)
 }
 
 /* qemu's arguments before the program: qemu, -cpu MODEL, -L / (no library prefix). */
-static int qemu_head(const qh_cpu_class *c, char **out)
+static int qemu_head(const qh_cpu_target *c, char **out)
 {
     out[0] = qemu_path;
     out[1] = (char *)"-cpu";
@@ -274,7 +284,7 @@ static int self_path(char *buf, size_t n, int at)
 
 /* Starts this executable under the class's qemu with `env` set: the child's pid, its stdout
  * and stderr in *out_fd (when out_fd is not NULL; else inherited), or -1. */
-static pid_t start_self(const qh_cpu_class *c, const char *env, char *const *args, int *out_fd)
+static pid_t start_self(const qh_cpu_target *c, const char *env, char *const *args, int *out_fd)
 {
     int p[2] = {-1, -1};
     if (out_fd && pipe2(p, O_CLOEXEC) != 0)
@@ -311,7 +321,7 @@ static pid_t start_self(const qh_cpu_class *c, const char *env, char *const *arg
 }
 
 /* Runs this executable under the class's model once and asks its CPUID: 0, or -1 with why. */
-static int probe(const qh_cpu_class *c, char *err, size_t n)
+static int probe(const qh_cpu_target *c, char *err, size_t n)
 {
     char env[64];
     snprintf(env, sizeof env, "QMM_CPU_PROBE=%s", c->name);
@@ -362,7 +372,7 @@ static int probe(const qh_cpu_class *c, char *err, size_t n)
 }
 
 /* Whether this build can give a process the class: once a run per class. */
-static int ready(const qh_cpu_class *c, char *err, size_t n)
+static int ready(const qh_cpu_target *c, char *err, size_t n)
 {
     static int state[N_CLASSES];
     static char why[N_CLASSES][768];
@@ -384,7 +394,7 @@ static int ready(const qh_cpu_class *c, char *err, size_t n)
     return state[i] > 0 ? 0 : -1;
 }
 
-int qh_cpu_parse(const char *list, const qh_cpu_class **out, int max, char *err, size_t n)
+int qh_cpu_parse(const char *list, const qh_cpu_target **out, int max, char *err, size_t n)
 {
     int k = 0;
     char why[800];
@@ -393,7 +403,7 @@ int qh_cpu_parse(const char *list, const qh_cpu_class **out, int max, char *err,
         size_t len = e ? (size_t)(e - p) : strlen(p);
         char shown[80];
         qh_clean_into(shown, sizeof shown, p, len, 64);
-        const qh_cpu_class *c = find(p, len);
+        const qh_cpu_target *c = find(p, len);
         if (!c) {
             snprintf(err, n, "--cpu %s: unknown CPU class '%s' (native, x86-64-v2, x86-64-v3; "
                      "'qmmcheck list --cpus' lists them)", list, shown);
@@ -461,7 +471,7 @@ char *qh_cpu_repro_in(char *text, const char *cpu)
 void qh_cpu_list(void)
 {
     for (size_t i = 0; i < N_CLASSES; i++) {
-        const qh_cpu_class *c = &classes[i];
+        const qh_cpu_target *c = &classes[i];
         printf("%s\n", c->name);
         printf("  qemu -cpu: %s\n", c->model ? c->model : c->refused ? "-" : "(runs natively)");
         printf("  has:   %s\n  lacks: %s\n", c->has, c->lacks);
@@ -470,7 +480,7 @@ void qh_cpu_list(void)
     }
 }
 
-int qh_cpu_run_self(const qh_cpu_class *c, char *const *args)
+int qh_cpu_run_self(const qh_cpu_target *c, char *const *args)
 {
     if (qh_cpu_self_refused()) {
         fprintf(stderr, "qmmcheck: --cpu %s: %s\n", c->name, qh_cpu_self_refused());
@@ -496,7 +506,7 @@ int qh_cpu_qemu_out_of_memory(const char *out, size_t n)
 
 /* ---- the worker ---------------------------------------------------------------------------- */
 
-void qh_cpu_exec_worker(const qh_cpu_class *c, const char *spec, char *err, size_t n)
+void qh_cpu_exec_worker(const qh_cpu_target *c, const char *spec, char *err, size_t n)
 {
     char exe[64], *argv[8];
     drop_qemu_env();
@@ -552,7 +562,7 @@ static char *keep(char *store, size_t size, size_t *used, const char *s)
 
 int qh_cpu_wrap_command(char *const *argv, char **out, size_t max, char *store, size_t size)
 {
-    const qh_cpu_class *c = qh_cpu_worker_class;
+    const qh_cpu_target *c = qh_cpu_worker_class;
     if (!qh_cpu_emulated(c) || !argv[0])
         return 0;
     char prog[4096], interp[256], arg[256];
@@ -631,7 +641,7 @@ __attribute__((constructor)) static void qh_cpu_entry(void)
 {
     const char *probe_class = getenv("QMM_CPU_PROBE");
     if (probe_class) {
-        const qh_cpu_class *c = find(probe_class, strlen(probe_class));
+        const qh_cpu_target *c = find(probe_class, strlen(probe_class));
         char said[512] = "not a CPU class";
         if (c)
             judge_features(c, said, sizeof said);

@@ -14,16 +14,17 @@
 
 #include <stddef.h>
 
-typedef struct qh_cpu_class {
+typedef struct qh_cpu_target {
     const char *name;    /* "x86-64-v3", as --cpu, reports and qmm.meta name it */
     const char *model;   /* qemu's -cpu argument; NULL for native */
     const char *has;     /* what its CPUID reports, in words */
     const char *lacks;   /* what it lacks that newer CPUs have */
     const char *refused; /* NULL, or why qmmcheck cannot give a process this CPU */
     unsigned need, deny; /* QH_CPU_F_* bits the emulated CPUID must show, and must not */
-} qh_cpu_class;
+} qh_cpu_target;
 
-/* CPUID facts the emulated worker checks against its row (qh_cpu_features). */
+/* CPUID facts an emulated class must show (need) or must not (deny), checked once a run by an
+ * emulated probe of this executable (cpu.c). */
 enum {
     QH_CPU_F_SSE42 = 1u << 0,
     QH_CPU_F_POPCNT = 1u << 1,
@@ -49,16 +50,21 @@ enum {
 
 /* How long a worker's start (its hello) may take under the class when a call may take `t`
  * (already scaled): at least QH_CPU_START_S when emulated; `t` for native; 0 (none) stays 0. */
-double qh_cpu_start_timeout(const qh_cpu_class *c, double t);
+double qh_cpu_start_timeout(const qh_cpu_target *c, double t);
+
+/* The name a saved case's qmm.meta `cpu_class` gives the class (harness/io/cpuclass.h): an
+ * emulated class's own, this machine's detected class for native; NULL when no --cpu was
+ * given (c NULL). */
+const char *qh_cpu_meta_class(const qh_cpu_target *c);
 
 /* The i-th row of the table (0: native), NULL past the last. */
-const qh_cpu_class *qh_cpu_class_at(int i);
+const qh_cpu_target *qh_cpu_class_at(int i);
 
 /* 1 when the class runs under qemu (not native, not NULL). */
-int qh_cpu_emulated(const qh_cpu_class *c);
+int qh_cpu_emulated(const qh_cpu_target *c);
 
 /* The class's name for lines and reports: "native" for NULL. */
-const char *qh_cpu_name(const qh_cpu_class *c);
+const char *qh_cpu_name(const qh_cpu_target *c);
 
 /* A worker's start under an emulated class (qemu loading this executable's libraries, an
  * exec: interpreter importing its modules) may take at least this long, whatever --timeout. */
@@ -69,11 +75,11 @@ const char *qh_cpu_name(const qh_cpu_class *c);
  * (the table's reason), a qemu-x86_64 that is missing (the package to install) or whose CPU does
  * not show what the class needs (checked once per class, in an emulated probe of this
  * executable). */
-int qh_cpu_parse(const char *list, const qh_cpu_class **out, int max, char *err, size_t n);
+int qh_cpu_parse(const char *list, const qh_cpu_target **out, int max, char *err, size_t n);
 
 /* The timeout an emulated class gets for `t` seconds (t * QH_CPU_TIMEOUT_FACTOR); `t` itself
  * for native or NULL, and 0 (none) stays 0. */
-double qh_cpu_timeout(const qh_cpu_class *c, double t);
+double qh_cpu_timeout(const qh_cpu_target *c, double t);
 
 /* A `__REPRO:` command ("qmmcheck repro --backend ...", malloc'd, taken) with "--cpu CPU" after
  * its first two words; `cmd` itself when cpu is NULL (no --cpu was given) or memory is short. */
@@ -93,7 +99,7 @@ void qh_cpu_list(void);
 /* `qmmcheck list --backends --cpu CLASS`: runs `args` (this executable's own arguments, less
  * --cpu) under qemu with the class's model, its output passed through; returns its exit
  * status, or 2 with a message when it cannot run. */
-int qh_cpu_run_self(const qh_cpu_class *c, char *const *args);
+int qh_cpu_run_self(const qh_cpu_target *c, char *const *args);
 
 /* 1 when `n` bytes a worker printed hold qemu-user's report that its own allocation failed
  * ("qemu-x86_64: GLib: ...: failed to allocate N bytes"): a backend reached --memory-limit and
@@ -104,13 +110,13 @@ int qh_cpu_qemu_out_of_memory(const char *out, size_t n);
 
 /* The class the current worker's backend runs under (set by the worker before it opens its
  * backend); NULL in qmmcheck itself and in a native worker. */
-extern const qh_cpu_class *qh_cpu_worker_class;
+extern const qh_cpu_target *qh_cpu_worker_class;
 
 /* In a freshly forked worker child whose fds 0-3 are set: replaces the process by
  * `qemu-x86_64 -cpu MODEL <this executable>` serving `spec` as an emulated worker (the entry in
  * cpu.c that every executable linking the harness has). Returns only when the exec failed,
  * with why in `err`. */
-void qh_cpu_exec_worker(const qh_cpu_class *c, const char *spec, char *err, size_t n);
+void qh_cpu_exec_worker(const qh_cpu_target *c, const char *spec, char *err, size_t n);
 
 /* The command an `exec:` process is started with in a worker whose class is emulated: qemu,
  * -cpu MODEL, then the program found on PATH as execvp would (a "#!" script becomes its

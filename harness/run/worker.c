@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "harness/io/cpuclass.h"
 #include "harness/run/cpu.h"
 #include "harness/run/exec.h"
 #include "harness/run/guard.h"
@@ -347,6 +348,8 @@ void qh_worker_child(const qh_backend *b, int sock, int out_w, pid_t parent)
         /* qemu-user writes a crashed guest's core file into the working directory */
         struct rlimit none = {0, 0};
         (void)setrlimit(RLIMIT_CORE, &none);
+        /* what a tool inside asks instead of /proc/cpuinfo, which qemu leaves the host's */
+        setenv(QH_CPU_CLASS_ENV, qh_cpu_name(b->iso.cpu), 1);
     }
     if (qh_cpu_emulated(b->iso.cpu) && !qh_exec_is_spec(b->spec)) {
         /* the backend runs in this executable under qemu (harness/run/cpu.h) */
