@@ -4,13 +4,19 @@
 # (peers/<peer>/xfail/<class>.txt, or any.txt for a peer whose behaviour does not depend on the
 # CPU), with --xfail-strict: fails when a peer's behaviour changes in either direction (a new
 # failure, or a listed one that now passes or answers otherwise). Builds nothing.
+# Each peer runs natively and again under every emulated CPU class (qmmcheck --cpu x86-64-v3,
+# x86-64-v2: qemu-user gives it that CPU's CPUID, docs/cpu.md), each class with its own list.
 #
 #   peers/check.sh [BUILD_DIR]        (default build/; QMMCHECK and QMM_PYTHON override)
 #
-# A peer whose library was not built, whose Python package is missing, or whose CPU class has
-# no list is SKIPPED with the reason. Each run's JUnit report goes to
-# BUILD_DIR/junit/peers-LABEL.xml. Exit 0 when every peer that ran kept its behaviour, 1 when
-# one changed, 77 when no peer could run (ctest's SKIP_RETURN_CODE).
+# QMM_PEERS_CLASSES picks the classes to run (default "native x86-64-v3 x86-64-v2"; native is
+# this machine's class below). A peer whose library was not built, whose Python package is
+# missing, or whose CPU class has no list is SKIPPED with the reason, and so is an emulated
+# class without qemu-x86_64 (scripts/deps.sh installs qemu-user), or a plugin under one in a
+# build that cannot be emulated (AddressSanitizer). Each run's JUnit report goes to
+# BUILD_DIR/junit/peers-LABEL.xml (LABEL-CLASS under an emulated class). Exit 0 when every peer
+# that ran kept its behaviour, 1 when one changed, 77 when no peer could run (ctest's
+# SKIP_RETURN_CODE).
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${1:-${QMM_BUILD_DIR:-build}}
@@ -53,18 +59,25 @@ JUNIT=$BUILD/junit
 mkdir -p "$JUNIT"
 ran=0
 failed=0
+# The class being run (for_class sets them): LIST_CLASS names the lists; CPU_ARGS is --cpu
+# CLASS under an emulated class; PLUGINS_SKIPPED says why plugins cannot run under it.
+LIST_CLASS=$CLASS
+CPU_ARGS=()
+PLUGINS_SKIPPED=
+SUFFIX=
 
 # check PEER LABEL SPEC: one peer (under one option set) over its suites with its list.
 check() {
-    local peer=$1 label=$2 spec=$3 list
-    list=peers/$peer/xfail/$CLASS.txt
+    local peer=$1 label=$2$SUFFIX spec=$3 list
+    list=peers/$peer/xfail/$LIST_CLASS.txt
     [ -f "$list" ] || list=peers/$peer/xfail/any.txt
     if [ ! -f "$list" ]; then
-        echo "SKIPPED $label: no expected-failure list for CPU class $CLASS (peers/$peer/xfail/)"
+        echo "SKIPPED $label: no expected-failure list for CPU class $LIST_CLASS (peers/$peer/xfail/)"
         return
     fi
     local log=$LOGS/$label.txt rc
-    "$QMMCHECK" run -q --backend "$spec" --vectors vectors --filter "^(onnx|edge|peers/$peer)/" \
+    "$QMMCHECK" run -q ${CPU_ARGS[@]+"${CPU_ARGS[@]}"} --backend "$spec" --vectors vectors \
+        --filter "^(onnx|edge|peers/$peer)/" \
         --allow-empty --timeout 60 --xfail "$list" --xfail-strict \
         --report "junit:$JUNIT/peers-${label//[^A-Za-z0-9_.-]/-}.xml" >"$log" 2>&1
     rc=$?
@@ -82,14 +95,18 @@ check() {
     fi
 }
 
-for peer in onednn xnnpack gemmlowp; do
-    so=$BUILD/peers/$peer/libqmm_peer_$peer.so
-    if [ -f "$so" ]; then
-        check "$peer" "$peer" "$so"
-    else
-        echo "SKIPPED $peer: $so not built (its library was not found at configure time)"
-    fi
-done
+plugin_peers() {
+    for peer in onednn xnnpack gemmlowp; do
+        so=$BUILD/peers/$peer/libqmm_peer_$peer.so
+        if [ ! -f "$so" ]; then
+            echo "SKIPPED $peer$SUFFIX: $so not built (its library was not found at configure time)"
+        elif [ -n "$PLUGINS_SKIPPED" ]; then
+            echo "SKIPPED $peer$SUFFIX: $PLUGINS_SKIPPED"
+        else
+            check "$peer" "$peer" "$so"
+        fi
+    done
+}
 
 py_peer() {
     local peer=$1 module=$2
@@ -104,13 +121,50 @@ py_peer() {
         done
     fi
 }
-py_peer onnxruntime onnxruntime \
-    "onnxruntime[b=initializer]|exec,b=initializer:$PY peers/onnxruntime/backend.py" \
-    "onnxruntime[b=input]|exec,b=input:$PY peers/onnxruntime/backend.py"
-py_peer onnx-reference onnx.reference \
-    "onnx-reference|exec:$PY peers/onnx-reference/backend.py"
+all_peers() {
+    plugin_peers
+    py_peer onnxruntime onnxruntime \
+        "onnxruntime[b=initializer]|exec,b=initializer:$PY peers/onnxruntime/backend.py" \
+        "onnxruntime[b=input]|exec,b=input:$PY peers/onnxruntime/backend.py"
+    py_peer onnx-reference onnx.reference \
+        "onnx-reference|exec:$PY peers/onnx-reference/backend.py"
+}
 
-echo "peers/check: CPU class $CLASS; $ran run(s), $failed changed"
+# for_class CLASS: every peer under CLASS (native: this machine's, as it is).
+for_class() {
+    local cls=$1
+    if [ "$cls" = native ]; then
+        LIST_CLASS=$CLASS CPU_ARGS=() PLUGINS_SKIPPED= SUFFIX=
+        all_peers
+        return
+    fi
+    LIST_CLASS=$cls CPU_ARGS=(--cpu "$cls") PLUGINS_SKIPPED= SUFFIX="@$cls"
+    # qmmcheck says whether it can give that CPU here: qemu-x86_64 there and its model right
+    local why
+    if ! why=$("$QMMCHECK" list --backends --cpu "$cls" 2>&1 >/dev/null); then
+        why=$(printf '%s' "$why" | head -n 1)
+        if [[ $why == *AddressSanitizer* ]]; then
+            PLUGINS_SKIPPED="not under $cls in this build: ${why#qmmcheck: }"
+        else
+            echo "SKIPPED every peer under $cls: ${why#qmmcheck: }"
+            return
+        fi
+    fi
+    all_peers
+}
+
+for cls in ${QMM_PEERS_CLASSES-native x86-64-v3 x86-64-v2}; do
+    case "$cls" in
+        native | x86-64-v2 | x86-64-v3) for_class "$cls" ;;
+        *)
+            echo "peers/check: QMM_PEERS_CLASSES: '${cls//[^A-Za-z0-9_.-]/?}' is not native," \
+                "x86-64-v2 or x86-64-v3" >&2
+            exit 2
+            ;;
+    esac
+done
+
+echo "peers/check: CPU class $CLASS; classes ${QMM_PEERS_CLASSES-native x86-64-v3 x86-64-v2}; $ran run(s), $failed changed"
 if [ "$failed" -gt 0 ]; then
     exit 1
 fi

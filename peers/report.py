@@ -2,10 +2,12 @@
 """peers/report.py — regenerates docs/peer-report.md from the peers on this machine.
 
     python3 peers/report.py [--build build] [--out docs/peer-report.md]
+                            [--classes "native x86-64-v3 x86-64-v2"]
 
 For every peer that is available here (its plugin built, or .venv holding its Python package)
 it runs `qmmcheck run` over vectors/onnx, vectors/edge and vectors/peers/<peer>, and
-`qmmcheck fingerprint`, and writes one table row per peer and suite:
+`qmmcheck fingerprint`, natively and under each emulated CPU class (`--cpu`, docs/cpu.md), and
+writes one table row per peer, class and suite:
 agree / differ (count, largest |got - expected| among the mismatches the harness prints) /
 rejects valid / accepts invalid / crashed or hung / skipped (UNSUPPORTED), with the
 fingerprint's verdict, the library version (the backend's own description) and the CPU flags
@@ -38,6 +40,13 @@ FLAGS = ("avx2", "avx512f", "avx512bw", "avx512_vnni", "avx_vnni", "amx_int8", "
 CLASSES = (("amx_int8", "amx"), ("avx512_vnni", "avx512-vnni"), ("avx_vnni", "avx-vnni"),
            ("avx2", "avx2"))
 MISMATCH = re.compile(r"expected (-?\d+), got (-?\d+)")
+# the classes a peer is judged under: this machine's, and the ones qmmcheck --cpu emulates
+EMULATED = ("x86-64-v3", "x86-64-v2")
+
+
+def cpu_args(cls):
+    """qmmcheck's arguments that run a backend under `cls` (none for native)."""
+    return [] if cls == "native" else ["--cpu", cls]
 
 
 def cpu():
@@ -70,16 +79,26 @@ def description(exe, spec):
     return "(no description)"
 
 
-def suite_row(exe, spec, suite):
+def suite_rows(exe, spec, suites, cls):
+    """{suite: row} from one run over every suite (a case counts in each suite its path is
+    under), or None when the run wrote no report."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "r.json")
-        qmmcheck(exe, ["run", "--backend", spec, "--vectors", suite, "--quiet", "--allow-empty",
-                       "--report", "json:" + path])
+        args = ["run", "--backend", spec, "--quiet", "--allow-empty", "--report", "json:" + path]
+        for suite in suites:  # a suite inside another (the float8 part of edge) is read once
+            if not any(suite.startswith(o + "/") for o in suites):
+                args += ["--vectors", suite]
+        qmmcheck(exe, args + cpu_args(cls))
         try:
             with open(path) as f:
                 cases = json.load(f).get("cases", [])
         except (OSError, ValueError):
             return None
+    return {suite: suite_row([c for c in cases if c.get("path", "").startswith(suite + "/")])
+            for suite in suites}
+
+
+def suite_row(cases):
     row = dict(total=len(cases), agree=0, differ=0, maxd=0, rejects=0, accepts=0, dead=0,
                skipped=0, other=0)
     for c in cases:
@@ -109,10 +128,11 @@ def md_text(text):
     return "".join(c if c.isprintable() and c not in "`|" else "?" for c in text)
 
 
-def verdict(exe, spec):
+def verdict(exe, spec, cls):
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "fp.json")
-        qmmcheck(exe, ["fingerprint", "--backend", spec, "--report", "json:" + path])
+        qmmcheck(exe, ["fingerprint", "--backend", spec, "--report", "json:" + path] +
+                 cpu_args(cls))
         try:
             with open(path) as f:
                 d = json.load(f)
@@ -130,7 +150,14 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"),
                     help="the build directory holding qmmcheck and the peer plugins")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "peer-report.md"))
+    ap.add_argument("--classes", default=" ".join(("native",) + EMULATED),
+                    help="the CPU classes to judge each peer under (native: this machine's)")
     a = ap.parse_args()
+    classes = a.classes.split()
+    for c in classes:
+        if c != "native" and c not in EMULATED:
+            sys.exit("peers/report.py: --classes: %s is not native or one of %s" %
+                     (md_text(c), ", ".join(EMULATED)))
     a.build = os.path.abspath(a.build)
     a.qmmcheck = os.path.join(a.build, "harness", "qmmcheck")
     if not os.access(a.qmmcheck, os.X_OK):
@@ -145,6 +172,11 @@ def main():
         "committed suites, judged against the spec. CPU: %s; flags that pick kernels: %s; CPU"
         " class %s (`peers/<peer>/xfail/%s.txt`)." %
         (model, ", ".join(flags) or "none of " + ", ".join(FLAGS), md_text(cls), md_text(cls)),
+        "Each peer is also judged under the emulated CPU classes %s: `qmmcheck --cpu CLASS` runs"
+        " it under qemu-user with that CPU's CPUID ([cpu.md](cpu.md)); their lists are"
+        " `peers/<peer>/xfail/CLASS.txt`. Classes here: %s." %
+        (", ".join(EMULATED), ", ".join("native (%s)" % md_text(cls) if c == "native" else c
+                                        for c in classes)),
         "",
         "Columns: **agree** (PASSED or MISTRUSTED: same output as the reference), **differ** (a",
         "wrong output; max |Δ| is the largest |got − expected| among the mismatches the harness",
@@ -160,23 +192,27 @@ def main():
             lines += ["## %s" % name, "",
                       "Not available here (%s missing)." % os.path.relpath(need, ROOT), ""]
             continue
-        sys.stderr.write("peer-report: %s\n" % name)
+        named = ["native (%s)" % md_text(cls) if c == "native" else c for c in classes]
         lines += ["## %s" % name, "",
-                  "- backend: `%s`" % md_text(description(a.qmmcheck, spec)),
-                  "- fingerprint: %s" % md_text(verdict(a.qmmcheck, spec)), "",
-                  "| suite | cases | agree | differ (max \\|Δ\\|) | rejects valid | accepts invalid "
-                  "| crashed/hung | skipped |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for suite in ("vectors/onnx", "vectors/edge", FLOAT8, "vectors/peers/" + name):
-            if not os.path.isdir(os.path.join(ROOT, suite)):
-                continue
-            r = suite_row(a.qmmcheck, spec, suite)
-            if r is None:
-                lines.append("| `%s` | (run failed) | | | | | | |" % suite)
-                continue
-            lines.append("| `%s` | %d | %d | %d (%d) | %d | %d | %d | %d |" %
-                         (suite, r["total"], r["agree"], r["differ"], r["maxd"], r["rejects"],
-                          r["accepts"], r["dead"], r["skipped"]))
+                  "- backend: `%s`" % md_text(description(a.qmmcheck, spec))]
+        lines += ["- fingerprint, %s: %s" % (n, md_text(verdict(a.qmmcheck, spec, c)))
+                  for c, n in zip(classes, named)]
+        lines += ["", "| CPU class | suite | cases | agree | differ (max \\|Δ\\|) | rejects valid "
+                  "| accepts invalid | crashed/hung | skipped |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        suites = [s for s in ("vectors/onnx", "vectors/edge", FLOAT8, "vectors/peers/" + name)
+                  if os.path.isdir(os.path.join(ROOT, s))]
+        for c, n in zip(classes, named):
+            sys.stderr.write("peer-report: %s, %s\n" % (name, c))
+            rows = suite_rows(a.qmmcheck, spec, suites, c)
+            for suite in suites:
+                r = rows and rows[suite]
+                if not r:
+                    lines.append("| %s | `%s` | (run failed) | | | | | | |" % (n, suite))
+                    continue
+                lines.append("| %s | `%s` | %d | %d | %d (%d) | %d | %d | %d | %d |" %
+                             (n, suite, r["total"], r["agree"], r["differ"], r["maxd"],
+                              r["rejects"], r["accepts"], r["dead"], r["skipped"]))
         lines.append("")
     with open(a.out, "w") as f:
         f.write("\n".join(lines))
