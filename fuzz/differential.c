@@ -267,8 +267,8 @@ static int write_case(const char *dir, const char *target, const char *sig, uint
     snprintf(meta.tags[0], sizeof meta.tags[0], "fuzz");
     snprintf(meta.tags[1], sizeof meta.tags[1], "%s", c->types);
     meta.n_tags = attr_tags(c, &meta, 2);
-    if (v->is_plugin && qh_cpu_emulated(fuzz_cpu))
-        snprintf(meta.cpu_class, sizeof meta.cpu_class, "%s", qh_cpu_name(fuzz_cpu));
+    if (v->is_plugin && qh_cpu_meta_class(fuzz_cpu))
+        snprintf(meta.cpu_class, sizeof meta.cpu_class, "%s", qh_cpu_meta_class(fuzz_cpu));
     snprintf(meta.provenance, sizeof meta.provenance, "%s input %016llx: %s", target,
              (unsigned long long)hash, sig);
     snprintf(meta.description, sizeof meta.description,

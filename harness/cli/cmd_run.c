@@ -247,6 +247,8 @@ static int parse_opts(const qh_command *cmd, int argc, char **argv, opts *o, int
         case O_CPUS: o->list_cpus = 1; break;
         case O_CPU: {
             char err[1024];
+            if (o->n_cpus)
+                return usage_error("--cpu %s: give --cpu once, its classes comma-separated", val);
             o->n_cpus = qh_cpu_parse(val, o->cpus, MAX_CPUS, err, sizeof err);
             if (o->n_cpus < 0)
                 return usage_error("%s", err);

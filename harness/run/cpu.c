@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -290,8 +291,12 @@ static pid_t start_self(const qh_cpu_target *c, const char *env, char *const *ar
     if (out_fd && pipe2(p, O_CLOEXEC) != 0)
         return -1;
     fflush(NULL);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* a probe or listing dies with qmmcheck */
+        if (getppid() != parent)
+            _exit(127);
         if (out_fd) {
             dup2(p[1], 1);
             dup2(p[1], 2);
