@@ -149,9 +149,9 @@ static void write_json(qh_sb *b, const char *command, const qh_result *r, size_t
         json_str(b, "path", r[i].path, 1);
         qh_sb_printf(b, "\"data_set\": %d, ", r[i].data_set);
         json_str(b, "backend", r[i].backend, 1);
-        json_str(b, "cpu", r[i].cpu ? r[i].cpu : "native", 1); /* the class it was judged under */
         json_str(b, "status", qh_case_status_key(r[i].status), 0);
-        qh_sb_printf(b, ", \"seconds\": %.6f", r[i].seconds);
+        qh_sb_printf(b, ", \"seconds\": %.6f, ", r[i].seconds);
+        json_str(b, "cpu", r[i].cpu ? r[i].cpu : "native", 0); /* the class it was judged under */
         if (r[i].status != QH_PASSED) {
             qh_sb_puts(b, ", ");
             qh_sb_puts(b, "\"detail\": \"");
