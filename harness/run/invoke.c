@@ -476,6 +476,8 @@ int qh_worker_open(qh_backend *b, qh_error *err)
         qh_clean_into(said, sizeof said, k ? b->captured : "", k, 0);
         snprintf(err->msg, sizeof err->msg, "%s%s%s", h.message, said[0] ? "; it printed: " : "",
                  said);
+        free(b->captured); /* a refused open is never closed: nothing else frees it */
+        b->captured = NULL;
         b->captured_len = b->captured_dropped = 0;
         b->refused = h.refused != 0;
         return -1;
