@@ -22,5 +22,20 @@ if [ "${1:-}" = "--sanitize" ]; then
   labels=(-LE long)
 fi
 cmake -S . -B "$dir" "${extra[@]}"
+if [ "$dir" = build-asan ]; then
+  # A configure that drops its options (CMake discarding a cache it thinks changed) builds a
+  # plain, unsanitized suite that passes: refuse to run one under this name.
+  cache=$dir/CMakeCache.txt
+  if ! grep -qx 'QMM_SANITIZE:STRING=address,undefined' "$cache" ||
+     ! grep -Eq '^CMAKE_C_COMPILER:[A-Z]+=.*clang$' "$cache"; then
+    echo "scripts/test.sh: $dir is not an ASan + UBSan clang build:" >&2
+    grep -E '^(QMM_SANITIZE|CMAKE_C_COMPILER|CMAKE_CXX_COMPILER):' "$cache" >&2
+    exit 1
+  fi
+fi
 cmake --build "$dir" -j"$(nproc)"
+if [ "$dir" = build-asan ] && ! nm "$dir/harness/qmmcheck" | grep -q '__asan_init'; then
+  echo "scripts/test.sh: $dir/harness/qmmcheck has no AddressSanitizer runtime" >&2
+  exit 1
+fi
 ctest --test-dir "$dir" --output-on-failure -j"$(nproc)" "${labels[@]}"
