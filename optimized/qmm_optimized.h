@@ -7,14 +7,15 @@
  * produces exactly that one). The wrapped sum is then requantized exactly.
  *
  * Options (comma-separated key=value, as `--backend optimized:isa=avx2,threads=2`):
- *   isa=NAME|auto  microkernel family, one of qmm_optimized_isa_variant's names (default auto:
+ *   isa=NAME|auto  the variant (microkernels and packing layout for one instruction set),
+ *                  one of qmm_optimized_variant_name's names (default auto:
  *                  the best this CPU has; the environment variable QMM_ISA, when set,
  *                  replaces auto); an unknown name's error message lists them all
  *   threads=N      worker threads, 1..256 (default: online CPUs)
- * Asking for an ISA the CPU lacks is not an error: the open succeeds and every query answers
+ * Asking for a variant the CPU lacks is not an error: the open succeeds and every query answers
  * UNSUPPORTED with the reason, so no illegal instruction is ever executed.
  *
- * Output is bitwise identical for every thread count and every ISA.
+ * Output is bitwise identical for every thread count and every variant.
  */
 #ifndef QMM_OPTIMIZED_H
 #define QMM_OPTIMIZED_H
@@ -34,8 +35,8 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
 
 /* ---- prepack API: pack a constant B once, reuse it across calls ------------------------
  *
- * A packed B holds b's values in the microkernel layout of one backend (its ISA decides the
- * layout) for every batch matrix of b. It does not depend on b_zero_point or b_scale, so one
+ * A packed B holds b's values in the microkernel layout of one backend (its variant decides
+ * the layout) for every batch matrix of b. It does not depend on b_zero_point or b_scale, so one
  * packed B serves calls with any parameters. The values are copied: the caller may free or
  * change b's buffer after packing.
  *
@@ -45,7 +46,7 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
  *
  * qmm_optimized_pack_b: `be` must come from qmm_optimized_open; b is uint8 or int8, rank >= 1
  * (a 1-D b is one column). Returns NULL with st set on failure (UNSUPPORTED when the backend's
- * ISA is missing on this CPU, INVALID_ARGUMENT for a bad tensor, OUT_OF_MEMORY). */
+ * variant is missing on this CPU, INVALID_ARGUMENT for a bad tensor, OUT_OF_MEMORY). */
 typedef struct qmm_optimized_packed_b qmm_optimized_packed_b;
 
 qmm_optimized_packed_b *qmm_optimized_pack_b(const qmm_backend *be, const qmm_tensor *b,
@@ -64,20 +65,32 @@ qmm_status_code qmm_optimized_matmulinteger_packed(const qmm_backend *be,
                                                    const qmm_optimized_packed_b *pb,
                                                    qmm_status *st);
 
-/* The ISA the backend runs (one of qmm_optimized_isa_variant's names) and its thread count,
- * for tools such as `qmmcheck bench`. NULL / 0 when `be` is not an optimized backend. */
-const char *qmm_optimized_isa(const qmm_backend *be);
+/* The variant the backend runs (one of qmm_optimized_variant_name's names: what its isa=
+ * option named) and its thread count, for tools such as `qmmcheck bench`. NULL / 0 when `be`
+ * is not an optimized backend. */
+const char *qmm_optimized_variant_of(const qmm_backend *be);
 int qmm_optimized_threads(const qmm_backend *be);
 
-/* The i-th ISA variant the backend has, from 0 (the portable "scalar"), in the order of the
- * backend's kernel table (optimized/cpu/kernels.c); NULL past the last. These are the names
+/* The i-th variant the backend has, from 0 (the portable "scalar"), in the order of the
+ * backend's variant table (optimized/cpu/kernels.c); NULL past the last. These are the names
  * isa= accepts besides auto, whether or not this CPU can run them; tools that try every
  * variant iterate over this list. */
-const char *qmm_optimized_isa_variant(int i);
+const char *qmm_optimized_variant_name(int i);
+
+/* The names these two had before the table said "variant" throughout; kept for callers not
+ * yet moved (header-only: the library exports the new names alone). */
+static inline const char *qmm_optimized_isa(const qmm_backend *be)
+{
+    return qmm_optimized_variant_of(be);
+}
+static inline const char *qmm_optimized_isa_variant(int i)
+{
+    return qmm_optimized_variant_name(i);
+}
 
 /* What the i-th variant is, for listings (`qmmcheck list --backends`). */
 typedef struct qmm_optimized_variant {
-    const char *name;    /* as qmm_optimized_isa_variant */
+    const char *name;    /* as qmm_optimized_variant_name */
     const char *kernel;  /* its main microkernel, named for its types, tile and ISA */
     const char *layout;  /* its packing layout, in words */
     int mr, nr, kgroup;  /* tile rows x columns, k values per K group */
@@ -90,7 +103,7 @@ int qmm_optimized_variant_info(int i, qmm_optimized_variant *v);
 /* ---- the int8 peak (`qmmcheck bench`): what a GEMM's rate is a percentage of ----------
  *
  * The peak is the int8 multiply-accumulate rate of a dedicated loop of independent
- * multiply-accumulates with no memory traffic: a variant's own instruction sequence (its row's
+ * multiply-accumulates with no memory traffic: a variant's own instruction sequence (its
  * peak loop, optimized/cpu/kernels.c). A single long run of it reads what share of the CPU the
  * machine gave it; so it is sampled instead in many short runs (about `sample_s` each, on
  * `threads` threads at once), which a caller takes interleaved with what it times, so a busy
@@ -103,7 +116,7 @@ int qmm_optimized_variant_info(int i, qmm_optimized_variant *v);
  * the peak divided by clock and cores is checked against the published rate of the loop's
  * instructions on this CPU.
  *
- * qmm_optimized_peak_open: variant i of qmm_optimized_isa_variant, or -1 for the best this CPU
+ * qmm_optimized_peak_open: variant i of qmm_optimized_variant_name, or -1 for the best this CPU
  * runs (the last in that order with a peak loop: AMX's tile loop where it runs). NULL when the
  * variant has no loop, this CPU or OS cannot run it, or out of memory. No sample is taken. */
 typedef struct qmm_optimized_peak qmm_optimized_peak;
@@ -125,7 +138,7 @@ typedef enum qmm_optimized_peak_verdict {
 } qmm_optimized_peak_verdict;
 
 typedef struct qmm_optimized_peak_info {
-    const char *isa;          /* the variant whose loop this is */
+    const char *isa;          /* the variant whose loop this is (named for the isa= option) */
     const char *loop;         /* the loop, in words */
     int threads;              /* the thread count the peak is for */
     int sample_threads;       /* threads a sample runs: `threads`, at most the CPUs this

@@ -374,19 +374,19 @@ typedef struct variant {
     int prepack; /* also run through a prepacked B */
 } variant;
 
-/* room for every variant of the kernel table on 1, 2 and 3 threads, and auto */
+/* room for every variant on 1, 2 and 3 threads, and auto */
 enum { MAX_VARIANTS = 32 };
 
 static int open_variants(variant *v, int max)
 {
-    /* every variant of the kernel table (the portable one single-threaded), on 1, 2 and 3
+    /* every variant of the table (the portable one single-threaded), on 1, 2 and 3
      * threads (an odd count splits work unevenly), and auto; the 3-thread runs without a
      * prepacked B, the others with one too */
     char specs[MAX_VARIANTS][48];
     int prepack[MAX_VARIANTS];
     size_t nspecs = 0;
     const char *isa;
-    for (int i = 0; (isa = qmm_optimized_isa_variant(i)) && nspecs + 4 <= MAX_VARIANTS; i++)
+    for (int i = 0; (isa = qmm_optimized_variant_name(i)) && nspecs + 4 <= MAX_VARIANTS; i++)
         for (int t = 1; t <= (i ? 3 : 1); t++) {
             snprintf(specs[nspecs], sizeof specs[0], "isa=%s,threads=%d", isa, t);
             prepack[nspecs++] = i && t < 3;
@@ -711,49 +711,30 @@ Test(rounding, exact_path_directly)
  * within 2^-28 of a tie (only the exact path may decide them, so the whole vector block must
  * fall back), saturation at both ends, zero accumulators and ordinary values. Each element
  * must equal the exact rule clamp(RNE(acc*sa*sb/sy) + zy). */
-/* The float requantizer under test (a kernel table row's requant_row_f32), with its
- * multipliers made as the driver makes them (every test scale lies in its range). */
-static qmm_opt_requant_row_f32_fn f32_under_test;
-
-static void requant_row_f32(const int32_t *acc, const int32_t *zc, uint32_t zr, size_t n,
-                            double sa, const double *sb, const double *cm, double sy, int32_t zy,
-                            int32_t qmin, int32_t qmax, uint8_t *out)
-{
-    float mf[64];
-    cr_assert_leq(n, 64);
-    for (size_t j = 0; j < n; j++) {
-        double m = sa * cm[j];
-        cr_assert(m >= 0x1p-100 && m <= 0x1p100, "m=%a", m);
-        mf[j] = (float)m;
-    }
-    f32_under_test(acc, zc, zr, n, mf, sa, sb, cm, sy, zy, qmin, qmax, out);
-}
-
 Test(rounding, row_requantizers_agree_with_the_exact_rule)
 {
     typedef struct rq {
         const char *name;
-        qmm_opt_requant_row_fn fn;
-        int usable;
+        qmm_opt_requant_row_ft *fn;
+        qmm_opt_requant_mults_ft *mults; /* NULL: called without multipliers */
     } rq;
-    /* every distinct requantizer of the kernel table's rows this CPU runs, named by the first
-     * row that has it; the float one goes through requant_row_f32 (one per table: it keeps a
-     * single function under test) */
+    /* every distinct requantizer of the variants this CPU runs, named by the first variant
+     * that has it: without multipliers, and with those its variant's requant_mults makes
+     * where it makes any (its float first try; every test scale lies in its range) */
     rq fns[16];
     size_t nfns = 0;
-    for (int i = 0; qmm_opt_kernel_row(i); i++) {
-        const qmm_opt_isa_ops *row = qmm_opt_kernel_row(i);
-        if (qmm_opt_kernel_missing(i))
+    for (int i = 0; qmm_opt_variant_at(i); i++) {
+        const qmm_opt_variant *v = qmm_opt_variant_at(i);
+        if (qmm_opt_variant_missing(i))
             continue;
         int seen = 0;
         for (size_t f = 0; f < nfns; f++)
-            seen |= fns[f].fn == row->requant_row;
-        if (!seen && nfns < 16)
-            fns[nfns++] = (rq){row->name, row->requant_row, 1};
-        if (row->requant_row_f32 && !f32_under_test && nfns < 16) {
-            f32_under_test = row->requant_row_f32;
-            fns[nfns++] = (rq){"float first try", requant_row_f32, 1};
-        }
+            seen |= fns[f].fn == v->requant_row;
+        if (seen || nfns + 2 > 16)
+            continue;
+        fns[nfns++] = (rq){v->name, v->requant_row, NULL};
+        if (v->requant_mults != qmm_opt_requant_mults_none)
+            fns[nfns++] = (rq){"float first try", v->requant_row, v->requant_mults};
     }
     enum { N = 53 };
     rng r = {11};
@@ -819,8 +800,11 @@ Test(rounding, row_requantizers_agree_with_the_exact_rule)
             cm[j] = sb[j] / sy;
         }
         for (size_t f = 0; f < nfns; f++) {
-            if (!fns[f].usable)
-                continue;
+            float mf[N];
+            if (fns[f].mults)
+                cr_assert(fns[f].mults(sa, cm, N, mf), "%s: multipliers out of range",
+                          fns[f].name);
+            const float *m = fns[f].mults ? mf : NULL;
             for (int n = N - 16; n <= N; n += 8) {
                 uint8_t out[N];
                 memset(out, 0x5a, sizeof out); /* what a skipped element would keep */
@@ -833,9 +817,9 @@ Test(rounding, row_requantizers_agree_with_the_exact_rule)
                     raw[j] = (int32_t)((uint32_t)acc[j] + zr + (uint32_t)zc[j]);
                 }
                 if (zr)
-                    fns[f].fn(raw, zc, zr, (size_t)n, sa, sb, cm, sy, zy, qmin, qmax, out);
+                    fns[f].fn(raw, zc, zr, (size_t)n, m, sa, sb, cm, sy, zy, qmin, qmax, out);
                 else
-                    fns[f].fn(acc, NULL, 0, (size_t)n, sa, sb, cm, sy, zy, qmin, qmax, out);
+                    fns[f].fn(acc, NULL, 0, (size_t)n, m, sa, sb, cm, sy, zy, qmin, qmax, out);
                 for (int j = 0; j < n; j++) {
                     int64_t q = qmm_opt_requant_exact(acc[j], sa, sb[j], sy) + zy;
                     q = q < qmin ? qmin : q > qmax ? qmax : q;
@@ -917,10 +901,10 @@ Test(dispatch, missing_isas_answer_unsupported)
 {
     /* every variant but the portable first one (which every CPU runs), from the backend's
      * own list */
-    cr_assert_str_eq(qmm_optimized_isa_variant(0), "scalar");
-    cr_assert_null(qmm_optimized_isa_variant(qmm_opt_kernel_count()));
-    for (int i = 1; i < qmm_opt_kernel_count(); i++) {
-        const char *isa = qmm_optimized_isa_variant(i);
+    cr_assert_str_eq(qmm_optimized_variant_name(0), "scalar");
+    cr_assert_null(qmm_optimized_variant_name(qmm_opt_variant_count()));
+    for (int i = 1; i < qmm_opt_variant_count(); i++) {
+        const char *isa = qmm_optimized_variant_name(i);
         char opt[64];
         snprintf(opt, sizeof opt, "isa=%s", isa);
         qmm_backend *be = open_ok(opt);
@@ -930,7 +914,7 @@ Test(dispatch, missing_isas_answer_unsupported)
         call.op = QMM_OP_QLINEARMATMUL;
         qmm_status st;
         qmm_status_code q = be->query(be, &call, &st);
-        const char *missing = qmm_opt_kernel_missing(i);
+        const char *missing = qmm_opt_variant_missing(i);
         if (missing) {
             cr_assert_eq(q, QMM_UNSUPPORTED);
             cr_assert(strstr(st.message, missing), "%s", st.message); /* the reason, as given */
@@ -962,16 +946,16 @@ Test(dispatch, options_and_environment)
     cr_assert_eq(st.code, QMM_UNSUPPORTED);
     setenv("QMM_ISA", "scalar", 1);
     qmm_backend *be = open_ok("threads=2");
-    cr_assert_str_eq(qmm_optimized_isa(be), "scalar");
+    cr_assert_str_eq(qmm_optimized_variant_of(be), "scalar");
     cr_assert_eq(qmm_optimized_threads(be), 2);
     be->close(be);
     /* an explicit isa= wins over the environment: any variant but the environment's */
-    const char *other = qmm_optimized_isa_variant(1);
-    cr_assert(other, "the kernel table has one variant only");
+    const char *other = qmm_optimized_variant_name(1);
+    cr_assert(other, "the variant table has one variant only");
     char opt[64];
     snprintf(opt, sizeof opt, "isa=%s", other);
     be = open_ok(opt);
-    cr_assert_str_eq(qmm_optimized_isa(be), other);
+    cr_assert_str_eq(qmm_optimized_variant_of(be), other);
     be->close(be);
     unsetenv("QMM_ISA");
 }

@@ -85,7 +85,7 @@ Test(peak_sampler, samples_and_reports_the_best_loop)
 {
     qmm_optimized_peak *p = qmm_optimized_peak_open(-1, 1, 1e-4);
     if (!p) {
-        for (int v = 0; qmm_optimized_isa_variant(v); v++) {
+        for (int v = 0; qmm_optimized_variant_name(v); v++) {
             qmm_optimized_variant info;
             qmm_optimized_variant_info(v, &info);
             cr_expect(info.missing || strcmp(info.name, "scalar") == 0,
@@ -107,13 +107,13 @@ Test(peak_sampler, samples_and_reports_the_best_loop)
     cr_expect(in.loop && in.isa && in.cpu_id[0], "loop, isa and CPU named");
     /* the best variant this CPU runs with a loop: the last such in the table's order */
     int last = -1;
-    for (int v = 0; qmm_optimized_isa_variant(v); v++) {
+    for (int v = 0; qmm_optimized_variant_name(v); v++) {
         qmm_optimized_peak *q = qmm_optimized_peak_open(v, 1, 1e-4);
         if (q)
             last = v;
         qmm_optimized_peak_close(q);
     }
-    cr_expect_str_eq(in.isa, qmm_optimized_isa_variant(last));
+    cr_expect_str_eq(in.isa, qmm_optimized_variant_name(last));
     cr_expect_eq(in.ops, in.ops_thread, "one thread: the peak is its best sample");
     if (in.clock_hz > 0)
         cr_expect_float_eq(in.ops_per_cycle, in.ops / in.clock_hz, 1e-9 * in.ops_per_cycle);

@@ -1,15 +1,16 @@
 /* tests/test_ukernel.c — every registered microkernel of the optimized backend, called
  * directly (not through the backend's matmul).
  *
- * For each row of the kernel table (kernels.c) this CPU runs (the others are skipped with the
- * missing feature), random and extreme A and B are packed with that variant's own packers and
- * its kernels are called on every tile: `kernel` (in one call, and with K split in two calls,
- * the second accumulating) and `kernel_rows` for a partial row group, `gemv` on the unpacked
- * B and `gemv_packed` on the packed one; a fused `pack_b` is compared with the packer and
- * `colsum` it replaces. Their int32 sums must equal the portable C kernel of the same layout
- * (gemm-portable.c, the row's `portable`) bit for bit, and — after the zero-point
- * corrections of opt_internal.h — a naive triple loop of sum_k (a - za)(b - zb) modulo 2^32.
- * A test also checks that every row carries what the driver relies on.
+ * For each variant of the table (kernels.c) this CPU runs (the others are skipped with the
+ * missing feature), random and extreme A and B are packed with that variant's layout's
+ * packers and its kernels are called on every tile: `kernel` (in one call, and with K split in
+ * two calls, the second accumulating) and `kernel_rows` for a partial row group, `gemv` on the
+ * unpacked B and `gemv_packed` on the packed one; the variant's `pack_b` and `colsum` are
+ * compared with its layout's portable packer and column sums. Their int32 sums must equal the
+ * portable C kernel of the same layout (gemm-portable.c, the layout's `kernel`; the portable
+ * variant's `gemv`) bit for bit, and — after the zero-point corrections of opt_internal.h — a
+ * naive triple loop of sum_k (a - za)(b - zb) modulo 2^32. A test also checks that the table
+ * left no slot empty that the driver calls.
  * Shapes: m and n from 1 to past one tile, K = 0, 1, values that are not multiples of the
  * K group (3, 5, 63, 65, ...), a long K (4099) and one past int32 (33031).
  */
@@ -105,45 +106,57 @@ static uint32_t naive(const problem *p, size_t i, size_t j)
     name, (p)->m, (p)->n, (p)->k, (p)->a_signed ? "int8" : "uint8",                          \
         (p)->b_signed ? "int8" : "uint8", (p)->fill_name
 
-/* A row's fused pack_b (panels and column sums in one pass) against the two steps it
- * replaces (qmm_opt_pack_b, then the row's colsum): the same bytes and sums, whole and as the
- * driver calls it, column range by column range (here one panel, then the rest). */
-static void check_fused_pack(const qmm_opt_isa_ops *ops, const problem *p, size_t kgroups,
-                             const int8_t *bpack, const int32_t *colsum)
+/* A variant's pack_b (panels and, for the layouts with them, column sums; possibly in one
+ * pass) and its colsum against its layout's portable packer and column sums: the same bytes
+ * and sums, whole and as the driver calls it, column range by column range (here one panel,
+ * then the rest). */
+static void check_pack_b(const qmm_opt_variant *v, const problem *p, size_t kgroups,
+                         const int8_t *bpack, const int32_t *colsum)
 {
-    size_t nr = (size_t)ops->nr, panels = (p->n + nr - 1) / nr, pstride = kgroups * 4 * nr;
+    const qmm_opt_layout *L = v->layout;
+    size_t nr = (size_t)L->nr, panels = (p->n + nr - 1) / nr;
+    size_t pstride = kgroups * (size_t)L->kg * nr;
     int8_t *want = alloc0(panels * pstride), *split = alloc0(panels * pstride);
     int32_t *want_sum = alloc0(panels * nr * sizeof(int32_t));
     int32_t *split_sum = alloc0(panels * nr * sizeof(int32_t));
-    qmm_opt_pack_b(p->b, p->n, p->b_signed, p->k, kgroups, 0, p->n, ops->nr, 4, 0, want);
-    ops->colsum(want, kgroups, panels, pstride, want_sum);
+    int32_t *own_sum = alloc0(panels * nr * sizeof(int32_t));
+    int sums = L->colsum != NULL;
+    qmm_opt_pack_b(L, p->b, p->n, p->b_signed, p->k, kgroups, 0, p->n, want);
+    if (sums) {
+        L->colsum(want, kgroups, panels, pstride, want_sum);
+        v->colsum(want, kgroups, panels, pstride, own_sum);
+    }
     size_t j1 = nr < p->n ? nr : p->n;
-    ops->pack_b(p->b, p->n, p->b_signed, p->k, kgroups, 0, j1, split, split_sum);
+    v->pack_b(v, p->b, p->n, p->b_signed, p->k, kgroups, 0, j1, split, sums ? split_sum : NULL);
     if (j1 < p->n)
-        ops->pack_b(p->b, p->n, p->b_signed, p->k, kgroups, j1, p->n, split + pstride,
-                    split_sum + j1);
-    const char *name = ops->name;
+        v->pack_b(v, p->b, p->n, p->b_signed, p->k, kgroups, j1, p->n, split + pstride,
+                  sums ? split_sum + j1 : NULL);
+    const char *name = v->name;
     cr_assert(memcmp(bpack, want, panels * pstride) == 0,
-              CASE_FMT ": pack_b's panels differ from qmm_opt_pack_b's", CASE_ARGS(name, p));
+              CASE_FMT ": pack_b's panels differ from the layout's packer's", CASE_ARGS(name, p));
     cr_assert(memcmp(split, want, panels * pstride) == 0,
               CASE_FMT ": pack_b in two column ranges differs", CASE_ARGS(name, p));
-    for (size_t j = 0; j < p->n; j++)
-        cr_assert(colsum[j] == want_sum[j] && split_sum[j] == want_sum[j],
-                  CASE_FMT ": column %zu's sum: pack_b %d (in two ranges %d), colsum %d",
-                  CASE_ARGS(name, p), j, colsum[j], split_sum[j], want_sum[j]);
+    for (size_t j = 0; sums && j < p->n; j++)
+        cr_assert(colsum[j] == want_sum[j] && split_sum[j] == want_sum[j] &&
+                      own_sum[j] == want_sum[j],
+                  CASE_FMT ": column %zu's sum: pack_b %d (in two ranges %d), colsum %d, "
+                           "portable %d",
+                  CASE_ARGS(name, p), j, colsum[j], split_sum[j], own_sum[j], want_sum[j]);
     free(want);
     free(split);
     free(want_sum);
     free(split_sum);
+    free(own_sum);
 }
 
 /* The tile kernels: pack with the variant's packers, run `kernel` / `kernel_rows` on every
- * (row group, panel) tile, compare with `portable` and with the naive sums. */
-static void check_tiles(const qmm_opt_isa_ops *ops, const problem *p)
+ * (row group, panel) tile, compare with the layout's portable kernel and the naive sums. */
+static void check_tiles(const qmm_opt_variant *v, const problem *p)
 {
-    const char *name = ops->name;
-    size_t mr = (size_t)ops->mr, nr = (size_t)ops->nr, kg = (size_t)ops->kg;
-    size_t align = ops->kalign > 1 ? (size_t)ops->kalign : 1;
+    const qmm_opt_layout *L = v->layout;
+    const char *name = v->name;
+    size_t mr = (size_t)L->mr, nr = (size_t)L->nr, kg = (size_t)L->kg;
+    size_t align = (size_t)L->kalign;
     size_t kgroups = ((p->k + kg - 1) / kg + align - 1) / align * align;
     size_t groups = (p->m + mr - 1) / mr, panels = (p->n + nr - 1) / nr;
     size_t npad = panels * nr, ldc = npad + 3; /* 3 guard columns per row */
@@ -155,21 +168,10 @@ static void check_tiles(const qmm_opt_isa_ops *ops, const problem *p)
     int32_t *split = alloc0(groups * mr * ldc * sizeof(int32_t));
     int32_t *want = alloc0(groups * mr * ldc * sizeof(int32_t));
 
-    if (ops->atiles)
-        qmm_opt_pack_a_tiles(p->a, p->k, p->a_signed, p->m, p->k, p->za, ops->mr, kgroups,
-                             apack, rowsum);
-    else
-        qmm_opt_pack_a(p->a, p->k, p->a_signed, p->m, p->k, p->za, ops->mr, ops->kg, apack,
-                       rowsum);
-    if (kg == 4 && ops->pack_b) {
-        ops->pack_b(p->b, p->n, p->b_signed, p->k, kgroups, 0, p->n, bpack, colsum);
-        check_fused_pack(ops, p, kgroups, bpack, colsum);
-    } else {
-        qmm_opt_pack_b(p->b, p->n, p->b_signed, p->k, kgroups, 0, p->n, ops->nr, ops->kg,
-                       ops->uw, bpack);
-        if (kg == 4)
-            ops->colsum(bpack, kgroups, panels, kgroups * kg * nr, colsum);
-    }
+    L->pack_a(L, p->a, p->k, p->a_signed, p->m, p->k, p->za, kgroups, apack, rowsum);
+    v->pack_b(v, p->b, p->n, p->b_signed, p->k, kgroups, 0, p->n, bpack,
+              L->colsum ? colsum : NULL);
+    check_pack_b(v, p, kgroups, bpack, colsum);
     /* garbage everywhere: a kernel that does not overwrite its tile, or writes past it into
      * the guard columns, shows */
     memset(got, 0x5a, groups * mr * ldc * sizeof(int32_t));
@@ -177,35 +179,28 @@ static void check_tiles(const qmm_opt_isa_ops *ops, const problem *p)
     /* the second call of a split K starts on a K group the layout can start on (AMX: a tile) */
     size_t k1 = kgroups / 2 / align * align;
 
-    if (ops->task_begin)
-        ops->task_begin();
+    v->task_begin();
     for (size_t g = 0; g < groups; g++) {
         size_t rows = p->m - g * mr < mr ? p->m - g * mr : mr;
         const int32_t *ag = apack + g * kgroups * mr;
+        qmm_opt_kernel_ft *kernel = rows < mr ? v->kernel_rows : v->kernel;
         for (size_t pi = 0; pi < panels; pi++) {
             const int8_t *bp = bpack + pi * kgroups * kg * nr;
             size_t at = g * mr * ldc + pi * nr;
-            if (rows < mr && ops->kernel_rows) {
-                ops->kernel_rows(rows, kgroups, ag, bp, got + at, ldc, 0);
-                ops->kernel_rows(rows, k1, ag, bp, split + at, ldc, 0);
-                ops->kernel_rows(rows, kgroups - k1, ag + k1 * mr, bp + k1 * kg * nr,
-                                 split + at, ldc, 1);
-            } else {
-                ops->kernel(kgroups, ag, bp, got + at, ldc, 0);
-                ops->kernel(k1, ag, bp, split + at, ldc, 0);
-                ops->kernel(kgroups - k1, ag + k1 * mr, bp + k1 * kg * nr, split + at, ldc, 1);
-            }
-            ops->portable(kgroups, ag, bp, want + at, ldc, 0);
+            kernel(rows, kgroups, ag, bp, got + at, ldc, 0);
+            kernel(rows, k1, ag, bp, split + at, ldc, 0);
+            kernel(rows, kgroups - k1, ag + k1 * mr, bp + k1 * kg * nr, split + at, ldc, 1);
+            L->kernel(mr, kgroups, ag, bp, want + at, ldc, 0);
         }
     }
-    if (ops->task_end)
-        ops->task_end();
+    v->task_end();
 
     /* the quads layouts' correction terms (opt_internal.h): zap = za (+128 for int8 a);
      * zbp = zb (-128 for uint8 b) for "pairs" and quads, zb (+128 for int8 b) for "unsigned
      * words" */
     uint32_t zap_shift = kg == 4 && p->a_signed ? 128u : 0u;
-    uint32_t zbp_shift = ops->uw ? (p->b_signed ? 128u : 0u) : (p->b_signed ? 0u : -128u);
+    uint32_t zbp_shift =
+        L->b_unsigned ? (p->b_signed ? 128u : 0u) : (p->b_signed ? 0u : -128u);
     for (size_t i = 0; i < p->m; i++) {
         uint32_t zap = kg == 4 ? (uint32_t)p->za[i] + zap_shift : 0u;
         for (size_t j = 0; j < npad + 3; j++) {
@@ -247,34 +242,35 @@ static void check_tiles(const qmm_opt_isa_ops *ops, const problem *p)
 /* The small-M kernels (rows <= 4): A as rows of int16 pairs a - za; `gemv` on B as it is
  * (row stride n), `gemv_packed` on the "unsigned words" panels. Both sum u(b) = b (+128 for
  * int8 b), so the correction is zbp = zb (+128 for int8 b) times the row sum. */
-static void check_gemv(const qmm_opt_isa_ops *ops, const problem *p)
+static void check_gemv(const qmm_opt_variant *v, const problem *p)
 {
-    const char *name = ops->name;
+    const char *name = v->name;
+    const qmm_opt_layout *L = v->layout;
+    const qmm_opt_variant *portable = qmm_opt_variant_at(0);
     size_t kpairs = (p->k + 1) / 2, panels = (p->n + 15) / 16, ldc = panels * 16 + 3;
     int32_t *apack = alloc0(p->m * kpairs * sizeof(int32_t));
     int32_t *rowsum = alloc0(p->m * sizeof(int32_t));
     int8_t *bpack = alloc0(panels * kpairs * 2 * 16);
     int32_t *got = alloc0(p->m * ldc * sizeof(int32_t));
     int32_t *want = alloc0(p->m * ldc * sizeof(int32_t));
-    qmm_opt_pack_a(p->a, p->k, p->a_signed, p->m, p->k, p->za, 1, 2, apack, rowsum);
+    qmm_opt_gemv_a.pack_a(&qmm_opt_gemv_a, p->a, p->k, p->a_signed, p->m, p->k, p->za, kpairs,
+                          apack, rowsum);
     uint32_t zbp_shift = p->b_signed ? 128u : 0u;
 
     for (int packed = 0; packed < 2; packed++) {
         size_t width = packed ? panels * 16 : p->n;
         if (packed) {
-            if (!ops->gemv_packed)
-                break;
-            qmm_opt_pack_b(p->b, p->n, p->b_signed, p->k, kpairs, 0, p->n, 16, 2, 1, bpack);
+            if (!L->b_unsigned)
+                break; /* no small-M form on this layout's panels */
+            L->pack_b(L, p->b, p->n, p->b_signed, p->k, kpairs, 0, p->n, bpack);
         }
         memset(got, 0x5a, p->m * ldc * sizeof(int32_t));
         if (packed) {
-            ops->gemv_packed(p->m, kpairs, apack, kpairs, bpack, kpairs * 32, panels, got, ldc);
-            ops->gemv_packed_portable(p->m, kpairs, apack, kpairs, bpack, kpairs * 32, panels,
-                                      want, ldc);
+            v->gemv_packed(p->m, kpairs, apack, kpairs, bpack, kpairs * 32, panels, got, ldc);
+            L->gemv_packed(p->m, kpairs, apack, kpairs, bpack, kpairs * 32, panels, want, ldc);
         } else {
-            ops->gemv(p->m, p->k, apack, kpairs, p->b, p->n, p->b_signed, p->n, got, ldc);
-            ops->gemv_portable(p->m, p->k, apack, kpairs, p->b, p->n, p->b_signed, p->n, want,
-                               ldc);
+            v->gemv(p->m, p->k, apack, kpairs, p->b, p->n, p->b_signed, p->n, got, ldc);
+            portable->gemv(p->m, p->k, apack, kpairs, p->b, p->n, p->b_signed, p->n, want, ldc);
         }
         const char *what = packed ? "gemv_packed" : "gemv";
         for (size_t i = 0; i < p->m; i++)
@@ -308,7 +304,7 @@ static void check_gemv(const qmm_opt_isa_ops *ops, const problem *p)
 }
 
 /* Every type combination and fill for one shape. */
-static void check_shape(const qmm_opt_isa_ops *ops, size_t m, size_t n, size_t k, int tiles,
+static void check_shape(const qmm_opt_variant *v, size_t m, size_t n, size_t k, int tiles,
                         uint64_t *seed)
 {
     for (int sa = 0; sa < 2; sa++)
@@ -316,9 +312,9 @@ static void check_shape(const qmm_opt_isa_ops *ops, size_t m, size_t n, size_t k
             for (int f = 0; f < FILL_COUNT; f++) {
                 problem p = problem_make(m, n, k, sa, sb, (fill)f, splitmix64(seed));
                 if (tiles)
-                    check_tiles(ops, &p);
+                    check_tiles(v, &p);
                 else
-                    check_gemv(ops, &p);
+                    check_gemv(v, &p);
                 problem_free(&p);
             }
 }
@@ -328,14 +324,13 @@ static const size_t short_ks[] = {0, 1, 2, 3, 4, 5, 7, 63, 64, 65, 67};
 static const size_t long_ks[] = {4096 + 3, 33031 /* past int32 for the farthest values */};
 #define COUNT(x) (sizeof(x) / sizeof((x)[0]))
 
-static void check_isa(int i)
+static void check_variant(int i)
 {
-    const qmm_opt_isa_ops *ops = qmm_opt_kernel_row(i);
-    const char *missing = qmm_opt_kernel_missing(i);
+    const qmm_opt_variant *v = qmm_opt_variant_at(i);
+    const char *missing = qmm_opt_variant_missing(i);
     if (missing)
-        cr_skip_test("%s (%s): %s", ops->name, ops->kernel_name, missing);
-    cr_assert(ops->portable, "%s: no portable kernel for its layout", ops->name);
-    size_t mr = (size_t)ops->mr, nr = (size_t)ops->nr;
+        cr_skip_test("%s (%s): %s", v->name, v->kernel_name, missing);
+    size_t mr = (size_t)v->layout->mr, nr = (size_t)v->layout->nr;
     uint64_t seed = 0x75ce1u + (uint64_t)i;
 
     /* rows: every count up to 9, then around half a group (AMX's rows form changes at 4 and
@@ -348,63 +343,98 @@ static void check_isa(int i)
             continue; /* counted already */
         for (size_t ni = 0; ni < COUNT(ns); ni++)
             for (size_t ki = 0; ki < COUNT(short_ks); ki++)
-                check_shape(ops, ms[mi], ns[ni], short_ks[ki], 1, &seed);
+                check_shape(v, ms[mi], ns[ni], short_ks[ki], 1, &seed);
     }
     for (size_t ki = 0; ki < COUNT(long_ks); ki++) {
-        check_shape(ops, 1, nr + 1, long_ks[ki], 1, &seed);
-        check_shape(ops, mr + 1, 2, long_ks[ki], 1, &seed);
+        check_shape(v, 1, nr + 1, long_ks[ki], 1, &seed);
+        check_shape(v, mr + 1, 2, long_ks[ki], 1, &seed);
     }
 
-    if (!ops->gemv)
-        return;
     /* the small-M kernels take 1..4 rows; columns across their 32-column blocks and tails */
     const size_t gns[] = {1, 15, 16, 17, 31, 32, 33, 64 + 17};
     for (size_t m = 1; m <= 4; m++)
         for (size_t ni = 0; ni < COUNT(gns); ni++)
             for (size_t ki = 0; ki < COUNT(short_ks); ki++)
-                check_shape(ops, m, gns[ni], short_ks[ki], 0, &seed);
+                check_shape(v, m, gns[ni], short_ks[ki], 0, &seed);
     for (size_t ki = 0; ki < COUNT(long_ks); ki++)
-        check_shape(ops, 4, 33, long_ks[ki], 0, &seed);
+        check_shape(v, 4, 33, long_ks[ki], 0, &seed);
 }
 
-/* every row of the kernel table: a new ISA is checked as soon as it has one */
-enum { MAX_ROWS = 64 };
+/* every variant of the table: a new one is checked as soon as it has a row */
+enum { MAX_VARIANTS = 64 };
 
-ParameterizedTestParameters(ukernel, every_isa)
+ParameterizedTestParameters(ukernel, every_variant)
 {
-    static int rows[MAX_ROWS];
-    int n = qmm_opt_kernel_count();
-    for (int i = 0; i < n && i < MAX_ROWS; i++)
+    static int rows[MAX_VARIANTS];
+    int n = qmm_opt_variant_count();
+    for (int i = 0; i < n && i < MAX_VARIANTS; i++)
         rows[i] = i;
-    return cr_make_param_array(int, rows, (size_t)(n < MAX_ROWS ? n : MAX_ROWS));
+    return cr_make_param_array(int, rows, (size_t)(n < MAX_VARIANTS ? n : MAX_VARIANTS));
 }
 
-ParameterizedTest(int *row, ukernel, every_isa, .timeout = 600)
+ParameterizedTest(int *row, ukernel, every_variant, .timeout = 600)
 {
-    check_isa(*row);
+    check_variant(*row);
 }
 
-/* What the driver and the tests rely on a row to carry: a name isa= can take, a layout with
- * a portable kernel for every kernel form the row has, the quads layouts' column sums. */
-Test(ukernel, every_row_is_complete)
+/* What the driver and the tests rely on the table to give every variant once it is filled
+ * (kernels.c): a name isa= can take, a layout whose tile, packers and portable kernels are
+ * there, and every slot the driver calls without looking — inherited where the row did not
+ * override it. */
+Test(ukernel, every_variant_is_complete)
 {
-    int n = qmm_opt_kernel_count();
-    cr_assert_leq(n, MAX_ROWS, "raise MAX_ROWS");
-    cr_assert_null(qmm_opt_kernel_row(0)->check, "row 0 is the portable variant, for any CPU");
-    cr_assert_null(qmm_opt_kernel_row(n));
+    int n = qmm_opt_variant_count();
+    cr_assert_leq(n, MAX_VARIANTS, "raise MAX_VARIANTS");
+    cr_assert_null(qmm_opt_variant_at(n));
+    cr_assert_null(qmm_opt_variant_missing(0), "variant 0 is the portable one, for any CPU");
     for (int i = 0; i < n; i++) {
-        const qmm_opt_isa_ops *r = qmm_opt_kernel_row(i);
-        cr_assert(r->name && r->layout && r->kernel_name && r->portable, "row %d", i);
-        cr_assert_eq(qmm_opt_kernel_find(r->name, strlen(r->name)), i, "%s: name twice",
-                     r->name);
-        cr_assert(r->kg == 2 || r->kg == 4, "%s: K group %d", r->name, r->kg);
-        cr_assert(!r->peak_loop == !r->peak || !r->kernel, "%s: peak loop undescribed", r->name);
-        if (qmm_opt_kernel_missing(i))
-            continue; /* off x86 the x86 rows have no kernels */
-        cr_assert(r->kernel && r->requant_row, "%s", r->name);
-        cr_assert(!r->gemv || r->gemv_portable, "%s: gemv without its portable form", r->name);
-        cr_assert(!r->gemv_packed || r->gemv_packed_portable, "%s: gemv_packed without its "
-                  "portable form", r->name);
-        cr_assert(r->kg == 2 || r->colsum, "%s: quads without column sums", r->name);
+        const qmm_opt_variant *v = qmm_opt_variant_at(i);
+        const qmm_opt_layout *L = v->layout;
+        cr_assert(v->name && L && L->name && v->kernel_name, "variant %d", i);
+        cr_assert_eq(qmm_opt_variant_find(v->name, strlen(v->name)), i, "%s: name twice",
+                     v->name);
+        cr_assert(L->kg == 2 || L->kg == 4, "%s: K group %d", v->name, L->kg);
+        cr_assert(L->kalign >= 1 && L->mr >= 1 && L->nr % 16 == 0, "%s: layout %s", v->name,
+                  L->name);
+        cr_assert(L->pack_a && L->pack_b && L->kernel && L->kernel_name, "%s: layout %s",
+                  v->name, L->name);
+        cr_assert(L->kg == 2 || L->colsum, "%s: quads without column sums", v->name);
+        cr_assert(!L->b_unsigned == !L->gemv_packed, "%s: the unsigned words layout's small-M "
+                  "kernel", v->name);
+        cr_assert(!v->peak_loop == !v->peak, "%s: peak loop undescribed", v->name);
+        cr_assert(v->check && v->kernel && v->kernel_rows && v->gemv && v->pack_b &&
+                      v->requant_mults && v->requant_row && v->task_begin && v->task_end,
+                  "%s: a slot left empty", v->name);
+        cr_assert(v->gemv_rows >= 0 && v->gemv_rows <= QMM_OPT_GEMV_MAX_ROWS, "%s: gemv_rows",
+                  v->name);
+        cr_assert(v->gemv == qmm_opt_variant_at(0)->gemv || v->gemv_rows > 0,
+                  "%s: a gemv of its own that no call runs", v->name);
+        cr_assert(!L->colsum == !v->colsum, "%s: column sums", v->name);
+        cr_assert(!L->gemv_packed == !v->gemv_packed, "%s: small-M packed kernel", v->name);
     }
+}
+
+/* The portable variant overrides nothing that a layout gives (its kernels are its layout's
+ * portable ones: isa=scalar runs qmm_gemm_s16s8_6x16c2__portable), and a variant that
+ * overrides nothing inherits the portable variant's slots, not another's. */
+Test(ukernel, variants_inherit_from_the_portable_one)
+{
+    const qmm_opt_variant *portable = qmm_opt_variant_at(0);
+    cr_assert_eq(portable->kernel, portable->layout->kernel);
+    cr_assert_str_eq(portable->kernel_name, portable->layout->kernel_name);
+    cr_assert_eq(portable->kernel_rows, portable->kernel);
+    cr_assert_eq(portable->requant_mults, qmm_opt_requant_mults_none);
+    cr_assert_eq(portable->pack_b, qmm_opt_pack_b_sums);
+    cr_assert_eq(portable->task_begin, qmm_opt_task_none);
+    cr_assert_eq(portable->gemv_rows, 0, "the portable tile kernel runs small M");
+    int avx2 = qmm_opt_variant_find("avx2", 4);
+    cr_assert_geq(avx2, 1);
+    const qmm_opt_variant *v = qmm_opt_variant_at(avx2);
+    /* the AVX2 kernel is its own partial-rows kernel, and the layout's small-M form its
+     * gemv_packed's specification; column sums and a float first try it has none of */
+    cr_assert_eq(v->kernel_rows, v->kernel);
+    cr_assert_eq(v->pack_b, qmm_opt_pack_b_sums);
+    cr_assert_eq(v->requant_mults, qmm_opt_requant_mults_none);
+    cr_assert_eq(v->task_begin, qmm_opt_task_none);
+    cr_assert_null(v->colsum);
 }

@@ -1,5 +1,5 @@
 /* optimized/cpu/backend.c — the optimized backend as a qmm_backend table: option parsing,
- * the variant's selection from the kernel table (kernels.c; QMM_ISA / isa= override), the
+ * the variant's selection from the variant table (kernels.c; QMM_ISA / isa= override), the
  * persistent pool, and the prepack API entry points. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,24 +9,24 @@
 #include "optimized/cpu/opt_internal.h"
 #include "optimized/qmm_optimized.h"
 
-/* "auto" -> -1; a kernel table row's name -> its index; else -2. */
+/* "auto" -> -1; a variant's name -> its index; else -2. */
 static int parse_isa(const char *v, size_t len)
 {
     if (len == 4 && strncmp(v, "auto", 4) == 0)
         return -1;
-    int i = qmm_opt_kernel_find(v, len);
+    int i = qmm_opt_variant_find(v, len);
     return i < 0 ? -2 : i;
 }
 
-/* What isa= and QMM_ISA accept, for messages: the ISA names joined by `sep`, then `last`
- * and "auto" ("scalar|avx2|...|auto", "scalar, avx2, ... or auto"). Returns buf. */
+/* What isa= and QMM_ISA accept, for messages: the variants' names joined by `sep`, then
+ * `last` and "auto" ("scalar|avx2|...|auto", "scalar, avx2, ... or auto"). Returns buf. */
 static const char *isa_choices(char *buf, size_t size, const char *sep, const char *last)
 {
     size_t o = 0;
     buf[0] = '\0';
-    for (int i = 0; i < qmm_opt_kernel_count() && o < size; i++)
+    for (int i = 0; i < qmm_opt_variant_count() && o < size; i++)
         o += (size_t)snprintf(buf + o, size - o, "%s%s", i ? sep : "",
-                              qmm_opt_kernel_row(i)->name);
+                              qmm_opt_variant_at(i)->name);
     if (o < size)
         snprintf(buf + o, size - o, "%sauto", last);
     return buf;
@@ -128,7 +128,7 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
             }
         }
         if (isa == -1)
-            isa = qmm_opt_kernel_auto();
+            isa = qmm_opt_variant_auto();
     }
     if (threads == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -140,15 +140,14 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
         return NULL;
     }
     pthread_mutex_init(&ob->ws_lock, NULL);
-    ob->ops = qmm_opt_kernel_row(isa);
-    ob->missing = qmm_opt_kernel_missing(isa);
+    ob->v = qmm_opt_variant_at(isa);
+    ob->missing = qmm_opt_variant_missing(isa);
     ob->threads = threads;
-    snprintf(ob->name, sizeof ob->name, "optimized:isa=%s,threads=%d", ob->ops->name,
-             threads);
+    snprintf(ob->name, sizeof ob->name, "optimized:isa=%s,threads=%d", ob->v->name, threads);
     snprintf(ob->description, sizeof ob->description,
              "optimized CPU backend: %s microkernels (%dx%d), %d thread(s), exact "
              "requantization, profile spec%s%s",
-             ob->ops->name, ob->ops->mr, ob->ops->nr, threads,
+             ob->v->name, ob->v->layout->mr, ob->v->layout->nr, threads,
              ob->missing ? "; UNSUPPORTED here: " : "", ob->missing ? ob->missing : "");
     /* no pool for a variant that cannot run: it never computes anything */
     if (!ob->missing) {
@@ -233,32 +232,32 @@ qmm_status_code qmm_optimized_matmulinteger_packed(const qmm_backend *be,
     return qmm_opt_matmulinteger(be->impl, call, pb, st);
 }
 
-const char *qmm_optimized_isa(const qmm_backend *be)
+const char *qmm_optimized_variant_of(const qmm_backend *be)
 {
     if (!is_ours(be))
         return NULL;
     const qmm_opt_backend *ob = be->impl;
-    return ob->ops->name;
+    return ob->v->name;
 }
 
-const char *qmm_optimized_isa_variant(int i)
+const char *qmm_optimized_variant_name(int i)
 {
-    const qmm_opt_isa_ops *row = qmm_opt_kernel_row(i);
-    return row ? row->name : NULL;
+    const qmm_opt_variant *v = qmm_opt_variant_at(i);
+    return v ? v->name : NULL;
 }
 
-int qmm_optimized_variant_info(int i, qmm_optimized_variant *v)
+int qmm_optimized_variant_info(int i, qmm_optimized_variant *d)
 {
-    const qmm_opt_isa_ops *row = qmm_opt_kernel_row(i);
-    if (!row)
+    const qmm_opt_variant *v = qmm_opt_variant_at(i);
+    if (!v)
         return 0;
-    v->name = row->name;
-    v->kernel = row->kernel_name;
-    v->layout = row->layout;
-    v->mr = row->mr;
-    v->nr = row->nr;
-    v->kgroup = row->kg;
-    v->missing = qmm_opt_kernel_missing(i);
+    d->name = v->name;
+    d->kernel = v->kernel_name;
+    d->layout = v->layout->name;
+    d->mr = v->layout->mr;
+    d->nr = v->layout->nr;
+    d->kgroup = v->layout->kg;
+    d->missing = qmm_opt_variant_missing(i);
     return 1;
 }
 

@@ -1,4 +1,4 @@
-/* optimized/cpu/cpuid.c — the CPU and OS facts the kernel table's checks read (kernels.c).
+/* optimized/cpu/cpuid.c — the CPU and OS facts the variant table's checks read (kernels.c).
  *
  * An instruction set is usable only when the CPU reports it AND the OS saves the register
  * state it uses (XCR0, read with XGETBV): a CPU with AVX-512 under an OS that does not save

@@ -1,17 +1,20 @@
 /* optimized/cpu/gemm-portable.c — the portable C microkernels, one per packing layout
- * (opt_internal.h, pack.c): the scalar variant's 6x16 kernel on the "pairs" layout, and plain
- * loops on the layouts the SIMD kernels read ("unsigned words", quads with nr 16 and 32, the
- * AMX "tiles" A), plus the small-M forms. They are the specification tests/test_ukernel.c
- * checks every registered kernel against, so they are written for clarity, one element at a
- * time; their sums run in uint32 so that wrapping is defined. */
+ * (opt_internal.h, pack.c; the layouts' `kernel` in kernels.c): the scalar variant's 6x16
+ * kernel on the "pairs" layout, and plain loops on the layouts the SIMD kernels read
+ * ("unsigned words", quads with nr 16 and 32, the AMX "tiles" A), plus the small-M forms and
+ * the quads layouts' column sums. They are the specification tests/test_ukernel.c checks
+ * every registered kernel against, so they are written for clarity, one element at a time;
+ * their sums run in uint32 so that wrapping is defined. Each computes every row of its tile
+ * (`rows` only says which ones the caller reads: the others are the group's padding). */
 #include "optimized/cpu/opt_internal.h"
 
 enum { MR = 6, NR = 16 };
 
 qmm_opt_kernel_ft qmm_gemm_s16s8_6x16c2__portable; /* kernels.c */
-void qmm_gemm_s16s8_6x16c2__portable(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
-                                     size_t ldc, int accumulate)
+void qmm_gemm_s16s8_6x16c2__portable(size_t rows, size_t kgroups, const int32_t *a,
+                                     const int8_t *b, int32_t *c, size_t ldc, int accumulate)
 {
+    (void)rows;
     uint32_t acc[MR][NR];
     for (int r = 0; r < MR; r++)
         for (int j = 0; j < NR; j++)
@@ -93,12 +96,13 @@ static void portable_tile(const portable_layout *L, size_t kgroups, const int32_
         }
 }
 
-/* One qmm_opt_kernel_fn per layout: NAME's tile is MR x NR with KG values per K group. */
+/* One qmm_opt_kernel_ft per layout: NAME's tile is MR x NR with KG values per K group. */
 #define QMM_PORTABLE_KERNEL(NAME, MR_, NR_, KG_, A_AT, B_AT)                                 \
-    void NAME(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c, size_t ldc,      \
-              int accumulate)                                                                 \
+    void NAME(size_t rows, size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,     \
+              size_t ldc, int accumulate)                                                     \
     {                                                                                         \
         static const portable_layout L = {MR_, NR_, KG_, A_AT, B_AT};                         \
+        (void)rows;                                                                           \
         portable_tile(&L, kgroups, a, b, c, ldc, accumulate);                                 \
     }
 
@@ -112,7 +116,36 @@ qmm_opt_kernel_ft qmm_gemm_u8s8_32x32c4_tiles__portable; /* kernels.c */
 QMM_PORTABLE_KERNEL(qmm_gemm_u8s8_32x32c4_tiles__portable, 32, 32, 4, a_tiles, b_quads)
 #undef QMM_PORTABLE_KERNEL
 
-/* ---- small M: qmm_opt_gemv_fn and qmm_opt_gemv_packed_fn ---- */
+/* ---- the quads layouts' column sums: qmm_opt_colsum_ft ---- */
+
+static void portable_colsum(int nr, const int8_t *b, size_t kgroups, size_t npanels,
+                            size_t pstride, int32_t *colsum)
+{
+    for (size_t p = 0; p < npanels; p++)
+        for (int j = 0; j < nr; j++) {
+            uint32_t s = 0;
+            for (size_t t = 0; t < kgroups; t++)
+                for (int q = 0; q < 4; q++)
+                    s += (uint32_t)b_quads(b + p * pstride, nr, t, j, q);
+            colsum[p * (size_t)nr + (size_t)j] = (int32_t)s;
+        }
+}
+
+qmm_opt_colsum_ft qmm_colsum_s8_16c4__portable; /* kernels.c */
+void qmm_colsum_s8_16c4__portable(const int8_t *b, size_t kgroups, size_t npanels, size_t pstride,
+                                  int32_t *colsum)
+{
+    portable_colsum(16, b, kgroups, npanels, pstride, colsum);
+}
+
+qmm_opt_colsum_ft qmm_colsum_s8_32c4__portable; /* kernels.c */
+void qmm_colsum_s8_32c4__portable(const int8_t *b, size_t kgroups, size_t npanels, size_t pstride,
+                                  int32_t *colsum)
+{
+    portable_colsum(32, b, kgroups, npanels, pstride, colsum);
+}
+
+/* ---- small M: qmm_opt_gemv_ft and qmm_opt_gemv_packed_ft ---- */
 
 qmm_opt_gemv_ft qmm_gemv_s16u8_r4__portable; /* kernels.c */
 void qmm_gemv_s16u8_r4__portable(size_t rows, size_t k, const int32_t *a, size_t lda,

@@ -25,9 +25,10 @@ static const uint16_t lo_bytes[16] __attribute__((aligned(32))) = {
     0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
 qmm_opt_kernel_ft qmm_gemm_s16u8_6x16c2__avx2; /* kernels.c */
-void qmm_gemm_s16u8_6x16c2__avx2(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
-                                 size_t ldc, int accumulate)
+void qmm_gemm_s16u8_6x16c2__avx2(size_t rows, size_t kgroups, const int32_t *a, const int8_t *b,
+                                 int32_t *c, size_t ldc, int accumulate)
 {
+    (void)rows; /* the full tile always: it is the partial-rows kernel too (opt_internal.h) */
     /* The loop is assembly because compilers spill some of the 12 accumulators when the 16
      * ymm registers are exactly enough (12 accumulators ymm0-11, 2 B vectors ymm12-13, a
      * broadcast ymm14, a product ymm15). Per k pair: one 32-byte load of the "unsigned words"

@@ -98,9 +98,10 @@ static inline __attribute__((always_inline)) void tiles(int slices, size_t kgrou
 }
 
 qmm_opt_kernel_ft qmm_gemm_u8s8_32x32c4_tiles__amx; /* kernels.c */
-void qmm_gemm_u8s8_32x32c4_tiles__amx(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
-                                      size_t ldc, int accumulate)
+void qmm_gemm_u8s8_32x32c4_tiles__amx(size_t rows, size_t kgroups, const int32_t *a,
+                                      const int8_t *b, int32_t *c, size_t ldc, int accumulate)
 {
+    (void)rows; /* MR: partial groups take qmm_gemm_u8s8_rx32c4_tiles__amx */
     tiles(2, kgroups, a, b, c, ldc, accumulate);
 }
 
@@ -147,7 +148,7 @@ static inline __attribute__((always_inline)) void rows_vnni(int R, size_t kgroup
     }
 }
 
-qmm_opt_kernel_rows_ft qmm_gemm_u8s8_rx32c4_tiles__amx; /* kernels.c */
+qmm_opt_kernel_ft qmm_gemm_u8s8_rx32c4_tiles__amx; /* kernels.c */
 void qmm_gemm_u8s8_rx32c4_tiles__amx(size_t rows, size_t kgroups, const int32_t *a, const int8_t *b,
                                      int32_t *c, size_t ldc, int accumulate)
 {

@@ -43,14 +43,15 @@ static inline __attribute__((always_inline)) void tile(int R, size_t kgroups, co
 }
 
 qmm_opt_kernel_ft qmm_gemm_u8s8_6x16c4__avxvnni; /* kernels.c */
-void qmm_gemm_u8s8_6x16c4__avxvnni(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
-                                   size_t ldc, int accumulate)
+void qmm_gemm_u8s8_6x16c4__avxvnni(size_t rows, size_t kgroups, const int32_t *a,
+                                   const int8_t *b, int32_t *c, size_t ldc, int accumulate)
 {
+    (void)rows; /* MR: partial groups take qmm_gemm_u8s8_rx16c4__avxvnni */
     tile(MR, kgroups, a, b, c, ldc, accumulate);
 }
 
 /* Partial groups: the last rows of M, and M < 6 with a prepacked B. */
-qmm_opt_kernel_rows_ft qmm_gemm_u8s8_rx16c4__avxvnni; /* kernels.c */
+qmm_opt_kernel_ft qmm_gemm_u8s8_rx16c4__avxvnni; /* kernels.c */
 void qmm_gemm_u8s8_rx16c4__avxvnni(size_t rows, size_t kgroups, const int32_t *a,
                                    const int8_t *b, int32_t *c, size_t ldc, int accumulate)
 {

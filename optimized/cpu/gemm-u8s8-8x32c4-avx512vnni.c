@@ -70,9 +70,10 @@ static inline __attribute__((always_inline)) void tile(int R, size_t kgroups, co
 }
 
 qmm_opt_kernel_ft qmm_gemm_u8s8_8x32c4__avx512vnni; /* kernels.c */
-void qmm_gemm_u8s8_8x32c4__avx512vnni(size_t kgroups, const int32_t *a, const int8_t *b,
-                                      int32_t *c, size_t ldc, int accumulate)
+void qmm_gemm_u8s8_8x32c4__avx512vnni(size_t rows, size_t kgroups, const int32_t *a,
+                                      const int8_t *b, int32_t *c, size_t ldc, int accumulate)
 {
+    (void)rows; /* MR: partial groups take qmm_gemm_u8s8_rx32c4__avx512vnni */
     /* Assembly, as for the AVX2 kernel: GCC keeps the 16 accumulators of tile() in
      * registers but copies them around the loop (30 register moves per 16 vpdpbusd, enough
      * to make the loop front-end bound). Registers: accumulators zmm0-15 (row r: columns
@@ -189,7 +190,7 @@ void qmm_gemm_u8s8_8x32c4__avx512vnni(size_t kgroups, const int32_t *a, const in
 
 /* Partial groups (the last rows of M, and M < 8 with a prepacked B: a gemv streams B once
  * instead of multiplying seven rows of padding). */
-qmm_opt_kernel_rows_ft qmm_gemm_u8s8_rx32c4__avx512vnni; /* kernels.c */
+qmm_opt_kernel_ft qmm_gemm_u8s8_rx32c4__avx512vnni; /* kernels.c */
 void qmm_gemm_u8s8_rx32c4__avx512vnni(size_t rows, size_t kgroups, const int32_t *a,
                                       const int8_t *b, int32_t *c, size_t ldc, int accumulate)
 {
@@ -257,15 +258,16 @@ uint64_t qmm_peak_u8s8__avx512vnni(uint64_t iters)
 }
 
 /* B packing for the nr-32 quads layout with its column sums in one pass (the driver's
- * pack_b for avx512vnni and amx; qmm_opt_pack_b's layout and sums, bit for bit). A full
+ * pack_b for avx512vnni and amx, whose layouts share these panels; qmm_opt_pack_b's layout
+ * and sums, bit for bit; colsum must not be NULL, as with every quads layout). A full
  * panel's K group is four rows of 32 bytes interleaved into 128: byte unpacks pair the rows
  * within 128-bit lanes, and a lane permute puts the column quads in order. vpdpbusd with an
  * all-ones uint8 operand adds each column's four values into its sum (wrapping, as every
  * accumulator). Edge panels take qmm_opt_pack_b and qmm_colsum_s8_32c4__avx512vnni. */
 qmm_opt_pack_b_ft qmm_packb_s8_32c4__avx512vnni; /* kernels.c */
-void qmm_packb_s8_32c4__avx512vnni(const uint8_t *b, size_t ldb, int b_signed, size_t k,
-                                   size_t kgroups, size_t j0, size_t j1, int8_t *dst,
-                                   int32_t *colsum)
+void qmm_packb_s8_32c4__avx512vnni(const qmm_opt_variant *var, const uint8_t *b, size_t ldb,
+                                   int b_signed, size_t k, size_t kgroups, size_t j0, size_t j1,
+                                   int8_t *dst, int32_t *colsum)
 {
     const __m256i flip = _mm256_set1_epi8(b_signed ? 0 : (char)0x80);
     const __m256i ones = _mm256_set1_epi8(1), zero = _mm256_setzero_si256();
@@ -302,7 +304,7 @@ void qmm_packb_s8_32c4__avx512vnni(const uint8_t *b, size_t ldb, int b_signed, s
     }
     if (j < j1) {
         int8_t *o = dst + (j - j0) / NR * pstride;
-        qmm_opt_pack_b(b, ldb, b_signed, k, kgroups, j, j1, NR, 4, 0, o);
+        qmm_opt_pack_b(var->layout, b, ldb, b_signed, k, kgroups, j, j1, o);
         qmm_colsum_s8_32c4__avx512vnni(o, kgroups, (j1 - j + NR - 1) / NR, pstride, colsum + (j - j0));
     }
 }

@@ -1,13 +1,21 @@
-/* optimized/cpu/kernels.c — the optimized CPU backend's one registration table: every ISA
- * variant, what it needs from the CPU, its packing layout, tile and kernels.
+/* optimized/cpu/kernels.c — the optimized CPU backend's one registration table: the packing
+ * layouts, and every variant (what isa= names) with what it needs from the CPU, its layout and
+ * the kernels it brings.
  *
  * Everything that names or counts variants reads this table: dispatch (`auto` takes the last
- * row this CPU runs, so rows go from the portable one up, best last), the isa= option and its
- * error message, `qmmcheck list --backends`, the peak loops of `qmmcheck bench`, the tests
+ * variant this CPU runs, so they go from the portable one up, best last), the isa= option and
+ * its error message, `qmmcheck list --backends`, the peak loops of `qmmcheck bench`, the tests
  * (tests/test_ukernel.c, tests/test_optimized.c) and the fuzz targets. Adding an ISA kernel
- * is its gemm file, a row (with the declarations) here, and its compile flags in
- * optimized/CMakeLists.txt. A row's CPU check lives here, not in its kernel file: this file
- * is built for baseline x86-64, the kernel files are not, and the check must run on any CPU.
+ * is its gemm file, a variant (with the declarations) here, and its compile flags in
+ * optimized/CMakeLists.txt. A variant's CPU check lives here, not in its kernel file: this
+ * file is built for baseline x86-64, the kernel files are not, and the check must run on any
+ * CPU.
+ *
+ * Registration is reference first (as BLIS fills every slot of a context from its reference
+ * kernels before an architecture's own overwrite them; XNNPACK's per-ISA config tables are
+ * the other model): a layout carries its packers and its portable kernels, the portable
+ * variant (row 0, `scalar`) every slot that does not depend on a layout, and a variant's row
+ * lists only what it overrides. variants_fill() completes every row once, before any use.
  *
  * Naming (after XNNPACK's): a kernel is qmm_<op>_<types>_<tile>[_<layout>]__<isa>, its file
  * <op>-<types>-<tile>[-<layout>]-<isa>.c.
@@ -38,6 +46,8 @@ qmm_opt_kernel_ft qmm_gemm_u8s8_8x32c4__portable;
 qmm_opt_kernel_ft qmm_gemm_u8s8_32x32c4_tiles__portable;
 qmm_opt_gemv_ft qmm_gemv_s16u8_r4__portable;
 qmm_opt_gemv_packed_ft qmm_gemv_s16u8_r4x16c2__portable;
+qmm_opt_colsum_ft qmm_colsum_s8_16c4__portable;
+qmm_opt_colsum_ft qmm_colsum_s8_32c4__portable;
 
 /* gemm-s16u8-6x16c2-avx2.c */
 qmm_opt_kernel_ft qmm_gemm_s16u8_6x16c2__avx2;
@@ -47,13 +57,13 @@ qmm_opt_peak_ft qmm_peak_s16s16__avx2;
 
 /* gemm-u8s8-6x16c4-avxvnni.c */
 qmm_opt_kernel_ft qmm_gemm_u8s8_6x16c4__avxvnni;
-qmm_opt_kernel_rows_ft qmm_gemm_u8s8_rx16c4__avxvnni;
+qmm_opt_kernel_ft qmm_gemm_u8s8_rx16c4__avxvnni;
 qmm_opt_colsum_ft qmm_colsum_s8_16c4__avxvnni;
 qmm_opt_peak_ft qmm_peak_u8s8__avxvnni;
 
 /* gemm-u8s8-8x32c4-avx512vnni.c */
 qmm_opt_kernel_ft qmm_gemm_u8s8_8x32c4__avx512vnni;
-qmm_opt_kernel_rows_ft qmm_gemm_u8s8_rx32c4__avx512vnni;
+qmm_opt_kernel_ft qmm_gemm_u8s8_rx32c4__avx512vnni;
 qmm_opt_colsum_ft qmm_colsum_s8_32c4__avx512vnni;
 qmm_opt_pack_b_ft qmm_packb_s8_32c4__avx512vnni;
 qmm_opt_peak_ft qmm_peak_u8s8__avx512vnni;
@@ -62,18 +72,19 @@ qmm_opt_peak_ft qmm_peak_u8s8__avx512vnni;
 qmm_opt_task_ft qmm_gemm_begin__amx;
 qmm_opt_task_ft qmm_gemm_end__amx;
 qmm_opt_kernel_ft qmm_gemm_u8s8_32x32c4_tiles__amx;
-qmm_opt_kernel_rows_ft qmm_gemm_u8s8_rx32c4_tiles__amx;
+qmm_opt_kernel_ft qmm_gemm_u8s8_rx32c4_tiles__amx;
 qmm_opt_peak_ft qmm_peak_u8s8_tiles__amx;
 
 /* The x86 kernel files are built only for x86-64 (optimized/CMakeLists.txt); elsewhere their
- * rows stay (isa= still names them) with no kernels, and their checks refuse them. */
+ * variants stay (isa= still names them) with the portable kernels of their layouts, and their
+ * checks refuse them. */
 #if defined(__x86_64__)
 #define X86(fn) fn
 #else
 #define X86(fn) NULL
 #endif
 
-/* ---- CPU checks: NULL when this CPU and its OS run the row's kernels, else why not ---- */
+/* ---- CPU checks: NULL when this CPU and its OS run the variant's kernels, else why not ---- */
 
 enum { EAX, EBX, ECX, EDX };
 
@@ -87,6 +98,11 @@ static int cpu_bit(uint32_t leaf, uint32_t sub, int reg, int bit)
 static int os_saves(uint64_t mask)
 {
     return (qmm_opt_os_xstate() & mask) == mask;
+}
+
+static const char *check_none(void)
+{
+    return NULL; /* portable C: any CPU */
 }
 
 static const char *check_avx2(void)
@@ -122,100 +138,173 @@ static const char *check_amx(void)
     return qmm_opt_os_grant_tiles();
 }
 
-/* ---- the table ---- */
+/* ---- the layouts ---- */
+
+#define PORTABLE(fn) .kernel = fn, .kernel_name = #fn
+
+/* "pairs": A as int16 pairs a - za, B as int8 pairs B' (no column sums: A carries a - za) */
+static const qmm_opt_layout pairs = {
+    .name = "pairs", .mr = 6, .nr = 16, .kg = 2, .kalign = 1, .pack_a = qmm_opt_pack_a,
+    .pack_b = qmm_opt_pack_b, PORTABLE(qmm_gemm_s16s8_6x16c2__portable)};
+
+/* "unsigned words": A as "pairs", B as 0..255 words two columns apart (qmm_opt_pack_b) */
+static const qmm_opt_layout unsigned_words = {
+    .name = "unsigned words", .mr = 6, .nr = 16, .kg = 2, .kalign = 1, .b_unsigned = 1,
+    .pack_a = qmm_opt_pack_a, .pack_b = qmm_opt_pack_b,
+    PORTABLE(qmm_gemm_s16u8_6x16c2__portable),
+    .gemv_packed = qmm_gemv_s16u8_r4x16c2__portable};
+
+/* "quads": A as uint8 quads a', B as int8 quads B' with column sums, 16 or 32 columns a panel */
+static const qmm_opt_layout quads16 = {
+    .name = "quads", .mr = 6, .nr = 16, .kg = 4, .kalign = 1, .pack_a = qmm_opt_pack_a,
+    .pack_b = qmm_opt_pack_b, .colsum = qmm_colsum_s8_16c4__portable,
+    PORTABLE(qmm_gemm_u8s8_6x16c4__portable)};
+
+static const qmm_opt_layout quads32 = {
+    .name = "quads", .mr = 8, .nr = 32, .kg = 4, .kalign = 1, .pack_a = qmm_opt_pack_a,
+    .pack_b = qmm_opt_pack_b, .colsum = qmm_colsum_s8_32c4__portable,
+    PORTABLE(qmm_gemm_u8s8_8x32c4__portable)};
+
+/* AMX: B as quads32's panels (so the same column sums), A in 64-byte tile rows, K padded to
+ * whole tiles */
+static const qmm_opt_layout tiles = {
+    .name = "tiles (A), quads (B)", .mr = 32, .nr = 32, .kg = 4, .kalign = 16,
+    .pack_a = qmm_opt_pack_a_tiles, .pack_b = qmm_opt_pack_b,
+    .colsum = qmm_colsum_s8_32c4__portable, PORTABLE(qmm_gemm_u8s8_32x32c4_tiles__portable)};
+
+const qmm_opt_layout qmm_opt_gemv_a = {
+    .name = "pairs, one row a group", .mr = 1, .nr = 16, .kg = 2, .kalign = 1,
+    .pack_a = qmm_opt_pack_a};
+
+void qmm_opt_task_none(void)
+{
+}
+
+/* ---- the variants: row 0 is the portable one, and complete; the others list overrides ---- */
 
 #define KERNEL(fn) .kernel = X86(fn), .kernel_name = #fn
+#define GEMV QMM_OPT_GEMV_MAX_ROWS
 
-static const qmm_opt_isa_ops rows[] = {
-    {.name = "scalar", .layout = "pairs", .mr = 6, .nr = 16, .kg = 2,
-     .kernel = qmm_gemm_s16s8_6x16c2__portable,
-     .kernel_name = "qmm_gemm_s16s8_6x16c2__portable",
-     .portable = qmm_gemm_s16s8_6x16c2__portable, .requant_row = qmm_opt_requant_row},
-    {.name = "avx2", .check = check_avx2, .layout = "unsigned words", .mr = 6, .nr = 16,
-     .kg = 2, .uw = 1, KERNEL(qmm_gemm_s16u8_6x16c2__avx2),
-     .portable = qmm_gemm_s16u8_6x16c2__portable,
-     .gemv = X86(qmm_gemv_s16u8_r4__avx2), .gemv_portable = qmm_gemv_s16u8_r4__portable,
-     .gemv_packed = X86(qmm_gemv_s16u8_r4x16c2__avx2),
-     .gemv_packed_portable = qmm_gemv_s16u8_r4x16c2__portable,
+static const qmm_opt_variant table[] = {
+    /* gemv_rows 0: small M packs A and B and runs the tile kernel, which in portable C is
+     * faster than the portable gemv (the specification the SIMD ones are tested against) */
+    {.name = "scalar", .check = check_none, .layout = &pairs,
+     .gemv = qmm_gemv_s16u8_r4__portable, .pack_b = qmm_opt_pack_b_sums,
+     .requant_mults = qmm_opt_requant_mults_none, .requant_row = qmm_opt_requant_row,
+     .task_begin = qmm_opt_task_none, .task_end = qmm_opt_task_none},
+    {.name = "avx2", .check = check_avx2, .layout = &unsigned_words,
+     KERNEL(qmm_gemm_s16u8_6x16c2__avx2), .gemv_rows = GEMV,
+     .gemv = X86(qmm_gemv_s16u8_r4__avx2), .gemv_packed = X86(qmm_gemv_s16u8_r4x16c2__avx2),
      .requant_row = X86(qmm_opt_requant_row_avx2), .peak = X86(qmm_peak_s16s16__avx2),
      .peak_loop = "avx2: ymm vpmaddwd + vpaddd (the AVX2 kernel's exact int16 sequence), "
                   "12 independent chains"},
     /* the VNNI layouts are quads: small M on a prepacked B runs the kernel on its rows only */
-    {.name = "avxvnni", .check = check_avxvnni, .layout = "quads", .mr = 6, .nr = 16, .kg = 4,
+    {.name = "avxvnni", .check = check_avxvnni, .layout = &quads16,
      KERNEL(qmm_gemm_u8s8_6x16c4__avxvnni), .kernel_rows = X86(qmm_gemm_u8s8_rx16c4__avxvnni),
-     .portable = qmm_gemm_u8s8_6x16c4__portable,
-     .gemv = X86(qmm_gemv_s16u8_r4__avx2), .gemv_portable = qmm_gemv_s16u8_r4__portable,
+     .gemv_rows = GEMV, .gemv = X86(qmm_gemv_s16u8_r4__avx2),
      .requant_row = X86(qmm_opt_requant_row_avx2),
      .colsum = X86(qmm_colsum_s8_16c4__avxvnni), .peak = X86(qmm_peak_u8s8__avxvnni),
      .peak_loop = "avxvnni: ymm vpdpbusd, 12 independent chains"},
-    {.name = "avx512vnni", .check = check_avx512vnni, .layout = "quads", .mr = 8, .nr = 32,
-     .kg = 4, KERNEL(qmm_gemm_u8s8_8x32c4__avx512vnni),
-     .kernel_rows = X86(qmm_gemm_u8s8_rx32c4__avx512vnni),
-     .portable = qmm_gemm_u8s8_8x32c4__portable,
-     .gemv = X86(qmm_gemv_s16u8_r4__avx2), .gemv_portable = qmm_gemv_s16u8_r4__portable,
+    {.name = "avx512vnni", .check = check_avx512vnni, .layout = &quads32,
+     KERNEL(qmm_gemm_u8s8_8x32c4__avx512vnni),
+     .kernel_rows = X86(qmm_gemm_u8s8_rx32c4__avx512vnni), .gemv_rows = GEMV,
+     .gemv = X86(qmm_gemv_s16u8_r4__avx2), .requant_mults = qmm_opt_requant_mults_f32,
      .requant_row = X86(qmm_opt_requant_row_avx512),
-     .requant_row_f32 = X86(qmm_opt_requant_row_f32_avx512),
      .colsum = X86(qmm_colsum_s8_32c4__avx512vnni),
      .pack_b = X86(qmm_packb_s8_32c4__avx512vnni), .peak = X86(qmm_peak_u8s8__avx512vnni),
      .peak_loop = "avx512vnni: zmm vpdpbusd, 12 independent chains"},
-    /* AMX: B in the AVX-512 quads layout (so the same column sums), A in tiles, K padded to
-     * whole tiles; its tile loop is the peak where it runs (the last row: the best) */
-    {.name = "amx", .check = check_amx, .layout = "tiles (A), quads (B)", .mr = 32, .nr = 32,
-     .kg = 4, .kalign = 16, .atiles = 1, KERNEL(qmm_gemm_u8s8_32x32c4_tiles__amx),
-     .kernel_rows = X86(qmm_gemm_u8s8_rx32c4_tiles__amx),
-     .portable = qmm_gemm_u8s8_32x32c4_tiles__portable,
-     .gemv = X86(qmm_gemv_s16u8_r4__avx2), .gemv_portable = qmm_gemv_s16u8_r4__portable,
+    /* AMX: B in the AVX-512 quads layout (so the same packer and column sums); its tile loop
+     * is the peak where it runs (the last variant: the best) */
+    {.name = "amx", .check = check_amx, .layout = &tiles,
+     KERNEL(qmm_gemm_u8s8_32x32c4_tiles__amx),
+     .kernel_rows = X86(qmm_gemm_u8s8_rx32c4_tiles__amx), .gemv_rows = GEMV,
+     .gemv = X86(qmm_gemv_s16u8_r4__avx2), .requant_mults = qmm_opt_requant_mults_f32,
      .requant_row = X86(qmm_opt_requant_row_avx512),
-     .requant_row_f32 = X86(qmm_opt_requant_row_f32_avx512),
      .colsum = X86(qmm_colsum_s8_32c4__avx512vnni),
      .pack_b = X86(qmm_packb_s8_32c4__avx512vnni), .task_begin = X86(qmm_gemm_begin__amx),
      .task_end = X86(qmm_gemm_end__amx), .peak = X86(qmm_peak_u8s8_tiles__amx),
      .peak_loop = "amx: tdpbusd, 4 independent tiles"},
 };
 
-enum { NROWS = sizeof rows / sizeof rows[0] };
+enum { NVARIANTS = sizeof table / sizeof table[0] };
 
-/* Each row's check runs once (AMX's asks the OS for a grant); afterwards read-only. */
-static const char *missing[NROWS];
+/* The completed table, made once (variants_fill) and read-only afterwards. */
+static qmm_opt_variant variants[NVARIANTS];
+static pthread_once_t filled = PTHREAD_ONCE_INIT;
+
+/* x when the row gives it, else what it inherits */
+#define INHERIT(slot, from) (v->slot ? v->slot : (from))
+
+static void variants_fill(void)
+{
+    const qmm_opt_variant *portable = &table[0];
+    for (int i = 0; i < NVARIANTS; i++) {
+        qmm_opt_variant *v = &variants[i];
+        *v = table[i];
+        const qmm_opt_layout *L = v->layout;
+        if (!v->kernel) { /* the portable variant, or an x86 one off x86 */
+            v->kernel = L->kernel;
+            v->kernel_name = L->kernel_name;
+        }
+        v->kernel_rows = INHERIT(kernel_rows, v->kernel);
+        v->gemv_packed = INHERIT(gemv_packed, L->gemv_packed);
+        v->colsum = INHERIT(colsum, L->colsum);
+        v->check = INHERIT(check, portable->check);
+        v->gemv = INHERIT(gemv, portable->gemv);
+        v->pack_b = INHERIT(pack_b, portable->pack_b);
+        v->requant_mults = INHERIT(requant_mults, portable->requant_mults);
+        v->requant_row = INHERIT(requant_row, portable->requant_row);
+        v->task_begin = INHERIT(task_begin, portable->task_begin);
+        v->task_end = INHERIT(task_end, portable->task_end);
+    }
+}
+
+#undef INHERIT
+
+/* Each variant's check runs once (AMX's asks the OS for a grant); afterwards read-only. */
+static const char *missing[NVARIANTS];
 static pthread_once_t checked = PTHREAD_ONCE_INIT;
 
 static void run_checks(void)
 {
-    for (int i = 0; i < NROWS; i++)
-        missing[i] = rows[i].check ? rows[i].check() : NULL;
+    for (int i = 0; i < NVARIANTS; i++)
+        missing[i] = qmm_opt_variant_at(i)->check();
 }
 
-int qmm_opt_kernel_count(void)
+int qmm_opt_variant_count(void)
 {
-    return NROWS;
+    return NVARIANTS;
 }
 
-const qmm_opt_isa_ops *qmm_opt_kernel_row(int i)
+const qmm_opt_variant *qmm_opt_variant_at(int i)
 {
-    return i >= 0 && i < NROWS ? &rows[i] : NULL;
+    if (i < 0 || i >= NVARIANTS)
+        return NULL;
+    pthread_once(&filled, variants_fill);
+    return &variants[i];
 }
 
-const char *qmm_opt_kernel_missing(int i)
+const char *qmm_opt_variant_missing(int i)
 {
-    if (i < 0 || i >= NROWS)
-        return "no such kernel variant";
+    if (i < 0 || i >= NVARIANTS)
+        return "no such variant";
     pthread_once(&checked, run_checks);
     return missing[i];
 }
 
-int qmm_opt_kernel_find(const char *name, size_t len)
+int qmm_opt_variant_find(const char *name, size_t len)
 {
-    for (int i = 0; i < NROWS; i++)
-        if (strlen(rows[i].name) == len && strncmp(rows[i].name, name, len) == 0)
+    for (int i = 0; i < NVARIANTS; i++)
+        if (strlen(table[i].name) == len && strncmp(table[i].name, name, len) == 0)
             return i;
     return -1;
 }
 
-int qmm_opt_kernel_auto(void)
+int qmm_opt_variant_auto(void)
 {
     int best = 0;
-    for (int i = 0; i < NROWS; i++)
-        if (!qmm_opt_kernel_missing(i))
+    for (int i = 0; i < NVARIANTS; i++)
+        if (!qmm_opt_variant_missing(i))
             best = i;
     return best;
 }

@@ -25,7 +25,6 @@ enum {
     TASKS_PER_THREAD = 4,
     NC_MAX = 256,  /* columns per task and per chunk: a multiple of every nr (16, 32) */
     KC_K = 512,    /* k values per K block: B panel slice nr*KC bytes stays in L1 */
-    GEMV_M_MAX = 4,
     GEMV_ACC = 4096, /* small M, unpacked B: int32 sums per task (rows x columns): 16 KB, L1 */
     PACK_ROWS = 48,  /* rows per A packing task, rounded up to a multiple of mr */
     PACK_ROWS_MAX = 64,
@@ -68,21 +67,9 @@ static void worker_scratch_at(worker_scratch *w, char *p)
     w->mf = (float *)(void *)(p + 3 * NC_MAX * 4 + 2 * NC_MAX * 8);
 }
 
-/* mf[j] = (float)(sa * cm[j]) for j < nc; 0 when one of them is outside [2^-100, 2^100] (the
- * float requantizer's range, requant.c), 1 when all are inside. */
-static int float_multipliers(double sa, const double *cm, size_t nc, float *mf)
-{
-    for (size_t j = 0; j < nc; j++) {
-        double m = sa * cm[j];
-        if (!(m >= 0x1p-100 && m <= 0x1p100))
-            return 0;
-        mf[j] = (float)m;
-    }
-    return 1;
-}
-
 typedef struct job {
-    const qmm_opt_isa_ops *ops;
+    const qmm_opt_variant *v;
+    const qmm_opt_layout *L;      /* v's */
     const qmm_geometry *g;
     const qmm_qlinearmatmul *qlm; /* one of qlm / mmi */
     const qmm_matmulinteger *mmi;
@@ -91,7 +78,7 @@ typedef struct job {
     int a_signed, b_signed;
     int direct;                   /* small-M path on unpacked B */
     int smallp;                   /* small-M path on a prepacked "pairs" B */
-    int mr, nr, kg, uw;
+    int mr, nr, kg;
     size_t m, k, n, batch;
     size_t kgroups, kp, mpad, npad;
     /* A */
@@ -132,11 +119,10 @@ static size_t ceil_div(size_t a, size_t b)
     return (a + b - 1) / b;
 }
 
-/* K groups of a packed operand: ceil(k / kg), rounded up to the ISA's alignment. */
-static size_t packed_kgroups(const qmm_opt_isa_ops *ops, size_t k)
+/* K groups of a packed operand: ceil(k / kg), rounded up to the layout's alignment. */
+static size_t packed_kgroups(const qmm_opt_layout *L, size_t k)
 {
-    size_t align = ops->kalign > 1 ? (size_t)ops->kalign : 1;
-    return ceil_div(ceil_div(k, (size_t)ops->kg), align) * align;
+    return ceil_div(ceil_div(k, (size_t)L->kg), (size_t)L->kalign) * (size_t)L->kalign;
 }
 
 static size_t amat_of(const job *J, int64_t bi)
@@ -168,15 +154,12 @@ static void pack_a_task(void *ctx, size_t task, int worker)
     int32_t *rs = J->rowsum + amat * J->m + r0;
     if (J->direct || J->smallp) {
         size_t kpairs = (J->k + 1) / 2;
-        qmm_opt_pack_a(src, J->k, J->a_signed, r1 - r0, J->k, za, 1, 2,
-                       J->apack + amat * J->a_words + r0 * kpairs, rs);
-    } else if (J->ops->atiles) {
-        qmm_opt_pack_a_tiles(src, J->k, J->a_signed, r1 - r0, J->k, za, J->mr, J->kgroups,
-                             J->apack + amat * J->a_words + r0 * J->kgroups, rs);
+        qmm_opt_gemv_a.pack_a(&qmm_opt_gemv_a, src, J->k, J->a_signed, r1 - r0, J->k, za,
+                              kpairs, J->apack + amat * J->a_words + r0 * kpairs, rs);
     } else {
         /* r0 is a multiple of mr (pack_rows is), so chunks start on a group */
-        qmm_opt_pack_a(src, J->k, J->a_signed, r1 - r0, J->k, za, J->mr, J->kg,
-                       J->apack + amat * J->a_words + r0 * J->kgroups, rs);
+        J->L->pack_a(J->L, src, J->k, J->a_signed, r1 - r0, J->k, za, J->kgroups,
+                     J->apack + amat * J->a_words + r0 * J->kgroups, rs);
     }
 }
 
@@ -190,14 +173,7 @@ static void pack_b_task(void *ctx, size_t task, int worker)
     const uint8_t *src = J->braw + bmat * J->k * J->n;
     int8_t *dst = J->bpack_own + bmat * J->kp * J->npad + j0 * J->kp;
     int32_t *cs = J->colsum_own ? J->colsum_own + bmat * J->npad + j0 : NULL;
-    if (cs && J->ops->pack_b) {
-        J->ops->pack_b(src, J->n, J->b_signed, J->k, J->kgroups, j0, j1, dst, cs);
-        return;
-    }
-    qmm_opt_pack_b(src, J->n, J->b_signed, J->k, J->kgroups, j0, j1, J->nr, J->kg, J->uw, dst);
-    if (cs) /* from the panels just written, still in cache */
-        J->ops->colsum(dst, J->kgroups, ceil_div(j1 - j0, (size_t)J->nr),
-                       J->kp * (size_t)J->nr, cs);
+    J->v->pack_b(J->v, src, J->n, J->b_signed, J->k, J->kgroups, j0, j1, dst, cs);
 }
 
 /* ---- phase 3: compute and epilogue ---- */
@@ -224,7 +200,8 @@ static void decode_column_params(const job *J, worker_scratch *w, block_epilogue
     const qmm_geometry *g = J->g;
     /* packed B' = b - 128 for uint8 b; "unsigned words" B'' and the small-M path's unsigned
      * form = b + 128 for int8 b */
-    int shift_b = J->uw || J->direct ? (J->b_signed ? 128 : 0) : (J->b_signed ? 0 : -128);
+    int shift_b =
+        J->L->b_unsigned || J->direct ? (J->b_signed ? 128 : 0) : (J->b_signed ? 0 : -128);
     /* per-column parameters: offsets are linear in j (base + col_stride * j) */
     int64_t bz_base = qmm_param_offset(&J->maps[P_BZ], g, E->bi, 0, 0);
     int64_t bs_base = qmm_param_offset(&J->maps[P_BS], g, E->bi, 0, 0);
@@ -307,14 +284,15 @@ static void correct_row(const job *J, worker_scratch *w, const block_epilogue *E
     }
 }
 
-/* The float requantizer's multipliers, made again only when sa changes along i. */
+/* The requantizer's single-precision multipliers, made again only when sa changes along i. */
 typedef struct float_mults {
     double sa; /* the sa w->mf was made for; -1: none yet */
     int ok;    /* w->mf is usable */
 } float_mults;
 
 /* Row i on the fused per-tensor path: the requantizer corrects crow itself (zr = zbp*rowsum,
- * zc per column), trying single precision first where the ISA has it. */
+ * zc per column), trying single precision first where the variant has a float first try (its
+ * requant_mults makes the multipliers). */
 static void requantize_row_fused(const job *J, worker_scratch *w, const block_epilogue *E,
                                  size_t i, const int32_t *crow, double sa, float_mults *fm,
                                  uint8_t *out)
@@ -322,16 +300,12 @@ static void requantize_row_fused(const job *J, worker_scratch *w, const block_ep
     const int32_t *zc = E->colsum ? w->zc : NULL;
     uint32_t zr = (uint32_t)w->zbp[0] * (uint32_t)E->rowsum[i];
     size_t nc = E->nc;
-    if (J->ops->requant_row_f32 && sa != fm->sa) {
+    if (sa != fm->sa) {
         fm->sa = sa;
-        fm->ok = float_multipliers(sa, w->cm, nc, w->mf);
+        fm->ok = J->v->requant_mults(sa, w->cm, nc, w->mf);
     }
-    if (fm->ok) /* only ever set with requant_row_f32 */
-        J->ops->requant_row_f32(crow, zc, zr, nc, w->mf, sa, w->sb, w->cm, J->sy, J->zy,
-                                J->qmin, J->qmax, out);
-    else
-        J->ops->requant_row(crow, zc, zr, nc, sa, w->sb, w->cm, J->sy, J->zy, J->qmin, J->qmax,
-                            out);
+    J->v->requant_row(crow, zc, zr, nc, fm->ok ? w->mf : NULL, sa, w->sb, w->cm, J->sy, J->zy,
+                      J->qmin, J->qmax, out);
 }
 
 /* Row i of w->accrow with y's scale and zero point decoded per element (not per tensor). */
@@ -387,8 +361,8 @@ static void epilogue(const job *J, worker_scratch *w, int64_t bi, size_t m0, siz
         if (E.fused)
             requantize_row_fused(J, w, &E, i, crow, sa, &fm, out);
         else if (J->y_per_tensor)
-            J->ops->requant_row(w->accrow, NULL, 0, E.nc, sa, w->sb, w->cm, J->sy, J->zy,
-                                J->qmin, J->qmax, out);
+            J->v->requant_row(w->accrow, NULL, 0, E.nc, NULL, sa, w->sb, w->cm, J->sy, J->zy,
+                              J->qmin, J->qmax, out);
         else
             requantize_row_per_element(J, w, &E, i, sa, out);
     }
@@ -436,7 +410,7 @@ static void compute_direct(const job *J, worker_scratch *w, const task_block *t)
 {
     size_t kpairs = (J->k + 1) / 2, ldc = t->n1 - t->n0;
     const uint8_t *B = J->braw + t->bmat * J->k * J->n;
-    J->ops->gemv(t->m1 - t->m0, J->k, t->A + t->m0 * kpairs, kpairs, B + t->n0, J->n,
+    J->v->gemv(t->m1 - t->m0, J->k, t->A + t->m0 * kpairs, kpairs, B + t->n0, J->n,
                  J->b_signed, t->n1 - t->n0, w->cbuf, ldc);
     for (size_t j0 = t->n0; j0 < t->n1; j0 += NC_MAX) {
         size_t j1 = j0 + NC_MAX < t->n1 ? j0 + NC_MAX : t->n1;
@@ -453,9 +427,9 @@ static void compute_small_packed(const job *J, worker_scratch *w, const task_blo
     const int8_t *B = J->bpack + t->bmat * J->kp * J->npad;
     for (size_t j0 = t->n0; j0 < t->n1; j0 += NC_MAX) {
         size_t j1 = j0 + NC_MAX < t->n1 ? j0 + NC_MAX : t->n1;
-        J->ops->gemv_packed(t->m1 - t->m0, kpairs, t->A + t->m0 * kpairs, kpairs,
-                            B + j0 / 16 * pstride, pstride, ceil_div(j1 - j0, 16), w->cbuf,
-                            NC_MAX);
+        J->v->gemv_packed(t->m1 - t->m0, kpairs, t->A + t->m0 * kpairs, kpairs,
+                          B + j0 / 16 * pstride, pstride, ceil_div(j1 - j0, 16), w->cbuf,
+                          NC_MAX);
         epilogue(J, w, t->bi, t->m0, t->m1, j0, j1, w->cbuf, NC_MAX, t->rowsum, NULL);
     }
 }
@@ -486,10 +460,8 @@ static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
                     const int32_t *ap = t->A + gi * J->kgroups * mr + kc * mr;
                     int32_t *cp = w->cbuf + (gi - g0) * mr * ldc + (p - p0) * nr;
                     size_t rows = m1 - gi * mr < mr ? m1 - gi * mr : mr;
-                    if (rows < mr && J->ops->kernel_rows)
-                        J->ops->kernel_rows(rows, kcn, ap, bp, cp, ldc, kc > 0);
-                    else
-                        J->ops->kernel(kcn, ap, bp, cp, ldc, kc > 0);
+                    qmm_opt_kernel_ft *kernel = rows < mr ? J->v->kernel_rows : J->v->kernel;
+                    kernel(rows, kcn, ap, bp, cp, ldc, kc > 0);
                 }
             }
         }
@@ -510,11 +482,9 @@ static void compute_task(void *ctx, size_t task, int worker)
         compute_small_packed(J, w, &t);
         return;
     }
-    if (J->ops->task_begin)
-        J->ops->task_begin();
+    J->v->task_begin();
     compute_tiles(J, w, &t);
-    if (J->ops->task_end)
-        J->ops->task_end();
+    J->v->task_end();
 }
 
 /* ---- setup ---- */
@@ -571,15 +541,16 @@ static void pack_task(void *ctx, size_t task, int worker)
         pack_b_task(ctx, task - na, worker);
 }
 
-/* The call's sizes and path: the ISA's tile, the packed K, and whether small M streams B as it
- * is (direct) or uses a prepacked "unsigned words" B (smallp). */
-static void shape_job(job *J, const qmm_opt_isa_ops *ops, const qmm_optimized_packed_b *pb)
+/* The call's sizes and path: the layout's tile, the packed K, and whether small M streams B as
+ * it is (direct) or reads a prepacked B whose panels the small-M kernels read (smallp: the
+ * "unsigned words" layout; other layouts run their tile kernel on the rows). */
+static void shape_job(job *J, const qmm_optimized_packed_b *pb)
 {
     J->a_signed = J->a->dtype == QMM_DTYPE_INT8;
     J->b_signed = J->b->dtype == QMM_DTYPE_INT8;
-    J->direct = ops->gemv != NULL && pb == NULL && J->m <= GEMV_M_MAX;
-    J->smallp = ops->gemv_packed != NULL && pb != NULL && J->m <= GEMV_M_MAX && J->uw;
-    J->kgroups = packed_kgroups(ops, J->k);
+    J->direct = pb == NULL && J->m <= (size_t)J->v->gemv_rows;
+    J->smallp = pb != NULL && J->m <= (size_t)J->v->gemv_rows && J->L->b_unsigned;
+    J->kgroups = packed_kgroups(J->L, J->k);
     J->kp = J->kgroups * (size_t)J->kg;
     J->mpad = ceil_div(J->m, (size_t)J->mr) * (size_t)J->mr;
     J->npad = ceil_div(J->n, (size_t)J->nr) * (size_t)J->nr;
@@ -682,19 +653,18 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
                                const qmm_optimized_packed_b *pb, qmm_status *st)
 {
     const qmm_geometry *g = J->g;
-    const qmm_opt_isa_ops *ops = ob->ops;
-    J->ops = ops;
-    J->mr = ops->mr;
-    J->nr = ops->nr;
-    J->kg = ops->kg;
-    J->uw = ops->uw;
+    J->v = ob->v;
+    J->L = ob->v->layout;
+    J->mr = J->L->mr;
+    J->nr = J->L->nr;
+    J->kg = J->L->kg;
     J->m = (size_t)g->m;
     J->k = (size_t)g->k;
     J->n = (size_t)g->n;
     J->batch = (size_t)g->batch;
     if (J->m == 0 || J->n == 0 || J->batch == 0)
         return qmm_status_ok(st); /* an empty output: nothing to write */
-    shape_job(J, ops, pb);
+    shape_job(J, pb);
     int own_b = !pb && !J->direct;
     int cached;
     char *blk = carve_scratch(ob, J, own_b, &cached);
@@ -812,7 +782,7 @@ qmm_status_code qmm_opt_matmulinteger(const qmm_opt_backend *ob, const qmm_matmu
 qmm_status_code qmm_opt_pack_b_all(const qmm_opt_backend *ob, const qmm_tensor *b,
                                    qmm_optimized_packed_b *pb, qmm_status *st)
 {
-    const qmm_opt_isa_ops *ops = ob->ops;
+    const qmm_opt_layout *L = ob->v->layout;
     if (b->dtype != QMM_DTYPE_UINT8 && b->dtype != QMM_DTYPE_INT8)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "b: dtype must be uint8 or int8");
     if (b->rank < 1 || b->rank > QMM_MAX_RANK || qmm_tensor_numel(b) < 0)
@@ -827,31 +797,31 @@ qmm_status_code qmm_opt_pack_b_all(const qmm_opt_backend *ob, const qmm_tensor *
     memcpy(pb->dims, b->dims, sizeof pb->dims);
     pb->k = (size_t)(b->rank == 1 ? b->dims[0] : b->dims[b->rank - 2]);
     pb->n = (size_t)(b->rank == 1 ? 1 : b->dims[b->rank - 1]);
-    pb->kp = packed_kgroups(ops, pb->k) * (size_t)ops->kg;
-    pb->npad = ceil_div(pb->n, (size_t)ops->nr) * (size_t)ops->nr;
+    pb->kp = packed_kgroups(L, pb->k) * (size_t)L->kg;
+    pb->npad = ceil_div(pb->n, (size_t)L->nr) * (size_t)L->nr;
     pb->nmat = pb->k && pb->n ? (size_t)numel / (pb->k * pb->n) : 1;
     /* 64-byte aligned, as the per-call scratch is: a zmm load or an AMX tile row from a
      * 16-byte aligned panel (what malloc gives) splits a cache line every time */
     pb->data = aligned_alloc(64, (pb->nmat * pb->kp * pb->npad + 64) & ~(size_t)63);
-    pb->colsum = ops->kg == 4 ? aligned_alloc(64, (pb->nmat * pb->npad * sizeof *pb->colsum + 64) &
+    pb->colsum = L->kg == 4 ? aligned_alloc(64, (pb->nmat * pb->npad * sizeof *pb->colsum + 64) &
                                                       ~(size_t)63)
                               : NULL;
-    if (!pb->data || (ops->kg == 4 && !pb->colsum))
+    if (!pb->data || (L->kg == 4 && !pb->colsum))
         return qmm_status_set(st, QMM_OUT_OF_MEMORY, "%s: out of memory packing b", ob->name);
     if (pb->n == 0)
         return qmm_status_ok(st);
     /* the same packer the calls use, one matrix and one column chunk per task */
     job J;
     memset(&J, 0, sizeof J);
-    J.ops = ops;
+    J.v = ob->v;
+    J.L = L;
     J.k = pb->k;
     J.n = pb->n;
-    J.kgroups = pb->kp / (size_t)ops->kg;
+    J.kgroups = pb->kp / (size_t)L->kg;
     J.kp = pb->kp;
     J.npad = pb->npad;
-    J.nr = ops->nr;
-    J.kg = ops->kg;
-    J.uw = ops->uw;
+    J.nr = L->nr;
+    J.kg = L->kg;
     J.b_signed = b->dtype == QMM_DTYPE_INT8;
     J.braw = b->data;
     J.bpack_own = pb->data;

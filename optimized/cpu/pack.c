@@ -57,10 +57,11 @@ static inline uint32_t a_word(const uint8_t *src, size_t k, size_t t, int a_sign
     return w;
 }
 
-void qmm_opt_pack_a(const uint8_t *a, size_t lda, int a_signed, size_t rows, size_t k,
-                    const int32_t *za, int mr, int kg, int32_t *dst, int32_t *rowsum)
+void qmm_opt_pack_a(const qmm_opt_layout *L, const uint8_t *a, size_t lda, int a_signed,
+                    size_t rows, size_t k, const int32_t *za, size_t kgroups, int32_t *dst,
+                    int32_t *rowsum)
 {
-    size_t kgroups = (k + (size_t)kg - 1) / (size_t)kg;
+    int mr = L->mr, kg = L->kg;
     size_t full = k / (size_t)kg; /* groups with every k inside the row */
     size_t groups = (rows + (size_t)mr - 1) / (size_t)mr;
     uint32_t flip4 = a_signed ? 0x80808080u : 0;
@@ -129,10 +130,11 @@ void qmm_opt_pack_a(const uint8_t *a, size_t lda, int a_signed, size_t rows, siz
     }
 }
 
-void qmm_opt_pack_a_tiles(const uint8_t *a, size_t lda, int a_signed, size_t rows, size_t k,
-                          const int32_t *za, int mr, size_t kgroups, int32_t *dst,
-                          int32_t *rowsum)
+void qmm_opt_pack_a_tiles(const qmm_opt_layout *L, const uint8_t *a, size_t lda, int a_signed,
+                          size_t rows, size_t k, const int32_t *za, size_t kgroups,
+                          int32_t *dst, int32_t *rowsum)
 {
+    int mr = L->mr;
     size_t ktiles = kgroups / 16, full = k / 64, groups = (rows + (size_t)mr - 1) / (size_t)mr;
     uint8_t flip = a_signed ? 0x80 : 0;
     for (size_t g = 0; g < groups; g++) {
@@ -251,14 +253,15 @@ static void pack_b_panel_sse2(const uint8_t *b, size_t ldb, uint8_t flip, size_t
 }
 #endif
 
-void qmm_opt_pack_b(const uint8_t *b, size_t ldb, int b_signed, size_t k, size_t kgroups,
-                    size_t j0, size_t j1, int nr, int kg, int uw, int8_t *dst)
+void qmm_opt_pack_b(const qmm_opt_layout *L, const uint8_t *b, size_t ldb, int b_signed,
+                    size_t k, size_t kgroups, size_t j0, size_t j1, int8_t *dst)
 {
+    int nr = L->nr, kg = L->kg;
     uint8_t flip = b_signed ? 0 : 0x80;
     size_t kp = kgroups * (size_t)kg;
     /* ldb is the matrix's n: columns past it are padding */
     size_t n = ldb;
-    if (uw) { /* nr 16, kg 2; no column sums (the pairs-style A carries a - za) */
+    if (L->b_unsigned) { /* nr 16, kg 2; no column sums (the pairs-style A carries a - za) */
         for (size_t j = j0; j < j1; j += 16) {
             int8_t *panel = dst + (j - j0) / 16 * kp * 16;
 #if defined(__SSE2__)
@@ -279,4 +282,15 @@ void qmm_opt_pack_b(const uint8_t *b, size_t ldb, int b_signed, size_t k, size_t
 #endif
             pack_b_panel_generic(b, ldb, flip, k, kgroups, n, j, nr, kg, panel);
     }
+}
+
+void qmm_opt_pack_b_sums(const qmm_opt_variant *v, const uint8_t *b, size_t ldb, int b_signed,
+                         size_t k, size_t kgroups, size_t j0, size_t j1, int8_t *dst,
+                         int32_t *colsum)
+{
+    const qmm_opt_layout *L = v->layout;
+    L->pack_b(L, b, ldb, b_signed, k, kgroups, j0, j1, dst);
+    if (colsum) /* from the panels just written, still in cache */
+        v->colsum(dst, kgroups, (j1 - j0 + (size_t)L->nr - 1) / (size_t)L->nr,
+                  kgroups * (size_t)L->kg * (size_t)L->nr, colsum);
 }

@@ -1,5 +1,5 @@
 /* optimized/cpu/peak.c — the int8 peak that `qmmcheck bench` reports percentages against
- * (qmm_optimized.h has the contract): a row's peak loop (kernels.c) sampled in short runs on
+ * (qmm_optimized.h has the contract): a variant's peak loop (kernels.c) sampled in short runs on
  * `threads` threads, the best sample kept; the core clock from a dependent-add chain after
  * each sample; and the published per-cycle rate of each loop's instruction, per CPU, that the
  * measured rate is checked against (docs/optimized.md "The peak").
@@ -26,7 +26,7 @@
  * for the same instructions. Each row's text says what the figure follows from. */
 
 typedef struct rate_row {
-    const char *isa;     /* the kernel table row whose loop this rates */
+    const char *isa;     /* the variant whose loop this rates */
     char vendor;         /* 'A' AuthenticAMD, 'I' GenuineIntel */
     unsigned family;     /* display family (base + extended) */
     unsigned model_lo, model_hi; /* display models, inclusive */
@@ -208,7 +208,7 @@ static uint64_t add_chain(uint64_t iters)
 }
 
 struct qmm_optimized_peak {
-    const qmm_opt_isa_ops *row;
+    const qmm_opt_variant *v;
     int threads, cores, samples;
     int run;          /* threads a sample runs: `threads`, at most the CPUs (more would only
                          take turns) */
@@ -278,7 +278,7 @@ static void *work(void *arg)
     while (!__atomic_load_n(w->go, __ATOMIC_ACQUIRE))
         sched_yield();
     w->t0 = now_s();
-    w->macs = w->p->row->peak(w->p->iters);
+    w->macs = w->p->v->peak(w->p->iters);
     w->t1 = now_s();
     uint64_t cycles = add_chain(w->p->chain_iters);
     double c1 = now_s();
@@ -286,21 +286,21 @@ static void *work(void *arg)
     return NULL;
 }
 
-/* One run of the row's peak loop, or of the add chain when row is NULL. */
-static uint64_t run_loop(const qmm_opt_isa_ops *row, uint64_t iters)
+/* One run of the variant's peak loop, or of the add chain when v is NULL. */
+static uint64_t run_loop(const qmm_opt_variant *v, uint64_t iters)
 {
-    return row ? row->peak(iters) : add_chain(iters);
+    return v ? v->peak(iters) : add_chain(iters);
 }
 
 /* Iterations of the loop that take about `seconds` (the fastest of a few timed runs). */
-static uint64_t calibrate(const qmm_opt_isa_ops *row, double seconds)
+static uint64_t calibrate(const qmm_opt_variant *v, double seconds)
 {
     double best = 0; /* iterations per second */
     for (uint64_t n = 16; n < (1ull << 40); n *= 4) {
         int tries = 1;
         for (int i = 0; i < tries; i++) {
             double t0 = now_s();
-            run_loop(row, n);
+            run_loop(v, n);
             double dt = now_s() - t0;
             if (dt > 0 && (double)n / dt > best)
                 best = (double)n / dt;
@@ -317,22 +317,22 @@ static uint64_t calibrate(const qmm_opt_isa_ops *row, double seconds)
 qmm_optimized_peak *qmm_optimized_peak_open(int variant, int threads, double sample_s)
 {
     if (variant < 0)
-        for (int i = 0; i < qmm_opt_kernel_count(); i++)
-            if (qmm_opt_kernel_row(i)->peak && !qmm_opt_kernel_missing(i))
+        for (int i = 0; i < qmm_opt_variant_count(); i++)
+            if (qmm_opt_variant_at(i)->peak && !qmm_opt_variant_missing(i))
                 variant = i;
-    const qmm_opt_isa_ops *row = qmm_opt_kernel_row(variant);
-    if (!row || !row->peak || qmm_opt_kernel_missing(variant))
+    const qmm_opt_variant *v = qmm_opt_variant_at(variant);
+    if (!v || !v->peak || qmm_opt_variant_missing(variant))
         return NULL;
     qmm_optimized_peak *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
     int cpus, cores = usable_cores(&cpus);
-    p->row = row;
+    p->v = v;
     p->threads = threads < 1 ? 1 : threads;
     p->run = p->threads > cpus ? cpus : p->threads;
     p->cores = p->threads > cores ? cores : p->threads;
     p->sample_s = sample_s > 0 ? sample_s : 1e-3;
-    p->iters = calibrate(row, p->sample_s);
+    p->iters = calibrate(v, p->sample_s);
     p->chain_iters = add_chain(1) ? calibrate(NULL, p->sample_s / 8) : 0;
     return p;
 }
@@ -390,8 +390,8 @@ void qmm_optimized_peak_close(qmm_optimized_peak *p)
 void qmm_optimized_peak_get(const qmm_optimized_peak *p, qmm_optimized_peak_info *info)
 {
     memset(info, 0, sizeof *info);
-    info->isa = p->row->name;
-    info->loop = p->row->peak_loop;
+    info->isa = p->v->name;
+    info->loop = p->v->peak_loop;
     info->threads = p->threads;
     info->sample_threads = p->run;
     info->cores = p->cores;
@@ -406,7 +406,7 @@ void qmm_optimized_peak_get(const qmm_optimized_peak *p, qmm_optimized_peak_info
     info->clock_hz = p->best_hz;
     if (p->best_hz > 0)
         info->ops_per_cycle = info->ops / (p->best_hz * p->cores);
-    const rate_row *r = published_rate(p->row->name, info->cpu_id, sizeof info->cpu_id);
+    const rate_row *r = published_rate(p->v->name, info->cpu_id, sizeof info->cpu_id);
     if (r) {
         info->cpu = r->cpu;
         info->published = r->ops;

@@ -42,9 +42,10 @@ static inline __m128i corrected4(const int32_t *acc, const int32_t *zc, __m128i 
 }
 
 void qmm_opt_requant_row_avx2(const int32_t *acc, const int32_t *zc, uint32_t zr, size_t n,
-                              double sa, const double *sb, const double *cm, double sy,
-                              int32_t zy, int32_t qmin, int32_t qmax, uint8_t *out)
+                              const float *mf, double sa, const double *sb, const double *cm,
+                              double sy, int32_t zy, int32_t qmin, int32_t qmax, uint8_t *out)
 {
+    (void)mf; /* no float first try here */
     const __m256d vsa = _mm256_set1_pd(sa);
     const __m128i vzr = _mm_set1_epi32((int32_t)zr);
     const __m128i vzy = _mm_set1_epi32(zy), vmin = _mm_set1_epi32(qmin),
@@ -58,8 +59,8 @@ void qmm_opt_requant_row_avx2(const int32_t *acc, const int32_t *zc, uint32_t zr
         int d0 = lanes4(corrected4(acc, zc, vzr, j), m0, vzy, vmin, vmax, &q0);
         int d1 = lanes4(corrected4(acc, zc, vzr, j + 4), m1, vzy, vmin, vmax, &q1);
         if ((d0 & d1) != 0xf) {
-            qmm_opt_requant_row(acc + j, zc ? zc + j : NULL, zr, 8, sa, sb + j, cm + j, sy, zy,
-                                qmin, qmax, out + j);
+            qmm_opt_requant_row(acc + j, zc ? zc + j : NULL, zr, 8, NULL, sa, sb + j, cm + j, sy,
+                                zy, qmin, qmax, out + j);
             continue;
         }
         /* values lie in [qmin, qmax]: the saturating packs keep them, and their low bytes */
@@ -68,6 +69,6 @@ void qmm_opt_requant_row_avx2(const int32_t *acc, const int32_t *zc, uint32_t zr
         _mm_storel_epi64((__m128i *)(void *)(out + j), b);
     }
     if (j < n)
-        qmm_opt_requant_row(acc + j, zc ? zc + j : NULL, zr, n - j, sa, sb + j, cm + j, sy, zy,
-                            qmin, qmax, out + j);
+        qmm_opt_requant_row(acc + j, zc ? zc + j : NULL, zr, n - j, NULL, sa, sb + j, cm + j,
+                            sy, zy, qmin, qmax, out + j);
 }

@@ -52,41 +52,11 @@ static inline __m512i corrected16(const int32_t *acc, const int32_t *zc, __m512i
     return x;
 }
 
-/* The float first try (requant.c: the single-precision bound). Per 16 lanes:
- * v = fl32(fl32(x) * mf[j]) with round-to-nearest-even on every operation (embedded, so the
- * MXCSR does not matter), clamped to +-2^9, r = RNE(v); r decides when |v - r| < 1/2 - 2^-12. */
-void qmm_opt_requant_row_f32_avx512(const int32_t *acc, const int32_t *zc, uint32_t zr,
-                                    size_t n, const float *mf, double sa, const double *sb,
-                                    const double *cm, double sy, int32_t zy, int32_t qmin,
-                                    int32_t qmax, uint8_t *out)
-{
-    enum { RNE = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC };
-    const __m512i vzr = _mm512_set1_epi32((int32_t)zr), vzy = _mm512_set1_epi32(zy);
-    const __m512 lim = _mm512_set1_ps(512.0f), nlim = _mm512_set1_ps(-512.0f);
-    const __m512 half = _mm512_set1_ps(0.5f - 0x1p-12f);
-    size_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-        __m512i x = corrected16(acc, zc, vzr, j);
-        __m512 v = _mm512_mul_round_ps(_mm512_cvt_roundepi32_ps(x, RNE), _mm512_loadu_ps(mf + j),
-                                       RNE);
-        v = _mm512_min_ps(_mm512_max_ps(v, nlim), lim);
-        __m512 d = _mm512_abs_ps(_mm512_reduce_ps(v, _MM_FROUND_TO_NEAREST_INT));
-        if (_mm512_cmp_ps_mask(d, half, _CMP_LT_OQ) != 0xffff) {
-            qmm_opt_requant_row_avx512(acc + j, zc ? zc + j : NULL, zr, 16, sa, sb + j, cm + j, sy,
-                                       zy, qmin, qmax, out + j);
-            continue;
-        }
-        __m512i q = _mm512_add_epi32(_mm512_cvt_roundps_epi32(v, RNE), vzy);
-        _mm_storeu_si128((__m128i *)(void *)(out + j), narrow16(q, qmin, qmax));
-    }
-    if (j < n)
-        qmm_opt_requant_row_avx512(acc + j, zc ? zc + j : NULL, zr, n - j, sa, sb + j, cm + j, sy,
-                                   zy, qmin, qmax, out + j);
-}
-
-void qmm_opt_requant_row_avx512(const int32_t *acc, const int32_t *zc, uint32_t zr, size_t n,
-                                double sa, const double *sb, const double *cm, double sy,
-                                int32_t zy, int32_t qmin, int32_t qmax, uint8_t *out)
+/* The double path: lanes8 on every block of 16, undecided blocks to the scalar row function
+ * (its exact fallback), a tail of fewer than 16 to the 8-lane one. */
+static void requant_row_f64(const int32_t *acc, const int32_t *zc, uint32_t zr, size_t n,
+                            double sa, const double *sb, const double *cm, double sy, int32_t zy,
+                            int32_t qmin, int32_t qmax, uint8_t *out)
 {
     const __m512d vsa = _mm512_set1_pd(sa);
     const __m512i vzr = _mm512_set1_epi32((int32_t)zr);
@@ -100,14 +70,46 @@ void qmm_opt_requant_row_avx512(const int32_t *acc, const int32_t *zc, uint32_t 
         __mmask8 d0 = lanes8(_mm512_castsi512_si256(x), m0, vzy, &q0);
         __mmask8 d1 = lanes8(_mm512_extracti64x4_epi64(x, 1), m1, vzy, &q1);
         if ((d0 & d1) != 0xff) {
-            qmm_opt_requant_row(acc + j, zc ? zc + j : NULL, zr, 16, sa, sb + j, cm + j, sy, zy,
-                                qmin, qmax, out + j);
+            qmm_opt_requant_row(acc + j, zc ? zc + j : NULL, zr, 16, NULL, sa, sb + j, cm + j, sy,
+                                zy, qmin, qmax, out + j);
             continue;
         }
         __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
         _mm_storeu_si128((__m128i *)(void *)(out + j), narrow16(q, qmin, qmax));
     }
     if (j < n)
-        qmm_opt_requant_row_avx2(acc + j, zc ? zc + j : NULL, zr, n - j, sa, sb + j, cm + j, sy,
-                                 zy, qmin, qmax, out + j);
+        qmm_opt_requant_row_avx2(acc + j, zc ? zc + j : NULL, zr, n - j, NULL, sa, sb + j, cm + j,
+                                 sy, zy, qmin, qmax, out + j);
+}
+
+/* With mf, the float first try (requant.c: the single-precision bound). Per 16 lanes:
+ * v = fl32(fl32(x) * mf[j]) with round-to-nearest-even on every operation (embedded, so the
+ * MXCSR does not matter), clamped to +-2^9, r = RNE(v); r decides when |v - r| < 1/2 - 2^-12.
+ * Blocks it cannot decide, and the tail, take the double path. */
+void qmm_opt_requant_row_avx512(const int32_t *acc, const int32_t *zc, uint32_t zr, size_t n,
+                                const float *mf, double sa, const double *sb, const double *cm,
+                                double sy, int32_t zy, int32_t qmin, int32_t qmax, uint8_t *out)
+{
+    enum { RNE = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC };
+    const __m512i vzr = _mm512_set1_epi32((int32_t)zr), vzy = _mm512_set1_epi32(zy);
+    const __m512 lim = _mm512_set1_ps(512.0f), nlim = _mm512_set1_ps(-512.0f);
+    const __m512 half = _mm512_set1_ps(0.5f - 0x1p-12f);
+    size_t j = 0;
+    for (; mf && j + 16 <= n; j += 16) {
+        __m512i x = corrected16(acc, zc, vzr, j);
+        __m512 v = _mm512_mul_round_ps(_mm512_cvt_roundepi32_ps(x, RNE), _mm512_loadu_ps(mf + j),
+                                       RNE);
+        v = _mm512_min_ps(_mm512_max_ps(v, nlim), lim);
+        __m512 d = _mm512_abs_ps(_mm512_reduce_ps(v, _MM_FROUND_TO_NEAREST_INT));
+        if (_mm512_cmp_ps_mask(d, half, _CMP_LT_OQ) != 0xffff) {
+            requant_row_f64(acc + j, zc ? zc + j : NULL, zr, 16, sa, sb + j, cm + j, sy, zy, qmin,
+                            qmax, out + j);
+            continue;
+        }
+        __m512i q = _mm512_add_epi32(_mm512_cvt_roundps_epi32(v, RNE), vzy);
+        _mm_storeu_si128((__m128i *)(void *)(out + j), narrow16(q, qmin, qmax));
+    }
+    if (j < n)
+        requant_row_f64(acc + j, zc ? zc + j : NULL, zr, n - j, sa, sb + j, cm + j, sy, zy, qmin,
+                        qmax, out + j);
 }

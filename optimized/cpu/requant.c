@@ -122,9 +122,10 @@ int32_t qmm_opt_requant_one(int32_t acc, double sa, double sb, double sy, int32_
 }
 
 void qmm_opt_requant_row(const int32_t *acc, const int32_t *zc, uint32_t zr, size_t n,
-                         double sa, const double *sb, const double *cm, double sy, int32_t zy,
-                         int32_t qmin, int32_t qmax, uint8_t *out)
+                         const float *mf, double sa, const double *sb, const double *cm,
+                         double sy, int32_t zy, int32_t qmin, int32_t qmax, uint8_t *out)
 {
+    (void)mf; /* no float first try here */
     for (size_t j = 0; j < n; j++) {
         int32_t q;
         int32_t x = qmm_opt_wrap_u32((uint32_t)acc[j] - zr - (zc ? (uint32_t)zc[j] : 0u));
@@ -135,4 +136,22 @@ void qmm_opt_requant_row(const int32_t *acc, const int32_t *zc, uint32_t zr, siz
             q = clamp_add(qmm_opt_requant_exact(x, sa, sb[j], sy), zy, qmin, qmax);
         out[j] = (uint8_t)((uint32_t)q & 0xffu);
     }
+}
+
+int qmm_opt_requant_mults_none(double sa, const double *cm, size_t n, float *mf)
+{
+    (void)sa, (void)cm, (void)n, (void)mf;
+    return 0;
+}
+
+/* The single-precision bound above holds for multipliers in [2^-100, 2^100]. */
+int qmm_opt_requant_mults_f32(double sa, const double *cm, size_t n, float *mf)
+{
+    for (size_t j = 0; j < n; j++) {
+        double m = sa * cm[j];
+        if (!(m >= 0x1p-100 && m <= 0x1p100))
+            return 0;
+        mf[j] = (float)m;
+    }
+    return 1;
 }
