@@ -93,12 +93,8 @@ static qmm_status_code parse_options(const char *options, qmm_profile *profile, 
 
 qmm_backend *qmm_reference_open(uint32_t harness_abi, const char *options, qmm_status *st)
 {
-    if (harness_abi != QMM_ABI_VERSION) {
-        qmm_status_set(st, QMM_UNSUPPORTED,
-                       "reference: built for ABI %u, the harness speaks ABI %u",
-                       (unsigned)QMM_ABI_VERSION, (unsigned)harness_abi);
+    if (!qmm_backend_abi_check("reference", harness_abi, st))
         return NULL;
-    }
     qmm_profile profile;
     if (parse_options(options, &profile, st) != QMM_OK)
         return NULL;
@@ -108,8 +104,6 @@ qmm_backend *qmm_reference_open(uint32_t harness_abi, const char *options, qmm_s
         return NULL;
     }
     qmm_backend *be = &impl->table;
-    be->abi_version = QMM_ABI_VERSION;
-    be->struct_size = (uint32_t)sizeof *be;
     impl->profile = profile;
     /* The default keeps the plain name; another profile is part of what is being tested. */
     if (profile == QMM_PROFILE_SPEC)
@@ -120,9 +114,7 @@ qmm_backend *qmm_reference_open(uint32_t harness_abi, const char *options, qmm_s
     snprintf(impl->description, sizeof impl->description,
              "exact reference (int64 accumulation, GMP rational requantization), profile %s",
              qmm_profile_name(profile));
-    be->name = impl->name;
-    be->description = impl->description;
-    be->impl = impl;
+    qmm_backend_init(be, impl->name, impl->description, impl);
     be->query = ref_query;
     be->matmulinteger = ref_matmulinteger;
     be->qlinearmatmul = ref_qlinearmatmul;

@@ -1,10 +1,10 @@
 /* tests/plugin_support.h — the entry-point steps the test plugins share (fake_backend,
- * guard_plugin and the mutants): the ABI handshake, allocating the table with its private
- * state, filling the table's fixed fields, and the close that frees both.
+ * guard_plugin and the mutants) beyond the public ones (qmm_backend_abi_check and
+ * qmm_backend_init in qmm/backend.h, which every backend uses): allocating the table with its
+ * private state, and the close that frees both.
  *
  * Header-only and built on the public headers alone, so each plugin stays what a vendor's
- * would be. examples/vendor-plugin/mykernels.c keeps its own copy of these steps on purpose:
- * it is the file a vendor copies, so it must stand alone. */
+ * would be. */
 #ifndef QMM_TESTS_PLUGIN_SUPPORT_H
 #define QMM_TESTS_PLUGIN_SUPPORT_H
 
@@ -17,17 +17,6 @@ static inline void plugin_close(qmm_backend *self)
 {
     free(self->impl);
     free(self);
-}
-
-/* 1 when the harness speaks the ABI this plugin was built for; otherwise sets *st (as
- * `who: built for ABI ...`) and gives 0, and the entry point returns NULL. */
-static inline int plugin_abi_ok(const char *who, uint32_t harness_abi, qmm_status *st)
-{
-    if (harness_abi == QMM_ABI_VERSION)
-        return 1;
-    qmm_status_set(st, QMM_UNSUPPORTED, "%s: built for ABI %u, harness has %u", who,
-                   (unsigned)QMM_ABI_VERSION, (unsigned)harness_abi);
-    return 0;
 }
 
 /* A zeroed table whose impl points at impl_size zeroed bytes of private state, or NULL
@@ -44,11 +33,7 @@ static inline qmm_backend *plugin_table(const char *name, const char *descriptio
         qmm_status_set(st, QMM_OUT_OF_MEMORY, "%s: out of memory", name);
         return NULL;
     }
-    be->abi_version = QMM_ABI_VERSION;
-    be->struct_size = sizeof *be;
-    be->name = name;
-    be->description = description;
-    be->impl = state;
+    qmm_backend_init(be, name, description, state);
     be->close = plugin_close;
     return be;
 }

@@ -92,6 +92,10 @@ Test(cuda, options)
     cr_assert_null(qmm_cuda_open(QMM_ABI_VERSION, "emulate=2", &st));
     cr_assert_null(qmm_cuda_open(QMM_ABI_VERSION + 1, "", &st));
     cr_assert_eq(st.code, QMM_UNSUPPORTED);
+    char want[128]; /* qmm_backend_abi_check's words, as every backend in the tree */
+    snprintf(want, sizeof want, "cuda: built for qmm ABI %u, the harness speaks ABI %u",
+             (unsigned)QMM_ABI_VERSION, (unsigned)QMM_ABI_VERSION + 1);
+    cr_assert_str_eq(st.message, want);
     qmm_backend *be = open_cuda("emulate=1");
     cr_assert_str_eq(be->name, "cuda:emulate=1");
     qmm_call call;

@@ -933,6 +933,36 @@ Test(dispatch, missing_isas_answer_unsupported)
     }
 }
 
+/* Every entry point in the tree refuses another ABI with qmm_backend_abi_check's words (its
+ * name, both versions); the peers' and the CUDA backend's are checked in test_peers.c and
+ * test_cuda.c. */
+Test(dispatch, another_abi_is_refused_in_the_shared_words)
+{
+    typedef qmm_backend *open_fn(uint32_t, const char *, qmm_status *);
+    struct {
+        const char *who;
+        open_fn *open;
+    } entries[] = {{"optimized", qmm_optimized_open}, {"reference", qmm_reference_open}};
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
+        qmm_status st;
+        cr_assert_null(entries[i].open(QMM_ABI_VERSION + 7, "", &st), "%s", entries[i].who);
+        cr_assert_eq(st.code, QMM_UNSUPPORTED);
+        char want[128];
+        snprintf(want, sizeof want, "%s: built for qmm ABI %u, the harness speaks ABI %u",
+                 entries[i].who, (unsigned)QMM_ABI_VERSION, (unsigned)QMM_ABI_VERSION + 7);
+        cr_assert_str_eq(st.message, want);
+    }
+    /* a table made by qmm_backend_init carries this ABI and size and nothing else */
+    qmm_backend be;
+    memset(&be, 0x5a, sizeof be);
+    int impl;
+    qmm_backend_init(&be, "n", "d", &impl);
+    cr_assert(be.abi_version == QMM_ABI_VERSION && be.struct_size == sizeof be);
+    cr_assert(be.impl == &impl && !strcmp(be.name, "n") && !strcmp(be.description, "d"));
+    cr_assert(!be.query && !be.matmulinteger && !be.qlinearmatmul && !be.qorderedmatmul &&
+              !be.close && !be.call);
+}
+
 Test(dispatch, options_and_environment)
 {
     qmm_status st;

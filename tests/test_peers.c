@@ -49,13 +49,18 @@ static void close_peer(opened *o)
 }
 
 /* Opens the peer, checks its name and that its description names `library` and `version`;
- * also that a wrong ABI and an unknown option are refused as backend.h says. */
+ * also that a wrong ABI and an unknown option are refused as backend.h says (the ABI in the
+ * words of qmm_backend_abi_check, which every backend in the tree shares). */
 static opened expect_loads(const char *lib, const char *name, const char *library,
                            const char *version)
 {
     qmm_status st;
     opened bad = open_peer(lib, QMM_ABI_VERSION + 1, "", &st);
     cr_expect(bad.be == NULL && st.code == QMM_UNSUPPORTED, "wrong ABI accepted: %s", st.message);
+    char want[128];
+    snprintf(want, sizeof want, "%s: built for qmm ABI %u, the harness speaks ABI %u", name,
+             (unsigned)QMM_ABI_VERSION, (unsigned)QMM_ABI_VERSION + 1);
+    cr_expect_str_eq(st.message, want);
     bad = open_peer(lib, QMM_ABI_VERSION, "threads=2", &st);
     cr_expect(bad.be == NULL && st.code == QMM_INVALID_ARGUMENT, "unknown option: %s", st.message);
     opened o = open_peer(lib, QMM_ABI_VERSION, "", &st);

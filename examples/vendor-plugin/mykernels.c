@@ -155,11 +155,8 @@ static void my_close(qmm_backend *self)
 /* The entry point qmmcheck looks up with dlsym. */
 qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st)
 {
-    if (harness_abi != QMM_ABI_VERSION) {
-        qmm_status_set(st, QMM_UNSUPPORTED, "mykernels: built for qmm ABI %u, harness has %u",
-                       QMM_ABI_VERSION, harness_abi);
+    if (!qmm_backend_abi_check("mykernels", harness_abi, st)) /* qmm/backend.h */
         return NULL;
-    }
     if (options[0] != '\0') {
         qmm_status_set(st, QMM_INVALID_ARGUMENT, "mykernels: no options, got '%s'", options);
         return NULL;
@@ -169,10 +166,8 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
         qmm_status_set(st, QMM_OUT_OF_MEMORY, "mykernels: out of memory");
         return NULL;
     }
-    be->abi_version = QMM_ABI_VERSION;
-    be->struct_size = sizeof *be;
-    be->name = "mykernels";
-    be->description = "example vendor kernels: 2-D, per-tensor";
+    /* the ABI version, the table's size, the strings; every function NULL until set */
+    qmm_backend_init(be, "mykernels", "example vendor kernels: 2-D, per-tensor", NULL);
     be->query = my_query;
     be->qlinearmatmul = my_qlinearmatmul;
     be->matmulinteger = my_matmulinteger;

@@ -3,7 +3,8 @@
  * ABI rules
  * - QMM_ABI_VERSION changes whenever any struct in include/qmm/ changes layout or meaning.
  *   The harness passes its version to the plugin entry point; a plugin built for another
- *   version must return NULL with status QMM_UNSUPPORTED and a message naming both versions.
+ *   version must return NULL with status QMM_UNSUPPORTED and a message naming both versions
+ *   (qmm_backend_abi_check, below, does both).
  * - Structs are only ever passed by pointer; `struct_size` lets a newer harness detect an
  *   older table. Fields are never reordered within one ABI version. A field added within an
  *   ABI version goes at the END of the table: a table whose struct_size ends before it reads
@@ -31,6 +32,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "qmm/ops.h"
 #include "qmm/status.h"
@@ -95,6 +97,37 @@ struct qmm_backend {
 
 typedef qmm_backend *(*qmm_backend_open_fn)(uint32_t harness_abi, const char *options,
                                              qmm_status *st);
+
+/* What every entry point does first, written once for every backend — built-in, peer or
+ * plugin: a plugin built from these headers alone shares it (header-only, nothing to link).
+ * Neither changes a struct, so QMM_ABI_VERSION stays. */
+
+/* The ABI handshake: 1 when the harness speaks QMM_ABI_VERSION, the ABI these headers (and so
+ * the backend) were built with; otherwise *st is QMM_UNSUPPORTED with "<who>: built for qmm ABI
+ * <ours>, the harness speaks ABI <harness_abi>", 0 is returned, and the entry point returns
+ * NULL. */
+static inline int qmm_backend_abi_check(const char *who, uint32_t harness_abi, qmm_status *st)
+{
+    if (harness_abi == QMM_ABI_VERSION)
+        return 1;
+    qmm_status_set(st, QMM_UNSUPPORTED, "%s: built for qmm ABI %u, the harness speaks ABI %u",
+                   who, (unsigned)QMM_ABI_VERSION, (unsigned)harness_abi);
+    return 0;
+}
+
+/* A table's fixed fields: the ABI version and struct size of these headers, the name and
+ * description (they must stay valid until `close`) and impl; every function pointer NULL (the
+ * caller then sets `query`, the operators it computes and `close`). */
+static inline void qmm_backend_init(qmm_backend *be, const char *name, const char *description,
+                                    void *impl)
+{
+    memset(be, 0, sizeof *be);
+    be->abi_version = QMM_ABI_VERSION;
+    be->struct_size = (uint32_t)sizeof *be;
+    be->name = name;
+    be->description = description;
+    be->impl = impl;
+}
 
 /* One item of an option string: "threads=2" in "isa=avx2,threads=2". Spans point into the
  * string; `value` is empty when the item has no '='. */

@@ -107,12 +107,8 @@ static qmm_status_code parse_options(const char *options, int *isa, int *threads
 
 qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_status *st)
 {
-    if (harness_abi != QMM_ABI_VERSION) {
-        qmm_status_set(st, QMM_UNSUPPORTED,
-                       "optimized: built for ABI %u, the harness speaks ABI %u",
-                       (unsigned)QMM_ABI_VERSION, (unsigned)harness_abi);
+    if (!qmm_backend_abi_check("optimized", harness_abi, st))
         return NULL;
-    }
     int isa = -1, threads = 0;
     if (parse_options(options, &isa, &threads, st) != QMM_OK)
         return NULL;
@@ -161,15 +157,10 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
         }
     }
     qmm_backend *be = &ob->table;
-    be->abi_version = QMM_ABI_VERSION;
-    be->struct_size = (uint32_t)sizeof *be;
-    be->name = ob->name;
-    be->description = ob->description;
-    be->impl = ob;
+    qmm_backend_init(be, ob->name, ob->description, ob);
     be->query = opt_query;
     be->matmulinteger = opt_matmulinteger;
     be->qlinearmatmul = opt_qlinearmatmul;
-    be->qorderedmatmul = NULL;
     be->close = opt_close;
     qmm_status_ok(st);
     return be;

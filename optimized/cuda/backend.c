@@ -159,11 +159,8 @@ static qmm_status_code open_device(qmm_cu_backend *cb, qmm_status *st)
 
 qmm_backend *qmm_cuda_open(uint32_t harness_abi, const char *options, qmm_status *st)
 {
-    if (harness_abi != QMM_ABI_VERSION) {
-        qmm_status_set(st, QMM_UNSUPPORTED, "cuda: built for ABI %u, the harness speaks ABI %u",
-                       (unsigned)QMM_ABI_VERSION, (unsigned)harness_abi);
+    if (!qmm_backend_abi_check("cuda", harness_abi, st))
         return NULL;
-    }
     int device = 0, emulate = 0;
     if (parse_options(options, &device, &emulate, st) != QMM_OK)
         return NULL;
@@ -209,11 +206,7 @@ qmm_backend *qmm_cuda_open(uint32_t harness_abi, const char *options, qmm_status
                  device, prop.name, prop.major, prop.minor);
     }
     qmm_backend *be = &cb->table;
-    be->abi_version = QMM_ABI_VERSION;
-    be->struct_size = (uint32_t)sizeof *be;
-    be->name = cb->name;
-    be->description = cb->description;
-    be->impl = cb;
+    qmm_backend_init(be, cb->name, cb->description, cb);
     be->query = cu_query;
     be->matmulinteger = cu_matmulinteger;
     be->qlinearmatmul = cu_qlinearmatmul;

@@ -271,11 +271,8 @@ int64_t peer_batch_source(const peer_geom *g, const int64_t *dims, int64_t yb)
 
 int peer_open_check(const char *name, uint32_t harness_abi, const char *options, qmm_status *st)
 {
-    if (harness_abi != QMM_ABI_VERSION) {
-        qmm_status_set(st, QMM_UNSUPPORTED, "%s: built for qmm ABI %u, harness has %u", name,
-                       QMM_ABI_VERSION, harness_abi);
+    if (!qmm_backend_abi_check(name, harness_abi, st))
         return 0;
-    }
     if (options && options[0] != '\0') {
         qmm_status_set(st, QMM_INVALID_ARGUMENT, "%s: no options, got '%s'", name, options);
         return 0;

@@ -160,11 +160,10 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
         qmm_status_set(st, QMM_OUT_OF_MEMORY, "gemmlowp: out of memory");
         return nullptr;
     }
-    be->abi_version = QMM_ABI_VERSION;
-    be->struct_size = sizeof *be;
-    be->name = "gemmlowp";
-    be->description = "gemmlowp " QMM_GEMMLOWP_VERSION
-                      " u8 GEMM, TFLite fixed-point output pipeline (Q31 multiplier, right shift)";
+    qmm_backend_init(be, "gemmlowp",
+                     "gemmlowp " QMM_GEMMLOWP_VERSION " u8 GEMM, TFLite fixed-point output "
+                     "pipeline (Q31 multiplier, right shift)",
+                     nullptr);
     be->query = gemmlowp_query;
     be->qlinearmatmul = gemmlowp_qlinearmatmul;
     be->close = gemmlowp_close;

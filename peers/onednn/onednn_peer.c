@@ -335,16 +335,11 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
     snprintf(pe->description, sizeof pe->description,
              "oneDNN %d.%d.%d (%s, built against %d.%d.%d) int8 matmul", v->major, v->minor,
              v->patch, v->hash, DNNL_VERSION_MAJOR, DNNL_VERSION_MINOR, DNNL_VERSION_PATCH);
-    pe->table = (qmm_backend){
-        .abi_version = QMM_ABI_VERSION,
-        .struct_size = sizeof(qmm_backend),
-        .name = "onednn",
-        .description = pe->description,
-        .query = onednn_query,
-        .matmulinteger = onednn_matmulinteger,
-        .qlinearmatmul = onednn_qlinearmatmul,
-        .close = onednn_close,
-    };
+    qmm_backend_init(&pe->table, "onednn", pe->description, NULL);
+    pe->table.query = onednn_query;
+    pe->table.matmulinteger = onednn_matmulinteger;
+    pe->table.qlinearmatmul = onednn_qlinearmatmul;
+    pe->table.close = onednn_close;
     qmm_status_ok(st);
     return &pe->table;
 }

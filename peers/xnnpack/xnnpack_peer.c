@@ -182,11 +182,10 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
         qmm_status_set(st, QMM_OUT_OF_MEMORY, "xnnpack: out of memory");
         return NULL;
     }
-    be->abi_version = QMM_ABI_VERSION;
-    be->struct_size = sizeof *be;
-    be->name = "xnnpack";
-    be->description = "XNNPACK " QMM_XNNPACK_VERSION
-                      " quantized fully-connected (qu8, qs8), no threadpool";
+    qmm_backend_init(be, "xnnpack",
+                     "XNNPACK " QMM_XNNPACK_VERSION
+                     " quantized fully-connected (qu8, qs8), no threadpool",
+                     NULL);
     be->query = xnnpack_query;
     be->qlinearmatmul = xnnpack_qlinearmatmul;
     be->close = xnnpack_close;

@@ -275,7 +275,7 @@ static qmm_status_code mutant_query(const qmm_backend *self, const qmm_call *cal
 
 qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st)
 {
-    if (!plugin_abi_ok("mutant", harness_abi, st))
+    if (!qmm_backend_abi_check("mutant", harness_abi, st))
         return NULL;
     int threads = 1;
     if (options[0]) {

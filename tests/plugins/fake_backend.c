@@ -47,7 +47,7 @@ static qmm_status_code fake_qlmm(const qmm_backend *self, const qmm_qlinearmatmu
 
 qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st)
 {
-    if (!plugin_abi_ok("fake", harness_abi, st))
+    if (!qmm_backend_abi_check("fake", harness_abi, st))
         return NULL;
     mode m = MODE_ZEROS;
     if (strcmp(options, "") == 0 || strcmp(options, "mode=zeros") == 0)

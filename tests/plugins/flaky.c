@@ -94,7 +94,7 @@ static int parse(const char *options, flaky *f, qmm_status *st)
 
 qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st)
 {
-    if (!plugin_abi_ok("flaky", harness_abi, st))
+    if (!qmm_backend_abi_check("flaky", harness_abi, st))
         return NULL;
     qmm_backend *be = plugin_table("flaky", "the reference, with some answers wrong",
                                    sizeof(flaky), st);

@@ -98,7 +98,7 @@ static void f_close(qmm_backend *self)
 
 qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st)
 {
-    if (!plugin_abi_ok("float8-ftz", harness_abi, st))
+    if (!qmm_backend_abi_check("float8-ftz", harness_abi, st))
         return NULL;
     if (strcmp(options, "") != 0) {
         qmm_status_set(st, QMM_INVALID_ARGUMENT, "float8-ftz: unknown option '%s'", options);

@@ -38,7 +38,7 @@ static void g_close(qmm_backend *self)
 
 qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st)
 {
-    if (!plugin_abi_ok("generic", harness_abi, st))
+    if (!qmm_backend_abi_check("generic", harness_abi, st))
         return NULL;
     int old = strcmp(options, "size=old") == 0;
     if (!old && strcmp(options, "") != 0) {

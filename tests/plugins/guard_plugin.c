@@ -50,7 +50,7 @@ static qmm_status_code g_mmi(const qmm_backend *self, const qmm_matmulinteger *c
 
 qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st)
 {
-    if (!plugin_abi_ok("guard_plugin", harness_abi, st))
+    if (!qmm_backend_abi_check("guard_plugin", harness_abi, st))
         return NULL;
     if (strncmp(options, "mode=", 5) != 0) {
         qmm_status_set(st, QMM_INVALID_ARGUMENT, "guard_plugin: mode=M is required");
