@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include "optimized/cuda/epilogue.h"
+#include "optimized/cuda/lt.h"
 #include "optimized/qmm_cuda.h"
 #include "qmm/qmm.h"
 
@@ -71,6 +72,26 @@ qmm_status_code qmm_cu_fail_cuda(const qmm_cu_backend *cb, cudaError_t e, const 
                                  qmm_status *st);
 qmm_status_code qmm_cu_fail_lt(const qmm_cu_backend *cb, cublasStatus_t e, const char *what,
                                qmm_status *st);
+
+/* In a function with `qmm_status_code rc`, `cb`, `st` and an `out:` label: on failure of a CUDA
+ * (CU_TRY) or cuBLASLt (LT_TRY) call, rc = the status naming `what`, and goto out. */
+#define QMM_CU_TRY(type, ok, fail, call, what)                                                \
+    do {                                                                                    \
+        type try_e_ = (call);                                                               \
+        if (try_e_ != (ok)) {                                                               \
+            rc = fail(cb, try_e_, what, st);                                                \
+            goto out;                                                                       \
+        }                                                                                   \
+    } while (0)
+#define CU_TRY(call, what) QMM_CU_TRY(cudaError_t, cudaSuccess, qmm_cu_fail_cuda, call, what)
+#define LT_TRY(call, what)                                                                  \
+    QMM_CU_TRY(cublasStatus_t, CUBLAS_STATUS_SUCCESS, qmm_cu_fail_lt, call, what)
+
+/* One cuBLASLt integer GEMM g (lt.h) on the backend's handle, workspace and stream: d = op(a) *
+ * op(b), alpha 1, beta 0. *found = 0 (and QMM_OK) when cuBLASLt has no algorithm for it (the
+ * heuristic finds none or answers NOT_SUPPORTED); with d NULL only the heuristic is asked. */
+qmm_status_code qmm_cu_lt_matmul(qmm_cu_backend *cb, const qmm_lt_gemm *g, const void *a,
+                                 const void *b, int32_t *d, int *found, qmm_status *st);
 
 /* D[i][j] = sum_{k < kk} X[i][k] * W[j][k] (int32), all row-major: X is m x kk int8 (row
  * stride ldx), W is n x kk int8 (row stride ldw), D is m x n (row stride ldd). This is

@@ -13,26 +13,16 @@
 #include <cuda_runtime_api.h>
 
 #include "optimized/cuda/epilogue.h"
+#include "optimized/cuda/lt.h"
 
 static const char *const order_names[] = {"COL", "ROW", "COL32", "COL4_4R2_8C",
                                           "COL32_2R_4R4"};
-
-static int64_t order_ld(int order, int64_t rows, int64_t cols)
-{
-    switch (order) {
-    case 0: return rows;
-    case 1: return cols;
-    case 2: return 32 * rows;
-    case 3: return 32 * ((rows + 7) / 8 * 8);
-    default: return 32 * ((rows + 31) / 32 * 32);
-    }
-}
 
 static size_t order_bytes(int order, int64_t rows, int64_t cols)
 {
     if (order <= 1)
         return (size_t)(rows * cols);
-    return (size_t)(order_ld(order, rows, cols) * ((cols + 31) / 32));
+    return (size_t)(qmm_lt_order_ld(order, rows, cols) * ((cols + 31) / 32));
 }
 
 /* Transforms host ROW matrix `src` into `order`; dst receives order_bytes bytes. */
@@ -41,32 +31,17 @@ static int transform(cublasLtHandle_t lt, int order, int64_t rows, int64_t cols,
 {
     size_t nsrc = (size_t)(rows * cols), ndst = order_bytes(order, rows, cols);
     int8_t *ds = NULL, *dd = NULL;
-    cublasLtMatrixTransformDesc_t td = NULL;
-    cublasLtMatrixLayout_t ls = NULL, ldst = NULL;
-    int32_t row = CUBLASLT_ORDER_ROW, ord = order;
-    float one = 1.0f, zero = 0.0f;
+    const qmm_lt_matrix from = {CUDA_R_8I, rows, cols, cols, QMM_ORDER_ROW, "ROW layout"};
+    const qmm_lt_matrix to = {CUDA_R_8I, rows, cols, qmm_lt_order_ld(order, rows, cols), order,
+                              "ordered layout"};
+    const char *what;
     int ok = cudaMalloc((void **)&ds, nsrc) == cudaSuccess &&
              cudaMalloc((void **)&dd, ndst) == cudaSuccess &&
              cudaMemset(dd, 0x7f, ndst) == cudaSuccess &&
              cudaMemcpy(ds, src, nsrc, cudaMemcpyHostToDevice) == cudaSuccess &&
-             cublasLtMatrixTransformDescCreate(&td, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
-             cublasLtMatrixLayoutCreate(&ls, CUDA_R_8I, (uint64_t)rows, (uint64_t)cols, cols) ==
-                 CUBLAS_STATUS_SUCCESS &&
-             cublasLtMatrixLayoutSetAttribute(ls, CUBLASLT_MATRIX_LAYOUT_ORDER, &row,
-                                              sizeof row) == CUBLAS_STATUS_SUCCESS &&
-             cublasLtMatrixLayoutCreate(&ldst, CUDA_R_8I, (uint64_t)rows, (uint64_t)cols,
-                                        order_ld(order, rows, cols)) == CUBLAS_STATUS_SUCCESS &&
-             cublasLtMatrixLayoutSetAttribute(ldst, CUBLASLT_MATRIX_LAYOUT_ORDER, &ord,
-                                              sizeof ord) == CUBLAS_STATUS_SUCCESS &&
-             cublasLtMatrixTransform(lt, td, &one, ds, ls, &zero, NULL, NULL, dd, ldst, 0) ==
+             qmm_lt_transform(lt, 0, ds, &from, dd, &to, "transform", &what) ==
                  CUBLAS_STATUS_SUCCESS &&
              cudaMemcpy(dst, dd, ndst, cudaMemcpyDeviceToHost) == cudaSuccess;
-    if (ldst)
-        cublasLtMatrixLayoutDestroy(ldst);
-    if (ls)
-        cublasLtMatrixLayoutDestroy(ls);
-    if (td)
-        cublasLtMatrixTransformDescDestroy(td);
     cudaFree(ds);
     cudaFree(dd);
     return ok ? 0 : -1;

@@ -269,68 +269,68 @@ qmm_status_code qmm_cu_fail_lt(const qmm_cu_backend *cb, cublasStatus_t e, const
                           "%s: %s: cuBLASLt status %d", cb->name, what, (int)e);
 }
 
-#define LT_TRY(call, what)                                                                  \
-    do {                                                                                    \
-        cublasStatus_t lt_e_ = (call);                                                      \
-        if (lt_e_ != CUBLAS_STATUS_SUCCESS) {                                               \
-            rc = qmm_cu_fail_lt(cb, lt_e_, what, st);                                       \
-            goto out;                                                                       \
-        }                                                                                   \
-    } while (0)
 
-static cublasStatus_t layout(cublasLtMatrixLayout_t *l, cudaDataType t, int64_t rows,
-                             int64_t cols, int64_t ld)
+qmm_status_code qmm_cu_lt_matmul(qmm_cu_backend *cb, const qmm_lt_gemm *g, const void *a,
+                                 const void *b, int32_t *d, int *found, qmm_status *st)
 {
-    return cublasLtMatrixLayoutCreate(l, t, (uint64_t)rows, (uint64_t)cols, ld);
+    qmm_status_code rc = QMM_OK;
+    cublasLtMatmulDesc_t op = NULL;
+    cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
+    cublasLtMatmulPreference_t pref = NULL;
+    int32_t alpha = 1, beta = 0;
+    *found = 0;
+    LT_TRY(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32I, CUDA_R_32I), "matmul descriptor");
+    LT_TRY(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &g->ta, sizeof g->ta),
+           "TRANSA");
+    LT_TRY(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &g->tb, sizeof g->tb),
+           "TRANSB");
+    LT_TRY(qmm_lt_layout(&la, &g->a), g->a.what);
+    LT_TRY(qmm_lt_layout(&lb, &g->b), g->b.what);
+    LT_TRY(qmm_lt_layout(&ld, &g->d), g->d.what);
+    LT_TRY(cublasLtMatmulPreferenceCreate(&pref), "preference");
+    LT_TRY(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                &cb->workspace_size, sizeof cb->workspace_size),
+           "workspace preference");
+    cublasLtMatmulHeuristicResult_t heur;
+    int n = 0;
+    cublasStatus_t he = cublasLtMatmulAlgoGetHeuristic(cb->lt, op, la, lb, ld, ld, pref, 1, &heur,
+                                                       &n);
+    if (he == CUBLAS_STATUS_NOT_SUPPORTED || (he == CUBLAS_STATUS_SUCCESS && n < 1))
+        goto out; /* no algorithm: *found stays 0 */
+    LT_TRY(he, "algorithm heuristic");
+    *found = 1;
+    if (d)
+        LT_TRY(cublasLtMatmul(cb->lt, op, &alpha, a, la, b, lb, &beta, d, ld, d, ld, &heur.algo,
+                              cb->workspace, cb->workspace_size, cb->stream),
+               g->what);
+out:
+    if (pref)
+        cublasLtMatmulPreferenceDestroy(pref);
+    qmm_lt_layout_destroy(ld);
+    qmm_lt_layout_destroy(lb);
+    qmm_lt_layout_destroy(la);
+    if (op)
+        cublasLtMatmulDescDestroy(op);
+    return rc;
 }
 
 qmm_status_code qmm_cu_gemm_rows(qmm_cu_backend *cb, int64_t m, int64_t n, int64_t kk,
                                  const int8_t *x, int64_t ldx, const int8_t *w, int64_t ldw,
                                  int32_t *d, int64_t ldd, qmm_status *st)
 {
-    qmm_status_code rc = QMM_OK;
-    cublasLtMatmulDesc_t op = NULL;
-    cublasLtMatrixLayout_t lw = NULL, lx = NULL, ld = NULL;
-    cublasLtMatmulPreference_t pref = NULL;
     /* column-major view: D^T (n x m, ld ldd) = op_T(W as kk x n, ld ldw) * (X as kk x m) */
-    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    int32_t alpha = 1, beta = 0;
-    LT_TRY(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32I, CUDA_R_32I), "matmul descriptor");
-    LT_TRY(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta),
-           "TRANSA");
-    LT_TRY(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
-           "TRANSB");
-    LT_TRY(layout(&lw, CUDA_R_8I, kk, n, ldw), "layout of B");
-    LT_TRY(layout(&lx, CUDA_R_8I, kk, m, ldx), "layout of A");
-    LT_TRY(layout(&ld, CUDA_R_32I, n, m, ldd), "layout of the accumulators");
-    LT_TRY(cublasLtMatmulPreferenceCreate(&pref), "preference");
-    LT_TRY(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                &cb->workspace_size, sizeof cb->workspace_size),
-           "workspace preference");
-    cublasLtMatmulHeuristicResult_t heur;
-    int found = 0;
-    LT_TRY(cublasLtMatmulAlgoGetHeuristic(cb->lt, op, lw, lx, ld, ld, pref, 1, &heur, &found),
-           "algorithm heuristic");
-    if (found < 1) {
+    const qmm_lt_gemm g = {
+        CUBLAS_OP_T, CUBLAS_OP_N,
+        {CUDA_R_8I, kk, n, ldw, QMM_LT_DEFAULT_ORDER, "layout of B"},
+        {CUDA_R_8I, kk, m, ldx, QMM_LT_DEFAULT_ORDER, "layout of A"},
+        {CUDA_R_32I, n, m, ldd, QMM_LT_DEFAULT_ORDER, "layout of the accumulators"},
+        "int8 GEMM"};
+    int found;
+    qmm_status_code rc = qmm_cu_lt_matmul(cb, &g, w, x, d, &found, st);
+    if (rc == QMM_OK && !found)
         rc = qmm_status_set(st, QMM_INTERNAL,
                             "%s: cuBLASLt has no int8 algorithm for %lld x %lld x %lld", cb->name,
                             (long long)m, (long long)kk, (long long)n);
-        goto out;
-    }
-    LT_TRY(cublasLtMatmul(cb->lt, op, &alpha, w, lw, x, lx, &beta, d, ld, d, ld, &heur.algo,
-                          cb->workspace, cb->workspace_size, cb->stream),
-           "int8 GEMM");
-out:
-    if (pref)
-        cublasLtMatmulPreferenceDestroy(pref);
-    if (ld)
-        cublasLtMatrixLayoutDestroy(ld);
-    if (lx)
-        cublasLtMatrixLayoutDestroy(lx);
-    if (lw)
-        cublasLtMatrixLayoutDestroy(lw);
-    if (op)
-        cublasLtMatmulDescDestroy(op);
     return rc;
 }
 
@@ -351,14 +351,6 @@ static void dev_free(dev *d)
             cudaFree(ptrs[i]);
 }
 
-#define CU_TRY(call, what)                                                                  \
-    do {                                                                                    \
-        cudaError_t cu_e_ = (call);                                                         \
-        if (cu_e_ != cudaSuccess) {                                                         \
-            rc = qmm_cu_fail_cuda(cb, cu_e_, what, st);                                     \
-            goto out;                                                                       \
-        }                                                                                   \
-    } while (0)
 
 /* cudaMalloc of at least one byte, so empty buffers are still valid distinct pointers */
 static cudaError_t dalloc(void **p, size_t bytes)

@@ -136,45 +136,7 @@ out:
 
 /* ---- device ---- */
 
-#define CU_TRY(call, what)                                                                  \
-    do {                                                                                    \
-        cudaError_t cu_e_ = (call);                                                         \
-        if (cu_e_ != cudaSuccess) {                                                         \
-            rc = qmm_cu_fail_cuda(cb, cu_e_, what, st);                                     \
-            goto out;                                                                       \
-        }                                                                                   \
-    } while (0)
 
-#define LT_TRY(call, what)                                                                  \
-    do {                                                                                    \
-        cublasStatus_t lt_e_ = (call);                                                      \
-        if (lt_e_ != CUBLAS_STATUS_SUCCESS) {                                               \
-            rc = qmm_cu_fail_lt(cb, lt_e_, what, st);                                       \
-            goto out;                                                                       \
-        }                                                                                   \
-    } while (0)
-
-static cublasStatus_t ordered_layout(cublasLtMatrixLayout_t *l, cudaDataType t, int64_t rows,
-                                     int64_t cols, int32_t order, int64_t ld)
-{
-    cublasStatus_t e = cublasLtMatrixLayoutCreate(l, t, (uint64_t)rows, (uint64_t)cols, ld);
-    if (e == CUBLAS_STATUS_SUCCESS)
-        e = cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_ORDER, &order,
-                                             sizeof order);
-    return e;
-}
-
-/* Leading dimension of a rows x cols matrix in `order` (cublasLt.h's definitions). */
-static int64_t order_ld(int32_t order, int64_t rows, int64_t cols)
-{
-    switch (order) {
-    case QMM_ORDER_COL: return rows;
-    case QMM_ORDER_ROW: return cols;
-    case QMM_ORDER_COL32: return 32 * rows;
-    case QMM_ORDER_COL4_4R2_8C: return 32 * ((rows + 7) / 8 * 8);
-    default: return 32 * ((rows + 31) / 32 * 32);
-    }
-}
 
 /* COL32 form, natively: D (int32 COL32, m x n) = A (COL32, m x kc) * op_T(B^T (order_b, n x kc)).
  * Sets *native = 0 (and succeeds) when cuBLASLt has no algorithm for these orders; with d NULL
@@ -183,52 +145,14 @@ static qmm_status_code gemm_ordered(qmm_cu_backend *cb, const qo *q, const int8_
                                     const int8_t *bt, int64_t kc, int32_t *d, int *native,
                                     qmm_status *st)
 {
-    qmm_status_code rc = QMM_OK;
-    cublasLtMatmulDesc_t op = NULL;
-    cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
-    cublasLtMatmulPreference_t pref = NULL;
-    cublasOperation_t tb = CUBLAS_OP_T;
-    int32_t alpha = 1, beta = 0;
-    LT_TRY(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32I, CUDA_R_32I), "matmul descriptor");
-    LT_TRY(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
-           "TRANSB");
-    LT_TRY(ordered_layout(&la, CUDA_R_8I, q->m, kc, QMM_ORDER_COL32, 32 * q->m), "layout of A");
-    LT_TRY(ordered_layout(&lb, CUDA_R_8I, q->n, kc, q->c->order_b,
-                          order_ld(q->c->order_b, q->n, q->k)),
-           "layout of B");
-    LT_TRY(ordered_layout(&ld, CUDA_R_32I, q->m, q->n, QMM_ORDER_COL32, 32 * q->m),
-           "layout of the accumulators");
-    LT_TRY(cublasLtMatmulPreferenceCreate(&pref), "preference");
-    LT_TRY(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                &cb->workspace_size, sizeof cb->workspace_size),
-           "workspace preference");
-    cublasLtMatmulHeuristicResult_t heur;
-    int found = 0;
-    cublasStatus_t he =
-        cublasLtMatmulAlgoGetHeuristic(cb->lt, op, la, lb, ld, ld, pref, 1, &heur, &found);
-    if (he == CUBLAS_STATUS_NOT_SUPPORTED || (he == CUBLAS_STATUS_SUCCESS && found < 1)) {
-        *native = 0;
-        goto out;
-    }
-    LT_TRY(he, "algorithm heuristic");
-    *native = 1;
-    if (!d)
-        goto out;
-    LT_TRY(cublasLtMatmul(cb->lt, op, &alpha, a, la, bt, lb, &beta, d, ld, d, ld, &heur.algo,
-                          cb->workspace, cb->workspace_size, cb->stream),
-           "ordered int8 GEMM");
-out:
-    if (pref)
-        cublasLtMatmulPreferenceDestroy(pref);
-    if (ld)
-        cublasLtMatrixLayoutDestroy(ld);
-    if (lb)
-        cublasLtMatrixLayoutDestroy(lb);
-    if (la)
-        cublasLtMatrixLayoutDestroy(la);
-    if (op)
-        cublasLtMatmulDescDestroy(op);
-    return rc;
+    const qmm_lt_gemm g = {
+        CUBLAS_OP_N, CUBLAS_OP_T,
+        {CUDA_R_8I, q->m, kc, 32 * q->m, QMM_ORDER_COL32, "layout of A"},
+        {CUDA_R_8I, q->n, kc, qmm_lt_order_ld(q->c->order_b, q->n, q->k), q->c->order_b,
+         "layout of B"},
+        {CUDA_R_32I, q->m, q->n, 32 * q->m, QMM_ORDER_COL32, "layout of the accumulators"},
+        "ordered int8 GEMM"};
+    return qmm_cu_lt_matmul(cb, &g, a, bt, d, native, st);
 }
 
 /* dst (ROW order, rows x cols, row stride ld_dst) = src in `order` (int8), by
@@ -237,25 +161,13 @@ static qmm_status_code to_row(qmm_cu_backend *cb, const int8_t *src, int32_t ord
                               int64_t rows, int64_t cols, int8_t *dst, int64_t ld_dst,
                               qmm_status *st)
 {
-    qmm_status_code rc = QMM_OK;
-    cublasLtMatrixTransformDesc_t td = NULL;
-    cublasLtMatrixLayout_t ls = NULL, ldst = NULL;
-    float one = 1.0f, zero = 0.0f;
-    LT_TRY(cublasLtMatrixTransformDescCreate(&td, CUDA_R_32F), "transform descriptor");
-    LT_TRY(ordered_layout(&ls, CUDA_R_8I, rows, cols, order, order_ld(order, rows, cols)),
-           "source layout");
-    LT_TRY(ordered_layout(&ldst, CUDA_R_8I, rows, cols, QMM_ORDER_ROW, ld_dst), "ROW layout");
-    LT_TRY(cublasLtMatrixTransform(cb->lt, td, &one, src, ls, &zero, NULL, NULL, dst, ldst,
-                                   cb->stream),
-           "reordering to ROW");
-out:
-    if (ldst)
-        cublasLtMatrixLayoutDestroy(ldst);
-    if (ls)
-        cublasLtMatrixLayoutDestroy(ls);
-    if (td)
-        cublasLtMatrixTransformDescDestroy(td);
-    return rc;
+    const qmm_lt_matrix from = {CUDA_R_8I, rows, cols, qmm_lt_order_ld(order, rows, cols), order,
+                                "source layout"};
+    const qmm_lt_matrix to = {CUDA_R_8I, rows, cols, ld_dst, QMM_ORDER_ROW, "ROW layout"};
+    const char *what;
+    cublasStatus_t e = qmm_lt_transform(cb->lt, cb->stream, src, &from, dst, &to,
+                                        "reordering to ROW", &what);
+    return e == CUBLAS_STATUS_SUCCESS ? QMM_OK : qmm_cu_fail_lt(cb, e, what, st);
 }
 
 #define PAD_MN 16
@@ -366,7 +278,7 @@ static qmm_status_code run_device(qmm_cu_backend *cb, const qo *q, qmm_status *s
                 /* a K chunk of a COL32 / tiled matrix is whole 32-column tiles: an offset */
                 int nat = 1;
                 rc = gemm_ordered(cb, q, a + (k0 / 32) * 32 * m,
-                                  db + bsel * n * k + (k0 / 32) * order_ld(c->order_b, n, k), kc,
+                                  db + bsel * n * k + (k0 / 32) * qmm_lt_order_ld(c->order_b, n, k), kc,
                                   k0 == 0 ? dot : tmp, &nat, st);
                 if (rc != QMM_OK)
                     goto out;
