@@ -9,6 +9,7 @@
  * accumulator leaves int32, which needs K >= 33026).
  */
 #include <criterion/criterion.h>
+#include <gmp.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -696,14 +697,91 @@ Test(rounding, fallback_near_ties)
 Test(rounding, exact_path_directly)
 {
     /* 3 * 0.5 * 1 / 1 = 1.5 -> 2; 5 * 0.5 = 2.5 -> 2; -5 * 0.5 = -2.5 -> -2 */
-    cr_assert_eq(qmm_opt_requant_exact(3, 0.5, 1.0, 1.0), 2);
-    cr_assert_eq(qmm_opt_requant_exact(5, 0.5, 1.0, 1.0), 2);
-    cr_assert_eq(qmm_opt_requant_exact(-5, 0.5, 1.0, 1.0), -2);
+    cr_assert_eq(qmm_rq_exact(3, 0.5, 1.0, 1.0), 2);
+    cr_assert_eq(qmm_rq_exact(5, 0.5, 1.0, 1.0), 2);
+    cr_assert_eq(qmm_rq_exact(-5, 0.5, 1.0, 1.0), -2);
     /* huge and tiny quotients saturate / vanish without overflowing */
-    cr_assert_eq(qmm_opt_requant_exact(INT32_MAX, 0x1p100, 0x1p100, 0x1p-100), (int64_t)1 << 40);
-    cr_assert_eq(qmm_opt_requant_exact(INT32_MIN, 0x1p100, 0x1p100, 0x1p-100),
-                 -((int64_t)1 << 40));
-    cr_assert_eq(qmm_opt_requant_exact(INT32_MAX, 0x1p-140, 0x1p-140, 0x1p100), 0);
+    cr_assert_eq(qmm_rq_exact(INT32_MAX, 0x1p100, 0x1p100, 0x1p-100), (int64_t)1 << 40);
+    cr_assert_eq(qmm_rq_exact(INT32_MIN, 0x1p100, 0x1p100, 0x1p-100), -((int64_t)1 << 40));
+    cr_assert_eq(qmm_rq_exact(INT32_MAX, 0x1p-140, 0x1p-140, 0x1p100), 0);
+}
+
+/* RNE(acc * sc[0] * sc[1] / sc[2]) clamped to +-2^40, in GMP rationals (mpq_set_d is
+ * exact). */
+static int64_t gmp_rne(int32_t acc, const double sc[3])
+{
+    mpq_t x, t;
+    mpz_t q, r, twice;
+    mpq_inits(x, t, NULL);
+    mpz_inits(q, r, twice, NULL);
+    mpq_set_si(x, acc, 1);
+    for (int k = 0; k < 3; k++) {
+        mpq_set_d(t, sc[k]);
+        if (k < 2)
+            mpq_mul(x, x, t);
+        else
+            mpq_div(x, x, t);
+    }
+    /* q = floor(x), r = x - q in [0, 1): round up past 1/2, and at 1/2 to even */
+    mpz_fdiv_qr(q, r, mpq_numref(x), mpq_denref(x));
+    mpz_mul_2exp(twice, r, 1);
+    int c = mpz_cmp(twice, mpq_denref(x));
+    if (c > 0 || (c == 0 && mpz_odd_p(q)))
+        mpz_add_ui(q, q, 1);
+    int64_t lim = (int64_t)1 << 40;
+    int64_t v = mpz_cmp_si(q, lim) > 0 ? lim : mpz_cmp_si(q, -lim) < 0 ? -lim : mpz_get_si(q);
+    mpq_clears(x, t, NULL);
+    mpz_clears(q, r, twice, NULL);
+    return v;
+}
+
+/* The exact requantization the CPU rows and the CUDA epilogue share (optimized/requant_exact.h)
+ * against GMP: the exact path alone, and the whole rule (fast path and fallback) with both
+ * multipliers its callers make, on any int32 accumulator with float scales over most of
+ * float's range (subnormals included), scales near each other (results in the 8-bit range),
+ * exact ties and near-ties. (It replaces test_cuda's comparison of the CPU and CUDA copies,
+ * which were two implementations then.) */
+Test(rounding, shared_exact_rule_agrees_with_gmp)
+{
+    uint64_t s = 1;
+    int exact_calls = 0;
+    for (int i = 0; i < 100000; i++) {
+        uint64_t r = splitmix64(&s);
+        int32_t acc = r % 4 == 0   ? (int32_t)(uint32_t)(r >> 32)
+                      : r % 4 == 1 ? (int32_t)((r >> 32) % 2001) - 1000
+                      : r % 4 == 2 ? ((r >> 40) & 1 ? INT32_MAX - (int32_t)((r >> 8) & 7)
+                                                     : INT32_MIN)
+                                   : (int32_t)((r >> 32) % 200001) - 100000;
+        double sc[3];
+        for (int k = 0; k < 3; k++) {
+            uint32_t bits = (uint32_t)splitmix64(&s) % 0x7f800000u + 1; /* finite, > 0 */
+            float f;
+            memcpy(&f, &bits, 4);
+            sc[k] = f;
+            if (i % 3 == 1) /* near each other */
+                sc[k] = (float)ldexp(1.0 + (double)(splitmix64(&s) % 1000) / 1000.0,
+                                     -(int)(splitmix64(&s) % 12));
+            else if (i % 3 == 2) /* dyadic: exact ties */
+                sc[k] = ldexp(1.0, (int)(splitmix64(&s) % 9) - 4);
+        }
+        double sa = sc[0], sb = sc[1], sy = sc[2];
+        int64_t want = gmp_rne(acc, sc);
+        cr_assert_eq(qmm_rq_exact(acc, sa, sb, sy), want, "acc=%d sa=%a sb=%a sy=%a", acc, sa,
+                     sb, sy);
+        int32_t zy = (int32_t)(splitmix64(&s) % 256) - (i & 1 ? 128 : 0);
+        int32_t qmin = i & 1 ? -128 : 0, qmax = i & 1 ? 127 : 255;
+        int64_t q = want + zy;
+        int32_t wq = q < qmin ? qmin : q > qmax ? qmax : (int32_t)q;
+        double mults[2] = {sa * (sb / sy), (sa * sb) / sy};
+        for (int m = 0; m < 2; m++) {
+            int32_t out;
+            if (acc != 0 && !qmm_rq_decide((double)acc * mults[m], zy, qmin, qmax, &out))
+                exact_calls++;
+            cr_assert_eq(qmm_rq_requant(acc, mults[m], sa, sb, sy, zy, qmin, qmax), wq,
+                         "acc=%d sa=%a sb=%a sy=%a zy=%d multiplier %d", acc, sa, sb, sy, zy, m);
+        }
+    }
+    cr_assert_geq(exact_calls, 1000, "the fast path left only %d to the exact one", exact_calls);
 }
 
 /* The row requantizers (scalar, and the 8- and 16-lane ones where this CPU runs them) on
@@ -821,7 +899,7 @@ Test(rounding, row_requantizers_agree_with_the_exact_rule)
                 else
                     fns[f].fn(acc, NULL, 0, (size_t)n, m, sa, sb, cm, sy, zy, qmin, qmax, out);
                 for (int j = 0; j < n; j++) {
-                    int64_t q = qmm_opt_requant_exact(acc[j], sa, sb[j], sy) + zy;
+                    int64_t q = qmm_rq_exact(acc[j], sa, sb[j], sy) + zy;
                     q = q < qmin ? qmin : q > qmax ? qmax : q;
                     cr_assert_eq(out[j], (uint8_t)q, "%s n=%d j=%d acc=%d sb=%a sy=%a zy=%d: "
                                  "got %u want %u", fns[f].name, n, j, acc[j], sb[j], sy, zy,

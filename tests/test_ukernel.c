@@ -226,8 +226,8 @@ static void check_tiles(const qmm_opt_variant *v, const problem *p)
             uint32_t exact = naive(p, i, j);
             if (acc != exact)
                 cr_assert_fail(CASE_FMT ": [%zu][%zu] corrected kernel sum %d, naive loop %d",
-                               CASE_ARGS(name, p), i, j, qmm_opt_wrap_u32(acc),
-                               qmm_opt_wrap_u32(exact));
+                               CASE_ARGS(name, p), i, j, qmm_rq_wrap(acc),
+                               qmm_rq_wrap(exact));
         }
     }
     free(apack);
@@ -292,8 +292,8 @@ static void check_gemv(const qmm_opt_variant *v, const problem *p)
                 uint32_t exact = naive(p, i, j);
                 if (acc != exact)
                     cr_assert_fail(CASE_FMT ": [%zu][%zu] corrected %s sum %d, naive loop %d",
-                                   CASE_ARGS(name, p), i, j, what, qmm_opt_wrap_u32(acc),
-                                   qmm_opt_wrap_u32(exact));
+                                   CASE_ARGS(name, p), i, j, what, qmm_rq_wrap(acc),
+                                   qmm_rq_wrap(exact));
             }
     }
     free(apack);

@@ -269,10 +269,10 @@ static void correct_row(const job *J, worker_scratch *w, const block_epilogue *E
         uint32_t zr = (uint32_t)w->zbp[0] * rs;
         if (colsum)
             for (size_t jj = 0; jj < nc; jj++)
-                w->accrow[jj] = qmm_opt_wrap_u32((uint32_t)crow[jj] - zr - (uint32_t)w->zc[jj]);
+                w->accrow[jj] = qmm_rq_wrap((uint32_t)crow[jj] - zr - (uint32_t)w->zc[jj]);
         else
             for (size_t jj = 0; jj < nc; jj++)
-                w->accrow[jj] = qmm_opt_wrap_u32((uint32_t)crow[jj] - zr);
+                w->accrow[jj] = qmm_rq_wrap((uint32_t)crow[jj] - zr);
         return;
     }
     uint32_t zap = colsum ? zap_at(J, E, i) : 0;
@@ -280,7 +280,7 @@ static void correct_row(const job *J, worker_scratch *w, const block_epilogue *E
         uint32_t acc = (uint32_t)crow[jj] - (uint32_t)w->zbp[jj] * rs;
         if (colsum)
             acc -= zap * (uint32_t)colsum[E->j0 + jj];
-        w->accrow[jj] = qmm_opt_wrap_u32(acc);
+        w->accrow[jj] = qmm_rq_wrap(acc);
     }
 }
 

@@ -22,11 +22,9 @@
 #include "optimized/qmm_optimized.h"
 #include "qmm/qmm.h"
 
-/* A sum computed modulo 2^32 as the int32 it stands for (without a signed overflow). */
-static inline int32_t qmm_opt_wrap_u32(uint32_t u)
-{
-    return u <= (uint32_t)INT32_MAX ? (int32_t)u : (int32_t)(u - 0x80000000u) + INT32_MIN;
-}
+/* The exact requantization and qmm_rq_wrap (a sum computed modulo 2^32 as the int32 it
+ * stands for), shared with the CUDA backend. */
+#include "optimized/requant_exact.h"
 
 /* ---- CPU and OS facts (cpuid.c), read by the variants' checks (kernels.c) ---- */
 
@@ -231,10 +229,6 @@ qmm_opt_pack_panels_ft qmm_opt_pack_b;
 
 /* ---- requantization (requant.c) ---- */
 
-/* RNE(acc * sa * sb / sy) exactly (scales are positive finite doubles holding float, float16
- * or bfloat16 values), clamped to +-2^40 — far outside any 8-bit result. */
-int64_t qmm_opt_requant_exact(int32_t acc, double sa, double sb, double sy);
-
 /* One output row with per-tensor y_scale/y_zero_point: out[j] = clamp(RNE(x_j*sa*sb[j]/sy)
  * + zy) for j < n, where cm[j] = sb[j] / sy (rounded) and x_j = acc[j] - zr - zc[j] modulo
  * 2^32 as int32 (zc NULL: no zc term) — the zero-point corrections applied on the way in, so
@@ -252,7 +246,7 @@ qmm_opt_requant_row_ft qmm_opt_requant_row_avx2;
  * blocks the float path cannot decide, and every block without mf, take the double path. */
 qmm_opt_requant_row_ft qmm_opt_requant_row_avx512;
 
-/* One element with any scales: the same rule, m = (sa*sb)/sy. */
+/* One element with any scales: the same rule (qmm_rq_requant), m = (sa*sb)/sy. */
 int32_t qmm_opt_requant_one(int32_t acc, double sa, double sb, double sy, int32_t zy,
                             int32_t qmin, int32_t qmax);
 

@@ -14,11 +14,12 @@
  * identity holds over the integers, so modulo 2^32 it gives exactly the int32-wrapped
  * accumulator: the spec's accepted overflow result (and MatMulInteger's only result).
  *
- * Requantization: the CPU backend's proven scheme (docs/optimized.md, optimized/cpu/requant.c),
- * ported: a double fast path v = fl(acc * fl(sa * fl(sb / sy))) (three roundings,
- * |v - x| <= 2^-51 |v|) decides unless v is within 2^-28 of a half-integer; then an exact
- * integer quotient decides. The exact path uses a two-word integer and shift-subtract division
- * (no __int128, so it compiles identically for the device and for any C11 host).
+ * Requantization: the CPU backend's, the one implementation both share
+ * (optimized/requant_exact.h, built here for the device too): a double fast path
+ * v = fl(acc * fl(sa * fl(sb / sy))) (three roundings, |v - x| <= 2^-51 |v|) decides unless v is
+ * within 2^-28 of a half-integer; then an exact integer quotient decides (two-word integers,
+ * shift-subtract division: no __int128, so it compiles identically for the device and for any
+ * C11 host).
  */
 #ifndef QMM_CUDA_EPILOGUE_H
 #define QMM_CUDA_EPILOGUE_H
@@ -26,36 +27,20 @@
 #include <math.h>
 #include <stdint.h>
 
-#if defined(__CUDACC__)
-#define QMM_CU_FN static __host__ __device__ inline
-#else
-#define QMM_CU_FN static inline
-#endif
+#include "optimized/requant_exact.h"
 
-/* Explicitly rounded double operations: on the device the intrinsics are never contracted into
- * a fused multiply-add, which would change the error bound's operation count. */
-#if defined(__CUDA_ARCH__)
-#define QMM_CU_MUL(x, y) __dmul_rn((x), (y))
-#define QMM_CU_DIV(x, y) __ddiv_rn((x), (y))
-#define QMM_CU_ADD(x, y) __dadd_rn((x), (y))
-#else
-#define QMM_CU_MUL(x, y) ((x) * (y))
-#define QMM_CU_DIV(x, y) ((x) / (y))
-#define QMM_CU_ADD(x, y) ((x) + (y))
-#endif
-
-/* |result| is clamped here: far outside any 8-bit result, so clamping never changes output */
-#define QMM_CU_REQ_SAT ((int64_t)1 << 40)
+/* Functions for both compilers, and double operations explicitly rounded on the device (never
+ * contracted into a fused multiply-add, which would change an error bound's operation count):
+ * requant_exact.h's, under this file's names. */
+#define QMM_CU_FN QMM_RQ_FN
+#define QMM_CU_MUL QMM_RQ_MUL
+#define QMM_CU_DIV QMM_RQ_DIV
+#define QMM_CU_ADD QMM_RQ_ADD
 
 /* uint8 -> int8 by the exact -128 shift (the top-bit flip), int8 as is. */
 QMM_CU_FN int8_t qmm_cu_s8(uint8_t v, int is_signed)
 {
     return is_signed ? (int8_t)v : (int8_t)(uint8_t)(v ^ 0x80u);
-}
-
-QMM_CU_FN int32_t qmm_cu_wrap(uint32_t u)
-{
-    return u <= (uint32_t)INT32_MAX ? (int32_t)u : (int32_t)(u - 0x80000000u) + INT32_MIN;
 }
 
 /* The corrected accumulator, modulo 2^32 (see the header comment). */
@@ -65,163 +50,14 @@ QMM_CU_FN int32_t qmm_cu_correct(int32_t dot, int32_t rowsum, int32_t colsum, in
     uint32_t acc = (uint32_t)dot + (uint32_t)db * (uint32_t)rowsum +
                    (uint32_t)da * (uint32_t)colsum +
                    (uint32_t)(uint64_t)k * (uint32_t)da * (uint32_t)db;
-    return qmm_cu_wrap(acc);
-}
-
-/* ---- exact path ---- */
-
-typedef struct qmm_cu_u128 {
-    uint64_t hi, lo;
-} qmm_cu_u128;
-
-QMM_CU_FN int qmm_cu_u128_bits(qmm_cu_u128 x)
-{
-    int n = 0;
-    uint64_t w = x.hi ? x.hi : x.lo;
-    while (w) {
-        n++;
-        w >>= 1;
-    }
-    return x.hi ? n + 64 : n;
-}
-
-/* x << s for 0 <= s < 128 (bits shifted out are lost; callers check the length first) */
-QMM_CU_FN qmm_cu_u128 qmm_cu_u128_shl(qmm_cu_u128 x, int s)
-{
-    qmm_cu_u128 r;
-    if (s == 0)
-        return x;
-    if (s >= 64) {
-        r.hi = x.lo << (s - 64);
-        r.lo = 0;
-    } else {
-        r.hi = (x.hi << s) | (x.lo >> (64 - s));
-        r.lo = x.lo << s;
-    }
-    return r;
-}
-
-QMM_CU_FN qmm_cu_u128 qmm_cu_u128_shr1(qmm_cu_u128 x)
-{
-    qmm_cu_u128 r;
-    r.lo = (x.lo >> 1) | (x.hi << 63);
-    r.hi = x.hi >> 1;
-    return r;
-}
-
-QMM_CU_FN int qmm_cu_u128_cmp(qmm_cu_u128 a, qmm_cu_u128 b)
-{
-    if (a.hi != b.hi)
-        return a.hi < b.hi ? -1 : 1;
-    return a.lo < b.lo ? -1 : a.lo > b.lo;
-}
-
-QMM_CU_FN qmm_cu_u128 qmm_cu_u128_sub(qmm_cu_u128 a, qmm_cu_u128 b)
-{
-    qmm_cu_u128 r;
-    r.lo = a.lo - b.lo;
-    r.hi = a.hi - b.hi - (a.lo < b.lo);
-    return r;
-}
-
-/* s = m * 2^e with m an odd integer (s > 0, finite); m < 2^24 for float-representable s. */
-QMM_CU_FN void qmm_cu_split_scale(double s, uint64_t *m, int *e)
-{
-    int ex;
-    double f = frexp(s, &ex); /* s = f * 2^ex, f in [0.5, 1): exact */
-    uint64_t mant = (uint64_t)ldexp(f, 53);
-    ex -= 53;
-    while (mant && !(mant & 1)) {
-        mant >>= 1;
-        ex++;
-    }
-    *m = mant;
-    *e = ex;
-}
-
-/* RNE(acc * sa * sb / sy) exactly, clamped to +-2^40 (scales positive, finite, each holding a
- * float, float16 or bfloat16 value). The same decisions as qmm_opt_requant_exact. */
-QMM_CU_FN int64_t qmm_cu_requant_exact(int32_t acc, double sa, double sb, double sy)
-{
-    if (acc == 0)
-        return 0;
-    uint64_t ma, mb, my;
-    int ea, eb, ey;
-    qmm_cu_split_scale(sa, &ma, &ea);
-    qmm_cu_split_scale(sb, &mb, &eb);
-    qmm_cu_split_scale(sy, &my, &ey);
-    int negative = acc < 0;
-    uint64_t mag_acc = negative ? (uint64_t)0 - (uint64_t)(int64_t)acc : (uint64_t)acc;
-    /* num = |acc| * ma * mb < 2^32 * 2^24 * 2^24: the first product fits 64 bits, the second
-     * is formed from the 32-bit halves of the first */
-    uint64_t x = mag_acc * ma;
-    uint64_t plo = (x & 0xffffffffu) * mb, phi = (x >> 32) * mb;
-    qmm_cu_u128 num, den;
-    num.lo = plo + (phi << 32);
-    num.hi = (phi >> 32) + (num.lo < plo);
-    den.hi = 0;
-    den.lo = my;
-    int s = ea + eb - ey;
-    const int64_t sat = negative ? -QMM_CU_REQ_SAT : QMM_CU_REQ_SAT;
-    /* x = num * 2^s / den; keep both sides below 2^127 */
-    if (s > 0) {
-        /* num >= 1 and den < 2^24: a result this long is beyond 2^40 anyway */
-        if (s >= 64 || qmm_cu_u128_bits(num) + s > 126)
-            return sat;
-        num = qmm_cu_u128_shl(num, s);
-    } else if (s < 0) {
-        /* num < 2^80: with -s > 100, |x| < 2^-20, which rounds to 0 */
-        if (-s > 100)
-            return 0;
-        den = qmm_cu_u128_shl(den, -s);
-    }
-    /* q = num / den by shift-subtract; a quotient of 42 or more bits saturates */
-    uint64_t q = 0;
-    qmm_cu_u128 r = num;
-    if (qmm_cu_u128_cmp(num, den) >= 0) {
-        int sh = qmm_cu_u128_bits(num) - qmm_cu_u128_bits(den);
-        if (sh >= 42)
-            return sat;
-        qmm_cu_u128 d = qmm_cu_u128_shl(den, sh);
-        for (int t = sh; t >= 0; t--) {
-            q <<= 1;
-            if (qmm_cu_u128_cmp(r, d) >= 0) {
-                r = qmm_cu_u128_sub(r, d);
-                q |= 1;
-            }
-            d = qmm_cu_u128_shr1(d);
-        }
-    }
-    /* round half to even: r < den < 2^124, so 2r fits */
-    int c = qmm_cu_u128_cmp(qmm_cu_u128_shl(r, 1), den);
-    if (c > 0 || (c == 0 && (q & 1)))
-        q++;
-    int64_t mag = q > (uint64_t)QMM_CU_REQ_SAT ? QMM_CU_REQ_SAT : (int64_t)q;
-    return negative ? -mag : mag;
-}
-
-QMM_CU_FN int32_t qmm_cu_clamp_add(int64_t q, int32_t zy, int32_t qmin, int32_t qmax)
-{
-    int64_t v = q + zy;
-    return v < qmin ? qmin : v > qmax ? qmax : (int32_t)v;
+    return qmm_rq_wrap(acc);
 }
 
 /* clamp(RNE(acc * sa * sb / sy) + zy, qmin, qmax) exactly; cm = fl(sb / sy). */
 QMM_CU_FN int32_t qmm_cu_requant(int32_t acc, double sa, double sb, double sy, double cm,
                                  int32_t zy, int32_t qmin, int32_t qmax)
 {
-    if (acc == 0)
-        return qmm_cu_clamp_add(0, zy, qmin, qmax);
-    double v = QMM_CU_MUL((double)acc, QMM_CU_MUL(sa, cm));
-    /* |v| >= 2^21: |x| > 2^21 - 1, far past every 8-bit range: saturate by the sign */
-    if (!(fabs(v) < 2097152.0))
-        return v > 0 ? qmax : qmin;
-    double r = rint(v); /* RNE in the default rounding mode, device and host */
-    /* |v - x| < 2^-30 here; |v - r| < 1/2 - 2^-28 puts x strictly nearer r than any other
-     * integer, ties included */
-    if (fabs(v - r) < 0.5 - 1.0 / 268435456.0)
-        return qmm_cu_clamp_add((int64_t)r, zy, qmin, qmax);
-    return qmm_cu_clamp_add(qmm_cu_requant_exact(acc, sa, sb, sy), zy, qmin, qmax);
+    return qmm_rq_requant(acc, QMM_CU_MUL(sa, cm), sa, sb, sy, zy, qmin, qmax);
 }
 
 /* ---- the QLinearMatMul / MatMulInteger epilogue over one batch matrix ---- */

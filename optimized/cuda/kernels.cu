@@ -33,7 +33,7 @@ __device__ void prep_row(const uint8_t *in, int is_signed, int64_t k, int64_t kp
         uint32_t total = 0;
         for (int w = 0; w < (int)(blockDim.x / 32); w++)
             total += warp_sums[w];
-        *rowsum = qmm_cu_wrap(total);
+        *rowsum = qmm_rq_wrap(total);
     }
     __syncthreads(); /* warp_sums is reused by the block's next row */
 }
@@ -92,7 +92,7 @@ __global__ void add_kernel(int32_t *d, const int32_t *t, int64_t count)
 {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count;
          i += (int64_t)gridDim.x * blockDim.x)
-        d[i] = qmm_cu_wrap((uint32_t)d[i] + (uint32_t)t[i]);
+        d[i] = qmm_rq_wrap((uint32_t)d[i] + (uint32_t)t[i]);
 }
 
 __global__ void epilogue_kernel(qmm_cu_epi p)

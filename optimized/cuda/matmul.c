@@ -214,7 +214,7 @@ static qmm_status_code run_emulated(const qmm_cu_backend *cb, const plan *p, qmm
                 ap[(mat * M + i) * K + kk] = v;
                 sum += (uint32_t)(int32_t)v;
             }
-            rs[mat * M + i] = qmm_cu_wrap(sum);
+            rs[mat * M + i] = qmm_rq_wrap(sum);
         }
     for (size_t mat = 0; mat < (size_t)p->nbmat && K; mat++)
         for (size_t j = 0; j < N; j++) {
@@ -224,7 +224,7 @@ static qmm_status_code run_emulated(const qmm_cu_backend *cb, const plan *p, qmm
                 bt[(mat * N + j) * K + kk] = v;
                 sum += (uint32_t)(int32_t)v;
             }
-            cs[mat * N + j] = qmm_cu_wrap(sum);
+            cs[mat * N + j] = qmm_rq_wrap(sum);
         }
     for (int64_t bi = 0; bi < p->batch; bi++) {
         const int8_t *x = ap + (size_t)p->amat[bi] * M * K;
@@ -234,7 +234,7 @@ static qmm_status_code run_emulated(const qmm_cu_backend *cb, const plan *p, qmm
                 uint32_t s = 0;
                 for (size_t kk = 0; kk < K; kk++)
                     s += (uint32_t)((int32_t)x[i * K + kk] * (int32_t)w[j * K + kk]);
-                dot[i * N + j] = qmm_cu_wrap(s);
+                dot[i * N + j] = qmm_rq_wrap(s);
             }
         qmm_cu_epi e = epi_args(p, bi, dot, p->n, rs, cs, p->da, p->db, p->sa, p->sb, p->cm,
                                 p->ys, p->yz, p->y->data);

@@ -108,7 +108,7 @@ static qmm_status_code run_emulated(const qmm_cu_backend *cb, const qo *q, qmm_s
                                      : qmm_cu_order_offset(q->c->order_b, col, kk, q->n, q->k);
                     s += (uint32_t)((int32_t)a[oa] * (int32_t)b[ob]);
                 }
-                acc[r * q->n + col] = qmm_cu_wrap(s);
+                acc[r * q->n + col] = qmm_rq_wrap(s);
             }
         unsigned int count = 0;
         qmm_cu_qord p = qord_args(q, bi, acc, 1, q->c->c.data, Y, q->sb, q->bias);
