@@ -75,18 +75,14 @@ static qmm_status_code parse_options(const char *options, qmm_profile *profile, 
     qmm_option o;
     for (const char *p = options; qmm_option_next(&p, &o);) {
         if (!qmm_option_is(&o, "profile"))
-            return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                                  "option '%.*s': unknown (the reference accepts profile=NAME)",
-                                  o.item_len, o.item);
+            return qmm_option_refuse(st, &o, "unknown (the reference accepts profile=NAME)");
         char value[64] = "", why[512] = "the name is too long";
         if (o.value_len > 0 && (size_t)o.value_len < sizeof value)
             memcpy(value, o.value, (size_t)o.value_len);
         if (o.value_len == 0 || (size_t)o.value_len >= sizeof value ||
             qmm_profile_why_not(value, why, sizeof why) || !qmm_profile_from_name(value, profile))
-            return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                                  "option '%.*s': unknown profile (%s; `qmmcheck list "
-                                  "--profiles`)",
-                                  o.item_len, o.item, why);
+            return qmm_option_refuse(st, &o, "unknown profile (%s; `qmmcheck list --profiles`)",
+                                     why);
     }
     return QMM_OK;
 }
@@ -100,7 +96,7 @@ qmm_backend *qmm_reference_open(uint32_t harness_abi, const char *options, qmm_s
         return NULL;
     ref_impl *impl = calloc(1, sizeof *impl);
     if (!impl) {
-        qmm_status_set(st, QMM_OUT_OF_MEMORY, "reference: out of memory");
+        qmm_status_oom(st, "reference", NULL);
         return NULL;
     }
     qmm_backend *be = &impl->table;

@@ -30,7 +30,7 @@ static inline qmm_backend *plugin_table(const char *name, const char *descriptio
     if (!be || !state) {
         free(be);
         free(state);
-        qmm_status_set(st, QMM_OUT_OF_MEMORY, "%s: out of memory", name);
+        qmm_status_oom(st, name, NULL);
         return NULL;
     }
     qmm_backend_init(be, name, description, state);

@@ -1041,6 +1041,39 @@ Test(dispatch, another_abi_is_refused_in_the_shared_words)
               !be.close && !be.call);
 }
 
+/* The refusals every backend words through one helper each (qmm/status.h, qmm/backend.h): an
+ * option it does not take, a value it refuses, an operator it does not compute, the reason it
+ * computes nothing, running out of memory. */
+Test(dispatch, refusals_are_worded_by_the_shared_helpers)
+{
+    qmm_status st;
+    cr_assert_null(qmm_optimized_open(QMM_ABI_VERSION, "threads=0", &st));
+    cr_assert_str_eq(st.message, "option 'threads=0': threads must be 1..256");
+    cr_assert_null(qmm_reference_open(QMM_ABI_VERSION, "colour=blue", &st));
+    cr_assert_str_eq(st.message, "option 'colour=blue': unknown (the reference accepts "
+                                 "profile=NAME)");
+    qmm_backend *be = open_ok("isa=scalar,threads=1");
+    qmm_call call = {.op = QMM_OP_QORDEREDMATMUL};
+    cr_assert_eq(be->query(be, &call, &st), QMM_UNSUPPORTED);
+    cr_assert_str_eq(st.message, "optimized:isa=scalar,threads=1: operator QOrderedMatMul not "
+                                 "implemented");
+    be->close(be);
+    qmm_option o;
+    const char *cur = "size=9";
+    cr_assert(qmm_option_next(&cur, &o));
+    cr_assert_eq(qmm_option_refuse(&st, &o, "must be %d..%d", 1, 8), QMM_INVALID_ARGUMENT);
+    cr_assert_str_eq(st.message, "option 'size=9': must be 1..8");
+    cr_assert_eq(qmm_status_oom(&st, "x", NULL), QMM_OUT_OF_MEMORY);
+    cr_assert_str_eq(st.message, "x: out of memory");
+    qmm_status_oom(&st, "x", "packing b");
+    cr_assert_str_eq(st.message, "x: out of memory packing b");
+    cr_assert_eq(qmm_status_because(&st, QMM_UNSUPPORTED, "x", "no device"), QMM_UNSUPPORTED);
+    cr_assert_str_eq(st.message, "x: no device");
+    cr_assert(qmm_backend_no_options("x", "", &st) && qmm_backend_no_options("x", NULL, &st));
+    cr_assert(!qmm_backend_no_options("x", "a=1", &st));
+    cr_assert_str_eq(st.message, "x: no options, got 'a=1'");
+}
+
 Test(dispatch, options_and_environment)
 {
     qmm_status st;

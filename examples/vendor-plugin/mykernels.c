@@ -157,13 +157,11 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
 {
     if (!qmm_backend_abi_check("mykernels", harness_abi, st)) /* qmm/backend.h */
         return NULL;
-    if (options[0] != '\0') {
-        qmm_status_set(st, QMM_INVALID_ARGUMENT, "mykernels: no options, got '%s'", options);
+    if (!qmm_backend_no_options("mykernels", options, st))
         return NULL;
-    }
     qmm_backend *be = calloc(1, sizeof *be);
     if (!be) {
-        qmm_status_set(st, QMM_OUT_OF_MEMORY, "mykernels: out of memory");
+        qmm_status_oom(st, "mykernels", NULL);
         return NULL;
     }
     /* the ABI version, the table's size, the strings; every function NULL until set */

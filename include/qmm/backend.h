@@ -115,6 +115,25 @@ static inline int qmm_backend_abi_check(const char *who, uint32_t harness_abi, q
     return 0;
 }
 
+/* For a backend that takes no options: 1 when `options` is empty (or NULL); else *st is
+ * QMM_INVALID_ARGUMENT, "<who>: no options, got '<options>'", and 0 is returned. */
+static inline int qmm_backend_no_options(const char *who, const char *options, qmm_status *st)
+{
+    if (!options || options[0] == '\0')
+        return 1;
+    qmm_status_set(st, QMM_INVALID_ARGUMENT, "%s: no options, got '%s'", who, options);
+    return 0;
+}
+
+/* QMM_UNSUPPORTED, "<who>: operator <name> not implemented": the answer for an operator the
+ * backend does not compute. */
+static inline qmm_status_code qmm_status_no_operator(qmm_status *st, const char *who,
+                                                     qmm_op_kind op)
+{
+    return qmm_status_set(st, QMM_UNSUPPORTED, "%s: operator %s not implemented", who,
+                          qmm_op_name(op));
+}
+
 /* A table's fixed fields: the ABI version and struct size of these headers, the name and
  * description (they must stay valid until `close`) and impl; every function pointer NULL (the
  * caller then sets `query`, the operators it computes and `close`). */
@@ -177,6 +196,23 @@ static inline int qmm_option_is(const qmm_option *opt, const char *key)
     return 1;
 }
 
+/* QMM_INVALID_ARGUMENT, "option '<item>': <what>" with `what` printf-formatted: an option the
+ * backend does not know, or a value it refuses ("threads must be 1..256"). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static inline qmm_status_code qmm_option_refuse(qmm_status *st, const qmm_option *opt,
+                                                const char *fmt, ...)
+{
+    char what[QMM_STATUS_MESSAGE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return qmm_status_set(st, QMM_INVALID_ARGUMENT, "option '%.*s': %s", opt->item_len,
+                          opt->item, what);
+}
+
 /* Parses the value as a decimal integer in [lo, hi]: 1 and *out on success, 0 otherwise. */
 static inline int qmm_option_int(const qmm_option *opt, long lo, long hi, long *out)
 {
@@ -228,8 +264,7 @@ static inline qmm_status_code qmm_backend_run_via(const qmm_backend *table,
     }
     if (call->op != QMM_OP_NONE && qmm_backend_has(table, call))
         return table->call(self, call, st);
-    return qmm_status_set(st, QMM_UNSUPPORTED, "%s: operator %s not implemented",
-                          table->name ? table->name : "backend", qmm_op_name(call->op));
+    return qmm_status_no_operator(st, table->name ? table->name : "backend", call->op);
 }
 
 /* Dispatches a tagged call to the backend's own operator function. */

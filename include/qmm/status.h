@@ -66,6 +66,24 @@ static inline qmm_status_code qmm_status_set(qmm_status *st, qmm_status_code cod
     return code;
 }
 
+/* The answers every backend words alike, each made in one place. */
+
+/* "<who>: <why>" with `code`: a backend's reason, such as why it will not compute anything
+ * ("optimized:isa=amx,threads=2: this CPU has no AMX-INT8", "cuda: no CUDA device"). */
+static inline qmm_status_code qmm_status_because(qmm_status *st, qmm_status_code code,
+                                                 const char *who, const char *why)
+{
+    return qmm_status_set(st, code, "%s: %s", who, why);
+}
+
+/* QMM_OUT_OF_MEMORY, "<who>: out of memory", or with `what` "<who>: out of memory <what>"
+ * ("for the packed operands", "packing b"). */
+static inline qmm_status_code qmm_status_oom(qmm_status *st, const char *who, const char *what)
+{
+    return qmm_status_set(st, QMM_OUT_OF_MEMORY, "%s: out of memory%s%s", who, what ? " " : "",
+                          what ? what : "");
+}
+
 #ifdef __cplusplus
 }
 #endif

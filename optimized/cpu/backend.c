@@ -38,10 +38,9 @@ static qmm_status_code opt_query(const qmm_backend *self, const qmm_call *call, 
 {
     const qmm_opt_backend *ob = self->impl;
     if (call->op != QMM_OP_QLINEARMATMUL && call->op != QMM_OP_MATMULINTEGER)
-        return qmm_status_set(st, QMM_UNSUPPORTED, "%s: operator %s not implemented",
-                              ob->name, qmm_op_name(call->op));
+        return qmm_status_no_operator(st, ob->name, call->op);
     if (ob->missing)
-        return qmm_status_set(st, QMM_UNSUPPORTED, "%s: %s", ob->name, ob->missing);
+        return qmm_status_because(st, QMM_UNSUPPORTED, ob->name, ob->missing);
     /* Validation belongs to the operator call (invalid input is still "supported"); the
      * call answers UNSUPPORTED for valid float8 operands, after validating: the kernels are
      * integer GEMMs (docs/optimized.md). */
@@ -86,20 +85,16 @@ static qmm_status_code parse_options(const char *options, int *isa, int *threads
         if (qmm_option_is(&o, "isa")) {
             *isa = parse_isa(o.value, (size_t)o.value_len);
             if (*isa == -2)
-                return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                                      "option '%.*s': unknown ISA (%s)", o.item_len, o.item,
-                                      isa_choices(choices, sizeof choices, ", ", " or "));
+                return qmm_option_refuse(st, &o, "unknown ISA (%s)",
+                                         isa_choices(choices, sizeof choices, ", ", " or "));
         } else if (qmm_option_is(&o, "threads")) {
             if (!qmm_option_int(&o, 1, 256, &n))
-                return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                                      "option '%.*s': threads must be 1..256", o.item_len, o.item);
+                return qmm_option_refuse(st, &o, "threads must be 1..256");
             *threads = (int)n;
         } else {
-            return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                                  "option '%.*s': unknown (the optimized backend accepts "
-                                  "isa=%s, threads=N)",
-                                  o.item_len, o.item,
-                                  isa_choices(choices, sizeof choices, "|", "|"));
+            return qmm_option_refuse(st, &o, "unknown (the optimized backend accepts isa=%s, "
+                                             "threads=N)",
+                                     isa_choices(choices, sizeof choices, "|", "|"));
         }
     }
     return QMM_OK;
@@ -132,7 +127,7 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
     }
     qmm_opt_backend *ob = calloc(1, sizeof *ob);
     if (!ob) {
-        qmm_status_set(st, QMM_OUT_OF_MEMORY, "optimized: out of memory");
+        qmm_status_oom(st, "optimized", NULL);
         return NULL;
     }
     pthread_mutex_init(&ob->ws_lock, NULL);
@@ -177,12 +172,12 @@ qmm_optimized_packed_b *qmm_optimized_pack_b(const qmm_backend *be, const qmm_te
     }
     const qmm_opt_backend *ob = be->impl;
     if (ob->missing) {
-        qmm_status_set(st, QMM_UNSUPPORTED, "%s: %s", ob->name, ob->missing);
+        qmm_status_because(st, QMM_UNSUPPORTED, ob->name, ob->missing);
         return NULL;
     }
     qmm_optimized_packed_b *pb = calloc(1, sizeof *pb);
     if (!pb) {
-        qmm_status_set(st, QMM_OUT_OF_MEMORY, "pack_b: out of memory");
+        qmm_status_oom(st, "pack_b", NULL);
         return NULL;
     }
     if (qmm_opt_pack_b_all(ob, b, pb, st) != QMM_OK) {

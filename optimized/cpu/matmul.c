@@ -669,8 +669,7 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
     int cached;
     char *blk = carve_scratch(ob, J, own_b, &cached);
     if (!blk)
-        return qmm_status_set(st, QMM_OUT_OF_MEMORY, "%s: out of memory for the packed operands",
-                              ob->name);
+        return qmm_status_oom(st, ob->name, "for the packed operands");
     pick_a_matrices(J);
     if (pb) {
         J->bpack = pb->data;
@@ -705,7 +704,7 @@ static qmm_status_code check_packed(const qmm_opt_backend *ob, const qmm_tensor 
 static qmm_status_code check_runnable(const qmm_opt_backend *ob, qmm_status *st)
 {
     if (ob->missing)
-        return qmm_status_set(st, QMM_UNSUPPORTED, "%s: %s", ob->name, ob->missing);
+        return qmm_status_because(st, QMM_UNSUPPORTED, ob->name, ob->missing);
     return QMM_OK;
 }
 
@@ -807,7 +806,7 @@ qmm_status_code qmm_opt_pack_b_all(const qmm_opt_backend *ob, const qmm_tensor *
                                                       ~(size_t)63)
                               : NULL;
     if (!pb->data || (L->kg == 4 && !pb->colsum))
-        return qmm_status_set(st, QMM_OUT_OF_MEMORY, "%s: out of memory packing b", ob->name);
+        return qmm_status_oom(st, ob->name, "packing b");
     if (pb->n == 0)
         return qmm_status_ok(st);
     /* the same packer the calls use, one matrix and one column chunk per task */

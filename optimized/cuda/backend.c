@@ -19,10 +19,9 @@ static qmm_status_code cu_query(const qmm_backend *self, const qmm_call *call, q
     const qmm_cu_backend *cb = self->impl;
     if (call->op != QMM_OP_QLINEARMATMUL && call->op != QMM_OP_MATMULINTEGER &&
         call->op != QMM_OP_QORDEREDMATMUL)
-        return qmm_status_set(st, QMM_UNSUPPORTED, "%s: operator %s not implemented", cb->name,
-                              qmm_op_name(call->op));
+        return qmm_status_no_operator(st, cb->name, call->op);
     if (cb->missing)
-        return qmm_status_set(st, QMM_UNSUPPORTED, "%s: %s", cb->name, cb->missing);
+        return qmm_status_because(st, QMM_UNSUPPORTED, cb->name, cb->missing);
     /* validation belongs to the operator call: invalid input is still "supported" */
     return qmm_status_ok(st);
 }
@@ -35,7 +34,7 @@ qmm_cu_backend *qmm_cu_from_backend(const qmm_backend *be)
 static qmm_status_code check_runnable(const qmm_cu_backend *cb, qmm_status *st)
 {
     if (cb->missing)
-        return qmm_status_set(st, QMM_UNSUPPORTED, "%s: %s", cb->name, cb->missing);
+        return qmm_status_because(st, QMM_UNSUPPORTED, cb->name, cb->missing);
     return QMM_OK;
 }
 
@@ -102,19 +101,15 @@ static qmm_status_code parse_options(const char *options, int *device, int *emul
     for (const char *p = options; qmm_option_next(&p, &o);) {
         if (qmm_option_is(&o, "device")) {
             if (!qmm_option_int(&o, 0, 1023, &val))
-                return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                                      "option '%.*s': device must be 0..1023", o.item_len, o.item);
+                return qmm_option_refuse(st, &o, "device must be 0..1023");
             *device = (int)val;
         } else if (qmm_option_is(&o, "emulate")) {
             if (!qmm_option_int(&o, 0, 1, &val))
-                return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                                      "option '%.*s': emulate must be 0 or 1", o.item_len, o.item);
+                return qmm_option_refuse(st, &o, "emulate must be 0 or 1");
             *emulate = (int)val;
         } else {
-            return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                                  "option '%.*s': unknown (the cuda backend accepts "
-                                  "device=N, emulate=0|1)",
-                                  o.item_len, o.item);
+            return qmm_option_refuse(st, &o,
+                                     "unknown (the cuda backend accepts device=N, emulate=0|1)");
         }
     }
     return QMM_OK;
@@ -166,7 +161,7 @@ qmm_backend *qmm_cuda_open(uint32_t harness_abi, const char *options, qmm_status
         return NULL;
     qmm_cu_backend *cb = calloc(1, sizeof *cb);
     if (!cb) {
-        qmm_status_set(st, QMM_OUT_OF_MEMORY, "cuda: out of memory");
+        qmm_status_oom(st, "cuda", NULL);
         return NULL;
     }
     cb->device = device;

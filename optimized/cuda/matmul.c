@@ -96,8 +96,7 @@ static qmm_status_code plan_build(const qmm_cu_backend *cb, plan *p, qmm_status 
     p->cm = malloc(B * N * sizeof *p->cm + 1);
     p->ybase = malloc(B * sizeof *p->ybase);
     if (!p->amat || !p->bmat || !p->da || !p->db || !p->sa || !p->sb || !p->cm || !p->ybase)
-        return qmm_status_set(st, QMM_OUT_OF_MEMORY, "%s: out of memory for the parameters",
-                              cb->name);
+        return qmm_status_oom(st, cb->name, "for the parameters");
     const qmm_tensor *az = p->qlm ? &p->qlm->a_zero_point : &p->mmi->a_zero_point;
     const qmm_tensor *bz = p->qlm ? &p->qlm->b_zero_point : &p->mmi->b_zero_point;
     int32_t shift_a = p->a_signed ? 0 : 128, shift_b = p->b_signed ? 0 : 128;
@@ -116,8 +115,7 @@ static qmm_status_code plan_build(const qmm_cu_backend *cb, plan *p, qmm_status 
             p->ys = malloc((size_t)p->ynumel * sizeof *p->ys + 1);
             p->yz = malloc((size_t)p->ynumel * sizeof *p->yz + 1);
             if (!p->ys || !p->yz)
-                return qmm_status_set(st, QMM_OUT_OF_MEMORY,
-                                      "%s: out of memory for the parameters", cb->name);
+                return qmm_status_oom(st, cb->name, "for the parameters");
             for (int64_t e = 0; e < p->ynumel; e++) {
                 p->ys[e] = qmm_scale_decode(c->y_scale.dtype, c->y_scale.data, e);
                 p->yz[e] = zp_value(&c->y_zero_point, e);
@@ -202,7 +200,7 @@ static qmm_status_code run_emulated(const qmm_cu_backend *cb, const plan *p, qmm
     int32_t *dot = malloc(M * N * sizeof *dot + 1);
     qmm_status_code rc = QMM_OK;
     if (!ap || !bt || !rs || !cs || !dot) {
-        rc = qmm_status_set(st, QMM_OUT_OF_MEMORY, "%s: out of memory", cb->name);
+        rc = qmm_status_oom(st, cb->name, NULL);
         goto out;
     }
     const uint8_t *a = p->a->data, *b = p->b->data;
@@ -548,7 +546,7 @@ static qmm_status_code time_median(qmm_cu_backend *cb, bench_fn fn, void *ctx, i
     cudaEvent_t e0 = NULL, e1 = NULL;
     double *t = calloc((size_t)reps, sizeof *t);
     if (!t)
-        return qmm_status_set(st, QMM_OUT_OF_MEMORY, "%s: out of memory", cb->name);
+        return qmm_status_oom(st, cb->name, NULL);
     CU_TRY(cudaEventCreate(&e0), "timing event");
     CU_TRY(cudaEventCreate(&e1), "timing event");
     for (int w = 0; w < 3; w++) /* warm-up: heuristics, kernel loading, clocks */
@@ -602,8 +600,8 @@ qmm_status_code qmm_cuda_bench_resident(const qmm_backend *be, int64_t m, int64_
     if (!cb)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "not a cuda backend");
     if (cb->missing || cb->emulate)
-        return qmm_status_set(st, QMM_UNSUPPORTED, "%s: %s", cb->name,
-                              cb->missing ? cb->missing : "the benchmark needs a device");
+        return qmm_status_because(st, QMM_UNSUPPORTED, cb->name,
+                                  cb->missing ? cb->missing : "the benchmark needs a device");
     if (m <= 0 || k <= 0 || n <= 0 || k > QMM_CU_KCHUNK || reps < 1)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT,
                               "bench: need m, n > 0, 0 < k <= %d, reps >= 1", QMM_CU_KCHUNK);

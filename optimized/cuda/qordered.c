@@ -89,7 +89,7 @@ static qmm_status_code run_emulated(const qmm_cu_backend *cb, const qo *q, qmm_s
             *u_c = malloc(mn * sizeof *u_c + 1);
     qmm_status_code rc = QMM_OK;
     if (!acc || !u_off || !u_acc || !u_col || !u_c) {
-        rc = qmm_status_set(st, QMM_OUT_OF_MEMORY, "%s: out of memory", cb->name);
+        rc = qmm_status_oom(st, cb->name, NULL);
         goto out;
     }
     const int8_t *A = q->c->a.data, *B = q->c->b.data;
@@ -214,7 +214,7 @@ static qmm_status_code run_device(qmm_cu_backend *cb, const qo *q, qmm_status *s
     h_col = malloc(mn * sizeof *h_col + 4);
     h_c = malloc(mn * sizeof *h_c + 4);
     if (!h_off || !h_acc || !h_col || !h_c) {
-        rc = qmm_status_set(st, QMM_OUT_OF_MEMORY, "%s: out of memory", cb->name);
+        rc = qmm_status_oom(st, cb->name, NULL);
         goto out;
     }
     if (cn)
@@ -374,7 +374,7 @@ qmm_status_code qmm_cu_qorderedmatmul(qmm_cu_backend *cb, const qmm_qorderedmatm
     if (!q.sb || (qmm_tensor_present(&c->bias) && !q.bias)) {
         free(q.sb);
         free(q.bias);
-        return qmm_status_set(st, QMM_OUT_OF_MEMORY, "%s: out of memory", cb->name);
+        return qmm_status_oom(st, cb->name, NULL);
     }
     int per_col = qmm_tensor_numel(&c->scale_b) != 1;
     for (int64_t j = 0; j < q.n; j++) {

@@ -273,9 +273,5 @@ int peer_open_check(const char *name, uint32_t harness_abi, const char *options,
 {
     if (!qmm_backend_abi_check(name, harness_abi, st))
         return 0;
-    if (options && options[0] != '\0') {
-        qmm_status_set(st, QMM_INVALID_ARGUMENT, "%s: no options, got '%s'", name, options);
-        return 0;
-    }
-    return 1;
+    return qmm_backend_no_options(name, options, st);
 }

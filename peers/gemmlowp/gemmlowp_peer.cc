@@ -139,7 +139,7 @@ qmm_status_code gemmlowp_qlinearmatmul(const qmm_backend *, const qmm_qlinearmat
                 -peer_q8(&q->b_zero_point, 0), pipeline);
         }
     } catch (const std::bad_alloc &) {
-        return qmm_status_set(st, QMM_OUT_OF_MEMORY, "gemmlowp: out of memory");
+        return qmm_status_oom(st, "gemmlowp", nullptr);
     }
     return qmm_status_ok(st);
 }
@@ -157,7 +157,7 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
         return nullptr;
     qmm_backend *be = new (std::nothrow) qmm_backend();
     if (!be) {
-        qmm_status_set(st, QMM_OUT_OF_MEMORY, "gemmlowp: out of memory");
+        qmm_status_oom(st, "gemmlowp", nullptr);
         return nullptr;
     }
     qmm_backend_init(be, "gemmlowp",

@@ -323,7 +323,7 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
         return NULL;
     onednn_peer *pe = calloc(1, sizeof *pe);
     if (!pe) {
-        qmm_status_set(st, QMM_OUT_OF_MEMORY, "onednn: out of memory");
+        qmm_status_oom(st, "onednn", NULL);
         return NULL;
     }
     if (dnnl_engine_create(&pe->engine, dnnl_cpu, 0) != dnnl_success) {

@@ -130,7 +130,7 @@ static qmm_status_code xnnpack_qlinearmatmul(const qmm_backend *self, const qmm_
     if (!x || !w) {
         free(x);
         free(w);
-        return qmm_status_set(st, QMM_OUT_OF_MEMORY, "xnnpack: out of memory");
+        return qmm_status_oom(st, "xnnpack", NULL);
     }
     if (bytes)
         memcpy(x, q->a.data, bytes);
@@ -179,7 +179,7 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
     }
     qmm_backend *be = calloc(1, sizeof *be);
     if (!be) {
-        qmm_status_set(st, QMM_OUT_OF_MEMORY, "xnnpack: out of memory");
+        qmm_status_oom(st, "xnnpack", NULL);
         return NULL;
     }
     qmm_backend_init(be, "xnnpack",
