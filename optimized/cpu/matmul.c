@@ -701,27 +701,30 @@ static qmm_status_code check_packed(const qmm_opt_backend *ob, const qmm_tensor 
     return QMM_OK;
 }
 
-static qmm_status_code check_runnable(const qmm_opt_backend *ob, qmm_status *st)
+/* What a call must pass before validation: the variant runs on this CPU, and a prepacked B is
+ * this call's (*b, the call's copy, then may carry no data: validation only asks for non-NULL,
+ * and it is never read). */
+static qmm_status_code admit(const qmm_opt_backend *ob, qmm_tensor *b,
+                             const qmm_optimized_packed_b *pb, qmm_status *st)
 {
     if (ob->missing)
         return qmm_status_because(st, QMM_UNSUPPORTED, ob->name, ob->missing);
-    return QMM_OK;
+    if (!pb)
+        return QMM_OK;
+    qmm_status_code rc = check_packed(ob, b, pb, st);
+    if (rc == QMM_OK && !b->data)
+        b->data = (void *)pb;
+    return rc;
 }
 
 qmm_status_code qmm_opt_qlinearmatmul(const qmm_opt_backend *ob, const qmm_qlinearmatmul *c,
                                       const qmm_optimized_packed_b *pb, qmm_status *st)
 {
-    if (check_runnable(ob, st) != QMM_OK)
-        return QMM_UNSUPPORTED;
     qmm_qlinearmatmul call = *c;
-    if (pb) {
-        if (check_packed(ob, &c->b, pb, st) != QMM_OK)
-            return QMM_INVALID_ARGUMENT;
-        if (!call.b.data)
-            call.b.data = (void *)pb; /* never read: validation only asks for non-NULL */
-    }
     qmm_plan plan;
-    qmm_status_code rc = qmm_validate_qlinearmatmul(&call, &plan, st);
+    qmm_status_code rc = admit(ob, &call.b, pb, st);
+    if (rc == QMM_OK)
+        rc = qmm_validate_qlinearmatmul(&call, &plan, st);
     if (rc != QMM_OK)
         return rc;
     const char *f8 = qmm_qlinearmatmul_float8(c);
@@ -729,15 +732,8 @@ qmm_status_code qmm_opt_qlinearmatmul(const qmm_opt_backend *ob, const qmm_qline
         return qmm_status_set(st, QMM_UNSUPPORTED,
                               "%s: %s is float8; the integer kernels take uint8/int8 only",
                               ob->name, f8);
-    job J;
-    memset(&J, 0, sizeof J);
-    J.g = &plan.g;
-    J.maps = plan.maps;
-    J.qlm = c;
-    J.a = &c->a;
-    J.b = &call.b;
-    J.az = &c->a_zero_point;
-    J.bz = &c->b_zero_point;
+    job J = {.g = &plan.g, .maps = plan.maps, .qlm = c, .a = &c->a, .b = &call.b,
+             .az = &c->a_zero_point, .bz = &c->b_zero_point};
     J.y_per_tensor = qmm_tensor_numel(&c->y_scale) == 1;
     J.sy = 1.0; /* only the per-tensor path reads it (y_scale may hold no element) */
     if (J.y_per_tensor) {
@@ -753,28 +749,15 @@ qmm_status_code qmm_opt_qlinearmatmul(const qmm_opt_backend *ob, const qmm_qline
 qmm_status_code qmm_opt_matmulinteger(const qmm_opt_backend *ob, const qmm_matmulinteger *c,
                                       const qmm_optimized_packed_b *pb, qmm_status *st)
 {
-    if (check_runnable(ob, st) != QMM_OK)
-        return QMM_UNSUPPORTED;
     qmm_matmulinteger call = *c;
-    if (pb) {
-        if (check_packed(ob, &c->b, pb, st) != QMM_OK)
-            return QMM_INVALID_ARGUMENT;
-        if (!call.b.data)
-            call.b.data = (void *)pb;
-    }
     qmm_plan plan;
-    qmm_status_code rc = qmm_validate_matmulinteger(&call, &plan, st);
+    qmm_status_code rc = admit(ob, &call.b, pb, st);
+    if (rc == QMM_OK)
+        rc = qmm_validate_matmulinteger(&call, &plan, st);
     if (rc != QMM_OK)
         return rc;
-    job J;
-    memset(&J, 0, sizeof J);
-    J.g = &plan.g;
-    J.maps = plan.maps;
-    J.mmi = c;
-    J.a = &c->a;
-    J.b = &call.b;
-    J.az = &c->a_zero_point;
-    J.bz = &c->b_zero_point;
+    job J = {.g = &plan.g, .maps = plan.maps, .mmi = c, .a = &c->a, .b = &call.b,
+             .az = &c->a_zero_point, .bz = &c->b_zero_point};
     return run_job(ob, &J, pb, st);
 }
 

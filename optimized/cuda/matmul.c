@@ -190,6 +190,25 @@ static qmm_cu_epi epi_args(const plan *p, int64_t bi, const int32_t *dot, int64_
 
 /* ---- host emulation: the same pipeline, a loop for the GEMM ---- */
 
+/* The device's operand preparation (kernels.cu): nmat matrices of `rows` rows of K values,
+ * element (r, kk) of matrix mat at src + mat*rows*K + r*rs + kk*ks, shifted to int8 into
+ * dst[(mat*rows + r)*K + kk], each row's sum into sums[mat*rows + r] (mod 2^32). */
+static void emulate_prep(const uint8_t *src, int is_signed, size_t nmat, size_t rows, size_t K,
+                         size_t rs, size_t ks, int8_t *dst, int32_t *sums)
+{
+    for (size_t mat = 0; mat < nmat && K; mat++)
+        for (size_t r = 0; r < rows; r++) {
+            uint32_t sum = 0;
+            const uint8_t *row = src + mat * rows * K + r * rs;
+            for (size_t kk = 0; kk < K; kk++) {
+                int8_t v = qmm_cu_s8(row[kk * ks], is_signed);
+                dst[(mat * rows + r) * K + kk] = v;
+                sum += (uint32_t)(int32_t)v;
+            }
+            sums[mat * rows + r] = qmm_rq_wrap(sum);
+        }
+}
+
 static qmm_status_code run_emulated(const qmm_cu_backend *cb, const plan *p, qmm_status *st)
 {
     size_t M = (size_t)p->m, K = (size_t)p->k, N = (size_t)p->n;
@@ -203,27 +222,9 @@ static qmm_status_code run_emulated(const qmm_cu_backend *cb, const plan *p, qmm
         rc = qmm_status_oom(st, cb->name, NULL);
         goto out;
     }
-    const uint8_t *a = p->a->data, *b = p->b->data;
-    for (size_t mat = 0; mat < (size_t)p->namat && K; mat++)
-        for (size_t i = 0; i < M; i++) {
-            uint32_t sum = 0;
-            for (size_t kk = 0; kk < K; kk++) {
-                int8_t v = qmm_cu_s8(a[(mat * M + i) * K + kk], p->a_signed);
-                ap[(mat * M + i) * K + kk] = v;
-                sum += (uint32_t)(int32_t)v;
-            }
-            rs[mat * M + i] = qmm_rq_wrap(sum);
-        }
-    for (size_t mat = 0; mat < (size_t)p->nbmat && K; mat++)
-        for (size_t j = 0; j < N; j++) {
-            uint32_t sum = 0;
-            for (size_t kk = 0; kk < K; kk++) {
-                int8_t v = qmm_cu_s8(b[(mat * K + kk) * N + j], p->b_signed);
-                bt[(mat * N + j) * K + kk] = v;
-                sum += (uint32_t)(int32_t)v;
-            }
-            cs[mat * N + j] = qmm_rq_wrap(sum);
-        }
+    /* A as it is (rows of K), B transposed (its columns as rows of K) */
+    emulate_prep(p->a->data, p->a_signed, (size_t)p->namat, M, K, K, 1, ap, rs);
+    emulate_prep(p->b->data, p->b_signed, (size_t)p->nbmat, N, K, 1, N, bt, cs);
     for (int64_t bi = 0; bi < p->batch; bi++) {
         const int8_t *x = ap + (size_t)p->amat[bi] * M * K;
         const int8_t *w = bt + (size_t)p->bmat[bi] * N * K;
