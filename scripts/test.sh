@@ -34,7 +34,7 @@ if [ "$dir" = build-asan ]; then
   fi
 fi
 cmake --build "$dir" -j"$(nproc)"
-if [ "$dir" = build-asan ] && ! nm "$dir/harness/qmmcheck" | grep -q '__asan_init'; then
+if [ "$dir" = build-asan ] && ! nm "$dir/harness/qmmcheck" | grep '__asan_init' >/dev/null; then
   echo "scripts/test.sh: $dir/harness/qmmcheck has no AddressSanitizer runtime" >&2
   exit 1
 fi
