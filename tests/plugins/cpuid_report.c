@@ -49,7 +49,7 @@ static qmm_status_code r_query(const qmm_backend *self, const qmm_call *call, qm
 qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st)
 {
     (void)options;
-    if (!plugin_abi_ok("cpuid_report", harness_abi, st))
+    if (!qmm_backend_abi_check("cpuid_report", harness_abi, st))
         return NULL;
     qmm_backend *be = plugin_table("cpuid_report", "says what CPU it runs on (tests only)", 1, st);
     if (be)
