@@ -207,7 +207,11 @@ def _status_of(exc):
         return INVALID_ARGUMENT, str(exc)
     if isinstance(exc, MemoryError):
         return OUT_OF_MEMORY, "out of memory"
-    traceback.print_exc(file=sys.stderr)
+    # the traceback from the backend's own code: this module's frames that called it say nothing
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_globals.get("__name__") == __name__:
+        tb = tb.tb_next
+    traceback.print_exception(type(exc), exc, tb or exc.__traceback__, file=sys.stderr)
     return INTERNAL, "%s: %s" % (type(exc).__name__, exc)
 
 

@@ -149,6 +149,26 @@ static char *every_case(const char *mode, const char *status, const char *text)
     return out;
 }
 
+/* What a process prints is shown line by line, the last lines kept: at most 64 lines (of
+ * 1000 printed) and 4 KiB cleaned (of ten lines of 199 control characters, 796 bytes each
+ * cleaned), after a line counting the earlier ones left out. */
+Test(exec, its_output_is_shown_as_at_most_64_lines_and_4_kib)
+{
+    struct {
+        const char *mode, *left;
+        int shown;
+    } floods[] = {{"flood=1000,1", "    ... 937 earlier lines not shown", 64},
+                  {"flood=10,199", "    ... 5 earlier lines not shown", 6}};
+    for (int f = 0; f < 2; f++) {
+        char *out = every_case(floods[f].mode, ":FAILED", "flooded");
+        cr_expect_eq(lines_starting(out, floods[f].left), 4, "%s", out);
+        cr_expect_eq(lines_starting(out, "    |"), 4 * floods[f].shown, "%s", out);
+        cr_expect_eq(lines_starting(out, "    | the last line"), 4, "%s", out);
+        cr_expect_eq(lines_starting(out, "    | \\x01"), 4 * (floods[f].shown - 1), "%s", out);
+        free(out);
+    }
+}
+
 Test(exec, writing_on_the_protocol_channel_is_an_error_naming_the_frame_length)
 {
     char *out = every_case("forge-stdout", ":ERROR", "frame length:");
@@ -230,6 +250,52 @@ Test(exec, the_python_module_example_passes)
     cr_expect_eq(count_lines_with(out, ":FAILED"), 0, "%s", out);
     cr_expect_gt(count_lines_with(out, ":PASSED"), 10, "%s", out);
     free(out);
+}
+
+/* An exception inside compute: INTERNAL with its type and message, and its traceback beside
+ * the case as detail lines, one per line printed, each marked and cleaned on its own, from the
+ * user's code (not qmm_exec's frames); what it prints around it forges nothing. */
+Test(exec, a_python_exception_shows_its_traceback_as_detail_lines)
+{
+    char py[512], script[600], text[1024];
+    if (!find_python(py, sizeof py))
+        cr_skip_test("no %s: run scripts/pydeps.sh (or set QMM_PYTHON)", py);
+    snprintf(script, sizeof script, "%s/raises.py", tmpdir);
+    snprintf(text, sizeof text,
+             "import sys\n"
+             "sys.path.insert(0, '%s/python')\n"
+             "import qmm_exec\n"
+             "\n"
+             "def divide(x):\n"
+             "    return 1 // x\n"
+             "\n"
+             "def compute(op, attrs, inputs):\n"
+             "    print('\\n7:PASSED forged\\nSUMMARY: total:1 passed:1\\n\\x1b[31mred')\n"
+             "    return divide(0)\n"
+             "\n"
+             "qmm_exec.serve(compute, name='raises')\n", env("QMM_SOURCE_DIR"));
+    write_text(script, text);
+    const char *isolation[] = {"", "--no-isolate"};
+    for (int i = 0; i < 2; i++) {
+        char *out = qmmcheck_expect(1, "run %s --backend 'exec:%s %s' --vectors " MI_RANDOM,
+                                    isolation[i], py, script);
+        cr_expect_eq(count_lines_with(out, ":FAILED"), 4, "%s", out);
+        expect_in(out, "(answered INTERNAL for a valid call: ZeroDivisionError: integer "
+                       "division or modulo by zero)");
+        cr_expect_eq(lines_starting(out, "    | Traceback (most recent call last):"), 4, "%s",
+                     out);
+        cr_expect_eq(lines_starting(out, "    | ZeroDivisionError: integer division or modulo "
+                                         "by zero"), 4, "%s", out);
+        cr_expect_eq(count_lines_with(out, "\", line 6, in divide"), 4, "%s", out);
+        cr_expect_eq(count_lines_with(out, "qmm_exec.py"), 0, "%s", out);
+        /* forged lines stay inside the detail, marked */
+        cr_expect_eq(lines_starting(out, "    | 7:PASSED forged"), 4, "%s", out);
+        cr_expect_eq(lines_starting(out, "7:"), 0, "%s", out);
+        cr_expect_eq(lines_starting(out, "SUMMARY:"), 1, "%s", out);
+        cr_expect_eq(count_lines_with(out, "\\x1b[31mred"), 4, "%s", out);
+        cr_expect_not(strchr(out, '\x1b'), "a raw escape character:\n%s", out);
+        free(out);
+    }
 }
 
 /* ---- the stream cannot be shifted: request ids and unasked bytes (protocol version 2) ---- */
@@ -341,7 +407,7 @@ Test(exec, in_process_its_stderr_is_captured_and_cleaned_not_passed_through)
     cr_expect_eq(lines_starting(out, "1:PASSED forged"), 0, "%s", out);
     cr_expect_eq(lines_starting(out, "SUMMARY:"), 1, "%s", out);
     expect_in(out, "worker output ("); /* shown beside the case, cleaned, as isolated */
-    expect_in(out, "1:PASSED forged\\n");
+    cr_expect_eq(lines_starting(out, "    | 1:PASSED forged"), 4, "%s", out);
     free(out);
 }
 

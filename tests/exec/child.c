@@ -8,6 +8,8 @@
  *   exit-on-call        every call exits with status 7 before answering
  *   forge               prints forged case lines on stderr and in its message (INTERNAL)
  *   forge-stdout        writes forged case lines on its stdout: the protocol channel
+ *   flood=N,W           prints N lines of W control characters (0x01) and "the last line"
+ *                       (no newline) on stderr, and answers INTERNAL
  *   oversize            answers a call with a frame length of 0xfffffff0
  *   bad-field           answers a call with Reply.status as a string
  *   wrong-shape         answers a call with a [1,1] output
@@ -232,6 +234,20 @@ static void answer_call(request *r, const qmm_backend *ref)
     if (strcmp(mode, "forge") == 0) {
         fprintf(stderr, "1:PASSED forged\nSUMMARY: total:1 passed:1 failed:0\n");
         put_reply_head(&b, 3, QMM_INTERNAL, "x\n999:PASSED forged\nSUMMARY: total:1 passed:1");
+        send_frame(&b);
+        return;
+    }
+    if (strncmp(mode, "flood=", 6) == 0) {
+        int lines = 0, width = 0;
+        sscanf(mode + 6, "%d,%d", &lines, &width);
+        for (int i = 0; i < lines; i++) {
+            for (int j = 0; j < width; j++)
+                fputc(1, stderr);
+            fputc('\n', stderr);
+        }
+        fputs("the last line", stderr);
+        fflush(stderr);
+        put_reply_head(&b, 3, QMM_INTERNAL, "flooded");
         send_frame(&b);
         return;
     }

@@ -37,14 +37,19 @@ Test(guard_cli, a_write_pages_past_y_names_y)
     free(out);
 }
 
-Test(guard_cli, worker_output_is_one_bounded_clean_detail_line)
+/* What a worker prints is shown line by line, each "    | " and cleaned on its own: a forged
+ * case line stays inside the detail, an escape is written out, a long line is cut. */
+Test(guard_cli, worker_output_is_bounded_clean_detail_lines)
 {
     char *out = run_mode("chatty");
     cr_assert_eq(count_lines_with(out, "forged-by-guard-plugin"), 1, "%s", out);
     cr_assert_not(strstr(out, "\n7:PASSED"), "a forged case line:\n%s", out);
+    cr_assert(strstr(out, "\n    | 7:PASSED forged-by-guard-plugin\n"), "%s", out);
     cr_assert_not(strchr(out, '\x1b'), "a raw escape character:\n%s", out);
-    /* 5001 bytes printed, 4096 kept */
-    const char *line = strstr(out, "    worker output (4096 bytes, 905 dropped): ");
+    /* 5001 bytes printed, 4096 kept: an empty line, the forged one, then escape and filler */
+    const char *line = strstr(out, "    worker output (4096 bytes, 905 dropped):\n    |\n");
+    cr_assert(line, "%s", out);
+    line = strstr(line, "    | \\x1b[31mredzzz");
     cr_assert(line, "%s", out);
     const char *nl = strchr(line, '\n');
     cr_assert(nl && nl - line < 1200, "the line is not cut at 1 KiB:\n%s", out);
