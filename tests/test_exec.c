@@ -252,6 +252,31 @@ Test(exec, the_python_module_example_passes)
     free(out);
 }
 
+/* A Python backend that dies on import, deep in its imports: the usage error ends with the
+ * exception's own line, isolated and not (what gets cut when the traceback is long is its
+ * start, never the line that says why). */
+Test(exec, a_python_backend_that_dies_on_import_shows_why_in_the_usage_error)
+{
+    char py[512], script[600];
+    if (!find_python(py, sizeof py))
+        cr_skip_test("no %s: run scripts/pydeps.sh (or set QMM_PYTHON)", py);
+    snprintf(script, sizeof script, "%s/dies.py", tmpdir);
+    write_text(script, "def load(n):\n"
+                       "    if n == 0:\n"
+                       "        import qmm_no_such_module\n"
+                       "    return load(n - 1)\n"
+                       "\n"
+                       "load(12)\n");
+    const char *isolation[] = {"", "--no-isolate"};
+    for (int i = 0; i < 2; i++) {
+        char *out = qmmcheck_expect(2, "run %s --backend 'exec:%s %s' --vectors " MI_RANDOM,
+                                    isolation[i], py, script);
+        expect_in(out, "exited with status 1 before reading the hello request; it printed");
+        expect_in(out, "ModuleNotFoundError: No module named 'qmm_no_such_module'");
+        free(out);
+    }
+}
+
 /* An exception inside compute: INTERNAL with its type and message, and its traceback beside
  * the case as detail lines, one per line printed, each marked and cleaned on its own, from the
  * user's code (not qmm_exec's frames); what it prints around it forges nothing. */

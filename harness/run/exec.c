@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness/io/clean.h"
 #include "harness/io/onnx_io.h"
 #include "harness/run/cpu.h"
 #include "harness/run/exec_proto.h"
@@ -851,14 +852,17 @@ qmm_backend *qh_exec_open(uint32_t harness_abi, const char *rest, qmm_status *st
     pthread_mutex_init(&s->mu, NULL);
     int started = start(s, why, sizeof why);
     if (started != XC_OK) {
-        /* what it said on stderr (a missing module, a usage line) says why; the caller cleans
-         * the message. Only a refusal in the hello is INVALID_ARGUMENT (--determinism). */
-        size_t k = s->cap_len;
-        while (k && (s->cap[k - 1] == '\n' || s->cap[k - 1] == '\r'))
-            k--;
-        qmm_status_set(st, started == XC_REFUSED ? QMM_INVALID_ARGUMENT : QMM_INTERNAL,
-                       "exec: %s%s%.*s", why, k ? "; it printed: " : "", (int)k,
-                       k ? s->cap : "");
+        /* what it said on stderr (a missing module, a traceback) says why: cleaned here, with
+         * room left for the "backend exec...: " that qh_backend_open puts before it. Only a
+         * refusal in the hello is INVALID_ARGUMENT (--determinism). */
+        char msg[QMM_STATUS_MESSAGE_MAX], spec[EXEC_SPEC_MAX];
+        size_t shown = qh_clean_into(spec, sizeof spec, rest, strlen(rest), 0);
+        qh_clean_into(msg, sizeof msg, "exec: ", 6, 0);
+        qh_clean_into(msg + 6, sizeof msg - 6, why, strlen(why), 0);
+        qh_append_printed(msg, sizeof msg, strlen("backend exec: ") + shown, s->cap, s->cap_len,
+                          s->cap_dropped);
+        qmm_status_set(st, started == XC_REFUSED ? QMM_INVALID_ARGUMENT : QMM_INTERNAL, "%s",
+                       msg);
         pthread_mutex_destroy(&s->mu);
         free(s->cap);
         free(s);
@@ -876,6 +880,49 @@ qmm_backend *qh_exec_open(uint32_t harness_abi, const char *rest, qmm_status *st
         .close = exec_close,
     };
     return &s->table;
+}
+
+/* The cleaned length of s[0, n). */
+static size_t cleaned_length(const char *s, size_t n)
+{
+    char *c = qh_clean_dup(s, n, 0);
+    size_t k = c ? strlen(c) : n * 8;
+    free(c);
+    return k;
+}
+
+void qh_append_printed(char *msg, size_t size, size_t reserve, const char *out, size_t n,
+                       size_t dropped)
+{
+    while (n && (out[n - 1] == '\n' || out[n - 1] == '\r'))
+        n--;
+    size_t len = strlen(msg), label = 96; /* "; it printed (its last ... dropped): " */
+    if (n == 0 || len + reserve + label + 16 >= size)
+        return;
+    size_t room = size - 1 - len - reserve - label;
+    size_t lines = 1, taken = 0, from = n, fit = 0;
+    for (size_t i = 0; i < n; i++)
+        lines += out[i] == '\n';
+    for (size_t stop = n;;) { /* back from the last line while they fit */
+        size_t start = stop;
+        while (start && out[start - 1] != '\n')
+            start--;
+        size_t add = cleaned_length(out + start, stop - start) + (taken ? 2 : 0); /* "\n" */
+        if (taken && fit + add > room)
+            break;
+        taken++, fit += add, from = start; /* the last line, cut below when it is too long */
+        if (start == 0)
+            break;
+        stop = start - 1;
+    }
+    len += (size_t)snprintf(msg + len, size - len, "; it printed%s", taken < lines || dropped
+                                                                         ? " (" : ": ");
+    if (taken < lines)
+        len += (size_t)snprintf(msg + len, size - len, "its last %zu of %zu lines%s", taken,
+                                lines, dropped ? " kept; " : "): ");
+    if (dropped)
+        len += (size_t)snprintf(msg + len, size - len, "%zu bytes after them dropped): ", dropped);
+    qh_clean_into(msg + len, size - len - reserve, out + from, n - from, 0);
 }
 
 qh_invoke_outcome qh_exec_take_event(const qmm_backend *be, char *problem, size_t n)

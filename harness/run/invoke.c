@@ -468,14 +468,11 @@ int qh_worker_open(qh_backend *b, qh_error *err)
         return 0; /* broken: every call says why */
     }
     if (!h.ok) {
-        /* with what the worker printed (an exec: process's stderr: a missing module), cleaned */
-        char said[QH_ERROR_MAX] = "";
-        size_t k = b->captured_len;
-        while (k && (b->captured[k - 1] == '\n' || b->captured[k - 1] == '\r'))
-            k--;
-        qh_clean_into(said, sizeof said, k ? b->captured : "", k, 0);
-        snprintf(err->msg, sizeof err->msg, "%s%s%s", h.message, said[0] ? "; it printed: " : "",
-                 said);
+        /* with what the worker printed (an exec: process's stderr: a missing module, a
+         * traceback), cleaned, its last lines when it is long */
+        snprintf(err->msg, sizeof err->msg, "%s", h.message);
+        qh_append_printed(err->msg, sizeof err->msg, 0, b->captured, b->captured_len,
+                          b->captured_dropped);
         free(b->captured); /* a refused open is never closed: nothing else frees it */
         b->captured = NULL;
         b->captured_len = b->captured_dropped = 0;
