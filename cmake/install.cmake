@@ -15,6 +15,10 @@ install(DIRECTORY examples/vendor-plugin DESTINATION ${CMAKE_INSTALL_DATAROOTDIR
 install(DIRECTORY vectors/onnx vectors/seeds vectors/edge vectors/qordered vectors/peers
         DESTINATION ${QMM_INSTALL_VECTORSDIR}
         PATTERN "*.py" EXCLUDE)
+# qmm_exec, the Python side of the exec: protocol, as a package a Python user pip-installs from
+# here: pip install PREFIX/share/qmm/python (python/README.md)
+install(DIRECTORY python/ DESTINATION ${CMAKE_INSTALL_DATADIR}/qmm/python
+        PATTERN "__pycache__" EXCLUDE PATTERN "*.pyc" EXCLUDE)
 # The reference's own API (exact computation, explain, profiles) for tools built on it. The
 # operator rules it links (ops/, libqmm_ops) stay project-internal: their header is not installed.
 install(FILES reference/qmm_reference.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/qmm

@@ -13,6 +13,11 @@
 
 and run `qmmcheck run --backend 'exec:python3 my_backend.py' --vectors vectors`.
 
+Install it with pip from qmmcheck's repository (`pip install ./python`) or from its installed
+prefix (`pip install PREFIX/share/qmm/python`); it needs numpy and onnx (its declared
+requirements). python/README.md documents the whole API: Op's fields, query, start, the
+exceptions and what each answer means to the verdict.
+
 The module does the framing, the envelope and the TensorProto conversion (through `onnx`,
 imported on first use: the envelope itself needs only the standard library). While it serves,
 the process's stdout is the protocol channel, so `print` is sent to stderr instead, where
@@ -23,6 +28,7 @@ import os
 import sys
 import traceback
 
+__version__ = "0.1.0"  # qmmcheck's version (CMakeLists.txt's project()): tests/python_package.sh
 PROTOCOL_VERSION = 2  # 2: every request has an id (field 11) its reply repeats (field 8)
 HELLO, QUERY, CALL, CLOSE = 1, 2, 3, 4
 OK, UNSUPPORTED, INVALID_ARGUMENT, OUT_OF_MEMORY, INTERNAL = 0, 1, 2, 3, 4
@@ -289,7 +295,8 @@ def serve(compute, name, description="", query=None, start=None):
     # every call's tensors go through onnx and numpy: a backend without them says so in one
     # line on stderr (qmmcheck shows it) and exits 2, before the first request
     import qmm_requires
-    qmm_requires.modules("numpy", "onnx")
+    qmm_requires.modules("numpy", "onnx", how="pip install numpy onnx (qmm_exec's requirements; "
+                         "qmmcheck's requirements.txt pins the versions it is tested with)")
     proto_in = os.fdopen(os.dup(0), "rb", buffering=0)
     proto_out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)  # print() now reaches stderr, never the protocol channel

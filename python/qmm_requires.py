@@ -18,8 +18,9 @@ INSTALL = ("run scripts/pydeps.sh (then use .venv/bin/python) "
            "or pip install -r requirements.txt")
 
 
-def modules(*names):
-    """Imports each module by name; exits 2 with one line at the first that fails."""
+def modules(*names, how=INSTALL):
+    """Imports each module by name; exits 2 with one line at the first that fails, ending
+    with `how` (the repository's way of installing them by default)."""
     for name in names:
         try:
             importlib.import_module(name)
@@ -28,5 +29,5 @@ def modules(*names):
             # the reason on the same line: a module present but broken names what it lacks
             reason = " ".join(str(exc).split())
             sys.stderr.write("%s: needs the Python module '%s', which %s cannot import (%s): %s\n"
-                             % (script, name, sys.executable or "python", reason, INSTALL))
+                             % (script, name, sys.executable or "python", reason, how))
             sys.exit(2)
