@@ -2,6 +2,7 @@
  * committed vectors/edge/ is exactly what the generator writes, every case passes against the
  * reference, hand-computed expectations hold, and diff finds, reports and saves differences. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,42 @@ Test(edge, every_suite_builds_with_unique_names_and_provenance)
     }
     cr_expect(total >= 200, "only %zu cases", total);
     cr_expect(qh_edge_suite_find("no-such-suite") == NULL);
+}
+
+/* Each suite is one file, harness/gen/edge/<name>.c, found by harness/CMakeLists.txt (as
+ * reference/op-*.c are): every file's suite is listed, once, in the order of the seeds. */
+Test(edge, each_suite_is_one_file_listed_by_seed)
+{
+    size_t n = qh_edge_suite_count();
+    for (size_t i = 0; i < n; i++) {
+        const qh_edge_suite *s = qh_edge_suite_at(i);
+        cr_assert(s, "suite %zu of %zu is missing", i, n);
+        cr_expect(s->build != NULL, "suite %s has no builder", s->name);
+        if (i > 0)
+            cr_expect_gt(s->seed, qh_edge_suite_at(i - 1)->seed, "suite %s: seeds are unique and "
+                         "give the order", s->name);
+        for (size_t j = 0; j < i; j++)
+            cr_expect_str_neq(s->name, qh_edge_suite_at(j)->name);
+        char path[1024];
+        snprintf(path, sizeof path, "%s/harness/gen/edge/%s.c", env("QMM_SOURCE_DIR"), s->name);
+        FILE *f = fopen(path, "r");
+        cr_expect(f != NULL, "suite %s is not its own file %s", s->name, path);
+        if (f)
+            fclose(f);
+    }
+    cr_expect(qh_edge_suite_at(n) == NULL);
+    cr_expect_str_eq(qh_edge_suite_at(0)->name, "ties");
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/harness/gen/edge", env("QMM_SOURCE_DIR"));
+    DIR *d = opendir(dir);
+    cr_assert(d, "%s", dir);
+    size_t files = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        files += len > 2 && strcmp(e->d_name + len - 2, ".c") == 0;
+    }
+    closedir(d);
+    cr_expect_eq(files, n, "%zu files in %s, %zu suites listed", files, dir, n);
 }
 
 Test(edge, same_seed_same_cases_other_seed_other_values)

@@ -18,13 +18,19 @@
 #include "harness/io/onnx_io.h"
 #include "harness/gen/problem.h"
 
+/* A suite being built (harness/gen/edge_build.h). */
+typedef struct qh_edge_builder qh_edge_builder;
+
+/* One suite: the descriptor its file, harness/gen/edge/<name>.c, defines (edge_build.h). */
 typedef struct qh_edge_suite {
-    const char *name;    /* "ties" */
-    const char *summary; /* one line: what it targets */
-    uint64_t seed;       /* the seed the committed vectors/edge/ was generated with */
+    const char *name; /* "ties" */
+    uint64_t seed;    /* the seed the committed vectors/edge/ was generated with; also its
+                       * place in the list (1 for the first) */
+    void (*build)(qh_edge_builder *x); /* appends its cases (expected outputs not yet set) */
+    const char *summary;               /* one line: what it targets */
 } qh_edge_suite;
 
-/* The suites, in a fixed order. */
+/* The suites, in the order of their seeds (the order they were added in). */
 size_t qh_edge_suite_count(void);
 const qh_edge_suite *qh_edge_suite_at(size_t i);
 /* The suite called `name`, or NULL. */

@@ -1,7 +1,7 @@
 /* harness/gen/problem.h — an operator call that owns its tensors, a seeded random generator of
  * such calls over the whole operator space, and writing one as an ONNX node-test directory.
  *
- * Shared by the edge-case suites (harness/gen/edge.c) and `qmmcheck diff` (harness/cli/cmd_diff.c).
+ * Shared by the edge-case suites (harness/gen/edge/) and `qmmcheck diff` (harness/cli/cmd_diff.c).
  * Everything here is deterministic: the same seed gives the same bytes on every machine (no
  * floating-point environment dependence, no libc random functions).
  */

@@ -1,0 +1,266 @@
+/* harness/gen/edge_build.c — the builders the edge suites make their cases with (see
+ * edge_build.h). */
+#include "harness/gen/edge_build.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/run/compare.h"
+
+/* ---- cases ---- */
+
+void qh_edge_fail(qh_edge_builder *x, const char *why)
+{
+    if (!x->failed)
+        snprintf(x->why, sizeof x->why, "%s", why);
+    x->failed = 1;
+}
+
+void qh_edge_tag(qh_edge_case *c, const char *tag)
+{
+    if (qh_meta_has_tag(&c->meta, tag) || c->meta.n_tags == QH_META_MAX_TAGS)
+        return;
+    snprintf(c->meta.tags[c->meta.n_tags++], sizeof c->meta.tags[0], "%s", tag);
+}
+
+void qh_edge_describe(qh_edge_case *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->meta.description, sizeof c->meta.description, fmt, ap);
+    va_end(ap);
+}
+
+qh_edge_case *qh_edge_add_case(qh_edge_builder *x, qmm_op_kind op, int32_t opset,
+                               const char *fmt, ...)
+{
+    qh_edge_cases *l = x->out;
+    if (l->count == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        qh_edge_case *items = realloc(l->items, cap * sizeof *items);
+        if (!items) {
+            qh_edge_fail(x, "out of memory");
+            return NULL;
+        }
+        l->items = items;
+        l->cap = cap;
+    }
+    qh_edge_case *c = &l->items[l->count++];
+    memset(c, 0, sizeof *c);
+    qh_meta_init(&c->meta);
+    char leaf[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(leaf, sizeof leaf, fmt, ap);
+    va_end(ap);
+    snprintf(c->name, sizeof c->name, "%s/%s/%s", qmm_op_desc_of(op)->slug, x->suite->name, leaf);
+    snprintf(c->meta.provenance, sizeof c->meta.provenance,
+             "qmmcheck edge generator, suite %s, seed %llu", x->suite->name,
+             (unsigned long long)x->seed);
+    qh_problem_init(&c->problem, op, opset);
+    qh_edge_tag(c, x->suite->name);
+    return c;
+}
+
+void qh_edge_drop_last_case(qh_edge_builder *x)
+{
+    qh_edge_case *c = &x->out->items[x->out->count - 1];
+    qh_problem_free(&c->problem);
+    x->out->count--;
+}
+
+qmm_qlinearmatmul *qh_edge_qlinearmatmul(qh_edge_case *c)
+{
+    return &c->problem.call.u.qlinearmatmul;
+}
+
+qmm_matmulinteger *qh_edge_matmulinteger(qh_edge_case *c)
+{
+    return &c->problem.call.u.matmulinteger;
+}
+
+/* ---- tensors ---- */
+
+/* Allocates *t (zeroed, owned by the case's problem); its element count, or -1 with the build
+ * failed, so that the callers' loops write nothing. */
+static int64_t new_tensor(qh_edge_builder *x, qh_edge_case *c, qmm_tensor *t, int32_t dtype,
+                          int32_t rank, const int64_t *dims)
+{
+    if (!qh_problem_tensor(&c->problem, t, dtype, rank, dims)) {
+        qh_edge_fail(x, "out of memory");
+        return -1;
+    }
+    return qmm_tensor_numel(t);
+}
+
+void qh_edge_int_tensor(qh_edge_builder *x, qh_edge_case *c, qmm_tensor *t, int32_t dtype,
+                        int32_t rank, const int64_t *dims, const int64_t *values)
+{
+    int64_t n = new_tensor(x, c, t, dtype, rank, dims);
+    for (int64_t i = 0; values && i < n; i++)
+        qh_tensor_set_int(t, i, values[i]);
+}
+
+void qh_edge_int_tensor_filled(qh_edge_builder *x, qh_edge_case *c, qmm_tensor *t,
+                               int32_t dtype, int32_t rank, const int64_t *dims, int64_t value)
+{
+    int64_t n = new_tensor(x, c, t, dtype, rank, dims);
+    for (int64_t i = 0; i < n; i++)
+        qh_tensor_set_int(t, i, value);
+}
+
+int64_t qh_edge_int_min(int32_t dtype) { return dtype == QMM_DTYPE_UINT8 ? 0 : -128; }
+int64_t qh_edge_int_max(int32_t dtype) { return dtype == QMM_DTYPE_UINT8 ? 255 : 127; }
+
+void qh_edge_int_tensor_random(qh_edge_builder *x, qh_edge_case *c, qmm_tensor *t,
+                               int32_t dtype, int32_t rank, const int64_t *dims, int64_t lo,
+                               int64_t hi)
+{
+    int64_t n = new_tensor(x, c, t, dtype, rank, dims);
+    if (lo < qh_edge_int_min(dtype))
+        lo = qh_edge_int_min(dtype);
+    if (hi > qh_edge_int_max(dtype))
+        hi = qh_edge_int_max(dtype);
+    for (int64_t i = 0; i < n; i++)
+        qh_tensor_set_int(t, i, qh_rng_range(&x->rng, lo, hi));
+}
+
+void qh_edge_int_tensor_full_range(qh_edge_builder *x, qh_edge_case *c, qmm_tensor *t,
+                                   int32_t dtype, int32_t rank, const int64_t *dims)
+{
+    qh_edge_int_tensor_random(x, c, t, dtype, rank, dims, qh_edge_int_min(dtype),
+                              qh_edge_int_max(dtype));
+}
+
+void qh_edge_scale_tensor(qh_edge_builder *x, qh_edge_case *c, qmm_tensor *t, int32_t dtype,
+                          int32_t rank, const int64_t *dims, const double *values)
+{
+    int64_t n = new_tensor(x, c, t, dtype, rank, dims);
+    for (int64_t i = 0; i < n; i++)
+        qh_tensor_set_scale(t, i, values[i]);
+}
+
+void qh_edge_scale_tensor_filled(qh_edge_builder *x, qh_edge_case *c, qmm_tensor *t,
+                                 int32_t dtype, int32_t rank, const int64_t *dims, double value)
+{
+    int64_t n = new_tensor(x, c, t, dtype, rank, dims);
+    for (int64_t i = 0; i < n; i++)
+        qh_tensor_set_scale(t, i, value);
+}
+
+double qh_edge_short_scale(qh_edge_builder *x, int e_lo, int e_hi)
+{
+    /* two statements: argument evaluation order is unspecified, and gcc and clang differ */
+    double m = 1.0 + 0.25 * (double)qh_rng_range(&x->rng, 0, 3);
+    return ldexp(m, (int)qh_rng_range(&x->rng, e_lo, e_hi));
+}
+
+void qh_edge_scale_tensor_random(qh_edge_builder *x, qh_edge_case *c, qmm_tensor *t,
+                                 int32_t dtype, int32_t rank, const int64_t *dims, int e_lo,
+                                 int e_hi)
+{
+    int64_t n = new_tensor(x, c, t, dtype, rank, dims);
+    for (int64_t i = 0; i < n; i++)
+        qh_tensor_set_scale(t, i, qh_edge_short_scale(x, e_lo, e_hi));
+}
+
+void qh_edge_per_tensor_params(qh_edge_builder *x, qh_edge_case *c, int32_t scale_type,
+                               double sa, int64_t za, double sb, int64_t zb, double sy,
+                               int64_t zy, int32_t ty)
+{
+    qmm_qlinearmatmul *q = qh_edge_qlinearmatmul(c);
+    qh_edge_scale_tensor_filled(x, c, &q->a_scale, scale_type, SCALAR, sa);
+    qh_edge_int_tensor_filled(x, c, &q->a_zero_point, q->a.dtype, SCALAR, za);
+    qh_edge_scale_tensor_filled(x, c, &q->b_scale, scale_type, SCALAR, sb);
+    qh_edge_int_tensor_filled(x, c, &q->b_zero_point, q->b.dtype, SCALAR, zb);
+    qh_edge_scale_tensor_filled(x, c, &q->y_scale, scale_type, SCALAR, sy);
+    qh_edge_int_tensor_filled(x, c, &q->y_zero_point, ty, SCALAR, zy);
+}
+
+void qh_edge_random_params(qh_edge_builder *x, qh_edge_case *c, int32_t scale_type,
+                           qh_edge_shape pa, qh_edge_shape pb, qh_edge_shape py, int32_t ty,
+                           int y_scale_e_lo, int64_t y_zero_point_spread)
+{
+    qmm_qlinearmatmul *q = qh_edge_qlinearmatmul(c);
+    int64_t y_mid = ty == QMM_DTYPE_UINT8 ? 128 : 0;
+    qh_edge_scale_tensor_random(x, c, &q->a_scale, scale_type, pa.rank, pa.dims, -6, -3);
+    qh_edge_int_tensor_full_range(x, c, &q->a_zero_point, q->a.dtype, pa.rank, pa.dims);
+    qh_edge_scale_tensor_random(x, c, &q->b_scale, scale_type, pb.rank, pb.dims, -6, -3);
+    qh_edge_int_tensor_full_range(x, c, &q->b_zero_point, q->b.dtype, pb.rank, pb.dims);
+    qh_edge_scale_tensor_random(x, c, &q->y_scale, scale_type, py.rank, py.dims, y_scale_e_lo,
+                                4);
+    qh_edge_int_tensor_random(x, c, &q->y_zero_point, ty, py.rank, py.dims,
+                              y_mid - y_zero_point_spread, y_mid + y_zero_point_spread);
+}
+
+void qh_edge_random_operands_case(qh_edge_builder *x, qmm_op_kind op, const char *name,
+                                  int32_t ra, const int64_t *ad, int32_t rb, const int64_t *bd,
+                                  qh_edge_shape pa, qh_edge_shape pb, qh_edge_shape py, int idx)
+{
+    int32_t ta = qh_edge_type_pairs[idx % 4][0], tb = qh_edge_type_pairs[idx % 4][1];
+    int32_t ty = idx % 2 ? QMM_DTYPE_UINT8 : QMM_DTYPE_INT8;
+    qh_edge_case *c = qh_edge_add_case(x, op, 10, "%s", name);
+    if (!c)
+        return;
+    qmm_tensor *a, *b;
+    if (op == QMM_OP_MATMULINTEGER) {
+        qmm_matmulinteger *m = qh_edge_matmulinteger(c);
+        a = &m->a;
+        b = &m->b;
+        qh_edge_int_tensor_full_range(x, c, a, ta, ra, ad);
+        qh_edge_int_tensor_full_range(x, c, b, tb, rb, bd);
+        qh_edge_int_tensor_full_range(x, c, &m->a_zero_point, ta, pa.rank, pa.dims);
+        qh_edge_int_tensor_full_range(x, c, &m->b_zero_point, tb, pb.rank, pb.dims);
+    } else {
+        qmm_qlinearmatmul *q = qh_edge_qlinearmatmul(c);
+        a = &q->a;
+        b = &q->b;
+        qh_edge_int_tensor_full_range(x, c, a, ta, ra, ad);
+        qh_edge_int_tensor_full_range(x, c, b, tb, rb, bd);
+        qh_edge_random_params(x, c, QMM_DTYPE_FLOAT, pa, pb, py, ty, 3, 32);
+    }
+    qh_edge_tag(c, "batch");
+    qh_edge_tag(c, "broadcast");
+    char da[64], db[64];
+    qh_format_dims(a, da, sizeof da);
+    qh_format_dims(b, db, sizeof db);
+    qh_edge_describe(c, "a %s times b %s, batch dims broadcast numpy-style", da, db);
+}
+
+/* ---- types and numbers ---- */
+
+const int32_t qh_edge_type_pairs[4][2] = {{QMM_DTYPE_UINT8, QMM_DTYPE_UINT8},
+                                          {QMM_DTYPE_INT8, QMM_DTYPE_INT8},
+                                          {QMM_DTYPE_UINT8, QMM_DTYPE_INT8},
+                                          {QMM_DTYPE_INT8, QMM_DTYPE_UINT8}};
+
+const char *qh_edge_type_abbrev(int32_t dtype)
+{
+    switch (dtype) {
+    case QMM_DTYPE_UINT8: return "u8";
+    case QMM_DTYPE_INT8: return "s8";
+    case QMM_DTYPE_FLOAT8E4M3FN: return "e4m3fn";
+    case QMM_DTYPE_FLOAT8E4M3FNUZ: return "e4m3fnuz";
+    case QMM_DTYPE_FLOAT8E5M2: return "e5m2";
+    case QMM_DTYPE_FLOAT8E5M2FNUZ: return "e5m2fnuz";
+    default: return "?";
+    }
+}
+
+int32_t qh_edge_opset_for_scales(int32_t scale_type)
+{
+    return scale_type == QMM_DTYPE_FLOAT ? 10 : 21;
+}
+
+int qh_edge_bit_length(uint64_t v)
+{
+    int n = 0;
+    while (v) {
+        n++;
+        v >>= 1;
+    }
+    return n;
+}
