@@ -121,8 +121,9 @@ void qh_edge_random_params(qh_edge_builder *x, qh_edge_case *c, int32_t scale_ty
 /* A case of `op` (opset 10) named `name`: operands of the given shapes and zero points of the
  * given shapes, all drawn from their type's whole range, the types picked by `idx` (a and b
  * from qh_edge_type_pairs, y uint8 or int8); for QLinearMatMul, qh_edge_random_params with
- * float scales, y's 2^3..2^4, y's zero point within 32 of the middle of its type. Tagged batch and broadcast, described by the operand
- * shapes: the broadcast suite is made of these, and the one-d and empty suites retag them. */
+ * float scales, y's 2^3..2^4, y's zero point within 32 of the middle of its type. Tagged
+ * batch and broadcast, described by the operand shapes: the broadcast suite is made of these,
+ * and the one-d and empty suites retag them. */
 void qh_edge_random_operands_case(qh_edge_builder *x, qmm_op_kind op, const char *name,
                                   int32_t ra, const int64_t *ad, int32_t rb, const int64_t *bd,
                                   qh_edge_shape pa, qh_edge_shape pb, qh_edge_shape py, int idx);
