@@ -14,6 +14,7 @@
 
 #include "harness/io/onnx_io.h"
 #include "harness/io/pb.h"
+#include "harness/io/pb_walk.h"
 
 /* ---- helpers ------------------------------------------------------------------------- */
 
@@ -765,6 +766,12 @@ Test(onnx_typed, mismatches)
     qh_pb_put_varint_field(&b, 7, 1);
     qh_pb_put_varint_field(&b, 5, 1);
     expect_tensor_error_buf(&b, "TensorProto.int32_data: data also given in int64_data");
+    /* ... even when the second one has a wrong wire type too: one data field is checked first */
+    qh_pb_buf_init(&b);
+    put_header(&b, QMM_DTYPE_INT64, 1);
+    qh_pb_put_varint_field(&b, 7, 1);
+    qh_pb_put_varint_field(&b, 4, 1);
+    expect_tensor_error_buf(&b, "TensorProto.float_data: data also given in int64_data");
     /* too few / too many elements */
     qh_pb_buf_init(&b);
     put_header(&b, QMM_DTYPE_UINT8, 3);
@@ -794,6 +801,93 @@ Test(onnx_typed, mismatches)
     put_header(&b, QMM_DTYPE_FLOAT, 1);
     qh_pb_put_varint_field(&b, 4, 1);
     expect_tensor_error_buf(&b, "TensorProto.float_data: wire type 0 (varint)");
+}
+
+/* ---- the table walker (harness/io/pb_walk.h) ------------------------------------------ */
+
+/* A message of four rows: a varint, a packed-or-not varint, a field refused in any form and one
+ * named only for messages; what the handlers saw is summed up in `walked`. */
+typedef struct walked {
+    uint64_t sum;
+    int n_calls;
+} walked;
+
+static int add_value(const qh_pb_message *m, const qh_pb_field *f, void *dst)
+{
+    walked *w = dst;
+    w->sum += f->wire == QH_PB_LEN ? f->len : f->u;
+    w->n_calls++;
+    return 0;
+}
+
+static int refuse(const qh_pb_message *m, const qh_pb_field *f, void *dst)
+{
+    return qh_pb_fail(m, m->row->name, "refused");
+}
+
+static const qh_pb_row walk_rows[] = {
+    {1, "one", QH_PB_VARINT, add_value, 0, 0},
+    {2, "two", QH_PB_VARINT | QH_PB_OR_PACKED, add_value, 0, 0},
+    {3, "three", QH_PB_ANY_WIRE, refuse, 0, 0},
+    {4, "four", QH_PB_ANY_WIRE, NULL, 0, 0},
+    {0, NULL, 0, NULL, 0, 0},
+};
+static const qh_pb_table walk_table = {"Walked", walk_rows};
+
+static int walk_buf(qh_pb_buf *b, walked *w, qh_error *err)
+{
+    qh_pb_source src = {"w.pb", err};
+    memset(w, 0, sizeof *w);
+    int rc = qh_pb_walk(&src, &walk_table, b->data, b->len, w);
+    qh_pb_buf_free(b);
+    return rc;
+}
+
+Test(pb_walk, rows_are_found_by_number_wire_types_checked_once_the_rest_skipped)
+{
+    qh_pb_buf b;
+    walked w;
+    qh_error err = {{0}};
+    /* every row's handler in order; an unknown field (9) and a named, handler-less one (4)
+     * skipped whatever their wire type */
+    qh_pb_buf_init(&b);
+    qh_pb_put_varint_field(&b, 1, 5);
+    qh_pb_put_fixed64_field(&b, 9, 7);
+    qh_pb_put_varint_field(&b, 2, 6);
+    qh_pb_put_bytes_field(&b, 2, "\x01\x02\x03", 3); /* packed: the handler sees the run */
+    qh_pb_put_fixed32_field(&b, 4, 1);
+    cr_assert_eq(walk_buf(&b, &w, &err), 0, "%s", err.msg);
+    cr_expect_eq(w.n_calls, 3);
+    cr_expect_eq(w.sum, 5 + 6 + 3);
+    /* a wrong wire type, named by the row */
+    qh_pb_buf_init(&b);
+    qh_pb_put_fixed32_field(&b, 1, 5);
+    cr_assert_eq(walk_buf(&b, &w, &err), -1);
+    cr_expect_str_eq(err.msg, "w.pb: Walked.one: wire type 5 (fixed32), expected varint");
+    qh_pb_buf_init(&b);
+    qh_pb_put_fixed64_field(&b, 2, 5);
+    cr_assert_eq(walk_buf(&b, &w, &err), -1);
+    cr_expect_str_eq(err.msg,
+                     "w.pb: Walked.two: wire type 1 (fixed64), expected varint or packed");
+    /* a row whose handler refuses it in any form */
+    qh_pb_buf_init(&b);
+    qh_pb_put_fixed64_field(&b, 3, 5);
+    cr_assert_eq(walk_buf(&b, &w, &err), -1);
+    cr_expect_str_eq(err.msg, "w.pb: Walked.three: refused");
+    /* framing: named by the row when the tag was read, by number for an unknown field */
+    qh_pb_buf_init(&b);
+    qh_pb_put_tag(&b, 4, QH_PB_LEN);
+    qh_pb_put_varint(&b, 100);
+    cr_assert_eq(walk_buf(&b, &w, &err), -1);
+    cr_expect_str_eq(err.msg, "w.pb: Walked.four: length 100 runs past the end (0 bytes left)");
+    qh_pb_buf_init(&b);
+    qh_pb_put_tag(&b, 12, QH_PB_I64);
+    cr_assert_eq(walk_buf(&b, &w, &err), -1);
+    cr_expect_str_eq(err.msg, "w.pb: Walked.12: fixed64 needs 8 bytes, 0 left");
+    /* no error text without a qh_error */
+    qh_pb_source quiet = {NULL, NULL};
+    const uint8_t bad[] = {0x08};
+    cr_expect_eq(qh_pb_walk(&quiet, &walk_table, bad, sizeof bad, &w), -1);
 }
 
 /* ---- malformed tensors --------------------------------------------------------------- */
@@ -1158,6 +1252,19 @@ Test(onnx_model, array_limits)
     qh_pb_buf_free(&n);
     model_from_graph(&g, &mb);
     expect_model_error(mb.data, mb.len, "NodeProto.input: more than 16 inputs");
+    qh_pb_buf_free(&mb);
+    /* a 17th node input that is no string either: every field's wire type is checked first,
+     * before what its handler checks (the reader used to count node inputs first) */
+    qh_pb_buf_init(&n);
+    for (int i = 0; i < QH_MAX_IO; i++)
+        qh_pb_put_string_field(&n, 1, "x");
+    qh_pb_put_varint_field(&n, 1, 5);
+    qh_pb_buf_init(&g);
+    qh_pb_put_message_field(&g, 1, &n);
+    qh_pb_buf_free(&n);
+    model_from_graph(&g, &mb);
+    expect_model_error(mb.data, mb.len,
+                       "NodeProto.input: wire type 0 (varint), expected length-delimited");
     qh_pb_buf_free(&mb);
     /* 17 attributes */
     qh_pb_buf_init(&n);

@@ -1,6 +1,8 @@
 /* harness/io/onnx_io.h — native reader and writer for ONNX node-test directories (docs/architecture.md
  * §2, docs/formats.md): model.onnx (ModelProto with one node) and
- * test_data_set_N/{input,output}_i.pb (TensorProto).
+ * test_data_set_N/{input,output}_i.pb (TensorProto). The reader is onnx_read.c (one field table
+ * per message, walked by pb_walk.c), the writer onnx_write.c; both read and write files through
+ * fileio.h.
  *
  * Only the protobuf fields a node test uses are interpreted; every other field is skipped by
  * wire type. Malformed input never crashes the reader: it returns -1 and an error that names
@@ -13,19 +15,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "harness/io/error.h"
+#include "harness/io/fileio.h"
 #include "qmm/qmm.h"
 
-#define QH_ERROR_MAX 512
 #define QH_NAME_MAX 128
 #define QH_MAX_IO 16
 #define QH_MAX_ATTRS 16
 #define QH_MAX_OPSETS 8
 /* Upper bound on a tensor's payload; larger claims are rejected before allocating. */
 #define QH_MAX_TENSOR_BYTES ((int64_t)1 << 32)
-
-typedef struct qh_error {
-    char msg[QH_ERROR_MAX];
-} qh_error;
 
 /* A tensor read from a .pb file. t.data is malloc'd and owned by this struct. */
 typedef struct qh_tensor {
@@ -103,14 +102,5 @@ int qh_read_tensor_file(const char *path, qh_tensor *out, qh_error *err);
 int qh_read_model_file(const char *path, qh_model *out, qh_error *err);
 int qh_write_tensor_file(const char *path, const qmm_tensor *t, const char *name, qh_error *err);
 int qh_write_model_file(const char *path, const qh_model *m, qh_error *err);
-
-/* Reads a whole regular file (at most `max` bytes; larger is an error). *buf is malloc'd.
- * Anything else (a FIFO, a device, a directory, a socket) is refused without blocking:
- * "PATH: not a regular file (a FIFO)". A symlink is followed. */
-int qh_read_file(const char *path, size_t max, uint8_t **buf, size_t *len, qh_error *err);
-/* "a FIFO", "a directory", ... for a stat mode, as the messages above say it. */
-const char *qh_file_kind(unsigned mode);
-/* Writes `len` bytes to path via a temporary file in the same directory and rename(2). */
-int qh_write_file_atomic(const char *path, const void *buf, size_t len, qh_error *err);
 
 #endif /* QMM_HARNESS_ONNX_IO_H */

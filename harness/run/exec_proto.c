@@ -1,8 +1,8 @@
 /* harness/run/exec_proto.c — the external-process protocol's messages (harness/run/exec_proto.h).
  *
  * Field numbers are docs/exec-protocol.md's. Tensors travel as ONNX TensorProtos, encoded and
- * parsed by harness/io/onnx_io.c, so a backend in any language reads them with its ONNX
- * library; the envelope is a small protobuf message of its own.
+ * parsed by harness/io/onnx_write.c and onnx_read.c, so a backend in any language reads them
+ * with its ONNX library; the envelope is a small protobuf message of its own.
  */
 #include "harness/run/exec_proto.h"
 
