@@ -1,7 +1,9 @@
 /* harness/io/case.h — finding case directories and loading one test data set as an operator call.
  *
  * A case directory holds model.onnx (one node) and test_data_set_N/ folders, plus an optional
- * qmm.meta. One data set of one directory is one case.
+ * qmm.meta. One data set of one directory is one case. One file per job: discover.c finds the
+ * cases under a directory, case_load.c loads one, node_call.c maps a node to an operator call
+ * and back, case_write.c writes a call as a case directory.
  */
 #ifndef QMM_HARNESS_CASE_H
 #define QMM_HARNESS_CASE_H
@@ -11,6 +13,11 @@
 #include "harness/io/meta.h"
 #include "harness/io/onnx_io.h"
 #include "qmm/qmm.h"
+
+/* ---- discovery (discover.c) ---- */
+
+/* How deep below the root discovery searches; a deeper directory is a QH_REF_TOO_DEEP ref. */
+#define QH_MAX_DEPTH 32
 
 /* Why discovery could not make a path into a case. Such a path is still listed, so that it is
  * counted and reported: loading it fails with a message naming the path and the reason. */
@@ -46,6 +53,8 @@ typedef struct qh_case_list {
 int qh_discover(const char *root, qh_case_list *list, qh_error *err);
 void qh_case_list_free(qh_case_list *list);
 
+/* ---- loading (case_load.c) ---- */
+
 /* A loaded case: the model, the sidecar, the stored tensors and the call built from them.
  * The call's input tensors point into `inputs`; its y tensor has dtype and shape set when the
  * geometry is valid, and data NULL (the caller allocates output buffers). */
@@ -64,6 +73,8 @@ typedef struct qh_case {
 /* Loads data set `ref->data_set` of `ref->dir`. Errors name the file and field. */
 int qh_case_load(const qh_case_ref *ref, qh_case *c, qh_error *err);
 void qh_case_free(qh_case *c);
+
+/* ---- a node and its call (node_call.c) ---- */
 
 /* The call's output tensor (y) for any operator. */
 qmm_tensor *qh_call_output(qmm_call *call);
@@ -86,6 +97,8 @@ int qh_call_build_node(const char *op_type, const char *domain, int64_t opset,
  * the attributes, and the output named as the operator names it, with y's value info (its
  * shape when y_shape_known). Leaves the producer, the graph's name and the inputs alone. */
 void qh_call_model(const qmm_call *call, const qmm_tensor *y, int y_shape_known, qh_model *m);
+
+/* ---- writing (case_write.c) ---- */
 
 /* Writes `call` as an ONNX node-test directory (harness/io/casedir.h): `m` (from qh_call_model)
  * with the call's inputs in node order under their ONNX names, `output` as output_0.pb when

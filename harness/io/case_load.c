@@ -1,0 +1,236 @@
+/* harness/io/case_load.c — loading one data set of a case directory (case.h): the model, the
+ * sidecar, input_N.pb and output_N.pb numbered from 0 without gaps, and the call they make
+ * (node_call.c). */
+#include "harness/io/case.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/io/clean.h"
+#include "ops/qmm_ops.h"
+#include "reference/qmm_reference.h"
+
+/* Reads name_0.pb, name_1.pb, ... until the first index with nothing under its name. What is
+ * there but is no regular file (a directory, a FIFO, a dangling symlink) is read, so that the
+ * error says so instead of "has no input_0.pb". */
+static int read_numbered(const char *set_dir, const char *stem, qh_tensor *out, int32_t *count,
+                         qh_error *err)
+{
+    *count = 0;
+    for (int32_t i = 0; i < QH_MAX_IO + 1; i++) {
+        char file[64];
+        snprintf(file, sizeof file, "%s_%d.pb", stem, i);
+        char *path = qh_path_join(set_dir, file);
+        if (!path)
+            return -1;
+        if (!qh_path_exists(path)) {
+            free(path);
+            return 0;
+        }
+        if (i == QH_MAX_IO) {
+            snprintf(err->msg, sizeof err->msg, "%s: more than %d %s files", set_dir, QH_MAX_IO,
+                     stem);
+            free(path);
+            return -1;
+        }
+        int rc = qh_read_tensor_file(path, &out[i], err);
+        free(path);
+        if (rc != 0)
+            return -1;
+        (*count)++;
+    }
+    return 0;
+}
+
+/* The index of STEM_N.pb in `entry` (N spelled without leading zeros), -2 for another
+ * spelling of a STEM_*.pb name (input_01.pb, input_x.pb), -1 when `entry` is not one. */
+static long numbered_index(const char *entry, const char *stem)
+{
+    size_t ls = strlen(stem), le = strlen(entry);
+    if (le < ls + 4 || strncmp(entry, stem, ls) != 0 || entry[ls] != '_' ||
+        strcmp(entry + le - 3, ".pb") != 0)
+        return -1;
+    const char *d = entry + ls + 1, *e = entry + le - 3;
+    if (d == e || e - d > 6 || (d[0] == '0' && e - d > 1))
+        return -2;
+    long n = 0;
+    for (; d < e; d++) {
+        if (*d < '0' || *d > '9')
+            return -2;
+        n = n * 10 + (*d - '0');
+    }
+    return n;
+}
+
+/* After read_numbered stopped at the first gap: an input_N.pb or output_N.pb beyond it (or
+ * spelled another way) would silently not be part of the call, so it is an error. */
+static int check_strays(const char *set_dir, int32_t n_in, int32_t n_out, qh_error *err)
+{
+    struct dirent **ents = NULL;
+    int n = scandir(set_dir, &ents, NULL, alphasort);
+    if (n < 0) {
+        snprintf(err->msg, sizeof err->msg, "%s: cannot read directory: %s", set_dir,
+                 strerror(errno));
+        return -1;
+    }
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        const char *e = ents[i]->d_name;
+        for (int k = 0; k < 2 && rc == 0; k++) {
+            const char *stem = k ? "output" : "input";
+            int32_t have = k ? n_out : n_in;
+            long idx = numbered_index(e, stem);
+            if (idx == -2) {
+                snprintf(err->msg, sizeof err->msg,
+                         "%s/%s: not a %s file name (%s_N.pb, N without leading zeros)",
+                         set_dir, e, stem, stem);
+                rc = -1;
+            } else if (idx >= have) {
+                snprintf(err->msg, sizeof err->msg,
+                         "%s/%s: stray file after a gap: %s_%d.pb is missing (files are "
+                         "numbered from 0 without gaps)",
+                         set_dir, e, stem, have);
+                rc = -1;
+            }
+        }
+        free(ents[i]);
+    }
+    free(ents);
+    return rc;
+}
+
+/* The message for a ref that discovery could not make into a case. */
+static void problem_message(const qh_case_ref *ref, qh_error *err)
+{
+    /* A path too long to read may be too long for the message too: keep its end, which
+     * names the entry. */
+    size_t len = strlen(ref->dir);
+    const char *cut = len > 300 ? "..." : "";
+    const char *path = len > 300 ? ref->dir + len - 300 : ref->dir;
+    switch (ref->problem) {
+    case QH_REF_TOO_DEEP:
+        snprintf(err->msg, sizeof err->msg,
+                 "%s%s: not searched: directories nest deeper than %d levels", cut, path,
+                 QH_MAX_DEPTH);
+        break;
+    case QH_REF_UNREADABLE:
+        snprintf(err->msg, sizeof err->msg, "%s%s: cannot read directory: %s", cut, path,
+                 strerror(ref->problem_errno));
+        break;
+    case QH_REF_SET_NAME:
+        snprintf(err->msg, sizeof err->msg,
+                 "%s%s: not a data set name: test_data_set_N takes N in plain decimal, "
+                 "without leading zeros, at most 6 digits",
+                 cut, path);
+        break;
+    default:
+        snprintf(err->msg, sizeof err->msg, "%s%s: a data set that is not a directory", cut,
+                 path);
+        break;
+    }
+}
+
+/* The sidecar's profile must be one the reference implements; the check lives here, not in
+ * meta.c, because the sidecar reader does not depend on the reference. */
+static int check_profile(const char *meta_path, const qh_meta *m, qh_error *err)
+{
+    qmm_profile p;
+    if (qmm_profile_from_name(m->profile, &p))
+        return 0;
+    char why[512], shown[80];
+    qmm_profile_why_not(m->profile, why, sizeof why);
+    qh_clean_into(shown, sizeof shown, m->profile, strlen(m->profile), 64);
+    snprintf(err->msg, sizeof err->msg, "%s: profile: unknown profile '%s' (%s)", meta_path,
+             shown, why);
+    return -1;
+}
+
+int qh_case_load(const qh_case_ref *ref, qh_case *c, qh_error *err)
+{
+    memset(c, 0, sizeof *c);
+    qh_meta_init(&c->meta);
+    char *model_path = qh_path_join(ref->dir, "model.onnx");
+    char *meta_path = qh_path_join(ref->dir, "qmm.meta");
+    int rc = -1;
+    if (!model_path || !meta_path)
+        goto done;
+    if (ref->problem != QH_REF_OK) {
+        problem_message(ref, err);
+        goto done;
+    }
+    if (qh_read_model_file(model_path, &c->model, err) != 0)
+        goto done;
+    if (qh_meta_read_file(meta_path, &c->meta, err) != 0 ||
+        check_profile(meta_path, &c->meta, err) != 0)
+        goto done;
+    if (ref->data_set < 0) {
+        snprintf(err->msg, sizeof err->msg, "%s: no test_data_set_N directory", ref->dir);
+        goto done;
+    }
+    char set[64];
+    snprintf(set, sizeof set, "test_data_set_%d", ref->data_set);
+    char *set_dir = qh_path_join(ref->dir, set);
+    if (!set_dir)
+        goto done;
+    int r1 = read_numbered(set_dir, "input", c->inputs, &c->n_inputs, err);
+    int r2 = r1 == 0 ? read_numbered(set_dir, "output", c->outputs, &c->n_outputs, err) : -1;
+    int r3 = r2 == 0 ? check_strays(set_dir, c->n_inputs, c->n_outputs, err) : -1;
+    free(set_dir);
+    if (r1 != 0 || r2 != 0 || r3 != 0)
+        goto done;
+
+    /* input_i.pb holds the i-th present node input; omitted optional inputs ("") get none. */
+    const qmm_tensor *in[QH_MAX_IO] = {0};
+    int32_t next = 0;
+    for (int32_t i = 0; i < c->model.n_inputs; i++) {
+        if (c->model.inputs[i][0] == '\0')
+            continue;
+        if (next >= c->n_inputs) {
+            snprintf(err->msg, sizeof err->msg,
+                     "%s/test_data_set_%d: node input %d (%s) has no input_%d.pb", ref->dir,
+                     ref->data_set, i, c->model.inputs[i], next);
+            goto done;
+        }
+        in[i] = &c->inputs[next++].t;
+    }
+    if (next != c->n_inputs) {
+        snprintf(err->msg, sizeof err->msg,
+                 "%s/test_data_set_%d: %d input files for %d node inputs", ref->dir,
+                 ref->data_set, c->n_inputs, next);
+        goto done;
+    }
+    c->opset = qh_model_opset(&c->model, c->model.domain);
+    if (qh_call_build_node(c->model.op_type, c->model.domain, c->opset, in, c->model.n_inputs,
+                           c->model.attrs, c->model.n_attrs, &c->call, err) != 0) {
+        char tmp[QH_ERROR_MAX];
+        snprintf(tmp, sizeof tmp, "%s: %s", model_path, err->msg);
+        memcpy(err->msg, tmp, sizeof tmp);
+        goto done;
+    }
+
+    /* y's shape follows from a and b; when they are invalid the case still loads, and the
+     * reference's verdict (INVALID_ARGUMENT) is what the backend is judged against. */
+    qmm_status st;
+    qmm_tensor *y = qh_call_output(&c->call);
+    if (qmm_call_desc(&c->call)->y_shape(&c->call, &y->rank, y->dims, &st) == QMM_OK)
+        c->y_shape_known = 1;
+    rc = 0;
+done:
+    free(model_path);
+    free(meta_path);
+    if (rc != 0)
+        qh_case_free(c);
+    return rc;
+}
+
+void qh_case_free(qh_case *c)
+{
+    for (int32_t i = 0; i < c->n_inputs; i++)
+        qh_tensor_free(&c->inputs[i]);
+    for (int32_t i = 0; i < c->n_outputs; i++)
+        qh_tensor_free(&c->outputs[i]);
+    c->n_inputs = c->n_outputs = 0;
+}

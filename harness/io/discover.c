@@ -1,0 +1,292 @@
+/* harness/io/discover.c — finding the cases under a directory (case.h): every directory with a
+ * model.onnx is a case directory, each of its test_data_set_N a case; what cannot be searched
+ * is listed too, as a case that loads as ERROR naming the path and why. */
+#include "harness/io/case.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int list_push(qh_case_list *l, const char *dir, const char *name, int data_set,
+                     int problem, int problem_errno)
+{
+    if (l->count == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        qh_case_ref *items = realloc(l->items, cap * sizeof *items);
+        if (!items)
+            return -1;
+        l->items = items;
+        l->cap = cap;
+    }
+    qh_case_ref *r = &l->items[l->count];
+    memset(r, 0, sizeof *r);
+    r->dir = strdup(dir);
+    r->name = strdup(name);
+    r->data_set = data_set;
+    r->problem = problem;
+    r->problem_errno = problem_errno;
+    if (!r->dir || !r->name) {
+        free(r->dir);
+        free(r->name);
+        return -1;
+    }
+    l->count++;
+    return 0;
+}
+
+static const char set_prefix[] = "test_data_set_";
+
+/* N of test_data_set_N in its one spelling: decimal digits, no leading zero, at most 6 of
+ * them; -1 for any other name (test_data_set_00 is not a second spelling of _0). */
+static int data_set_number(const char *entry)
+{
+    const char *p = entry + sizeof set_prefix - 1;
+    if (*p == '\0' || strlen(p) > 6 || (p[0] == '0' && p[1] != '\0'))
+        return -1;
+    int n = 0;
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        n = n * 10 + (*p - '0');
+    }
+    return n;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* One discovery: the list it appends to, and every directory it has entered (by device and
+ * inode), so that a symlink back up the tree is not a second copy of its cases. */
+typedef struct walker {
+    qh_case_list *l;
+    qh_error *err;
+    struct seen_dir {
+        dev_t dev;
+        ino_t ino;
+    } *seen;
+    size_t n_seen, cap_seen;
+} walker;
+
+/* 1: entered before; 0: first visit, now recorded; -1: out of memory. */
+static int seen_before(walker *w, const struct stat *st)
+{
+    for (size_t i = 0; i < w->n_seen; i++)
+        if (w->seen[i].dev == st->st_dev && w->seen[i].ino == st->st_ino)
+            return 1;
+    if (w->n_seen == w->cap_seen) {
+        size_t cap = w->cap_seen ? w->cap_seen * 2 : 64;
+        struct seen_dir *p = realloc(w->seen, cap * sizeof *p);
+        if (!p)
+            return -1;
+        w->seen = p;
+        w->cap_seen = cap;
+    }
+    w->seen[w->n_seen].dev = st->st_dev;
+    w->seen[w->n_seen].ino = st->st_ino;
+    w->n_seen++;
+    return 0;
+}
+
+static int oom(walker *w, const char *dir)
+{
+    snprintf(w->err->msg, sizeof w->err->msg, "%s: out of memory", dir);
+    return -1;
+}
+
+/* A path discovery could not turn into a case: it joins the list as a case that loads as
+ * ERROR with the reason, so it is counted and reported instead of ending the run or
+ * vanishing. */
+static int push_problem(walker *w, const char *path, const char *name, int problem, int e)
+{
+    if (list_push(w->l, path, name, -1, problem, e) != 0)
+        return oom(w, path);
+    return 0;
+}
+
+static int push_problem_at(walker *w, const char *dir, const char *name, const char *entry,
+                           int problem, int e)
+{
+    char *path = qh_path_join(dir, entry);
+    char *sub = name[0] ? qh_path_join(name, entry) : strdup(entry);
+    int rc = path && sub ? push_problem(w, path, sub, problem, e) : oom(w, dir);
+    free(path);
+    free(sub);
+    return rc;
+}
+
+static int add_case_dir(walker *w, const char *dir, const char *name)
+{
+    struct dirent **ents = NULL;
+    int n = scandir(dir, &ents, NULL, alphasort);
+    if (n < 0)
+        return push_problem(w, dir, name, QH_REF_UNREADABLE, errno);
+    int *sets = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    int nsets = 0, rc = sets ? 0 : oom(w, dir);
+    for (int i = 0; i < n && rc == 0; i++) {
+        const char *e = ents[i]->d_name;
+        if (strncmp(e, set_prefix, sizeof set_prefix - 1) == 0) {
+            char *p = qh_path_join(dir, e);
+            int ds = data_set_number(e);
+            if (!p)
+                rc = oom(w, dir);
+            else if (ds >= 0 && qh_path_is_dir(p))
+                sets[nsets++] = ds;
+            free(p);
+        }
+    }
+    if (rc == 0) {
+        qsort(sets, (size_t)nsets, sizeof *sets, cmp_int);
+        if (nsets == 0)
+            rc = list_push(w->l, dir, name, -1, QH_REF_OK, 0); /* loads as ERROR: no data set */
+        for (int i = 0; i < nsets && rc == 0; i++) {
+            char nm[4096];
+            if (nsets == 1 && sets[i] == 0)
+                snprintf(nm, sizeof nm, "%s", name);
+            else
+                snprintf(nm, sizeof nm, "%s@%d", name, sets[i]);
+            rc = list_push(w->l, dir, nm, sets[i], QH_REF_OK, 0);
+        }
+        if (rc != 0)
+            rc = oom(w, dir);
+    }
+    /* After the data sets: the test_data_set_* entries that are none. */
+    for (int i = 0; i < n && rc == 0; i++) {
+        const char *e = ents[i]->d_name;
+        if (strncmp(e, set_prefix, sizeof set_prefix - 1) != 0)
+            continue;
+        char *p = qh_path_join(dir, e);
+        if (!p)
+            rc = oom(w, dir);
+        else if (data_set_number(e) < 0)
+            rc = push_problem_at(w, dir, name, e, QH_REF_SET_NAME, 0);
+        else if (!qh_path_is_dir(p))
+            rc = push_problem_at(w, dir, name, e, QH_REF_SET_NOT_DIR, 0);
+        free(p);
+    }
+    for (int i = 0; i < n; i++)
+        free(ents[i]);
+    free(ents);
+    free(sets);
+    return rc;
+}
+
+static int walk(walker *w, const char *dir, const char *name, int depth);
+
+/* Visits one entry of a directory being walked: a subdirectory is walked, an entry that
+ * cannot be examined (other than a dangling symlink) is reported, anything else is not part
+ * of the tree. */
+static int visit(walker *w, const char *dir, const char *name, const char *e, int depth)
+{
+    char *sub = qh_path_join(dir, e);
+    char *subname = name[0] ? qh_path_join(name, e) : strdup(e);
+    int rc = 0;
+    struct stat st;
+    if (!sub || !subname)
+        rc = oom(w, dir);
+    else if (stat(sub, &st) != 0)
+        rc = errno == ENOENT ? 0 : push_problem(w, sub, subname, QH_REF_UNREADABLE, errno);
+    else if (S_ISDIR(st.st_mode))
+        rc = walk(w, sub, subname, depth + 1);
+    free(sub);
+    free(subname);
+    return rc;
+}
+
+static int is_symlink_in(const char *dir, const char *e)
+{
+    char *p = qh_path_join(dir, e);
+    struct stat st;
+    int link = p && lstat(p, &st) == 0 && S_ISLNK(st.st_mode);
+    free(p);
+    return link;
+}
+
+static int walk(walker *w, const char *dir, const char *name, int depth)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return push_problem(w, dir, name, QH_REF_UNREADABLE, errno);
+    int seen = seen_before(w, &st);
+    if (seen != 0)
+        return seen < 0 ? oom(w, dir) : 0; /* reached again through a symlink: once is enough */
+
+    char *model = qh_path_join(dir, "model.onnx");
+    if (!model)
+        return oom(w, dir);
+    /* Any model.onnx makes a case, even a dangling symlink or a directory: loading it then
+     * says what is wrong, where skipping it would lose the case without a word. */
+    int is_case = qh_path_exists(model);
+    free(model);
+    if (is_case)
+        return add_case_dir(w, dir, name);
+    if (depth >= QH_MAX_DEPTH)
+        return push_problem(w, dir, name, QH_REF_TOO_DEEP, 0);
+
+    struct dirent **ents = NULL;
+    int n = scandir(dir, &ents, NULL, alphasort);
+    if (n < 0) {
+        if (depth > 0)
+            return push_problem(w, dir, name, QH_REF_UNREADABLE, errno);
+        snprintf(w->err->msg, sizeof w->err->msg, "%s: cannot read directory: %s", dir,
+                 strerror(errno));
+        return -1;
+    }
+    /* Real subdirectories before symlinks, so that a case reachable both ways keeps the name
+     * of where it really is. */
+    int rc = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n && rc == 0; i++) {
+            const char *e = ents[i]->d_name;
+            if (e[0] != '.' && is_symlink_in(dir, e) == pass)
+                rc = visit(w, dir, name, e, depth);
+        }
+    for (int i = 0; i < n; i++)
+        free(ents[i]);
+    free(ents);
+    return rc;
+}
+
+int qh_discover(const char *root, qh_case_list *list, qh_error *err)
+{
+    if (!qh_path_is_dir(root)) {
+        snprintf(err->msg, sizeof err->msg, "%s: %s", root,
+                 errno == ENOENT ? "no such directory" : "not a directory");
+        return -1;
+    }
+    char *model = qh_path_join(root, "model.onnx");
+    if (!model)
+        return -1;
+    int is_case = qh_path_exists(model);
+    free(model);
+    /* A case directory given directly is named by its last path component. */
+    char name[4096] = "";
+    if (is_case) {
+        size_t len = strlen(root);
+        while (len > 1 && root[len - 1] == '/')
+            len--;
+        size_t start = len;
+        while (start > 0 && root[start - 1] != '/')
+            start--;
+        snprintf(name, sizeof name, "%.*s", (int)(len - start), root + start);
+    }
+    walker w = {list, err, NULL, 0, 0};
+    int rc = walk(&w, root, name, 0);
+    free(w.seen);
+    return rc;
+}
+
+void qh_case_list_free(qh_case_list *list)
+{
+    for (size_t i = 0; i < list->count; i++) {
+        free(list->items[i].dir);
+        free(list->items[i].name);
+    }
+    free(list->items);
+    memset(list, 0, sizeof *list);
+}
