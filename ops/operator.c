@@ -43,6 +43,45 @@ static uint32_t qom_types(int32_t opset, int32_t i)
     return i == 0 || i == 2 || i == 6 ? BIT(QMM_DTYPE_INT8) : BIT(QMM_DTYPE_FLOAT);
 }
 
+/* MatMulNBits: A, scales, bias of T1 (float, float16, bfloat16); B uint8; zero_points uint8
+ * (packed) or T1; g_idx int32. */
+static uint32_t mnb_types(int32_t opset, int32_t i)
+{
+    (void)opset;
+    switch (i) {
+    case 1: return BIT(QMM_DTYPE_UINT8);
+    case 3: return BIT(QMM_DTYPE_UINT8) | SCALES21;
+    case 4: return BIT(QMM_DTYPE_INT32);
+    default: return SCALES21;
+    }
+}
+
+/* DequantizeLinear (opset 21 on): x of the integer and float8 types this checker models, the
+ * scale float/float16/bfloat16, the zero point x's type. */
+static uint32_t dql_types(int32_t opset, int32_t i)
+{
+    (void)opset;
+    uint32_t x = INT8S | FLOAT8S | BIT(QMM_DTYPE_INT16) | BIT(QMM_DTYPE_UINT16) |
+                 BIT(QMM_DTYPE_INT32);
+    return i == 1 ? SCALES21 : x;
+}
+
+/* DynamicQuantizeMatMul: A float, B and b_zero_point int8/uint8, b_scale and bias float. */
+static uint32_t dqm_types(int32_t opset, int32_t i)
+{
+    (void)opset;
+    return i == 1 || i == 3 ? INT8S : BIT(QMM_DTYPE_FLOAT);
+}
+
+/* MatMulIntegerToFloat: A, B and their zero points int8/uint8, scales and bias T3 (float,
+ * float16). */
+static uint32_t mif_types(int32_t opset, int32_t i)
+{
+    (void)opset;
+    return i == 0 || i == 1 || i == 4 || i == 5 ? INT8S
+                                                : BIT(QMM_DTYPE_FLOAT) | BIT(QMM_DTYPE_FLOAT16);
+}
+
 /* ---- y's shape and validation: adapters onto one signature --------------------------------- */
 
 static qmm_status_code matmul_y_shape(const qmm_tensor *a, const qmm_tensor *b, int32_t *rank,
@@ -75,6 +114,49 @@ static qmm_status_code qom_y_shape(const qmm_call *c, int32_t *rank, int64_t *di
     return qmm_qordered_y_shape(&c->u.qorderedmatmul.a, &c->u.qorderedmatmul.b, rank, dims, st);
 }
 
+static qmm_status_code mnb_y_shape(const qmm_call *c, int32_t *rank, int64_t *dims,
+                                   qmm_status *st)
+{
+    const qmm_matmulnbits *m = &c->u.matmulnbits;
+    QMM_TRY(qmm_check_tensor(&m->a, "A", st));
+    if (m->a.rank < 1)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT, "A: rank 0 is invalid");
+    *rank = m->a.rank;
+    memcpy(dims, m->a.dims, sizeof m->a.dims);
+    dims[m->a.rank - 1] = m->n;
+    return QMM_OK;
+}
+
+static qmm_status_code dql_y_shape(const qmm_call *c, int32_t *rank, int64_t *dims,
+                                   qmm_status *st)
+{
+    const qmm_dequantizelinear *d = &c->u.dequantizelinear;
+    QMM_TRY(qmm_check_tensor(&d->x, "x", st));
+    *rank = d->x.rank;
+    memcpy(dims, d->x.dims, sizeof d->x.dims);
+    return QMM_OK;
+}
+
+static int32_t dql_y_dtype(const qmm_call *c)
+{
+    const qmm_dequantizelinear *d = &c->u.dequantizelinear;
+    return d->output_dtype ? d->output_dtype : d->x_scale.dtype;
+}
+
+static qmm_status_code dqm_y_shape(const qmm_call *c, int32_t *rank, int64_t *dims,
+                                   qmm_status *st)
+{
+    return matmul_y_shape(&c->u.dynamicquantizematmul.a, &c->u.dynamicquantizematmul.b, rank,
+                          dims, st);
+}
+
+static qmm_status_code mif_y_shape(const qmm_call *c, int32_t *rank, int64_t *dims,
+                                   qmm_status *st)
+{
+    return matmul_y_shape(&c->u.matmul_integer_to_float.a, &c->u.matmul_integer_to_float.b,
+                          rank, dims, st);
+}
+
 /* The table's validators answer accept or reject; a backend that wants the plan the validation
  * built calls the operator's own validator (ops/qmm_ops.h), which returns it. */
 static qmm_status_code qlm_validate(const qmm_call *c, qmm_status *st)
@@ -93,6 +175,30 @@ static qmm_status_code qom_validate(const qmm_call *c, qmm_status *st)
 {
     qmm_qordered_plan plan;
     return qmm_validate_qorderedmatmul(&c->u.qorderedmatmul, &plan, st);
+}
+
+static qmm_status_code mnb_validate(const qmm_call *c, qmm_status *st)
+{
+    qmm_nbits_plan plan;
+    return qmm_validate_matmulnbits(&c->u.matmulnbits, &plan, st);
+}
+
+static qmm_status_code dql_validate(const qmm_call *c, qmm_status *st)
+{
+    qmm_dql_plan plan;
+    return qmm_validate_dequantizelinear(&c->u.dequantizelinear, &plan, st);
+}
+
+static qmm_status_code dqm_validate(const qmm_call *c, qmm_status *st)
+{
+    qmm_i2f_plan plan;
+    return qmm_validate_dynamicquantizematmul(&c->u.dynamicquantizematmul, &plan, st);
+}
+
+static qmm_status_code mif_validate(const qmm_call *c, qmm_status *st)
+{
+    qmm_i2f_plan plan;
+    return qmm_validate_matmul_integer_to_float(&c->u.matmul_integer_to_float, &plan, st);
 }
 
 /* ---- the table ------------------------------------------------------------------------------ */
@@ -175,6 +281,116 @@ static const qmm_op_desc table[] = {
         .input_types = qom_types,
         .y_shape = qom_y_shape,
         .validate = qom_validate,
+    },
+    {
+        .kind = QMM_OP_MATMULNBITS,
+        .domain = "com.microsoft",
+        .op_type = "MatMulNBits",
+        .slug = "matmulnbits",
+        .opset_min = 1,
+        .opset_max = 1,
+        .import_required = 1,
+        .opset_offset = -1,
+        .n_inputs = 6,
+        .inputs = {IN(matmulnbits.a, "A"), IN(matmulnbits.b, "B"),
+                   IN(matmulnbits.scales, "scales"), OPT(matmulnbits.zero_points, "zero_points"),
+                   OPT(matmulnbits.g_idx, "g_idx"), OPT(matmulnbits.bias, "bias")},
+        .a_input = 0,
+        .b_input = 1,
+        .output_name = "Y",
+        .output_offset = AT(matmulnbits.y),
+        .output_dtype = QMM_DTYPE_UNDEFINED,
+        .output_dtype_input = 0,
+        .n_attrs = 5,
+        .attrs = {{"K", AT(matmulnbits.k), 1, 0, 1, INT32_MAX, "K >= 1"},
+                  {"N", AT(matmulnbits.n), 1, 0, 1, INT32_MAX, "N >= 1"},
+                  {"bits", AT(matmulnbits.bits), 0, 4, 2, 8, "bits 2, 4 or 8"},
+                  {"block_size", AT(matmulnbits.block_size), 1, 0, 16, 1 << 30,
+                   "a power of 2 >= 16"},
+                  {"accuracy_level", AT(matmulnbits.accuracy_level), 0, 0, 0, 4,
+                   "accuracy level 0..4"}},
+        .input_types = mnb_types,
+        .y_shape = mnb_y_shape,
+        .validate = mnb_validate,
+    },
+    {
+        .kind = QMM_OP_DEQUANTIZELINEAR,
+        .domain = "",
+        .op_type = "DequantizeLinear",
+        .slug = "dequantizelinear",
+        .opset_min = 21,
+        .opset_max = 25,
+        .opset_offset = (ptrdiff_t)AT(dequantizelinear.opset),
+        .n_inputs = 3,
+        .inputs = {IN(dequantizelinear.x, "x"), IN(dequantizelinear.x_scale, "x_scale"),
+                   OPT(dequantizelinear.x_zero_point, "x_zero_point")},
+        .a_input = 0,
+        .b_input = 1, /* no second operand: the scale stands in (edge tags, reduction) */
+        .output_name = "y",
+        .output_offset = AT(dequantizelinear.y),
+        .output_dtype = QMM_DTYPE_UNDEFINED,
+        .output_dtype_input = 1,
+        .output_dtype_of = dql_y_dtype,
+        .n_attrs = 3,
+        .attrs = {{"axis", AT(dequantizelinear.axis), 0, 1, -QMM_MAX_RANK, QMM_MAX_RANK - 1,
+                   "an axis of x"},
+                  {"block_size", AT(dequantizelinear.block_size), 0, 0, 0, INT32_MAX,
+                   "block_size >= 0 (0: not blocked)"},
+                  {"output_dtype", AT(dequantizelinear.output_dtype), 0, 0, 0, 16,
+                   "0 or a float type (1, 10, 16), opset 23 on"}},
+        .input_types = dql_types,
+        .y_shape = dql_y_shape,
+        .validate = dql_validate,
+    },
+    {
+        .kind = QMM_OP_DYNAMICQUANTIZEMATMUL,
+        .domain = "com.microsoft",
+        .op_type = "DynamicQuantizeMatMul",
+        .slug = "dynamicquantizematmul",
+        .opset_min = 1,
+        .opset_max = 1,
+        .import_required = 1,
+        .opset_offset = -1,
+        .n_inputs = 5,
+        .inputs = {IN(dynamicquantizematmul.a, "A"), IN(dynamicquantizematmul.b, "B"),
+                   IN(dynamicquantizematmul.b_scale, "b_scale"),
+                   OPT(dynamicquantizematmul.b_zero_point, "b_zero_point"),
+                   OPT(dynamicquantizematmul.bias, "bias")},
+        .a_input = 0,
+        .b_input = 1,
+        .output_name = "Y",
+        .output_offset = AT(dynamicquantizematmul.y),
+        .output_dtype = QMM_DTYPE_FLOAT,
+        .output_dtype_input = -1,
+        .input_types = dqm_types,
+        .y_shape = dqm_y_shape,
+        .validate = dqm_validate,
+    },
+    {
+        .kind = QMM_OP_MATMUL_INTEGER_TO_FLOAT,
+        .domain = "com.microsoft",
+        .op_type = "MatMulIntegerToFloat",
+        .slug = "matmul_integer_to_float",
+        .opset_min = 1,
+        .opset_max = 1,
+        .import_required = 1,
+        .opset_offset = -1,
+        .n_inputs = 7,
+        .inputs = {IN(matmul_integer_to_float.a, "A"), IN(matmul_integer_to_float.b, "B"),
+                   IN(matmul_integer_to_float.a_scale, "a_scale"),
+                   IN(matmul_integer_to_float.b_scale, "b_scale"),
+                   OPT(matmul_integer_to_float.a_zero_point, "a_zero_point"),
+                   OPT(matmul_integer_to_float.b_zero_point, "b_zero_point"),
+                   OPT(matmul_integer_to_float.bias, "bias")},
+        .a_input = 0,
+        .b_input = 1,
+        .output_name = "Y",
+        .output_offset = AT(matmul_integer_to_float.y),
+        .output_dtype = QMM_DTYPE_UNDEFINED,
+        .output_dtype_input = 2,
+        .input_types = mif_types,
+        .y_shape = mif_y_shape,
+        .validate = mif_validate,
     },
 };
 
@@ -273,6 +489,8 @@ int32_t qmm_call_output_dtype(const qmm_call *c)
     const qmm_op_desc *d = qmm_call_desc(c);
     if (!d)
         return QMM_DTYPE_UNDEFINED;
+    if (d->output_dtype_of)
+        return d->output_dtype_of(c);
     return d->output_dtype_input >= 0 ? qmm_call_input_c(c, d->output_dtype_input)->dtype
                                       : d->output_dtype;
 }

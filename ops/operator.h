@@ -21,7 +21,7 @@
 #include "qmm/qmm.h"
 
 #define QMM_MAX_OP_INPUTS 8
-#define QMM_MAX_OP_ATTRS 3
+#define QMM_MAX_OP_ATTRS 5
 /* An upper bound on the qmm_op_kind values, for arrays indexed by kind (a profile's per-operator
  * arithmetic, reference/profiles.c); tests/test_operator.c checks every row against it. */
 #define QMM_MAX_OP_KINDS 16
@@ -59,6 +59,9 @@ typedef struct qmm_op_desc {
     size_t output_offset; /* of y's qmm_tensor in qmm_call */
     int32_t output_dtype; /* y's element type, or QMM_DTYPE_UNDEFINED when it is ... */
     int32_t output_dtype_input; /* ... this input's (-1: fixed) */
+    /* When set, y's type is this function's answer instead (an attribute may choose it:
+     * DequantizeLinear's output_dtype) */
+    int32_t (*output_dtype_of)(const qmm_call *c);
     int32_t n_attrs;
     qmm_op_attr attrs[QMM_MAX_OP_ATTRS];
     /* The type rule: a mask of (1u << dtype) that input `i` may have under `opset`. */

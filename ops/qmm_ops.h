@@ -234,6 +234,68 @@ qmm_status_code qmm_qordered_y_shape(const qmm_tensor *a, const qmm_tensor *b, i
 qmm_status_code qmm_validate_qorderedmatmul(const qmm_qorderedmatmul *c, qmm_qordered_plan *plan,
                                             qmm_status *st);
 
+
+/* ---- the float-output operators (docs/semantics.md §8-§10; validate.c) ----------------- */
+
+/* A float type a value can be in: float, float16 or bfloat16 (the scale types). */
+#define qmm_is_float_value_type qmm_is_scale_type
+
+/* What validating a MatMulNBits call learns. */
+typedef struct qmm_nbits_plan {
+    int64_t rows;       /* a's rows: the product of a's dims but the last (may be 0) */
+    int64_t k, n;       /* the attributes */
+    int64_t k_blocks;   /* ceil(K / block_size) */
+    int64_t blob_size;  /* block_size * bits / 8 */
+    int64_t zp_row;     /* packed zero points: bytes per row of N (ceil(k_blocks * bits / 8)) */
+    int32_t bits, block_size, level;
+    int zp_form;        /* QMM_NBITS_ZP_DEFAULT, _PACKED or _FLOAT */
+    int32_t t1;         /* a's (and y's, scales', bias's) type */
+} qmm_nbits_plan;
+
+enum { QMM_NBITS_ZP_DEFAULT = 0, QMM_NBITS_ZP_PACKED = 1, QMM_NBITS_ZP_FLOAT = 2 };
+
+/* Code `k` (0 .. K-1) of column n of MatMulNBits's b, and its block (g_idx's when present). */
+int64_t qmm_nbits_code(const qmm_tensor *b, const qmm_nbits_plan *p, int64_t n, int64_t k);
+int64_t qmm_nbits_block(const qmm_tensor *g_idx, const qmm_nbits_plan *p, int64_t k);
+/* Zero point of (n, block) as an integer (default or packed forms). */
+int64_t qmm_nbits_zero_point(const qmm_tensor *zp, const qmm_nbits_plan *p, int64_t n,
+                             int64_t block);
+
+qmm_status_code qmm_validate_matmulnbits(const qmm_matmulnbits *c, qmm_nbits_plan *plan,
+                                         qmm_status *st);
+
+/* What validating a DequantizeLinear call learns: x seen as [outer, axis_len, inner]. */
+typedef struct qmm_dql_plan {
+    int64_t outer, axis_len, inner;
+    int64_t numel;
+    int form;          /* QMM_DQL_PER_TENSOR, _PER_AXIS or _BLOCKED */
+    int64_t block;     /* block_size (blocked) */
+    int64_t s_axis;    /* the scale's length along the axis (blocked) */
+    int32_t axis;      /* normalised to 0 .. rank-1 (per axis and blocked) */
+    int32_t y_dtype;
+} qmm_dql_plan;
+
+enum { QMM_DQL_PER_TENSOR = 0, QMM_DQL_PER_AXIS = 1, QMM_DQL_BLOCKED = 2 };
+
+/* The offset in x_scale (and x_zero_point) of x's element `index`. */
+int64_t qmm_dql_param_offset(const qmm_dql_plan *p, int64_t index);
+/* x's element `index` as an exact double: integers (to int32) and float8 codes. */
+double qmm_dql_x_value(const qmm_tensor *x, int64_t index);
+
+qmm_status_code qmm_validate_dequantizelinear(const qmm_dequantizelinear *c, qmm_dql_plan *plan,
+                                              qmm_status *st);
+
+/* What validating a DynamicQuantizeMatMul or MatMulIntegerToFloat call learns. */
+typedef struct qmm_i2f_plan {
+    qmm_geometry g;
+    int b_per_column; /* b_scale (and b_zero_point) has N elements */
+} qmm_i2f_plan;
+
+qmm_status_code qmm_validate_dynamicquantizematmul(const qmm_dynamicquantizematmul *c,
+                                                   qmm_i2f_plan *plan, qmm_status *st);
+qmm_status_code qmm_validate_matmul_integer_to_float(const qmm_matmul_integer_to_float *c,
+                                                     qmm_i2f_plan *plan, qmm_status *st);
+
 #ifdef __cplusplus
 }
 #endif

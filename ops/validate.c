@@ -207,3 +207,391 @@ qmm_status_code qmm_validate_matmulinteger(const qmm_matmulinteger *c, qmm_plan 
         QMM_TRY(check_data(&c->b_zero_point, "b_zero_point", st));
     return qmm_status_ok(st);
 }
+
+/* ---- the float-output operators (docs/semantics.md §8-§10) -------------------------------- */
+
+static qmm_status_code invalid(qmm_status *st, const char *name, const char *rule, int64_t got)
+{
+    return qmm_status_set(st, QMM_INVALID_ARGUMENT, "%s: %s (got %lld)", name, rule,
+                          (long long)got);
+}
+
+static qmm_status_code check_shape_is(const qmm_tensor *t, const char *name, int32_t rank,
+                                      const int64_t *dims, const char *what, qmm_status *st)
+{
+    int same = t->rank == rank;
+    for (int32_t i = 0; same && i < rank; i++)
+        same = t->dims[i] == dims[i];
+    if (same)
+        return QMM_OK;
+    char got[128], want[128];
+    qmm_format_dims(got, sizeof got, t->rank, t->dims);
+    qmm_format_dims(want, sizeof want, rank, dims);
+    return qmm_status_set(st, QMM_INVALID_ARGUMENT, "%s: shape %s, expected %s (%s)", name, got,
+                          want, what);
+}
+
+/* [rows, cols] or the same elements flat, [rows * cols]: the two forms ORT accepts. */
+static qmm_status_code check_matrix_or_flat(const qmm_tensor *t, const char *name, int64_t rows,
+                                            int64_t cols, const char *what, qmm_status *st)
+{
+    int64_t flat[1] = {rows * cols}, two[2] = {rows, cols};
+    if (t->rank == 1)
+        return check_shape_is(t, name, 1, flat, what, st);
+    return check_shape_is(t, name, 2, two, what, st);
+}
+
+static qmm_status_code check_float_type(const qmm_tensor *t, const char *name, int32_t want,
+                                        const char *whose, qmm_status *st)
+{
+    if (t->dtype == want)
+        return QMM_OK;
+    if (t->dtype == QMM_DTYPE_UNDEFINED)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT, "%s: missing (dtype undefined)", name);
+    return qmm_status_set(st, QMM_INVALID_ARGUMENT, "%s: dtype %s differs from %s's %s", name,
+                          qmm_dtype_name(t->dtype), whose, qmm_dtype_name(want));
+}
+
+int64_t qmm_nbits_block(const qmm_tensor *g_idx, const qmm_nbits_plan *p, int64_t k)
+{
+    if (qmm_tensor_present(g_idx)) {
+        const unsigned char *d = (const unsigned char *)g_idx->data + 4 * k;
+        uint32_t u = (uint32_t)d[0] | (uint32_t)d[1] << 8 | (uint32_t)d[2] << 16 |
+                     (uint32_t)d[3] << 24;
+        return u <= INT32_MAX ? (int64_t)u : (int64_t)u - 4294967296LL;
+    }
+    return k / p->block_size;
+}
+
+int64_t qmm_nbits_code(const qmm_tensor *b, const qmm_nbits_plan *p, int64_t n, int64_t k)
+{
+    int64_t blk = k / p->block_size, in = k % p->block_size;
+    int64_t bit = in * p->bits;
+    const unsigned char *row = (const unsigned char *)b->data + (n * p->k_blocks + blk) * p->blob_size;
+    return (row[bit / 8] >> (bit % 8)) & ((1 << p->bits) - 1);
+}
+
+int64_t qmm_nbits_zero_point(const qmm_tensor *zp, const qmm_nbits_plan *p, int64_t n,
+                             int64_t block)
+{
+    if (p->zp_form != QMM_NBITS_ZP_PACKED)
+        return (int64_t)1 << (p->bits - 1);
+    int64_t bit = block * p->bits;
+    const unsigned char *row = (const unsigned char *)zp->data + n * p->zp_row;
+    return (row[bit / 8] >> (bit % 8)) & ((1 << p->bits) - 1);
+}
+
+static qmm_status_code nbits_attrs(const qmm_matmulnbits *c, qmm_status *st)
+{
+    if (c->k < 1)
+        return invalid(st, "K", "must be at least 1", c->k);
+    if (c->n < 1)
+        return invalid(st, "N", "must be at least 1", c->n);
+    if (c->bits != 2 && c->bits != 4 && c->bits != 8)
+        return invalid(st, "bits", "must be 2, 4 or 8", c->bits);
+    if (c->block_size < 16 || (c->block_size & (c->block_size - 1)) != 0)
+        return invalid(st, "block_size", "must be a power of 2 and at least 16", c->block_size);
+    if (c->accuracy_level < 0 || c->accuracy_level > 4)
+        return invalid(st, "accuracy_level", "must be 0 to 4", c->accuracy_level);
+    return QMM_OK;
+}
+
+qmm_status_code qmm_validate_matmulnbits(const qmm_matmulnbits *c, qmm_nbits_plan *p,
+                                         qmm_status *st)
+{
+    memset(p, 0, sizeof *p);
+    QMM_TRY(nbits_attrs(c, st));
+    p->k = c->k;
+    p->n = c->n;
+    p->bits = c->bits;
+    p->block_size = c->block_size;
+    p->level = c->accuracy_level;
+    p->k_blocks = (p->k + c->block_size - 1) / c->block_size;
+    p->blob_size = (int64_t)c->block_size * c->bits / 8;
+    p->zp_row = (p->k_blocks * c->bits + 7) / 8;
+    const qmm_tensor *in[6] = {&c->a, &c->b, &c->scales, &c->zero_points, &c->g_idx, &c->bias};
+    const char *names[6] = {"A", "B", "scales", "zero_points", "g_idx", "bias"};
+    for (int i = 0; i < 6; i++)
+        if (qmm_tensor_present(in[i]) || i == 0 || i == 1 || i == 2)
+            QMM_TRY(qmm_check_tensor(in[i], names[i], st));
+
+    if (!qmm_is_scale_type(c->a.dtype))
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                              "A: dtype %s is not a T1 (float, float16 or bfloat16)",
+                              qmm_dtype_name(c->a.dtype));
+    p->t1 = c->a.dtype;
+    if (c->a.rank < 1)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT, "A: rank 0 is invalid");
+    if (c->a.dims[c->a.rank - 1] != p->k)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                              "A: last dim %lld differs from the attribute K=%lld",
+                              (long long)c->a.dims[c->a.rank - 1], (long long)p->k);
+    p->rows = 1;
+    for (int32_t i = 0; i + 1 < c->a.rank; i++)
+        p->rows *= c->a.dims[i];
+
+    if (c->b.dtype != QMM_DTYPE_UINT8)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT, "B: dtype %s, expected uint8",
+                              qmm_dtype_name(c->b.dtype));
+    int64_t bdims[3] = {p->n, p->k_blocks, p->blob_size};
+    QMM_TRY(check_shape_is(&c->b, "B", 3, bdims, "[N, ceil(K/block_size), block_size*bits/8]",
+                           st));
+    QMM_TRY(check_float_type(&c->scales, "scales", p->t1, "A", st));
+    QMM_TRY(check_matrix_or_flat(&c->scales, "scales", p->n, p->k_blocks,
+                                 "[N, ceil(K/block_size)] or flat", st));
+
+    p->zp_form = QMM_NBITS_ZP_DEFAULT;
+    if (qmm_tensor_present(&c->zero_points)) {
+        if (qmm_tensor_numel(&c->zero_points) == 0)
+            return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                                  "zero_points: present but empty (leave the input out for "
+                                  "the default zero point)");
+        if (c->zero_points.dtype == QMM_DTYPE_UINT8) {
+            p->zp_form = QMM_NBITS_ZP_PACKED;
+            QMM_TRY(check_matrix_or_flat(&c->zero_points, "zero_points", p->n, p->zp_row,
+                                         "uint8 packed: [N, ceil(ceil(K/block_size)*bits/8)] "
+                                         "or flat",
+                                         st));
+        } else if (c->zero_points.dtype == p->t1) {
+            p->zp_form = QMM_NBITS_ZP_FLOAT;
+            QMM_TRY(check_matrix_or_flat(&c->zero_points, "zero_points", p->n, p->k_blocks,
+                                         "A's type, unpacked: [N, ceil(K/block_size)] or flat",
+                                         st));
+        } else {
+            return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                                  "zero_points: dtype %s, expected uint8 (packed) or A's %s",
+                                  qmm_dtype_name(c->zero_points.dtype), qmm_dtype_name(p->t1));
+        }
+    }
+    if (qmm_tensor_present(&c->g_idx)) {
+        int64_t gd[1] = {p->k};
+        if (c->g_idx.dtype != QMM_DTYPE_INT32)
+            return qmm_status_set(st, QMM_INVALID_ARGUMENT, "g_idx: dtype %s, expected int32",
+                                  qmm_dtype_name(c->g_idx.dtype));
+        QMM_TRY(check_shape_is(&c->g_idx, "g_idx", 1, gd, "[K]", st));
+        QMM_TRY(check_data(&c->g_idx, "g_idx", st));
+        for (int64_t k = 0; k < p->k; k++) {
+            int64_t blk = qmm_nbits_block(&c->g_idx, p, k);
+            if (blk < 0 || blk >= p->k_blocks)
+                return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                                      "g_idx[%lld]: block %lld is outside 0..%lld",
+                                      (long long)k, (long long)blk,
+                                      (long long)(p->k_blocks - 1));
+        }
+    }
+    if (qmm_tensor_present(&c->bias)) {
+        int64_t nd[1] = {p->n};
+        QMM_TRY(check_float_type(&c->bias, "bias", p->t1, "A", st));
+        QMM_TRY(check_shape_is(&c->bias, "bias", 1, nd, "[N]", st));
+    }
+    int64_t ydims[QMM_MAX_RANK];
+    memcpy(ydims, c->a.dims, sizeof ydims);
+    ydims[c->a.rank - 1] = p->n;
+    QMM_TRY(qmm_check_output(&c->y, "Y", p->t1, c->a.rank, ydims, st));
+    for (int i = 0; i < 6; i++)
+        if (qmm_tensor_present(in[i]))
+            QMM_TRY(check_data(in[i], names[i], st));
+    return check_data(&c->y, "Y", st);
+}
+
+/* ---- DequantizeLinear ---- */
+
+static int dql_x_type(int32_t t)
+{
+    return qmm_is_q8(t) || t == QMM_DTYPE_INT16 || t == QMM_DTYPE_UINT16 ||
+           t == QMM_DTYPE_INT32 || qmm_is_float8(t);
+}
+
+double qmm_dql_x_value(const qmm_tensor *x, int64_t i)
+{
+    const unsigned char *d = x->data;
+    switch (x->dtype) {
+    case QMM_DTYPE_UINT8: return d[i];
+    case QMM_DTYPE_INT8: return (double)(int8_t)d[i];
+    case QMM_DTYPE_UINT16: return (double)(d[2 * i] | d[2 * i + 1] << 8);
+    case QMM_DTYPE_INT16: return (double)(int16_t)(uint16_t)(d[2 * i] | d[2 * i + 1] << 8);
+    case QMM_DTYPE_INT32: {
+        uint32_t u = (uint32_t)d[4 * i] | (uint32_t)d[4 * i + 1] << 8 |
+                     (uint32_t)d[4 * i + 2] << 16 | (uint32_t)d[4 * i + 3] << 24;
+        return u <= INT32_MAX ? (double)u : (double)u - 4294967296.0;
+    }
+    default: return qmm_float8_decode(x->dtype, d[i]);
+    }
+}
+
+int64_t qmm_dql_param_offset(const qmm_dql_plan *p, int64_t index)
+{
+    if (p->form == QMM_DQL_PER_TENSOR)
+        return 0;
+    int64_t o = index / (p->axis_len * p->inner), rest = index % (p->axis_len * p->inner);
+    int64_t a = rest / p->inner, in = rest % p->inner;
+    if (p->form == QMM_DQL_PER_AXIS)
+        return a;
+    return (o * p->s_axis + a / p->block) * p->inner + in;
+}
+
+qmm_status_code qmm_validate_dequantizelinear(const qmm_dequantizelinear *c, qmm_dql_plan *p,
+                                              qmm_status *st)
+{
+    memset(p, 0, sizeof *p);
+    if (c->opset < 21)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                              "opset %d: DequantizeLinear is modelled from opset 21 on "
+                              "(blocked quantization)",
+                              (int)c->opset);
+    QMM_TRY(qmm_check_tensor(&c->x, "x", st));
+    QMM_TRY(qmm_check_tensor(&c->x_scale, "x_scale", st));
+    if (!dql_x_type(c->x.dtype))
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                              "x: dtype %d (%s) is not one of DequantizeLinear's T1 this "
+                              "checker models (int8, uint8, int16, uint16, int32, float8)",
+                              (int)c->x.dtype, qmm_dtype_name(c->x.dtype));
+    if (!qmm_is_scale_type(c->x_scale.dtype))
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                              "x_scale: dtype %s is not float, float16 or bfloat16",
+                              qmm_dtype_name(c->x_scale.dtype));
+    p->y_dtype = c->x_scale.dtype;
+    if (c->output_dtype != 0) {
+        if (c->opset < 23)
+            return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                                  "output_dtype: needs opset 23 (this node is opset %d)",
+                                  (int)c->opset);
+        if (!qmm_is_scale_type(c->output_dtype))
+            return invalid(st, "output_dtype", "must be float (1), float16 (10) or bfloat16 (16)",
+                           c->output_dtype);
+        p->y_dtype = c->output_dtype;
+    }
+    int present_zp = qmm_tensor_present(&c->x_zero_point);
+    if (present_zp) {
+        QMM_TRY(qmm_check_tensor(&c->x_zero_point, "x_zero_point", st));
+        QMM_TRY(check_zero_point_type(&c->x_zero_point, "x_zero_point", &c->x, "x", st));
+        QMM_TRY(check_same_shape(&c->x_scale, "x_scale", &c->x_zero_point, "x_zero_point", st));
+    }
+    int32_t r = c->x.rank;
+    p->numel = qmm_tensor_numel(&c->x);
+    p->outer = p->inner = 1;
+    p->axis_len = 1;
+    int64_t sn = qmm_tensor_numel(&c->x_scale);
+    if (c->block_size < 0)
+        return invalid(st, "block_size", "must be 0 (not blocked) or positive", c->block_size);
+    if (c->block_size == 0 && sn == 1 && c->x_scale.rank <= 1) {
+        p->form = QMM_DQL_PER_TENSOR;
+        p->axis_len = p->numel;
+    } else {
+        if (r < 1)
+            return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                                  "x_scale: not one element, so x needs an axis (x has rank 0)");
+        if (c->axis < -r || c->axis >= r)
+            return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                                  "axis: %d is outside [-%d, %d] (x has rank %d)", (int)c->axis,
+                                  (int)r, (int)(r - 1), (int)r);
+        p->axis = c->axis < 0 ? c->axis + r : c->axis;
+        for (int32_t i = 0; i < p->axis; i++)
+            p->outer *= c->x.dims[i];
+        p->axis_len = c->x.dims[p->axis];
+        for (int32_t i = p->axis + 1; i < r; i++)
+            p->inner *= c->x.dims[i];
+        if (c->block_size == 0) {
+            p->form = QMM_DQL_PER_AXIS;
+            int64_t d[1] = {p->axis_len};
+            QMM_TRY(check_shape_is(&c->x_scale, "x_scale", 1, d,
+                                   "per axis: 1-D, x's dim at axis", st));
+        } else {
+            p->form = QMM_DQL_BLOCKED;
+            p->block = c->block_size;
+            p->s_axis = (p->axis_len + p->block - 1) / p->block;
+            int64_t d[QMM_MAX_RANK];
+            memcpy(d, c->x.dims, sizeof d);
+            d[p->axis] = p->s_axis;
+            QMM_TRY(check_shape_is(&c->x_scale, "x_scale", r, d,
+                                   "blocked: x's shape with ceil(dim/block_size) at axis", st));
+        }
+    }
+    QMM_TRY(qmm_check_output(&c->y, "y", p->y_dtype, r, c->x.dims, st));
+    QMM_TRY(check_data(&c->x, "x", st));
+    QMM_TRY(check_data(&c->x_scale, "x_scale", st));
+    if (present_zp) {
+        QMM_TRY(check_data(&c->x_zero_point, "x_zero_point", st));
+        if (qmm_is_float8(c->x.dtype))
+            for (int64_t i = 0; i < qmm_tensor_numel(&c->x_zero_point); i++)
+                if (qmm_dql_x_value(&c->x_zero_point, i) != 0.0)
+                    return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                                          "x_zero_point[%lld]: must be 0 for a float8 x",
+                                          (long long)i);
+    }
+    return check_data(&c->y, "y", st);
+}
+
+/* ---- DynamicQuantizeMatMul and MatMulIntegerToFloat ---- */
+
+/* b_scale per tensor (one element) or per column ([N]); b_zero_point, when present, of b's type
+ * and b_scale's shape; bias [N] of `ft`. */
+static qmm_status_code i2f_params(const qmm_tensor *b, const qmm_tensor *bs,
+                                  const qmm_tensor *bz, const qmm_tensor *bias, int32_t ft,
+                                  qmm_i2f_plan *p, qmm_status *st)
+{
+    int64_t n = p->g.n;
+    QMM_TRY(check_float_type(bs, "b_scale", ft, "the scales", st));
+    int64_t nd[1] = {n};
+    if (qmm_tensor_numel(bs) == 1 && bs->rank <= 1)
+        p->b_per_column = 0;
+    else {
+        QMM_TRY(check_shape_is(bs, "b_scale", 1, nd, "per tensor [] or [1], or per column [N]",
+                               st));
+        p->b_per_column = 1;
+    }
+    if (qmm_tensor_present(bz)) {
+        QMM_TRY(check_zero_point_type(bz, "b_zero_point", b, "B", st));
+        QMM_TRY(check_same_shape(bs, "b_scale", bz, "b_zero_point", st));
+        QMM_TRY(check_data(bz, "b_zero_point", st));
+    }
+    if (qmm_tensor_present(bias)) {
+        QMM_TRY(check_float_type(bias, "bias", ft, "the output", st));
+        QMM_TRY(check_shape_is(bias, "bias", 1, nd, "[N]", st));
+        QMM_TRY(check_data(bias, "bias", st));
+    }
+    return check_data(bs, "b_scale", st);
+}
+
+qmm_status_code qmm_validate_dynamicquantizematmul(const qmm_dynamicquantizematmul *c,
+                                                   qmm_i2f_plan *p, qmm_status *st)
+{
+    memset(p, 0, sizeof *p);
+    if (c->a.dtype != QMM_DTYPE_FLOAT)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT, "A: dtype %s, expected float",
+                              qmm_dtype_name(c->a.dtype));
+    QMM_TRY(check_operand_type(&c->b, "B", 0, st));
+    QMM_TRY(qmm_matmul_geometry(&c->a, &c->b, &p->g, st));
+    QMM_TRY(i2f_params(&c->b, &c->b_scale, &c->b_zero_point, &c->bias, QMM_DTYPE_FLOAT, p, st));
+    QMM_TRY(check_output(&c->y, "Y", QMM_DTYPE_FLOAT, &p->g, st));
+    QMM_TRY(check_data(&c->a, "A", st));
+    return check_data(&c->b, "B", st);
+}
+
+qmm_status_code qmm_validate_matmul_integer_to_float(const qmm_matmul_integer_to_float *c,
+                                                     qmm_i2f_plan *p, qmm_status *st)
+{
+    memset(p, 0, sizeof *p);
+    QMM_TRY(check_operand_type(&c->a, "A", 0, st));
+    QMM_TRY(check_operand_type(&c->b, "B", 0, st));
+    int32_t ft = c->a_scale.dtype;
+    if (ft != QMM_DTYPE_FLOAT && ft != QMM_DTYPE_FLOAT16)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                              "a_scale: dtype %s is not a T3 (float or float16)",
+                              qmm_dtype_name(ft));
+    QMM_TRY(qmm_matmul_geometry(&c->a, &c->b, &p->g, st));
+    if (!(qmm_tensor_numel(&c->a_scale) == 1 && c->a_scale.rank <= 1))
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                              "a_scale: must be one element ([] or [1]): A is quantized per "
+                              "tensor");
+    if (qmm_tensor_present(&c->a_zero_point)) {
+        QMM_TRY(check_zero_point_type(&c->a_zero_point, "a_zero_point", &c->a, "A", st));
+        QMM_TRY(check_same_shape(&c->a_scale, "a_scale", &c->a_zero_point, "a_zero_point", st));
+        QMM_TRY(check_data(&c->a_zero_point, "a_zero_point", st));
+    }
+    QMM_TRY(i2f_params(&c->b, &c->b_scale, &c->b_zero_point, &c->bias, ft, p, st));
+    QMM_TRY(check_output(&c->y, "Y", ft, &p->g, st));
+    QMM_TRY(check_data(&c->a_scale, "a_scale", st));
+    QMM_TRY(check_data(&c->a, "A", st));
+    return check_data(&c->b, "B", st);
+}

@@ -55,4 +55,5 @@ static qmm_status_code mmi_explain(const qmm_call *call, int64_t index, qmm_ref_
     return qmm_status_ok(st);
 }
 
-const qmm_ref_op qmm_ref_op_matmulinteger = {QMM_OP_MATMULINTEGER, mmi_compute, mmi_explain, 0};
+const qmm_ref_op qmm_ref_op_matmulinteger = {QMM_OP_MATMULINTEGER, mmi_compute, mmi_explain, 0,
+                                             NULL};

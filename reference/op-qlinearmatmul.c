@@ -211,4 +211,5 @@ static qmm_status_code qlm_explain(const qmm_call *call, int64_t index, qmm_ref_
     return qmm_status_ok(st);
 }
 
-const qmm_ref_op qmm_ref_op_qlinearmatmul = {QMM_OP_QLINEARMATMUL, qlm_compute, qlm_explain, 0};
+const qmm_ref_op qmm_ref_op_qlinearmatmul = {QMM_OP_QLINEARMATMUL, qlm_compute, qlm_explain, 0,
+                                             NULL};

@@ -253,4 +253,5 @@ static qmm_status_code qom_explain(const qmm_call *call, int64_t index, qmm_ref_
     return qmm_status_ok(st);
 }
 
-const qmm_ref_op qmm_ref_op_qorderedmatmul = {QMM_OP_QORDEREDMATMUL, qom_compute, qom_explain, 1};
+const qmm_ref_op qmm_ref_op_qorderedmatmul = {QMM_OP_QORDEREDMATMUL, qom_compute, qom_explain, 1,
+                                              NULL};

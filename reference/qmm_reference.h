@@ -144,6 +144,56 @@ int64_t qmm_ref_part_unit(const qmm_call *call);
  * default, never stops one. Process-wide; the reference backend's calls obey it too. */
 void qmm_ref_set_stop_flag(const volatile sig_atomic_t *flag);
 
+/* ---- operators judged by accepted values (docs/semantics.md §8.4) ------------------------ */
+
+/* One way an implementation may compute an element (a "model"), and what it may then answer:
+ * y is accepted when lo <= y <= hi (values of y's type, as doubles; lo == hi: that value
+ * exactly; both NaN: exactly a NaN). `r` is the model's exact value rounded to a double and
+ * `e` its error bound rounded up (0 for a value determined exactly), for reports. An
+ * `inconclusive` model gives no usable bound (a float16 accumulation over a long K, a sum that
+ * may overflow, a non-finite input): a y only it accepts is neither a pass nor a failure. */
+typedef struct qmm_ref_interval {
+    double lo, hi;
+    double r, e;
+    int inconclusive;
+    const char *model; /* "dequantize-first", "scale-factored", "int8-a-block-256", "fma" ... */
+} qmm_ref_interval;
+
+#define QMM_REF_ACCEPT_MAX 6
+
+/* Everything one output element may be: the union of its models' intervals. */
+typedef struct qmm_ref_accept {
+    int n;
+    qmm_ref_interval iv[QMM_REF_ACCEPT_MAX];
+} qmm_ref_accept;
+
+/* 1 when the reference judges `op`'s output by qmm_ref_accept_part instead of bit for bit
+ * against qmm_ref_compute's answer (which is then the first model's exact value rounded once
+ * to y's type: one acceptable answer, not the only one). */
+int qmm_ref_judged_by_accept(qmm_op_kind op);
+
+/* The accepted values of elements [part->first, part->first + part->count) of y (part NULL:
+ * all of y), into out[0 .. count-1]; validates the call first. QMM_UNSUPPORTED for an
+ * operator judged bit for bit. */
+qmm_status_code qmm_ref_accept_part(const qmm_call *call, const qmm_ref_part *part,
+                                    qmm_ref_accept *out, qmm_status *st);
+
+typedef enum qmm_ref_verdict {
+    QMM_REF_PASS = 0,
+    QMM_REF_FAIL = 1,
+    QMM_REF_INCONCLUSIVE = 2,
+} qmm_ref_verdict;
+
+/* The judgement of one answer `y` (decoded exactly to a double; NaN for any NaN) against its
+ * accepted values. *units (may be NULL) is its distance from the nearest conclusive model's
+ * exact value in units of that model's bound, |y - r| / e (0 when equal, +inf when e is 0 and
+ * y differs), and *model (may be NULL) that model's index. */
+qmm_ref_verdict qmm_ref_accept_judge(const qmm_ref_accept *a, double y, double *units,
+                                     int *model);
+
+/* Element `index` of a float, float16 or bfloat16 tensor, decoded exactly (NaN for any NaN). */
+double qmm_ref_float_at(int32_t dtype, const void *data, int64_t index);
+
 /* ---- the backend ---------------------------------------------------------------------- */
 
 /* Opens the reference backend. Options: "" or "profile=NAME" with NAME one of the profiles

@@ -31,6 +31,10 @@ typedef struct qmm_ref_op {
                                qmm_status *st);
     /* y is not row-major (QOrderedMatMul's order_Y): a part holds whole matrices of y */
     int whole_matrices;
+    /* qmm_ref_accept_part's contract, for an operator judged by accepted values; NULL for
+     * one judged bit for bit */
+    qmm_status_code (*accept)(const qmm_call *call, const qmm_ref_part *part,
+                              qmm_ref_accept *out, qmm_status *st);
 } qmm_ref_op;
 
 /* Every op-*.c file's operator, NULL-terminated (generated: ref_ops.c in the build tree). */
@@ -161,5 +165,58 @@ qmm_status_code qmm_ref_element_at(const qmm_geometry *g, int64_t index, int64_t
 
 /* An exact rational as the decimal qmm_ref_element.scaled holds ("3.5", "-0.333..."). */
 void qmm_ref_decimal(mpq_srcptr v, char *out, size_t n);
+
+/* ---- exact float values and error bounds (accept.c; docs/semantics.md §8.4) ---- */
+
+/* The floating-point formats a bound is computed for: p significand bits (the leading one
+ * included), emin the least normal exponent, emax the greatest. */
+typedef struct qmm_ref_fmt {
+    int p, emin, emax;
+} qmm_ref_fmt;
+
+/* float, float16 or bfloat16 (any other type: float's). */
+qmm_ref_fmt qmm_ref_fmt_of(int32_t dtype);
+
+/* v rounded to nearest, ties to even, in `f` (subnormals, overflow to +-inf), as a double. */
+double qmm_ref_round_q(mpq_srcptr v, qmm_ref_fmt f);
+/* The same rounded towards +inf (dir 1), -inf (-1) or to nearest (0). */
+double qmm_ref_round_q_dir(mpq_srcptr v, qmm_ref_fmt f, int dir);
+
+/* The double holding x * 2^sh exactly as an integer, into z (x finite, x * 2^sh an integer). */
+void qmm_ref_mpz_scaled(mpz_t z, double x, int sh);
+
+/* An interval from a model's exact value R and the sum of magnitudes S it is bounded by
+ * (R = r / 2^sh, S = s / 2^sh): E = gamma_n * S + 2 * n_under * eta, gamma_n = n u / (1 - n u)
+ * with u = 2^-p of the accumulation format `acc` and eta = 2^(emin - p) its underflow unit;
+ * lo, hi = RU_y(R - E), RD_y(R + E) when y is in `acc`'s format, else RN_y(R -+ E). Inconclusive when n u >= 1/2 or when a partial sum may overflow
+ * `acc` ((1 + gamma_n) S + E >= its largest finite value). */
+void qmm_ref_interval_bound(qmm_ref_interval *iv, const mpz_t r, const mpz_t s, int sh,
+                            int64_t n, int64_t n_under, qmm_ref_fmt acc, qmm_ref_fmt y,
+                            const char *model);
+
+/* An interval holding one value exactly (lo = hi = v; NaN: any NaN). */
+void qmm_ref_interval_value(qmm_ref_interval *iv, double v, const char *model);
+
+/* Any value, inconclusively (a non-finite input the bound does not model). */
+void qmm_ref_interval_any(qmm_ref_interval *iv, const char *model);
+
+/* Stores v (a value of y's float type) as element `index` of y (float, float16, bfloat16). */
+void qmm_ref_store_float(const qmm_tensor *y, int64_t index, double v);
+
+/* y_wrapped (when not NULL) = the part of y just computed: the float operators have no
+ * wrapped accumulator of their own. */
+void qmm_ref_copy_wrapped(qmm_tensor *yw, const qmm_tensor *y, const qmm_ref_part *part);
+
+/* The bits qmm_ref_element.expected holds for a float y's value v. */
+int64_t qmm_ref_float_bits(int32_t dtype, double v);
+
+/* The float epilogue of an integer product (DynamicQuantizeMatMul, MatMulIntegerToFloat;
+ * docs/semantics.md §10.2): RN32(RN32(RN32(acc) * RN32(sa * sb)) + bias), the value compute
+ * writes; and every value accepted: that, with the bias fused (FMA), and both again from the
+ * int32-wrapped accumulator when acc does not fit int32. A y that is not float: inconclusive
+ * (not modelled). */
+double qmm_ref_i2f_value(int64_t acc, double sa, double sb, int has_bias, double bias);
+void qmm_ref_i2f_accept(qmm_ref_accept *out, int64_t acc, double sa, double sb, int has_bias,
+                        double bias, int32_t y_dtype);
 
 #endif /* QMM_REF_INTERNAL_H */

@@ -20,8 +20,13 @@
 TestSuite(operator, .init = make_tmp, .fini = remove_tmp);
 
 static const qmm_op_kind kinds[] = {QMM_OP_MATMULINTEGER, QMM_OP_QLINEARMATMUL,
-                                    QMM_OP_QORDEREDMATMUL};
+                                    QMM_OP_QORDEREDMATMUL, QMM_OP_MATMULNBITS,
+                                    QMM_OP_DEQUANTIZELINEAR, QMM_OP_DYNAMICQUANTIZEMATMUL,
+                                    QMM_OP_MATMUL_INTEGER_TO_FLOAT};
 #define N_KINDS ((int)(sizeof kinds / sizeof kinds[0]))
+/* The first N_RANDOM_KINDS have a random generator; issue 27's four do not yet (see `pending`
+ * below). */
+#define N_RANDOM_KINDS 3
 
 /* ---- the table ---- */
 
@@ -183,7 +188,7 @@ static void expect_same_tensor(const char *what, const qmm_tensor *x, const qmm_
 
 Test(operator, every_operator_written_by_the_writer_loads_back_as_the_same_call)
 {
-    for (int k = 0; k < N_KINDS; k++) {
+    for (int k = 0; k < N_RANDOM_KINDS; k++) {
         qh_problem p;
         random_of(kinds[k], &p);
         const qmm_op_desc *d = qmm_call_desc(&p.call);
@@ -265,7 +270,7 @@ Test(operator, random_problems_cover_every_operator)
             valid_qom++;
         qh_problem_free(&p);
     }
-    for (int k = 0; k < N_KINDS; k++)
+    for (int k = 0; k < N_RANDOM_KINDS; k++)
         cr_expect_gt(seen[kinds[k]], 20, "%s: %d of 400", qmm_op_name(kinds[k]), seen[kinds[k]]);
     /* most QOrderedMatMul problems are valid: the generator keeps to the tiles and orders */
     cr_expect_gt(valid_qom, seen[QMM_OP_QORDEREDMATMUL] * 8 / 10, "%d of %d valid", valid_qom,
@@ -336,6 +341,34 @@ static const struct place optional[] = {
     {"examples/", "the vendor example plugin"},
 };
 
+/* Required places not written yet, each with why: issue 27's operators have their interface,
+ * descriptor and exact reference, and `diff`'s random generator and the fuzz byte format and
+ * target are the issue's item 5, still to do. Remove a row when its place is written. */
+static const struct {
+    const char *slug, *path;
+} pending[] = {
+    {"matmulnbits", "harness/gen/problem.c"},
+    {"matmulnbits", "fuzz/decode.c"},
+    {"matmulnbits", "fuzz/fuzz_%s.c"},
+    {"dequantizelinear", "harness/gen/problem.c"},
+    {"dequantizelinear", "fuzz/decode.c"},
+    {"dequantizelinear", "fuzz/fuzz_%s.c"},
+    {"dynamicquantizematmul", "harness/gen/problem.c"},
+    {"dynamicquantizematmul", "fuzz/decode.c"},
+    {"dynamicquantizematmul", "fuzz/fuzz_%s.c"},
+    {"matmul_integer_to_float", "harness/gen/problem.c"},
+    {"matmul_integer_to_float", "fuzz/decode.c"},
+    {"matmul_integer_to_float", "fuzz/fuzz_%s.c"},
+};
+
+static int is_pending(const char *slug, const char *path)
+{
+    for (size_t i = 0; i < sizeof pending / sizeof pending[0]; i++)
+        if (strcmp(pending[i].slug, slug) == 0 && strcmp(pending[i].path, path) == 0)
+            return 1;
+    return 0;
+}
+
 static int is_place(const char *file, const struct place *p, size_t n, const char *slug)
 {
     for (size_t i = 0; i < n; i++) {
@@ -388,6 +421,11 @@ Test(operator, only_the_six_places_and_the_listed_ones_name_an_operator)
         for (size_t r = 0; r < sizeof required / sizeof required[0]; r++) {
             char path[256];
             snprintf(path, sizeof path, required[r].path, d->slug);
+            if (is_pending(d->slug, required[r].path)) {
+                cr_expect(!found[r], "%s: %s names it now: remove its row from `pending`",
+                          d->op_type, path);
+                continue;
+            }
             cr_expect(found[r], "%s: %s does not name it (%s)", d->op_type, path,
                       required[r].what);
         }

@@ -329,8 +329,10 @@ Test(tree, unknown_operator_names_the_field)
     const char *vec = copy_case(QLINEAR, "q");
     edit_model("q", unknown_op);
     expect_one_error(vec, "q", "q/model.onnx: NodeProto.op_type: unknown operator 'Foo\\nBar' "
-                               "(expected QLinearMatMul, MatMulInteger or com.microsoft "
-                               "QOrderedMatMul)");
+                               "(expected QLinearMatMul, MatMulInteger, com.microsoft "
+                               "QOrderedMatMul, com.microsoft MatMulNBits, DequantizeLinear, "
+                               "com.microsoft DynamicQuantizeMatMul or com.microsoft "
+                               "MatMulIntegerToFloat)");
 }
 
 static void drop_last_input(qh_model *m)

@@ -131,7 +131,7 @@ int qh_call_build_node(const char *op_type, const char *domain, int64_t opset,
     memset(call, 0, sizeof *call);
     const qmm_op_desc *d = qmm_op_lookup(domain, op_type);
     if (!d) {
-        char op[QH_NAME_MAX * 2 + 2], shown[160], known[160];
+        char op[QH_NAME_MAX * 2 + 2], shown[160], known[384];
         snprintf(op, sizeof op, "%s%s%s", domain, domain[0] ? "." : "", op_type);
         qh_clean_into(shown, sizeof shown, op, strlen(op), 128);
         known_operators(known, sizeof known);
