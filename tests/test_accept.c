@@ -16,7 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/io/case.h"
 #include "ops/qmm_ops.h"
+#include "optimized/qmm_optimized.h"
+#include "qmm/backend.h"
 #include "reference/qmm_reference.h"
 #include "reference/ref_internal.h"
 #include "tests/rng_support.h"
@@ -627,4 +630,113 @@ Test(accept, matmul_integer_to_float_accepts_the_fused_and_unfused_tails_only)
     m->a_scale = mk(QMM_DTYPE_FLOAT, sa, 1, 2);
     cr_expect_eq(qmm_ref_compute(&c, NULL, NULL, &st), QMM_INVALID_ARGUMENT);
     cr_expect(strstr(st.message, "a_scale: must be one element"), "%s", st.message);
+}
+
+/* ---- the optimized backend does not compute them yet: UNSUPPORTED, queried and called ---- */
+
+Test(accept, optimized_answers_unsupported_for_the_four_operators)
+{
+    uint64_t r = 9;
+    nbits_case *c = malloc(sizeof *c);
+    cr_assert_not_null(c);
+    make_nbits(c, &r);
+    cr_assert_eq(qmm_ref_compute(&c->call, NULL, NULL, &(qmm_status){0}), QMM_OK);
+    qmm_status st;
+    qmm_backend *be = qmm_optimized_open(QMM_ABI_VERSION, "", &st);
+    cr_assert_not_null(be, "%s", st.message);
+    static const qmm_op_kind kinds[] = {QMM_OP_MATMULNBITS, QMM_OP_DEQUANTIZELINEAR,
+                                        QMM_OP_DYNAMICQUANTIZEMATMUL,
+                                        QMM_OP_MATMUL_INTEGER_TO_FLOAT};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        qmm_call call;
+        if (kinds[k] == QMM_OP_MATMULNBITS)
+            call = c->call;
+        else
+            qmm_call_init(&call, kinds[k], 21);
+        cr_expect_eq(be->query(be, &call, &st), QMM_UNSUPPORTED, "%s query: %s",
+                     qmm_op_name(kinds[k]), st.message);
+        cr_expect_eq(qmm_backend_run(be, &call, &st), QMM_UNSUPPORTED, "%s: %s",
+                     qmm_op_name(kinds[k]), st.message);
+    }
+    be->close(be);
+    free(c);
+}
+
+/* ---- ONNX Runtime's recorded answers (vectors/llm/onnxruntime, make_onnxruntime_cases.py) ---- */
+
+/* Judges a case's stored output with the reference's accepted values: the number of elements
+ * that fail, *worst the largest error in units of the bound among those judged by a bound. */
+static long judge_stored(qh_case *c, const char *name, int quiet, double *worst,
+                         long *inconclusive)
+{
+    qmm_call *call = &c->call;
+    const qmm_tensor *want = &c->outputs[0].t;
+    int64_t n = qmm_tensor_numel(want);
+    qmm_ref_accept *acc = calloc((size_t)(n ? n : 1), sizeof *acc);
+    cr_assert_not_null(acc);
+    /* the call's y buffer: the reference validates it */
+    qmm_tensor *y = qmm_call_output(call);
+    void *buf = calloc((size_t)(n ? n : 1), 4);
+    y->data = buf;
+    qmm_status st;
+    cr_assert_eq(qmm_ref_accept_part(call, NULL, acc, &st), QMM_OK, "%s: %s", name, st.message);
+    long failed = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double got = qmm_ref_float_at(want->dtype, want->data, i), units;
+        int model;
+        qmm_ref_verdict v = qmm_ref_accept_judge(&acc[i], got, &units, &model);
+        if (v == QMM_REF_FAIL) {
+            if (failed++ < 3 && !quiet)
+                cr_log_error("%s: y[%lld] = %.9g outside every model (first: %s R %.17g, "
+                             "E %.3g, %.2f units)",
+                             name, (long long)i, got, acc[i].iv[0].model, acc[i].iv[0].r,
+                             acc[i].iv[0].e, units);
+        } else if (v == QMM_REF_INCONCLUSIVE) {
+            (*inconclusive)++;
+        } else if (model >= 0 && acc[i].iv[model].e > 0 && units > *worst) {
+            *worst = units;
+        }
+    }
+    free(acc);
+    free(buf);
+    y->data = NULL;
+    return failed;
+}
+
+Test(accept, onnxruntime_recorded_answers_are_accepted, .timeout = 300)
+{
+    const char *src = getenv("QMM_SOURCE_DIR");
+    cr_assert_not_null(src, "QMM_SOURCE_DIR is not set (run through ctest)");
+    char root[1024];
+    snprintf(root, sizeof root, "%s/vectors/llm/onnxruntime", src);
+    qh_case_list list = {0};
+    qh_error err;
+    cr_assert_eq(qh_discover(root, &list, &err), 0, "%s", err.msg);
+    cr_assert_geq(list.count, 40);
+    double worst = 0.0;
+    long elements = 0, failed = 0, inconclusive = 0, level4_cases = 0, level4_unlike_float = 0;
+    for (size_t i = 0; i < list.count; i++) {
+        qh_case c;
+        cr_assert_eq(qh_case_load(&list.items[i], &c, &err), 0, "%s: %s", list.items[i].name,
+                     err.msg);
+        cr_assert(qmm_ref_judged_by_accept(c.call.op), "%s", list.items[i].name);
+        elements += qmm_tensor_numel(&c.outputs[0].t);
+        failed += judge_stored(&c, list.items[i].name, 0, &worst, &inconclusive);
+        /* a level-4 answer from ORT's int8 path is accepted by the int8 model, not the float
+         * ones: judged as if the call said level 0, it fails */
+        if (c.call.op == QMM_OP_MATMULNBITS && c.call.u.matmulnbits.accuracy_level == 4) {
+            double w0 = 0.0;
+            long inc0 = 0;
+            c.call.u.matmulnbits.accuracy_level = 0;
+            level4_cases++;
+            level4_unlike_float += judge_stored(&c, list.items[i].name, 1, &w0, &inc0) > 0;
+        }
+        qh_case_free(&c);
+    }
+    fprintf(stderr,
+            "onnxruntime: %zu cases, %ld elements: %ld outside every model, %ld inconclusive; "
+            "worst error/bound %.4f; %ld of %ld level-4 cases fail as level 0 (int8 path)\n",
+            list.count, elements, failed, inconclusive, worst, level4_unlike_float, level4_cases);
+    cr_expect_eq(failed, 0);
+    qh_case_list_free(&list);
 }

@@ -4,7 +4,7 @@ packing, zero points and float path; its level-4 int8 activation model (and when
 the A block of 256 for weight blocks above 256; the 2-bit and 8-bit limits; the
 DynamicQuantizeMatMul / MatMulIntegerToFloat float tail bit for bit.
 
-    vectors/peers/onnxruntime/issue27_facts.py [--seed N]
+    vectors/llm/onnxruntime_facts.py [--seed N]
 
 Prints one line per fact, "ok" or "DIFFERS", and exits 1 when one differs. Runs on the CPU
 execution provider; the numbers are relative to sum |a * b^| (or exact for the tails)."""
@@ -12,8 +12,7 @@ import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
-                                "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import qmm_requires  # noqa: E402
 
 if __name__ == "__main__" and ("-h" in sys.argv or "--help" in sys.argv):
