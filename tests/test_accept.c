@@ -703,24 +703,51 @@ static long judge_stored(qh_case *c, const char *name, int quiet, double *worst,
     return failed;
 }
 
+/* The recorded answers that diverge, each with its class (docs/peers.md): they must fail, and
+ * nothing else may. */
+static const char *const recorded_divergences[] = {
+    /* MLAS's AVX2 u8*s8 kernel: int16 pair sums saturate (minimal cases:
+     * vectors/peers/onnxruntime/{dynamicquantizematmul,matmulintegertofloat}-u8s8-pair-saturation) */
+    "onnxruntime-x86-64-v3/dynamicquantizematmul-m3-k45-n4-per-column",
+    "onnxruntime-x86-64-v3/matmulintegertofloat-m3-k45-n4-per-column",
+};
+
+static int recorded_divergence(const char *name)
+{
+    for (size_t i = 0; i < sizeof recorded_divergences / sizeof recorded_divergences[0]; i++)
+        if (strcmp(name, recorded_divergences[i]) == 0)
+            return 1;
+    return 0;
+}
+
 Test(accept, onnxruntime_recorded_answers_are_accepted, .timeout = 300)
 {
     const char *src = getenv("QMM_SOURCE_DIR");
     cr_assert_not_null(src, "QMM_SOURCE_DIR is not set (run through ctest)");
     char root[1024];
-    snprintf(root, sizeof root, "%s/vectors/llm/onnxruntime", src);
+    snprintf(root, sizeof root, "%s/vectors/llm", src);
     qh_case_list list = {0};
     qh_error err;
     cr_assert_eq(qh_discover(root, &list, &err), 0, "%s", err.msg);
-    cr_assert_geq(list.count, 40);
+    cr_assert_geq(list.count, 80);
     double worst = 0.0;
     long elements = 0, failed = 0, inconclusive = 0, level4_cases = 0, level4_unlike_float = 0;
+    long diverging = 0;
     for (size_t i = 0; i < list.count; i++) {
         qh_case c;
         cr_assert_eq(qh_case_load(&list.items[i], &c, &err), 0, "%s: %s", list.items[i].name,
                      err.msg);
         cr_assert(qmm_ref_judged_by_accept(c.call.op), "%s", list.items[i].name);
         elements += qmm_tensor_numel(&c.outputs[0].t);
+        if (recorded_divergence(list.items[i].name)) {
+            double w = 0.0;
+            long inc = 0;
+            long f = judge_stored(&c, list.items[i].name, 1, &w, &inc);
+            cr_expect_gt(f, 0, "%s: listed as a divergence but accepted", list.items[i].name);
+            diverging += f;
+            qh_case_free(&c);
+            continue;
+        }
         failed += judge_stored(&c, list.items[i].name, 0, &worst, &inconclusive);
         /* a level-4 answer from ORT's int8 path is accepted by the int8 model, not the float
          * ones: judged as if the call said level 0, it fails */
@@ -734,9 +761,11 @@ Test(accept, onnxruntime_recorded_answers_are_accepted, .timeout = 300)
         qh_case_free(&c);
     }
     fprintf(stderr,
-            "onnxruntime: %zu cases, %ld elements: %ld outside every model, %ld inconclusive; "
-            "worst error/bound %.4f; %ld of %ld level-4 cases fail as level 0 (int8 path)\n",
-            list.count, elements, failed, inconclusive, worst, level4_unlike_float, level4_cases);
+            "onnxruntime: %zu cases, %ld elements: %ld outside every model (%ld more in the "
+            "listed divergences), %ld inconclusive; worst error/bound %.4f; %ld of %ld level-4 "
+            "cases fail as level 0 (int8 path)\n",
+            list.count, elements, failed, diverging, inconclusive, worst, level4_unlike_float,
+            level4_cases);
     cr_expect_eq(failed, 0);
     qh_case_list_free(&list);
 }

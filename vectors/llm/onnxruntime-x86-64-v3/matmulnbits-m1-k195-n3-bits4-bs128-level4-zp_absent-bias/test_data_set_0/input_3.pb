@@ -1,0 +1,1 @@
+BbiasJO."?Sna¿wu­>

@@ -1,0 +1,1 @@
+BscalesJy0½Hk>Ñd<Ž-q½Scq= æÃ<
