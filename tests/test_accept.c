@@ -662,7 +662,7 @@ Test(accept, optimized_answers_unsupported_for_the_four_operators)
     free(c);
 }
 
-/* ---- ONNX Runtime's recorded answers (vectors/llm/onnxruntime, make_onnxruntime_cases.py) ---- */
+/* ---- ONNX Runtime's recorded answers (tests/llm/onnxruntime, make_onnxruntime_cases.py) ---- */
 
 /* Judges a case's stored output with the reference's accepted values: the number of elements
  * that fail, *worst the largest error in units of the bound among those judged by a bound. */
@@ -725,7 +725,7 @@ Test(accept, onnxruntime_recorded_answers_are_accepted, .timeout = 300)
     const char *src = getenv("QMM_SOURCE_DIR");
     cr_assert_not_null(src, "QMM_SOURCE_DIR is not set (run through ctest)");
     char root[1024];
-    snprintf(root, sizeof root, "%s/vectors/llm", src);
+    snprintf(root, sizeof root, "%s/tests/llm", src);
     qh_case_list list = {0};
     qh_error err;
     cr_assert_eq(qh_discover(root, &list, &err), 0, "%s", err.msg);

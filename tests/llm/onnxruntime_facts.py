@@ -4,7 +4,7 @@ packing, zero points and float path; its level-4 int8 activation model (and when
 the A block of 256 for weight blocks above 256; the 2-bit and 8-bit limits; the
 DynamicQuantizeMatMul / MatMulIntegerToFloat float tail bit for bit.
 
-    vectors/llm/onnxruntime_facts.py [--seed N]
+    tests/llm/onnxruntime_facts.py [--seed N]
 
 Prints one line per fact, "ok" or "DIFFERS", and exits 1 when one differs. Runs on the CPU
 execution provider; the numbers are relative to sum |a * b^| (or exact for the tails)."""

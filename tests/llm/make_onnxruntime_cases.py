@@ -6,13 +6,13 @@ zero points as constant initializers, which is when ORT takes its int8 path; the
 feeds them as inputs); DequantizeLinear blocked with a short last block; DynamicQuantizeMatMul
 and MatMulIntegerToFloat with per-column b_scale.
 
-    vectors/llm/make_onnxruntime_cases.py OUT_DIR [--seed N]
+    tests/llm/make_onnxruntime_cases.py OUT_DIR [--seed N]
 
-vectors/llm/onnxruntime/ is its output on a Zen 4 (AVX-512 VNNI); onnxruntime-x86-64-v3/ the
+tests/llm/onnxruntime/ is its output on a Zen 4 (AVX-512 VNNI); onnxruntime-x86-64-v3/ the
 same run under qemu-x86_64 -cpu Haswell-noTSX,-pcid,-x2apic,-tsc-deadline,-invpcid
 (docs/cpu.md's x86-64-v3 class), with .venv/bin/python as the program.
 
-tests/test_accept.c judges every stored answer under vectors/llm/onnxruntime/ with the
+tests/test_accept.c judges every stored answer under tests/llm/onnxruntime/ with the
 reference's accepted values (docs/semantics.md §8-§10)."""
 import argparse
 import os
