@@ -6,8 +6,16 @@
  * for everything else, so qmmcheck reports those cases as SKIPPED instead of failing them.
  * Requantization uses double precision: y = round_half_even(acc * sa*sb/sy) + zy. That is
  * right almost everywhere; the edge suites show where it is not (near-ties).
+ *
+ * Accumulation is exact in int64, then wrapped to int32 as a 32-bit accumulator would wrap: the
+ * spec (semantics.md, "The int32 overflow rule") accepts that result where the exact sum does not
+ * fit int32, and MatMulInteger's output is the wrapped sum. Option `threads=N` (1 to 64, default
+ * 1) splits the rows of y among N threads, so that `qmmcheck run --determinism` (variants
+ * threads=1;threads=2;threads=3) compares real threaded runs; any other option is refused.
  */
 #include <math.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,6 +97,86 @@ static qmm_status_code check(const qmm_tensor *a, const qmm_tensor *b, const qmm
     return QMM_OK;
 }
 
+/* The backend's own state: the option threads=N. */
+typedef struct my_impl {
+    int threads;
+} my_impl;
+
+/* The exact sum of products, wrapped to int32 as a 32-bit accumulator wraps. No term or partial
+ * sum overflows int64: each term is at most 255 * 255, and K would need 2^47 of them. The wrap
+ * is written out, so that no conversion depends on the compiler. */
+static int32_t dot_wrapped(const qmm_tensor *a, const qmm_tensor *b, int64_t i, int64_t j,
+                           int64_t k, int64_t n, int64_t za, int64_t zb)
+{
+    int64_t acc = 0;
+    for (int64_t kk = 0; kk < k; kk++)
+        acc += (load(a, i * k + kk) - za) * (load(b, kk * n + j) - zb);
+    uint32_t u = (uint32_t)acc; /* modulo 2^32: defined for unsigned types */
+    return u <= INT32_MAX ? (int32_t)u : (int32_t)(u - 2147483648u) - INT32_MAX - 1;
+}
+
+/* One call's rows: what each thread computes, rows [r0, r1) of y. */
+typedef struct rows_job {
+    void (*rows)(const void *ctx, int64_t r0, int64_t r1);
+    const void *ctx;
+    int64_t r0, r1;
+} rows_job;
+
+static void *rows_thread(void *arg)
+{
+    rows_job *job = arg;
+    job->rows(job->ctx, job->r0, job->r1);
+    return NULL;
+}
+
+/* Rows 0..m-1 split among the backend's threads; this thread takes the first share, and a share
+ * whose thread cannot be started is computed here too. */
+static void for_rows(const qmm_backend *self, int64_t m,
+                     void (*rows)(const void *ctx, int64_t r0, int64_t r1), const void *ctx)
+{
+    enum { MAX_THREADS = 64 };
+    int nt = ((const my_impl *)self->impl)->threads;
+    if (m < nt)
+        nt = (int)m;
+    if (nt <= 1) {
+        rows(ctx, 0, m);
+        return;
+    }
+    pthread_t tid[MAX_THREADS];
+    rows_job job[MAX_THREADS];
+    int started[MAX_THREADS] = {0};
+    for (int t = 0; t < nt; t++)
+        job[t] = (rows_job){rows, ctx, m * t / nt, m * (t + 1) / nt};
+    for (int t = 1; t < nt; t++)
+        started[t] = pthread_create(&tid[t], NULL, rows_thread, &job[t]) == 0;
+    rows_thread(&job[0]);
+    for (int t = 1; t < nt; t++) {
+        if (started[t])
+            pthread_join(tid[t], NULL);
+        else
+            rows_thread(&job[t]);
+    }
+}
+
+typedef struct ql_ctx {
+    const qmm_qlinearmatmul *c;
+    int64_t k, n, za, zb, zy, lo, hi;
+    double mult;
+} ql_ctx;
+
+static void ql_rows(const void *ctx, int64_t r0, int64_t r1)
+{
+    const ql_ctx *q = ctx;
+    unsigned char *y = q->c->y.data;
+    for (int64_t i = r0; i < r1; i++)
+        for (int64_t j = 0; j < q->n; j++) {
+            int32_t acc = dot_wrapped(&q->c->a, &q->c->b, i, j, q->k, q->n, q->za, q->zb);
+            double v = nearbyint((double)acc * q->mult) + (double)q->zy;
+            int64_t r = v < (double)q->lo ? q->lo : v > (double)q->hi ? q->hi : (int64_t)v;
+            y[i * q->n + j] = (unsigned char)r;
+        }
+}
+
 static qmm_status_code my_qlinearmatmul(const qmm_backend *self, const qmm_qlinearmatmul *c,
                                         qmm_status *st)
 {
@@ -106,22 +194,27 @@ static qmm_status_code my_qlinearmatmul(const qmm_backend *self, const qmm_qline
     memcpy(&sy, c->y_scale.data, 4);
     if (!(sa > 0 && sb > 0 && sy > 0) || isinf(sa) || isinf(sb) || isinf(sy))
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "scales must be finite and > 0");
-    int64_t m = c->a.dims[0], k = c->a.dims[1], n = c->b.dims[1];
-    int64_t za = load(&c->a_zero_point, 0), zb = load(&c->b_zero_point, 0);
-    int64_t zy = load(&c->y_zero_point, 0);
-    int64_t lo = c->y.dtype == QMM_DTYPE_INT8 ? -128 : 0, hi = lo + 255;
-    double mult = (double)sa * (double)sb / (double)sy;
-    unsigned char *y = c->y.data;
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++) {
-            int32_t acc = 0;
-            for (int64_t kk = 0; kk < k; kk++)
-                acc += (int32_t)((load(&c->a, i * k + kk) - za) * (load(&c->b, kk * n + j) - zb));
-            double v = nearbyint((double)acc * mult) + (double)zy;
-            int64_t q = v < (double)lo ? lo : v > (double)hi ? hi : (int64_t)v;
-            y[i * n + j] = (unsigned char)q;
-        }
+    int64_t lo = c->y.dtype == QMM_DTYPE_INT8 ? -128 : 0;
+    ql_ctx q = {.c = c, .k = c->a.dims[1], .n = c->b.dims[1],
+                .za = load(&c->a_zero_point, 0), .zb = load(&c->b_zero_point, 0),
+                .zy = load(&c->y_zero_point, 0), .lo = lo, .hi = lo + 255,
+                .mult = (double)sa * (double)sb / (double)sy};
+    for_rows(self, c->a.dims[0], ql_rows, &q);
     return qmm_status_ok(st);
+}
+
+typedef struct mi_ctx {
+    const qmm_matmulinteger *c;
+    int64_t k, n, za, zb;
+} mi_ctx;
+
+static void mi_rows(const void *ctx, int64_t r0, int64_t r1)
+{
+    const mi_ctx *q = ctx;
+    int32_t *y = q->c->y.data;
+    for (int64_t i = r0; i < r1; i++)
+        for (int64_t j = 0; j < q->n; j++)
+            y[i * q->n + j] = dot_wrapped(&q->c->a, &q->c->b, i, j, q->k, q->n, q->za, q->zb);
 }
 
 static qmm_status_code my_matmulinteger(const qmm_backend *self, const qmm_matmulinteger *c,
@@ -133,22 +226,16 @@ static qmm_status_code my_matmulinteger(const qmm_backend *self, const qmm_matmu
         return rc;
     if (check(&c->a, &c->b, &c->y, QMM_DTYPE_INT32, st) != QMM_OK)
         return QMM_INVALID_ARGUMENT;
-    int64_t m = c->a.dims[0], k = c->a.dims[1], n = c->b.dims[1];
-    int64_t za = qmm_tensor_present(&c->a_zero_point) ? load(&c->a_zero_point, 0) : 0;
-    int64_t zb = qmm_tensor_present(&c->b_zero_point) ? load(&c->b_zero_point, 0) : 0;
-    int32_t *y = c->y.data;
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++) {
-            uint32_t acc = 0; /* wraps like int32 hardware, without signed-overflow UB */
-            for (int64_t kk = 0; kk < k; kk++)
-                acc += (uint32_t)((load(&c->a, i * k + kk) - za) * (load(&c->b, kk * n + j) - zb));
-            y[i * n + j] = (int32_t)acc;
-        }
+    mi_ctx q = {.c = c, .k = c->a.dims[1], .n = c->b.dims[1],
+                .za = qmm_tensor_present(&c->a_zero_point) ? load(&c->a_zero_point, 0) : 0,
+                .zb = qmm_tensor_present(&c->b_zero_point) ? load(&c->b_zero_point, 0) : 0};
+    for_rows(self, c->a.dims[0], mi_rows, &q);
     return qmm_status_ok(st);
 }
 
 static void my_close(qmm_backend *self)
 {
+    free(self->impl);
     free(self);
 }
 
@@ -157,15 +244,31 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
 {
     if (!qmm_backend_abi_check("mykernels", harness_abi, st)) /* qmm/backend.h */
         return NULL;
-    if (!qmm_backend_no_options("mykernels", options, st))
-        return NULL;
+    my_impl opts = {.threads = 1};
+    qmm_option opt;
+    for (const char *cur = options; qmm_option_next(&cur, &opt);) {
+        long v;
+        if (!qmm_option_is(&opt, "threads")) {
+            qmm_option_refuse(st, &opt, "mykernels knows only threads=N");
+            return NULL;
+        }
+        if (!qmm_option_int(&opt, 1, 64, &v)) {
+            qmm_option_refuse(st, &opt, "threads must be 1..64");
+            return NULL;
+        }
+        opts.threads = (int)v;
+    }
     qmm_backend *be = calloc(1, sizeof *be);
-    if (!be) {
+    my_impl *impl = malloc(sizeof *impl);
+    if (!be || !impl) {
+        free(be);
+        free(impl);
         qmm_status_oom(st, "mykernels", NULL);
         return NULL;
     }
+    *impl = opts;
     /* the ABI version, the table's size, the strings; every function NULL until set */
-    qmm_backend_init(be, "mykernels", "example vendor kernels: 2-D, per-tensor", NULL);
+    qmm_backend_init(be, "mykernels", "example vendor kernels: 2-D, per-tensor", impl);
     be->query = my_query;
     be->qlinearmatmul = my_qlinearmatmul;
     be->matmulinteger = my_matmulinteger;
