@@ -152,16 +152,37 @@ Test(reduce_cli, a_long_tmpdir_is_used_whole)
     free(out);
 }
 
-Test(reduce_cli, writes_beside_the_case_by_default_even_with_a_trailing_slash)
+/* By default the smallest case goes into the current directory, named after the case: never
+ * beside it, where an installed suite would count it on the next run (and a root-owned prefix
+ * refuses it). It went to CASE_DIR-reduced: suite/c-reduced here (or exit 2 where the suite is
+ * read-only to the user, as for any user but root). */
+Test(reduce_cli, writes_into_the_current_directory_by_default_even_with_a_trailing_slash)
 {
-    char dir[512], path[600];
-    snprintf(dir, sizeof dir, "%s/c", tmpdir);
-    copy_tree(CASE, dir);
-    char *out = qmmcheck_expect(0, "reduce '%s/' --backend " BACKEND " -q --max-tries 2", dir);
+    char suite[512], work[512], path[700], cd[600];
+    snprintf(suite, sizeof suite, "%s/suite", tmpdir);
+    snprintf(work, sizeof work, "%s/work", tmpdir);
+    cr_assert_eq(mkdir(suite, 0700), 0);
+    cr_assert_eq(mkdir(work, 0700), 0);
+    snprintf(path, sizeof path, "%s/c", suite);
+    copy_tree(CASE, path);
+    cr_assert_eq(chmod(suite, 0500), 0); /* as an installed prefix is to its users */
+    snprintf(cd, sizeof cd, "cd '%s' &&", work);
+    char *out;
+    int rc = qmmcheck_under(&out, cd, "reduce '%s/c/' --backend " BACKEND " -q --max-tries 2",
+                            suite);
+    chmod(suite, 0700);
+    cr_expect_eq(rc, 0, "exit %d:\n%s", rc, out);
     expect_in(out, "the budget ran out first");
     free(out);
-    snprintf(path, sizeof path, "%s-reduced/model.onnx", dir);
+    snprintf(path, sizeof path, "%s/c-reduced/model.onnx", work);
     cr_expect(access(path, F_OK) == 0, "%s is missing", path);
+    snprintf(path, sizeof path, "%s/c-reduced", suite);
+    cr_expect(access(path, F_OK) != 0, "%s was written beside the case", path);
+    /* a CASE_DIR that does not end in a name of its own needs --out */
+    rc = qmmcheck_under(&out, cd, "reduce '%s/c/..' --backend " BACKEND " -q", suite);
+    cr_expect_eq(rc, 2, "exit %d:\n%s", rc, out);
+    expect_in(out, "give --out DIR");
+    free(out);
 }
 
 Test(reduce_cli, refuses_to_write_over_the_case_itself)

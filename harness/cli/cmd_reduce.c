@@ -23,7 +23,7 @@ enum {
 static const qh_option reduce_options[] = {
     {O_BACKEND, "--backend", 'b', "SPEC", 0, "the backend the case fails against (one)"},
     {O_PROFILE, "--profile", 0, "NAME", 0, "judge under this semantics profile"},
-    {O_OUT, "--out", 0, "DIR", 0, "where the smallest case goes (default CASE_DIR-reduced)"},
+    {O_OUT, "--out", 0, "DIR", 0, "where the smallest case goes (default ./NAME-reduced, NAME the case's)"},
     {O_MAX_TRIES, "--max-tries", 0, "N", 0, "judged candidates at most (default 5000; 0: no bound)"},
     {O_SECONDS, "--seconds", 0, "T", 0, "seconds at most (default 600; 0: no bound)"},
     {O_CONFIRM, "--confirm", 0, "N", 0,
@@ -155,15 +155,25 @@ int qh_cmd_reduce(int argc, char **argv)
     a.ro.invoke.isolate = be.isolated;
     a.ro.invoke.timeout_s = a.timeout_s;
     a.ro.progress = !a.quiet;
-    /* beside the case by default: "problem-7/" -> "problem-7-reduced" */
+    /* in the current directory by default, never beside the case (an installed suite would
+     * count it on the next run, and may not be writable): "suite/problem-7/" ->
+     * "./problem-7-reduced" */
     char out[4096];
     size_t len = strlen(a.dir);
     while (len > 1 && a.dir[len - 1] == '/')
         len--;
+    size_t base = len;
+    while (base > 0 && a.dir[base - 1] != '/')
+        base--;
     if (a.out)
         snprintf(out, sizeof out, "%s", a.out);
-    else
-        snprintf(out, sizeof out, "%.*s-reduced", (int)(len < 4000 ? len : 4000), a.dir);
+    else if (len == base || !strncmp(a.dir + base, ".", len - base) ||
+             !strncmp(a.dir + base, "..", len - base)) {
+        qh_backend_close(&be);
+        return usage("give --out DIR: %s does not end in the case's own name", a.dir);
+    } else
+        snprintf(out, sizeof out, "%.*s-reduced", (int)(len - base < 4000 ? len - base : 4000),
+                 a.dir + base);
     struct stat sc, so; /* the same directory by device and inode, however it is spelt */
     if (stat(a.dir, &sc) == 0 && stat(out, &so) == 0 && sc.st_dev == so.st_dev &&
         sc.st_ino == so.st_ino) {
