@@ -6,8 +6,10 @@
 #   ci/qmmcheck-gate.sh STEP [OPTIONS] [-- EXTRA qmmcheck run ARGUMENTS]
 #
 # STEP: deps (the Debian packages: scripts/deps.sh --minimal), build (qmmcheck from a checkout,
-# installed into a prefix), run (build the plugin, run the backend over the suites in one
-# shard, write JUnit, JSON and the log), or all (the three in order).
+# installed into a prefix, once: every shard's run uses that prefix), run (build the plugin
+# against that prefix, run the backend over the suites in one shard, write JUnit, JSON, the log
+# and the exit status), all (the three in order), or verdict (the shards' reports read
+# together: one status for the whole run).
 #
 # Every option has an environment variable, so a CI passes its inputs without quoting them
 # into a command line; an option given overrides its variable. QMM_GATE_VECTORS and
@@ -21,12 +23,16 @@ trap 'rc=$?; echo "qmmcheck-gate: line $LINENO: $BASH_COMMAND: exit $rc" >&2; ex
 
 usage() {
     cat <<'EOF'
-usage: qmmcheck-gate.sh deps|build|run|all [OPTIONS] [-- EXTRA qmmcheck run ARGUMENTS]
+usage: qmmcheck-gate.sh deps|build|run|all|verdict [OPTIONS] [-- EXTRA qmmcheck run ARGUMENTS]
   --backend SPEC       the backend to gate: a plugin (./libx.so[:opts]), a built-in, exec:CMD
                        (QMM_GATE_BACKEND); required for run
   --build-plugin CMD   a shell command run in the working directory before the run, e.g.
-                       'make libx.so' (QMM_GATE_BUILD_PLUGIN)
+                       'cmake -S . -B build && cmake --build build' (QMM_GATE_BUILD_PLUGIN); it
+                       finds the qmmcheck the gate runs: CMAKE_PREFIX_PATH, qmm_DIR,
+                       PKG_CONFIG_PATH and PATH lead to its prefix
   --shard I/N          the I-th of N slices of the cases, 1 <= I <= N (QMM_GATE_SHARD; 1/1)
+  --shards N           for verdict: how many shards ran (QMM_GATE_SHARDS; default: the N the
+                       reports' names hold, when they all hold one)
   --source DIR         the qmmcheck checkout to build (QMM_GATE_SOURCE; default: the checkout
                        holding this script, if it is one)
   --qmmcheck PATH      use this qmmcheck instead of building one, e.g. 'qmmcheck' from PATH
@@ -38,16 +44,25 @@ usage: qmmcheck-gate.sh deps|build|run|all [OPTIONS] [-- EXTRA qmmcheck run ARGU
   --xfail FILE         expected failures (QMM_GATE_XFAIL); --xfail-strict (QMM_GATE_XFAIL_STRICT=1
                        or true; 0, false or empty: not strict) makes stale entries and XPASS
                        fail the gate
-  --out DIR            where the reports go (QMM_GATE_OUT; default qmmcheck-results)
+  --out DIR            where the reports go (QMM_GATE_OUT; default qmmcheck-results); verdict
+                       reads every shard's reports under it
   --jobs N             build parallelism (QMM_GATE_JOBS; default: the CPUs)
 Extra run arguments: after --, or QMM_GATE_EXTRA_ARGS (a list of words; not --shard, which
 is the gate's).
 A list of words in a variable: words are separated by spaces, tabs or newlines (a YAML block
 with one suite a line is a list); '...' or "..." (where \" and \\ escape) or a backslash keep
 white space or quotes in a word; nothing is expanded. An unmatched quote is a usage error.
-run writes OUT/qmmcheck-shard-I-of-N.{xml,json,log} and exits as qmmcheck run does: 0 pass,
-1 a case failed, 2 a usage error (or a step of the gate failed), 3 nothing judged. With
+run writes OUT/qmmcheck-shard-I-of-N.{xml,json,log,exit} and exits as qmmcheck run does: 0
+pass, 1 a case failed, 2 a usage error (or a step of the gate failed), 3 nothing judged. With
 GITHUB_OUTPUT set it also writes junit=, json=, log= and exit-code= there.
+verdict reads the .exit and .log of shards 1..N (N from --shard) under OUT, at any depth (one
+folder per downloaded artifact), prints each shard's counts and the failures with their
+__REPRO: lines, and exits 0 (nothing failed and some shard judged a case: a shard that judged
+nothing is not a failure), 1 (a case failed), 2 (a shard missing, twice, or not run through)
+or 3 (no shard judged anything).
+On GitHub (GITHUB_STEP_SUMMARY, GITHUB_ACTIONS) run and verdict write the counts and the
+failures to the step summary, and run an ::error annotation per failing case with its
+__REPRO: line.
 EOF
 }
 
@@ -109,7 +124,7 @@ split_words() {
 
 step=${1:-}
 case "$step" in
-    deps | build | run | all) shift ;;
+    deps | build | run | all | verdict) shift ;;
     -h | --help | help) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
 esac
@@ -121,6 +136,8 @@ default_source=""
 backend=${QMM_GATE_BACKEND:-}
 build_plugin=${QMM_GATE_BUILD_PLUGIN:-}
 shard=${QMM_GATE_SHARD:-1/1}
+shards_given=0
+[ -z "${QMM_GATE_SHARDS:-}" ] || { shard=1/$QMM_GATE_SHARDS; shards_given=1; }
 source_dir=${QMM_GATE_SOURCE:-$default_source}
 qmmcheck=${QMM_GATE_QMMCHECK:-}
 build_dir=${QMM_GATE_BUILD_DIR:-}
@@ -141,7 +158,7 @@ while [ $# -gt 0 ]; do
         --) shift; extra+=("$@"); break ;;
         --xfail-strict) xfail_strict=1; shift; continue ;;
         -h | --help) usage; exit 0 ;;
-        --backend | --build-plugin | --shard | --source | --qmmcheck | --build-dir | --prefix | \
+        --backend | --build-plugin | --shard | --shards | --source | --qmmcheck | --build-dir | --prefix | \
             --vectors | --xfail | --out | --jobs)
             [ $# -ge 2 ] || die "$opt needs a value"
             val=$2
@@ -152,6 +169,7 @@ while [ $# -gt 0 ]; do
         --backend) backend=$val ;;
         --build-plugin) build_plugin=$val ;;
         --shard) shard=$val ;;
+        --shards) shard=1/$val shards_given=1 ;;
         --source) source_dir=$val ;;
         --qmmcheck) qmmcheck=$val ;;
         --build-dir) build_dir=$val ;;
@@ -217,6 +235,7 @@ do_build() {
 }
 
 # The qmmcheck to run: the option, else the one build installed, else the one on PATH.
+# (Called in $(...): the die of a subshell exits only it, so callers check its status.)
 find_qmmcheck() {
     if [ -n "$qmmcheck" ]; then
         command -v "$qmmcheck" >/dev/null || die "--qmmcheck $(shown "$qmmcheck"): not found"
@@ -242,6 +261,34 @@ absolute_backend() {
     fi
 }
 
+# The prefix holding the qmmcheck BIN (PREFIX/bin/qmmcheck), printed when it holds qmmcheck's
+# CMake package or pkg-config file; nothing otherwise (a qmmcheck on PATH without them).
+prefix_of() {
+    local p
+    p=$(cd "$(dirname "$1")/.." && pwd) || return 0
+    if compgen -G "$p/lib*/cmake/qmm/qmmConfig.cmake" >/dev/null ||
+        compgen -G "$p/lib/*/cmake/qmm/qmmConfig.cmake" >/dev/null; then
+        echo "$p"
+    fi
+    return 0
+}
+
+# The plugin's build sees the qmmcheck the gate runs: its prefix first on CMAKE_PREFIX_PATH,
+# qmm_DIR (find_package(qmm)), PKG_CONFIG_PATH (pkg-config qmm) and PATH.
+export_prefix() {
+    local p=$1 dir pc
+    dir=$(dirname "$(compgen -G "$p/lib*/cmake/qmm/qmmConfig.cmake" ||
+        compgen -G "$p/lib/*/cmake/qmm/qmmConfig.cmake")")
+    pc=$(dirname "$(compgen -G "$p/lib*/pkgconfig/qmm.pc" || compgen -G "$p/lib/*/pkgconfig/qmm.pc" ||
+        echo "$p/lib/pkgconfig/qmm.pc")")
+    export CMAKE_PREFIX_PATH="$p${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+    export qmm_DIR=$dir
+    export PKG_CONFIG_PATH="$pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+    export PATH="$p/bin:$PATH"
+    echo "qmmcheck-gate: the plugin's build finds qmmcheck in $(shown "$p"):" \
+        "CMAKE_PREFIX_PATH, qmm_DIR=$(shown "$dir"), PKG_CONFIG_PATH, PATH"
+}
+
 # GitHub's step outputs, when run there.
 github_output() {
     [ -n "${GITHUB_OUTPUT:-}" ] && echo "$1=$2" >>"$GITHUB_OUTPUT"
@@ -250,12 +297,14 @@ github_output() {
 
 do_run() {
     [ -n "$backend" ] || die "run: give --backend SPEC (or QMM_GATE_BACKEND)"
+    local bin qprefix
+    bin=$(find_qmmcheck) || exit 2
+    qprefix=$(prefix_of "$bin")
     if [ -n "$build_plugin" ]; then
+        [ -z "$qprefix" ] || export_prefix "$qprefix"
         echo "qmmcheck-gate: building the plugin: $(shown "$build_plugin")"
         bash -c "$build_plugin" || die "run: the plugin's build command failed: $(shown "$build_plugin")"
     fi
-    local bin
-    bin=$(find_qmmcheck)
     if [ ${#vectors[@]} -eq 0 ] && [ -n "$source_dir" ] && [ -d "$source_dir/vectors" ]; then
         vectors=("$source_dir/vectors")
     fi
@@ -285,20 +334,251 @@ do_run() {
     echo "qmmcheck-gate: $(shown "$bin" "${args[@]}")"
     local rc=0
     "$bin" "${args[@]}" >"$base.log" 2>&1 || rc=$?
+    # what verdict reads beside the log: the status, and the attempt (a re-run job's reports
+    # replace an earlier attempt's)
+    echo "exit=$rc attempt=${GITHUB_RUN_ATTEMPT:-${CI_JOB_ID:-1}}" >"$base.exit"
     # the log in CI's console too: the failures and the SUMMARY (--quiet leaves out passes)
-    cat -- "$base.log"
+    console_log "$base.log"
+    shard_report "$base" "$shard_i/$shard_n"
     github_output junit "$base.xml"
     github_output json "$base.json"
     github_output log "$base.log"
     github_output exit-code "$rc"
     echo "qmmcheck-gate: shard $shard_i/$shard_n exit $rc; reports: $(shown "$base.xml" "$base.json")"
+    [ "$rc" != 3 ] || [ "$shard_n" = 1 ] ||
+        echo "qmmcheck-gate: shard $shard_i/$shard_n judged nothing (exit 3): not a failure when other shards judged cases; the verdict step reads them all"
     exit "$rc"
+}
+
+# A log on the console. On GitHub, a line of it that starts with :: would be a workflow
+# command (a backend's output forging ::error or ::add-mask): commands are stopped around it.
+console_log() {
+    if [ "${GITHUB_ACTIONS:-}" = true ]; then
+        local token
+        token=qmmcheck-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+        echo "::stop-commands::$token"
+        cat -- "$1"
+        echo "::$token::"
+    else
+        cat -- "$1"
+    fi
+}
+
+# The counts of the SUMMARY line of LOG as "total passed failed ... xpass" (11 numbers), or
+# nothing when it has none (a run that did not get that far).
+summary_counts() {
+    local line
+    line=$(grep -a '^SUMMARY: total:' -- "$1" | tail -n 1) || return 0
+    [[ "$line" =~ total:([0-9]+)\ passed:([0-9]+)\ failed:([0-9]+)\ mistrusted:([0-9]+)\ skipped:([0-9]+)\ unchecked:([0-9]+)\ crashed:([0-9]+)\ timeout:([0-9]+)\ error:([0-9]+)\ xfail:([0-9]+)\ xpass:([0-9]+) ]] ||
+        return 0
+    echo "${BASH_REMATCH[*]:1}"
+}
+count_names=(total passed failed mistrusted skipped unchecked crashed timeout error xfail xpass)
+
+# The lines of LOG that make a run fail: a case FAILED, CRASHED, TIMEOUT, ERROR or XPASS, each
+# with its __REPRO: command, and qmmcheck's own FAILED: lines (--xfail-strict, --max-skipped).
+failure_lines() {
+    grep -aE '^[0-9]+:(FAILED|CRASHED|TIMEOUT|ERROR|XPASS) |^FAILED: ' -- "$1" || true
+}
+
+# Text for a workflow command's message (%, CR, LF escaped as GitHub reads them back).
+annotation_text() {
+    local t=${1//%/%25}
+    t=${t//$'\r'/%0D}
+    echo "${t//$'\n'/%0A}"
+}
+
+# Text for the step summary's HTML: <, >, & escaped (the lines are qmmcheck's, already clean).
+html_text() {
+    local t=${1//&/&amp;}
+    t=${t//</&lt;}
+    echo "${t//>/&gt;}"
+}
+
+# One shard's log in GitHub's terms: an ::error annotation per failing case (at most 20: the
+# rest are in the summary) and its counts and failures in the step summary.
+shard_report() {
+    local base=$1 shard=$2 line n=0
+    local -a c
+    if [ "${GITHUB_ACTIONS:-}" = true ]; then
+        while IFS= read -r line; do
+            n=$((n + 1))
+            [ "$n" -le 20 ] || { echo "::error title=qmmcheck shard $shard::more failures: see the step summary and $base.log"; break; }
+            echo "::error title=qmmcheck shard $shard::$(annotation_text "$line")"
+        done < <(failure_lines "$base.log")
+    fi
+    [ -n "${GITHUB_STEP_SUMMARY:-}" ] || return 0
+    read -r -a c <<<"$(summary_counts "$base.log")"
+    {
+        echo "### qmmcheck shard $shard"
+        echo
+        if [ ${#c[@]} -eq 11 ]; then
+            summary_table_head
+            summary_table_row "$shard" "$(exit_of "$base.exit")" "${c[@]}"
+        else
+            echo "No SUMMARY line: qmmcheck did not finish (see $(html_text "$base.log"))."
+        fi
+        failures_html "$base.log"
+    } >>"$GITHUB_STEP_SUMMARY"
+}
+
+# The step summary's table: a row per shard, its exit status and counts.
+summary_table_head() {
+    local n head="| shard | exit |" rule="|---|---:|"
+    for n in "${count_names[@]}"; do head+=" $n |" rule+="---:|"; done
+    printf '%s\n%s\n' "$head" "$rule"
+}
+summary_table_row() {
+    local v row="| $1 | $2 |"
+    shift 2
+    for v in "$@"; do row+=" $v |"; done
+    echo "$row"
+}
+
+# The failure lines of the logs (and the mismatch lines under them), for the step summary.
+failures_html() {
+    local lines
+    lines=$(grep -ahE -A3 '^[0-9]+:(FAILED|CRASHED|TIMEOUT|ERROR|XPASS) |^FAILED: ' -- "$@" |
+        grep -av '^--$' | head -n 200) || true
+    [ -n "$lines" ] || return 0
+    echo
+    echo "<details open><summary>failures (rerun one with its __REPRO: command)</summary>"
+    echo
+    echo "<pre>"
+    html_text "$lines"
+    echo "</pre></details>"
+}
+
+exit_of() {
+    local e
+    e=$(sed -n 's/^exit=\([0-9]*\) .*/\1/p' -- "$1" 2>/dev/null | head -n 1)
+    echo "${e:-?}"
+}
+attempt_of() {
+    local a
+    a=$(sed -n 's/.* attempt=\([0-9]*\)$/\1/p' -- "$1" 2>/dev/null | head -n 1)
+    echo "${a:-0}"
+}
+
+# The shards' reports read together (see usage): which shards ran, what each judged, and one
+# exit status for the whole run.
+do_verdict() {
+    [ -d "$out" ] || die "verdict: no results directory $(shown "$out") (download the shards' reports there)"
+    local i f rc worst=0 judged=0 empty=0 failed=0 broken=0
+    local -a files sums c logs=()
+    local -A best_attempt=() best_file=() dup=()
+    if [ "$shards_given" = 0 ]; then
+        # N from the reports' names: one N, or the count must be given
+        local ns
+        ns=$(find "$out" -name 'qmmcheck-shard-*-of-*.exit' | sed -n 's/.*-of-\([0-9]*\)\.exit$/\1/p' | sort -u)
+        [ -n "$ns" ] || die "verdict: no shard's reports (qmmcheck-shard-I-of-N.exit) under $(shown "$out")"
+        [ "$(wc -l <<<"$ns")" = 1 ] ||
+            die "verdict: reports of several shard counts under $(shown "$out") ($(echo $ns)): give --shards N"
+        shard_n=$ns
+    fi
+    # each shard's newest attempt; two reports of one shard and attempt are two gates sharing
+    # a name (or a results directory): an error, never a silent overwrite
+    while IFS= read -r -d '' f; do
+        [[ "$f" =~ qmmcheck-shard-([0-9]+)-of-([0-9]+)\.exit$ ]] || continue
+        [ "${BASH_REMATCH[2]}" = "$shard_n" ] || continue
+        i=${BASH_REMATCH[1]}
+        local a
+        a=$(attempt_of "$f")
+        if [ -z "${best_attempt[$i]:-}" ] || [ "$a" -gt "${best_attempt[$i]}" ]; then
+            best_attempt[$i]=$a best_file[$i]=$f
+            unset "dup[$i]"
+        elif [ "$a" = "${best_attempt[$i]}" ]; then
+            dup[$i]="${best_file[$i]} and $f"
+        fi
+    done < <(find "$out" -name 'qmmcheck-shard-*-of-*.exit' -print0 | sort -z)
+    sums=(0 0 0 0 0 0 0 0 0 0 0)
+    echo "qmmcheck-gate: verdict over $shard_n shard(s) in $(shown "$out")"
+    local table
+    table=$(summary_table_head)
+    for ((i = 1; i <= shard_n; i++)); do
+        f=${best_file[$i]:-}
+        if [ -n "${dup[$i]:-}" ]; then
+            echo "qmmcheck-gate: shard $i/$shard_n: two reports of one attempt ($(shown "${dup[$i]}")): give each gate its own name or results directory"
+            broken=$((broken + 1))
+            continue
+        fi
+        if [ -z "$f" ]; then
+            echo "qmmcheck-gate: shard $i/$shard_n: no report (the shard did not run, or its reports were not downloaded)"
+            broken=$((broken + 1))
+            continue
+        fi
+        rc=$(exit_of "$f")
+        read -r -a c <<<"$(summary_counts "${f%.exit}.log")"
+        if [ ${#c[@]} -ne 11 ] || ! [[ "$rc" =~ ^[013]$ ]]; then
+            echo "qmmcheck-gate: shard $i/$shard_n: exit $rc$([ ${#c[@]} -eq 11 ] || echo ', no SUMMARY line'): see $(shown "${f%.exit}.log")"
+            broken=$((broken + 1))
+            continue
+        fi
+        local k
+        for k in "${!c[@]}"; do sums[k]=$((sums[k] + c[k])); done
+        logs+=("${f%.exit}.log")
+        table+=$'\n'$(summary_table_row "$i/$shard_n" "$rc" "${c[@]}")
+        echo "qmmcheck-gate: shard $i/$shard_n: exit $rc, total:${c[0]} judged:$((c[0] - c[4])) skipped:${c[4]}"
+        case "$rc" in
+            1) failed=$((failed + 1)) ;;
+            3) empty=$((empty + 1)) ;;
+        esac
+        judged=$((judged + c[0] - c[4]))
+    done
+    if [ "$broken" -gt 0 ]; then
+        worst=2
+    elif [ "$failed" -gt 0 ]; then
+        worst=1
+    elif [ "$judged" -eq 0 ]; then
+        worst=3
+    fi
+    local what
+    case "$worst" in
+        0) what="pass: $judged case(s) judged, none failed" ;;
+        1) what="FAILED: $failed shard(s) with a failing case" ;;
+        2) what="ERROR: $broken shard(s) missing or not run through" ;;
+        3) what="EMPTY: no shard judged any case (every case SKIPPED)" ;;
+    esac
+    [ "$empty" -eq 0 ] || [ "$worst" = 3 ] ||
+        what+="; $empty shard(s) judged nothing (every case SKIPPED), not a failure: the run judged $judged"
+    local total_line="total:${sums[0]}" k
+    for k in 1 2 3 4 5 6 7 8 9 10; do total_line+=" ${count_names[k]}:${sums[k]}"; done
+    if [ ${#logs[@]} -gt 0 ]; then
+        failure_lines_of "${logs[@]}"
+    fi
+    echo "VERDICT: $what"
+    echo "VERDICT: $total_line"
+    if [ "${GITHUB_ACTIONS:-}" = true ] && [ "$worst" != 0 ]; then
+        echo "::error title=qmmcheck verdict::$(annotation_text "$what ($total_line)")"
+    elif [ "${GITHUB_ACTIONS:-}" = true ] && [ "$empty" -gt 0 ]; then
+        echo "::notice title=qmmcheck verdict::$(annotation_text "$what")"
+    fi
+    if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
+        {
+            echo "## qmmcheck verdict: $(html_text "$what")"
+            echo
+            echo "$table"
+            summary_table_row "all" "$worst" "${sums[@]}"
+            [ ${#logs[@]} -eq 0 ] || failures_html "${logs[@]}"
+        } >>"$GITHUB_STEP_SUMMARY"
+    fi
+    exit "$worst"
+}
+
+# The failing cases of every log, with their __REPRO: lines, on the console.
+failure_lines_of() {
+    local lines
+    lines=$(for f in "$@"; do failure_lines "$f"; done)
+    [ -n "$lines" ] || return 0
+    echo "qmmcheck-gate: failures:"
+    printf '%s\n' "$lines"
 }
 
 case "$step" in
     deps) do_deps ;;
     build) do_build ;;
     run) do_run ;;
+    verdict) do_verdict ;;
     # one per line: set -e does not reach into a function called from an && list
     all)
         do_deps

@@ -5,8 +5,12 @@
 # (docs/mutants.md) and a stale entry under --xfail-strict must fail the gate; a bad shard is a
 # usage error; the GitHub step outputs name the reports; QMM_GATE_VECTORS and
 # QMM_GATE_EXTRA_ARGS given as YAML blocks run every line, and what the gate cannot read is a
-# usage error. Then checks that action.yml, the reusable workflow and the GitLab template parse
-# and call the script as documented, and that no input reaches GITHUB_ENV raw.
+# usage error. Then the documented path end to end (docs/ci.md): qmmcheck built and installed
+# once by the gate's build step, the example plugin's sources (and a mutant of them that rounds
+# half away from zero) built by plain `cmake`/`make` commands against that prefix in each shard,
+# a shard with nothing to judge, and the verdict over the shards with its GitHub step summary
+# and annotations. Last, action.yml, the reusable workflow and the GitLab template parse and
+# call the script as documented, and no input reaches GITHUB_ENV raw.
 #   gate_check.sh QMMCHECK MUTANTS_DIR SOURCE_DIR
 set -euo pipefail
 # absolute: the checks run in a temporary directory
@@ -185,6 +189,95 @@ grep -q "^qmmcheck-gate: line [0-9]*: mkdir" nodir.log || fail "--out /dev/null/
 GITHUB_OUTPUT=$tmp/forged_output gate_env 2 out.log --backend "$mutant" \
     --out "$(printf 'res\nexit-code=0\nx')"
 [ ! -s forged_output ] || fail "--out with a line break wrote GITHUB_OUTPUT: $(cat forged_output)"
+
+# 8. the documented path (docs/ci.md), end to end: one build of qmmcheck, installed into a
+#    prefix, serves every shard; the kernel repository's plugin is built from its sources by the
+#    commands a kernel repository has (no path to qmmcheck in them: the gate says where)
+"$gate" build --source "$src" --build-dir "$tmp/gate-build" --jobs 2 >gate-build.log 2>&1 ||
+    { cat gate-build.log; fail "the gate's build step failed"; }
+prefix=$tmp/gate-build/prefix
+[ -x "$prefix/bin/qmmcheck" ] || fail "the build step installed no $prefix/bin/qmmcheck"
+cp -r "$src/examples/vendor-plugin" kernel
+cp -r "$src/examples/vendor-plugin" mutant-kernel
+# the mutant rounds half away from zero (C's round) where the example rounds half to even
+sed -i 's/nearbyint(/round(/' mutant-kernel/mykernels.c
+grep -q 'round((double)acc' mutant-kernel/mykernels.c || fail "the mutant's sed changed nothing"
+# two cases in two shards: one the example computes, one it declines (per-row: SKIPPED), so
+# shard 2/2 judges nothing (exit 3)
+ties=$src/vectors/edge/qlinearmatmul/ties
+pick='^(even-zp-pos-u8u8u8|per-row-col-odd-zp-s8u8u8)$'
+run_shards() { # DIR BUILD_COMMAND BACKEND WANT1 WANT2 [env...]: both shards from DIR, fresh
+    local dir=$1 build=$2 be=$3 want i rc
+    shift 3
+    for i in 1 2; do
+        want=$1
+        shift
+        rc=0
+        (cd "$dir" && rm -rf build libmykernels.so &&
+            env GITHUB_RUN_ATTEMPT=1 "$gate" run --prefix "$prefix" --source "$src" --shard "$i/2" \
+                --vectors "$ties" --build-plugin "$build" --backend "$be" -- --filter "$pick") \
+            >"$dir.$i.log" 2>&1 || rc=$?
+        [ "$rc" = "$want" ] || { cat "$dir.$i.log"; fail "$dir shard $i/2 exited $rc, want $want"; }
+        grep -q "the plugin's build finds qmmcheck in $prefix" "$dir.$i.log" ||
+            fail "$dir shard $i: the plugin's build was not told the prefix: $(head -3 "$dir.$i.log")"
+    done
+}
+# with CMake (find_package(qmm) through CMAKE_PREFIX_PATH) and with pkg-config (make)
+run_shards kernel 'cmake -S . -B build && cmake --build build' ./build/libmykernels.so 0 3
+grep -q "shard 2/2 judged nothing (exit 3): not a failure" kernel.2.log ||
+    fail "the empty shard does not say it is no failure: $(tail -3 kernel.2.log)"
+rc=0
+"$gate" verdict --out kernel/qmmcheck-results >verdict.log 2>&1 || rc=$?
+[ "$rc" = 0 ] || { cat verdict.log; fail "the example's verdict exited $rc, want 0"; }
+grep -q "^VERDICT: pass: 1 case(s) judged, none failed; 1 shard(s) judged nothing (every case SKIPPED), not a failure" verdict.log ||
+    fail "the verdict does not count the empty shard: $(cat verdict.log)"
+grep -q "^VERDICT: total:2 passed:1 failed:0 .* skipped:1 " verdict.log || fail "verdict counts: $(cat verdict.log)"
+export GITHUB_ACTIONS=true GITHUB_STEP_SUMMARY=$tmp/summary.md
+run_shards mutant-kernel make ./libmykernels.so 1 3
+unset GITHUB_ACTIONS
+# the failing shard's annotation carries the case and its __REPRO: line
+grep -q "^::error title=qmmcheck shard 1/2::1:FAILED even-zp-pos-u8u8u8 (errors:[0-9]* total:16) __REPRO: qmmcheck repro --backend $tmp/mutant-kernel/libmykernels.so $ties/even-zp-pos-u8u8u8\$" \
+    mutant-kernel.1.log || fail "no ::error annotation with the __REPRO: line: $(cat mutant-kernel.1.log)"
+rc=0
+GITHUB_ACTIONS=true "$gate" verdict --out mutant-kernel/qmmcheck-results >verdict.log 2>&1 || rc=$?
+unset GITHUB_STEP_SUMMARY
+[ "$rc" = 1 ] || { cat verdict.log; fail "the mutant's verdict exited $rc, want 1"; }
+grep -q "^1:FAILED even-zp-pos-u8u8u8 .* __REPRO: qmmcheck repro --backend $tmp/mutant-kernel/libmykernels.so $ties/even-zp-pos-u8u8u8\$" verdict.log ||
+    fail "the verdict does not name the failure and its __REPRO: line: $(cat verdict.log)"
+grep -q "^VERDICT: FAILED: 1 shard(s) with a failing case; 1 shard(s) judged nothing" verdict.log ||
+    fail "the mutant's verdict line: $(cat verdict.log)"
+grep -q "^::error title=qmmcheck verdict::FAILED" verdict.log || fail "no verdict annotation: $(cat verdict.log)"
+# the step summary: each shard's table row and the failure with its mismatches, and the verdict
+grep -q "^| 1/2 | 1 | 1 | 0 | 1 | 0 | 0 |" summary.md || fail "summary: no row of shard 1: $(cat summary.md)"
+grep -q "^| 2/2 | 3 | 1 | 0 | 0 | 0 | 1 |" summary.md || fail "summary: no row of shard 2: $(cat summary.md)"
+grep -q "^## qmmcheck verdict: FAILED" summary.md || fail "summary: no verdict heading: $(cat summary.md)"
+grep -q "^| all | 1 | 2 | 0 | 1 | 0 | 1 |" summary.md || fail "summary: no totals: $(cat summary.md)"
+grep -q "^    y\[0,0\] (index 0): expected 128, got 129; acc 1; acc\*scale = 0.5" summary.md ||
+    fail "summary: no mismatch line: $(cat summary.md)"
+
+# verdicts over reports that are not a whole run: no shard judged anything (3); a shard
+# missing (2); a shard reported twice by one attempt (two gates sharing a name: 2); a later
+# attempt's reports replace an earlier one's (a re-run failed job)
+mkdir -p v/empty v/missing v/twice/a v/twice/b v/rerun/a1 v/rerun/a2
+cp kernel/qmmcheck-results/qmmcheck-shard-2-of-2.* v/empty/
+sed -i 's/-of-2/-of-1/; s/shard 2\/2/shard 1\/1/' v/empty/qmmcheck-shard-2-of-2.log
+for f in v/empty/qmmcheck-shard-2-of-2.*; do mv "$f" "${f/2-of-2/1-of-1}"; done
+cp kernel/qmmcheck-results/qmmcheck-shard-1-of-2.* v/missing/
+cp kernel/qmmcheck-results/qmmcheck-shard-*-of-2.* v/twice/a/
+cp kernel/qmmcheck-results/qmmcheck-shard-1-of-2.* v/twice/b/
+cp mutant-kernel/qmmcheck-results/qmmcheck-shard-*-of-2.* v/rerun/a1/
+cp kernel/qmmcheck-results/qmmcheck-shard-1-of-2.* v/rerun/a2/
+sed -i 's/attempt=1/attempt=2/' v/rerun/a2/qmmcheck-shard-1-of-2.exit
+for want in "empty 3 ^VERDICT: EMPTY: no shard judged any case" \
+    "missing 2 ^qmmcheck-gate: shard 2/2: no report" \
+    "twice 2 ^qmmcheck-gate: shard 1/2: two reports of one attempt" \
+    "rerun 0 ^VERDICT: pass: 1 case(s) judged"; do
+    read -r dir code line <<<"$want"
+    rc=0
+    "$gate" verdict --out "v/$dir" $([ "$dir" = missing ] && echo --shards 2) >verdict.log 2>&1 || rc=$?
+    [ "$rc" = "$code" ] || { cat verdict.log; fail "verdict over v/$dir exited $rc, want $code"; }
+    grep -q "$line" verdict.log || fail "verdict over v/$dir: $(cat verdict.log)"
+done
 
 # 7. the CI files parse and call the script
 python3 "$src/tests/ci/check_ci_files.py" "$src"
