@@ -199,6 +199,28 @@ check(re.search(r'^ENTRYPOINT \["qmmcheck"\]', text, re.M), f"{rel}: ENTRYPOINT 
 for path in re.findall(r"/opt/qmmcheck/([\w./-]+\.sh)", text):
     check(os.path.exists(os.path.join(src, path)), f"{rel}: names {path}, which does not exist")
 
+# Versions the CI files and docs/ci.md name exist as tags of the repository, and every
+# placeholder in their examples is explained in ci.md's prose ("Pinning qmmcheck").
+import subprocess
+try:
+    tags = set(subprocess.run(["git", "-C", src, "tag"], capture_output=True, text=True,
+                              timeout=30).stdout.split())
+except OSError:
+    tags = set()
+ci_md = read("docs/ci.md")
+for rel in ("docs/ci.md", "action.yml", ".github/workflows/qmmcheck-reusable.yml",
+            "ci/gitlab/qmmcheck.gitlab-ci.yml", "ci/docker/Dockerfile"):
+    body = read(rel)
+    for ver in re.findall(r"(?:qmmcheck[\w./-]*@|/raw/|-ref: |_REF: )(v\d+(?:\.\d+)*)\b", body):
+        check(ver in tags, f"{rel}: names the version {ver}, which is no tag of the repository")
+    for word in ("OWNER", "HOST", "YOUR.HOST"):
+        check(not re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", body) or
+              re.search(rf"`{re.escape(word)}[/`]", ci_md.split("## GitHub")[0]),
+              f"{rel}: the placeholder {word} is not explained before docs/ci.md's GitHub section")
+prose = ci_md.split("## GitHub")[0]
+for word in re.findall(r"\b(OWNER|COMMIT|YOUR-GITLAB|YOUR-GROUP)\b", ci_md):
+    check(word in prose, f"docs/ci.md: the placeholder {word} is not explained in its prose")
+
 for e in errors:
     print(f"check_ci_files: {e}", file=sys.stderr)
 print(f"check_ci_files: {'parsed with PyYAML ' + yaml.__version__ if yaml else 'no PyYAML: text checks only'}"

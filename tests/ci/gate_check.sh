@@ -279,6 +279,22 @@ for want in "empty 3 ^VERDICT: EMPTY: no shard judged any case" \
     grep -q "$line" verdict.log || fail "verdict over v/$dir: $(cat verdict.log)"
 done
 
+# 9. docs/ci.md's first sh block as written, in a copy of the example as the kernel repository:
+#    QMM is the checkout, the build directory step 8's (built: the build step only checks
+#    it), and deps (apt) left out; the
+#    example fails the near-tie cases, so the verdict is 1, over the 4 shards' every case
+awk '/^```sh$/ {on = 1; next} on && /^```$/ {exit} on' "$src/docs/ci.md" |
+    grep -v 'qmmcheck-gate.sh deps' | sed "s|/tmp/qmm-gate|$tmp/gate-build|g" >doc.sh
+grep -q 'verdict' doc.sh || fail "docs/ci.md's first sh block has no verdict: $(cat doc.sh)"
+cp -r "$src/examples/vendor-plugin" doc-kernel
+rc=0
+(cd doc-kernel && QMM=$src bash -e ../doc.sh) >doc.log 2>&1 || rc=$?
+[ "$rc" = 1 ] || { cat doc.log; fail "docs/ci.md's commands: exit $rc, want 1 (the example's near ties)"; }
+total=$("$qmmcheck" list --vectors "$src/vectors" 2>/dev/null | wc -l)
+grep -q "^VERDICT: total:$total passed:[1-9][0-9]* failed:[1-9]" doc.log ||
+    fail "docs/ci.md's verdict did not judge the $total cases: $(grep VERDICT doc.log)"
+grep -q "^VERDICT: FAILED: .* shard(s) with a failing case" doc.log || fail "$(grep VERDICT doc.log)"
+
 # 7. the CI files parse and call the script
 python3 "$src/tests/ci/check_ci_files.py" "$src"
 echo "gate_check: ok"
