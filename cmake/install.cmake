@@ -7,6 +7,10 @@ install(DIRECTORY include/qmm DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 # where packaged docs go: share/doc/<package>, under the package's name qmm, not the project's.
 install(FILES docs/semantics.md docs/profiles.md docs/qorderedmatmul.md
         DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/qmm)
+# The pages a user of the installed qmmcheck reads: the reports, case and list formats and the
+# exit statuses, the exec: protocol (a backend in any language), the CI gate.
+install(FILES docs/formats.md docs/exec-protocol.md docs/ci.md
+        DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/qmm)
 # The example plugin, where Debian puts a package's examples: a vendor with only the installed
 # prefix copies it from there (README.md, "Vendor quick start").
 install(DIRECTORY examples/vendor-plugin DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/qmm/examples)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the build tree into a temporary prefix and uses it as a vendor would: the example
-# plugin built with find_package(qmm) and with pkg-config, a program linking the installed
+# Installs the build tree into a temporary prefix (the docs a user reads included) and uses it
+# as a vendor would: the example plugin built with find_package(qmm) and with pkg-config, a
+# program linking the installed
 # reference, and the installed qmmcheck running the plugin over the ONNX vectors and seeds.
 # The headers-only target is also found on a simulated machine without GMP's development files.
 # Then from the prefix alone, outside the source tree: the installed example copied, built and
@@ -14,8 +15,11 @@ export CC="$cc" CFLAGS="-O1 $flags" LDFLAGS="$flags"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
-# the contract the installed headers point at
+# the contract the installed headers point at, and the pages a user of the command reads
 grep -q "^## 1\. Shapes" "$tmp/prefix/share/doc/qmm/semantics.md"
+for page in formats.md exec-protocol.md ci.md; do
+    cmp "$src/docs/$page" "$tmp/prefix/share/doc/qmm/$page" || { echo "$page is not installed" >&2; exit 1; }
+done
 # Every file an installed header names (its own name on line 1 aside) is installed: a page as
 # docs/X.md or share/doc/qmm/X.md, a header under include/ or one the compiler finds.
 for h in "$tmp/prefix/include/qmm"/*.h; do
