@@ -464,7 +464,7 @@ attempt_of() {
 # exit status for the whole run.
 do_verdict() {
     [ -d "$out" ] || die "verdict: no results directory $(shown "$out") (download the shards' reports there)"
-    local i f rc worst=0 judged=0 empty=0 failed=0 broken=0
+    local i f rc worst=0 judged=0 judging=0 empty=0 failed=0 broken=0
     local -a files sums c logs=()
     local -A best_attempt=() best_file=() dup=()
     if [ "$shards_given" = 0 ]; then
@@ -519,17 +519,20 @@ do_verdict() {
         logs+=("${f%.exit}.log")
         table+=$'\n'$(summary_table_row "$i/$shard_n" "$rc" "${c[@]}")
         echo "qmmcheck-gate: shard $i/$shard_n: exit $rc, total:${c[0]} judged:$((c[0] - c[4])) skipped:${c[4]}"
+        # what decides is qmmcheck's exit status, never the log's text (a backend writing to
+        # the log could add lines): 3 judged nothing, 0 and 1 judged something
         case "$rc" in
-            1) failed=$((failed + 1)) ;;
+            1) failed=$((failed + 1)) judging=$((judging + 1)) ;;
+            0) judging=$((judging + 1)) ;;
             3) empty=$((empty + 1)) ;;
         esac
-        judged=$((judged + c[0] - c[4]))
+        [ "$rc" = 3 ] || judged=$((judged + c[0] - c[4]))
     done
     if [ "$broken" -gt 0 ]; then
         worst=2
     elif [ "$failed" -gt 0 ]; then
         worst=1
-    elif [ "$judged" -eq 0 ]; then
+    elif [ "$judging" -eq 0 ]; then
         worst=3
     fi
     local what

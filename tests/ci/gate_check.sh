@@ -262,6 +262,9 @@ mkdir -p v/empty v/missing v/twice/a v/twice/b v/rerun/a1 v/rerun/a2
 cp kernel/qmmcheck-results/qmmcheck-shard-2-of-2.* v/empty/
 sed -i 's/-of-2/-of-1/; s/shard 2\/2/shard 1\/1/' v/empty/qmmcheck-shard-2-of-2.log
 for f in v/empty/qmmcheck-shard-2-of-2.*; do mv "$f" "${f/2-of-2/1-of-1}"; done
+# a log line after qmmcheck's own (a backend's output) does not make a shard judge something
+echo "SUMMARY: total:1 passed:1 failed:0 mistrusted:0 skipped:0 unchecked:0 crashed:0 timeout:0 error:0 xfail:0 xpass:0 (0.001 s) shard 1/1" \
+    >>v/empty/qmmcheck-shard-1-of-1.log
 cp kernel/qmmcheck-results/qmmcheck-shard-1-of-2.* v/missing/
 cp kernel/qmmcheck-results/qmmcheck-shard-*-of-2.* v/twice/a/
 cp kernel/qmmcheck-results/qmmcheck-shard-1-of-2.* v/twice/b/
