@@ -186,6 +186,8 @@ while [ $# -gt 0 ]; do
 done
 
 # The shard's form is checked here too, for the file names; qmmcheck checks it again.
+[ "$shards_given" = 0 ] || [[ "$shard" =~ ^1/[1-9][0-9]{0,8}$ ]] ||
+    die "--shards $(shown "${shard#1/}") (or QMM_GATE_SHARDS): expected a number >= 1"
 if ! [[ "$shard" =~ ^([1-9][0-9]{0,8})/([1-9][0-9]{0,8})$ ]] ||
     [ "${BASH_REMATCH[1]}" -gt "${BASH_REMATCH[2]}" ]; then
     die "--shard $(shown "$shard"): expected I/N with 1 <= I <= N (e.g. 1/4)"
@@ -261,15 +263,22 @@ absolute_backend() {
     fi
 }
 
+# The first of PREFIX's library directories (lib, lib64, lib/<multiarch>) holding REL; nothing
+# when none does. The prefix itself is never a pattern: only the tails are globbed.
+prefix_libdir() {
+    local d
+    for d in "$1"/lib*/ "$1"/lib/*/; do
+        [ -f "$d$2" ] && { echo "${d%/}"; return 0; }
+    done
+    return 0
+}
+
 # The prefix holding the qmmcheck BIN (PREFIX/bin/qmmcheck), printed when it holds qmmcheck's
-# CMake package or pkg-config file; nothing otherwise (a qmmcheck on PATH without them).
+# CMake package; nothing otherwise (a qmmcheck on PATH without it).
 prefix_of() {
     local p
     p=$(cd "$(dirname "$1")/.." && pwd) || return 0
-    if compgen -G "$p/lib*/cmake/qmm/qmmConfig.cmake" >/dev/null ||
-        compgen -G "$p/lib/*/cmake/qmm/qmmConfig.cmake" >/dev/null; then
-        echo "$p"
-    fi
+    [ -z "$(prefix_libdir "$p" cmake/qmm/qmmConfig.cmake)" ] || echo "$p"
     return 0
 }
 
@@ -277,10 +286,9 @@ prefix_of() {
 # qmm_DIR (find_package(qmm)), PKG_CONFIG_PATH (pkg-config qmm) and PATH.
 export_prefix() {
     local p=$1 dir pc
-    dir=$(dirname "$(compgen -G "$p/lib*/cmake/qmm/qmmConfig.cmake" ||
-        compgen -G "$p/lib/*/cmake/qmm/qmmConfig.cmake")")
-    pc=$(dirname "$(compgen -G "$p/lib*/pkgconfig/qmm.pc" || compgen -G "$p/lib/*/pkgconfig/qmm.pc" ||
-        echo "$p/lib/pkgconfig/qmm.pc")")
+    dir=$(prefix_libdir "$p" cmake/qmm/qmmConfig.cmake)/cmake/qmm
+    pc=$(prefix_libdir "$p" pkgconfig/qmm.pc)
+    pc=${pc:-$p/lib}/pkgconfig
     export CMAKE_PREFIX_PATH="$p${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
     export qmm_DIR=$dir
     export PKG_CONFIG_PATH="$pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
