@@ -44,6 +44,75 @@ Test(edge, every_suite_builds_with_unique_names_and_provenance)
     cr_expect(qh_edge_suite_find("no-such-suite") == NULL);
 }
 
+/* Every rule of the suites exists in the simplest form (tag simple-form: 2-D, per-tensor,
+ * float32 scales) of every type combination, and a kernel that supports only one combination
+ * in that form gets at least 40 QLinearMatMul cases. */
+Test(edge, every_rule_in_the_simplest_form_of_every_type_combination)
+{
+    /* a rule: the tags a case carries, and for how many cases */
+    static const struct {
+        const char *tags[3];
+        int qlm, mmi; /* cases wanted per combination of each operator (0: not its rule) */
+    } rules[] = {
+        {{"tie", "even-zp", "positive"}, 1, 0},
+        {{"tie", "even-zp", "negative"}, 1, 0},
+        {{"tie", "odd-zp", "positive"}, 1, 0},
+        {{"tie", "odd-zp", "negative"}, 1, 0},
+        {{"tie", "inexact-multiplier", NULL}, 2, 0},
+        {{"near-tie", "float32-fooled", "positive"}, 1, 0},
+        {{"near-tie", "float32-fooled", "negative"}, 1, 0},
+        {{"near-tie", "float64-fooled", NULL}, 2, 0},
+        {{"saturation", "high", NULL}, 2, 0},
+        {{"saturation", "low", NULL}, 2, 0},
+        {{"zero-point-extremes", NULL, NULL}, 4, 4},
+        {{"past-2p24", "positive", NULL}, 1, 1},
+        {{"past-2p24", "negative", NULL}, 1, 1},
+        {{"k-large", "extreme-values", NULL}, 1, 1}, /* K = 33026: past int32 */
+        {{"k0", NULL, NULL}, 3, 3},
+    };
+    enum { N_RULES = sizeof rules / sizeof rules[0] };
+    static const char *const combos[12] = {"u8u8u8", "u8u8s8", "u8s8u8", "u8s8s8",
+                                           "s8u8u8", "s8u8s8", "s8s8u8", "s8s8s8",
+                                           "u8u8",   "u8s8",   "s8u8",   "s8s8"};
+    int found[12][N_RULES] = {{0}}, simple[12] = {0};
+    for (size_t i = 0; i < qh_edge_suite_count(); i++) {
+        const qh_edge_suite *s = qh_edge_suite_at(i);
+        qh_edge_cases cs = {0};
+        qh_error err;
+        cr_assert_eq(qh_edge_build(s, s->seed, &cs, &err), 0, "%s", err.msg);
+        for (size_t k = 0; k < cs.count; k++) {
+            const qh_meta *m = &cs.items[k].meta;
+            if (!qh_meta_has_tag(m, QH_EDGE_SIMPLE_FORM_TAG))
+                continue;
+            for (int t = 0; t < 12; t++) {
+                if (!qh_meta_has_tag(m, combos[t]))
+                    continue;
+                simple[t]++;
+                for (int r = 0; r < N_RULES; r++) {
+                    int all = 1;
+                    for (int j = 0; j < 3 && rules[r].tags[j]; j++)
+                        all &= qh_meta_has_tag(m, rules[r].tags[j]);
+                    found[t][r] += all;
+                }
+            }
+        }
+        qh_edge_cases_free(&cs);
+    }
+    for (int t = 0; t < 12; t++) {
+        int qlm = t < 8;
+        if (qlm)
+            cr_expect_geq(simple[t], 40, "%s: %d cases in the simplest form", combos[t],
+                          simple[t]);
+        for (int r = 0; r < N_RULES; r++) {
+            int want = qlm ? rules[r].qlm : rules[r].mmi;
+            cr_expect_geq(found[t][r], want, "%s: %d simplest-form cases tagged %s %s %s, want %d",
+                          combos[t], found[t][r], rules[r].tags[0],
+                          rules[r].tags[1] ? rules[r].tags[1] : "",
+                          rules[r].tags[2] ? rules[r].tags[2] : "", want);
+        }
+    }
+}
+
 /* Each suite is one file, harness/gen/edge/<name>.c, found by harness/CMakeLists.txt (as
  * reference/op-*.c are): every file's suite is listed, once, in the order of the seeds. */
 Test(edge, each_suite_is_one_file_listed_by_seed)
@@ -135,7 +204,7 @@ Test(edge, every_committed_edge_case_passes_against_the_reference)
     cr_expect(strstr(out, " failed:0 mistrusted:0 skipped:0 unchecked:0 crashed:0 timeout:0 "
                           "error:0 ") != NULL,
               "%s", out);
-    expect_in(out, "SUMMARY: total:322 passed:322 ");
+    expect_in(out, "SUMMARY: total:650 passed:650 ");
     free(out);
 }
 
@@ -145,9 +214,9 @@ Test(edge, list_names_suites_counts_and_tags)
     cr_assert_eq(qmmcheck(&out, "export --list"), 0);
     for (size_t i = 0; i < qh_edge_suite_count(); i++)
         expect_in(out, qh_edge_suite_at(i)->name);
-    expect_in(out, "ties           16 cases  seed 1");
+    expect_in(out, "ties          116 cases  seed 1");
     expect_in(out, "tags: ties, tie, even-zp");
-    expect_in(out, "322 cases");
+    expect_in(out, "650 cases");
     free(out);
     cr_expect_eq(qmmcheck(&out, "export --suite nonsense --out '%s/x'", tmpdir), 2);
     free(out);

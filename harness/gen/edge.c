@@ -101,7 +101,7 @@ static int compute_expected(qh_edge_case *c, qh_error *err)
 }
 
 /* Tags every case can be found by: operator, types, opset and scale type (where the call
- * has them), attributes. */
+ * has them), attributes, and the simplest form. */
 static void common_tags(qh_edge_case *c)
 {
     const qh_problem *p = &c->problem;
@@ -120,6 +120,8 @@ static void common_tags(qh_edge_case *c)
         snprintf(t, sizeof t, "%s-%d", d->attrs[i].name, qmm_call_attr_value(&p->call, i));
         qh_edge_tag(c, t);
     }
+    if (qh_edge_simple_form(&p->call))
+        qh_edge_tag(c, QH_EDGE_SIMPLE_FORM_TAG);
 }
 
 int qh_edge_build(const qh_edge_suite *suite, uint64_t seed, qh_edge_cases *out, qh_error *err)

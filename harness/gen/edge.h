@@ -18,6 +18,11 @@
 #include "harness/io/onnx_io.h"
 #include "harness/gen/problem.h"
 
+/* The tag of every case in the simplest form a kernel supports: 2-D a and b, per-tensor
+ * parameters ([] or [1], or absent), and for QLinearMatMul float32 scales and uint8/int8
+ * a, b and y (any opset). With its type tag ("u8s8u8") it selects what such a kernel runs. */
+#define QH_EDGE_SIMPLE_FORM_TAG "simple-form"
+
 /* A suite being built (harness/gen/edge_build.h). */
 typedef struct qh_edge_builder qh_edge_builder;
 

@@ -180,6 +180,25 @@ void qh_edge_per_tensor_params(qh_edge_builder *x, qh_edge_case *c, int32_t scal
     qh_edge_int_tensor_filled(x, c, &q->y_zero_point, ty, SCALAR, zy);
 }
 
+qmm_tensor *qh_edge_operand(qh_edge_case *c, int which)
+{
+    if (c->problem.call.op == QMM_OP_MATMULINTEGER)
+        return which ? &qh_edge_matmulinteger(c)->b : &qh_edge_matmulinteger(c)->a;
+    return which ? &qh_edge_qlinearmatmul(c)->b : &qh_edge_qlinearmatmul(c)->a;
+}
+
+void qh_edge_unit_params(qh_edge_builder *x, qh_edge_case *c, int64_t za, int64_t zb, double sy,
+                         int64_t zy, int32_t ty)
+{
+    if (c->problem.call.op == QMM_OP_MATMULINTEGER) {
+        qmm_matmulinteger *m = qh_edge_matmulinteger(c);
+        qh_edge_int_tensor_filled(x, c, &m->a_zero_point, m->a.dtype, SCALAR, za);
+        qh_edge_int_tensor_filled(x, c, &m->b_zero_point, m->b.dtype, SCALAR, zb);
+    } else {
+        qh_edge_per_tensor_params(x, c, QMM_DTYPE_FLOAT, 1.0, za, 1.0, zb, sy, zy, ty);
+    }
+}
+
 void qh_edge_random_params(qh_edge_builder *x, qh_edge_case *c, int32_t scale_type,
                            qh_edge_shape pa, qh_edge_shape pb, qh_edge_shape py, int32_t ty,
                            int y_scale_e_lo, int64_t y_zero_point_spread)
@@ -228,6 +247,37 @@ void qh_edge_random_operands_case(qh_edge_builder *x, qmm_op_kind op, const char
     qh_format_dims(a, da, sizeof da);
     qh_format_dims(b, db, sizeof db);
     qh_edge_describe(c, "a %s times b %s, batch dims broadcast numpy-style", da, db);
+}
+
+/* ---- forms ---- */
+
+/* A parameter in per-tensor form: absent, [] or [1]. */
+static int per_tensor(const qmm_tensor *t)
+{
+    return !qmm_tensor_present(t) || (t->rank <= 1 && qmm_tensor_numel(t) == 1);
+}
+
+int qh_edge_simple_form(const qmm_call *call)
+{
+    if (call->op == QMM_OP_MATMULINTEGER) {
+        const qmm_matmulinteger *m = &call->u.matmulinteger;
+        return m->a.rank == 2 && m->b.rank == 2 && per_tensor(&m->a_zero_point) &&
+               per_tensor(&m->b_zero_point);
+    }
+    if (call->op != QMM_OP_QLINEARMATMUL)
+        return 0;
+    const qmm_qlinearmatmul *q = &call->u.qlinearmatmul;
+    const qmm_tensor *params[6] = {&q->a_scale, &q->a_zero_point, &q->b_scale,
+                                   &q->b_zero_point, &q->y_scale, &q->y_zero_point};
+    for (int i = 0; i < 6; i++)
+        if (!qmm_tensor_present(params[i]) || !per_tensor(params[i]))
+            return 0;
+    const qmm_tensor *ints[3] = {&q->a, &q->b, &q->y_zero_point};
+    for (int i = 0; i < 3; i++)
+        if (ints[i]->dtype != QMM_DTYPE_UINT8 && ints[i]->dtype != QMM_DTYPE_INT8)
+            return 0;
+    return q->a.rank == 2 && q->b.rank == 2 && q->a_scale.dtype == QMM_DTYPE_FLOAT &&
+           q->b_scale.dtype == QMM_DTYPE_FLOAT && q->y_scale.dtype == QMM_DTYPE_FLOAT;
 }
 
 /* ---- types and numbers ---- */

@@ -110,6 +110,16 @@ void qh_edge_per_tensor_params(qh_edge_builder *x, qh_edge_case *c, int32_t scal
                                double sa, int64_t za, double sb, int64_t zb, double sy,
                                int64_t zy, int32_t ty);
 
+/* The case's a (`which` 0) or b (1), as the operator it was added as (MatMulInteger or
+ * QLinearMatMul). */
+qmm_tensor *qh_edge_operand(qh_edge_case *c, int which);
+
+/* Per-tensor ([]) zero points za and zb of a MatMulInteger or QLinearMatMul case (set a and b
+ * first); for QLinearMatMul also float scales 1 for a and b, `sy` for y, and y's zero point
+ * `zy` of type `ty`. */
+void qh_edge_unit_params(qh_edge_builder *x, qh_edge_case *c, int64_t za, int64_t zb, double sy,
+                         int64_t zy, int32_t ty);
+
 /* A QLinearMatMul case's six parameters, of the given shapes (a scale and its zero point share
  * one; set a and b first): scales of type `scale_type` drawn by qh_edge_short_scale (2^-6..2^-3
  * for a and b, 2^y_scale_e_lo..2^4 for y), a's and b's zero points from their operand type's
@@ -127,6 +137,13 @@ void qh_edge_random_params(qh_edge_builder *x, qh_edge_case *c, int32_t scale_ty
 void qh_edge_random_operands_case(qh_edge_builder *x, qmm_op_kind op, const char *name,
                                   int32_t ra, const int64_t *ad, int32_t rb, const int64_t *bd,
                                   qh_edge_shape pa, qh_edge_shape pb, qh_edge_shape py, int idx);
+
+/* ---- forms ---- */
+
+/* Whether the call is in the simplest form a kernel supports (QH_EDGE_SIMPLE_FORM_TAG, edge.h):
+ * 2-D a and b, per-tensor parameters ([] or [1], or absent); for QLinearMatMul, float32 scales
+ * and uint8/int8 a, b and y. */
+int qh_edge_simple_form(const qmm_call *call);
 
 /* ---- types and numbers ---- */
 

@@ -6,7 +6,7 @@
 
 #include "harness/gen/edge_build.h"
 
-static void suite_extremes(qh_edge_builder *x)
+static void suite_extremes_int16(qh_edge_builder *x)
 {
     static const int64_t ks[3] = {2, 4, 64};
     for (int ki = 0; ki < 3; ki++) {
@@ -103,6 +103,60 @@ static void suite_extremes(qh_edge_builder *x)
         qh_edge_describe(c, "a_zero_point 255 and b_zero_point 127 against a = 0 and b = -128: "
                             "centred values -255 and -255, each product 65025 > int16");
     }
+}
+
+/* Zero points at one end of their type and the operands at the other: a − za and b − zb are
+ * ±255, every product ±65025, in the simplest form of every type combination. Row 0 of a is
+ * its zero point (centred 0), row 1 the far end; y = acc / 2^16 is ±64 around y's middle. */
+static void zero_point_extremes(qh_edge_builder *x, qmm_op_kind op, int32_t ta, int32_t tb,
+                                int32_t ty, int za_max, int zb_max)
+{
+    const int64_t k = 64;
+    int64_t za = za_max ? qh_edge_int_max(ta) : qh_edge_int_min(ta);
+    int64_t zb = zb_max ? qh_edge_int_max(tb) : qh_edge_int_min(tb);
+    int64_t a_far = za_max ? qh_edge_int_min(ta) : qh_edge_int_max(ta);
+    int64_t b_far = zb_max ? qh_edge_int_min(tb) : qh_edge_int_max(tb);
+    qh_edge_case *c =
+        op == QMM_OP_MATMULINTEGER
+            ? qh_edge_add_case(x, op, 10, "zp-%s-%s-%s%s-k%lld", za_max ? "max" : "min",
+                               zb_max ? "max" : "min", qh_edge_type_abbrev(ta),
+                               qh_edge_type_abbrev(tb), (long long)k)
+            : qh_edge_add_case(x, op, 10, "zp-%s-%s-%s%s%s-k%lld", za_max ? "max" : "min",
+                               zb_max ? "max" : "min", qh_edge_type_abbrev(ta),
+                               qh_edge_type_abbrev(tb), qh_edge_type_abbrev(ty), (long long)k);
+    if (!c)
+        return;
+    qmm_tensor *a = qh_edge_operand(c, 0), *b = qh_edge_operand(c, 1);
+    qh_edge_int_tensor_filled(x, c, a, ta, DIMS(2, k), a_far);
+    for (int64_t i = 0; a->data && i < k; i++)
+        qh_tensor_set_int(a, i, za); /* row 0 */
+    qh_edge_int_tensor_filled(x, c, b, tb, DIMS(k, 2), b_far);
+    qh_edge_unit_params(x, c, za, zb, ldexp(1.0, 16), ty == QMM_DTYPE_UINT8 ? 128 : 0, ty);
+    qh_edge_tag(c, "extreme-values");
+    qh_edge_tag(c, "int16-pair-sum");
+    qh_edge_tag(c, "zero-point-extremes");
+    qh_edge_describe(c,
+                     "a_zero_point %lld and b_zero_point %lld (their type's %s and %s) against "
+                     "a = %lld and b = %lld: centred values %+lld and %+lld, each product %+lld, "
+                     "K = %lld; row 0 of a is its zero point (every sum 0)",
+                     (long long)za, (long long)zb, za_max ? "largest" : "smallest",
+                     zb_max ? "largest" : "smallest", (long long)a_far, (long long)b_far,
+                     (long long)(a_far - za), (long long)(b_far - zb),
+                     (long long)((a_far - za) * (b_far - zb)), (long long)k);
+}
+
+static void suite_extremes(qh_edge_builder *x)
+{
+    suite_extremes_int16(x);
+    for (int t = 0; t < 8; t++)
+        for (int e = 0; e < 4; e++) {
+            int32_t ta = t & 4 ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8,
+                    tb = t & 2 ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8,
+                    ty = t & 1 ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8;
+            zero_point_extremes(x, QMM_OP_QLINEARMATMUL, ta, tb, ty, e & 2, e & 1);
+            if (t & 1)
+                zero_point_extremes(x, QMM_OP_MATMULINTEGER, ta, tb, 0, e & 2, e & 1);
+        }
 }
 
 const qh_edge_suite qh_edge_suite_extremes = {

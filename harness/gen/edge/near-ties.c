@@ -102,10 +102,9 @@ static int find_near_tie(qh_rng *r, int mbits, int32_t sdt, int64_t n, int sigma
 /* Adds one near-tie case; returns 1 when the pipeline named by `fooled` ('4' float32,
  * 'h' multiplier in the scale type, '8' double) rounds differently from the exact value and
  * every more precise pipeline does not, 0 when not (the case is dropped). */
-static int near_tie_case(qh_edge_builder *x, int32_t ty, int32_t sdt, const near_tie *t, int sigma,
-                         int s, char fooled, const char *name)
+static int near_tie_case(qh_edge_builder *x, int32_t ta, int32_t tb, int32_t ty, int32_t sdt,
+                         const near_tie *t, int sigma, int s, char fooled, const char *name)
 {
-    int32_t ta = ty, tb = ty;
     int64_t za = ta == QMM_DTYPE_UINT8 ? (sigma > 0 ? 0 : 255) : 0, zb = 0;
     int64_t zy = ty == QMM_DTYPE_UINT8 ? (sigma > 0 ? 0 : 255) : 0;
     qh_edge_case *c =
@@ -158,6 +157,31 @@ static int near_tie_case(qh_edge_builder *x, int32_t ty, int32_t sdt, const near
     return 1;
 }
 
+/* Finds and adds the near-tie `what-above|below[-sign]-<types>` that fools `fooled` with
+ * `mbits`-bit scale mantissas of type `sdt` (the sign in the name only when `signed_name`). */
+static void near_tie_kind(qh_edge_builder *x, char fooled, int mbits, int32_t sdt,
+                          const char *what, int32_t ta, int32_t tb, int32_t ty, int above,
+                          int sigma, int signed_name)
+{
+    int s = above ? 1 : -1;
+    int made = 0;
+    for (int attempt = 0; attempt < 400 && !made && !x->failed; attempt++) {
+        /* the exact value rounds to n+1 (above) or n (below); the fooled pipeline lands on
+         * the tie and rounds to even: pick n's parity so that even is the wrong answer */
+        int64_t n = 2 * qh_rng_range(&x->rng, 5, ty == QMM_DTYPE_UINT8 ? 100 : 50) + (above ? 0 : 1);
+        near_tie t;
+        if (find_near_tie(&x->rng, mbits, sdt, n, sigma, s, &t) != 0)
+            continue;
+        char name[96];
+        snprintf(name, sizeof name, "%s-%s%s-%s%s%s", what, above ? "above" : "below",
+                 !signed_name ? "" : sigma > 0 ? "-pos" : "-neg", qh_edge_type_abbrev(ta),
+                 qh_edge_type_abbrev(tb), qh_edge_type_abbrev(ty));
+        made = near_tie_case(x, ta, tb, ty, sdt, &t, sigma, s, fooled, name);
+    }
+    if (!made)
+        qh_edge_fail(x, "near-ties: no case found (generator bug)");
+}
+
 static void suite_near_ties(qh_edge_builder *x)
 {
     /* (fooled pipeline, mantissa bits, scale type) */
@@ -177,28 +201,20 @@ static void suite_near_ties(qh_edge_builder *x)
             for (int above = 0; above < 2; above++) {
                 int32_t ty = yi ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8;
                 int sigma = yi && above ? -1 : 1; /* one negative per int8 kind */
-                int s = above ? 1 : -1;
-                int made = 0;
-                for (int attempt = 0; attempt < 400 && !made && !x->failed; attempt++) {
-                    /* the exact value rounds to n+1 (above) or n (below); the fooled
-                     * pipeline lands on the tie and rounds to even: pick n's parity so that
-                     * even is the wrong answer */
-                    int64_t n = 2 * qh_rng_range(&x->rng, 5, ty == QMM_DTYPE_UINT8 ? 100 : 50) +
-                                (above ? 0 : 1);
-                    near_tie t;
-                    if (find_near_tie(&x->rng, kinds[k].mbits, kinds[k].sdt, n, sigma, s, &t) != 0)
-                        continue;
-                    char name[96];
-                    snprintf(name, sizeof name, "%s-%s-%s%s%s", kinds[k].what,
-                             above ? "above" : "below", qh_edge_type_abbrev(ty),
-                             qh_edge_type_abbrev(ty), qh_edge_type_abbrev(ty));
-                    made = near_tie_case(x, ty, kinds[k].sdt, &t, sigma, s, kinds[k].fooled, name);
-                }
-                if (!made)
-                    qh_edge_fail(x, "near-ties: no case found (generator bug)");
+                near_tie_kind(x, kinds[k].fooled, kinds[k].mbits, kinds[k].sdt, kinds[k].what,
+                              ty, ty, ty, above, sigma, 0);
             }
         }
     }
+    /* the float-scale kinds in the simplest form of every type combination, both signs */
+    for (int t = 0; t < 8; t++)
+        for (size_t k = 0; k < 2; k++)
+            for (int above = 0; above < 2; above++)
+                for (int sigma = 1; sigma >= -1; sigma -= 2)
+                    near_tie_kind(x, kinds[k].fooled, kinds[k].mbits, kinds[k].sdt,
+                                  kinds[k].what, t & 4 ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8,
+                                  t & 2 ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8,
+                                  t & 1 ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8, above, sigma, 1);
 }
 
 const qh_edge_suite qh_edge_suite_near_ties = {

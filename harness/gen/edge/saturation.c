@@ -4,10 +4,11 @@
 
 #include "harness/gen/edge_build.h"
 
-/* Rows of a (K = 4, b − zb = 1, sa = 1/2): row sums 2t give results t (half-integers). */
-static void saturation_case(qh_edge_builder *x, int32_t ty, int high, int extreme_zp)
+/* Rows of a − za (K = 4, b − zb = 1, sa = 1/2): row sums 2t give results t (half-integers). */
+static void saturation_case(qh_edge_builder *x, int32_t ta, int32_t tb, int32_t ty, int high,
+                            int extreme_zp)
 {
-    int32_t ta = QMM_DTYPE_INT8, tb = ty;
+    int64_t za = ta == QMM_DTYPE_UINT8 ? 128 : 0; /* a − za spans int8's range either way */
     int64_t zy = extreme_zp ? (high ? qh_edge_int_max(ty) : qh_edge_int_min(ty))
                             : (ty == QMM_DTYPE_UINT8 ? 128 : 0);
     /* targets t relative to the bound qmax − zy (high) or qmin − zy (low) */
@@ -26,7 +27,7 @@ static void saturation_case(qh_edge_builder *x, int32_t ty, int high, int extrem
                 part = 127;
             if (part < -128)
                 part = -128;
-            av[4 * rows + k] = part;
+            av[4 * rows + k] = za + part;
             sum -= part;
         }
         rows++;
@@ -38,10 +39,10 @@ static void saturation_case(qh_edge_builder *x, int32_t ty, int high, int extrem
     if (!c)
         return;
     qmm_qlinearmatmul *q = qh_edge_qlinearmatmul(c);
-    int64_t zb = ty == QMM_DTYPE_UINT8 ? 7 : -7;
+    int64_t zb = tb == QMM_DTYPE_UINT8 ? 7 : -7;
     qh_edge_int_tensor(x, c, &q->a, ta, DIMS(rows, 4), av);
     qh_edge_int_tensor_filled(x, c, &q->b, tb, DIMS(4, 1), zb + 1);
-    qh_edge_per_tensor_params(x, c, QMM_DTYPE_FLOAT, 0.5, 0, 1.0, zb, 1.0, zy, ty);
+    qh_edge_per_tensor_params(x, c, QMM_DTYPE_FLOAT, 0.5, za, 1.0, zb, 1.0, zy, ty);
     qh_edge_tag(c, "saturation");
     qh_edge_tag(c, high ? "high" : "low");
     qh_edge_tag(c, "tie");
@@ -53,14 +54,18 @@ static void saturation_case(qh_edge_builder *x, int32_t ty, int high, int extrem
 
 static void suite_saturation(qh_edge_builder *x)
 {
-    for (int yi = 0; yi < 2; yi++)
+    /* every type combination, (a, b, y) from t's bits */
+    for (int t = 0; t < 8; t++)
         for (int high = 0; high < 2; high++)
             for (int ez = 0; ez < 2; ez++)
-                saturation_case(x, yi ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8, high, ez);
-    /* random full-range operands with a tiny y_scale: nearly everything clamps, both ends */
-    for (int idx = 0; idx < 4; idx++) {
-        int32_t ta = qh_edge_type_pairs[idx][0], tb = qh_edge_type_pairs[idx][1],
-                ty = idx % 2 ? QMM_DTYPE_UINT8 : QMM_DTYPE_INT8;
+                saturation_case(x, t & 4 ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8,
+                                t & 2 ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8,
+                                t & 1 ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8, high, ez);
+    /* random full-range operands with a tiny y_scale: nearly everything clamps, both ends
+     * (the four pairs into one y type each, then into the other) */
+    for (int idx = 0; idx < 8; idx++) {
+        int32_t ta = qh_edge_type_pairs[idx % 4][0], tb = qh_edge_type_pairs[idx % 4][1],
+                ty = (idx % 2) ^ (idx / 4) ? QMM_DTYPE_UINT8 : QMM_DTYPE_INT8;
         qh_edge_case *c = qh_edge_add_case(x, QMM_OP_QLINEARMATMUL, 10, "both-ends-random-%s%s%s",
                                            qh_edge_type_abbrev(ta), qh_edge_type_abbrev(tb),
                                            qh_edge_type_abbrev(ty));

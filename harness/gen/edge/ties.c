@@ -43,21 +43,34 @@ static void tie_case(qh_edge_builder *x, int32_t ta, int32_t tb, int32_t ty, int
         odd ? "odd: add-then-round gives a different answer" : "even");
 }
 
+/* Three ways to a multiplier of exactly 1/2 with float scales: a's scale alone (the names
+ * without a suffix), scales as small as real ones (2^-7 · 2^-3 / 2^-11) and a y_scale that is
+ * not a power of two (0.75 · 0.5 / 0.75). */
+static const struct {
+    double sa, sb, sy;
+    const char *suffix;
+} halves[3] = {{0.5, 1.0, 1.0, ""},
+               {0x1p-7, 0x1p-3, 0x1p-11, "-small-scales"},
+               {0.75, 0.5, 0.75, "-sy-0.75"}};
+
 static void suite_ties(qh_edge_builder *x)
 {
-    int idx = 0;
-    for (int yi = 0; yi < 2; yi++) {
-        int32_t ty = yi ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8;
-        for (int odd = 0; odd < 2; odd++) {
-            for (int neg = 0; neg < 2; neg++, idx++) {
-                int32_t ta = qh_edge_type_pairs[idx % 4][0], tb = qh_edge_type_pairs[idx % 4][1];
-                char name[96];
-                snprintf(name, sizeof name, "%s-zp-%s-%s%s%s", odd ? "odd" : "even",
-                         neg ? "neg" : "pos", qh_edge_type_abbrev(ta), qh_edge_type_abbrev(tb),
-                         qh_edge_type_abbrev(ty));
-                tie_case(x, ta, tb, ty, QMM_DTYPE_FLOAT, odd, neg, 0.5, 1.0, 1.0, name);
-            }
-        }
+    /* every rule in the simplest form (2-D, per-tensor, float scales) of every type
+     * combination: (a, b, y) from t's bits */
+    for (int t = 0; t < 8; t++) {
+        int32_t ta = t & 4 ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8,
+                tb = t & 2 ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8,
+                ty = t & 1 ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8;
+        for (int h = 0; h < 3; h++)
+            for (int odd = 0; odd < 2; odd++)
+                for (int neg = 0; neg < 2; neg++) {
+                    char name[96];
+                    snprintf(name, sizeof name, "%s-zp-%s-%s%s%s%s", odd ? "odd" : "even",
+                             neg ? "neg" : "pos", qh_edge_type_abbrev(ta),
+                             qh_edge_type_abbrev(tb), qh_edge_type_abbrev(ty), halves[h].suffix);
+                    tie_case(x, ta, tb, ty, QMM_DTYPE_FLOAT, odd, neg, halves[h].sa,
+                             halves[h].sb, halves[h].sy, name);
+                }
     }
     tie_case(x, QMM_DTYPE_UINT8, QMM_DTYPE_UINT8, QMM_DTYPE_UINT8, QMM_DTYPE_FLOAT16, 1, 0, 0.25,
              4.0, 2.0, "odd-zp-pos-u8u8u8-float16");
@@ -66,11 +79,11 @@ static void suite_ties(qh_edge_builder *x)
 
     /* Ties through a multiplier no binary format holds: 1.5/9 = 1/6, acc = 3·odd. A float
      * pipeline computes fl(1/6) and lands a hair off the tie, on either side. */
-    for (int yi = 0; yi < 2; yi++) {
+    for (int t = 0; t < 8; t++) {
         for (int odd = 0; odd < 2; odd++) {
-            int32_t ty = yi ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8,
-                    ta = yi ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8,
-                    tb = yi ? QMM_DTYPE_UINT8 : QMM_DTYPE_INT8;
+            int32_t ta = t & 4 ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8,
+                    tb = t & 2 ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8,
+                    ty = t & 1 ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8;
             qh_edge_case *c =
                 qh_edge_add_case(x, QMM_OP_QLINEARMATMUL, 10, "inexact-multiplier-%s-zp-%s%s%s",
                                  odd ? "odd" : "even", qh_edge_type_abbrev(ta),

@@ -1,0 +1,1 @@
+ByJ~‚z~vzrvnrjnfjbf
