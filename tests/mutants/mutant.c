@@ -6,10 +6,15 @@
  * exactly one thing a real kernel gets wrong. The default suites must kill every one of them
  * (tests/mutants/check_mutants.sh, docs/mutants.md).
  *
- * Every mutant accepts the option threads=N (default 1); only the thread-count mutant uses it.
+ * Every mutant accepts the options (comma-separated) threads=N (default 1; only the
+ * thread-count mutant uses it) and only=TYPES: answer UNSUPPORTED to every call but the
+ * simplest form of that one type combination (2-D a and b, per-tensor parameters, float32
+ * scales; TYPES "u8s8u8" for QLinearMatMul's a, b, y, "u8s8" for MatMulInteger's a, b), as a
+ * kernel that supports only that does (tests/mutants/check_simple_form.sh).
  */
 #include <gmp.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -27,6 +32,7 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
 
 typedef struct mutant {
     int threads;
+    char only[8]; /* only=TYPES, "" for every call */
 } mutant;
 
 static int64_t load8(const qmm_tensor *t, int64_t i)
@@ -264,33 +270,102 @@ static qmm_status_code mutant_mmi(const qmm_backend *self, const qmm_matmulinteg
     return qmm_status_ok(st);
 }
 
+/* "u8", "s8", or NULL for any other type. */
+static const char *int8_abbrev(int32_t dtype)
+{
+    return dtype == QMM_DTYPE_UINT8 ? "u8" : dtype == QMM_DTYPE_INT8 ? "s8" : NULL;
+}
+
+/* Absent, [] or [1]. */
+static int per_tensor(const qmm_tensor *t)
+{
+    return !qmm_tensor_present(t) || (t->rank <= 1 && qmm_tensor_numel(t) == 1);
+}
+
+/* The call is in the simplest form of the type combination `only` (see the top). */
+static int in_simple_form(const qmm_call *call, const char *only)
+{
+    const qmm_tensor *a, *b, *params[6], *y_type = NULL;
+    int np;
+    if (call->op == QMM_OP_QLINEARMATMUL) {
+        const qmm_qlinearmatmul *q = &call->u.qlinearmatmul;
+        const qmm_tensor *p[6] = {&q->a_scale, &q->a_zero_point, &q->b_scale,
+                                  &q->b_zero_point, &q->y_scale, &q->y_zero_point};
+        for (int i = 0; i < 6; i++) {
+            params[i] = p[i];
+            if (!qmm_tensor_present(p[i]) || (i % 2 == 0 && p[i]->dtype != QMM_DTYPE_FLOAT))
+                return 0;
+        }
+        a = &q->a, b = &q->b, y_type = &q->y_zero_point, np = 6;
+    } else if (call->op == QMM_OP_MATMULINTEGER) {
+        const qmm_matmulinteger *m = &call->u.matmulinteger;
+        a = &m->a, b = &m->b, params[0] = &m->a_zero_point, params[1] = &m->b_zero_point, np = 2;
+    } else {
+        return 0;
+    }
+    for (int i = 0; i < np; i++)
+        if (!per_tensor(params[i]))
+            return 0;
+    const char *ta = int8_abbrev(a->dtype), *tb = int8_abbrev(b->dtype);
+    const char *ty = y_type ? int8_abbrev(y_type->dtype) : "";
+    char types[8];
+    if (!ta || !tb || !ty || a->rank != 2 || b->rank != 2)
+        return 0;
+    snprintf(types, sizeof types, "%s%s%s", ta, tb, ty);
+    return strcmp(types, only) == 0;
+}
+
 static qmm_status_code mutant_query(const qmm_backend *self, const qmm_call *call,
                                     qmm_status *st)
 {
-    (void)self;
+    const mutant *mu = self->impl;
     if (call->op == QMM_OP_QORDEREDMATMUL)
         return qmm_status_set(st, QMM_UNSUPPORTED, "mutant: no QOrderedMatMul");
+    if (mu->only[0] && !in_simple_form(call, mu->only))
+        return qmm_status_set(st, QMM_UNSUPPORTED, "mutant: only the simplest %s form",
+                              mu->only);
     return qmm_status_ok(st);
+}
+
+/* Parses "threads=N,only=TYPES" (either, both, or neither) into mu; 0, or -1. */
+static int parse_options(const char *options, mutant *mu)
+{
+    mu->threads = 1;
+    mu->only[0] = '\0';
+    for (const char *o = options; *o;) {
+        const char *end = strchr(o, ',');
+        size_t len = end ? (size_t)(end - o) : strlen(o);
+        char *num_end;
+        if (len > 8 && strncmp(o, "threads=", 8) == 0) {
+            long n = strtol(o + 8, &num_end, 10);
+            if (num_end != o + len || n < 1 || n > 1024)
+                return -1;
+            mu->threads = (int)n;
+        } else if (len > 5 && strncmp(o, "only=", 5) == 0 && len - 5 < sizeof mu->only) {
+            memcpy(mu->only, o + 5, len - 5);
+            mu->only[len - 5] = '\0';
+        } else {
+            return -1;
+        }
+        o = end ? end + 1 : o + len;
+    }
+    return 0;
 }
 
 qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st)
 {
     if (!qmm_backend_abi_check("mutant", harness_abi, st))
         return NULL;
-    int threads = 1;
-    if (options[0]) {
-        char *end;
-        if (strncmp(options, "threads=", 8) != 0 ||
-            (threads = (int)strtol(options + 8, &end, 10)) < 1 || *end) {
-            qmm_status_set(st, QMM_INVALID_ARGUMENT, "mutant: unknown option '%s'", options);
-            return NULL;
-        }
+    mutant parsed;
+    if (parse_options(options, &parsed) != 0) {
+        qmm_status_set(st, QMM_INVALID_ARGUMENT, "mutant: unknown option '%s'", options);
+        return NULL;
     }
     qmm_backend *be = plugin_table("mutant-" QMM_MUTANT_NAME, "a deliberately broken backend",
                                    sizeof(mutant), st);
     if (!be)
         return NULL;
-    ((mutant *)be->impl)->threads = threads;
+    *(mutant *)be->impl = parsed;
     be->query = mutant_query;
     be->matmulinteger = mutant_mmi;
     be->qlinearmatmul = mutant_qlmm;
