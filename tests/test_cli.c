@@ -118,6 +118,119 @@ Test(cli, filter_and_shard)
     cr_expect_eq(total, 24);
 }
 
+/* ---- --tag and list --tags (harness/io/case_tags.h) ---- */
+
+/* How many cases `list` prints for these options. */
+static int listed(const char *opts)
+{
+    char *out;
+    int rc = qmmcheck(&out, "list --vectors vectors %s", opts);
+    cr_expect_eq(rc, 0, "list %s: exit %d\n%s", opts, rc, out);
+    int n = count_lines_with(out, "\t");
+    free(out);
+    return n;
+}
+
+/* --tag selects by the tags in qmm.meta, not by name: every case listed carries the tags (a
+ * comma list: one of them; repeated: one of each), and it finds cases whose names lack them. */
+Test(cli, tag_selects_by_the_tags_cases_carry)
+{
+    int by_tag = listed("--tag u8s8u8"), by_name = listed("--filter u8s8u8");
+    cr_expect_gt(by_tag, by_name, "--tag u8s8u8: %d, --filter u8s8u8: %d", by_tag, by_name);
+    int s8 = listed("--tag s8s8s8");
+    cr_expect_eq(listed("--tag u8s8u8,s8s8s8"), by_tag + s8);
+    cr_expect_eq(listed("--tag ' u8s8u8 , s8s8s8 '"), by_tag + s8);
+    int simple = listed("--tag simple-form --tag u8s8u8");
+    cr_expect_geq(simple, 40, "a u8s8u8 kernel of the simplest form gets %d cases", simple);
+    cr_expect_lt(simple, by_tag);
+    cr_expect_eq(listed("--tag u8s8u8 --tag simple-form"), simple);
+    cr_expect_eq(listed("--tag no-such-tag"), 0);
+
+    /* every case listed carries both tags, and some have names without the types */
+    char *out;
+    cr_assert_eq(qmmcheck(&out, "list --vectors vectors --tag simple-form --tag u8s8u8"), 0);
+    int nameless = 0;
+    for (char *line = out; line && *line;) {
+        char *nl = strchr(line, '\n'), *tab = strchr(line, '\t');
+        if (nl)
+            *nl = '\0';
+        if (tab) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s/qmm.meta", env("QMM_SOURCE_DIR"), tab + 1);
+            char *meta = slurp(path);
+            cr_expect(meta && strstr(meta, "simple-form") && strstr(meta, "u8s8u8"), "%s: %s",
+                      path, meta ? meta : "(none)");
+            free(meta);
+            nameless += strstr(line, "u8s8u8") > tab || !strstr(line, "u8s8u8");
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    cr_expect_gt(nameless, 0, "every u8s8u8 case has the types in its name");
+    free(out);
+
+    /* run: the same selection; no case carrying the tag is a run that judged nothing */
+    out = qmmcheck_expect(0, "run -q --backend reference --vectors vectors --tag simple-form "
+                             "--tag u8s8u8");
+    char want[64];
+    snprintf(want, sizeof want, "SUMMARY: total:%d ", simple);
+    expect_in(out, want);
+    free(out);
+    out = qmmcheck_expect(3, "run -q --backend reference --vectors vectors --tag no-such-tag");
+    expect_in(out, "no case carries the --tag tags");
+    free(out);
+    const char *bad[] = {
+        "run --backend reference --vectors vectors --tag ''",
+        "run --backend reference --vectors vectors --tag u8s8u8,",
+        "run --backend reference --vectors vectors --tag 'a,,b'",
+        "list --vectors vectors --tag "
+        "a234567890123456789012345678901234567890123456789012345678901234",
+    };
+    expect_usage_errors(bad, sizeof bad / sizeof bad[0]);
+}
+
+/* list --tags: each tag with how many of the selected cases carry it, by tag; its counts are
+ * --tag's; a tag from a file is printed cleaned; a case whose qmm.meta does not parse is
+ * counted apart, and --tag keeps it so that run reports its ERROR. */
+Test(cli, list_tags_counts_and_unreadable_metas_are_kept)
+{
+    char *out;
+    cr_assert_eq(qmmcheck(&out, "list --tags --vectors vectors"), 0, "%s", out);
+    char want[64];
+    snprintf(want, sizeof want, "\nsimple-form\t%d\n", listed("--tag simple-form"));
+    expect_in(out, want);
+    snprintf(want, sizeof want, "\nu8s8u8\t%d\n", listed("--tag u8s8u8"));
+    expect_in(out, want);
+    expect_in(out, " tags over ");
+    free(out);
+    cr_assert_eq(qmmcheck(&out, "list --tags --vectors vectors --tag simple-form --tag u8s8u8"),
+                 0);
+    snprintf(want, sizeof want, "simple-form\t%d\n", listed("--tag simple-form --tag u8s8u8"));
+    expect_in(out, want);
+    cr_expect(!strstr(out, "\ns8s8s8\t"), "%s", out);
+    free(out);
+
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/t", tmpdir);
+    copy_tree("vectors/edge/qlinearmatmul/ties/odd-zp-pos-u8s8u8", dir);
+    snprintf(path, sizeof path, "%s/qmm.meta", dir);
+    write_text(path, "tags = mine, \x1b[31mred\n");
+    cr_assert_eq(qmmcheck(&out, "list --tags --vectors '%s'", dir), 0, "%s", out);
+    cr_expect(!strchr(out, '\x1b'), "%s", out);
+    expect_in(out, "mine\t1");
+    free(out);
+    out = qmmcheck_expect(0, "run -q --backend reference --vectors '%s' --tag mine", dir);
+    expect_in(out, "total:1 passed:1");
+    free(out);
+    write_text(path, "tags = mine\nno equals sign here\n");
+    out = qmmcheck_expect(1, "run -q --backend reference --vectors '%s' --tag other", dir);
+    expect_in(out, "total:1 ");
+    expect_in(out, "error:1 ");
+    free(out);
+    cr_assert_eq(qmmcheck(&out, "list --tags --vectors '%s'", dir), 0, "%s", out);
+    expect_in(out, "1 whose qmm.meta cannot be read");
+    free(out);
+}
+
 /* The case names of a run's case lines ("N:STATUS NAME ..."), one a line, in run order. */
 static char *case_names(const char *out)
 {

@@ -12,6 +12,7 @@
 #include "harness/run/backends.h"
 #include "harness/run/cpu.h"
 #include "harness/io/case.h"
+#include "harness/io/case_tags.h"
 #include "harness/io/clean.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/interrupt.h"
@@ -44,6 +45,8 @@ typedef struct opts {
     const char *reports[MAX_MULTI];
     int n_reports;
     const char *filter;
+    const char *tags[MAX_MULTI]; /* --tag groups (harness/io/case_tags.h) */
+    int n_tags, list_tags;
     const char *xfail;
     int xfail_strict;     /* a stale --xfail entry or an XPASS fails the run */
     const char *profile;
@@ -64,7 +67,7 @@ typedef struct opts {
 
 /* How many cases each step of collect() kept, to say why a run judged nothing. */
 typedef struct found_counts {
-    size_t discovered, filtered, sharded;
+    size_t discovered, filtered, tagged, sharded;
 } found_counts;
 
 /* Where the cases an --xfail entry names lie, under --shard (check_xfail): */
@@ -90,7 +93,7 @@ enum {
     O_BACKEND, O_VECTORS, O_REPORT, O_FILTER, O_PROFILE, O_XFAIL, O_XFAIL_STRICT, O_SHARD,
     O_DATA_SET, O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_MEMORY_LIMIT, O_MAX_SKIPPED,
     O_ALLOW_EMPTY, O_DETERMINISM, O_VARIANTS, O_QUIET, O_VERBOSE, O_BACKENDS, O_PROFILES,
-    O_CPU, O_CPUS
+    O_CPU, O_CPUS, O_TAG, O_TAGS
 };
 static const qh_option run_options[] = {
     {O_BACKEND, "--backend", 'b', "SPEC", RUN | REPRO,
@@ -98,6 +101,8 @@ static const qh_option run_options[] = {
     {O_VECTORS, "--vectors", 0, "DIR", RUN | LIST,
      "a vector tree to read (repeatable; also as plain arguments); run without it reads the installed suites"},
     {O_FILTER, "--filter", 0, "REGEX", RUN | LIST, "only the cases whose name matches (POSIX ERE)"},
+    {O_TAG, "--tag", 0, "TAG[,TAG...]", RUN | LIST,
+     "only the cases whose qmm.meta carries one of these tags (repeated: one of each)"},
     {O_SHARD, "--shard", 0, "I/N", RUN | LIST, "only every N-th case, starting at the I-th"},
     {O_XFAIL, "--xfail", 0, "FILE", RUN, "expected failures, one case a line (docs/formats.md)"},
     {O_XFAIL_STRICT, "--xfail-strict", 0, NULL, RUN,
@@ -122,6 +127,8 @@ static const qh_option run_options[] = {
     {O_VARIANTS, "--variants", 0, "LIST", RUN,
      "--determinism's option sets, e.g. 'threads=1;threads=2'"},
     {O_BACKENDS, "--backends", 0, NULL, LIST, "list the built-in backends instead of cases"},
+    {O_TAGS, "--tags", 0, NULL, LIST,
+     "list the tags of the (selected) cases with how many carry each, instead of cases"},
     {O_PROFILES, "--profiles", 0, NULL, LIST,
      "list the semantics profiles (REQUANTIZATION[+ACCUMULATION]) instead of cases"},
     {O_CPU, "--cpu", 0, "CLASS[,CLASS...]", RUN | LIST | REPRO,
@@ -143,7 +150,7 @@ const qh_command qh_run_usage = {
     run_options, RUN};
 const qh_command qh_list_usage = {
     "list",
-    "--vectors DIR [DIR...] [--filter REGEX] [--shard I/N] | --backends [--cpu CLASS] | --profiles | --cpus",
+    "--vectors DIR [DIR...] [--filter REGEX] [--tag TAGS] [--shard I/N] [--tags] | --backends [--cpu CLASS] | --profiles | --cpus",
     "list the cases under the vector trees (name, tab, directory), or the built-in backends",
     NULL, run_options, LIST};
 const qh_command qh_repro_usage = {
@@ -207,6 +214,16 @@ static int parse_opts(const qh_command *cmd, int argc, char **argv, opts *o, int
             break;
         }
         case O_FILTER: o->filter = val; break;
+        case O_TAG: {
+            qh_error err;
+            if (qh_tag_group_check(val, &err) != 0)
+                return usage_error("%s", err.msg);
+            if (o->n_tags == MAX_MULTI)
+                return usage_error("%s", "too many --tag options");
+            o->tags[o->n_tags++] = val;
+            break;
+        }
+        case O_TAGS: o->list_tags = 1; break;
         case O_PROFILE:
             if (!qh_profile_known(val))
                 return usage_error("--profile %s: unknown semantics profile", val);
@@ -301,11 +318,13 @@ static int collect(const opts *o, const qh_xfail *xf, unsigned char *xf_where,
     /* Shard over the filtered list, so shards stay balanced whatever the filter. */
     size_t kept = 0;
     found->discovered = all.count;
-    found->filtered = 0;
+    found->filtered = found->tagged = 0;
     for (size_t i = 0; i < all.count; i++) {
         qh_case_ref *r = &all.items[i];
         int keep = !o->filter || regexec(&re, r->name, 0, NULL, 0) == 0;
         found->filtered += (size_t)keep;
+        keep = keep && qh_case_tag_selected(r, o->tags, o->n_tags);
+        found->tagged += (size_t)keep;
         if (keep && o->shard_n > 0) {
             keep = (int)(kept++ % (size_t)o->shard_n) == o->shard_i - 1;
             note_xfail_cases(xf, xf_where, r->name, keep);
@@ -363,6 +382,8 @@ static const char *empty_reason(const found_counts *f, int64_t total)
         return "no case was found under the --vectors directories";
     if (f->filtered == 0)
         return "the --filter matched no case";
+    if (f->tagged == 0)
+        return "no case carries the --tag tags (qmmcheck list --tags --vectors DIR lists them)";
     if (f->sharded == 0)
         return "the --shard holds no case";
     return total > 0 ? "every case was SKIPPED (the backend answered UNSUPPORTED)"
@@ -909,6 +930,29 @@ static void list_backends(void)
            "(exec[,OPTIONS]:COMMAND)\n");
 }
 
+/* list --tags: "TAG<tab>CASES" by tag, then a count on stderr; consumes the list. */
+static int list_tags(qh_case_list *list)
+{
+    qh_tag_counts tc = {0};
+    int rc = 0;
+    for (size_t i = 0; i < list->count && rc == 0; i++)
+        rc = qh_tag_counts_add(&tc, &list->items[i]);
+    qh_tag_counts_sort(&tc);
+    for (size_t i = 0; i < tc.count && rc == 0; i++) {
+        put_clean(tc.items[i].tag, strlen(tc.items[i].tag), 0, stdout);
+        printf("\t%zu\n", tc.items[i].cases);
+    }
+    fflush(stdout);
+    if (rc == 0)
+        fprintf(stderr, "%zu tags over %zu cases (%zu without tags, %zu whose qmm.meta cannot "
+                        "be read)\n", tc.count, list->count, tc.untagged, tc.unreadable);
+    else
+        fprintf(stderr, "qmmcheck: list --tags: out of memory\n");
+    qh_tag_counts_free(&tc);
+    qh_case_list_free(list);
+    return rc ? EXIT_BAD : 0;
+}
+
 int qh_cmd_list(int argc, char **argv)
 {
     opts o;
@@ -942,6 +986,8 @@ int qh_cmd_list(int argc, char **argv)
     rc = collect(&o, NULL, NULL, &list, &found);
     if (rc)
         return rc;
+    if (o.list_tags)
+        return list_tags(&list);
     for (size_t i = 0; i < list.count; i++) {
         const qh_case_ref *r = &list.items[i];
         put_clean(r->name, strlen(r->name), 0, stdout);
@@ -949,6 +995,7 @@ int qh_cmd_list(int argc, char **argv)
         put_clean(r->dir, strlen(r->dir), 0, stdout);
         fputc('\n', stdout);
     }
+    fflush(stdout); /* the count after the list, also where both go to one pipe */
     fprintf(stderr, "%zu cases\n", list.count);
     qh_case_list_free(&list);
     return 0;
