@@ -1,7 +1,7 @@
 /* optimized/qmm_optimized.h — the optimized CPU backend: open, and the prepack API.
  *
- * The backend computes QLinearMatMul and MatMulInteger bit-exactly under the `spec` profile
- * (docs/semantics.md §6): every uint8/int8 type combination, every parameter form, batch
+ * The backend computes QLinearMatMul, MatMulInteger and QOrderedMatMul bit-exactly under the
+ * `spec` profile (docs/semantics.md §6): every uint8/int8 type combination, every parameter form, batch
  * broadcasting. Accumulation is int32 and wraps modulo 2^32 (for K >= 33026 an element's exact sum
  * may not fit; the spec accepts the result computed from the wrapped sum, and this backend always
  * produces exactly that one). The wrapped sum is then requantized exactly.

@@ -60,8 +60,9 @@ const qh_command qh_diff_usage = {
     "as the problem lists them (u8s8u8: a, b, y of QLinearMatMul; u8s8: a and b of MatMulInteger,\n"
     "and of QOrderedMatMul for s8s8), per-tensor (every scale\n"
     "and zero point has one element), nonempty (no dimension is 0), float8 (QLinearMatMul-21\n"
-    "with a float8 a, b or y); the others are not run\n"
-    "and are counted as filtered. Problem I is the same problem with or without --only.\n"
+    "with a float8 a, b or y), an operator's name in lower case (that operator only); the\n"
+    "others are not run and are counted as filtered. Problem I is the same problem with or\n"
+    "without --only.\n"
     "--reduce: each saved case is also reduced against the backend the reference disagrees\n"
     "with (B first), as qmmcheck reduce does, into DIR/problem-I-reduced beside it (at most\n"
     "2000 judged candidates or 60 s each).\n"
@@ -92,7 +93,17 @@ typedef struct diff_opts {
     int have_only;
     char only_types[8];
     int only_per_tensor, only_nonempty, only_float8;
+    const qmm_op_desc *only_op; /* an operator named by its slug (ops/operator.h) */
 } diff_opts;
+
+/* The operator whose slug is `w`, or NULL. */
+static const qmm_op_desc *op_of_slug(const char *w)
+{
+    for (int32_t i = 0; i < qmm_op_count(); i++)
+        if (strcmp(qmm_op_at(i)->slug, w) == 0)
+            return qmm_op_at(i);
+    return NULL;
+}
 
 /* Parses --only's comma-separated list into `o`; 0, or -1 naming nothing it knows. */
 static int parse_only(const char *list, diff_opts *o)
@@ -108,6 +119,8 @@ static int parse_only(const char *list, diff_opts *o)
             o->only_nonempty = 1;
         else if (strcmp(w, "float8") == 0)
             o->only_float8 = 1;
+        else if (!o->only_op && op_of_slug(w))
+            o->only_op = op_of_slug(w);
         else if ((len == 4 || len == 6) && strspn(w, "us8") == len && !o->only_types[0])
             snprintf(o->only_types, sizeof o->only_types, "%s", w);
         else
@@ -128,6 +141,8 @@ static int wanted(const diff_opts *o, const qh_problem *p)
             return 0;
     }
     if (o->only_float8 && !qh_problem_has_float8(p))
+        return 0;
+    if (o->only_op && qmm_call_desc(&p->call) != o->only_op)
         return 0;
     int32_t n = qh_problem_n_inputs(p);
     const qmm_op_desc *d = qmm_call_desc(&p->call);

@@ -60,8 +60,8 @@ typedef enum qmm_order {
 } qmm_order;
 
 /* QOrderedMatMul (com.microsoft). The reference implements it (docs/qorderedmatmul.md, installed
- * as share/doc/qmm/qorderedmatmul.md: every order, profiles spec and ort-fp32) and so does the CUDA backend; the optimized CPU backend
- * answers UNSUPPORTED. */
+ * as share/doc/qmm/qorderedmatmul.md: every order, profiles spec and ort-fp32), and so do the CUDA
+ * backend and the optimized CPU backend (spec). */
 typedef struct qmm_qorderedmatmul {
     qmm_tensor a;
     qmm_tensor scale_a;

@@ -37,7 +37,8 @@ static int is_ours(const qmm_backend *be);
 static qmm_status_code opt_query(const qmm_backend *self, const qmm_call *call, qmm_status *st)
 {
     const qmm_opt_backend *ob = self->impl;
-    if (call->op != QMM_OP_QLINEARMATMUL && call->op != QMM_OP_MATMULINTEGER)
+    if (call->op != QMM_OP_QLINEARMATMUL && call->op != QMM_OP_MATMULINTEGER &&
+        call->op != QMM_OP_QORDEREDMATMUL)
         return qmm_status_no_operator(st, ob->name, call->op);
     if (ob->missing)
         return qmm_status_because(st, QMM_UNSUPPORTED, ob->name, ob->missing);
@@ -57,6 +58,12 @@ static qmm_status_code opt_matmulinteger(const qmm_backend *self, const qmm_matm
                                          qmm_status *st)
 {
     return qmm_opt_matmulinteger(self->impl, c, NULL, st);
+}
+
+static qmm_status_code opt_qorderedmatmul(const qmm_backend *self,
+                                          const qmm_qorderedmatmul *c, qmm_status *st)
+{
+    return qmm_opt_qorderedmatmul(self->impl, c, st);
 }
 
 static void opt_close(qmm_backend *self)
@@ -156,6 +163,7 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
     be->query = opt_query;
     be->matmulinteger = opt_matmulinteger;
     be->qlinearmatmul = opt_qlinearmatmul;
+    be->qorderedmatmul = opt_qorderedmatmul;
     be->close = opt_close;
     qmm_status_ok(st);
     return be;

@@ -304,4 +304,9 @@ qmm_status_code qmm_opt_qlinearmatmul(const qmm_opt_backend *ob, const qmm_qline
 qmm_status_code qmm_opt_matmulinteger(const qmm_opt_backend *ob, const qmm_matmulinteger *c,
                                       const qmm_optimized_packed_b *pb, qmm_status *st);
 
+/* QOrderedMatMul (qordered.c): the operands gathered out of their cublasLt orders, the
+ * accumulators from qmm_opt_matmulinteger, optimized/qordered_exact.h's exact epilogue. */
+qmm_status_code qmm_opt_qorderedmatmul(const qmm_opt_backend *ob, const qmm_qorderedmatmul *c,
+                                       qmm_status *st);
+
 #endif /* QMM_OPT_INTERNAL_H */

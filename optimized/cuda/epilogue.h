@@ -27,6 +27,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "optimized/qordered_exact.h"
 #include "optimized/requant_exact.h"
 
 /* Functions for both compilers, and double operations explicitly rounded on the device (never
@@ -138,14 +139,10 @@ QMM_CU_FN int64_t qmm_cu_order_offset(int order, int64_t r, int64_t c, int64_t r
 }
 
 /* One batch of QOrderedMatMul's epilogue: y = sat_int8(RNE(x)) with
- *     x = sA * sB_j * acc / sY + bias_j + sC * C / sY.
- * Fast path: t1 = fl(acc * fl(fl(sA * sB_j) / sY)) (sA * sB_j is exact: 24 + 24 bits),
- * t3 = fl(C * fl(sC / sY)), v = fl(fl(t1 + bias_j) + t3). Every intermediate is a normal double
- * (float scales: quotients and products within 2^-426 .. 2^403), so with
- * B = |t1| + |bias_j| + |t3|, |v - x| <= 4.04 u B (u = 2^-53); eb = B * 2^-50 bounds it with
- * room for the rounding of B itself. The result is decided when the interval [v - eb, v + eb]
- * lies strictly inside one rounding cell (or beyond a saturation bound); otherwise the element
- * is "undecided" and the host decides it exactly (exact.c, qmm_cu_qord_exact). */
+ *     x = sA * sB_j * acc / sY + bias_j + sC * C / sY,
+ * decided by the fast decision of optimized/qordered_exact.h (qmm_qord_fast, its error bound
+ * there), which the CPU backend shares; an element it leaves "undecided" is decided on the host,
+ * exactly (exact.c, qmm_cu_qord_exact: qordered_exact.h's qmm_qord_exact). */
 typedef struct qmm_cu_qord {
     int64_t m, n;
     int order_y;            /* QMM_ORDER_ROW or QMM_ORDER_COL32 */
@@ -167,29 +164,9 @@ typedef struct qmm_cu_qord {
 QMM_CU_FN int qmm_cu_qord_fast(const qmm_cu_qord *p, int32_t acc, int64_t col, int32_t cv,
                                int32_t *out)
 {
-    double t1 = QMM_CU_MUL((double)acc, QMM_CU_DIV(QMM_CU_MUL(p->sa, p->sb[col]), p->sy));
-    double t2 = p->bias ? p->bias[col] : 0.0;
+    double alpha = QMM_CU_DIV(QMM_CU_MUL(p->sa, p->sb[col]), p->sy);
     double t3 = p->c ? QMM_CU_MUL((double)cv, QMM_CU_DIV(p->sc, p->sy)) : 0.0;
-    double v = QMM_CU_ADD(QMM_CU_ADD(t1, t2), t3);
-    double eb = QMM_CU_MUL(QMM_CU_ADD(QMM_CU_ADD(fabs(t1), fabs(t2)), fabs(t3)),
-                           1.0 / 1125899906842624.0); /* 2^-50 */
-    if (v - eb > 127.5) {
-        *out = 127;
-        return 1;
-    }
-    if (v + eb < -128.5) {
-        *out = -128;
-        return 1;
-    }
-    if (!(fabs(v) < 1024.0) || !(eb < 0.25))
-        return 0;
-    double r = rint(v);
-    /* x within eb of v and |v - r| + eb < 1/2: x strictly nearer r than any other integer */
-    if (fabs(v - r) + eb < 0.5) {
-        *out = r < -128.0 ? -128 : r > 127.0 ? 127 : (int32_t)r;
-        return 1;
-    }
-    return 0;
+    return qmm_qord_fast(acc, alpha, p->bias ? p->bias[col] : 0.0, t3, out);
 }
 
 QMM_CU_FN void qmm_cu_qord_element(const qmm_cu_qord *p, int64_t r, int64_t col)
