@@ -91,18 +91,20 @@ Test(qordered, answers_every_order_combination)
     close_all(be, nb);
 }
 
-Test(qordered, random_problems_agree_with_the_reference)
+/* `want` problems of the generator (seed, options) that `pick` takes, each on every backend:
+ * most of them valid. */
+static void random_agree(uint64_t seed, const qh_random_opts *o, int (*pick)(const qh_problem *),
+                         int want)
 {
     qmm_backend *be[MAX_BACKENDS];
     int nb = open_all(be);
-    qh_random_opts o = {.invalid_per_mille = 20};
     int compared = 0, ok = 0;
-    for (uint64_t i = 0; compared < 400 && i < 20000; i++) {
+    for (uint64_t i = 0; compared < want && i < 20000; i++) {
         qh_rng r;
-        qh_rng_seed(&r, 2029, i);
+        qh_rng_seed(&r, seed, i);
         qh_problem p;
-        cr_assert_eq(qh_problem_random(&p, &r, &o), 0);
-        if (p.call.op == QMM_OP_QORDEREDMATMUL && p.y_shape_known) {
+        cr_assert_eq(qh_problem_random(&p, &r, o), 0);
+        if (pick(&p) && p.y_shape_known) {
             char what[64];
             snprintf(what, sizeof what, "problem %llu", (unsigned long long)i);
             for (int b = 0; b < nb; b++)
@@ -111,9 +113,20 @@ Test(qordered, random_problems_agree_with_the_reference)
         }
         qh_problem_free(&p);
     }
-    cr_assert_eq(compared, 400);
-    cr_assert_gt(ok, 300 * nb, "too few valid problems: %d", ok);
+    cr_assert_eq(compared, want);
+    cr_assert_gt(ok, want * 8 / 10 * nb, "too few valid problems: %d", ok);
     close_all(be, nb);
+}
+
+static int is_qordered(const qh_problem *p)
+{
+    return p->call.op == QMM_OP_QORDEREDMATMUL;
+}
+
+Test(qordered, random_problems_agree_with_the_reference)
+{
+    qh_random_opts o = {.invalid_per_mille = 20};
+    random_agree(2029, &o, is_qordered, 400);
 }
 
 /* A COL32 problem: M x K (A in COL32) times B^T (N x K, order_b) with every value v. */
@@ -161,6 +174,254 @@ Test(qordered, accumulators_past_int32_give_the_wrapped_alternative)
             cr_expect(check_call(be[b], &call, "K = 131104"));
         for (int i = 0; i < 3; i++)
             free(bufs[i]);
+    }
+    close_all(be, nb);
+}
+
+/* ---- float8 QLinearMatMul-21 ---- */
+
+Test(float8, random_problems_of_every_mix_agree_with_the_reference)
+{
+    qh_random_opts o = {.invalid_per_mille = 20, .float8_per_mille = 1000};
+    random_agree(2030, &o, qh_problem_has_float8, 500);
+}
+
+/* A 2 x K x 3 QLinearMatMul-21 of types ta, tb, ty: a[i][k] = fa(i, k), b[k][j] = fb(k, j)
+ * (codes), per-tensor zero points za, zb, zy (codes) and float scales. */
+typedef uint8_t (*code_fn)(int64_t r, int64_t c);
+
+typedef struct f8_call {
+    qmm_call call;
+    uint8_t *a, *b, z[3];
+    float s[3];
+} f8_call;
+
+static void f8_make(f8_call *f, int32_t ta, int32_t tb, int32_t ty, int64_t k, code_fn fa,
+                    code_fn fb, const uint8_t z[3], const float s[3])
+{
+    memset(f, 0, sizeof *f);
+    f->a = malloc((size_t)(2 * k) + 1);
+    f->b = malloc((size_t)(3 * k) + 1);
+    for (int64_t i = 0; i < 2; i++)
+        for (int64_t kk = 0; kk < k; kk++)
+            f->a[i * k + kk] = fa(i, kk);
+    for (int64_t kk = 0; kk < k; kk++)
+        for (int64_t j = 0; j < 3; j++)
+            f->b[kk * 3 + j] = fb(kk, j);
+    memcpy(f->z, z, 3);
+    memcpy(f->s, s, sizeof f->s);
+    f->call.op = QMM_OP_QLINEARMATMUL;
+    qmm_qlinearmatmul *c = &f->call.u.qlinearmatmul;
+    c->opset = 21;
+    c->a = (qmm_tensor){ta, 2, {2, k}, f->a};
+    c->a_scale = (qmm_tensor){QMM_DTYPE_FLOAT, 0, {0}, &f->s[0]};
+    c->a_zero_point = (qmm_tensor){ta, 0, {0}, &f->z[0]};
+    c->b = (qmm_tensor){tb, 2, {k, 3}, f->b};
+    c->b_scale = (qmm_tensor){QMM_DTYPE_FLOAT, 0, {0}, &f->s[1]};
+    c->b_zero_point = (qmm_tensor){tb, 0, {0}, &f->z[1]};
+    c->y_scale = (qmm_tensor){QMM_DTYPE_FLOAT, 0, {0}, &f->s[2]};
+    c->y_zero_point = (qmm_tensor){ty, 0, {0}, &f->z[2]};
+    c->y = (qmm_tensor){ty, 2, {2, 3}, NULL};
+}
+
+static void f8_free(f8_call *f)
+{
+    free(f->a);
+    free(f->b);
+}
+
+static const int32_t f8_types[4] = {QMM_DTYPE_FLOAT8E4M3FN, QMM_DTYPE_FLOAT8E4M3FNUZ,
+                                    QMM_DTYPE_FLOAT8E5M2, QMM_DTYPE_FLOAT8E5M2FNUZ};
+static int32_t cur_type; /* the float8 type the code functions below draw from */
+
+static uint8_t max_pos(int64_t r, int64_t c)
+{
+    (void)r;
+    (void)c;
+    return qmm_float8_format_of(cur_type)->max_code;
+}
+
+static uint8_t max_alt(int64_t r, int64_t c)
+{
+    /* +max, -max, +max, ... along k (column c shifts the pattern: all three sums differ) */
+    uint8_t mx = qmm_float8_format_of(cur_type)->max_code;
+    return (uint8_t)(((r + c) % 2 ? 0x80 : 0) | mx);
+}
+
+static uint8_t smallest(int64_t r, int64_t c)
+{
+    return (r + c) % 3 == 0 ? 0x81 : 0x01; /* ± the smallest subnormal */
+}
+
+static uint8_t max_odd(int64_t r, int64_t c)
+{
+    /* the largest value, with now and then the smallest subnormal: odd differences, so a sum
+     * past 2^53 would lose its low bits in a double */
+    (void)r;
+    return c % 7 == 3 ? 0x01 : qmm_float8_format_of(cur_type)->max_code;
+}
+
+/* max·max cancelling to the last term, a subnormal product: x is tiny and exact */
+static uint8_t cancel_a(int64_t r, int64_t c)
+{
+    (void)r;
+    const qmm_float8_format *f = qmm_float8_format_of(cur_type);
+    return c == 2 ? 0x01 : f->max_code;
+}
+
+static uint8_t cancel_b(int64_t r, int64_t c)
+{
+    const qmm_float8_format *f = qmm_float8_format_of(cur_type);
+    if (r == 2)
+        return (uint8_t)(c + 1); /* subnormal codes 1, 2, 3 */
+    return (uint8_t)((r == 1 ? 0x80 : 0) | f->max_code);
+}
+
+/* Every float8 type into every y type (int8, uint8 and the four float8), a few scales. */
+static void extremes(int64_t k, code_fn fa, code_fn fb, const char *what)
+{
+    qmm_backend *be[MAX_BACKENDS];
+    int nb = open_all(be);
+    const int32_t ys[6] = {QMM_DTYPE_INT8, QMM_DTYPE_UINT8, QMM_DTYPE_FLOAT8E4M3FN,
+                           QMM_DTYPE_FLOAT8E4M3FNUZ, QMM_DTYPE_FLOAT8E5M2,
+                           QMM_DTYPE_FLOAT8E5M2FNUZ};
+    float scales[4][3] = {{1.0f, 1.0f, 1.0f},
+                          {0x1p-20f, 0x1p-20f, 0x1p-30f},
+                          {0.37f, 1.3f, 0x1p-70f},
+                          {0x1p-20f, 0x1p-20f, 1.0f}};
+    for (int t = 0; t < 4; t++) {
+        cur_type = f8_types[t];
+        /* the fourth: K·max² brought to about 100.37, within every y's range */
+        double mx = qmm_float8_decode(cur_type, qmm_float8_format_of(cur_type)->max_code);
+        scales[3][2] = (float)((double)k * mx * mx * 0x1p-40 / 100.37);
+        for (int y = 0; y < 6; y++)
+            for (int s = 0; s < 4; s++) {
+                f8_call f;
+                uint8_t z[3] = {0, 0, 0};
+                f8_make(&f, cur_type, cur_type, ys[y], k, fa, fb, z, scales[s]);
+                char label[160];
+                snprintf(label, sizeof label, "%s, %s into %s, scales %d, K %lld", what,
+                         qmm_dtype_name(cur_type), qmm_dtype_name(ys[y]), s, (long long)k);
+                for (int b = 0; b < nb; b++)
+                    cr_expect(check_call(be[b], &f.call, label), "%s", label);
+                f8_free(&f);
+            }
+    }
+    close_all(be, nb);
+}
+
+Test(float8, largest_times_largest_over_a_long_k, .timeout = 600)
+{
+    /* K = 40000: past the e5m2 products' 53 bits (limbs) and, for e4m3 with zero points of
+     * -max below, past one double chunk */
+    extremes(40000, max_pos, max_pos, "max x max");
+    extremes(40001, max_alt, max_pos, "alternating max");
+}
+
+Test(float8, past_the_double_exact_k_and_with_zero_points_at_the_far_end, .timeout = 600)
+{
+    /* (a - za) = 2·max everywhere: e4m3fn products of 2^37.6 · K = 70000 pass 2^53, so the
+     * sums are chunked; e5m2 takes limbs */
+    qmm_backend *be[MAX_BACKENDS];
+    int nb = open_all(be);
+    for (int t = 0; t < 4; t++) {
+        cur_type = f8_types[t];
+        uint8_t neg = qmm_float8_format_of(cur_type)->max_code | 0x80;
+        uint8_t z[3] = {neg, neg, 0};
+        /* x = acc·2^-60·2^-2·shift / sy about 100 */
+        double mx = 2 * qmm_float8_decode(cur_type, qmm_float8_format_of(cur_type)->max_code);
+        const float s[3] = {0x1p-30f, 0x1p-30f, (float)(70000 * mx * mx * 0x1p-60 / 100.37)};
+        for (int y = 0; y < 2; y++) {
+            f8_call f;
+            f8_make(&f, cur_type, cur_type, y ? cur_type : QMM_DTYPE_INT8, 70000, max_odd,
+                    max_odd, z, s);
+            for (int b = 0; b < nb; b++)
+                cr_expect(check_call(be[b], &f.call, qmm_dtype_name(cur_type)));
+            f8_free(&f);
+        }
+    }
+    close_all(be, nb);
+}
+
+Test(float8, subnormal_times_subnormal)
+{
+    extremes(7, smallest, smallest, "subnormal x subnormal");
+}
+
+Test(float8, cancellation_down_to_a_subnormal_product)
+{
+    extremes(3, cancel_a, cancel_b, "cancellation");
+}
+
+Test(float8, a_prepacked_b_is_refused_for_float8)
+{
+    qmm_status st;
+    qmm_backend *be = qmm_optimized_open(QMM_ABI_VERSION, "threads=1", &st);
+    cr_assert_not_null(be);
+    cur_type = QMM_DTYPE_FLOAT8E4M3FN;
+    f8_call f;
+    uint8_t z[3] = {0, 0, 0};
+    const float s[3] = {1, 1, 1};
+    f8_make(&f, QMM_DTYPE_FLOAT8E4M3FN, QMM_DTYPE_UINT8, QMM_DTYPE_UINT8, 4, max_pos, max_pos,
+            z, s);
+    qmm_qlinearmatmul *c = &f.call.u.qlinearmatmul;
+    uint8_t y[6];
+    c->y.data = y;
+    qmm_optimized_packed_b *pb = qmm_optimized_pack_b(be, &c->b, &st);
+    cr_assert_not_null(pb, "%s", st.message);
+    cr_expect_eq(qmm_optimized_qlinearmatmul_packed(be, c, pb, &st), QMM_UNSUPPORTED);
+    cr_expect(strstr(st.message, "a is float8; a prepacked B serves the integer kernels only"),
+              "%s", st.message);
+    qmm_optimized_packed_b_free(pb);
+    f8_free(&f);
+    be->close(be);
+}
+
+Test(float8, the_fast_encoder_rounds_as_the_shared_one)
+{
+    /* float8.c's encode_y, through y = a·b with a = 1.0: every finite code of every type as
+     * x, then x ± a small step (just off each value, on each midpoint, just past it) go
+     * through the reference and every variant alike */
+    qmm_backend *be[MAX_BACKENDS];
+    int nb = open_all(be);
+    for (int t = 0; t < 4; t++) {
+        cur_type = f8_types[t];
+        /* a: 256 rows of one k, every code (NaN and infinities replaced by 0); b: 1.0, 1.25,
+         * 0.75; y_scale 1, 3/4, 8/7, 16/17: x lands on values, midpoints and between them
+         * in every y type */
+        for (int sc = 0; sc < 4; sc++) {
+            static const float ys[4] = {1.0f, 0.75f, 1.0f / 0.875f, 1.0f / 1.0625f};
+            f8_call f;
+            memset(&f, 0, sizeof f);
+            f.a = malloc(256);
+            f.b = malloc(3);
+            for (int code = 0; code < 256; code++) {
+                double v = qmm_float8_decode(cur_type, (uint8_t)code);
+                f.a[code] = isfinite(v) ? (uint8_t)code : 0;
+            }
+            f.b[0] = qmm_float8_encode(cur_type, 1.0);
+            f.b[1] = qmm_float8_encode(cur_type, 1.25);
+            f.b[2] = qmm_float8_encode(cur_type, 0.75);
+            f.s[0] = f.s[1] = 1.0f;
+            f.s[2] = ys[sc];
+            f.call.op = QMM_OP_QLINEARMATMUL;
+            qmm_qlinearmatmul *c = &f.call.u.qlinearmatmul;
+            c->opset = 21;
+            c->a = (qmm_tensor){cur_type, 2, {256, 1}, f.a};
+            c->a_scale = (qmm_tensor){QMM_DTYPE_FLOAT, 0, {0}, &f.s[0]};
+            c->a_zero_point = (qmm_tensor){cur_type, 0, {0}, &f.z[0]};
+            c->b = (qmm_tensor){cur_type, 2, {1, 3}, f.b};
+            c->b_scale = (qmm_tensor){QMM_DTYPE_FLOAT, 0, {0}, &f.s[1]};
+            c->b_zero_point = (qmm_tensor){cur_type, 0, {0}, &f.z[1]};
+            c->y_scale = (qmm_tensor){QMM_DTYPE_FLOAT, 0, {0}, &f.s[2]};
+            for (int y = 0; y < 4; y++) {
+                c->y_zero_point = (qmm_tensor){f8_types[y], 0, {0}, &f.z[2]};
+                c->y = (qmm_tensor){f8_types[y], 2, {256, 3}, NULL};
+                for (int b = 0; b < nb; b++)
+                    cr_expect(check_call(be[b], &f.call, qmm_dtype_name(f8_types[y])));
+            }
+            f8_free(&f);
+        }
     }
     close_all(be, nb);
 }

@@ -49,6 +49,11 @@ qmm_opt_gemv_packed_ft qmm_gemv_s16u8_r4x16c2__portable;
 qmm_opt_colsum_ft qmm_colsum_s8_16c4__portable;
 qmm_opt_colsum_ft qmm_colsum_s8_32c4__portable;
 
+/* gemm-f64-*.c: the float8 path's double tiles (gemm-f64.h) */
+qmm_opt_f64_gemm_ft qmm_gemm_f64_6x4__portable;
+qmm_opt_f64_gemm_ft qmm_gemm_f64_6x8__avx2;
+qmm_opt_f64_gemm_ft qmm_gemm_f64_6x16__avx512;
+
 /* gemm-s16u8-6x16c2-avx2.c */
 qmm_opt_kernel_ft qmm_gemm_s16u8_6x16c2__avx2;
 qmm_opt_gemv_ft qmm_gemv_s16u8_r4__avx2;
@@ -184,6 +189,7 @@ void qmm_opt_task_none(void)
 
 #define KERNEL(fn) .kernel = X86(fn), .kernel_name = #fn
 #define GEMV QMM_OPT_GEMV_MAX_ROWS
+#define F64(fn, nr) .f64_gemm = X86(fn), .f64_gemm_name = #fn, .f64_nr = nr
 
 static const qmm_opt_variant table[] = {
     /* gemv_rows 0: small M packs A and B and runs the tile kernel, which in portable C is
@@ -191,11 +197,14 @@ static const qmm_opt_variant table[] = {
     {.name = "scalar", .check = check_none, .layout = &pairs,
      .gemv = qmm_gemv_s16u8_r4__portable, .pack_b = qmm_opt_pack_b_sums,
      .requant_mults = qmm_opt_requant_mults_none, .requant_row = qmm_opt_requant_row,
-     .task_begin = qmm_opt_task_none, .task_end = qmm_opt_task_none},
+     .task_begin = qmm_opt_task_none, .task_end = qmm_opt_task_none,
+     .f64_gemm = qmm_gemm_f64_6x4__portable, .f64_gemm_name = "qmm_gemm_f64_6x4__portable",
+     .f64_nr = 4},
     {.name = "avx2", .check = check_avx2, .layout = &unsigned_words,
      KERNEL(qmm_gemm_s16u8_6x16c2__avx2), .gemv_rows = GEMV,
      .gemv = X86(qmm_gemv_s16u8_r4__avx2), .gemv_packed = X86(qmm_gemv_s16u8_r4x16c2__avx2),
      .requant_row = X86(qmm_opt_requant_row_avx2), .peak = X86(qmm_peak_s16s16__avx2),
+     F64(qmm_gemm_f64_6x8__avx2, 8),
      .peak_loop = "avx2: ymm vpmaddwd + vpaddd (the AVX2 kernel's exact int16 sequence), "
                   "12 independent chains"},
     /* the VNNI layouts are quads: small M on a prepacked B runs the kernel on its rows only */
@@ -204,6 +213,7 @@ static const qmm_opt_variant table[] = {
      .gemv_rows = GEMV, .gemv = X86(qmm_gemv_s16u8_r4__avx2),
      .requant_row = X86(qmm_opt_requant_row_avx2),
      .colsum = X86(qmm_colsum_s8_16c4__avxvnni), .peak = X86(qmm_peak_u8s8__avxvnni),
+     F64(qmm_gemm_f64_6x8__avx2, 8),
      .peak_loop = "avxvnni: ymm vpdpbusd, 12 independent chains"},
     {.name = "avx512vnni", .check = check_avx512vnni, .layout = &quads32,
      KERNEL(qmm_gemm_u8s8_8x32c4__avx512vnni),
@@ -212,6 +222,7 @@ static const qmm_opt_variant table[] = {
      .requant_row = X86(qmm_opt_requant_row_avx512),
      .colsum = X86(qmm_colsum_s8_32c4__avx512vnni),
      .pack_b = X86(qmm_packb_s8_32c4__avx512vnni), .peak = X86(qmm_peak_u8s8__avx512vnni),
+     F64(qmm_gemm_f64_6x16__avx512, 16),
      .peak_loop = "avx512vnni: zmm vpdpbusd, 12 independent chains"},
     /* AMX: B in the AVX-512 quads layout (so the same packer and column sums); its tile loop
      * is the peak where it runs (the last variant: the best) */
@@ -223,6 +234,7 @@ static const qmm_opt_variant table[] = {
      .colsum = X86(qmm_colsum_s8_32c4__avx512vnni),
      .pack_b = X86(qmm_packb_s8_32c4__avx512vnni), .task_begin = X86(qmm_gemm_begin__amx),
      .task_end = X86(qmm_gemm_end__amx), .peak = X86(qmm_peak_u8s8_tiles__amx),
+     F64(qmm_gemm_f64_6x16__avx512, 16),
      .peak_loop = "amx: tdpbusd, 4 independent tiles"},
 };
 
@@ -256,6 +268,11 @@ static void variants_fill(void)
         v->requant_row = INHERIT(requant_row, portable->requant_row);
         v->task_begin = INHERIT(task_begin, portable->task_begin);
         v->task_end = INHERIT(task_end, portable->task_end);
+        if (!v->f64_gemm) { /* an x86 variant off x86 */
+            v->f64_gemm = portable->f64_gemm;
+            v->f64_gemm_name = portable->f64_gemm_name;
+            v->f64_nr = portable->f64_nr;
+        }
     }
 }
 

@@ -728,10 +728,13 @@ qmm_status_code qmm_opt_qlinearmatmul(const qmm_opt_backend *ob, const qmm_qline
     if (rc != QMM_OK)
         return rc;
     const char *f8 = qmm_qlinearmatmul_float8(c);
-    if (f8) /* docs/optimized.md: the kernels are integer GEMMs; float8 is the reference's */
+    if (f8 && pb) /* a packed B is the integer kernels' layout */
         return qmm_status_set(st, QMM_UNSUPPORTED,
-                              "%s: %s is float8; the integer kernels take uint8/int8 only",
+                              "%s: %s is float8; a prepacked B serves the integer kernels only "
+                              "(pass b unpacked)",
                               ob->name, f8);
+    if (f8) /* float8.c: exact accumulation in doubles */
+        return qmm_opt_qlinearmatmul_float8(ob, &call, &plan, st);
     job J = {.g = &plan.g, .maps = plan.maps, .qlm = c, .a = &c->a, .b = &call.b,
              .az = &c->a_zero_point, .bz = &c->b_zero_point};
     J.y_per_tensor = qmm_tensor_numel(&c->y_scale) == 1;

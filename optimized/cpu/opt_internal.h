@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ops/qmm_ops.h"
 #include "optimized/qmm_optimized.h"
 #include "qmm/qmm.h"
 
@@ -118,6 +119,12 @@ typedef void qmm_opt_requant_row_ft(const int32_t *acc, const int32_t *zc, uint3
  * multiply-accumulate instructions; returns the int8 MACs performed. */
 typedef uint64_t qmm_opt_peak_ft(uint64_t iters);
 
+/* The float8 path's exact double GEMM tile (gemm-f64.h): c[r*ldc + j] += sum_{k < kc}
+ * a[k*6 + r] * b[k*NR + j] for r < 6, j < NR (the variant's f64_nr), on integer operands
+ * whose products and partial sums the caller keeps below 2^53 (float8.c). */
+typedef void qmm_opt_f64_gemm_ft(size_t kc, const double *a, const double *b, double *c,
+                                 size_t ldc);
+
 /* Per-thread set-up and tear-down around a task's kernel calls (AMX's tile configuration). */
 typedef void qmm_opt_task_ft(void);
 
@@ -179,6 +186,10 @@ struct qmm_opt_variant {
     qmm_opt_peak_ft *peak;
     const char *peak_loop;     /* the loop, in words; the last runnable variant's loop is the
                                   peak percentages are taken against (peak.c) */
+    /* the float8 QLinearMatMul path (float8.c): its double GEMM tile, 6 x f64_nr */
+    qmm_opt_f64_gemm_ft *f64_gemm;
+    const char *f64_gemm_name;
+    int f64_nr;
 };
 
 /* The variants, from the portable one (0) up, best last; every slot filled (above). */
@@ -303,6 +314,13 @@ qmm_status_code qmm_opt_qlinearmatmul(const qmm_opt_backend *ob, const qmm_qline
                                       const qmm_optimized_packed_b *pb, qmm_status *st);
 qmm_status_code qmm_opt_matmulinteger(const qmm_opt_backend *ob, const qmm_matmulinteger *c,
                                       const qmm_optimized_packed_b *pb, qmm_status *st);
+
+/* QLinearMatMul with a float8 a, b or y (float8.c), after validation (`plan`): exact
+ * accumulation in doubles (chunked, split into limbs where products need more than 53 bits),
+ * the exact requantization to uint8/int8 or rounding to the float8 y. */
+qmm_status_code qmm_opt_qlinearmatmul_float8(const qmm_opt_backend *ob,
+                                             const qmm_qlinearmatmul *c, const qmm_plan *plan,
+                                             qmm_status *st);
 
 /* QOrderedMatMul (qordered.c): the operands gathered out of their cublasLt orders, the
  * accumulators from qmm_opt_matmulinteger, optimized/qordered_exact.h's exact epilogue. */

@@ -1,0 +1,480 @@
+/* optimized/cpu/float8.c — QLinearMatMul-21 with a float8 a, b or y (docs/semantics.md §2.6),
+ * exactly, on the variant's double GEMM tile (gemm-f64.h) and the thread pool.
+ * docs/optimized.md, "Float8", has the argument; in short:
+ *
+ * Integers. Every finite float8 value times 2^shift of its type (bias + mbits - 1: 9, 10, 16,
+ * 17) is an integer, so are uint8/int8 values (shift 0). With da = (a - za)·2^Sa and
+ * db = (b - zb)·2^Sb, both integers, acc = Σ da·db is an integer and
+ *     x = sa·sb·acc·2^-(Sa+Sb) / sy.
+ * |da| < 2^19 for e4m3 (448·2^9 and the zero point's as much again), < 2^34 for e5m2.
+ *
+ * Chunks. A double holds every integer of magnitude up to 2^53. If every |da| <= MA and
+ * |db| <= MB, a sum of kc products with kc·MA·MB <= 2^53 has every partial sum an integer of
+ * magnitude <= 2^53: each product and each addition is exact, in any order, fused or not.
+ * So K is cut into chunks of kc = floor(2^53 / (MA·MB)) (from the call's own maxima), each
+ * chunk's sums converted to int64 exactly and added in 128-bit integers; a call with K <= kc
+ * (every e4m3 call with K up to 2^15 or so) keeps the doubles as its accumulators.
+ *
+ * Limbs. Where MA·MB > 2^45 (e5m2: up to 2^68, not even one product fits), an operand with
+ * more than 22 bits is split into limbs d = hi·2^s + lo, 0 <= lo < 2^s, s = ceil(bits/2), so
+ * every limb has at most ~17 bits and every limb pair its own exact chunks; the pairs'
+ * sums are recombined with their weights in 128-bit integers. No K is too long: past the
+ * exact range the chunks only get more numerous, never inexact.
+ *
+ * Requantization. v = fl(fl(acc)·fl(fl(sa·sb)/sy))·2^-(Sa+Sb) (sa·sb exact: scales have at most
+ * 24 bits; the power of two exact: nothing underflows), three roundings: |v - x| <= 2^-51|v|.
+ * uint8/int8 y: requant_exact.h's decision on v (qmm_rq_decide). float8 y: w = fl(v + zy), and
+ * if w - E and w + E (E = 2^-49(|v| + |w|), which bounds |w - (x + zy)| with room for the
+ * roundings of the interval's ends) round to the same code, every value between does too
+ * (rounding is monotone), x + zy's among them. Otherwise — and for uint8/int8 when v is
+ * within 2^-28 of a half-integer — the exact decision: the sign of acc·P·2^-S + sy·d (P =
+ * sa·sb, d = zy - h for a candidate midpoint h) as a floating-point expansion (the 128-bit
+ * acc as three 42-bit parts, each product with its error by fma), then a binary search over the
+ * midpoints of y's values (uint8/int8: the half-integers), ties to the even code.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/qmm_ops.h"
+#include "optimized/cpu/opt_internal.h"
+#include "optimized/qordered_exact.h"
+
+typedef __int128 i128;
+
+#define MR 6
+#define TWO53 9007199254740992.0
+#define ROW_BLOCK (8 * MR)    /* rows of a task */
+#define PANELS_PER_TASK 16    /* column panels of a task */
+#define KBLOCK 256            /* K values per kernel call (the A and B blocks stay cached) */
+
+typedef struct f8_job {
+    const qmm_opt_backend *ob;
+    const qmm_qlinearmatmul *c;
+    const qmm_geometry *g;
+    const qmm_param_map *maps;
+    int64_t bi;
+    size_t m, n, k, nr, mgroups, npanels, rtasks, ctasks;
+    int64_t lut_a[256], lut_b[256]; /* operand value · 2^shift by code */
+    int la, lb;                     /* limbs of A, of B (1 or 2) */
+    int split_a, split_b;           /* the high limb's weight 2^split */
+    double *ap[2], *bp[2];          /* packed limbs: [group][k][MR], [panel][k][nr] */
+    size_t kc;                      /* K chunk within which every limb pair's sums are exact */
+    int direct;                     /* one limb pair, one chunk: the doubles are the sums */
+    double inv;                     /* 2^-(Sa+Sb) */
+    /* y */
+    int y_f8;
+    const qmm_float8_format *fy;
+    int32_t qmin, qmax;
+    int nv;                         /* float8 y: its finite values ascending, and their codes */
+    double vals[256];
+    uint8_t codes[256];
+    double zy_val[256];             /* y_zero_point's value by code */
+    double ymax, yunit;             /* float8 y: the largest finite value, 2^shift */
+    int oom;
+} f8_job;
+
+static int shift_of(int32_t dtype)
+{
+    const qmm_float8_format *f = qmm_float8_format_of(dtype);
+    return f ? f->shift : 0;
+}
+
+static void make_lut(int32_t dtype, int64_t *lut)
+{
+    for (int code = 0; code < 256; code++)
+        lut[code] = qmm_is_float8(dtype) ? qmm_float8_scaled(dtype, (uint8_t)code)
+                    : dtype == QMM_DTYPE_INT8 ? (int64_t)(int8_t)code
+                                              : (int64_t)code;
+}
+
+static int64_t param_scaled(const f8_job *J, const qmm_tensor *t, int map, int64_t i, int64_t j,
+                            const int64_t *lut)
+{
+    return lut[((const uint8_t *)t->data)[qmm_param_offset(&J->maps[map], J->g, J->bi, i, j)]];
+}
+
+static int bits_of(uint64_t v)
+{
+    int b = 0;
+    while (v >> b)
+        b++;
+    return b;
+}
+
+/* ---- packing: the full differences first (limb 0), split into limbs afterwards ---- */
+
+/* *dst = d, and *max the largest |d| so far */
+static inline void put(double *dst, int64_t d, uint64_t *max)
+{
+    uint64_t mag = (uint64_t)(d < 0 ? -d : d);
+    *max = mag > *max ? mag : *max;
+    *dst = (double)d;
+}
+
+static uint64_t pack_a(f8_job *J)
+{
+    const uint8_t *a = (const uint8_t *)J->c->a.data + qmm_geometry_a_offset(J->g, J->bi);
+    uint64_t max = 0;
+    double *dst = J->ap[0];
+    memset(dst, 0, J->mgroups * MR * J->k * sizeof *dst);
+    for (size_t i = 0; i < J->m; i++) {
+        int64_t za = param_scaled(J, &J->c->a_zero_point, QMM_MAP_A_ZERO_POINT, (int64_t)i, 0,
+                                  J->lut_a);
+        double *row = dst + (i / MR) * J->k * MR + i % MR;
+        for (size_t k = 0; k < J->k; k++)
+            put(&row[k * MR], J->lut_a[a[i * J->k + k]] - za, &max);
+    }
+    return max;
+}
+
+static uint64_t pack_b(f8_job *J)
+{
+    const uint8_t *b = (const uint8_t *)J->c->b.data + qmm_geometry_b_offset(J->g, J->bi);
+    uint64_t max = 0;
+    size_t nr = J->nr;
+    double *dst = J->bp[0];
+    memset(dst, 0, J->npanels * nr * J->k * sizeof *dst);
+    for (size_t j = 0; j < J->n; j++) {
+        int64_t zb = param_scaled(J, &J->c->b_zero_point, QMM_MAP_B_ZERO_POINT, 0, (int64_t)j,
+                                  J->lut_b);
+        double *col = dst + (j / nr) * J->k * nr + j % nr;
+        for (size_t k = 0; k < J->k; k++)
+            put(&col[k * nr], J->lut_b[b[k * J->n + j]] - zb, &max);
+    }
+    return max;
+}
+
+/* limb 0 := lo, limb 1 := hi of every value d = hi·2^s + lo (0 <= lo < 2^s) */
+static void split(double *lo, double *hi, size_t count, int s)
+{
+    int64_t mask = ((int64_t)1 << s) - 1;
+    for (size_t i = 0; i < count; i++) {
+        int64_t d = (int64_t)lo[i];
+        int64_t l = d & mask; /* two's complement: d mod 2^s */
+        lo[i] = (double)l;
+        hi[i] = (double)((d - l) / ((int64_t)1 << s));
+    }
+}
+
+/* ---- the exact decision ---- */
+
+typedef struct expansion {
+    double c[10]; /* nonoverlapping, increasing magnitude, zeros anywhere */
+    int n;
+} expansion;
+
+static void grow(expansion *x, double b)
+{
+    double q = b;
+    for (int i = 0; i < x->n; i++)
+        qmm_qord_two_sum(q, x->c[i], &q, &x->c[i]);
+    x->c[x->n++] = q;
+}
+
+/* The sign of acc·p·inv + sy·d, exactly: acc in three 42-bit parts (each exact in a double),
+ * each product and its error (fma) exact doubles, scaled by the power of two inv exactly
+ * (nothing reaches the subnormals: p >= 2^-298, inv >= 2^-34). */
+static int sign_of(i128 acc, double p, double inv, double sy, double d)
+{
+    expansion e = {.n = 0};
+    const i128 mask = ((i128)1 << 42) - 1;
+    for (int part = 0; part < 3; part++) {
+        i128 q = part < 2 ? acc & mask : acc; /* the top part keeps the sign */
+        acc = part < 2 ? (acc - q) / ((i128)1 << 42) : 0;
+        double t = ldexp((double)(int64_t)q, 42 * part);
+        double pt = p * t;
+        grow(&e, pt * inv);
+        grow(&e, fma(p, t, -pt) * inv);
+    }
+    double s = sy * d;
+    grow(&e, s);
+    grow(&e, fma(sy, d, -s));
+    for (int i = e.n - 1; i >= 0; i--)
+        if (e.c[i] != 0.0)
+            return e.c[i] > 0.0 ? 1 : -1;
+    return 0;
+}
+
+/* clamp(RNE(x) + zy) exactly: the least r in [qmin - zy, qmax - zy] that x does not round
+ * above. */
+static int32_t exact_q8(const f8_job *J, i128 acc, double p, double sy, int32_t zy)
+{
+    int64_t lo = J->qmin - zy, hi = J->qmax - zy;
+    while (lo < hi) {
+        int64_t r = lo + (hi - lo) / 2;
+        int s = sign_of(acc, p, J->inv, sy, -((double)r + 0.5));
+        if (s > 0 || (s == 0 && (r & 1)))
+            lo = r + 1;
+        else
+            hi = r;
+    }
+    return (int32_t)(lo + zy);
+}
+
+/* round_T3(x + zy) exactly: the value of y's nearest x + zy, ties to the even code, beyond
+ * the ends the ends; a zero keeps the sign of x + zy where the type has -0 (+0 when exact). */
+static uint8_t exact_f8(const f8_job *J, i128 acc, double p, double sy, double zy)
+{
+    int lo = 0, hi = J->nv - 1;
+    while (lo < hi) {
+        int i = lo + (hi - lo) / 2;
+        double h = (J->vals[i] + J->vals[i + 1]) * 0.5; /* exact: one more bit */
+        int s = sign_of(acc, p, J->inv, sy, zy - h);
+        if (s > 0 || (s == 0 && !(J->codes[i + 1] & 1)))
+            lo = i + 1;
+        else
+            hi = i;
+    }
+    if (J->vals[lo] != 0.0)
+        return J->codes[lo];
+    return sign_of(acc, p, J->inv, sy, zy) < 0 && !J->fy->fnuz ? 0x80 : 0x00;
+}
+
+/* The float8 y code of v, rounded to nearest, ties to even, saturating, a zero keeping v's
+ * sign where the type has -0: qmm_float8_encode's result without its table look-up and loops
+ * (tests/test_optimized_ops.c: every code, its midpoints and points between, every y type;
+ * a tie never decides an element here anyway: the interval around it has ends on both
+ * sides, which encode differently). */
+static uint8_t encode_y(const f8_job *J, double v)
+{
+    const qmm_float8_format *f = J->fy;
+    double a = fabs(v);
+    unsigned mag;
+    if (a >= J->ymax) {
+        mag = f->max_code;
+    } else {
+        double t = a * J->yunit; /* in units of the smallest subnormal: exact */
+        int e = t < (double)(2 << f->mbits) ? 0 : ilogb(t) - f->mbits; /* the quantum 2^e */
+        int64_t u = (int64_t)rint(ldexp(t, -e)) << e; /* ties to even: the even code */
+        if (u < ((int64_t)1 << f->mbits)) {
+            mag = (unsigned)u; /* zero or subnormal */
+        } else {
+            int b = 63 - __builtin_clzll((unsigned long long)u);
+            mag = (unsigned)(b - f->mbits + 1) << f->mbits |
+                  (unsigned)((u >> (b - f->mbits)) - ((int64_t)1 << f->mbits));
+        }
+    }
+    if (mag == 0 && f->fnuz)
+        return 0x00;
+    return (uint8_t)((signbit(v) ? 0x80u : 0u) | mag);
+}
+
+/* One output element from its exact accumulator (acc, and acc_d = fl(acc)). */
+static void element(const f8_job *J, i128 acc, double acc_d, double sa, double sb, double sy,
+                    int64_t yo, size_t idx)
+{
+    const uint8_t *yz = J->c->y_zero_point.data;
+    uint8_t *y = J->c->y.data;
+    double p = sa * sb; /* exact: 24 + 24 bits at most */
+    if (J->y_f8) {
+        double zy = J->zy_val[yz[yo]];
+        if (acc == 0) { /* x = 0 exactly: x + zy is zy, +0 for a zero */
+            y[idx] = encode_y(J, 0.0 + zy);
+            return;
+        }
+        double v = acc_d * (p / sy) * J->inv;
+        double w = v + zy;
+        double e = (fabs(v) + fabs(w)) * (1.0 / 562949953421312.0); /* 2^-49 */
+        uint8_t lo = encode_y(J, w - e);
+        if (lo == encode_y(J, w + e)) {
+            y[idx] = lo;
+            return;
+        }
+        y[idx] = exact_f8(J, acc, p, sy, zy);
+        return;
+    }
+    int32_t zy = J->c->y_zero_point.dtype == QMM_DTYPE_INT8 ? (int32_t)(int8_t)yz[yo]
+                                                           : (int32_t)yz[yo];
+    int32_t q;
+    if (acc == 0)
+        q = qmm_rq_clamp_add(0, zy, J->qmin, J->qmax);
+    else if (!qmm_rq_decide(acc_d * (p / sy) * J->inv, zy, J->qmin, J->qmax, &q))
+        q = exact_q8(J, acc, p, sy, zy);
+    y[idx] = (uint8_t)((uint32_t)q & 0xffu);
+}
+
+/* ---- the tasks: ROW_BLOCK rows x PANELS_PER_TASK panels each ---- */
+
+static void task(void *ctx, size_t t, int worker)
+{
+    (void)worker;
+    f8_job *J = ctx;
+    size_t nr = J->nr;
+    size_t g0 = (t / J->ctasks) * (ROW_BLOCK / MR), p0 = (t % J->ctasks) * PANELS_PER_TASK;
+    size_t g1 = g0 + ROW_BLOCK / MR, p1 = p0 + PANELS_PER_TASK;
+    g1 = g1 > J->mgroups ? J->mgroups : g1;
+    p1 = p1 > J->npanels ? J->npanels : p1;
+    size_t rows = (g1 - g0) * MR, ldc = (p1 - p0) * nr, cells = rows * ldc;
+    int pairs = J->la * J->lb;
+    double *cbuf = aligned_alloc(64, ((size_t)pairs * cells * sizeof(double) + 63) & ~(size_t)63);
+    i128 *acc = J->direct ? NULL : malloc(cells * sizeof *acc + 1);
+    if (!cbuf || (!J->direct && !acc)) {
+        free(cbuf);
+        free(acc);
+        __atomic_store_n(&J->oom, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    if (acc)
+        memset(acc, 0, cells * sizeof *acc);
+    for (size_t k0 = 0; k0 < J->k || k0 == 0; k0 += J->kc) {
+        size_t k1 = J->k - k0 < J->kc ? J->k : k0 + J->kc;
+        memset(cbuf, 0, (size_t)pairs * cells * sizeof *cbuf);
+        for (size_t kb = k0; kb < k1; kb += KBLOCK) {
+            size_t kn = k1 - kb < KBLOCK ? k1 - kb : KBLOCK;
+            for (int x = 0; x < J->la; x++)
+                for (int yl = 0; yl < J->lb; yl++) {
+                    double *cp = cbuf + (size_t)(x * J->lb + yl) * cells;
+                    for (size_t p = p0; p < p1; p++) {
+                        const double *b = J->bp[yl] + p * J->k * nr + kb * nr;
+                        for (size_t g = g0; g < g1; g++)
+                            J->ob->v->f64_gemm(kn, J->ap[x] + g * J->k * MR + kb * MR, b,
+                                               cp + (g - g0) * MR * ldc + (p - p0) * nr, ldc);
+                    }
+                }
+        }
+        if (J->direct)
+            break;
+        for (int x = 0; x < J->la; x++)
+            for (int yl = 0; yl < J->lb; yl++) {
+                const double *cp = cbuf + (size_t)(x * J->lb + yl) * cells;
+                int w = (x ? J->split_a : 0) + (yl ? J->split_b : 0);
+                for (size_t i = 0; i < cells; i++)
+                    acc[i] += (i128)(int64_t)cp[i] * ((i128)1 << w);
+            }
+        if (k1 >= J->k)
+            break;
+    }
+    /* the epilogue of the block's valid elements */
+    const qmm_qlinearmatmul *c = J->c;
+    const qmm_param_map *ym = &J->maps[QMM_MAP_Y_SCALE];
+    int64_t ybase = qmm_param_offset(ym, J->g, J->bi, 0, 0);
+    size_t i1 = g1 * MR > J->m ? J->m : g1 * MR, j0 = p0 * nr, j1 = p1 * nr > J->n ? J->n : p1 * nr;
+    for (size_t i = g0 * MR; i < i1; i++) {
+        double sa = qmm_scale_decode(
+            c->a_scale.dtype, c->a_scale.data,
+            qmm_param_offset(&J->maps[QMM_MAP_A_SCALE], J->g, J->bi, (int64_t)i, 0));
+        for (size_t j = j0; j < j1; j++) {
+            size_t cell = (i - g0 * MR) * ldc + (j - j0);
+            double sb = qmm_scale_decode(
+                c->b_scale.dtype, c->b_scale.data,
+                qmm_param_offset(&J->maps[QMM_MAP_B_SCALE], J->g, J->bi, 0, (int64_t)j));
+            int64_t yo = ybase + ym->row_stride * (int64_t)i + ym->col_stride * (int64_t)j;
+            double sy = qmm_scale_decode(c->y_scale.dtype, c->y_scale.data, yo);
+            i128 a = J->direct ? (i128)(int64_t)cbuf[cell] : acc[cell];
+            double ad = J->direct ? cbuf[cell] : (double)a;
+            element(J, a, ad, sa, sb, sy, yo, ((size_t)J->bi * J->m + i) * J->n + j);
+        }
+    }
+    free(cbuf);
+    free(acc);
+}
+
+/* y's finite values ascending, one zero (+0), with their codes. */
+static void value_table(f8_job *J)
+{
+    J->nv = 0;
+    for (int code = 0; code < 256; code++) {
+        double v = qmm_float8_decode(J->fy->dtype, (uint8_t)code);
+        if (!isfinite(v) || (v == 0.0 && code != 0))
+            continue;
+        int i = J->nv++;
+        while (i > 0 && J->vals[i - 1] > v) { /* insertion: 253 values at most */
+            J->vals[i] = J->vals[i - 1];
+            J->codes[i] = J->codes[i - 1];
+            i--;
+        }
+        J->vals[i] = v;
+        J->codes[i] = (uint8_t)code;
+    }
+}
+
+qmm_status_code qmm_opt_qlinearmatmul_float8(const qmm_opt_backend *ob,
+                                             const qmm_qlinearmatmul *c, const qmm_plan *plan,
+                                             qmm_status *st)
+{
+    const qmm_geometry *g = &plan->g;
+    if (g->m == 0 || g->n == 0 || g->batch == 0)
+        return qmm_status_ok(st);
+    f8_job *J = calloc(1, sizeof *J);
+    if (!J)
+        return qmm_status_oom(st, ob->name, NULL);
+    J->ob = ob;
+    J->c = c;
+    J->g = g;
+    J->maps = plan->maps;
+    J->m = (size_t)g->m;
+    J->n = (size_t)g->n;
+    J->k = (size_t)g->k;
+    J->nr = (size_t)ob->v->f64_nr;
+    J->mgroups = (J->m + MR - 1) / MR;
+    J->npanels = (J->n + J->nr - 1) / J->nr;
+    J->rtasks = (J->mgroups + ROW_BLOCK / MR - 1) / (ROW_BLOCK / MR);
+    J->ctasks = (J->npanels + PANELS_PER_TASK - 1) / PANELS_PER_TASK;
+    J->inv = ldexp(1.0, -(shift_of(c->a.dtype) + shift_of(c->b.dtype)));
+    J->y_f8 = qmm_is_float8(c->y.dtype);
+    J->fy = qmm_float8_format_of(c->y.dtype);
+    J->qmin = c->y.dtype == QMM_DTYPE_INT8 ? -128 : 0;
+    J->qmax = c->y.dtype == QMM_DTYPE_INT8 ? 127 : 255;
+    if (J->y_f8) {
+        value_table(J);
+        J->ymax = J->vals[J->nv - 1];
+        J->yunit = ldexp(1.0, J->fy->shift);
+        for (int code = 0; code < 256; code++)
+            J->zy_val[code] = qmm_float8_decode(c->y.dtype, (uint8_t)code);
+    }
+    make_lut(c->a.dtype, J->lut_a);
+    make_lut(c->b.dtype, J->lut_b);
+    size_t an = J->mgroups * MR * (J->k ? J->k : 1), bn = J->npanels * J->nr * (J->k ? J->k : 1);
+    for (int l = 0; l < 2; l++) {
+        J->ap[l] = aligned_alloc(64, (an * sizeof(double) + 63) & ~(size_t)63);
+        J->bp[l] = aligned_alloc(64, (bn * sizeof(double) + 63) & ~(size_t)63);
+    }
+    qmm_status_code rc = QMM_OK;
+    if (!J->ap[0] || !J->ap[1] || !J->bp[0] || !J->bp[1]) {
+        rc = qmm_status_oom(st, ob->name, "for the float8 operands");
+        goto out;
+    }
+    for (J->bi = 0; J->bi < g->batch; J->bi++) {
+        uint64_t ma = pack_a(J), mb = pack_b(J);
+        J->la = J->lb = 1;
+        J->split_a = J->split_b = 0;
+        unsigned __int128 prod = (unsigned __int128)ma * mb;
+        if (prod > ((unsigned __int128)1 << 45)) { /* no product may need more than 53 bits */
+            if (ma > ((uint64_t)1 << 22)) {
+                J->la = 2;
+                J->split_a = (bits_of(ma) + 1) / 2;
+                split(J->ap[0], J->ap[1], an, J->split_a);
+                ma = ((uint64_t)1 << J->split_a); /* bounds lo (< 2^s) and |hi| (<= 2^(b-s)) */
+            }
+            if (mb > ((uint64_t)1 << 22)) {
+                J->lb = 2;
+                J->split_b = (bits_of(mb) + 1) / 2;
+                split(J->bp[0], J->bp[1], bn, J->split_b);
+                mb = ((uint64_t)1 << J->split_b);
+            }
+        }
+        /* every limb pair's product is at most ma·mb now: kc of them sum below 2^53 */
+        prod = (unsigned __int128)ma * mb;
+        J->kc = prod == 0 ? J->k : (size_t)(((unsigned __int128)1 << 53) / prod);
+        if (J->kc == 0) /* cannot happen: limbs have at most 17 bits and 1 sign bit */
+            J->kc = 1;
+        J->direct = J->la * J->lb == 1 && J->kc >= J->k;
+        if (J->kc > J->k)
+            J->kc = J->k ? J->k : 1;
+        J->oom = 0;
+        qmm_opt_pool_run(ob->pool, J->rtasks * J->ctasks, task, J);
+        if (J->oom) {
+            rc = qmm_status_oom(st, ob->name, "for the float8 accumulators");
+            goto out;
+        }
+    }
+    rc = qmm_status_ok(st);
+out:
+    for (int l = 0; l < 2; l++) {
+        free(J->ap[l]);
+        free(J->bp[l]);
+    }
+    free(J);
+    return rc;
+}
