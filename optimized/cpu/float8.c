@@ -59,6 +59,12 @@ typedef struct f8_job {
     int la, lb;                     /* limbs of A, of B (1 or 2) */
     int split_a, split_b;           /* the high limb's weight 2^split */
     double *ap[2], *bp[2];          /* packed limbs: [group][k][MR], [panel][k][nr] */
+    const uint8_t *araw, *braw;     /* this batch's matrices */
+    int64_t *za, *zb;               /* this batch's scaled zero points by row, by column */
+    uint64_t *maxima;               /* per maxima task */
+    size_t ta, pa;                  /* maxima tasks of A, pack tasks of A (B's follow) */
+    int y_tensor;                   /* y_scale and y_zero_point have one element */
+    double sy0;                     /* then y_scale's value */
     size_t kc;                      /* K chunk within which every limb pair's sums are exact */
     int direct;                     /* one limb pair, one chunk: the doubles are the sums */
     double inv;                     /* 2^-(Sa+Sb) */
@@ -102,59 +108,86 @@ static int bits_of(uint64_t v)
     return b;
 }
 
-/* ---- packing: the full differences first (limb 0), split into limbs afterwards ---- */
+/* ---- packing, on the pool: the maxima first (they decide the limbs), then the limbs ---- */
 
-/* *dst = d, and *max the largest |d| so far */
-static inline void put(double *dst, int64_t d, uint64_t *max)
+#define PACK_ROWS 64 /* rows of A, or k rows of B, per maxima task */
+
+static uint64_t mag_of(int64_t d)
 {
-    uint64_t mag = (uint64_t)(d < 0 ? -d : d);
-    *max = mag > *max ? mag : *max;
-    *dst = (double)d;
+    return (uint64_t)(d < 0 ? -d : d);
 }
 
-static uint64_t pack_a(f8_job *J)
+/* Task t < ta: A's rows [64t, 64t + 64); else B's k rows [64(t - ta), ...): max |d| into
+ * J->maxima[t]. */
+static void max_task(void *ctx, size_t t, int worker)
 {
-    const uint8_t *a = (const uint8_t *)J->c->a.data + qmm_geometry_a_offset(J->g, J->bi);
+    (void)worker;
+    f8_job *J = ctx;
     uint64_t max = 0;
-    double *dst = J->ap[0];
-    memset(dst, 0, J->mgroups * MR * J->k * sizeof *dst);
-    for (size_t i = 0; i < J->m; i++) {
-        int64_t za = param_scaled(J, &J->c->a_zero_point, QMM_MAP_A_ZERO_POINT, (int64_t)i, 0,
-                                  J->lut_a);
-        double *row = dst + (i / MR) * J->k * MR + i % MR;
-        for (size_t k = 0; k < J->k; k++)
-            put(&row[k * MR], J->lut_a[a[i * J->k + k]] - za, &max);
+    if (t < J->ta) {
+        size_t i1 = (t + 1) * PACK_ROWS < J->m ? (t + 1) * PACK_ROWS : J->m;
+        for (size_t i = t * PACK_ROWS; i < i1; i++)
+            for (size_t k = 0; k < J->k; k++) {
+                uint64_t v = mag_of(J->lut_a[J->araw[i * J->k + k]] - J->za[i]);
+                max = v > max ? v : max;
+            }
+    } else {
+        t -= J->ta;
+        size_t k1 = (t + 1) * PACK_ROWS < J->k ? (t + 1) * PACK_ROWS : J->k;
+        for (size_t k = t * PACK_ROWS; k < k1; k++)
+            for (size_t j = 0; j < J->n; j++) {
+                uint64_t v = mag_of(J->lut_b[J->braw[k * J->n + j]] - J->zb[j]);
+                max = v > max ? v : max;
+            }
+        t += J->ta;
     }
-    return max;
+    J->maxima[t] = max;
 }
 
-static uint64_t pack_b(f8_job *J)
+/* d into limb 0, or (split s > 0) lo into limb 0 and hi into limb 1: d = hi·2^s + lo,
+ * 0 <= lo < 2^s */
+static inline void put(double *lo, double *hi, size_t at, int64_t d, int s)
 {
-    const uint8_t *b = (const uint8_t *)J->c->b.data + qmm_geometry_b_offset(J->g, J->bi);
-    uint64_t max = 0;
-    size_t nr = J->nr;
-    double *dst = J->bp[0];
-    memset(dst, 0, J->npanels * nr * J->k * sizeof *dst);
-    for (size_t j = 0; j < J->n; j++) {
-        int64_t zb = param_scaled(J, &J->c->b_zero_point, QMM_MAP_B_ZERO_POINT, 0, (int64_t)j,
-                                  J->lut_b);
-        double *col = dst + (j / nr) * J->k * nr + j % nr;
-        for (size_t k = 0; k < J->k; k++)
-            put(&col[k * nr], J->lut_b[b[k * J->n + j]] - zb, &max);
+    if (!s) {
+        lo[at] = (double)d;
+        return;
     }
-    return max;
+    int64_t l = d & (((int64_t)1 << s) - 1); /* two's complement: d mod 2^s */
+    lo[at] = (double)l;
+    hi[at] = (double)((d - l) / ((int64_t)1 << s));
 }
 
-/* limb 0 := lo, limb 1 := hi of every value d = hi·2^s + lo (0 <= lo < 2^s) */
-static void split(double *lo, double *hi, size_t count, int s)
+/* Task t < pa: A's row groups [8t, 8t + 8) (zero rows past M); else B's panels
+ * [16(t - pa), ...) (zero columns past N). */
+static void pack_task(void *ctx, size_t t, int worker)
 {
-    int64_t mask = ((int64_t)1 << s) - 1;
-    for (size_t i = 0; i < count; i++) {
-        int64_t d = (int64_t)lo[i];
-        int64_t l = d & mask; /* two's complement: d mod 2^s */
-        lo[i] = (double)l;
-        hi[i] = (double)((d - l) / ((int64_t)1 << s));
+    (void)worker;
+    f8_job *J = ctx;
+    if (t < J->pa) {
+        size_t g1 = (t + 1) * 8 < J->mgroups ? (t + 1) * 8 : J->mgroups;
+        for (size_t gr = t * 8; gr < g1; gr++) {
+            size_t base = gr * J->k * MR;
+            for (size_t r = 0; r < MR; r++) {
+                size_t i = gr * MR + r;
+                for (size_t k = 0; k < J->k; k++)
+                    put(J->ap[0], J->ap[1], base + k * MR + r,
+                        i < J->m ? J->lut_a[J->araw[i * J->k + k]] - J->za[i] : 0,
+                        J->split_a);
+            }
+        }
+        return;
     }
+    t -= J->pa;
+    size_t nr = J->nr, p1 = (t + 1) * 16 < J->npanels ? (t + 1) * 16 : J->npanels;
+    for (size_t p = t * 16; p < p1; p++)
+        for (size_t k = 0; k < J->k; k++) {
+            size_t base = p * J->k * nr + k * nr;
+            for (size_t c = 0; c < nr; c++) {
+                size_t j = p * nr + c;
+                put(J->bp[0], J->bp[1], base + c,
+                    j < J->n ? J->lut_b[J->braw[k * J->n + j]] - J->zb[j] : 0, J->split_b);
+            }
+        }
 }
 
 /* ---- the exact decision ---- */
@@ -350,20 +383,25 @@ static void task(void *ctx, size_t t, int worker)
     const qmm_param_map *ym = &J->maps[QMM_MAP_Y_SCALE];
     int64_t ybase = qmm_param_offset(ym, J->g, J->bi, 0, 0);
     size_t i1 = g1 * MR > J->m ? J->m : g1 * MR, j0 = p0 * nr, j1 = p1 * nr > J->n ? J->n : p1 * nr;
+    double sb[PANELS_PER_TASK * 16];
+    for (size_t j = j0; j < j1; j++)
+        sb[j - j0] = qmm_scale_decode(
+            c->b_scale.dtype, c->b_scale.data,
+            qmm_param_offset(&J->maps[QMM_MAP_B_SCALE], J->g, J->bi, 0, (int64_t)j));
     for (size_t i = g0 * MR; i < i1; i++) {
         double sa = qmm_scale_decode(
             c->a_scale.dtype, c->a_scale.data,
             qmm_param_offset(&J->maps[QMM_MAP_A_SCALE], J->g, J->bi, (int64_t)i, 0));
         for (size_t j = j0; j < j1; j++) {
             size_t cell = (i - g0 * MR) * ldc + (j - j0);
-            double sb = qmm_scale_decode(
-                c->b_scale.dtype, c->b_scale.data,
-                qmm_param_offset(&J->maps[QMM_MAP_B_SCALE], J->g, J->bi, 0, (int64_t)j));
-            int64_t yo = ybase + ym->row_stride * (int64_t)i + ym->col_stride * (int64_t)j;
-            double sy = qmm_scale_decode(c->y_scale.dtype, c->y_scale.data, yo);
+            int64_t yo = J->y_tensor ? 0
+                                     : ybase + ym->row_stride * (int64_t)i +
+                                           ym->col_stride * (int64_t)j;
+            double sy = J->y_tensor ? J->sy0
+                                    : qmm_scale_decode(c->y_scale.dtype, c->y_scale.data, yo);
             i128 a = J->direct ? (i128)(int64_t)cbuf[cell] : acc[cell];
             double ad = J->direct ? cbuf[cell] : (double)a;
-            element(J, a, ad, sa, sb, sy, yo, ((size_t)J->bi * J->m + i) * J->n + j);
+            element(J, a, ad, sa, sb[j - j0], sy, yo, ((size_t)J->bi * J->m + i) * J->n + j);
         }
     }
     free(cbuf);
@@ -425,18 +463,38 @@ qmm_status_code qmm_opt_qlinearmatmul_float8(const qmm_opt_backend *ob,
     }
     make_lut(c->a.dtype, J->lut_a);
     make_lut(c->b.dtype, J->lut_b);
-    size_t an = J->mgroups * MR * (J->k ? J->k : 1), bn = J->npanels * J->nr * (J->k ? J->k : 1);
-    for (int l = 0; l < 2; l++) {
-        J->ap[l] = aligned_alloc(64, (an * sizeof(double) + 63) & ~(size_t)63);
-        J->bp[l] = aligned_alloc(64, (bn * sizeof(double) + 63) & ~(size_t)63);
-    }
+    J->y_tensor = qmm_tensor_numel(&c->y_scale) == 1;
+    J->sy0 = J->y_tensor ? qmm_scale_decode(c->y_scale.dtype, c->y_scale.data, 0) : 1.0;
+    J->ta = (J->m + PACK_ROWS - 1) / PACK_ROWS;
+    J->pa = (J->mgroups + 7) / 8;
+    size_t tb = (J->k + PACK_ROWS - 1) / PACK_ROWS, pb = (J->npanels + 15) / 16;
+    size_t kk = J->k ? J->k : 1;
+    size_t an = J->mgroups * MR * kk, bn = J->npanels * J->nr * kk;
+    J->za = malloc(J->m * sizeof *J->za);
+    J->zb = malloc(J->n * sizeof *J->zb);
+    J->maxima = calloc(J->ta + tb + 1, sizeof *J->maxima);
+    void *blk = NULL;
+    int cached = 0;
     qmm_status_code rc = QMM_OK;
-    if (!J->ap[0] || !J->ap[1] || !J->bp[0] || !J->bp[1]) {
+    if (!J->za || !J->zb || !J->maxima) {
         rc = qmm_status_oom(st, ob->name, "for the float8 operands");
         goto out;
     }
     for (J->bi = 0; J->bi < g->batch; J->bi++) {
-        uint64_t ma = pack_a(J), mb = pack_b(J);
+        J->araw = (const uint8_t *)c->a.data + qmm_geometry_a_offset(g, J->bi);
+        J->braw = (const uint8_t *)c->b.data + qmm_geometry_b_offset(g, J->bi);
+        for (size_t i = 0; i < J->m; i++)
+            J->za[i] = param_scaled(J, &c->a_zero_point, QMM_MAP_A_ZERO_POINT, (int64_t)i, 0,
+                                    J->lut_a);
+        for (size_t j = 0; j < J->n; j++)
+            J->zb[j] = param_scaled(J, &c->b_zero_point, QMM_MAP_B_ZERO_POINT, 0, (int64_t)j,
+                                    J->lut_b);
+        qmm_opt_pool_run(ob->pool, J->k ? J->ta + tb : 0, max_task, J);
+        uint64_t ma = 0, mb = 0;
+        for (size_t t = 0; J->k && t < J->ta + tb; t++) {
+            uint64_t *mx = t < J->ta ? &ma : &mb;
+            *mx = J->maxima[t] > *mx ? J->maxima[t] : *mx;
+        }
         J->la = J->lb = 1;
         J->split_a = J->split_b = 0;
         unsigned __int128 prod = (unsigned __int128)ma * mb;
@@ -444,24 +502,40 @@ qmm_status_code qmm_opt_qlinearmatmul_float8(const qmm_opt_backend *ob,
             if (ma > ((uint64_t)1 << 22)) {
                 J->la = 2;
                 J->split_a = (bits_of(ma) + 1) / 2;
-                split(J->ap[0], J->ap[1], an, J->split_a);
-                ma = ((uint64_t)1 << J->split_a); /* bounds lo (< 2^s) and |hi| (<= 2^(b-s)) */
+                ma = (uint64_t)1 << J->split_a; /* bounds lo (< 2^s) and |hi| (<= 2^(b-s)) */
             }
             if (mb > ((uint64_t)1 << 22)) {
                 J->lb = 2;
                 J->split_b = (bits_of(mb) + 1) / 2;
-                split(J->bp[0], J->bp[1], bn, J->split_b);
-                mb = ((uint64_t)1 << J->split_b);
+                mb = (uint64_t)1 << J->split_b;
             }
         }
         /* every limb pair's product is at most ma·mb now: kc of them sum below 2^53 */
         prod = (unsigned __int128)ma * mb;
         J->kc = prod == 0 ? J->k : (size_t)(((unsigned __int128)1 << 53) / prod);
-        if (J->kc == 0) /* cannot happen: limbs have at most 17 bits and 1 sign bit */
+        if (J->kc == 0) /* cannot happen: limbs have at most 17 bits and a sign */
             J->kc = 1;
         J->direct = J->la * J->lb == 1 && J->kc >= J->k;
         if (J->kc > J->k)
             J->kc = J->k ? J->k : 1;
+        /* the limbs, in the backend's cached scratch (no fresh pages per call) */
+        size_t need = ((size_t)(J->la * an + J->lb * bn) * sizeof(double) + 64 * 4);
+        if (blk) /* a later batch may need more limbs: asked again (the cached block grows) */
+            qmm_opt_scratch_put(ob, blk, cached);
+        blk = qmm_opt_scratch_get(ob, need, &cached);
+        if (!blk) {
+            rc = qmm_status_oom(st, ob->name, "for the float8 operands");
+            goto out;
+        }
+        char *q = blk;
+        size_t at = 0;
+        double **slot[4] = {&J->ap[0], &J->ap[1], &J->bp[0], &J->bp[1]};
+        size_t len[4] = {an, J->la > 1 ? an : 0, bn, J->lb > 1 ? bn : 0};
+        for (int i = 0; i < 4; i++) {
+            *slot[i] = len[i] ? (double *)(q + at) : NULL;
+            at = (at + len[i] * sizeof(double) + 63) & ~(size_t)63;
+        }
+        qmm_opt_pool_run(ob->pool, J->pa + pb, pack_task, J);
         J->oom = 0;
         qmm_opt_pool_run(ob->pool, J->rtasks * J->ctasks, task, J);
         if (J->oom) {
@@ -471,10 +545,11 @@ qmm_status_code qmm_opt_qlinearmatmul_float8(const qmm_opt_backend *ob,
     }
     rc = qmm_status_ok(st);
 out:
-    for (int l = 0; l < 2; l++) {
-        free(J->ap[l]);
-        free(J->bp[l]);
-    }
+    if (blk)
+        qmm_opt_scratch_put(ob, blk, cached);
+    free(J->za);
+    free(J->zb);
+    free(J->maxima);
     free(J);
     return rc;
 }

@@ -499,7 +499,7 @@ static size_t carve(size_t *off, size_t bytes)
 
 /* The call's scratch block: the backend's cached one when no other call holds it (grown to
  * `bytes` if smaller), else a block of its own. NULL when out of memory. */
-static void *scratch_get(const qmm_opt_backend *cob, size_t bytes, int *cached)
+void *qmm_opt_scratch_get(const qmm_opt_backend *cob, size_t bytes, int *cached)
 {
     qmm_opt_backend *ob = (qmm_opt_backend *)cob; /* the cache is the only mutable state */
     *cached = 0;
@@ -521,7 +521,7 @@ static void *scratch_get(const qmm_opt_backend *cob, size_t bytes, int *cached)
     return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
 }
 
-static void scratch_put(const qmm_opt_backend *cob, void *block, int cached)
+void qmm_opt_scratch_put(const qmm_opt_backend *cob, void *block, int cached)
 {
     qmm_opt_backend *ob = (qmm_opt_backend *)cob;
     if (cached)
@@ -579,7 +579,7 @@ static char *carve_scratch(const qmm_opt_backend *ob, job *J, int own_b, int *ca
         if (J->kg == 4)
             o_colsum = carve(&off, J->nbmat * J->npad * sizeof *J->colsum_own);
     }
-    char *blk = scratch_get(ob, off, cached);
+    char *blk = qmm_opt_scratch_get(ob, off, cached);
     if (!blk)
         return NULL;
     J->amat_rep = (int64_t *)(void *)(blk + o_rep);
@@ -681,7 +681,7 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
     plan_tasks(J, ob->threads, pb, own_b);
     qmm_opt_pool_run(ob->pool, J->namat * J->a_chunks + J->nbmat * J->b_chunks, pack_task, J);
     qmm_opt_pool_run(ob->pool, J->batch * J->nmb * J->nnb, compute_task, J);
-    scratch_put(ob, blk, cached);
+    qmm_opt_scratch_put(ob, blk, cached);
     return qmm_status_ok(st);
 }
 

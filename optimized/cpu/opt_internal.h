@@ -305,6 +305,12 @@ typedef struct qmm_opt_backend {
     char description[192];
 } qmm_opt_backend;
 
+/* A call's scratch block (matmul.c): the backend's cached one when no other call holds it
+ * (grown to `bytes` if smaller; *cached = 1), else a block of its own; 64-byte aligned; NULL
+ * when out of memory. Given back with qmm_opt_scratch_put. */
+void *qmm_opt_scratch_get(const qmm_opt_backend *ob, size_t bytes, int *cached);
+void qmm_opt_scratch_put(const qmm_opt_backend *ob, void *block, int cached);
+
 /* Packs B for backend `ob` (the worker behind qmm_optimized_pack_b and per-call packing):
  * nmat matrices of k x n at b + m*k*n. */
 qmm_status_code qmm_opt_pack_b_all(const qmm_opt_backend *ob, const qmm_tensor *b,
