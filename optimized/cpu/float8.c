@@ -63,6 +63,7 @@ typedef struct f8_job {
     int64_t *za, *zb;               /* this batch's scaled zero points by row, by column */
     uint64_t *maxima;               /* per maxima task */
     size_t ta, pa;                  /* maxima tasks of A, pack tasks of A (B's follow) */
+    int b_inline;                   /* one row block: tasks convert their B blocks */
     int y_tensor;                   /* y_scale and y_zero_point have one element */
     double sy0;                     /* then y_scale's value */
     size_t kc;                      /* K chunk within which every limb pair's sums are exact */
@@ -155,6 +156,21 @@ static inline void put(double *lo, double *hi, size_t at, int64_t d, int s)
     int64_t l = d & (((int64_t)1 << s) - 1); /* two's complement: d mod 2^s */
     lo[at] = (double)l;
     hi[at] = (double)((d - l) / ((int64_t)1 << s));
+}
+
+/* Panel p's k rows [kb, kb + kn) of B into the limbs l[0], l[1] (kn x nr each, k-major):
+ * the task's own conversion when the call has one row block (every panel is read once, so
+ * packing all of B first would only write and read it through memory once more: 128 MB of
+ * doubles for a 4096 x 4096 B). */
+static void pack_b_block(const f8_job *J, size_t p, size_t kb, size_t kn, double *const *l)
+{
+    size_t nr = J->nr;
+    for (size_t k = 0; k < kn; k++)
+        for (size_t c = 0; c < nr; c++) {
+            size_t j = p * nr + c;
+            put(l[0], l[1], k * nr + c,
+                j < J->n ? J->lut_b[J->braw[(kb + k) * J->n + j]] - J->zb[j] : 0, J->split_b);
+        }
 }
 
 /* Task t < pa: A's row groups [8t, 8t + 8) (zero rows past M); else B's panels
@@ -342,9 +358,15 @@ static void task(void *ctx, size_t t, int worker)
     int pairs = J->la * J->lb;
     double *cbuf = aligned_alloc(64, ((size_t)pairs * cells * sizeof(double) + 63) & ~(size_t)63);
     i128 *acc = J->direct ? NULL : malloc(cells * sizeof *acc + 1);
-    if (!cbuf || (!J->direct && !acc)) {
+    double *bl[2] = {NULL, NULL};
+    if (J->b_inline) {
+        bl[0] = aligned_alloc(64, 2 * KBLOCK * nr * sizeof(double));
+        bl[1] = bl[0] ? bl[0] + KBLOCK * nr : NULL;
+    }
+    if (!cbuf || (!J->direct && !acc) || (J->b_inline && !bl[0])) {
         free(cbuf);
         free(acc);
+        free(bl[0]);
         __atomic_store_n(&J->oom, 1, __ATOMIC_RELAXED);
         return;
     }
@@ -355,16 +377,24 @@ static void task(void *ctx, size_t t, int worker)
         memset(cbuf, 0, (size_t)pairs * cells * sizeof *cbuf);
         for (size_t kb = k0; kb < k1; kb += KBLOCK) {
             size_t kn = k1 - kb < KBLOCK ? k1 - kb : KBLOCK;
-            for (int x = 0; x < J->la; x++)
-                for (int yl = 0; yl < J->lb; yl++) {
-                    double *cp = cbuf + (size_t)(x * J->lb + yl) * cells;
-                    for (size_t p = p0; p < p1; p++) {
-                        const double *b = J->bp[yl] + p * J->k * nr + kb * nr;
+            for (size_t p = p0; p < p1; p++) {
+                const double *b[2];
+                if (bl[0]) { /* B converted here, the block in cache (one row block) */
+                    pack_b_block(J, p, kb, kn, bl);
+                    b[0] = bl[0];
+                    b[1] = bl[1];
+                } else {
+                    b[0] = J->bp[0] + p * J->k * nr + kb * nr;
+                    b[1] = J->bp[1] ? J->bp[1] + p * J->k * nr + kb * nr : NULL;
+                }
+                for (int x = 0; x < J->la; x++)
+                    for (int yl = 0; yl < J->lb; yl++) {
+                        double *cp = cbuf + (size_t)(x * J->lb + yl) * cells;
                         for (size_t g = g0; g < g1; g++)
-                            J->ob->v->f64_gemm(kn, J->ap[x] + g * J->k * MR + kb * MR, b,
+                            J->ob->v->f64_gemm(kn, J->ap[x] + g * J->k * MR + kb * MR, b[yl],
                                                cp + (g - g0) * MR * ldc + (p - p0) * nr, ldc);
                     }
-                }
+            }
         }
         if (J->direct)
             break;
@@ -406,6 +436,7 @@ static void task(void *ctx, size_t t, int worker)
     }
     free(cbuf);
     free(acc);
+    free(bl[0]);
 }
 
 /* y's finite values ascending, one zero (+0), with their codes. */
@@ -519,7 +550,8 @@ qmm_status_code qmm_opt_qlinearmatmul_float8(const qmm_opt_backend *ob,
         if (J->kc > J->k)
             J->kc = J->k ? J->k : 1;
         /* the limbs, in the backend's cached scratch (no fresh pages per call) */
-        size_t need = ((size_t)(J->la * an + J->lb * bn) * sizeof(double) + 64 * 4);
+        size_t need = ((size_t)(J->la * an + (J->rtasks == 1 ? 0 : J->lb * bn)) *
+                           sizeof(double) + 64 * 4);
         if (blk) /* a later batch may need more limbs: asked again (the cached block grows) */
             qmm_opt_scratch_put(ob, blk, cached);
         blk = qmm_opt_scratch_get(ob, need, &cached);
@@ -530,12 +562,14 @@ qmm_status_code qmm_opt_qlinearmatmul_float8(const qmm_opt_backend *ob,
         char *q = blk;
         size_t at = 0;
         double **slot[4] = {&J->ap[0], &J->ap[1], &J->bp[0], &J->bp[1]};
-        size_t len[4] = {an, J->la > 1 ? an : 0, bn, J->lb > 1 ? bn : 0};
+        J->b_inline = J->rtasks == 1;
+        size_t len[4] = {an, J->la > 1 ? an : 0, J->b_inline ? 0 : bn,
+                         J->lb > 1 && !J->b_inline ? bn : 0};
         for (int i = 0; i < 4; i++) {
             *slot[i] = len[i] ? (double *)(q + at) : NULL;
             at = (at + len[i] * sizeof(double) + 63) & ~(size_t)63;
         }
-        qmm_opt_pool_run(ob->pool, J->pa + pb, pack_task, J);
+        qmm_opt_pool_run(ob->pool, J->pa + (J->b_inline ? 0 : pb), pack_task, J);
         J->oom = 0;
         qmm_opt_pool_run(ob->pool, J->rtasks * J->ctasks, task, J);
         if (J->oom) {
