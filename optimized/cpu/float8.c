@@ -47,6 +47,7 @@ typedef __int128 i128;
 #define ROW_BLOCK (8 * MR)    /* rows of a task */
 #define PANELS_PER_TASK 16    /* column panels of a task */
 #define KBLOCK 256            /* K values per kernel call (the A and B blocks stay cached) */
+#define KBLOCK_INLINE 64      /* the same when a task converts its B block (16 panels) */
 
 typedef struct f8_job {
     const qmm_opt_backend *ob;
@@ -158,19 +159,28 @@ static inline void put(double *lo, double *hi, size_t at, int64_t d, int s)
     hi[at] = (double)((d - l) / ((int64_t)1 << s));
 }
 
-/* Panel p's k rows [kb, kb + kn) of B into the limbs l[0], l[1] (kn x nr each, k-major):
- * the task's own conversion when the call has one row block (every panel is read once, so
- * packing all of B first would only write and read it through memory once more: 128 MB of
- * doubles for a 4096 x 4096 B). */
-static void pack_b_block(const f8_job *J, size_t p, size_t kb, size_t kn, double *const *l)
+/* Panels [p0, p1) of B's k rows [kb, kb + kn) into the limbs l[0], l[1] (panel q at
+ * q·kn·nr, k-major), reading each row of B once, in order: the task's own conversion when the
+ * call has one row block (every panel is then read once, so packing all of B first would only
+ * write and read it through memory once more: 128 MB of doubles for a 4096 x 4096 B). */
+static void pack_b_block(const f8_job *J, size_t p0, size_t p1, size_t kb, size_t kn,
+                         double *const *l)
 {
     size_t nr = J->nr;
-    for (size_t k = 0; k < kn; k++)
-        for (size_t c = 0; c < nr; c++) {
-            size_t j = p * nr + c;
-            put(l[0], l[1], k * nr + c,
-                j < J->n ? J->lut_b[J->braw[(kb + k) * J->n + j]] - J->zb[j] : 0, J->split_b);
+    for (size_t k = 0; k < kn; k++) {
+        const uint8_t *row = J->braw + (kb + k) * J->n;
+        for (size_t p = p0; p < p1; p++) {
+            size_t at = (p - p0) * kn * nr + k * nr, j = p * nr;
+            if (j + nr <= J->n) {
+                for (size_t c = 0; c < nr; c++)
+                    put(l[0], l[1], at + c, J->lut_b[row[j + c]] - J->zb[j + c], J->split_b);
+                continue;
+            }
+            for (size_t c = 0; c < nr; c++) /* the last panel: zero columns past N */
+                put(l[0], l[1], at + c, j + c < J->n ? J->lut_b[row[j + c]] - J->zb[j + c] : 0,
+                    J->split_b);
         }
+    }
 }
 
 /* Task t < pa: A's row groups [8t, 8t + 8) (zero rows past M); else B's panels
@@ -360,8 +370,8 @@ static void task(void *ctx, size_t t, int worker)
     i128 *acc = J->direct ? NULL : malloc(cells * sizeof *acc + 1);
     double *bl[2] = {NULL, NULL};
     if (J->b_inline) {
-        bl[0] = aligned_alloc(64, 2 * KBLOCK * nr * sizeof(double));
-        bl[1] = bl[0] ? bl[0] + KBLOCK * nr : NULL;
+        bl[0] = aligned_alloc(64, 2 * KBLOCK_INLINE * ldc * sizeof(double));
+        bl[1] = bl[0] ? bl[0] + KBLOCK_INLINE * ldc : NULL;
     }
     if (!cbuf || (!J->direct && !acc) || (J->b_inline && !bl[0])) {
         free(cbuf);
@@ -375,14 +385,16 @@ static void task(void *ctx, size_t t, int worker)
     for (size_t k0 = 0; k0 < J->k || k0 == 0; k0 += J->kc) {
         size_t k1 = J->k - k0 < J->kc ? J->k : k0 + J->kc;
         memset(cbuf, 0, (size_t)pairs * cells * sizeof *cbuf);
-        for (size_t kb = k0; kb < k1; kb += KBLOCK) {
-            size_t kn = k1 - kb < KBLOCK ? k1 - kb : KBLOCK;
+        size_t kblock = bl[0] ? KBLOCK_INLINE : KBLOCK;
+        for (size_t kb = k0; kb < k1; kb += kblock) {
+            size_t kn = k1 - kb < kblock ? k1 - kb : kblock;
+            if (bl[0]) /* B converted here, the block in cache (one row block) */
+                pack_b_block(J, p0, p1, kb, kn, bl);
             for (size_t p = p0; p < p1; p++) {
                 const double *b[2];
-                if (bl[0]) { /* B converted here, the block in cache (one row block) */
-                    pack_b_block(J, p, kb, kn, bl);
-                    b[0] = bl[0];
-                    b[1] = bl[1];
+                if (bl[0]) {
+                    b[0] = bl[0] + (p - p0) * kn * nr;
+                    b[1] = bl[1] + (p - p0) * kn * nr;
                 } else {
                     b[0] = J->bp[0] + p * J->k * nr + kb * nr;
                     b[1] = J->bp[1] ? J->bp[1] + p * J->k * nr + kb * nr : NULL;
