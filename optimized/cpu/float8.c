@@ -79,6 +79,7 @@ typedef struct f8_job {
     uint8_t codes[256];
     double zy_val[256];             /* y_zero_point's value by code */
     double ymax, yunit;             /* float8 y: the largest finite value, 2^shift */
+    double pow2neg[64];             /* 2^-e */
     int oom;
 } f8_job;
 
@@ -304,8 +305,14 @@ static uint8_t encode_y(const f8_job *J, double v)
         mag = f->max_code;
     } else {
         double t = a * J->yunit; /* in units of the smallest subnormal: exact */
-        int e = t < (double)(2 << f->mbits) ? 0 : ilogb(t) - f->mbits; /* the quantum 2^e */
-        int64_t u = (int64_t)rint(ldexp(t, -e)) << e; /* ties to even: the even code */
+        int e = 0;                /* the quantum 2^e: t's binary exponent less mbits */
+        if (t >= (double)(2 << f->mbits)) {
+            uint64_t bits;
+            memcpy(&bits, &t, sizeof bits);
+            e = (int)((bits >> 52) & 0x7ff) - 1023 - f->mbits; /* t is normal here */
+        }
+        /* ties to even: the even code; 2^-e exact (e <= 17) */
+        int64_t u = (int64_t)rint(t * J->pow2neg[e]) << e;
         if (u < ((int64_t)1 << f->mbits)) {
             mag = (unsigned)u; /* zero or subnormal */
         } else {
@@ -501,6 +508,8 @@ qmm_status_code qmm_opt_qlinearmatmul_float8(const qmm_opt_backend *ob,
         value_table(J);
         J->ymax = J->vals[J->nv - 1];
         J->yunit = ldexp(1.0, J->fy->shift);
+        for (int e = 0; e < 64; e++)
+            J->pow2neg[e] = ldexp(1.0, -e);
         for (int code = 0; code < 256; code++)
             J->zy_val[code] = qmm_float8_decode(c->y.dtype, (uint8_t)code);
     }
