@@ -5,7 +5,8 @@
  * an accumulator leaves int32), for every variant this CPU runs at several thread counts.
  * Problems come from the harness's random generator (harness/gen/problem.c: both order
  * combinations, per-column scale_B, bias, C, batches, every float8 mix) and from hand-built
- * extremes. */
+ * extremes. And the thread pool they run on. */
+#define _DEFAULT_SOURCE /* usleep, sigaction */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -424,4 +425,120 @@ Test(float8, the_fast_encoder_rounds_as_the_shared_one)
         }
     }
     close_all(be, nb);
+}
+
+/* ---- the thread pool (optimized/cpu/threadpool.c) ---- */
+
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "optimized/cpu/opt_internal.h"
+
+typedef struct pool_job {
+    atomic_int counts[64];
+    pthread_t who[4];
+} pool_job;
+
+static void count_task(void *ctx, size_t t, int worker)
+{
+    pool_job *j = ctx;
+    j->who[worker] = pthread_self();
+    if (t % 7 == 3)
+        sched_yield(); /* now and then a slow task: workers arrive late, jobs overlap them */
+    atomic_fetch_add(&j->counts[t], 1);
+}
+
+Test(pool, every_task_runs_once_and_no_late_worker_touches_a_finished_job)
+{
+    for (int threads = 2; threads <= 4; threads++) {
+        qmm_opt_pool *p = qmm_opt_pool_create(threads);
+        cr_assert_not_null(p);
+        static pool_job jobs[2];
+        size_t prev_n = 0;
+        for (int i = 0; i < 3000; i++) {
+            pool_job *j = &jobs[i % 2], *prev = &jobs[(i + 1) % 2];
+            size_t n = 2 + (size_t)(i * 7919 % 61);
+            for (int t = 0; t < 64; t++)
+                atomic_store(&j->counts[t], 0);
+            qmm_opt_pool_run(p, n, count_task, j);
+            for (size_t t = 0; t < 64; t++)
+                cr_assert_eq(atomic_load(&j->counts[t]), t < n ? 1 : 0,
+                             "threads %d, job %d: task %zu ran %d times", threads, i, t,
+                             atomic_load(&j->counts[t]));
+            /* the job before this one was not touched once its call had returned */
+            for (size_t t = 0; i > 0 && t < 64; t++)
+                cr_assert_eq(atomic_load(&prev->counts[t]), t < prev_n ? 1 : 0,
+                             "threads %d, job %d: a late worker ran task %zu of job %d",
+                             threads, i, t, i - 1);
+            prev_n = n;
+        }
+        qmm_opt_pool_destroy(p);
+    }
+}
+
+static sem_t held;
+
+static void hold_here(int sig)
+{
+    (void)sig;
+    sem_wait(&held); /* async-signal-safe: the worker stays here until released */
+}
+
+typedef struct pool_call {
+    qmm_opt_pool *p;
+    pool_job job;
+    atomic_int done;
+} pool_call;
+
+static void *run_job(void *arg)
+{
+    pool_call *c = arg;
+    qmm_opt_pool_run(c->p, 4, count_task, &c->job);
+    atomic_store(&c->done, 1);
+    return NULL;
+}
+
+Test(pool, a_call_does_not_wait_for_a_worker_that_never_got_a_core, .timeout = 60)
+{
+    /* The worker is held (in a signal handler, asleep outside the pool's lock) as a worker is
+     * that the OS gives no core while the other one is busy. The call runs its four tasks
+     * itself and returns; until 2026-11-27 it waited for that worker to check in, however
+     * long (here: until released — for ever). */
+    cr_assert_eq(sem_init(&held, 0, 0), 0);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = hold_here;
+    cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+    pool_call c;
+    memset(&c, 0, sizeof c);
+    c.p = qmm_opt_pool_create(2);
+    cr_assert_not_null(c.p);
+    /* learn the worker's thread: run jobs until it has run a task */
+    pthread_t worker = 0;
+    for (int i = 0; i < 100000 && !worker; i++) {
+        memset(&c.job, 0, sizeof c.job);
+        qmm_opt_pool_run(c.p, 64, count_task, &c.job);
+        worker = c.job.who[1];
+    }
+    cr_assert(worker, "the worker never ran a task");
+    usleep(200 * 1000); /* it spins briefly, then sleeps on its condition variable */
+    cr_assert_eq(pthread_kill(worker, SIGUSR1), 0);
+    usleep(100 * 1000);
+    memset(&c.job, 0, sizeof c.job);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, run_job, &c), 0);
+    for (int i = 0; i < 300 && !atomic_load(&c.done); i++) /* 30 s */
+        usleep(100 * 1000);
+    int returned = atomic_load(&c.done);
+    sem_post(&held); /* release the worker either way, so the test can end */
+    pthread_join(t, NULL);
+    cr_expect(returned, "the call waited for a worker that had no task (30 s)");
+    for (int i = 0; i < 4; i++)
+        cr_expect_eq(atomic_load(&c.job.counts[i]), 1);
+    qmm_opt_pool_destroy(c.p);
+    sem_destroy(&held);
 }
