@@ -14,6 +14,7 @@
 #include "harness/io/case.h"
 #include "harness/run/backends.h"
 #include "harness/io/clean.h"
+#include "harness/judge/judge.h"
 #include "harness/run/compare.h"
 #include "harness/run/cpu.h"
 #include "harness/run/expect.h"
@@ -512,20 +513,22 @@ static int compare_one(const char *target, int i, const qh_fz_case *c, const qmm
         qh_invocation_free(&inv);
         return -1;
     }
-    if (inv.outcome != QH_RETURNED) {
-        /* an emulated worker's crash, hang or guard fault is contained: report it here */
-        if (inv.code == QMM_OK)
+    /* the judge decides, as run does: anything but PASSED is a difference */
+    qh_verdict v;
+    qh_verdict_init(&v);
+    qh_compare cmp;
+    memset(&cmp, 0, sizeof cmp);
+    if (e->code == QMM_OK && inv.outcome == QH_RETURNED && inv.code == QMM_OK)
+        qh_judge_compare(e, &inv.y, &cmp);
+    qh_judge(e, &inv, inv.code == QMM_OK ? &cmp : NULL, NULL, &v);
+    if (v.status != QH_PASSED) {
+        /* an emulated worker's crash, hang or guard fault is contained: reported here */
+        if (inv.outcome != QH_RETURNED && inv.code == QMM_OK)
             inv.code = QMM_INTERNAL;
-        report(target, i, c, e, &inv, NULL, data, len);
+        report(target, i, c, e, &inv, v.reason == QH_REASON_VALUES ||
+                                      v.reason == QH_REASON_SHAPE ? &cmp : NULL, data, len);
     }
-    if (inv.code != e->code)
-        report(target, i, c, e, &inv, NULL, data, len);
-    if (e->code == QMM_OK) {
-        qh_compare cmp;
-        qh_compare_outputs(&e->exact, e->overflow ? &e->alt : NULL, &inv.y, &cmp);
-        if (cmp.errors > 0 || cmp.shape_differs)
-            report(target, i, c, e, &inv, &cmp, data, len);
-    }
+    qh_verdict_free(&v);
     qh_invocation_free(&inv);
     return 0;
 }

@@ -232,6 +232,7 @@ static const qmm_op_desc table[] = {
         .input_types = qlm_types,
         .y_shape = qlm_y_shape,
         .validate = qlm_validate,
+        .compare = QMM_COMPARE_EXACT,
     },
     {
         .kind = QMM_OP_MATMULINTEGER,
@@ -254,6 +255,7 @@ static const qmm_op_desc table[] = {
         .input_types = mmi_types,
         .y_shape = mmi_y_shape,
         .validate = mmi_validate,
+        .compare = QMM_COMPARE_EXACT,
     },
     {
         .kind = QMM_OP_QORDEREDMATMUL,
@@ -281,6 +283,7 @@ static const qmm_op_desc table[] = {
         .input_types = qom_types,
         .y_shape = qom_y_shape,
         .validate = qom_validate,
+        .compare = QMM_COMPARE_EXACT,
     },
     {
         .kind = QMM_OP_MATMULNBITS,

@@ -44,6 +44,13 @@ typedef struct qmm_op_attr {
     const char *what;  /* what a value means, for messages: "a cublasLt order 0..4" */
 } qmm_op_attr;
 
+/* How the harness's judge compares a backend's output with the reference's
+ * (harness/judge/judge.c; docs/formats.md "Verdicts"). */
+typedef enum qmm_compare_rule {
+    QMM_COMPARE_EXACT = 0, /* every element equal to the exact result (or, where an accumulator
+                            * overflows int32, to the result from the wrapped sum) */
+} qmm_compare_rule;
+
 typedef struct qmm_op_desc {
     qmm_op_kind kind;
     const char *domain;   /* "" for ai.onnx */
@@ -70,6 +77,7 @@ typedef struct qmm_op_desc {
     qmm_status_code (*y_shape)(const qmm_call *c, int32_t *rank, int64_t *dims, qmm_status *st);
     /* Full validation (docs/semantics.md): QMM_OK, or why not in st. */
     qmm_status_code (*validate)(const qmm_call *c, qmm_status *st);
+    qmm_compare_rule compare; /* how its outputs are judged */
 } qmm_op_desc;
 
 /* The table: every operator once, in the order messages list them. */

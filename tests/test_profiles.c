@@ -15,6 +15,7 @@
 #include "tests/tensor_support.h"
 #include "harness/run/compare.h"
 #include "harness/run/expect.h"
+#include "harness/judge/judge.h"
 #include "harness/gen/fingerprint.h"
 #include "harness/io/onnx_io.h"
 #include "harness/report/strbuf.h"

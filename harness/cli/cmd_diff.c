@@ -12,6 +12,7 @@
 #include "harness/cli/interrupt.h"
 #include "harness/cli/options.h"
 #include "harness/cli/progress.h"
+#include "harness/judge/judge.h"
 #include "harness/run/compare.h"
 #include "harness/run/cpu.h"
 #include "harness/run/expect.h"
@@ -284,15 +285,7 @@ static void report_difference(const diff_opts *o, qh_backend *be, const qh_invok
         if (e->code != QMM_OK) {
             qh_sb_printf(&line, "; reference (%s): %s", prof, qmm_status_name(e->code));
         } else {
-            int ok[2];
-            for (int k = 0; k < 2; k++) {
-                qh_compare c2;
-                ok[k] = inv[k].outcome == QH_RETURNED && inv[k].code == QMM_OK;
-                if (ok[k]) {
-                    qh_compare_outputs(&e->exact, e->overflow ? &e->alt : NULL, &inv[k].y, &c2);
-                    ok[k] = c2.errors == 0;
-                }
-            }
+            int ok[2] = {qh_judge_passes(e, &inv[0]), qh_judge_passes(e, &inv[1])};
             qh_sb_printf(&line, "; reference (%s) agrees with %s", prof,
                          ok[0] && ok[1] ? "both" : ok[0] ? "A" : ok[1] ? "B" : "neither");
         }
@@ -456,14 +449,10 @@ static int run_one(const diff_opts *o, qh_backend *be, const qh_invoke_opts *io,
                     qh_expectation_free(&e);
                 goto done;
             }
-            int tolerated = 0;
-            if (outputs_differ && have_e && e.code == QMM_OK && e.overflow) {
-                /* both results are accepted where the accumulator overflows int32 */
-                qh_compare c0, c1;
-                qh_compare_outputs(&e.exact, &e.alt, &inv[0].y, &c0);
-                qh_compare_outputs(&e.exact, &e.alt, &inv[1].y, &c1);
-                tolerated = c0.errors == 0 && c1.errors == 0;
-            }
+            /* two different outputs the judge both accepts (where an accumulator overflows
+             * int32, the exact and the wrapped result) */
+            int tolerated = outputs_differ && have_e && e.code == QMM_OK &&
+                            qh_judge_passes(&e, &inv[0]) && qh_judge_passes(&e, &inv[1]);
             if (tolerated) {
                 n->tolerated++;
             } else {

@@ -34,6 +34,7 @@
 #define EXIT_USAGE 2
 #define EXIT_EMPTY QH_EXIT_EMPTY /* the run judged no case (harness/cli/options.h) */
 #define MAX_MULTI 64
+_Static_assert(MAX_MULTI <= QH_EVAL_MAX, "one case is judged against every backend at once");
 #define MAX_VARIANTS 8 /* --determinism variants per backend */
 #define MAX_CPUS 8     /* --cpu classes */
 
@@ -660,15 +661,19 @@ static void run_cases(run_state *r)
     qh_progress_start(&pr, r->o.quiet, "cases", "failed");
     uint64_t total = (uint64_t)r->list.count * (uint64_t)r->o.n_backends, failures = 0;
     for (size_t i = 0; i < r->list.count && !qh_interrupted; i++) {
-        for (int j = 0; j < r->o.n_backends && !qh_interrupted; j++) {
-            qh_result *res = &r->results[r->k];
-            qh_eval_case(&r->list.items[i], &r->bes[j], &r->eos[j], res);
-            if (qh_interrupted) {
-                /* the case under way when the signal came has no verdict: left out */
-                qh_result_free(res);
-                memset(res, 0, sizeof *res);
-                break;
+        /* every backend judged at once: the case loaded and its expectation computed once */
+        qh_result *res = &r->results[r->k];
+        int n = r->o.n_backends;
+        qh_eval_cases(&r->list.items[i], n, r->bes, r->eos, res);
+        if (qh_interrupted) {
+            /* the case under way when the signal came has no verdict: left out */
+            for (int j = 0; j < n; j++) {
+                qh_result_free(&res[j]);
+                memset(&res[j], 0, sizeof res[j]);
             }
+            break;
+        }
+        for (int j = 0; j < n; j++, res++) {
             res->number = (int64_t)r->k + 1;
             /* backend= matches a name only an in-process table gives (qh_eval_case) */
             qh_xfail_apply(&r->xf, res->backend_name, res);

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "harness/io/clean.h"
-#include "harness/run/compare.h"
+#include "harness/judge/judge.h"
 #include "harness/run/expect.h"
 #include "ops/qmm_ops.h"
 
@@ -377,18 +377,6 @@ void qh_fp_suite_free(qh_fp_suite *s)
 
 /* ---- scoring ----------------------------------------------------------------------------- */
 
-/* Does the backend's answer equal profile expectation x? */
-static int answer_matches(const qh_expectation *x, const qh_invocation *inv)
-{
-    if (x->code == QMM_INVALID_ARGUMENT)
-        return inv->code == QMM_INVALID_ARGUMENT;
-    if (x->code != QMM_OK || inv->code != QMM_OK)
-        return 0;
-    qh_compare cmp;
-    qh_compare_outputs(&x->exact, x->overflow ? &x->alt : NULL, &inv->y, &cmp);
-    return !cmp.shape_differs && cmp.errors == 0;
-}
-
 static int score_case(qh_backend *b, const qh_fp_case *c, const qh_invoke_opts *o,
                       qh_fp_case_result *cr, char *err, size_t err_size)
 {
@@ -421,7 +409,8 @@ static int score_case(qh_backend *b, const qh_fp_case *c, const qh_invoke_opts *
             if (ex[p].code == QMM_UNSUPPORTED)
                 continue;
             cr->applicable |= QH_PROFILE_BIT(p);
-            if (cr->returned && !cr->skipped && answer_matches(&ex[p], &inv))
+            /* the judge decides, as in run */
+            if (cr->returned && !cr->skipped && qh_judge_passes(&ex[p], &inv))
                 cr->matched |= QH_PROFILE_BIT(p);
         }
     }

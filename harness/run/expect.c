@@ -135,8 +135,11 @@ static qmm_profile profile_of(const qh_expectation *e)
     return p;
 }
 
+unsigned long long qh_expectations_computed;
+
 int qh_expect(const qmm_call *call, const char *profile, qh_expectation *e)
 {
+    qh_expectations_computed++;
     qmm_tensor *y;
     int go = expect_begin(call, profile, e, &y);
     if (go <= 0)
@@ -172,6 +175,7 @@ int qh_expect(const qmm_call *call, const char *profile, qh_expectation *e)
 
 int qh_expect_plan(const qmm_call *call, const char *profile, qh_expectation *e)
 {
+    qh_expectations_computed++;
     qmm_tensor *y;
     int go = expect_begin(call, profile, e, &y);
     if (go <= 0)
@@ -272,100 +276,4 @@ void qh_sb_coord(qh_sb *b, const qmm_tensor *y, int64_t index)
     for (int32_t d = 0; d < y->rank; d++)
         qh_sb_printf(b, "%s%lld", d ? "," : "", (long long)c[d]);
     qh_sb_puts(b, "]");
-}
-
-/* Which profiles give `got`'s value at each kept mismatch: every profile's expectation is
- * computed a part at a time (a whole output per profile, not one element: the Orion profile's
- * refusals depend on every element), and only its values at the kept indices are looked at.
- * Computed on the first mismatch that asks for it and reused for the others. */
-typedef struct profile_matches {
-    int computed;
-    const qh_compare *cmp;
-    const qmm_tensor *got;
-    int profile;
-    uint64_t bits[QH_COMPARE_KEEP]; /* bit p: profile p gives got's value at kept[k] */
-} profile_matches;
-_Static_assert(QMM_PROFILE_MAX <= 64, "profile_matches.bits holds a bit per profile");
-
-static void match_part(void *ctx, int64_t first, int64_t count, const void *exact,
-                       const void *alt)
-{
-    profile_matches *pm = ctx;
-    qmm_tensor ex = {.dtype = pm->got->dtype, .data = (void *)exact};
-    qmm_tensor al = {.dtype = pm->got->dtype, .data = (void *)alt};
-    for (int32_t k = 0; k < pm->cmp->n_kept; k++) {
-        int64_t i = pm->cmp->kept[k];
-        if (i < first || i >= first + count)
-            continue;
-        int64_t v = qh_tensor_int(pm->got, i);
-        if (qh_tensor_int(&ex, i - first) == v || (alt && qh_tensor_int(&al, i - first) == v))
-            pm->bits[k] |= (uint64_t)1 << pm->profile;
-    }
-}
-
-static void profile_matches_compute(profile_matches *pm, const qmm_call *call)
-{
-    if (pm->computed)
-        return;
-    pm->computed = 1;
-    for (int p = 0; p < qmm_profile_count(); p++) {
-        qh_expectation x;
-        if (qh_expect_plan(call, qmm_profile_name((qmm_profile)p), &x) == 0) {
-            uint64_t before[QH_COMPARE_KEEP];
-            memcpy(before, pm->bits, sizeof before);
-            pm->profile = p;
-            qh_expect_scan(&x, 0, match_part, pm);
-            if (x.code != QMM_OK) /* the profile refuses the call: it is not listed */
-                memcpy(pm->bits, before, sizeof before);
-        }
-        qh_expectation_free(&x);
-    }
-}
-
-/* "; got matches: onnx-ref, ort-fp32" or "; got matches no known profile". A combination
- * (REQ+ACC) is named only where its requantization under the default accumulation does not
- * give `got` too: where both do, its accumulation model made no difference. */
-static void sb_profiles_giving(qh_sb *b, profile_matches *pm, const qh_expectation *e,
-                               int32_t k)
-{
-    profile_matches_compute(pm, &e->call);
-    int n = 0;
-    for (int p = 0; p < qmm_profile_count(); p++) {
-        int base = (int)qmm_profile_base((qmm_profile)p);
-        if ((pm->bits[k] >> p & 1) && (base == p || !(pm->bits[k] >> base & 1)))
-            qh_sb_printf(b, "%s%s", n++ ? ", " : "; got matches: ", qmm_profile_name((qmm_profile)p));
-    }
-    if (n == 0)
-        qh_sb_puts(b, "; got matches no known profile");
-}
-
-void qh_explain_mismatches(qh_sb *b, const qh_expectation *e, const qmm_tensor *got,
-                           const qh_compare *cmp, int32_t limit)
-{
-    profile_matches pm;
-    memset(&pm, 0, sizeof pm);
-    pm.cmp = cmp;
-    pm.got = got;
-    int32_t shown = 0;
-    for (int32_t k = 0; k < cmp->n_kept && k < limit; k++, shown++) {
-        int64_t i = cmp->kept[k];
-        qmm_ref_element el;
-        qmm_status st;
-        qh_sb_puts(b, "    ");
-        qh_sb_coord(b, &e->exact, i);
-        qh_sb_printf(b, " (index %lld): expected %lld, got %lld", (long long)i,
-                     (long long)cmp->expected[k], (long long)qh_tensor_int(got, i));
-        if (qmm_ref_explain(&e->call, i, &el, &st) == QMM_OK) {
-            qh_sb_printf(b, "; acc %lld", (long long)el.acc);
-            if (el.scaled[0])
-                qh_sb_printf(b, "; acc*scale = %s", el.scaled);
-            if (el.overflow)
-                qh_sb_printf(b, "; acc overflows int32, wrapped result %lld also accepted",
-                             (long long)el.wrapped);
-        }
-        sb_profiles_giving(b, &pm, e, k);
-        qh_sb_puts(b, "\n");
-    }
-    if (cmp->errors > shown)
-        qh_sb_printf(b, "    ... %lld more\n", (long long)(cmp->errors - shown));
 }

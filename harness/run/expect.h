@@ -73,11 +73,10 @@ typedef void qh_expect_part_fn(void *ctx, int64_t first, int64_t count, const vo
 #define QH_EXPECT_PART_BYTES ((int64_t)16 << 20)
 void qh_expect_scan(qh_expectation *e, int64_t part_elements, qh_expect_part_fn *fn, void *ctx);
 
-/* One detail line per kept mismatch (at most `limit`): coordinate, expected (cmp's), got, the
- * exact accumulator, the exact scaled value, and the profiles that would have produced `got`
- * (each profile's expectation computed a part at a time). */
-void qh_explain_mismatches(qh_sb *b, const qh_expectation *e, const qmm_tensor *got,
-                           const qh_compare *cmp, int32_t limit);
+/* How many expectations were planned or computed for a call (qh_expect, qh_expect_plan) in
+ * this process: a test and `QMM_DEBUG_EXPECT=1 qmmcheck run` (which prints it) show that a
+ * case's expectation is computed once whatever the number of backends. */
+extern unsigned long long qh_expectations_computed;
 
 /* "y[1,2]" for row-major index i of y. */
 void qh_sb_coord(qh_sb *b, const qmm_tensor *y, int64_t index);

@@ -8,7 +8,7 @@
  * cut together; an axis of size 1 that only broadcasts is left alone. Candidates are judged
  * through a case directory and qh_eval_case, so what reduce calls failing is what run calls
  * failing. */
-#define _XOPEN_SOURCE 700 /* nftw */
+#define _XOPEN_SOURCE 700 /* mkdtemp */
 #include "harness/run/reduce.h"
 
 #include <dirent.h>
@@ -35,9 +35,9 @@ int qh_reducible_status(qh_case_status s)
     return qh_case_status_is_bad(s) || s == QH_UNCHECKED;
 }
 
-/* A mismatch is one class whatever its count; any other reason is cut before what varies
- * with the input or comes from the backend (its message after ':', a coordinate after '[',
- * a parenthesis), and its numbers are written '#'. */
+/* A mismatch is one class whatever its count; any other reason is its kind (qh_judge_cause:
+ * cut before what varies with the input or comes from the backend, numbers written '#').
+ * This is the class as printed; reduce compares verdicts' codes (qh_verdict_same_class). */
 void qh_failure_class(qh_case_status status, const char *summary, char *buf, size_t size)
 {
     const char *s = summary ? summary : "";
@@ -48,18 +48,10 @@ void qh_failure_class(qh_case_status status, const char *summary, char *buf, siz
         snprintf(buf + n, size - n, " errors");
         return;
     }
-    if (*s && n + 1 < size)
-        buf[n++] = ' ';
-    int in_digits = 0;
-    for (; *s && *s != ':' && *s != '[' && *s != '(' && n + 1 < size; s++) {
-        int digit = *s >= '0' && *s <= '9';
-        if (!(digit && in_digits))
-            buf[n++] = digit ? '#' : *s;
-        in_digits = digit;
-    }
-    while (n > 0 && buf[n - 1] == ' ')
-        n--;
-    buf[n] = '\0';
+    char kind[256];
+    qh_judge_cause(s, kind, sizeof kind);
+    if (kind[0])
+        snprintf(buf + n, size - n, " %s", kind);
 }
 
 /* ---- the logical dimensions ---------------------------------------------------------- */
@@ -244,53 +236,67 @@ typedef struct reducer {
     const qh_reduce_opts *o;
     qh_backend *b;
     qh_reduce_result *r;
-    char work[PATH_MAX]; /* the temporary directory candidates are written into */
-    char dir[PATH_MAX];  /* work/case */
+    const qh_verdict *want; /* the case's verdict (r->verdict): each candidate must fail in
+                             * its class */
     int need_valid;     /* the case passed the operator's validator: so must each candidate */
     double t0, last_progress;
 } reducer;
 
-/* Judges the case at `ref` as run does: its status returned, its class (qh_failure_class)
- * and its summary, cleaned, written into cls and summary (sized as the result's). */
-static qh_case_status judge(const reducer *z, const qh_case_ref *ref, char *cls, char *summary)
+/* A problem as a case in memory, as it would load once written without a stored output or
+ * qmm.meta (the problem keeps its buffers). */
+static void case_of_problem(const qh_problem *p, qh_case *c)
 {
-    qh_eval_opts eo = {.profile = z->o->profile, .invoke = z->o->invoke};
-    qh_result res;
-    qh_eval_case(ref, z->b, &eo, &res);
-    qh_case_status status = res.status;
-    qh_failure_class(res.status, res.summary, cls, sizeof z->r->cls);
-    qh_clean_into(summary, sizeof z->r->summary, res.summary ? res.summary : "",
-                  res.summary ? strlen(res.summary) : 0, 0);
-    qh_result_free(&res);
-    return status;
+    memset(c, 0, sizeof *c);
+    qh_meta_init(&c->meta);
+    c->call = p->call;
+    c->y_shape_known = p->y_shape_known;
 }
 
-/* Judges the case at `ref` n times as run would: how many times it failed in the case's class
- * (the last such summary kept); the first other class in `other` (when not NULL). */
-static int judge_alike(reducer *z, const qh_case_ref *ref, int n, char *other, size_t size)
+/* Judges the case `c` in memory as run does, into v (initialised here; free it). */
+static void judge(const reducer *z, qh_case *c, qh_verdict *v)
+{
+    qh_eval_opts eo = {.profile = z->o->profile, .invoke = z->o->invoke};
+    qh_verdict_init(v);
+    qh_judge_case(c, z->b, &eo, v);
+}
+
+/* The verdict's class and its summary (cleaned), as reduce prints them (sized as the
+ * result's). */
+static void class_and_summary(const qh_verdict *v, char *cls, char *summary)
+{
+    const char *s = v->summary.s ? v->summary.s : "";
+    qh_failure_class(v->status, s, cls, sizeof ((qh_reduce_result *)0)->cls);
+    qh_clean_into(summary, sizeof ((qh_reduce_result *)0)->summary, s, strlen(s), 0);
+}
+
+/* Judges the case `c` n times as run would: how many times it failed in the case's class (the
+ * last such summary kept); the first other class in `other` (when not NULL). */
+static int judge_alike(reducer *z, qh_case *c, int n, char *other, size_t size)
 {
     int alike = 0;
     for (int i = 0; i < n; i++) {
+        qh_verdict v;
+        judge(z, c, &v);
         char cls[sizeof z->r->cls], summary[sizeof z->r->summary];
-        if (judge(z, ref, cls, summary) == z->r->status && strcmp(cls, z->r->cls) == 0) {
+        class_and_summary(&v, cls, summary);
+        if (qh_verdict_same_class(&v, z->want)) {
             memcpy(z->r->summary, summary, sizeof summary);
             alike++;
         } else if (other && i == alike) { /* the first that differs */
             snprintf(other, size, "%s", cls);
         }
+        qh_verdict_free(&v);
     }
     return alike;
 }
 
-/* Judges `p` as run would. 1 when it fails in the case's class (its summary kept), 0 when not,
- * -1 when it could not be written. */
+/* Judges `p` in memory as run would: 1 when it fails in the case's class (its summary kept),
+ * 0 when not. */
 static int fails_alike(reducer *z, const qh_problem *p)
 {
-    qh_error err;
-    if (qh_problem_write_dir(z->dir, p, NULL, NULL, &err) != 0)
-        return -1;
-    qh_case_ref ref = {.dir = z->dir, .name = z->dir, .data_set = 0};
-    return judge_alike(z, &ref, 1, NULL, 0);
+    qh_case c;
+    case_of_problem(p, &c);
+    return judge_alike(z, &c, 1, NULL, 0);
 }
 
 /* Whether the budget is spent; says where the reduction is every 2 s when asked. */
@@ -591,12 +597,6 @@ static int problem_of_case(const qh_case *c, qh_problem *p)
     return build(&view, p, NULL);
 }
 
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
 /* How many times the case, its rewrite and the result are each judged. */
 static int confirmations(const qh_reduce_opts *o)
 {
@@ -613,31 +613,30 @@ static int inconclusive(qh_error *err, const char *what, const char *cls, int al
     return 2;
 }
 
-/* Judges the case itself as run does, several times: 0 when it fails (its class in r), 1 when
- * it does not, 2 (err saying why) when its verdicts differ. */
-static int judge_case(const qh_case_ref *ref, reducer *z, qh_error *err)
+/* Judges the case itself (loaded once) as run does, several times: 0 when it fails (its class
+ * in r), 1 when it does not, 2 (err saying why) when its verdicts differ. */
+static int judge_case(const qh_case_ref *ref, qh_case *c, reducer *z, qh_error *err)
 {
     char other[sizeof z->r->cls];
     int n = confirmations(z->o);
-    z->r->status = judge(z, ref, z->r->cls, z->r->summary);
-    int alike = 1 + judge_alike(z, ref, n - 1, other, sizeof other);
+    judge(z, c, &z->r->verdict);
+    z->r->status = z->r->verdict.status;
+    class_and_summary(&z->r->verdict, z->r->cls, z->r->summary);
+    int alike = 1 + judge_alike(z, c, n - 1, other, sizeof other);
     if (alike < n)
         return inconclusive(err, ref->dir, z->r->cls, alike, n, other);
     return qh_reducible_status(z->r->status) ? 0 : 1;
 }
 
-/* The case rewritten as reduce writes candidates (no stored output, no qmm.meta) must fail
+/* The case rewritten as reduce judges candidates (no stored output, no qmm.meta) must fail
  * alike, every time, or no step could be trusted. 1 when it does; -1 (err) when it never does
  * while the case itself still fails alike each time, judged in turn with it: its stored output
  * (or the shape a stored output lends an invalid call) is then part of the failure; 2 (err)
  * when the backend's verdicts change, which is never blamed on the case. */
-static int judge_rewrite(const qh_case_ref *ref, reducer *z, qh_error *err)
+static int judge_rewrite(const qh_case_ref *ref, qh_case *c, reducer *z, qh_error *err)
 {
-    if (qh_problem_write_dir(z->dir, &z->r->best, NULL, NULL, err) != 0) {
-        snprintf(err->msg, sizeof err->msg, "%s: cannot write a candidate case", ref->dir);
-        return -1;
-    }
-    qh_case_ref rw = {.dir = z->dir, .name = z->dir, .data_set = 0};
+    qh_case rw;
+    case_of_problem(&z->r->best, &rw);
     char other[sizeof z->r->cls], what[PATH_MAX + 64];
     int n = confirmations(z->o), alike = judge_alike(z, &rw, n, other, sizeof other);
     snprintf(what, sizeof what, "%s rewritten (without its stored output)", ref->dir);
@@ -647,7 +646,7 @@ static int judge_rewrite(const qh_case_ref *ref, reducer *z, qh_error *err)
         return inconclusive(err, what, z->r->cls, alike, n, other);
     int again = 0, rewritten = 0;
     for (int i = 0; i < n; i++) {
-        again += judge_alike(z, ref, 1, NULL, 0);
+        again += judge_alike(z, c, 1, NULL, 0);
         rewritten += judge_alike(z, &rw, 1, NULL, 0);
     }
     if (again < n || rewritten > 0) {
@@ -685,40 +684,28 @@ int qh_reduce_case(const qh_case_ref *ref, qh_backend *b, const qh_reduce_opts *
                    qh_reduce_result *r, qh_error *err)
 {
     memset(r, 0, sizeof *r);
-    reducer z = {.o = o, .b = b, .r = r};
+    reducer z = {.o = o, .b = b, .r = r, .want = &r->verdict};
     z.t0 = z.last_progress = qh_mono_seconds();
-    int rc = judge_case(ref, &z, err);
-    if (rc != 0)
-        return rc;
     qh_case c;
     if (qh_case_load(ref, &c, err) != 0)
-        return -1;
-    rc = problem_of_case(&c, &r->best);
-    qh_case_free(&c);
-    qmm_status st;
-    if (rc != 0) {
+        return -1; /* err names the file */
+    int rc = judge_case(ref, &c, &z, err);
+    if (rc == 0 && problem_of_case(&c, &r->best) != 0) {
         snprintf(err->msg, sizeof err->msg, "%s: out of memory", ref->dir);
-        return -1;
+        rc = -1;
     }
+    if (rc != 0) {
+        qh_case_free(&c);
+        return rc;
+    }
+    qmm_status st;
     shape_text(&r->best, r->before, sizeof r->before);
     z.need_valid = qmm_call_desc(&r->best.call)->validate(&r->best.call, &st) == QMM_OK;
-    const char *tmp = getenv("TMPDIR");
-    int n = snprintf(z.work, sizeof z.work, "%s/qmmcheck-reduce-XXXXXX",
-                     tmp && *tmp ? tmp : "/tmp");
-    if (n < 0 || (size_t)n + sizeof "/case" > sizeof z.work) {
-        snprintf(err->msg, sizeof err->msg, "TMPDIR is too long for a temporary directory");
-        return -1;
-    }
-    if (!mkdtemp(z.work)) {
-        snprintf(err->msg, sizeof err->msg, "%s: cannot create a temporary directory", z.work);
-        return -1;
-    }
-    snprintf(z.dir, sizeof z.dir, "%s/case", z.work);
     r->tries++; /* the rewrite counts as one try, however many times it is judged */
-    rc = judge_rewrite(ref, &z, err);
+    rc = judge_rewrite(ref, &c, &z, err);
+    qh_case_free(&c);
     if (rc == 1)
         reduce_rounds(&z);
-    nftw(z.work, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
     shape_text(&r->best, r->after, sizeof r->after);
     r->seconds = qh_mono_seconds() - z.t0;
     if (qh_interrupted) { /* the judgments under way, and any confirmation, did not happen */
@@ -733,6 +720,7 @@ int qh_reduce_case(const qh_case_ref *ref, qh_backend *b, const qh_reduce_opts *
 
 void qh_reduce_result_free(qh_reduce_result *r)
 {
+    qh_verdict_free(&r->verdict);
     qh_problem_free(&r->best);
 }
 
@@ -942,14 +930,21 @@ int qh_reduce_write(const char *dir, qh_reduce_result *r, qh_backend *b,
         rc = -1;
     if (have_e)
         qh_expectation_free(&e);
-    if (rc == 0) { /* judged again as written, as its __REPRO line will judge it */
-        reducer z = {.o = o, .b = b, .r = r};
+    if (rc == 0) { /* judged again as written (loaded once), as its __REPRO line will */
+        reducer z = {.o = o, .b = b, .r = r, .want = &r->verdict};
         qh_case_ref ref = {.dir = st.dir, .name = st.dir, .data_set = 0};
+        qh_case c;
         char other[sizeof r->cls];
         int n = confirmations(o);
-        r->confirmed = judge_alike(&z, &ref, n, other, sizeof other);
-        if (r->confirmed < n)
-            rc = inconclusive(err, "the reduced case as written", r->cls, r->confirmed, n, other);
+        if (qh_case_load(&ref, &c, err) != 0) {
+            rc = -1;
+        } else {
+            r->confirmed = judge_alike(&z, &c, n, other, sizeof other);
+            qh_case_free(&c);
+            if (r->confirmed < n)
+                rc = inconclusive(err, "the reduced case as written", r->cls, r->confirmed, n,
+                                  other);
+        }
     }
     if (rc != 0) {
         qh_case_stage_discard(&st);

@@ -1,9 +1,9 @@
 /* harness/run/reduce.h — shrinking a failing case to the smallest one that still fails the same
  * way (`qmmcheck reduce`, `qmmcheck diff --reduce`; docs/formats.md "Reduced cases").
  *
- * Each candidate is written as a case directory and judged exactly as `run` judges a case
- * (qh_eval_case, through the backend's isolation), so a crash or a hang is a status of the
- * candidate, not the end of the reduction. */
+ * Each candidate is judged in memory exactly as `run` judges a loaded case (qh_judge_case,
+ * through the backend's isolation), so a crash or a hang is a status of the candidate, not the
+ * end of the reduction; nothing is written until the result. */
 #ifndef QMM_HARNESS_REDUCE_H
 #define QMM_HARNESS_REDUCE_H
 
@@ -13,7 +13,8 @@
 #include "harness/gen/problem.h"
 #include "harness/run/runner.h"
 
-/* The class of a failure: the status, and for a status with several kinds of reason the kind
+/* The class of a failure as printed (reduce compares verdicts' codes, qh_verdict_same_class):
+ * the status, and for a status with several kinds of reason the kind
  * (docs/formats.md "Reduced cases"): "FAILED errors" (mismatching elements, any count),
  * "FAILED wrote # byte past the end of y", "CRASHED killed by SIGSEGV", "TIMEOUT no answer
  * within # s", "FAILED answered INVALID_ARGUMENT for a valid call", ... Written into buf. */
@@ -38,7 +39,9 @@ typedef struct qh_reduce_opts {
 
 typedef struct qh_reduce_result {
     qh_case_status status;   /* the case's verdict, kept by every accepted candidate */
-    char cls[256];           /* its class (qh_failure_class) */
+    qh_verdict verdict;      /* the case's verdict as data: what a candidate's is compared
+                              * with (qh_verdict_same_class) */
+    char cls[256];           /* its class as printed (qh_failure_class) */
     char summary[512];       /* the smallest candidate's summary, as run prints it */
     qh_problem best;         /* the smallest candidate (the case itself when nothing shrank) */
     char before[128], after[128]; /* "batch=[2,3] M=4 N=5 K=6" */

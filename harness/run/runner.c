@@ -1,4 +1,5 @@
-/* harness/run/runner.c — judging one case against one backend. */
+/* harness/run/runner.c — judging a case against backends: loaded once, its expectation
+ * computed once, each answer decided by the judge (harness/judge/judge.h). */
 #include "harness/run/runner.h"
 
 #include <fnmatch.h>
@@ -7,6 +8,7 @@
 #include <time.h>
 
 #include "harness/io/clean.h"
+#include "harness/judge/judge.h"
 #include "harness/run/compare.h"
 #include "harness/run/exec.h"
 #include "harness/run/cpu.h"
@@ -14,30 +16,6 @@
 #include "harness/run/invoke.h"
 #include "harness/report/strbuf.h"
 #include "ops/qmm_ops.h"
-
-static const char *const status_names[QH_STATUS_COUNT] = {
-    "PASSED", "FAILED", "MISTRUSTED", "SKIPPED", "UNCHECKED",
-    "CRASHED", "TIMEOUT", "ERROR", "XFAIL", "XPASS",
-};
-static const char *const status_keys[QH_STATUS_COUNT] = {
-    "passed", "failed", "mistrusted", "skipped", "unchecked",
-    "crashed", "timeout", "error", "xfail", "xpass",
-};
-
-const char *qh_case_status_name(qh_case_status s)
-{
-    return s < QH_STATUS_COUNT ? status_names[s] : "UNKNOWN";
-}
-
-const char *qh_case_status_key(qh_case_status s)
-{
-    return s < QH_STATUS_COUNT ? status_keys[s] : "unknown";
-}
-
-int qh_case_status_is_bad(qh_case_status s)
-{
-    return s == QH_FAILED || s == QH_CRASHED || s == QH_TIMEOUT || s == QH_ERROR;
-}
 
 void qh_result_free(qh_result *r)
 {
@@ -111,28 +89,12 @@ static void sb_call_inputs(qh_sb *b, const qmm_call *call)
         sb_tensor_brief(b, d->inputs[i].name, qmm_call_input_c(call, i));
 }
 
-/* ---- judging -------------------------------------------------------------------------- */
+/* ---- judging ------------------------------------------------------------------------ */
 
-typedef struct verdict {
-    qh_case_status status;
-    qh_sb summary;
-    qh_sb detail;
-    qh_sb first; /* the first mismatching element, for reports that show one line */
-} verdict;
-
-/* Untrusted text (a plugin's status message, a worker's problem) as one clean line, read at
- * most `max` bytes far: a plugin need not have terminated its message. */
+/* Untrusted text (a worker's output) as one clean line. */
 typedef struct clean_text {
     char s[QH_CLEAN_LINE_MAX + 1];
 } clean_text;
-
-static const char *cleaned(clean_text *t, const char *s, size_t max)
-{
-    qh_clean_into(t->s, sizeof t->s, s, strnlen(s, max), QH_CLEAN_LINE_MAX);
-    return t->s;
-}
-
-#define CLEAN(t, field) cleaned(&(t), (field), sizeof(field))
 
 /* What the worker printed during the call (a process's stderr, a traceback): a header, then
  * one detail line per line printed, "    | " and the line cleaned on its own and cut at
@@ -188,218 +150,6 @@ static void sb_worker_output(qh_sb *b, const qh_invocation *inv)
     }
 }
 
-/* Does the stored output agree with the reference? `cmp` is the stored output compared with
- * the expectation (read only when the reference answers OK and the vector stores one).
- * Returns 1 when the vector is mistrusted, with the reason in `why`. */
-static int vector_mistrusted(const qh_case *c, const qh_expectation *e, const qh_compare *cmp,
-                             qh_sb *why)
-{
-    if (c->meta.expect != QMM_OK && c->meta.expect != e->code) {
-        qh_sb_printf(why, "qmm.meta expects %s but the reference answers %s%s%s",
-                     qmm_status_name(c->meta.expect), qmm_status_name(e->code),
-                     e->message[0] ? ": " : "", e->message);
-        return 1;
-    }
-    if (e->code != QMM_OK) {
-        if (c->meta.expect == QMM_OK && c->n_outputs > 0) {
-            qh_sb_printf(why, "the vector stores an output, but the reference rejects it: %s",
-                         e->message);
-            return 1;
-        }
-        return 0;
-    }
-    if (c->n_outputs == 0 || cmp->errors == 0)
-        return 0;
-    const qmm_tensor *stored = &c->outputs[0].t;
-    if (cmp->shape_differs) {
-        char d1[256], d2[256];
-        qh_format_dims(stored, d1, sizeof d1);
-        qh_format_dims(&e->exact, d2, sizeof d2);
-        qh_sb_printf(why, "stored output_0 is %s %s, the reference gives %s %s",
-                     qmm_dtype_name(stored->dtype), d1, qmm_dtype_name(e->exact.dtype), d2);
-        return 1;
-    }
-    int64_t i = cmp->kept[0];
-    qh_sb_printf(why,
-                 "stored output_0 differs from the reference at %lld of %lld elements "
-                 "(first at index %lld: stored %lld, reference %lld)",
-                 (long long)cmp->errors, (long long)cmp->total, (long long)i,
-                 (long long)qh_tensor_int(stored, i), (long long)cmp->expected[0]);
-    return 1;
-}
-
-/* What one pass over the expectation's parts compares it with: the backend's output and the
- * vector's stored output (each NULL when not compared). */
-typedef struct comparison {
-    const qmm_tensor *got, *stored;
-    qh_compare vs_got, vs_stored;
-} comparison;
-
-static void compare_part(void *ctx, int64_t first, int64_t count, const void *exact,
-                         const void *alt)
-{
-    comparison *cm = ctx;
-    if (cm->got)
-        qh_compare_part(exact, alt, cm->got, first, count, &cm->vs_got);
-    if (cm->stored)
-        qh_compare_part(exact, alt, cm->stored, first, count, &cm->vs_stored);
-}
-
-/* Computes e a part at a time (never the whole output at once), comparing each part with
- * cm->got and cm->stored; e->code may change (an answer the data gives, memory, an
- * interruption). */
-static void compare_with_expectation(qh_expectation *e, comparison *cm)
-{
-    if (cm->got)
-        qh_compare_start(&e->exact, cm->got, &cm->vs_got);
-    if (cm->stored)
-        qh_compare_start(&e->exact, cm->stored, &cm->vs_stored);
-    qh_expect_scan(e, 0, compare_part, cm);
-}
-
-/* Runs the call again on the same backend and on each variant; every answer must equal the
- * first bit for bit (status code and every output byte). */
-static void check_determinism(qh_case *c, qh_backend *hb, const qh_eval_opts *o,
-                              const qh_invocation *first, verdict *v)
-{
-    for (int32_t r = -1; r < o->n_variants; r++) {
-        qh_backend *vb = r < 0 ? hb : &o->variants[r];
-        qh_invocation again;
-        const char *who = r < 0 ? "a second run" : vb->spec;
-        clean_text t;
-        if (qh_invoke(vb, &c->call, &o->invoke, &again) != 0) {
-            /* never passed over: a run that did not happen checked nothing */
-            v->status = QH_ERROR;
-            qh_sb_printf(&v->summary, "--determinism: %s could not run: %s", who,
-                         CLEAN(t, again.problem));
-            qh_invocation_free(&again);
-            return;
-        }
-        size_t bytes = (size_t)qmm_tensor_numel(&first->y) * qmm_dtype_size(first->y.dtype);
-        if (again.outcome != QH_RETURNED || again.code != first->code) {
-            v->status = QH_FAILED;
-            qh_sb_printf(&v->summary, "not deterministic: %s answered %s%s%s, the first run %s",
-                         who, again.outcome == QH_RETURNED ? qmm_status_name(again.code) : "",
-                         again.outcome == QH_RETURNED ? "" : "abnormally: ",
-                         again.outcome == QH_RETURNED ? "" : CLEAN(t, again.problem),
-                         qmm_status_name(first->code));
-        } else if (first->code == QMM_OK && bytes &&
-                   memcmp(first->y.data, again.y.data, bytes) != 0) {
-            qh_compare cmp;
-            qh_compare_outputs(&first->y, NULL, &again.y, &cmp);
-            int64_t i = cmp.n_kept ? cmp.kept[0] : 0;
-            v->status = QH_FAILED;
-            qh_sb_printf(&v->summary,
-                         "not deterministic: %s differs from the first run at %lld of %lld "
-                         "elements (first at index %lld: %lld vs %lld)",
-                         who, (long long)cmp.errors, (long long)cmp.total, (long long)i,
-                         (long long)qh_tensor_int(&again.y, i),
-                         (long long)qh_tensor_int(&first->y, i));
-        }
-        qh_invocation_free(&again);
-        if (v->status == QH_FAILED)
-            return;
-    }
-}
-
-/* 1 when every byte of element i of y is `fill`. */
-static int element_is_fill(const qmm_tensor *y, int64_t i, unsigned char fill)
-{
-    size_t es = qmm_dtype_size(y->dtype);
-    const unsigned char *p = (const unsigned char *)y->data + (size_t)i * es;
-    for (size_t k = 0; k < es; k++)
-        if (p[k] != fill)
-            return 0;
-    return 1;
-}
-
-/* The first element at or after `from` whose bytes are all `fill`, or n. memchr skips the
- * bytes that cannot start one, so an output of several GiB with no fill costs one fast pass. */
-static int64_t next_fill(const qmm_tensor *y, int64_t from, int64_t n, unsigned char fill)
-{
-    size_t es = qmm_dtype_size(y->dtype);
-    const unsigned char *base = y->data, *end = base + (size_t)n * es;
-    const unsigned char *p = base + (size_t)from * es;
-    while (p < end) {
-        const unsigned char *hit = memchr(p, fill, (size_t)(end - p));
-        if (!hit)
-            return n;
-        int64_t i = (int64_t)((size_t)(hit - base) / es);
-        if (element_is_fill(y, i, fill))
-            return i;
-        p = base + (size_t)(i + 1) * es;
-    }
-    return n;
-}
-
-/* A backend answered OK. An element still holding the fill may be unwritten, or written with
- * a value that happens to be the fill (165 everywhere is a right answer for K = 0): only then
- * is the call run again with another fill, and an element holding the fill both times was
- * never written. Elements that differ otherwise between the runs are not deterministic.
- * Returns 1 with the verdict set when the backend fails this. */
-static int check_unwritten(qh_case *c, qh_backend *hb, const qh_eval_opts *o,
-                           const qh_invocation *first, verdict *v)
-{
-    const qmm_tensor *y = &first->y;
-    /* qh_invoke's fill (0xa5 unless asked otherwise), then its complement (0x5a) */
-    const unsigned char fill1 = o->invoke.fill ? o->invoke.fill : 0xa5;
-    const unsigned char fill2 = (unsigned char)~fill1;
-    int64_t n = qmm_tensor_numel(y);
-    int64_t i0 = n > 0 ? next_fill(y, 0, n, fill1) : 0;
-    if (i0 >= n)
-        return 0;
-    qh_invoke_opts io = o->invoke;
-    io.fill = fill2;
-    qh_invocation again;
-    clean_text t;
-    if (qh_invoke(hb, &c->call, &io, &again) != 0) {
-        v->status = QH_ERROR;
-        qh_sb_printf(&v->summary, "%s", CLEAN(t, again.problem));
-        qh_invocation_free(&again);
-        return 1;
-    }
-    if (again.outcome != QH_RETURNED || again.code != QMM_OK) {
-        v->status = QH_FAILED;
-        qh_sb_printf(&v->summary,
-                     "not deterministic: a second run (to find unwritten elements) answered %s%s",
-                     again.outcome == QH_RETURNED ? qmm_status_name(again.code) : "abnormally: ",
-                     again.outcome == QH_RETURNED ? "" : CLEAN(t, again.problem));
-        qh_invocation_free(&again);
-        return 1;
-    }
-    int64_t unwritten = 0, changed = 0, first_unwritten = -1, first_changed = -1;
-    size_t es = qmm_dtype_size(y->dtype);
-    for (int64_t i = i0; i < n; i = next_fill(y, i + 1, n, fill1)) {
-        if (element_is_fill(&again.y, i, fill2)) {
-            if (unwritten++ == 0)
-                first_unwritten = i;
-        } else if (memcmp((const char *)again.y.data + (size_t)i * es,
-                          (const char *)y->data + (size_t)i * es, es) != 0) {
-            if (changed++ == 0)
-                first_changed = i;
-        }
-    }
-    if (unwritten) {
-        v->status = QH_FAILED;
-        qh_sb_puts(&v->summary, "did not write ");
-        qh_sb_coord(&v->summary, y, first_unwritten);
-        qh_sb_printf(&v->summary, " (%lld of %lld elements unwritten)", (long long)unwritten,
-                     (long long)n);
-        qh_sb_printf(&v->detail, "    first unwritten element: index %lld; it kept the "
-                     "output's fill byte in two runs with different fills (0x%02x, 0x%02x)\n",
-                     (long long)first_unwritten, fill1, fill2);
-    } else if (changed) {
-        v->status = QH_FAILED;
-        qh_sb_puts(&v->summary, "not deterministic: ");
-        qh_sb_coord(&v->summary, y, first_changed);
-        qh_sb_printf(&v->summary, " was %lld in one run and %lld in another (%lld elements "
-                     "differ)", (long long)qh_tensor_int(y, first_changed),
-                     (long long)qh_tensor_int(&again.y, first_changed), (long long)changed);
-    }
-    qh_invocation_free(&again);
-    return unwritten || changed;
-}
-
 /* Invalid geometry: give the backend the stored output's shape so a backend that wrongly
  * accepts the call still has somewhere to write. */
 static void lend_stored_shape(qh_case *c)
@@ -411,29 +161,48 @@ static void lend_stored_shape(qh_case *c)
     memcpy(y->dims, c->outputs[0].t.dims, sizeof y->dims);
 }
 
-/* 1 when the reference's answer can judge the backend (OK or INVALID_ARGUMENT); else 0 with
- * the verdict set (SKIPPED, or ERROR). */
-static int expectation_usable(const qh_expectation *e, verdict *v)
-{
-    if (e->code == QMM_UNSUPPORTED) {
-        v->status = QH_SKIPPED;
-        qh_sb_printf(&v->summary, "the reference cannot judge this case: %s", e->message);
-        return 0;
-    }
-    if (e->code != QMM_OK && e->code != QMM_INVALID_ARGUMENT) {
-        v->status = QH_ERROR;
-        qh_sb_printf(&v->summary, "reference: %s: %s", qmm_status_name(e->code), e->message);
-        return 0;
-    }
-    return 1;
-}
-
 /* The profile the vector's own qmm.meta names (spec by default; an unknown one: the judged
  * profile), which it is trusted against whatever profile the backend is judged under. */
 static const char *vector_profile(const qh_case *c, const qh_expectation *e)
 {
     const char *vp = c->meta.profile[0] ? c->meta.profile : QH_DEFAULT_PROFILE;
     return qh_profile_known(vp) ? vp : e->profile;
+}
+
+/* What one pass over the expectation's parts compares it with: each backend's output and the
+ * vector's stored output (each NULL when not compared). */
+typedef struct comparison {
+    int n;
+    const qh_expectation *e;
+    const qmm_tensor *got[QH_EVAL_MAX];
+    qh_compare vs_got[QH_EVAL_MAX];
+    const qmm_tensor *stored;
+    qh_compare vs_stored;
+} comparison;
+
+static void compare_part(void *ctx, int64_t first, int64_t count, const void *exact,
+                         const void *alt)
+{
+    comparison *cm = ctx;
+    for (int j = 0; j < cm->n; j++)
+        if (cm->got[j])
+            qh_judge_compare_part(cm->e, exact, alt, cm->got[j], first, count, &cm->vs_got[j]);
+    if (cm->stored)
+        qh_compare_part(exact, alt, cm->stored, first, count, &cm->vs_stored);
+}
+
+/* Computes e a part at a time (never the whole output at once), comparing each part with every
+ * cm->got and cm->stored in the same pass: the expectation is computed once, whatever the
+ * number of answers; e->code may change (an answer the data gives, memory, an interruption). */
+static void compare_with_expectation(qh_expectation *e, comparison *cm)
+{
+    cm->e = e;
+    for (int j = 0; j < cm->n; j++)
+        if (cm->got[j])
+            qh_judge_compare_start(e, cm->got[j], &cm->vs_got[j]);
+    if (cm->stored)
+        qh_compare_start(&e->exact, cm->stored, &cm->vs_stored);
+    qh_expect_scan(e, 0, compare_part, cm);
 }
 
 /* The vector against a profile other than the judged one: its own pass over the parts. */
@@ -445,204 +214,212 @@ static int vector_mistrusted_under(qh_case *c, const char *profile, qh_sb *why)
         comparison cm = {.stored = c->n_outputs > 0 && ve.code == QMM_OK ? &c->outputs[0].t
                                                                           : NULL};
         compare_with_expectation(&ve, &cm);
-        mistrusted = vector_mistrusted(c, &ve, &cm.vs_stored, why);
+        mistrusted = qh_judge_vector(c->meta.expect, c->n_outputs, cm.stored, &ve,
+                                     &cm.vs_stored, why);
     }
     qh_expectation_free(&ve);
     return mistrusted;
 }
 
-/* The call did not return normally (interrupted, crashed, hung, broke a memory rule): sets
- * the verdict and returns 1; 0 when it returned. */
-static int classify_abnormal(const qh_invocation *inv, verdict *v)
+/* One backend's part in judging a case. */
+typedef struct judged {
+    qh_backend *b;
+    const qh_eval_opts *o;
+    qmm_call *call;
+    qh_invocation inv;
+    int returned;  /* qh_invoke ran the call (the verdict is not set yet) */
+    double seconds;
+} judged;
+
+/* qh_judge_opts.rerun: the call again with the output pre-filled with `fill`. */
+static int rerun(void *ctx, unsigned char fill, qh_invocation *again)
 {
-    clean_text said;
-    if (inv->outcome == QH_INTERRUPTED) {
-        v->status = QH_ERROR;
-        qh_sb_puts(&v->summary, "interrupted");
-        return 1;
-    }
-    if (inv->outcome == QH_DIED)
-        v->status = QH_CRASHED;
-    else if (inv->outcome == QH_HUNG)
-        v->status = QH_TIMEOUT;
-    else if (inv->outcome == QH_MISBEHAVED)
-        v->status = QH_FAILED;
-    else if (inv->outcome == QH_MALFORMED)
-        v->status = QH_ERROR;
-    else
-        return 0;
-    qh_sb_puts(&v->summary, CLEAN(said, inv->problem));
-    return 1;
+    judged *jb = ctx;
+    qh_invoke_opts io = jb->o->invoke;
+    io.fill = fill;
+    return qh_invoke(jb->b, jb->call, &io, again);
 }
 
-/* The reference rejects the input: the backend must answer INVALID_ARGUMENT too. */
-static void classify_invalid(const qh_expectation *e, const qh_invocation *inv, int verbose,
-                             verdict *v)
+/* Runs the call again on the same backend and on each variant; every answer must equal the
+ * first bit for bit (status code and every output byte). */
+static void check_determinism(judged *jb, qh_verdict *v)
 {
-    clean_text said;
-    if (inv->code == QMM_INVALID_ARGUMENT) {
-        v->status = QH_PASSED;
-        if (verbose)
-            qh_sb_printf(&v->detail, "  rejected as expected: %s\n",
-                         CLEAN(said, inv->st.message));
-    } else if (inv->code == QMM_OK) {
-        v->status = QH_UNCHECKED;
-        qh_sb_printf(&v->summary, "accepted invalid input; the reference says: %s", e->message);
-    } else {
-        v->status = QH_FAILED;
-        qh_sb_printf(&v->summary, "answered %s for invalid input (expected INVALID_ARGUMENT): %s",
-                     qmm_status_name(inv->code), CLEAN(said, inv->st.message));
-    }
-}
-
-/* A valid call the backend answered OK: every element written, each equal to the reference's
- * (or to the overflow-permitted alternative). */
-static void classify_output(qh_case *c, qh_backend *hb, const qh_eval_opts *o,
-                            const qh_expectation *e, const qh_invocation *inv,
-                            const qh_compare *vs_got, verdict *v)
-{
-    if (check_unwritten(c, hb, o, inv, v))
-        return; /* the verdict is set: an unwritten element says more than the mismatch */
-    qh_compare cmp = *vs_got;
-    if (cmp.errors == 0) {
-        v->status = QH_PASSED;
-        return;
-    }
-    v->status = QH_FAILED;
-    qh_sb_printf(&v->summary, "errors:%lld total:%lld", (long long)cmp.errors,
-                 (long long)cmp.total);
-    if (cmp.n_kept > 0) {
-        int64_t i = cmp.kept[0];
-        qh_sb_coord(&v->first, &e->exact, i);
-        qh_sb_printf(&v->first, " (index %lld): got %lld, expected %lld", (long long)i,
-                     (long long)qh_tensor_int(&inv->y, i), (long long)cmp.expected[0]);
-    }
-    qh_explain_mismatches(&v->detail, e, &inv->y, &cmp, o->verbose ? QH_COMPARE_KEEP : 4);
-}
-
-/* The backend's answer against the reference's. Everything the backend or its worker says is
- * cleaned: a summary stays one line. */
-static void classify(qh_case *c, qh_backend *hb, const qh_eval_opts *o, const qh_expectation *e,
-                     const qh_invocation *inv, const qh_compare *vs_got, verdict *v)
-{
-    clean_text said;
-    if (classify_abnormal(inv, v))
-        return;
-    if (inv->code == QMM_UNSUPPORTED) {
-        v->status = QH_SKIPPED;
-        qh_sb_printf(&v->summary, "unsupported: %s", CLEAN(said, inv->st.message));
-    } else if (e->code == QMM_INVALID_ARGUMENT) {
-        classify_invalid(e, inv, o->verbose, v);
-    } else if (inv->code != QMM_OK) {
-        v->status = QH_FAILED;
-        qh_sb_printf(&v->summary, "answered %s for a valid call: %s",
-                     qmm_status_name(inv->code), CLEAN(said, inv->st.message));
-    } else {
-        classify_output(c, hb, o, e, inv, vs_got, v);
+    const qh_eval_opts *o = jb->o;
+    for (int32_t r = -1; r < o->n_variants; r++) {
+        qh_backend *vb = r < 0 ? jb->b : &o->variants[r];
+        qh_invocation again;
+        const char *who = r < 0 ? "a second run" : vb->spec;
+        if (qh_invoke(vb, jb->call, &o->invoke, &again) != 0) {
+            /* never passed over: a run that did not happen checked nothing */
+            char prefix[600];
+            snprintf(prefix, sizeof prefix, "--determinism: %s could not run: ", who);
+            qh_judge_not_run(prefix, again.problem, sizeof again.problem, v);
+            qh_invocation_free(&again);
+            return;
+        }
+        int differs = qh_judge_again(&jb->inv, &again, who, v);
+        qh_invocation_free(&again);
+        if (differs)
+            return;
     }
 }
 
-/* A mistrusted vector turns a pass into MISTRUSTED; any other verdict keeps its status and
- * notes the mistrust. */
-static void apply_mistrust(const qh_sb *why, verdict *v)
+/* Judges the loaded case against n backends judged under the same profile (o[j].profile):
+ * every backend called, then the expectation computed once, a part at a time, compared with
+ * every answer (and the stored output) in the same pass; then each answer judged, run again
+ * for determinism when asked, the worker's output kept, the vector's mistrust applied. */
+static void judge_loaded(qh_case *c, int n, qh_backend *b, const qh_eval_opts *o, qh_verdict *v,
+                         double *seconds)
 {
-    if (v->status == QH_PASSED) {
-        v->status = QH_MISTRUSTED;
-        qh_sb_puts(&v->summary, why->s ? why->s : "");
-    } else {
-        qh_sb_printf(&v->detail, "    note: the vector is also mistrusted: %s\n",
-                     why->s ? why->s : "");
-    }
-}
-
-/* Calls the backend and judges its answer: the expectation computed a part at a time and
- * compared with the output and the stored one in the same pass, the answer classified, then
- * (when asked) run again for determinism, the worker's output kept, the vector's mistrust
- * applied. */
-static void invoke_and_judge(qh_case *c, qh_backend *hb, const qh_eval_opts *o,
-                             qh_expectation *e, verdict *v)
-{
-    qh_invocation inv = {0};
-    if (qh_invoke(hb, &c->call, &o->invoke, &inv) != 0) {
-        clean_text said;
-        v->status = QH_ERROR;
-        qh_sb_puts(&v->summary, CLEAN(said, inv.problem));
-        qh_invocation_free(&inv);
-        return;
-    }
-    const char *vp = vector_profile(c, e);
-    int own_profile = strcmp(vp, e->profile) == 0;
-    comparison cm = {0};
-    if (inv.outcome == QH_RETURNED && inv.code == QMM_OK)
-        cm.got = &inv.y;
-    if (own_profile && c->n_outputs > 0)
-        cm.stored = &c->outputs[0].t;
-    compare_with_expectation(e, &cm);
-    if (expectation_usable(e, v)) {
-        qh_sb why = {0};
-        int mistrusted = own_profile ? vector_mistrusted(c, e, &cm.vs_stored, &why)
-                                     : vector_mistrusted_under(c, vp, &why);
-        classify(c, hb, o, e, &inv, &cm.vs_got, v);
-        if (o->determinism && (v->status == QH_PASSED || v->status == QH_UNCHECKED))
-            check_determinism(c, hb, o, &inv, v);
-        if (o->verbose || (v->status != QH_PASSED && v->status != QH_SKIPPED))
-            sb_worker_output(&v->detail, &inv);
-        if (mistrusted)
-            apply_mistrust(&why, v);
-        qh_sb_free(&why);
-    }
-    qh_invocation_free(&inv);
-}
-
-static void judge(qh_case *c, qh_backend *hb, const qh_eval_opts *o, verdict *v)
-{
+    judged jb[QH_EVAL_MAX];
+    memset(jb, 0, sizeof jb);
     lend_stored_shape(c);
     qh_expectation e;
-    if (qh_expect_plan(&c->call, o->profile, &e) != 0) {
-        v->status = QH_ERROR;
-        qh_sb_printf(&v->summary, "reference: %s", e.message);
+    if (qh_expect_plan(&c->call, o[0].profile, &e) != 0) {
+        for (int j = 0; j < n; j++) {
+            v[j].status = QH_ERROR;
+            v[j].reason = QH_REASON_REFERENCE_ERROR;
+            qh_sb_printf(&v[j].summary, "reference: %s", e.message);
+        }
+        qh_expectation_free(&e);
         return;
     }
-    if (expectation_usable(&e, v)) {
-        if (o->verbose)
-            sb_call_inputs(&v->detail, &c->call);
-        invoke_and_judge(c, hb, o, &e, v);
+    int usable = 1;
+    for (int j = 0; j < n; j++)
+        usable = qh_judge_expectation(&e, &v[j]);
+    if (!usable) {
+        qh_expectation_free(&e);
+        return;
+    }
+    comparison cm = {.n = n};
+    for (int j = 0; j < n; j++) {
+        double tj = qh_mono_seconds();
+        jb[j] = (judged){.b = &b[j], .o = &o[j], .call = &c->call};
+        if (o[j].verbose)
+            sb_call_inputs(&v[j].detail, &c->call);
+        if (qh_invoke(&b[j], &c->call, &o[j].invoke, &jb[j].inv) != 0)
+            qh_judge_not_run("", jb[j].inv.problem, sizeof jb[j].inv.problem, &v[j]);
+        else
+            jb[j].returned = 1;
+        if (jb[j].returned && jb[j].inv.outcome == QH_RETURNED && jb[j].inv.code == QMM_OK)
+            cm.got[j] = &jb[j].inv.y;
+        jb[j].seconds = qh_mono_seconds() - tj;
+    }
+    const char *vp = vector_profile(c, &e);
+    int own_profile = strcmp(vp, e.profile) == 0;
+    if (own_profile && c->n_outputs > 0)
+        cm.stored = &c->outputs[0].t;
+    double ts = qh_mono_seconds();
+    compare_with_expectation(&e, &cm);
+    qh_sb why = {0};
+    int mistrusted = -1; /* not looked at yet: only once some answer is judged */
+    double shared = (qh_mono_seconds() - ts) / n;
+    for (int j = 0; j < n; j++) {
+        double tj = qh_mono_seconds();
+        if (!jb[j].returned || !qh_judge_expectation(&e, &v[j])) {
+            jb[j].seconds += shared + qh_mono_seconds() - tj;
+            continue;
+        }
+        if (mistrusted < 0)
+            mistrusted = own_profile ? qh_judge_vector(c->meta.expect, c->n_outputs, cm.stored,
+                                                       &e, &cm.vs_stored, &why)
+                                     : vector_mistrusted_under(c, vp, &why);
+        qh_judge_opts jo = {.verbose = o[j].verbose, .text = 1, .fill = o[j].invoke.fill,
+                            .rerun = rerun, .rerun_ctx = &jb[j]};
+        qh_judge(&e, &jb[j].inv, cm.got[j] ? &cm.vs_got[j] : NULL, &jo, &v[j]);
+        if (o[j].determinism && (v[j].status == QH_PASSED || v[j].status == QH_UNCHECKED))
+            check_determinism(&jb[j], &v[j]);
+        if (o[j].verbose || (v[j].status != QH_PASSED && v[j].status != QH_SKIPPED))
+            sb_worker_output(&v[j].detail, &jb[j].inv);
+        if (mistrusted > 0)
+            qh_judge_mistrust(&why, &v[j]);
+        jb[j].seconds += shared + qh_mono_seconds() - tj;
+    }
+    qh_sb_free(&why);
+    for (int j = 0; j < n; j++) {
+        qh_invocation_free(&jb[j].inv);
+        if (seconds)
+            seconds[j] = jb[j].seconds;
     }
     qh_expectation_free(&e);
 }
 
-void qh_eval_case(const qh_case_ref *ref, qh_backend *b, const qh_eval_opts *o, qh_result *res)
+void qh_judge_case(qh_case *c, qh_backend *b, const qh_eval_opts *o, qh_verdict *v)
 {
-    memset(res, 0, sizeof *res);
-    double t0 = qh_mono_seconds();
+    judge_loaded(c, 1, b, o, v, NULL);
+}
+
+/* A result's row from its verdict (the verdict's text handed over). */
+static void fill_result(const qh_case_ref *ref, qh_backend *b, qh_verdict *v, qh_result *res)
+{
     res->backend = b->spec;
     /* the table's own name only where it is ours to trust: never an isolated plugin's (the
      * parent holds no table) nor an exec: process's hello, which says what it likes */
     res->backend_name = b->isolated || qh_exec_is_spec(b->spec) ? NULL : b->table.name;
     res->cpu = b->iso.cpu ? qh_cpu_name(b->iso.cpu) : NULL;
     res->data_set = ref->data_set;
-    res->name = malloc(strlen(ref->name) + 1);
-    res->path = malloc(strlen(ref->dir) + 1);
-    if (res->name)
-        strcpy(res->name, ref->name);
-    if (res->path)
-        strcpy(res->path, ref->dir);
+    res->name = strdup(ref->name);
+    res->path = strdup(ref->dir);
+    res->status = v->status;
+    res->reason = v->reason;
+    res->errors = v->errors;
+    res->total = v->total;
+    res->summary = v->summary.s ? qh_sb_take(&v->summary) : NULL;
+    res->detail = v->detail.s ? qh_sb_take(&v->detail) : NULL;
+    res->first_mismatch = v->first.s ? qh_sb_take(&v->first) : NULL;
+}
 
-    verdict v = {0};
+void qh_eval_cases(const qh_case_ref *ref, int n, qh_backend *b, const qh_eval_opts *o,
+                   qh_result *res)
+{
+    double t0 = qh_mono_seconds(), seconds[QH_EVAL_MAX] = {0};
+    qh_verdict one, *v = n > 1 ? calloc((size_t)n, sizeof *v) : &one; /* zeroed: initialised */
+    for (int j = 0; j < n; j++)
+        memset(&res[j], 0, sizeof res[j]);
+    if (!v) { /* every row an ERROR, as any problem of the harness's is */
+        for (int j = 0; j < n; j++) {
+            res[j].status = QH_ERROR;
+            res[j].reason = QH_REASON_NOT_RUN;
+            res[j].backend = b[j].spec;
+            res[j].summary = strdup("out of memory");
+        }
+        return;
+    }
+    qh_verdict_init(&one);
     qh_case c;
     qh_error err = {{0}};
     if (qh_case_load(ref, &c, &err) != 0) {
-        v.status = QH_ERROR;
-        qh_sb_puts(&v.summary, err.msg);
+        for (int j = 0; j < n; j++) {
+            v[j].status = QH_ERROR;
+            v[j].reason = QH_REASON_CASE_ERROR;
+            qh_sb_puts(&v[j].summary, err.msg);
+        }
     } else {
-        judge(&c, b, o, &v);
+        /* one expectation for the backends judged under one profile (all of them, for run) */
+        for (int j = 0, k; j < n; j = k) {
+            for (k = j + 1; k < n && strcmp(o[k].profile ? o[k].profile : QH_DEFAULT_PROFILE,
+                                            o[j].profile ? o[j].profile : QH_DEFAULT_PROFILE) == 0;
+                 k++)
+                ;
+            judge_loaded(&c, k - j, &b[j], &o[j], &v[j], &seconds[j]);
+        }
         qh_case_free(&c);
     }
-    res->status = v.status;
-    res->summary = v.summary.s ? qh_sb_take(&v.summary) : NULL;
-    res->detail = v.detail.s ? qh_sb_take(&v.detail) : NULL;
-    res->first_mismatch = v.first.s ? qh_sb_take(&v.first) : NULL;
-    res->seconds = qh_mono_seconds() - t0;
+    double load = (qh_mono_seconds() - t0) / n;
+    for (int j = 0; j < n; j++)
+        load -= seconds[j] / n;
+    for (int j = 0; j < n; j++) {
+        fill_result(ref, &b[j], &v[j], &res[j]);
+        res[j].seconds = seconds[j] + (load > 0 ? load : 0);
+        qh_verdict_free(&v[j]);
+    }
+    if (v != &one)
+        free(v);
+}
+
+void qh_eval_case(const qh_case_ref *ref, qh_backend *b, const qh_eval_opts *o, qh_result *res)
+{
+    qh_eval_cases(ref, 1, b, o, res);
 }
 
 /* ---- expected failures ---------------------------------------------------------------- */

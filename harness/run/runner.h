@@ -7,27 +7,8 @@
 
 #include "harness/run/backends.h"
 #include "harness/io/case.h"
+#include "harness/judge/judge.h"
 #include "harness/run/invoke.h"
-
-/* The closed set of case statuses. */
-typedef enum qh_case_status {
-    QH_PASSED = 0,
-    QH_FAILED,
-    QH_MISTRUSTED, /* the vector's stored output contradicts the reference */
-    QH_SKIPPED,    /* the backend answered UNSUPPORTED */
-    QH_UNCHECKED,  /* invalid input the backend accepted instead of rejecting */
-    QH_CRASHED,
-    QH_TIMEOUT,
-    QH_ERROR,      /* the case itself could not be loaded */
-    QH_XFAIL,
-    QH_XPASS,
-    QH_STATUS_COUNT
-} qh_case_status;
-
-const char *qh_case_status_name(qh_case_status s);  /* "PASSED" */
-const char *qh_case_status_key(qh_case_status s);   /* "passed", the report key */
-/* FAILED, CRASHED, TIMEOUT and ERROR make the run exit 1. */
-int qh_case_status_is_bad(qh_case_status s);
 
 typedef struct qh_result {
     int64_t number;        /* 1-based position in the run */
@@ -41,6 +22,7 @@ typedef struct qh_result {
     const char *cpu;       /* --cpu: the CPU class it was judged under (harness/run/cpu.h,
                             * static); NULL when no --cpu was given */
     qh_case_status status;
+    qh_reason reason;      /* why (harness/judge/judge.h) */
     char *summary;         /* one line: "errors:3 total:12", a reason; may be NULL */
     char *detail;          /* several lines; NULL when passed */
     char *first_mismatch;  /* FAILED on values: "[0,1] (index 1): got 5, expected 6"; else NULL */
@@ -59,8 +41,22 @@ typedef struct qh_eval_opts {
     int32_t n_variants;
 } qh_eval_opts;
 
-/* Judges one case against one backend. Never fails: problems become the ERROR status. */
+/* The most backends one case is judged against at once. */
+#define QH_EVAL_MAX 64
+
+/* Judges one case against n backends (b[j] under o[j], into res[j]; n <= QH_EVAL_MAX): the
+ * case is loaded once and its expectation computed once for the backends judged under the
+ * same profile, compared with every answer in one pass. Never fails: problems become the
+ * ERROR status. */
+void qh_eval_cases(const qh_case_ref *ref, int n, qh_backend *b, const qh_eval_opts *o,
+                   qh_result *res);
+/* qh_eval_cases with one backend. */
 void qh_eval_case(const qh_case_ref *ref, qh_backend *b, const qh_eval_opts *o, qh_result *res);
+
+/* Judges a case already in memory (reduce's candidates, loaded or built: c->call's y carries
+ * dtype and, when c->y_shape_known, shape; no stored output needed) as qh_eval_case does,
+ * into v (initialised). The call's y shape may be lent from a stored output. */
+void qh_judge_case(qh_case *c, qh_backend *b, const qh_eval_opts *o, qh_verdict *v);
 
 /* Expected-failure list (docs/formats.md, "Expected-failure lists"): one entry a line,
  * `CASE-GLOB [status=S[,S...]] [backend=GLOB] [# comment]`, '#' lines are comments. */

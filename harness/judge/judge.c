@@ -1,0 +1,647 @@
+/* harness/judge/judge.c — the judge (harness/judge/judge.h): an answer against the expectation,
+ * as a structured verdict and the text made from it. */
+#include "harness/judge/judge.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/io/clean.h"
+#include "ops/operator.h"
+#include "reference/qmm_reference.h"
+
+/* ---- statuses and reasons ------------------------------------------------------------- */
+
+static const char *const status_names[QH_STATUS_COUNT] = {
+    "PASSED", "FAILED", "MISTRUSTED", "SKIPPED", "UNCHECKED",
+    "CRASHED", "TIMEOUT", "ERROR", "XFAIL", "XPASS",
+};
+static const char *const status_keys[QH_STATUS_COUNT] = {
+    "passed", "failed", "mistrusted", "skipped", "unchecked",
+    "crashed", "timeout", "error", "xfail", "xpass",
+};
+
+const char *qh_case_status_name(qh_case_status s)
+{
+    return s < QH_STATUS_COUNT ? status_names[s] : "UNKNOWN";
+}
+
+const char *qh_case_status_key(qh_case_status s)
+{
+    return s < QH_STATUS_COUNT ? status_keys[s] : "unknown";
+}
+
+int qh_case_status_is_bad(qh_case_status s)
+{
+    return s == QH_FAILED || s == QH_CRASHED || s == QH_TIMEOUT || s == QH_ERROR;
+}
+
+/* docs/formats.md "Verdicts" lists the same names, one row each */
+static const char *const reason_names[QH_REASON_COUNT] = {
+    [QH_REASON_NONE] = "none",
+    [QH_REASON_EQUAL] = "equal",
+    [QH_REASON_REJECTED] = "rejected",
+    [QH_REASON_VALUES] = "values",
+    [QH_REASON_SHAPE] = "shape",
+    [QH_REASON_UNWRITTEN] = "unwritten",
+    [QH_REASON_NOT_DETERMINISTIC] = "not-deterministic",
+    [QH_REASON_WRONG_STATUS_VALID] = "wrong-status-valid",
+    [QH_REASON_WRONG_STATUS_INVALID] = "wrong-status-invalid",
+    [QH_REASON_ACCEPTED_INVALID] = "accepted-invalid",
+    [QH_REASON_UNSUPPORTED] = "unsupported",
+    [QH_REASON_REFERENCE_CANNOT_JUDGE] = "reference-cannot-judge",
+    [QH_REASON_REFERENCE_ERROR] = "reference-error",
+    [QH_REASON_CRASHED] = "crashed",
+    [QH_REASON_TIMEOUT] = "timeout",
+    [QH_REASON_MISBEHAVED] = "misbehaved",
+    [QH_REASON_MALFORMED] = "malformed",
+    [QH_REASON_INTERRUPTED] = "interrupted",
+    [QH_REASON_NOT_RUN] = "not-run",
+    [QH_REASON_CASE_ERROR] = "case-error",
+    [QH_REASON_MISTRUSTED] = "mistrusted",
+};
+
+const char *qh_reason_name(qh_reason r)
+{
+    return r < QH_REASON_COUNT && reason_names[r] ? reason_names[r] : "unknown";
+}
+
+void qh_verdict_init(qh_verdict *v)
+{
+    memset(v, 0, sizeof *v);
+}
+
+void qh_verdict_free(qh_verdict *v)
+{
+    qh_sb_free(&v->summary);
+    qh_sb_free(&v->detail);
+    qh_sb_free(&v->first);
+    qh_verdict_init(v);
+}
+
+static void set(qh_verdict *v, qh_case_status status, qh_reason reason)
+{
+    v->status = status;
+    v->reason = reason;
+}
+
+/* ---- cleaned text ----------------------------------------------------------------------- */
+
+/* Untrusted text (a plugin's status message, a worker's problem) as one clean line, read at
+ * most `max` bytes far: a plugin need not have terminated its message. */
+typedef struct clean_text {
+    char s[QH_CLEAN_LINE_MAX + 1];
+} clean_text;
+
+static const char *cleaned(clean_text *t, const char *s, size_t max)
+{
+    qh_clean_into(t->s, sizeof t->s, s, strnlen(s, max), QH_CLEAN_LINE_MAX);
+    return t->s;
+}
+
+#define CLEAN(t, field) cleaned(&(t), (field), sizeof(field))
+
+void qh_judge_cause(const char *problem, char *buf, size_t size)
+{
+    size_t n = 0;
+    int in_digits = 0;
+    for (const char *s = problem; *s && *s != ':' && *s != '[' && *s != '(' && n + 1 < size;
+         s++) {
+        int digit = *s >= '0' && *s <= '9';
+        if (!(digit && in_digits))
+            buf[n++] = digit ? '#' : *s;
+        in_digits = digit;
+    }
+    while (n > 0 && buf[n - 1] == ' ')
+        n--;
+    buf[n] = '\0';
+}
+
+/* A reason the invocation reports: its words are the summary, their kind the cause. */
+static void from_invocation(qh_verdict *v, qh_case_status status, qh_reason reason,
+                            const char *problem, size_t max)
+{
+    clean_text said;
+    set(v, status, reason);
+    cleaned(&said, problem, max);
+    qh_sb_puts(&v->summary, said.s);
+    qh_judge_cause(said.s, v->cause, sizeof v->cause);
+}
+
+void qh_judge_not_run(const char *prefix, const char *problem, size_t max, qh_verdict *v)
+{
+    clean_text said;
+    set(v, QH_ERROR, QH_REASON_NOT_RUN);
+    cleaned(&said, problem, max);
+    qh_sb_printf(&v->summary, "%s%s", prefix, said.s);
+    qh_judge_cause(said.s, v->cause, sizeof v->cause);
+}
+
+int qh_verdict_same_class(const qh_verdict *a, const qh_verdict *b)
+{
+    if (a->status != b->status || a->reason != b->reason)
+        return 0;
+    if ((a->reason == QH_REASON_WRONG_STATUS_VALID ||
+         a->reason == QH_REASON_WRONG_STATUS_INVALID) && a->answered != b->answered)
+        return 0;
+    return strcmp(a->cause, b->cause) == 0;
+}
+
+/* ---- comparing ------------------------------------------------------------------------- */
+
+static int rule_of(const qh_expectation *e)
+{
+    const qmm_op_desc *d = qmm_call_desc(&e->call);
+    return d ? (int)d->compare : (int)QMM_COMPARE_EXACT;
+}
+
+void qh_judge_compare_start(const qh_expectation *e, const qmm_tensor *got, qh_compare *r)
+{
+    switch (rule_of(e)) {
+    case QMM_COMPARE_EXACT:
+    default:
+        qh_compare_start(&e->exact, got, r);
+        break;
+    }
+}
+
+void qh_judge_compare_part(const qh_expectation *e, const void *exact, const void *alt,
+                           const qmm_tensor *got, int64_t first, int64_t count, qh_compare *r)
+{
+    switch (rule_of(e)) {
+    case QMM_COMPARE_EXACT: /* the exact value, or the overflow-permitted one */
+    default:
+        qh_compare_part(exact, alt, got, first, count, r);
+        break;
+    }
+}
+
+void qh_judge_compare(const qh_expectation *e, const qmm_tensor *got, qh_compare *r)
+{
+    qh_judge_compare_start(e, got, r);
+    qh_judge_compare_part(e, e->exact.data, e->overflow ? e->alt.data : NULL, got, 0, r->total,
+                          r);
+}
+
+/* ---- the mismatches as data ------------------------------------------------------------- */
+
+static void coords_of(const qmm_tensor *y, int64_t index, qh_mismatch *m)
+{
+    int64_t rest = index;
+    m->rank = y->rank;
+    for (int32_t d = y->rank - 1; d >= 0; d--) {
+        m->coord[d] = y->dims[d] ? rest % y->dims[d] : 0;
+        rest = y->dims[d] ? rest / y->dims[d] : 0;
+    }
+}
+
+/* v's mismatches from the comparison: where, expected, got; with `explain`, what the
+ * reference computes there (acc, the exact scaled value, an overflow's wrapped result). */
+static void keep_mismatches(const qh_expectation *e, const qmm_tensor *got, const qh_compare *cmp,
+                            int explain, qh_verdict *v)
+{
+    v->errors = cmp->errors;
+    v->total = cmp->total;
+    v->n_mismatches = cmp->n_kept;
+    for (int32_t k = 0; k < cmp->n_kept; k++) {
+        qh_mismatch *m = &v->mismatches[k];
+        memset(m, 0, sizeof *m);
+        m->index = cmp->kept[k];
+        coords_of(&e->exact, m->index, m);
+        m->expected = cmp->expected[k];
+        m->got = qh_tensor_int(got, m->index);
+        m->bound = m->fraction = NAN; /* the exact rule has no bound */
+        qmm_ref_element el;
+        qmm_status st;
+        if (explain && qmm_ref_explain(&e->call, m->index, &el, &st) == QMM_OK) {
+            m->explained = 1;
+            m->acc = el.acc;
+            memcpy(m->scaled, el.scaled, sizeof m->scaled);
+            m->overflow = el.overflow;
+            m->wrapped = el.wrapped;
+        }
+    }
+}
+
+static void sb_mismatch_coord(qh_sb *b, const qh_mismatch *m)
+{
+    qh_sb_puts(b, "y[");
+    for (int32_t d = 0; d < m->rank; d++)
+        qh_sb_printf(b, "%s%lld", d ? "," : "", (long long)m->coord[d]);
+    qh_sb_puts(b, "]");
+}
+
+/* Which profiles give `got`'s value at each kept mismatch: every profile's expectation is
+ * computed a part at a time (a whole output per profile, not one element: the Orion profile's
+ * refusals depend on every element), and only its values at the kept indices are looked at.
+ * Computed on the first mismatch that asks for it and reused for the others. */
+typedef struct profile_matches {
+    int computed;
+    const qh_verdict *v;
+    const qmm_tensor *got;
+    int profile;
+    uint64_t bits[QH_COMPARE_KEEP]; /* bit p: profile p gives got's value at mismatch k */
+} profile_matches;
+_Static_assert(QMM_PROFILE_MAX <= 64, "profile_matches.bits holds a bit per profile");
+
+static void match_part(void *ctx, int64_t first, int64_t count, const void *exact,
+                       const void *alt)
+{
+    profile_matches *pm = ctx;
+    qmm_tensor ex = {.dtype = pm->got->dtype, .data = (void *)exact};
+    qmm_tensor al = {.dtype = pm->got->dtype, .data = (void *)alt};
+    for (int32_t k = 0; k < pm->v->n_mismatches; k++) {
+        int64_t i = pm->v->mismatches[k].index;
+        if (i < first || i >= first + count)
+            continue;
+        int64_t g = qh_tensor_int(pm->got, i);
+        if (qh_tensor_int(&ex, i - first) == g || (alt && qh_tensor_int(&al, i - first) == g))
+            pm->bits[k] |= (uint64_t)1 << pm->profile;
+    }
+}
+
+static void profile_matches_compute(profile_matches *pm, const qmm_call *call)
+{
+    if (pm->computed)
+        return;
+    pm->computed = 1;
+    for (int p = 0; p < qmm_profile_count(); p++) {
+        qh_expectation x;
+        if (qh_expect_plan(call, qmm_profile_name((qmm_profile)p), &x) == 0) {
+            uint64_t before[QH_COMPARE_KEEP];
+            memcpy(before, pm->bits, sizeof before);
+            pm->profile = p;
+            qh_expect_scan(&x, 0, match_part, pm);
+            if (x.code != QMM_OK) /* the profile refuses the call: it is not listed */
+                memcpy(pm->bits, before, sizeof before);
+        }
+        qh_expectation_free(&x);
+    }
+}
+
+/* "; got matches: onnx-ref, ort-fp32" or "; got matches no known profile". A combination
+ * (REQ+ACC) is named only where its requantization under the default accumulation does not
+ * give `got` too: where both do, its accumulation model made no difference. */
+static void sb_profiles_giving(qh_sb *b, profile_matches *pm, const qh_expectation *e,
+                               int32_t k)
+{
+    profile_matches_compute(pm, &e->call);
+    int n = 0;
+    for (int p = 0; p < qmm_profile_count(); p++) {
+        int base = (int)qmm_profile_base((qmm_profile)p);
+        if ((pm->bits[k] >> p & 1) && (base == p || !(pm->bits[k] >> base & 1)))
+            qh_sb_printf(b, "%s%s", n++ ? ", " : "; got matches: ",
+                         qmm_profile_name((qmm_profile)p));
+    }
+    if (n == 0)
+        qh_sb_puts(b, "; got matches no known profile");
+}
+
+void qh_judge_explain(qh_sb *b, const qh_expectation *e, const qmm_tensor *got,
+                      const qh_verdict *v, int32_t limit)
+{
+    profile_matches pm;
+    memset(&pm, 0, sizeof pm);
+    pm.v = v;
+    pm.got = got;
+    int32_t shown = 0;
+    for (int32_t k = 0; k < v->n_mismatches && k < limit; k++, shown++) {
+        const qh_mismatch *m = &v->mismatches[k];
+        qh_sb_puts(b, "    ");
+        sb_mismatch_coord(b, m);
+        qh_sb_printf(b, " (index %lld): expected %lld, got %lld", (long long)m->index,
+                     (long long)m->expected, (long long)m->got);
+        if (m->explained) {
+            qh_sb_printf(b, "; acc %lld", (long long)m->acc);
+            if (m->scaled[0])
+                qh_sb_printf(b, "; acc*scale = %s", m->scaled);
+            if (m->overflow)
+                qh_sb_printf(b, "; acc overflows int32, wrapped result %lld also accepted",
+                             (long long)m->wrapped);
+        }
+        sb_profiles_giving(b, &pm, e, k);
+        qh_sb_puts(b, "\n");
+    }
+    if (v->errors > shown)
+        qh_sb_printf(b, "    ... %lld more\n", (long long)(v->errors - shown));
+}
+
+void qh_explain_mismatches(qh_sb *b, const qh_expectation *e, const qmm_tensor *got,
+                           const qh_compare *cmp, int32_t limit)
+{
+    qh_verdict *v = malloc(sizeof *v);
+    if (!v) {
+        b->failed = 1;
+        return;
+    }
+    qh_verdict_init(v);
+    keep_mismatches(e, got, cmp, 1, v);
+    qh_judge_explain(b, e, got, v, limit);
+    qh_verdict_free(v);
+    free(v);
+}
+
+/* ---- judging ----------------------------------------------------------------------------- */
+
+int qh_judge_expectation(const qh_expectation *e, qh_verdict *v)
+{
+    if (e->code == QMM_UNSUPPORTED) {
+        set(v, QH_SKIPPED, QH_REASON_REFERENCE_CANNOT_JUDGE);
+        qh_sb_printf(&v->summary, "the reference cannot judge this case: %s", e->message);
+        return 0;
+    }
+    if (e->code != QMM_OK && e->code != QMM_INVALID_ARGUMENT) {
+        set(v, QH_ERROR, QH_REASON_REFERENCE_ERROR);
+        qh_sb_printf(&v->summary, "reference: %s: %s", qmm_status_name(e->code), e->message);
+        return 0;
+    }
+    return 1;
+}
+
+/* The call did not return normally (interrupted, crashed, hung, broke a memory rule): sets
+ * the verdict and returns 1; 0 when it returned. Each outcome's status and reason: */
+static const struct {
+    qh_case_status status;
+    qh_reason reason;
+} abnormal[] = {
+    [QH_DIED] = {QH_CRASHED, QH_REASON_CRASHED},
+    [QH_HUNG] = {QH_TIMEOUT, QH_REASON_TIMEOUT},
+    [QH_MISBEHAVED] = {QH_FAILED, QH_REASON_MISBEHAVED},
+    [QH_MALFORMED] = {QH_ERROR, QH_REASON_MALFORMED},
+};
+
+static int judge_abnormal(const qh_invocation *inv, qh_verdict *v)
+{
+    if (inv->outcome == QH_RETURNED)
+        return 0;
+    if (inv->outcome == QH_INTERRUPTED) {
+        set(v, QH_ERROR, QH_REASON_INTERRUPTED);
+        qh_sb_puts(&v->summary, "interrupted");
+        return 1;
+    }
+    if ((size_t)inv->outcome >= sizeof abnormal / sizeof abnormal[0] ||
+        abnormal[inv->outcome].reason == QH_REASON_NONE)
+        return 0;
+    from_invocation(v, abnormal[inv->outcome].status, abnormal[inv->outcome].reason,
+                    inv->problem, sizeof inv->problem);
+    return 1;
+}
+
+/* The reference rejects the input: the backend must answer INVALID_ARGUMENT too. */
+static void judge_invalid(const qh_expectation *e, const qh_invocation *inv,
+                          const qh_judge_opts *o, qh_verdict *v)
+{
+    clean_text said;
+    if (inv->code == QMM_INVALID_ARGUMENT) {
+        set(v, QH_PASSED, QH_REASON_REJECTED);
+        if (o->verbose)
+            qh_sb_printf(&v->detail, "  rejected as expected: %s\n",
+                         CLEAN(said, inv->st.message));
+    } else if (inv->code == QMM_OK) {
+        set(v, QH_UNCHECKED, QH_REASON_ACCEPTED_INVALID);
+        qh_sb_printf(&v->summary, "accepted invalid input; the reference says: %s", e->message);
+    } else {
+        set(v, QH_FAILED, QH_REASON_WRONG_STATUS_INVALID);
+        qh_sb_printf(&v->summary, "answered %s for invalid input (expected INVALID_ARGUMENT): %s",
+                     qmm_status_name(inv->code), CLEAN(said, inv->st.message));
+    }
+}
+
+/* 1 when every byte of element i of y is `fill`. */
+static int element_is_fill(const qmm_tensor *y, int64_t i, unsigned char fill)
+{
+    size_t es = qmm_dtype_size(y->dtype);
+    const unsigned char *p = (const unsigned char *)y->data + (size_t)i * es;
+    for (size_t k = 0; k < es; k++)
+        if (p[k] != fill)
+            return 0;
+    return 1;
+}
+
+/* The first element at or after `from` whose bytes are all `fill`, or n. memchr skips the
+ * bytes that cannot start one, so an output of several GiB with no fill costs one fast pass. */
+static int64_t next_fill(const qmm_tensor *y, int64_t from, int64_t n, unsigned char fill)
+{
+    size_t es = qmm_dtype_size(y->dtype);
+    const unsigned char *base = y->data, *end = base + (size_t)n * es;
+    const unsigned char *p = base + (size_t)from * es;
+    while (p < end) {
+        const unsigned char *hit = memchr(p, fill, (size_t)(end - p));
+        if (!hit)
+            return n;
+        int64_t i = (int64_t)((size_t)(hit - base) / es);
+        if (element_is_fill(y, i, fill))
+            return i;
+        p = base + (size_t)(i + 1) * es;
+    }
+    return n;
+}
+
+/* A backend answered OK. An element still holding the fill may be unwritten, or written with
+ * a value that happens to be the fill (165 everywhere is a right answer for K = 0): only then
+ * is the call run again with another fill (o->rerun), and an element holding the fill both
+ * times was never written. Elements that differ otherwise between the runs are not
+ * deterministic. Returns 1 with the verdict set when the backend fails this. */
+static int judge_unwritten(const qh_invocation *first, const qh_judge_opts *o, qh_verdict *v)
+{
+    const qmm_tensor *y = &first->y;
+    /* qh_invoke's fill (0xa5 unless asked otherwise), then its complement (0x5a) */
+    const unsigned char fill1 = o->fill ? o->fill : 0xa5;
+    const unsigned char fill2 = (unsigned char)~fill1;
+    int64_t n = qmm_tensor_numel(y);
+    int64_t i0 = n > 0 ? next_fill(y, 0, n, fill1) : 0;
+    if (!o->rerun || i0 >= n)
+        return 0;
+    qh_invocation again;
+    clean_text t;
+    if (o->rerun(o->rerun_ctx, fill2, &again) != 0) {
+        qh_judge_not_run("", again.problem, sizeof again.problem, v);
+        qh_invocation_free(&again);
+        return 1;
+    }
+    if (again.outcome != QH_RETURNED || again.code != QMM_OK) {
+        set(v, QH_FAILED, QH_REASON_NOT_DETERMINISTIC);
+        qh_sb_printf(&v->summary,
+                     "not deterministic: a second run (to find unwritten elements) answered %s%s",
+                     again.outcome == QH_RETURNED ? qmm_status_name(again.code) : "abnormally: ",
+                     again.outcome == QH_RETURNED ? "" : CLEAN(t, again.problem));
+        qh_invocation_free(&again);
+        return 1;
+    }
+    int64_t unwritten = 0, changed = 0, first_unwritten = -1, first_changed = -1;
+    size_t es = qmm_dtype_size(y->dtype);
+    for (int64_t i = i0; i < n; i = next_fill(y, i + 1, n, fill1)) {
+        if (element_is_fill(&again.y, i, fill2)) {
+            if (unwritten++ == 0)
+                first_unwritten = i;
+        } else if (memcmp((const char *)again.y.data + (size_t)i * es,
+                          (const char *)y->data + (size_t)i * es, es) != 0) {
+            if (changed++ == 0)
+                first_changed = i;
+        }
+    }
+    if (unwritten) {
+        set(v, QH_FAILED, QH_REASON_UNWRITTEN);
+        v->errors = unwritten;
+        v->total = n;
+        qh_sb_puts(&v->summary, "did not write ");
+        qh_sb_coord(&v->summary, y, first_unwritten);
+        qh_sb_printf(&v->summary, " (%lld of %lld elements unwritten)", (long long)unwritten,
+                     (long long)n);
+        qh_sb_printf(&v->detail, "    first unwritten element: index %lld; it kept the "
+                     "output's fill byte in two runs with different fills (0x%02x, 0x%02x)\n",
+                     (long long)first_unwritten, fill1, fill2);
+    } else if (changed) {
+        set(v, QH_FAILED, QH_REASON_NOT_DETERMINISTIC);
+        qh_sb_puts(&v->summary, "not deterministic: ");
+        qh_sb_coord(&v->summary, y, first_changed);
+        qh_sb_printf(&v->summary, " was %lld in one run and %lld in another (%lld elements "
+                     "differ)", (long long)qh_tensor_int(y, first_changed),
+                     (long long)qh_tensor_int(&again.y, first_changed), (long long)changed);
+    }
+    qh_invocation_free(&again);
+    return unwritten || changed;
+}
+
+/* A valid call the backend answered OK: every element written, each an accepted value. */
+static void judge_output(const qh_expectation *e, const qh_invocation *inv, const qh_compare *vs,
+                         const qh_judge_opts *o, qh_verdict *v)
+{
+    if (judge_unwritten(inv, o, v))
+        return; /* the verdict is set: an unwritten element says more than the mismatch */
+    qh_compare own;
+    if (!vs) {
+        qh_judge_compare(e, &inv->y, &own);
+        vs = &own;
+    }
+    v->errors = vs->errors;
+    v->total = vs->total;
+    if (vs->errors == 0) {
+        set(v, QH_PASSED, QH_REASON_EQUAL);
+        return;
+    }
+    set(v, QH_FAILED, vs->shape_differs ? QH_REASON_SHAPE : QH_REASON_VALUES);
+    keep_mismatches(e, &inv->y, vs, o->text, v);
+    qh_sb_printf(&v->summary, "errors:%lld total:%lld", (long long)vs->errors,
+                 (long long)vs->total);
+    if (v->n_mismatches > 0) {
+        const qh_mismatch *m = &v->mismatches[0];
+        sb_mismatch_coord(&v->first, m);
+        qh_sb_printf(&v->first, " (index %lld): got %lld, expected %lld", (long long)m->index,
+                     (long long)m->got, (long long)m->expected);
+    }
+    if (o->text)
+        qh_judge_explain(&v->detail, e, &inv->y, v, o->verbose ? QH_COMPARE_KEEP : 4);
+}
+
+void qh_judge(const qh_expectation *e, const qh_invocation *inv, const qh_compare *vs,
+              const qh_judge_opts *o, qh_verdict *v)
+{
+    static const qh_judge_opts none;
+    clean_text said;
+    if (!o)
+        o = &none;
+    v->answered = inv->code;
+    if (judge_abnormal(inv, v))
+        return;
+    if (inv->code == QMM_UNSUPPORTED) {
+        set(v, QH_SKIPPED, QH_REASON_UNSUPPORTED);
+        qh_sb_printf(&v->summary, "unsupported: %s", CLEAN(said, inv->st.message));
+    } else if (e->code == QMM_INVALID_ARGUMENT) {
+        judge_invalid(e, inv, o, v);
+    } else if (inv->code != QMM_OK) {
+        set(v, QH_FAILED, QH_REASON_WRONG_STATUS_VALID);
+        qh_sb_printf(&v->summary, "answered %s for a valid call: %s",
+                     qmm_status_name(inv->code), CLEAN(said, inv->st.message));
+    } else {
+        judge_output(e, inv, vs, o, v);
+    }
+}
+
+int qh_judge_passes(const qh_expectation *e, const qh_invocation *inv)
+{
+    qh_verdict v;
+    qh_verdict_init(&v);
+    qh_judge(e, inv, NULL, NULL, &v);
+    int passed = v.status == QH_PASSED;
+    qh_verdict_free(&v);
+    return passed;
+}
+
+int qh_judge_again(const qh_invocation *first, const qh_invocation *again, const char *who,
+                   qh_verdict *v)
+{
+    clean_text t;
+    size_t bytes = (size_t)qmm_tensor_numel(&first->y) * qmm_dtype_size(first->y.dtype);
+    if (again->outcome != QH_RETURNED || again->code != first->code) {
+        set(v, QH_FAILED, QH_REASON_NOT_DETERMINISTIC);
+        qh_sb_printf(&v->summary, "not deterministic: %s answered %s%s%s, the first run %s",
+                     who, again->outcome == QH_RETURNED ? qmm_status_name(again->code) : "",
+                     again->outcome == QH_RETURNED ? "" : "abnormally: ",
+                     again->outcome == QH_RETURNED ? "" : CLEAN(t, again->problem),
+                     qmm_status_name(first->code));
+        return 1;
+    }
+    if (first->code == QMM_OK && bytes && memcmp(first->y.data, again->y.data, bytes) != 0) {
+        qh_compare cmp;
+        qh_compare_outputs(&first->y, NULL, &again->y, &cmp);
+        int64_t i = cmp.n_kept ? cmp.kept[0] : 0;
+        set(v, QH_FAILED, QH_REASON_NOT_DETERMINISTIC);
+        qh_sb_printf(&v->summary,
+                     "not deterministic: %s differs from the first run at %lld of %lld "
+                     "elements (first at index %lld: %lld vs %lld)",
+                     who, (long long)cmp.errors, (long long)cmp.total, (long long)i,
+                     (long long)qh_tensor_int(&again->y, i),
+                     (long long)qh_tensor_int(&first->y, i));
+        return 1;
+    }
+    return 0;
+}
+
+int qh_judge_vector(qmm_status_code meta_expect, int n_outputs, const qmm_tensor *stored,
+                    const qh_expectation *e, const qh_compare *cmp, qh_sb *why)
+{
+    if (meta_expect != QMM_OK && meta_expect != e->code) {
+        qh_sb_printf(why, "qmm.meta expects %s but the reference answers %s%s%s",
+                     qmm_status_name(meta_expect), qmm_status_name(e->code),
+                     e->message[0] ? ": " : "", e->message);
+        return 1;
+    }
+    if (e->code != QMM_OK) {
+        if (meta_expect == QMM_OK && n_outputs > 0) {
+            qh_sb_printf(why, "the vector stores an output, but the reference rejects it: %s",
+                         e->message);
+            return 1;
+        }
+        return 0;
+    }
+    if (n_outputs == 0 || cmp->errors == 0)
+        return 0;
+    if (cmp->shape_differs) {
+        char d1[256], d2[256];
+        qh_format_dims(stored, d1, sizeof d1);
+        qh_format_dims(&e->exact, d2, sizeof d2);
+        qh_sb_printf(why, "stored output_0 is %s %s, the reference gives %s %s",
+                     qmm_dtype_name(stored->dtype), d1, qmm_dtype_name(e->exact.dtype), d2);
+        return 1;
+    }
+    int64_t i = cmp->kept[0];
+    qh_sb_printf(why,
+                 "stored output_0 differs from the reference at %lld of %lld elements "
+                 "(first at index %lld: stored %lld, reference %lld)",
+                 (long long)cmp->errors, (long long)cmp->total, (long long)i,
+                 (long long)qh_tensor_int(stored, i), (long long)cmp->expected[0]);
+    return 1;
+}
+
+void qh_judge_mistrust(const qh_sb *why, qh_verdict *v)
+{
+    v->mistrusted = 1;
+    if (v->status == QH_PASSED) {
+        set(v, QH_MISTRUSTED, QH_REASON_MISTRUSTED);
+        qh_sb_puts(&v->summary, why->s ? why->s : "");
+    } else {
+        qh_sb_printf(&v->detail, "    note: the vector is also mistrusted: %s\n",
+                     why->s ? why->s : "");
+    }
+}
