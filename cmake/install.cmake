@@ -37,7 +37,8 @@ install(TARGETS qmm_ops qmm_reference EXPORT qmmReferenceTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(TARGETS qmm_onnx qmm_harness qmm_optimized
+install(TARGETS qmm_base qmm_onnx qmm_cases qmm_gen qmm_invoke qmm_judge qmm_run qmm_report
+                qmm_harness qmm_optimized
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS qmmcheck RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

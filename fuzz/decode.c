@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/base/tensor.h"
 #include "ops/qmm_ops.h"
 #include "reference/qmm_reference.h"
 
@@ -332,32 +333,18 @@ static void write_zp_shape(sink *k, const qmm_tensor *zp, const qmm_tensor *scal
 
 /* ---- values --------------------------------------------------------------------------- */
 
-/* The extremes of a type: for float8 the codes of the largest finite value of each sign. */
-static int64_t qmin(int32_t dtype)
-{
-    const qmm_float8_format *f = qmm_float8_format_of(dtype);
-    return f ? (int64_t)(0x80u | f->max_code) : dtype == QMM_DTYPE_INT8 ? -128 : 0;
-}
-
-static int64_t qmax(int32_t dtype)
-{
-    const qmm_float8_format *f = qmm_float8_format_of(dtype);
-    return f ? (int64_t)f->max_code : dtype == QMM_DTYPE_INT8 ? 127 : 255;
-}
-
 /* A float8 code that is NaN or an infinity (docs/semantics.md §2.6: invalid in a or b). */
 static int f8_not_finite(int32_t dtype, uint8_t code)
 {
     return qmm_is_float8(dtype) && !isfinite(qmm_float8_decode(dtype, code));
 }
 
-static void *alloc_tensor(qh_fz_case *c, int slot, qmm_tensor *t)
+static void *alloc_tensor(qh_fz_case *c, qmm_tensor *t)
 {
     int64_t n = qmm_tensor_numel(t);
     size_t es = qmm_dtype_size(t->dtype);
     size_t bytes = n > 0 ? (size_t)n * (es ? es : 1) : 0;
-    c->owned[slot] = calloc(1, bytes ? bytes : 1);
-    t->data = c->owned[slot];
+    t->data = qh_owned_call_alloc(&c->oc, bytes);
     return t->data;
 }
 
@@ -486,7 +473,7 @@ static void read_zps(src *s, qmm_tensor *t)
     unsigned mode = tail(s) & 7;
     int64_t n = qmm_tensor_numel(t);
     uint8_t *p = t->data;
-    int64_t lo = qmin(t->dtype), hi = qmax(t->dtype);
+    int64_t lo = qh_dtype_qmin(t->dtype), hi = qh_dtype_qmax(t->dtype);
     for (int64_t i = 0; i < n; i++) {
         int64_t v = 0;
         if (mode < 4)
@@ -534,7 +521,7 @@ static void fill_data(src *s, qmm_tensor *t, data_mode m, int64_t zp)
 {
     int64_t n = qmm_tensor_numel(t);
     uint8_t *p = t->data;
-    int64_t lo = qmin(t->dtype), hi = qmax(t->dtype);
+    int64_t lo = qh_dtype_qmin(t->dtype), hi = qh_dtype_qmax(t->dtype);
     if (m.mode == 15)
         s->rng ^= 0x9E3779B97F4A7C15ULL * (m.seed + 1);
     uint8_t bits = 0;
@@ -670,6 +657,19 @@ static int32_t flip8(int32_t dtype)
     return dtype == QMM_DTYPE_INT8 ? QMM_DTYPE_UINT8 : QMM_DTYPE_INT8;
 }
 
+/* The operands last: their data modes, then their values (a's, then b's), each filled around
+ * its zero point's first value. 0, or -1 when memory runs out. */
+static int operands(src *s, qh_fz_case *c, qmm_tensor *a, qmm_tensor *b, const qmm_tensor *za,
+                    const qmm_tensor *zb)
+{
+    data_mode ma = read_data_mode(s), mb = read_data_mode(s);
+    if (!alloc_tensor(c, a) || !alloc_tensor(c, b))
+        return -1;
+    fill_data(s, a, ma, first_zp(za));
+    fill_data(s, b, mb, first_zp(zb));
+    return 0;
+}
+
 /* ---- QLinearMatMul -------------------------------------------------------------------- *
  * Types byte: bit 0 a int8, bit 1 b int8, bit 2 y int8, bits 3-4 the scale type (float,
  * float, float16, bfloat16), bit 5 flips the opset away from the natural one (10 for float,
@@ -718,12 +718,12 @@ static void begin_case(qh_fz_case *c, qmm_op_kind op, int64_t opset, src *s,
                        const uint8_t *data, size_t len)
 {
     memset(c, 0, sizeof *c);
-    qmm_call_init(&c->call, op, (int32_t)opset);
-    const qmm_op_desc *d = qmm_call_desc(&c->call);
+    qmm_call_init(&c->oc.call, op, (int32_t)opset);
+    const qmm_op_desc *d = qmm_call_desc(&c->oc.call);
     c->op_type = d->op_type;
     c->opset = opset;
     for (int32_t i = 0; i < d->n_inputs; i++)
-        c->inputs[i] = qmm_call_input(&c->call, i);
+        c->inputs[i] = qmm_call_input(&c->oc.call, i);
     c->n_inputs = d->n_inputs;
     s->d = data;
     s->front = 0;
@@ -733,7 +733,7 @@ static void begin_case(qh_fz_case *c, qmm_op_kind op, int64_t opset, src *s,
 
 static int decode_qlinearmatmul(const uint8_t *data, size_t len, qh_fz_case *c)
 {
-    qmm_qlinearmatmul *q = &c->call.u.qlinearmatmul;
+    qmm_qlinearmatmul *q = &c->oc.call.u.qlinearmatmul;
     src s;
     begin_case(c, QMM_OP_QLINEARMATMUL, 0, &s, data, len);
 
@@ -764,23 +764,17 @@ static int decode_qlinearmatmul(const uint8_t *data, size_t len, qh_fz_case *c)
     int64_t other[3] = {rows_of(&q->a), cols_of(&q->b), rows_of(&q->a)};
     qmm_tensor *scales[3] = {&q->a_scale, &q->b_scale, &q->y_scale};
     qmm_tensor *zps[3] = {&q->a_zero_point, &q->b_zero_point, &q->y_zero_point};
-    int slots[3][2] = {{1, 2}, {4, 5}, {6, 7}};
     for (int r = 0; r < 3; r++) {
         read_param_shape(&s, scales[r], refs[r], other[r]);
         read_zp_shape(&s, zps[r], scales[r], refs[r], other[r]);
         if (!within(scales[r]) || !within(zps[r]))
             return -1;
-        if (!alloc_tensor(c, slots[r][0], scales[r]) || !alloc_tensor(c, slots[r][1], zps[r]))
+        if (!alloc_tensor(c, scales[r]) || !alloc_tensor(c, zps[r]))
             return -1;
         read_values(&s, scales[r], scale_value);
         read_zps(&s, zps[r]);
     }
-    data_mode ma = read_data_mode(&s), mb = read_data_mode(&s);
-    if (!alloc_tensor(c, 0, &q->a) || !alloc_tensor(c, 3, &q->b))
-        return -1;
-    fill_data(&s, &q->a, ma, first_zp(&q->a_zero_point));
-    fill_data(&s, &q->b, mb, first_zp(&q->b_zero_point));
-    return 0;
+    return operands(&s, c, &q->a, &q->b, &q->a_zero_point, &q->b_zero_point);
 }
 
 /* ---- MatMulInteger -------------------------------------------------------------------- *
@@ -790,7 +784,7 @@ static int decode_qlinearmatmul(const uint8_t *data, size_t len, qh_fz_case *c)
  * share a shape with, so each has a parameter-shape byte of its own. */
 static int decode_matmulinteger(const uint8_t *data, size_t len, qh_fz_case *c)
 {
-    qmm_matmulinteger *q = &c->call.u.matmulinteger;
+    qmm_matmulinteger *q = &c->oc.call.u.matmulinteger;
     src s;
     begin_case(c, QMM_OP_MATMULINTEGER, 10, &s, data, len);
 
@@ -815,16 +809,11 @@ static int decode_matmulinteger(const uint8_t *data, size_t len, qh_fz_case *c)
         if (!qmm_tensor_present(zps[r]))
             continue;
         read_param_shape(&s, zps[r], refs[r], other[r]);
-        if (!within(zps[r]) || !alloc_tensor(c, 2 + r, zps[r]))
+        if (!within(zps[r]) || !alloc_tensor(c, zps[r]))
             return -1;
         read_zps(&s, zps[r]);
     }
-    data_mode ma = read_data_mode(&s), mb = read_data_mode(&s);
-    if (!alloc_tensor(c, 0, &q->a) || !alloc_tensor(c, 1, &q->b))
-        return -1;
-    fill_data(&s, &q->a, ma, first_zp(&q->a_zero_point));
-    fill_data(&s, &q->b, mb, first_zp(&q->b_zero_point));
-    return 0;
+    return operands(&s, c, &q->a, &q->b, &q->a_zero_point, &q->b_zero_point);
 }
 
 /* ---- QOrderedMatMul ------------------------------------------------------------------- *
@@ -992,7 +981,7 @@ static void qom_twist(qmm_qorderedmatmul *q, unsigned twist, unsigned arg, const
 
 static int decode_qorderedmatmul(const uint8_t *data, size_t len, qh_fz_case *c)
 {
-    qmm_qorderedmatmul *q = &c->call.u.qorderedmatmul;
+    qmm_qorderedmatmul *q = &c->oc.call.u.qorderedmatmul;
     src s;
     begin_case(c, QMM_OP_QORDEREDMATMUL, 1, &s, data, len);
 
@@ -1053,7 +1042,7 @@ static int decode_qorderedmatmul(const uint8_t *data, size_t len, qh_fz_case *c)
         q->y.rank = 0; /* invalid input: the backends must say so */
     }
     for (int i = 0; i < 8; i++)
-        if (qmm_tensor_present(c->inputs[i]) && !alloc_tensor(c, i, c->inputs[i]))
+        if (qmm_tensor_present(c->inputs[i]) && !alloc_tensor(c, c->inputs[i]))
             return -1;
     read_values(&s, &q->scale_a, scale_value);
     read_values(&s, &q->scale_b, scale_value);
@@ -1075,10 +1064,7 @@ static int decode_qorderedmatmul(const uint8_t *data, size_t len, qh_fz_case *c)
 
 void qh_fz_case_free(qh_fz_case *c)
 {
-    for (int i = 0; i < 8; i++) {
-        free(c->owned[i]);
-        c->owned[i] = NULL;
-    }
+    qh_owned_call_free(&c->oc);
 }
 
 /* ---- the encoder ---------------------------------------------------------------------- */

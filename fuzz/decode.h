@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "harness/base/call.h"
 #include "qmm/qmm.h"
 
 /* Work bounds: the reference does exact rational arithmetic per output element, so inputs
@@ -33,13 +34,13 @@
 
 /* A decoded problem. Every tensor buffer is owned here (freed by qh_fz_case_free). */
 typedef struct qh_fz_case {
-    qmm_call call;          /* y carries dtype and shape (rank 0 when a, b do not fit) */
+    qh_owned_call oc;       /* the call (y carries dtype and shape, rank 0 when a, b do not
+                             * fit) and the buffers it owns (harness/base/call.h) */
     int64_t opset;          /* ai.onnx opset (com.microsoft for QOrderedMatMul) of the node */
     const char *op_type;    /* the descriptor's op_type (ops/operator.h) */
     char types[16];         /* "u8s8u8" (a, b, y; float8 "e4" "z4" "e5" "z5") or "u8s8" */
     int32_t n_inputs;       /* node inputs, in ONNX order; absent optional ones are UNDEFINED */
-    qmm_tensor *inputs[8];  /* point into `call` (qmm_call_input) */
-    void *owned[8];
+    qmm_tensor *inputs[8];  /* point into `oc.call` (qmm_call_input) */
 } qh_fz_case;
 
 void qh_fz_case_free(qh_fz_case *c);

@@ -12,17 +12,17 @@
 
 #include "fuzz/input_pages.h"
 #include "harness/io/case.h"
-#include "harness/run/backends.h"
-#include "harness/io/clean.h"
+#include "harness/invoke/backends.h"
+#include "harness/base/clean.h"
 #include "harness/judge/judge.h"
-#include "harness/run/compare.h"
-#include "harness/run/cpu.h"
-#include "harness/run/expect.h"
-#include "harness/run/guard.h"
-#include "harness/run/invoke.h"
+#include "harness/judge/compare.h"
+#include "harness/invoke/cpu.h"
+#include "harness/judge/expect.h"
+#include "harness/invoke/guard.h"
+#include "harness/invoke/invoke.h"
 #include "harness/io/meta.h"
 #include "harness/io/onnx_io.h"
-#include "harness/report/strbuf.h"
+#include "harness/base/strbuf.h"
 #include "ops/qmm_ops.h"
 #include "optimized/qmm_optimized.h"
 
@@ -43,7 +43,7 @@ static int opened;
 static int debug;
 static int every_variant; /* QMM_FUZZ_VARIANTS=all: every input runs every implementation */
 /* QMM_FUZZ_CPU=CLASS: the QMM_FUZZ_BACKEND backends run in a worker under qemu with that CPU
- * class (harness/run/cpu.h), so their CPUID dispatch is that CPU's; NULL: in process */
+ * class (harness/invoke/cpu.h), so their CPUID dispatch is that CPU's; NULL: in process */
 static const qh_cpu_target *fuzz_cpu;
 
 static void add_variant(const char *spec, int is_plugin)
@@ -97,7 +97,7 @@ static void open_variant(variant *v)
     if (v->is_plugin && v->b.table.name) {
         /* "mutant-ties-away" reads better in a signature than a path; the plugin's name and
          * the spec's options (an exec: command) are outside text, so cleaned
-         * (harness/io/clean.h) */
+         * (harness/base/clean.h) */
         const char *colon = strchr(v->spec, ':');
         char name[128], label[sizeof v->label];
         qh_clean_into(name, sizeof name, v->b.table.name, strlen(v->b.table.name), 0);
@@ -242,10 +242,10 @@ static void sanitize(char *s)
  * returns the tag count. */
 static int32_t attr_tags(const qh_fz_case *c, qh_meta *meta, int32_t from)
 {
-    const qmm_op_desc *d = qmm_call_desc(&c->call);
+    const qmm_op_desc *d = qmm_call_desc(&c->oc.call);
     for (int32_t i = 0; i < d->n_attrs && from < QH_META_MAX_TAGS; i++, from++)
         snprintf(meta->tags[from], sizeof meta->tags[from], "%s-%d", d->attrs[i].name,
-                 qmm_call_attr_value(&c->call, i));
+                 qmm_call_attr_value(&c->oc.call, i));
     return from;
 }
 
@@ -256,10 +256,10 @@ static int write_case(const char *dir, const char *target, const char *sig, uint
                       const qh_fz_case *c, const qh_expectation *e, const variant *v,
                       const qh_invocation *inv, qh_error *err)
 {
-    const char *yname = qmm_call_desc(&c->call)->output_name;
+    const char *yname = qmm_call_desc(&c->oc.call)->output_name;
     qh_model m;
     memset(&m, 0, sizeof m);
-    qh_call_model(&c->call, &e->exact, 1, &m);
+    qh_call_model(&c->oc.call, &e->exact, 1, &m);
     snprintf(m.producer_name, sizeof m.producer_name, "qmmcheck-fuzz");
     snprintf(m.graph_name, sizeof m.graph_name, "%s", target);
     qh_meta meta;
@@ -277,7 +277,7 @@ static int write_case(const char *dir, const char *target, const char *sig, uint
              qmm_status_name(e->code), v->label, qmm_status_name(inv->code),
              inv->st.message[0] ? ": " : "", inv->st.message, inv->problem[0] ? "; " : "",
              inv->problem, v->label);
-    if (qh_call_write_dir(dir, &c->call, &m, e->code == QMM_OK ? &e->exact : NULL, &meta,
+    if (qh_call_write_dir(dir, &c->oc.call, &m, e->code == QMM_OK ? &e->exact : NULL, &meta,
                           err) != 0)
         return -1;
     if (inv->code == QMM_OK && inv->y.data) {
@@ -408,7 +408,7 @@ __attribute__((noreturn)) static void report(const char *target, int slot, const
     char sig[512];
     /* the operator's slug is its lower-case name (ops/operator.h) */
     snprintf(sig, sizeof sig, "reference-%s-%s-%s-difference", v->label,
-             qmm_call_desc(&c->call)->slug, c->types);
+             qmm_call_desc(&c->oc.call)->slug, c->types);
     uint64_t hash = qh_fz_hash(data, len);
     const char *root = getenv("QMM_FUZZ_ARTIFACTS");
     if (!root || !*root)
@@ -456,16 +456,16 @@ __attribute__((noreturn)) static void report(const char *target, int slot, const
 /* ---- one input ------------------------------------------------------------------------ */
 
 /* The call as the implementations see it: every input copied into read-only pages that end
- * at an inaccessible zone (input_pages.h, kept from input to input; harness/run/guard.h's
+ * at an inaccessible zone (input_pages.h, kept from input to input; harness/invoke/guard.h's
  * fresh mappings when that fails), so a backend that writes into an input, or reads past
  * one's end, faults on the spot, even uninstrumented plugin code that ASan cannot see. The
  * reference reads the original call. Falls back to the plain inputs if mapping fails. */
 static void guard_inputs(const qh_fz_case *c, qmm_call *guarded, qh_guarded *g)
 {
-    *guarded = c->call;
+    *guarded = c->oc.call;
     memset(g, 0, sizeof(qh_guarded) * 8);
     for (int32_t i = 0; i < c->n_inputs; i++) {
-        size_t off = (size_t)((const char *)c->inputs[i] - (const char *)&c->call);
+        size_t off = (size_t)((const char *)c->inputs[i] - (const char *)&c->oc.call);
         qmm_tensor *t = (qmm_tensor *)((char *)guarded + off);
         int64_t n = qmm_tensor_present(t) ? qmm_tensor_numel(t) : 0;
         if (n <= 0)
@@ -482,10 +482,10 @@ static void guard_inputs(const qh_fz_case *c, qmm_call *guarded, qh_guarded *g)
 /* QMM_FUZZ_DEBUG=1: one line per decoded input, for seeing what a crash input means. */
 static void describe(const qh_fz_case *c)
 {
-    const qmm_op_desc *d = qmm_call_desc(&c->call);
+    const qmm_op_desc *d = qmm_call_desc(&c->oc.call);
     fprintf(stderr, "qmm-fuzz: %s %s opset %lld", c->op_type, c->types, (long long)c->opset);
     for (int32_t i = 0; i < d->n_attrs; i++)
-        fprintf(stderr, " %s %d", d->attrs[i].name, qmm_call_attr_value(&c->call, i));
+        fprintf(stderr, " %s %d", d->attrs[i].name, qmm_call_attr_value(&c->oc.call, i));
     fprintf(stderr, ":");
     for (int32_t i = 0; i < c->n_inputs; i++) {
         char dims[128];
@@ -548,7 +548,7 @@ void qh_fz_diff_one(const char *target, qh_fz_decoder decode, const uint8_t *dat
     if (debug)
         describe(&c);
     qh_expectation e;
-    if (qh_expect(&c.call, "spec", &e) != 0 ||
+    if (qh_expect(&c.oc.call, "spec", &e) != 0 ||
         (e.code != QMM_OK && e.code != QMM_INVALID_ARGUMENT)) {
         /* out of memory, or a call the reference does not compute (UNSUPPORTED) */
         qh_expectation_free(&e);

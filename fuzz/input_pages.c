@@ -7,7 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "harness/run/guard.h" /* QH_GUARD_ZONE */
+#include "harness/invoke/guard.h" /* QH_GUARD_ZONE */
 
 typedef struct view {
     unsigned char *ro; /* what the implementations read: body bytes, zones around them */

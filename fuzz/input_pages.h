@@ -2,7 +2,7 @@
  * without a system call per input.
  *
  * The differential targets hand every implementation copies of the inputs that a write into,
- * or a read past the end of, faults on (fuzz/differential.h). harness/run/guard.h makes such a
+ * or a read past the end of, faults on (fuzz/differential.h). harness/invoke/guard.h makes such a
  * copy with a fresh mapping per tensor (mmap, two mprotect, munmap, page faults): right for one
  * call in a worker, but in a fuzz target it was the largest cost of an input once only one
  * variant ran per input (fuzz/README.md, "Throughput"). Here each (input slot, size in pages)
@@ -28,7 +28,7 @@
 
 /* Copies `len` (> 0) bytes from src into the read-only view kept for (slot, pages of len) and
  * returns where they start there; NULL when slot or len is out of range or the mapping cannot
- * be made (the caller then uses harness/run/guard.h). */
+ * be made (the caller then uses harness/invoke/guard.h). */
 const void *qh_fz_input_pages(int slot, const void *src, size_t len);
 
 #endif /* QMM_FUZZ_INPUT_PAGES_H */

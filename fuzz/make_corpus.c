@@ -106,7 +106,7 @@ static void save_call(opts *o, const char *name, const qmm_call *call, int64_t o
     qh_fz_case c;
     if (decode(buf, len, &c) != 0) {
         o->skipped++; /* over the decoder's work bounds */
-    } else if (!qh_fz_same_call(call, opset, &c.call, c.opset)) {
+    } else if (!qh_fz_same_call(call, opset, &c.oc.call, c.opset)) {
         fprintf(stderr, "make_corpus: %s: decode(encode(call)) is not the call\n", name);
         o->failed++;
     } else {
@@ -143,7 +143,7 @@ static void from_case(opts *o, const qh_case_ref *ref)
         o->skipped++; /* a deliberately broken vector; the parsers' seeds cover it */
         return;
     }
-    save_call(o, ref->name, &c.call, c.opset);
+    save_call(o, ref->name, &c.oc.call, c.opset);
     qh_case_free(&c);
 }
 
@@ -472,7 +472,7 @@ static void save_uniform(opts *o, const qmm_call *call, int64_t opset, const qmm
     buf[1] = (uint8_t)mode_a;
     qh_fz_case c;
     int same = qh_fz_decoder_of(call->op)(buf, len, &c) == 0 &&
-               qh_fz_same_call(call, opset, &c.call, c.opset);
+               qh_fz_same_call(call, opset, &c.oc.call, c.opset);
     qh_fz_case_free(&c);
     if (same) {
         save_seed(o, d, &buf, len);

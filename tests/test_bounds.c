@@ -12,9 +12,9 @@
 #include <time.h>
 
 #include "harness/io/case.h"
-#include "harness/run/backends.h"
-#include "harness/run/expect.h"
-#include "harness/run/invoke.h"
+#include "harness/invoke/backends.h"
+#include "harness/judge/expect.h"
+#include "harness/invoke/invoke.h"
 #include "harness/run/runner.h"
 #include "tests/casefile_support.h"
 #include "tests/tensor_support.h"

@@ -313,7 +313,7 @@ Test(cli, shards_partition_the_run)
     free(all);
 }
 
-/* A usage error echoes the command line cleaned into one line (harness/io/clean.h): an argument
+/* A usage error echoes the command line cleaned into one line (harness/base/clean.h): an argument
  * with a newline cannot start a line of its own (a forged case line) on any command. */
 Test(cli, usage_errors_clean_what_they_echo)
 {

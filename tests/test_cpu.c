@@ -1,4 +1,4 @@
-/* tests/test_cpu.c — `--cpu CLASS` (harness/run/cpu.h, docs/cpu.md) where no emulator runs: the
+/* tests/test_cpu.c — `--cpu CLASS` (harness/invoke/cpu.h, docs/cpu.md) where no emulator runs: the
  * list of classes, and every refusal — a class qemu cannot give, an unknown one, a missing
  * qemu-x86_64 — is a usage error (exit 2) naming why, on every command that takes --cpu. What
  * runs under qemu is tests/test_cpu_emulated.c. */

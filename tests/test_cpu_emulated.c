@@ -1,4 +1,4 @@
-/* tests/test_cpu_emulated.c — backends judged as another CPU runs them (`--cpu`, harness/run/cpu.h,
+/* tests/test_cpu_emulated.c — backends judged as another CPU runs them (`--cpu`, harness/invoke/cpu.h,
  * docs/cpu.md), under Debian's qemu-user (scripts/deps.sh installs it; every test says so and is
  * skipped when qemu-x86_64 is missing). The plugin tests/plugins/cpuid_report.c says the CPUID it sees;
  * the optimized backend's dispatch, a matrix of classes, both reports, the isolation promises

@@ -10,7 +10,7 @@
 #include "cli_support.h"
 #include "harness/gen/edge.h"
 #include "harness/io/onnx_io.h"
-#include "harness/run/compare.h"
+#include "harness/judge/compare.h"
 
 TestSuite(edge, .init = make_tmp, .fini = remove_tmp);
 

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "harness/run/exec.h"
+#include "harness/invoke/exec.h"
 #include "ops/qmm_ops.h"
 #include "tests/cli_support.h"
 

@@ -19,9 +19,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness/io/clean.h"
-#include "harness/run/expect.h"
-#include "harness/run/guard.h"
+#include "harness/base/clean.h"
+#include "harness/judge/expect.h"
+#include "harness/invoke/guard.h"
 #include "harness/gen/problem.h"
 #include "harness/run/runner.h"
 

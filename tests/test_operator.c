@@ -12,7 +12,7 @@
 #include "cli_support.h"
 #include "harness/gen/problem.h"
 #include "harness/io/case.h"
-#include "harness/run/expect.h"
+#include "harness/judge/expect.h"
 #include "ops/qmm_ops.h"
 #include "optimized/qmm_optimized.h"
 #include "reference/qmm_reference.h"
@@ -203,16 +203,16 @@ Test(operator, every_operator_written_by_the_writer_loads_back_as_the_same_call)
         qh_case_ref ref = {.dir = dir, .name = (char *)d->slug, .data_set = 0};
         qh_case c;
         cr_assert_eq(qh_case_load(&ref, &c, &err), 0, "%s: %s", d->op_type, err.msg);
-        cr_expect_eq(c.call.op, p.call.op);
-        cr_expect_eq(qmm_call_opset(&c.call), qmm_call_opset(&p.call), "%s", d->op_type);
+        cr_expect_eq(c.oc.call.op, p.call.op);
+        cr_expect_eq(qmm_call_opset(&c.oc.call), qmm_call_opset(&p.call), "%s", d->op_type);
         for (int32_t i = 0; i < d->n_attrs; i++)
-            cr_expect_eq(qmm_call_attr_value(&c.call, i), qmm_call_attr_value(&p.call, i),
+            cr_expect_eq(qmm_call_attr_value(&c.oc.call, i), qmm_call_attr_value(&p.call, i),
                          "%s %s", d->op_type, d->attrs[i].name);
         for (int32_t i = 0; i < d->n_inputs; i++)
             expect_same_tensor(d->inputs[i].name, qmm_call_input_c(&p.call, i),
-                               qmm_call_input_c(&c.call, i));
-        cr_expect(c.y_shape_known);
-        expect_same_tensor("y", qmm_call_output_c(&p.call), qmm_call_output_c(&c.call));
+                               qmm_call_input_c(&c.oc.call, i));
+        cr_expect(c.oc.y_shape_known);
+        expect_same_tensor("y", qmm_call_output_c(&p.call), qmm_call_output_c(&c.oc.call));
         /* the node names its inputs as the descriptor does (vectors/qordered/ spell them so) */
         for (int32_t i = 0; i < c.model.n_inputs; i++)
             if (c.model.inputs[i][0])
@@ -334,7 +334,7 @@ static const struct place optional[] = {
     {"harness/gen/edge_build.h", "the same"},
     {"harness/gen/problem.h", "a comment"},
     {"harness/gen/edge.h", "a comment"},
-    {"harness/gen/fingerprint.c", "the profile fingerprint is a QLinearMatMul suite"},
+    {"harness/run/fingerprint.c", "the profile fingerprint is a QLinearMatMul suite"},
     {"harness/cli/cmd_bench.c", "bench times QLinearMatMul"},
     {"ops/operator.h", "a comment"},
     {"fuzz/differential.c", "a plain QLinearMatMul probes whether a variant runs on this CPU"},

@@ -1,6 +1,6 @@
 /* tests/test_output.c — what qmmcheck prints and writes, whatever the bytes it is given: the
- * cleaning of untrusted text (harness/io/clean.c), strict numbers (harness/io/numparse.c), report
- * escaping (harness/report/strbuf.c), and the CLI's case lines, reports, exit codes and signals. */
+ * cleaning of untrusted text (harness/base/clean.c), strict numbers (harness/base/numparse.c), report
+ * escaping (harness/base/strbuf.c), and the CLI's case lines, reports, exit codes and signals. */
 #include "tests/cli_support.h"
 
 #include <fcntl.h>
@@ -13,10 +13,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness/io/clean.h"
+#include "harness/base/clean.h"
 #include "harness/io/meta.h"
-#include "harness/io/numparse.h"
-#include "harness/report/strbuf.h"
+#include "harness/base/numparse.h"
+#include "harness/base/strbuf.h"
 
 /* ---- clean.c ------------------------------------------------------------------- */
 

@@ -11,14 +11,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness/run/backends.h"
+#include "harness/invoke/backends.h"
 #include "tests/tensor_support.h"
-#include "harness/run/compare.h"
-#include "harness/run/expect.h"
+#include "harness/judge/compare.h"
+#include "harness/judge/expect.h"
 #include "harness/judge/judge.h"
-#include "harness/gen/fingerprint.h"
+#include "harness/run/fingerprint.h"
 #include "harness/io/onnx_io.h"
-#include "harness/report/strbuf.h"
+#include "harness/base/strbuf.h"
 #include "ops/qmm_ops.h"
 #include "reference/qmm_reference.h"
 
@@ -858,7 +858,7 @@ static void check_pairs_separated(const qh_fp_suite *s, int int8_only)
 {
     qh_profile_set seen[QMM_PROFILE_MAX] = {0}, both[QMM_PROFILE_MAX] = {0};
     for (size_t i = 0; i < s->count; i++) {
-        const qmm_call *c = &s->cases[i].call;
+        const qmm_call *c = &s->cases[i].oc.call;
         if (int8_only && case_a(c)->dtype != S8)
             continue;
         qh_expectation ex[QMM_PROFILE_MAX];

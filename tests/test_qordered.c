@@ -14,10 +14,10 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "harness/run/backends.h"
+#include "harness/invoke/backends.h"
 #include "harness/io/case.h"
 #include "harness/io/casedir.h"
-#include "harness/run/expect.h"
+#include "harness/judge/expect.h"
 #include "harness/io/meta.h"
 #include "ops/qmm_ops.h"
 #include "reference/qmm_reference.h"
@@ -1065,8 +1065,8 @@ Test(vectors, loader_reads_the_committed_cases)
     for (size_t i = 0; i < list.count; i++) {
         qh_case c;
         cr_assert_eq(qh_case_load(&list.items[i], &c, &err), 0, "%s", err.msg);
-        cr_expect_eq(c.call.op, QMM_OP_QORDEREDMATMUL);
-        cr_expect(c.y_shape_known, "%s", list.items[i].name);
+        cr_expect_eq(c.oc.call.op, QMM_OP_QORDEREDMATMUL);
+        cr_expect(c.oc.y_shape_known, "%s", list.items[i].name);
         qh_case_free(&c);
     }
     qh_case_list_free(&list);

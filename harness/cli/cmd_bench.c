@@ -24,12 +24,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness/run/backends.h"
-#include "harness/io/clean.h"
+#include "harness/invoke/backends.h"
+#include "harness/base/clean.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/options.h"
-#include "harness/run/invoke.h"
-#include "harness/io/numparse.h"
+#include "harness/invoke/invoke.h"
+#include "harness/base/numparse.h"
 #include "optimized/qmm_optimized.h"
 
 #define BENCH_MAX_SHAPES 32
@@ -76,7 +76,7 @@ const qh_command qh_bench_usage = {
 #define usage(msg) qh_opt_error(&qh_bench_usage, QH_ERR_USAGE, "%s", (msg))
 #define bad_value(...) qh_opt_bad_value(&qh_bench_usage, QH_ERR_USAGE, __VA_ARGS__)
 
-/* "MxKxN", each part strict (harness/io/numparse.h) and at most 2^20. */
+/* "MxKxN", each part strict (harness/base/numparse.h) and at most 2^20. */
 static int parse_shape(const char *s, int64_t mkn[3])
 {
     char buf[64];
@@ -121,7 +121,7 @@ static uint64_t rng_next(uint64_t *s)
 }
 
 /* A backend's text (its name, a status message) as bench prints it: cleaned, since a plugin's
- * text is not trusted (harness/io/clean.h). */
+ * text is not trusted (harness/base/clean.h). */
 static const char *shown(char *buf, size_t size, const char *text)
 {
     qh_clean_into(buf, size, text ? text : "", text ? strlen(text) : 0, 0);
@@ -165,7 +165,7 @@ static int bench_shape(qh_backend *qb, int64_t m, int64_t k, int64_t n, const in
         .y = {t[2], 2, {m, n}, y},
         .opset = 10,
     };
-    /* through the harness's copy of the table, as every other caller (harness/run/backends.h) */
+    /* through the harness's copy of the table, as every other caller (harness/invoke/backends.h) */
     qmm_call call = {.op = QMM_OP_QLINEARMATMUL, .u.qlinearmatmul = c};
     qmm_status st;
     qmm_optimized_packed_b *pb = NULL;

@@ -6,21 +6,21 @@
 #include <string.h>
 #include <time.h>
 
-#include "harness/run/backends.h"
-#include "harness/io/clean.h"
+#include "harness/invoke/backends.h"
+#include "harness/base/clean.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/interrupt.h"
 #include "harness/cli/options.h"
 #include "harness/cli/progress.h"
 #include "harness/judge/judge.h"
-#include "harness/run/compare.h"
-#include "harness/run/cpu.h"
-#include "harness/run/expect.h"
-#include "harness/run/invoke.h"
+#include "harness/judge/compare.h"
+#include "harness/invoke/cpu.h"
+#include "harness/judge/expect.h"
+#include "harness/invoke/invoke.h"
 #include "harness/run/reduce.h"
-#include "harness/io/numparse.h"
+#include "harness/base/numparse.h"
 #include "harness/gen/problem.h"
-#include "harness/report/strbuf.h"
+#include "harness/base/strbuf.h"
 #include "ops/operator.h"
 
 enum {
@@ -88,7 +88,7 @@ typedef struct diff_opts {
     double timeout_s;
     int quiet;
     const char *cpu_arg;          /* --cpu as given, for the __REPRO: line */
-    const qh_cpu_target *cpu[2];   /* A's and B's class (harness/run/cpu.h); NULL: none given */
+    const qh_cpu_target *cpu[2];   /* A's and B's class (harness/invoke/cpu.h); NULL: none given */
     qh_progress *progress; /* hidden while a difference is printed */
     /* --only: the forms a problem must have to run (empty types: any) */
     int have_only;

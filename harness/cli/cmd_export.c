@@ -6,7 +6,7 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/options.h"
 #include "harness/gen/edge.h"
-#include "harness/io/numparse.h"
+#include "harness/base/numparse.h"
 
 enum { O_SUITE, O_OUT, O_SEED, O_LIST };
 static const qh_option export_options[] = {

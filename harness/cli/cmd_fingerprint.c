@@ -1,19 +1,19 @@
 /* harness/cli/cmd_fingerprint.c — `qmmcheck fingerprint`: which semantics profile a backend's
- * outputs match (harness/gen/fingerprint.h does the work; this file parses and prints), with the
+ * outputs match (harness/run/fingerprint.h does the work; this file parses and prints), with the
  * host CPU flags that select a library's kernels, since a peer's answer depends on them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/run/backends.h"
+#include "harness/invoke/backends.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/options.h"
-#include "harness/run/cpu.h"
-#include "harness/run/expect.h"
-#include "harness/gen/fingerprint.h"
-#include "harness/io/numparse.h"
+#include "harness/invoke/cpu.h"
+#include "harness/judge/expect.h"
+#include "harness/run/fingerprint.h"
+#include "harness/base/numparse.h"
 #include "harness/io/onnx_io.h"
-#include "harness/report/strbuf.h"
+#include "harness/base/strbuf.h"
 
 #define EXIT_BAD 1
 #define EXIT_USAGE 2
@@ -24,7 +24,7 @@ typedef struct fp_opts {
     int isolate;        /* -1: plugins isolated, built-ins not; 0 never; 1 always */
     double timeout_s;
     int verbose;
-    const qh_cpu_target *cpu; /* --cpu (harness/run/cpu.h); NULL: none given */
+    const qh_cpu_target *cpu; /* --cpu (harness/invoke/cpu.h); NULL: none given */
 } fp_opts;
 
 enum { O_BACKEND, O_REPORT, O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_VERBOSE, O_CPU };

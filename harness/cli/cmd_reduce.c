@@ -8,12 +8,12 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/interrupt.h"
-#include "harness/io/clean.h"
-#include "harness/io/numparse.h"
-#include "harness/report/strbuf.h"
-#include "harness/run/cpu.h"
-#include "harness/run/expect.h"
-#include "harness/run/invoke.h"
+#include "harness/base/clean.h"
+#include "harness/base/numparse.h"
+#include "harness/base/strbuf.h"
+#include "harness/invoke/cpu.h"
+#include "harness/judge/expect.h"
+#include "harness/invoke/invoke.h"
 #include "harness/run/reduce.h"
 
 enum {
@@ -58,7 +58,7 @@ typedef struct reduce_args {
     const char *dir, *spec, *out, *profile;
     int isolate, quiet, data_set;
     double timeout_s;
-    const qh_cpu_target *cpu; /* --cpu (harness/run/cpu.h); NULL: none given */
+    const qh_cpu_target *cpu; /* --cpu (harness/invoke/cpu.h); NULL: none given */
     qh_reduce_opts ro;
 } reduce_args;
 

@@ -9,24 +9,24 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness/run/backends.h"
-#include "harness/run/cpu.h"
+#include "harness/invoke/backends.h"
+#include "harness/invoke/cpu.h"
 #include "harness/io/case.h"
+#include "harness/base/clean.h"
 #include "harness/io/case_tags.h"
-#include "harness/io/clean.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/interrupt.h"
 #include "harness/cli/options.h"
 #include "harness/cli/progress.h"
 #include "harness/cli/datadir.h"
-#include "harness/run/expect.h"
-#include "harness/run/exec.h"
-#include "harness/run/invoke.h"
-#include "harness/io/numparse.h"
+#include "harness/judge/expect.h"
+#include "harness/invoke/exec.h"
+#include "harness/invoke/invoke.h"
+#include "harness/base/numparse.h"
 #include "harness/report/matrix.h"
 #include "harness/report/report.h"
 #include "harness/run/runner.h"
-#include "harness/report/strbuf.h"
+#include "harness/base/strbuf.h"
 #include "optimized/qmm_optimized.h"
 #include "reference/qmm_reference.h"
 
@@ -61,7 +61,7 @@ typedef struct opts {
     int determinism;
     const char *variants;
     int allow_empty;      /* a run that judges no case exits 0, not EXIT_EMPTY */
-    const qh_cpu_target *cpus[MAX_CPUS]; /* --cpu (harness/run/cpu.h); none: native, unnamed */
+    const qh_cpu_target *cpus[MAX_CPUS]; /* --cpu (harness/invoke/cpu.h); none: native, unnamed */
     int n_cpus, list_cpus;
     const qh_cpu_target *backend_cpu[MAX_MULTI]; /* the class backends[i] runs under */
 } opts;
@@ -159,7 +159,7 @@ const qh_command qh_repro_usage = {
     "judge one case against one backend (default reference), in full detail", NULL,
     run_options, REPRO};
 
-/* "I/N" with 1 <= I <= N, each part strict (harness/io/numparse.h). */
+/* "I/N" with 1 <= I <= N, each part strict (harness/base/numparse.h). */
 static int parse_shard(const char *val, int *i, int *n)
 {
     const char *slash = strchr(val, '/');
@@ -402,7 +402,7 @@ static char *join_command(int argc, char **argv)
     return qh_sb_take(&b);
 }
 
-/* Prints text from a file or a plugin as one clean line (harness/io/clean.h). */
+/* Prints text from a file or a plugin as one clean line (harness/base/clean.h). */
 static void put_clean(const char *s, size_t n, size_t max_out, FILE *f)
 {
     char *c = qh_clean_dup(s, n, max_out);

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness/io/clean.h"
+#include "harness/base/clean.h"
 
 #define MAX_SUITES 32
 

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness/run/invoke.h"
+#include "harness/invoke/invoke.h"
 #include "reference/qmm_reference.h"
 
 static void on_interrupt(int sig)

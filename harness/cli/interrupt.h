@@ -1,5 +1,5 @@
 /* harness/cli/interrupt.h — SIGINT and SIGTERM for the commands that work long (run, diff,
- * reduce): the first signal asks the command to stop (qh_interrupted, harness/run/invoke.h),
+ * reduce): the first signal asks the command to stop (qh_interrupted, harness/invoke/invoke.h),
  * which ends every wait on a worker or an exec: process within 50 ms and the reference's
  * computation under way at its next element; the command then says what it did and exits
  * 128 + the signal. A second signal while it shuts down exits at once. */

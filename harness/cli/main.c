@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "harness/cli/commands.h"
-#include "harness/cli/version.h"
+#include "harness/base/version.h"
 #include "harness/report/report.h"
 #include "qmm/qmm.h"
 

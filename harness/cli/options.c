@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "harness/io/clean.h"
+#include "harness/base/clean.h"
 
 static int is_mine(const qh_command *cmd, const qh_option *o)
 {
@@ -55,7 +55,7 @@ int qh_opt_next(qh_opt_parser *p, const char **value)
     }
     const qh_option *o = find(p->cmd, a, len);
     if (!o) {
-        /* the command line is untrusted text too: one clean line (harness/io/clean.h) */
+        /* the command line is untrusted text too: one clean line (harness/base/clean.h) */
         char shown[200];
         qh_clean_into(shown, sizeof shown, a, len, 0);
         snprintf(p->error, sizeof p->error, "unknown option %s", shown);

@@ -59,7 +59,7 @@ void qh_opt_usage(const qh_command *cmd, FILE *f);
 enum { QH_ERR_USAGE, QH_ERR_HINT };
 
 /* A usage error on stderr: "qmmcheck NAME: ", fmt (one %s) with arg, cleaned into one line
- * (the command line is untrusted text, harness/io/clean.h), then the usage or, with
+ * (the command line is untrusted text, harness/base/clean.h), then the usage or, with
  * QH_ERR_HINT, "run 'qmmcheck NAME --help' for usage". Returns 2, a usage error's status. */
 int qh_opt_error(const qh_command *cmd, int how, const char *fmt, const char *arg);
 

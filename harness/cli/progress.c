@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness/run/invoke.h"
+#include "harness/invoke/invoke.h"
 
 #define REDRAW_S 0.1 /* at most about ten drawings a second */
 

@@ -16,7 +16,7 @@
 
 #include "harness/gen/edge_build.h"
 #include "harness/io/case.h"
-#include "harness/run/expect.h"
+#include "harness/base/tensor.h"
 #include "ops/qmm_ops.h"
 #include "reference/qmm_reference.h"
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/run/compare.h"
+#include "harness/base/tensor.h"
 
 /* ---- cases ---- */
 

@@ -9,7 +9,7 @@
 
 #include "harness/io/case.h"
 #include "harness/io/casedir.h"
-#include "harness/run/compare.h"
+#include "harness/base/tensor.h"
 #include "ops/qmm_ops.h"
 #include "reference/qmm_reference.h"
 
@@ -24,9 +24,7 @@ void qh_problem_init(qh_problem *p, qmm_op_kind op, int32_t opset)
 
 void qh_problem_free(qh_problem *p)
 {
-    for (int i = 0; i < p->n_bufs; i++)
-        free(p->bufs[i]);
-    p->n_bufs = 0;
+    qh_owned_call_free(p);
 }
 
 int32_t qh_problem_n_inputs(const qh_problem *p)
@@ -55,7 +53,7 @@ void *qh_problem_tensor(qh_problem *p, qmm_tensor *t, int32_t dtype, int32_t ran
                         const int64_t *dims)
 {
     memset(t, 0, sizeof *t);
-    if (p->n_bufs == QH_PROBLEM_MAX_BUFS || rank < 0 || rank > QMM_MAX_RANK)
+    if (rank < 0 || rank > QMM_MAX_RANK)
         return NULL;
     t->dtype = dtype;
     t->rank = rank;
@@ -65,36 +63,12 @@ void *qh_problem_tensor(qh_problem *p, qmm_tensor *t, int32_t dtype, int32_t ran
     size_t es = qmm_dtype_size(dtype);
     if (n < 0 || es == 0 || (uint64_t)n > (uint64_t)QH_MAX_TENSOR_BYTES / es)
         return NULL;
-    /* at least one byte, so a problem mutated to rank 0 still has an element to read */
-    void *d = calloc(1, n ? (size_t)n * es : es);
+    /* at least one element, so a problem mutated to rank 0 still has an element to read */
+    void *d = qh_owned_call_alloc(p, n ? (size_t)n * es : es);
     if (!d)
         return NULL;
-    p->bufs[p->n_bufs++] = d;
     t->data = d;
     return d;
-}
-
-void qh_tensor_set_int(qmm_tensor *t, int64_t i, int64_t v)
-{
-    size_t es = qmm_dtype_size(t->dtype);
-    unsigned char *d = (unsigned char *)t->data + (size_t)i * es;
-    uint64_t u = (uint64_t)v;
-    for (size_t k = 0; k < es; k++)
-        d[k] = (unsigned char)(u >> (8 * k) & 0xff);
-}
-
-void qh_tensor_set_scale(qmm_tensor *t, int64_t i, double v)
-{
-    uint32_t bits;
-    if (isnan(v))
-        bits = t->dtype == QMM_DTYPE_FLOAT ? 0x7fc00000u
-               : t->dtype == QMM_DTYPE_FLOAT16 ? 0x7e00u : 0x7fc0u;
-    else
-        bits = qmm_scale_encode(t->dtype, v);
-    size_t es = qmm_dtype_size(t->dtype);
-    unsigned char *d = (unsigned char *)t->data + (size_t)i * es;
-    for (size_t k = 0; k < es; k++)
-        d[k] = (unsigned char)(bits >> (8 * k) & 0xff);
 }
 
 void qh_problem_finish(qh_problem *p)
@@ -194,37 +168,7 @@ void qh_problem_describe(const qh_problem *p, char *buf, size_t size)
 
 /* ---- the random generator ---------------------------------------------------------------- */
 
-void qh_rng_seed(qh_rng *r, uint64_t seed, uint64_t index)
-{
-    /* Two rounds of mixing keep nearby (seed, index) pairs from sharing a prefix. */
-    r->s = seed ^ 0x9e3779b97f4a7c15u;
-    r->s = qh_rng_next(r) ^ (index * 0xbf58476d1ce4e5b9u + 0x94d049bb133111ebu);
-    (void)qh_rng_next(r);
-}
 
-uint64_t qh_rng_next(qh_rng *r)
-{
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
-
-int64_t qh_rng_range(qh_rng *r, int64_t lo, int64_t hi)
-{
-    uint64_t span = (uint64_t)hi - (uint64_t)lo + 1u;
-    if (span == 0)
-        return (int64_t)qh_rng_next(r);
-    return lo + (int64_t)(qh_rng_next(r) % span);
-}
-
-int qh_rng_chance(qh_rng *r, int num, int den)
-{
-    return qh_rng_range(r, 0, den - 1) < num;
-}
-
-static int64_t qmin(int32_t dt) { return dt == U8 ? 0 : -128; }
-static int64_t qmax(int32_t dt) { return dt == U8 ? 255 : 127; }
 
 /* ---- float8 values (docs/semantics.md §2.6): codes, drawn over every finite one ---------- */
 
@@ -290,13 +234,13 @@ static int64_t near_zp(qh_rng *r, int32_t dt, int64_t zp)
     if (qmm_is_float8(dt))
         return f8_near(r, dt, zp);
     int64_t v = zp + qh_rng_range(r, -3, 3);
-    return v < qmin(dt) ? qmin(dt) : v > qmax(dt) ? qmax(dt) : v;
+    return v < qh_dtype_qmin(dt) ? qh_dtype_qmin(dt) : v > qh_dtype_qmax(dt) ? qh_dtype_qmax(dt) : v;
 }
 
 /* Any value of dt: uniform for uint8/int8, f8_code's draw for float8. */
 static int64_t any_value(qh_rng *r, int32_t dt)
 {
-    return qmm_is_float8(dt) ? f8_code(r, dt) : qh_rng_range(r, qmin(dt), qmax(dt));
+    return qmm_is_float8(dt) ? f8_code(r, dt) : qh_rng_range(r, qh_dtype_qmin(dt), qh_dtype_qmax(dt));
 }
 
 /* One end of dt's range, either (float8: the largest finite value of either sign). */
@@ -306,7 +250,7 @@ static int64_t extreme(qh_rng *r, int32_t dt)
     int low = qh_rng_chance(r, 1, 2);
     if (f)
         return qmm_float8_signed(dt, low, f->max_code);
-    return low ? qmin(dt) : qmax(dt);
+    return low ? qh_dtype_qmin(dt) : qh_dtype_qmax(dt);
 }
 
 typedef struct value_mode {
@@ -600,7 +544,7 @@ static int random_y_params(qh_problem *p, qh_rng *r, int32_t ty, int32_t sdt,
     for (int64_t i = 0; i < cnt; i++)
         qh_tensor_set_int(&c->y_zero_point, i,
                           zkind_y == 2 && !qmm_is_float8(ty)
-                              ? qh_rng_range(r, qmin(ty) / 2, qmax(ty) / 2 + 64)
+                              ? qh_rng_range(r, qh_dtype_qmin(ty) / 2, qh_dtype_qmax(ty) / 2 + 64)
                               : pick_zp(r, ty, zkind_y));
     return 0;
 }

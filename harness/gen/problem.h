@@ -11,20 +11,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "harness/base/call.h"
+#include "harness/base/rng.h"
+#include "harness/base/tensor.h"
 #include "harness/io/meta.h"
 #include "harness/io/onnx_io.h"
 #include "qmm/qmm.h"
 
-#define QH_PROBLEM_MAX_BUFS 16
-
-/* The call's input tensors point into `bufs`, which the problem owns. y carries its dtype,
- * and its shape when the geometry is valid (y_shape_known); y.data is always NULL. */
-typedef struct qh_problem {
-    qmm_call call;
-    int y_shape_known;
-    int n_bufs;
-    void *bufs[QH_PROBLEM_MAX_BUFS];
-} qh_problem;
+/* A call that owns its buffers (harness/base/call.h): the call's input tensors point into
+ * `bufs`. y carries its dtype, and its shape when the geometry is valid (y_shape_known);
+ * y.data is always NULL. */
+typedef qh_owned_call qh_problem;
 
 /* An empty call of operator `op` (qmm_call_init, ops/operator.h); `opset` is stored where the
  * call has one (QLinearMatMul: 10 or 21). Every input starts absent. */
@@ -42,13 +39,6 @@ const char *qh_problem_input_name(const qh_problem *p, int32_t i);
  * data, or NULL when memory runs out or p has no buffer slot left. */
 void *qh_problem_tensor(qh_problem *p, qmm_tensor *t, int32_t dtype, int32_t rank,
                         const int64_t *dims);
-
-/* Element i of an integer tensor (uint8, int8, int16, int32, ...), stored little-endian and
- * wrapped to the type's width. */
-void qh_tensor_set_int(qmm_tensor *t, int64_t i, int64_t v);
-/* Element i of a float/float16/bfloat16 tensor: v rounded to nearest even in that type
- * (NaN and infinities included). */
-void qh_tensor_set_scale(qmm_tensor *t, int64_t i, double v);
 
 /* Sets y's dtype from the operator (QLinearMatMul: y_zero_point's type; MatMulInteger int32;
  * QOrderedMatMul int8) and its shape from a and b when they fit. Call after the inputs are
@@ -68,19 +58,6 @@ int qh_problem_has_float8(const qh_problem *p);
 int32_t qh_problem_scale_type(const qh_problem *p);
 
 /* ---- the random generator ---------------------------------------------------------------- */
-
-/* splitmix64: tiny, fast, and the same sequence everywhere. */
-typedef struct qh_rng {
-    uint64_t s;
-} qh_rng;
-
-/* A stream for (seed, index): problem `index` of a seed can be regenerated on its own. */
-void qh_rng_seed(qh_rng *r, uint64_t seed, uint64_t index);
-uint64_t qh_rng_next(qh_rng *r);
-/* Uniform in [lo, hi] (inclusive; lo <= hi). */
-int64_t qh_rng_range(qh_rng *r, int64_t lo, int64_t hi);
-/* 1 with probability num/den. */
-int qh_rng_chance(qh_rng *r, int num, int den);
 
 typedef struct qh_random_opts {
     int invalid_per_mille; /* how often a problem is made invalid on purpose (0..1000) */

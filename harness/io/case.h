@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 
+#include "harness/base/call.h"
 #include "harness/io/meta.h"
 #include "harness/io/onnx_io.h"
 #include "qmm/qmm.h"
@@ -55,9 +56,11 @@ void qh_case_list_free(qh_case_list *list);
 
 /* ---- loading (case_load.c) ---- */
 
-/* A loaded case: the model, the sidecar, the stored tensors and the call built from them.
- * The call's input tensors point into `inputs`; its y tensor has dtype and shape set when the
- * geometry is valid, and data NULL (the caller allocates output buffers). */
+/* A loaded case: the model, the sidecar, the stored outputs and the call built from the stored
+ * inputs, as the harness's owned call (harness/base/call.h): oc.call's input tensors point into
+ * the buffers oc owns (`inputs` keeps their names and shapes; its data pointers are those
+ * buffers, not owned); its y tensor has dtype and shape set when the geometry is valid
+ * (oc.y_shape_known), and data NULL (the caller allocates output buffers). */
 typedef struct qh_case {
     qh_model model;
     qh_meta meta;
@@ -65,9 +68,8 @@ typedef struct qh_case {
     qh_tensor inputs[QH_MAX_IO];
     int32_t n_outputs;
     qh_tensor outputs[QH_MAX_IO];
-    qmm_call call;
+    qh_owned_call oc;
     int64_t opset;
-    int y_shape_known; /* the reference accepted the geometry and y's shape is set */
 } qh_case;
 
 /* Loads data set `ref->data_set` of `ref->dir`. Errors name the file and field. */

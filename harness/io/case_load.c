@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/io/clean.h"
+#include "harness/base/clean.h"
 #include "ops/qmm_ops.h"
 #include "reference/qmm_reference.h"
 
@@ -148,6 +148,8 @@ static int check_profile(const char *meta_path, const qh_meta *m, qh_error *err)
     return -1;
 }
 
+_Static_assert(QH_MAX_IO <= QH_CALL_MAX_BUFS, "a case's call owns every input buffer");
+
 int qh_case_load(const qh_case_ref *ref, qh_case *c, qh_error *err)
 {
     memset(c, 0, sizeof *c);
@@ -204,7 +206,7 @@ int qh_case_load(const qh_case_ref *ref, qh_case *c, qh_error *err)
     }
     c->opset = qh_model_opset(&c->model, c->model.domain);
     if (qh_call_build_node(c->model.op_type, c->model.domain, c->opset, in, c->model.n_inputs,
-                           c->model.attrs, c->model.n_attrs, &c->call, err) != 0) {
+                           c->model.attrs, c->model.n_attrs, &c->oc.call, err) != 0) {
         char tmp[QH_ERROR_MAX];
         snprintf(tmp, sizeof tmp, "%s: %s", model_path, err->msg);
         memcpy(err->msg, tmp, sizeof tmp);
@@ -214,9 +216,12 @@ int qh_case_load(const qh_case_ref *ref, qh_case *c, qh_error *err)
     /* y's shape follows from a and b; when they are invalid the case still loads, and the
      * reference's verdict (INVALID_ARGUMENT) is what the backend is judged against. */
     qmm_status st;
-    qmm_tensor *y = qh_call_output(&c->call);
-    if (qmm_call_desc(&c->call)->y_shape(&c->call, &y->rank, y->dims, &st) == QMM_OK)
-        c->y_shape_known = 1;
+    qmm_tensor *y = qh_call_output(&c->oc.call);
+    if (qmm_call_desc(&c->oc.call)->y_shape(&c->oc.call, &y->rank, y->dims, &st) == QMM_OK)
+        c->oc.y_shape_known = 1;
+    /* the inputs' buffers become the call's own (QH_MAX_IO of them at most) */
+    for (int32_t i = 0; i < c->n_inputs && c->oc.n_bufs < QH_CALL_MAX_BUFS; i++)
+        c->oc.bufs[c->oc.n_bufs++] = c->inputs[i].t.data;
     rc = 0;
 done:
     free(model_path);
@@ -228,8 +233,10 @@ done:
 
 void qh_case_free(qh_case *c)
 {
-    for (int32_t i = 0; i < c->n_inputs; i++)
+    /* a loaded case's inputs are the call's (c->oc owns them); a failed load's, their own */
+    for (int32_t i = c->oc.n_bufs ? c->n_inputs : 0; i < c->n_inputs; i++)
         qh_tensor_free(&c->inputs[i]);
+    qh_owned_call_free(&c->oc);
     for (int32_t i = 0; i < c->n_outputs; i++)
         qh_tensor_free(&c->outputs[i]);
     c->n_inputs = c->n_outputs = 0;

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/io/clean.h"
-#include "harness/io/fileio.h"
+#include "harness/base/clean.h"
+#include "harness/base/fileio.h"
 
 /* The next tag of a comma-separated list at *p: [*b, *e) trimmed of blanks; *p moves past its
  * comma. 0 when the list is done. */

@@ -14,7 +14,7 @@
 #include <stddef.h>
 
 #include "harness/io/case.h"
-#include "harness/io/error.h"
+#include "harness/base/error.h"
 #include "harness/io/meta.h"
 
 /* Checks one --tag value: comma-separated tags, none empty, none longer than a qmm.meta tag

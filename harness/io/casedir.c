@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "harness/io/clean.h"
+#include "harness/base/clean.h"
 
 /* One existing component of a path being created: a directory, or (not the last) a link to
  * one. */
@@ -81,7 +81,7 @@ void qh_value_info_of(qh_value_info *v, const char *name, const qmm_tensor *t, i
         v->dims[i] = t->dims[i];
 }
 
-/* One meta text field made a clean line in place (harness/io/clean.h), so a value holding a
+/* One meta text field made a clean line in place (harness/base/clean.h), so a value holding a
  * newline or bytes that are not UTF-8 cannot break the qmm.meta it is written to. */
 static void clean_field(char *field, size_t size)
 {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/io/clean.h"
+#include "harness/base/clean.h"
 
 /* Natively detected first (most capable first, as cpu_class() tests them), then emulated. */
 static const char *const classes[] = {"amx", "avx512-vnni", "avx-vnni", "avx2", "baseline",

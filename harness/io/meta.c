@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "harness/io/clean.h"
+#include "harness/base/clean.h"
 #include "harness/io/cpuclass.h"
 
 #define META_FILE_MAX ((size_t)1 << 20)

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "harness/io/casedir.h"
-#include "harness/io/clean.h"
+#include "harness/base/clean.h"
 #include "ops/qmm_ops.h"
 
 qmm_tensor *qh_call_output(qmm_call *call)

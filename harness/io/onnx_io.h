@@ -15,16 +15,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "harness/io/error.h"
-#include "harness/io/fileio.h"
+#include "harness/base/error.h"
+#include "harness/base/fileio.h"
+#include "harness/base/tensor.h" /* QH_MAX_TENSOR_BYTES */
 #include "qmm/qmm.h"
 
 #define QH_NAME_MAX 128
 #define QH_MAX_IO 16
 #define QH_MAX_ATTRS 16
 #define QH_MAX_OPSETS 8
-/* Upper bound on a tensor's payload; larger claims are rejected before allocating. */
-#define QH_MAX_TENSOR_BYTES ((int64_t)1 << 32)
 
 /* A tensor read from a .pb file. t.data is malloc'd and owned by this struct. */
 typedef struct qh_tensor {

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "harness/io/error.h"
+#include "harness/base/error.h"
 #include "harness/io/pb.h"
 
 /* A row's wire: one of QH_PB_VARINT, QH_PB_I64, QH_PB_LEN, QH_PB_I32; with QH_PB_OR_PACKED also

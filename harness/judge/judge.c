@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/io/clean.h"
+#include "harness/base/clean.h"
 #include "ops/operator.h"
 #include "reference/qmm_reference.h"
 

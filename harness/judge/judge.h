@@ -16,10 +16,10 @@
 
 #include <stdint.h>
 
-#include "harness/report/strbuf.h"
-#include "harness/run/compare.h"
-#include "harness/run/expect.h"
-#include "harness/run/invoke.h"
+#include "harness/base/strbuf.h"
+#include "harness/judge/compare.h"
+#include "harness/judge/expect.h"
+#include "harness/invoke/invoke.h"
 #include "qmm/qmm.h"
 
 /* The closed set of case statuses. */

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/io/clean.h"
+#include "harness/base/clean.h"
 
 static int str_cmp(const char *a, const char *b)
 {

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "harness/report/strbuf.h"
+#include "harness/base/strbuf.h"
 #include "harness/run/runner.h"
 
 #define QH_MATRIX_MAX_CLASSES 8

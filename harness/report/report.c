@@ -12,10 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness/io/clean.h"
+#include "harness/base/clean.h"
 #include "harness/report/matrix.h"
-#include "harness/report/strbuf.h"
-#include "harness/cli/version.h"
+#include "harness/base/strbuf.h"
+#include "harness/base/version.h"
 
 typedef void report_writer(qh_sb *b, const char *command, const qh_result *r, size_t n,
                            const qh_run_summary *sum);

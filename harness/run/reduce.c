@@ -22,12 +22,12 @@
 #include <unistd.h>
 
 #include "harness/io/casedir.h"
-#include "harness/io/clean.h"
+#include "harness/base/clean.h"
 #include "harness/io/onnx_io.h"
-#include "harness/run/compare.h"
-#include "harness/run/expect.h"
-#include "harness/run/invoke.h"
-#include "harness/report/strbuf.h"
+#include "harness/judge/compare.h"
+#include "harness/judge/expect.h"
+#include "harness/invoke/invoke.h"
+#include "harness/base/strbuf.h"
 #include "ops/qmm_ops.h"
 
 int qh_reducible_status(qh_case_status s)
@@ -248,8 +248,8 @@ static void case_of_problem(const qh_problem *p, qh_case *c)
 {
     memset(c, 0, sizeof *c);
     qh_meta_init(&c->meta);
-    c->call = p->call;
-    c->y_shape_known = p->y_shape_known;
+    c->oc.call = p->call;
+    c->oc.y_shape_known = p->y_shape_known;
 }
 
 /* Judges the case `c` in memory as run does, into v (initialised here; free it). */
@@ -593,7 +593,7 @@ static int problem_of_case(const qh_case *c, qh_problem *p)
 {
     qh_problem view;
     memset(&view, 0, sizeof view);
-    view.call = c->call;
+    view.call = c->oc.call;
     return build(&view, p, NULL);
 }
 

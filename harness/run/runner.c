@@ -7,14 +7,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "harness/io/clean.h"
+#include "harness/base/clean.h"
 #include "harness/judge/judge.h"
-#include "harness/run/compare.h"
-#include "harness/run/exec.h"
-#include "harness/run/cpu.h"
-#include "harness/run/expect.h"
-#include "harness/run/invoke.h"
-#include "harness/report/strbuf.h"
+#include "harness/judge/compare.h"
+#include "harness/invoke/exec.h"
+#include "harness/invoke/cpu.h"
+#include "harness/judge/expect.h"
+#include "harness/invoke/invoke.h"
+#include "harness/base/strbuf.h"
 #include "ops/qmm_ops.h"
 
 void qh_result_free(qh_result *r)
@@ -154,9 +154,9 @@ static void sb_worker_output(qh_sb *b, const qh_invocation *inv)
  * accepts the call still has somewhere to write. */
 static void lend_stored_shape(qh_case *c)
 {
-    if (c->y_shape_known || c->n_outputs == 0)
+    if (c->oc.y_shape_known || c->n_outputs == 0)
         return;
-    qmm_tensor *y = qh_call_output(&c->call);
+    qmm_tensor *y = qh_call_output(&c->oc.call);
     y->rank = c->outputs[0].t.rank;
     memcpy(y->dims, c->outputs[0].t.dims, sizeof y->dims);
 }
@@ -210,7 +210,7 @@ static int vector_mistrusted_under(qh_case *c, const char *profile, qh_sb *why)
 {
     qh_expectation ve;
     int mistrusted = 0;
-    if (qh_expect_plan(&c->call, profile, &ve) == 0) {
+    if (qh_expect_plan(&c->oc.call, profile, &ve) == 0) {
         comparison cm = {.stored = c->n_outputs > 0 && ve.code == QMM_OK ? &c->outputs[0].t
                                                                           : NULL};
         compare_with_expectation(&ve, &cm);
@@ -275,7 +275,7 @@ static void judge_loaded(qh_case *c, int n, qh_backend *b, const qh_eval_opts *o
     memset(jb, 0, sizeof jb);
     lend_stored_shape(c);
     qh_expectation e;
-    if (qh_expect_plan(&c->call, o[0].profile, &e) != 0) {
+    if (qh_expect_plan(&c->oc.call, o[0].profile, &e) != 0) {
         for (int j = 0; j < n; j++) {
             v[j].status = QH_ERROR;
             v[j].reason = QH_REASON_REFERENCE_ERROR;
@@ -294,10 +294,10 @@ static void judge_loaded(qh_case *c, int n, qh_backend *b, const qh_eval_opts *o
     comparison cm = {.n = n};
     for (int j = 0; j < n; j++) {
         double tj = qh_mono_seconds();
-        jb[j] = (judged){.b = &b[j], .o = &o[j], .call = &c->call};
+        jb[j] = (judged){.b = &b[j], .o = &o[j], .call = &c->oc.call};
         if (o[j].verbose)
-            sb_call_inputs(&v[j].detail, &c->call);
-        if (qh_invoke(&b[j], &c->call, &o[j].invoke, &jb[j].inv) != 0)
+            sb_call_inputs(&v[j].detail, &c->oc.call);
+        if (qh_invoke(&b[j], &c->oc.call, &o[j].invoke, &jb[j].inv) != 0)
             qh_judge_not_run("", jb[j].inv.problem, sizeof jb[j].inv.problem, &v[j]);
         else
             jb[j].returned = 1;

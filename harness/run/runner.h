@@ -5,10 +5,10 @@
 #include <regex.h>
 #include <stdio.h>
 
-#include "harness/run/backends.h"
+#include "harness/invoke/backends.h"
 #include "harness/io/case.h"
 #include "harness/judge/judge.h"
-#include "harness/run/invoke.h"
+#include "harness/invoke/invoke.h"
 
 typedef struct qh_result {
     int64_t number;        /* 1-based position in the run */
@@ -19,7 +19,7 @@ typedef struct qh_result {
     const char *backend_name; /* the backend table's name (owned by the backend); NULL when
                                * not known here (an isolated backend: its table is in the
                                * worker) */
-    const char *cpu;       /* --cpu: the CPU class it was judged under (harness/run/cpu.h,
+    const char *cpu;       /* --cpu: the CPU class it was judged under (harness/invoke/cpu.h,
                             * static); NULL when no --cpu was given */
     qh_case_status status;
     qh_reason reason;      /* why (harness/judge/judge.h) */

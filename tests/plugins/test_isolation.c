@@ -15,14 +15,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness/run/backends.h"
-#include "harness/run/invoke.h"
+#include "harness/invoke/backends.h"
+#include "harness/invoke/invoke.h"
 #include "tests/cli_support.h"
 #include "tests/tensor_support.h"
 
 TestSuite(isolation, .init = make_tmp, .fini = remove_tmp, .timeout = 60);
 
-/* AddressSanitizer builds apply no memory limit (see harness/run/invoke.c). */
+/* AddressSanitizer builds apply no memory limit (see harness/invoke/invoke.c). */
 #if defined(__SANITIZE_ADDRESS__)
 #define NO_MEMORY_LIMIT 1
 #elif defined(__has_feature)

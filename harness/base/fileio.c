@@ -1,0 +1,173 @@
+/* harness/base/fileio.c — reading and writing whole files, and paths (fileio.h). */
+#include "harness/base/fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *qh_file_kind(unsigned mode)
+{
+    switch (mode & S_IFMT) {
+    case S_IFREG: return "a regular file";
+    case S_IFDIR: return "a directory";
+    case S_IFIFO: return "a FIFO";
+    case S_IFCHR: return "a character device";
+    case S_IFBLK: return "a block device";
+    case S_IFSOCK: return "a socket";
+    case S_IFLNK: return "a symbolic link";
+    default: return "an unknown kind of file";
+    }
+}
+
+int qh_read_file(const char *path, size_t max, uint8_t **buf, size_t *len, qh_error *err)
+{
+    *buf = NULL;
+    *len = 0;
+    /* O_NONBLOCK so that opening a FIFO (or a device that waits for a peer) returns at once
+     * instead of blocking until a writer appears; what is not a regular file is then refused
+     * before anything is read. A symlink to a regular file is followed like the file. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return qh_fail(err, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return qh_fail(err, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return qh_fail(err, "%s: not a regular file (%s)", path, qh_file_kind(st.st_mode));
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        int e = errno;
+        close(fd);
+        return qh_fail(err, "%s: cannot open: %s", path, strerror(e));
+    }
+    if (st.st_size > 0 && (uint64_t)st.st_size > (uint64_t)max) {
+        close(fd);
+        return qh_fail(err, "%s: %lld bytes exceeds the limit of %zu", path,
+                       (long long)st.st_size, max);
+    }
+    /* The size is only a hint (pipes, /proc, a file that grows): read until EOF, never
+     * accepting more than max. */
+    size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
+    if (cap > max && max < SIZE_MAX)
+        cap = max + 1;
+    if (cap == 0)
+        cap = 1;
+    uint8_t *p = malloc(cap);
+    if (!p) {
+        close(fd);
+        return qh_fail(err, "%s: out of memory", path);
+    }
+    size_t n = 0;
+    for (;;) {
+        if (n == cap) {
+            if (n > max) {
+                free(p);
+                close(fd);
+                return qh_fail(err, "%s: larger than the limit of %zu bytes", path, max);
+            }
+            size_t ncap = cap > SIZE_MAX / 2 ? SIZE_MAX : cap * 2;
+            if (max < SIZE_MAX && ncap > max + 1)
+                ncap = max + 1;
+            uint8_t *q = realloc(p, ncap);
+            if (!q) {
+                free(p);
+                close(fd);
+                return qh_fail(err, "%s: out of memory", path);
+            }
+            p = q;
+            cap = ncap;
+        }
+        ssize_t r = read(fd, p + n, cap - n);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            free(p);
+            close(fd);
+            return qh_fail(err, "%s: read error: %s", path, strerror(e));
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    if (n > max) {
+        free(p);
+        return qh_fail(err, "%s: larger than the limit of %zu bytes", path, max);
+    }
+    *buf = p;
+    *len = n;
+    return 0;
+}
+
+int qh_write_file_atomic(const char *path, const void *buf, size_t len, qh_error *err)
+{
+    char tmp[4096];
+    int k = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    if (k < 0 || (size_t)k >= sizeof tmp)
+        return qh_fail(err, "%s: path too long", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        return qh_fail(err, "%s: cannot create %s: %s", path, tmp, strerror(errno));
+    const uint8_t *p = buf;
+    size_t left = len;
+    while (left) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            return qh_fail(err, "%s: write error: %s", path, strerror(e));
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (close(fd) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return qh_fail(err, "%s: write error: %s", path, strerror(e));
+    }
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return qh_fail(err, "%s: cannot rename %s: %s", path, tmp, strerror(e));
+    }
+    return 0;
+}
+
+char *qh_path_join(const char *dir, const char *name)
+{
+    size_t ld = strlen(dir), ln = strlen(name);
+    char *p = malloc(ld + ln + 2);
+    if (!p)
+        return NULL;
+    memcpy(p, dir, ld);
+    size_t o = ld;
+    if (ld > 0 && dir[ld - 1] != '/')
+        p[o++] = '/';
+    memcpy(p + o, name, ln + 1);
+    return p;
+}
+
+int qh_path_exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+int qh_path_is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}

@@ -1,0 +1,101 @@
+/* harness/base/tensor.c — see tensor.h. */
+#include "harness/base/tensor.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/qmm_ops.h"
+
+int64_t qh_tensor_int(const qmm_tensor *t, int64_t i)
+{
+    const unsigned char *p = (const unsigned char *)t->data;
+    switch (t->dtype) {
+    case QMM_DTYPE_UINT8: return p[i];
+    case QMM_DTYPE_INT8: return (int8_t)p[i];
+    case QMM_DTYPE_UINT16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return v; }
+    case QMM_DTYPE_INT16: { int16_t v; memcpy(&v, p + 2 * i, 2); return v; }
+    case QMM_DTYPE_INT32: { int32_t v; memcpy(&v, p + 4 * i, 4); return v; }
+    case QMM_DTYPE_INT64: { int64_t v; memcpy(&v, p + 8 * i, 8); return v; }
+    case QMM_DTYPE_FLOAT8E4M3FN:
+    case QMM_DTYPE_FLOAT8E4M3FNUZ:
+    case QMM_DTYPE_FLOAT8E5M2:
+    case QMM_DTYPE_FLOAT8E5M2FNUZ: return p[i]; /* the code: equal codes, equal outputs */
+    default: return 0;
+    }
+}
+
+void qh_tensor_set_int(qmm_tensor *t, int64_t i, int64_t v)
+{
+    size_t es = qmm_dtype_size(t->dtype);
+    unsigned char *d = (unsigned char *)t->data + (size_t)i * es;
+    uint64_t u = (uint64_t)v;
+    for (size_t k = 0; k < es; k++)
+        d[k] = (unsigned char)(u >> (8 * k) & 0xff);
+}
+
+void qh_tensor_set_scale(qmm_tensor *t, int64_t i, double v)
+{
+    uint32_t bits;
+    if (isnan(v))
+        bits = t->dtype == QMM_DTYPE_FLOAT ? 0x7fc00000u
+               : t->dtype == QMM_DTYPE_FLOAT16 ? 0x7e00u : 0x7fc0u;
+    else
+        bits = qmm_scale_encode(t->dtype, v);
+    size_t es = qmm_dtype_size(t->dtype);
+    unsigned char *d = (unsigned char *)t->data + (size_t)i * es;
+    for (size_t k = 0; k < es; k++)
+        d[k] = (unsigned char)(bits >> (8 * k) & 0xff);
+}
+
+int64_t qh_dtype_qmin(int32_t dtype)
+{
+    const qmm_float8_format *f = qmm_float8_format_of(dtype);
+    return f ? (int64_t)(0x80u | f->max_code) : dtype == QMM_DTYPE_INT8 ? -128 : 0;
+}
+
+int64_t qh_dtype_qmax(int32_t dtype)
+{
+    const qmm_float8_format *f = qmm_float8_format_of(dtype);
+    return f ? (int64_t)f->max_code : dtype == QMM_DTYPE_INT8 ? 127 : 255;
+}
+
+int qh_alloc_tensor(qmm_tensor *t, unsigned char fill)
+{
+    int64_t n = qmm_tensor_numel(t);
+    size_t es = qmm_dtype_size(t->dtype);
+    t->data = NULL;
+    if (n < 0 || es == 0 || (uint64_t)n > (uint64_t)QH_MAX_TENSOR_BYTES / es)
+        return -1;
+    size_t bytes = (size_t)n * es;
+    t->data = malloc(bytes ? bytes : 1);
+    if (!t->data)
+        return -1;
+    memset(t->data, fill, bytes ? bytes : 1);
+    return 0;
+}
+
+void qh_format_dims(const qmm_tensor *t, char *buf, size_t size)
+{
+    size_t o = 0;
+    o += (size_t)snprintf(buf + o, size - o, "[");
+    for (int32_t i = 0; i < t->rank && o < size; i++)
+        o += (size_t)snprintf(buf + o, size - o, "%s%lld", i ? "," : "", (long long)t->dims[i]);
+    if (o < size)
+        snprintf(buf + o, size - o, "]");
+}
+
+void qh_sb_coord(qh_sb *b, const qmm_tensor *y, int64_t index)
+{
+    int64_t c[QMM_MAX_RANK];
+    int64_t rest = index;
+    for (int32_t d = y->rank - 1; d >= 0; d--) {
+        c[d] = y->dims[d] ? rest % y->dims[d] : 0;
+        rest = y->dims[d] ? rest / y->dims[d] : 0;
+    }
+    qh_sb_puts(b, "y[");
+    for (int32_t d = 0; d < y->rank; d++)
+        qh_sb_printf(b, "%s%lld", d ? "," : "", (long long)c[d]);
+    qh_sb_puts(b, "]");
+}

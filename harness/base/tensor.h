@@ -1,0 +1,39 @@
+/* harness/base/tensor.h — reading, writing, allocating and describing a qmm_tensor's elements:
+ * the tensor helpers every layer of the harness uses. */
+#ifndef QMM_HARNESS_TENSOR_H
+#define QMM_HARNESS_TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "harness/base/strbuf.h"
+#include "qmm/qmm.h"
+
+/* Upper bound on a tensor's payload; larger claims are rejected before allocating. */
+#define QH_MAX_TENSOR_BYTES ((int64_t)1 << 32)
+
+/* Element i of an integer tensor as int64 (uint8, int8, int16, uint16, int32, int64); of a
+ * float8 tensor, its code (0..255), which is what the mismatch lines print and compare. */
+int64_t qh_tensor_int(const qmm_tensor *t, int64_t i);
+
+/* Element i of an integer tensor (uint8, int8, int16, int32, ...), stored little-endian and
+ * wrapped to the type's width. */
+void qh_tensor_set_int(qmm_tensor *t, int64_t i, int64_t v);
+/* Element i of a float/float16/bfloat16 tensor: v rounded to nearest even in that type
+ * (NaN and infinities included). */
+void qh_tensor_set_scale(qmm_tensor *t, int64_t i, double v);
+
+/* The extremes of a quantized type, in qh_tensor_int's form: uint8 0 and 255, int8 -128 and
+ * 127; for float8 the codes of the largest finite value of each sign. */
+int64_t qh_dtype_qmin(int32_t dtype);
+int64_t qh_dtype_qmax(int32_t dtype);
+
+/* Allocates t->data for its dtype and shape (at least one byte) filled with `fill`. */
+int qh_alloc_tensor(qmm_tensor *t, unsigned char fill);
+
+/* Writes "[2,3]" (or "[]") into buf. */
+void qh_format_dims(const qmm_tensor *t, char *buf, size_t size);
+/* "y[1,2]" for row-major index i of y. */
+void qh_sb_coord(qh_sb *b, const qmm_tensor *y, int64_t index);
+
+#endif /* QMM_HARNESS_TENSOR_H */

@@ -1,0 +1,91 @@
+/* harness/invoke/invoke.h — calling a backend on one operator call. */
+#ifndef QMM_HARNESS_INVOKE_H
+#define QMM_HARNESS_INVOKE_H
+
+#include <signal.h>
+
+#include "harness/invoke/backends.h"
+#include "qmm/qmm.h"
+
+/* Opens the backend as `iso` says: in process (as qh_backend_open), or in a worker. Isolated,
+ * the worker opens the backend and answers within iso->timeout_s: -1 with err when the entry
+ * point refuses (NULL, ABI, options; out->refused set when it answered INVALID_ARGUMENT or
+ * UNSUPPORTED); 0 when it is open — or when the open crashed or hung, which marks the backend
+ * broken (out->broken_how says which): every later qh_invoke fails naming why. */
+int qh_backend_open_isolated(const char *spec, const qh_isolation *iso, qh_backend *out,
+                             qh_error *err);
+
+/* Closes the backend; stops its worker (asking it to close the backend) if it has one. Safe
+ * after qh_backend_finish. */
+void qh_backend_close(qh_backend *b);
+
+typedef struct qh_invoke_opts {
+    int isolate;        /* run the call in a forked worker (crash/hang isolation) */
+    double timeout_s;   /* with isolate: per-call limit, <= 0 for none */
+    unsigned char fill; /* the byte the output is pre-filled with; 0 means 0xa5 */
+} qh_invoke_opts;
+
+typedef enum qh_invoke_outcome {
+    QH_RETURNED = 0,  /* the backend returned; `code` and `st` hold its answer */
+    QH_DIED,          /* the worker died (crash): `problem` names the signal */
+    QH_HUNG,          /* the worker passed the timeout and was killed */
+    QH_MISBEHAVED,    /* returned, but broke a memory rule: `problem` says which */
+    QH_INTERRUPTED,   /* qh_interrupted was set while waiting; the worker was killed */
+    QH_MALFORMED,     /* an exec: backend's answer broke docs/exec-protocol.md: `problem`
+                       * names the field (harness/invoke/exec.h) */
+} qh_invoke_outcome;
+
+typedef struct qh_invocation {
+    qh_invoke_outcome outcome;
+    qmm_status_code code;
+    qmm_status st;
+    qmm_tensor y;        /* owned: the output as the backend left it */
+    void *y_map;         /* isolated: the shared mapping y.data points into (unmapped by
+                          * qh_invocation_free); NULL when y.data is malloc'd */
+    size_t y_map_len;
+    char problem[256];
+    char *output;          /* owned, NUL-terminated: what the worker printed on stdout and stderr
+                            * during the call, raw bytes (at most QH_OUTPUT_KEEP); NULL if none */
+    size_t output_dropped; /* bytes printed beyond what was kept */
+} qh_invocation;
+
+#define QH_OUTPUT_KEEP 4096
+
+/* Asks the backend's capability query, then runs the call (whose y carries dtype and shape).
+ * A query answering UNSUPPORTED is returned as code UNSUPPORTED without running. Both get
+ * copies of the call, never `call` itself. The call runs in the backend's worker when the
+ * backend was opened isolated or o->isolate is set (o may be NULL: in process, no timeout).
+ * Returns 0, or -1 when the harness itself failed (memory) or the backend is broken (its
+ * isolated open crashed or hung), with `problem` set. */
+int qh_invoke(qh_backend *b, const qmm_call *call, const qh_invoke_opts *o, qh_invocation *out);
+void qh_invocation_free(qh_invocation *inv);
+
+/* Set (to the signal number) by qmmcheck's SIGINT/SIGTERM handler: every wait on a worker
+ * returns promptly once it is set, and the worker is killed. */
+extern volatile sig_atomic_t qh_interrupted;
+
+/* Stops the backend's worker, if it has one, asking it to close the backend first (within
+ * the backend's iso.timeout_s). Returns 0, or QH_DIED / QH_HUNG / QH_INTERRUPTED with `why`
+ * when close crashed, hung or was interrupted, or QH_MALFORMED when an exec: process answered
+ * close with garbage (qh_exec_finish, which also closes an in-process exec: backend here).
+ * The worker's process group is killed in every case. qh_backend_close stays safe to call
+ * afterwards. */
+int qh_backend_finish(qh_backend *b, char *why, size_t n);
+
+/* Seconds on the monotonic clock: for deadlines and durations. */
+double qh_mono_seconds(void);
+
+/* How long a wait on a process may poll before it looks again at the process's death,
+ * qh_interrupted and `deadline` (monotonic seconds, 0: none): at most 50 ms; -1 once the
+ * deadline has passed. */
+int qh_poll_slice_ms(double deadline);
+
+/* Ends the backend's worker process, if it has one (qh_backend_close calls this). */
+void qh_worker_stop(qh_backend *b);
+
+/* For qh_backend_open_isolated: starts b's worker (b->spec, b->iso set), which opens the
+ * backend. 0 when it answered it is open, or when it crashed or hung (b->broken says how);
+ * -1 with err when the backend refused to open. */
+int qh_worker_open(qh_backend *b, qh_error *err);
+
+#endif /* QMM_HARNESS_INVOKE_H */

@@ -1,0 +1,488 @@
+/* harness/run/fingerprint.c — the discriminating suite and the scoring (see fingerprint.h).
+ *
+ * Every case is built by hand so that at least two profiles disagree on it, and the comment
+ * on each says what each profile answers (docs/profiles.md explains the arithmetic). The suite
+ * as a whole separates every pair of profiles, also when only its int8 cases count (a backend
+ * that, like Orion, skips uint8); tests/test_profiles.c checks both.
+ */
+#include "harness/run/fingerprint.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/base/clean.h"
+#include "harness/judge/judge.h"
+#include "harness/judge/expect.h"
+#include "ops/qmm_ops.h"
+
+#define U8 QMM_DTYPE_UINT8
+#define S8 QMM_DTYPE_INT8
+#define F32 QMM_DTYPE_FLOAT
+#define F16 QMM_DTYPE_FLOAT16
+
+/* ---- building cases ---------------------------------------------------------------------- */
+
+static void *case_alloc(qh_fp_case *c, size_t bytes)
+{
+    return qh_owned_call_alloc(&c->oc, bytes);
+}
+
+static int q8_tensor(qh_fp_case *c, qmm_tensor *t, int32_t dtype, int rank, const int64_t *dims,
+                     const int *vals)
+{
+    memset(t, 0, sizeof *t);
+    t->dtype = dtype;
+    t->rank = rank;
+    memcpy(t->dims, dims, (size_t)rank * sizeof *dims);
+    int64_t n = qmm_tensor_numel(t);
+    unsigned char *p = case_alloc(c, (size_t)n);
+    if (!p)
+        return -1;
+    for (int64_t i = 0; i < n; i++)
+        p[i] = (unsigned char)(vals[i] & 0xff);
+    t->data = p;
+    return 0;
+}
+
+/* A scale of `n` elements (rank 0 when n == 0), each rounded to `dtype` on encoding. */
+static int scale_tensor(qh_fp_case *c, qmm_tensor *t, int32_t dtype, int n, const double *v)
+{
+    memset(t, 0, sizeof *t);
+    t->dtype = dtype;
+    t->rank = n ? 1 : 0;
+    t->dims[0] = n;
+    int count = n ? n : 1;
+    size_t es = qmm_dtype_size(dtype);
+    unsigned char *p = case_alloc(c, (size_t)count * es);
+    if (!p)
+        return -1;
+    for (int i = 0; i < count; i++) {
+        uint32_t bits = qmm_scale_encode(dtype, v[i]);
+        for (size_t k = 0; k < es; k++)
+            p[(size_t)i * es + k] = (unsigned char)(bits >> (8 * k) & 0xff); /* little-endian */
+    }
+    t->data = p;
+    return 0;
+}
+
+/* Zero points match their scales' shape: n elements of the same value, or rank 0. */
+static int zp_tensor(qh_fp_case *c, qmm_tensor *t, int32_t dtype, int n, int v)
+{
+    memset(t, 0, sizeof *t);
+    t->dtype = dtype;
+    t->rank = n ? 1 : 0;
+    t->dims[0] = n;
+    int count = n ? n : 1;
+    unsigned char *p = case_alloc(c, (size_t)count);
+    if (!p)
+        return -1;
+    for (int i = 0; i < count; i++)
+        p[i] = (unsigned char)(v & 0xff);
+    t->data = p;
+    return 0;
+}
+
+/* A QLinearMatMul case with a and y of type `q` and b of type `qb` (0: `q` too); per-tensor
+ * parameters except b's scale, which is per-column when sb_n > 0. */
+typedef struct qlm_desc {
+    const char *name, *why;
+    int32_t q, s;          /* operand/output type, scale type */
+    int rank;
+    int64_t adims[3], bdims[3];
+    const int *a, *b;
+    double sa, sy;
+    int sb_n;              /* 0: per-tensor sb[0]; else per-column, N values */
+    const double *sb;
+    int za, zb, zy;
+    int32_t qb;
+} qlm_desc;
+
+static int add_qlm(qh_fp_suite *s, const qlm_desc *d)
+{
+    qh_fp_case *c = &s->cases[s->count];
+    memset(c, 0, sizeof *c);
+    c->name = d->name;
+    c->why = d->why;
+    c->oc.call.op = QMM_OP_QLINEARMATMUL;
+    qmm_qlinearmatmul *m = &c->oc.call.u.qlinearmatmul;
+    m->opset = d->s == F32 ? 10 : 21;
+    s->count++; /* counted now, so qh_fp_suite_free releases a half-built case */
+    if (q8_tensor(c, &m->a, d->q, d->rank, d->adims, d->a) ||
+        q8_tensor(c, &m->b, d->qb ? d->qb : d->q, d->rank, d->bdims, d->b) ||
+        scale_tensor(c, &m->a_scale, d->s, 0, &d->sa) ||
+        zp_tensor(c, &m->a_zero_point, d->q, 0, d->za) ||
+        scale_tensor(c, &m->b_scale, d->s, d->sb_n, d->sb) ||
+        zp_tensor(c, &m->b_zero_point, d->qb ? d->qb : d->q, d->sb_n, d->zb) ||
+        scale_tensor(c, &m->y_scale, d->s, 0, &d->sy) ||
+        zp_tensor(c, &m->y_zero_point, d->q, 0, d->zy))
+        return -1;
+    qmm_geometry g;
+    qmm_status st;
+    if (qmm_matmul_geometry(&m->a, &m->b, &g, &st) != QMM_OK)
+        return -1; /* a suite bug; tests/test_profiles.c would see the missing cases */
+    m->y.dtype = d->q;
+    m->y.rank = g.y_rank;
+    memcpy(m->y.dims, g.y_dims, sizeof m->y.dims);
+    return 0;
+}
+
+/* A MatMulInteger case, a [1,k] by b [k,1] of type `q`, no zero points. */
+static int add_mmi(qh_fp_suite *s, const char *name, const char *why, int32_t q, int k,
+                   const int *a, const int *b)
+{
+    qh_fp_case *c = &s->cases[s->count];
+    memset(c, 0, sizeof *c);
+    c->name = name;
+    c->why = why;
+    c->oc.call.op = QMM_OP_MATMULINTEGER;
+    qmm_matmulinteger *m = &c->oc.call.u.matmulinteger;
+    s->count++; /* counted now, so qh_fp_suite_free releases a half-built case */
+    if (q8_tensor(c, &m->a, q, 2, (const int64_t[]){1, k}, a) ||
+        q8_tensor(c, &m->b, q, 2, (const int64_t[]){k, 1}, b))
+        return -1;
+    m->y.dtype = QMM_DTYPE_INT32;
+    m->y.rank = 2;
+    m->y.dims[0] = m->y.dims[1] = 1;
+    return 0;
+}
+
+/* 2^e as a double; the scales below are exact binary fractions. */
+static double p2(int e)
+{
+    double v = 1.0;
+    for (; e > 0; e--)
+        v *= 2.0;
+    for (; e < 0; e++)
+        v /= 2.0;
+    return v;
+}
+
+#define D1 {1, 1}
+#define ONE_BY_ONE .rank = 2, .adims = D1, .bdims = D1
+
+#define N_SMALL 24
+#define N_LONG 4
+#define N_CASES (N_SMALL + N_LONG)
+
+static int add_small_cases(qh_fp_suite *s)
+{
+    /* 7942963 * 2^-18 = 30.29999923706055, a float32: 5x it is 151.5 - 2^-18, which float32
+     * (ulp 2^-16 there) rounds to 151.5, and RNE then takes to 152. */
+    static const double near = 7942963.0 / 262144.0, near_s8 = 10643046.0 / 524288.0;
+    static const double one = 1.0, half = 0.5, f16_sb = 3.83203125;
+    static const double orion_b2 = 2500.0 / 65536.0, orion_b3 = 25000.0 / 65536.0;
+    static const double tiny = 1.0 / 4096.0, very_tiny = 1.0 / 1048576.0;
+    static const double halves[2] = {0.5, 0.5};
+    static const int v1[] = {1}, vm1[] = {-1}, v3[] = {3}, v5[] = {5}, v200[] = {200},
+                     v100[] = {100}, vm100[] = {-100};
+    static const int orion_a2[] = {1, 2, 3, 4, 5, 6, 7, 8};
+    static const int orion_b2v[] = {2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24};
+    static const int orion_a3[] = {-1, -2, -2, -3, -4, -4, -5, -6, -6, -7, -8, -8};
+    static const int orion_b3v[] = {-2, -4, -6, -8, -10, -12, -2, -4, -6, -8, -10, -12};
+    static const int minus128[] = {-128, 1}, ones2[] = {1, 1};
+    static const int pc_a[] = {1, 2, 3, 1}, pc_b[] = {1, 0, 0, 1};
+    static const int a255[] = {255, 255}, b127[] = {127, 127};
+    const qlm_desc small[N_SMALL] = {
+        /* 0.5 + zy 1: spec RNE(0.5) + 1 = 1; onnx-ref rint(1.5) = 2; ort-fp32 1 */
+        {"tie-odd-zp-u8", "zero point added before (onnx-ref) or after rounding", U8, F32,
+         ONE_BY_ONE, v1, v1, 0.5, 1.0, 0, &one, 0, 0, 1},
+        /* 0.5 + zy 2: spec, onnx-ref (rint(2.5)), ort 2; gemmlowp rounds the tie away from
+         * zero (RoundingDivideByPOT) before adding zy: 3 */
+        {"tie-even-zp-u8", "ties away from zero (gemmlowp) or to even", U8, F32, ONE_BY_ONE,
+         v1, v1, 0.5, 1.0, 0, &one, 0, 0, 2},
+        /* u8·s8 (oneDNN's weights are s8): onnx-ref and onednn add zy before rounding: 2;
+         * spec and ort 1 */
+        {"tie-odd-zp-u8s8", "zero point before/after rounding, u8 x s8", U8, F32, ONE_BY_ONE,
+         v1, v1, 0.5, 1.0, 0, &one, 0, 0, 1, .qb = S8},
+        /* u8·s8, acc 5 times near: 151.5 - 2^-18 in double (onnx-ref: 151); float32 rounds the
+         * product to 151.5 (ort, onednn: 152) */
+        {"near-tie-fp32-product-u8s8", "float32 rounding of acc * multiplier, u8 x s8", U8, F32,
+         ONE_BY_ONE, v5, v1, near, 1.0, 0, &one, 0, 0, 0, .qb = S8},
+        /* same tie in int8: spec 1, onnx-ref 2, ort-fp32 1, orion 1.5 truncated = 1 */
+        {"tie-odd-zp-s8", "zero point before/after rounding; Orion truncation", S8, F32,
+         ONE_BY_ONE, v1, v1, 0.5, 1.0, 0, &one, 0, 0, 1},
+        /* -0.5 + zy 1: spec RNE(-0.5) + 1 = 1; onnx-ref rint(0.5) = 0; ort 1; orion 0 */
+        {"tie-odd-zp-negative-s8", "negative tie with an odd zero point", S8, F32, ONE_BY_ONE,
+         vm1, v1, 0.5, 1.0, 0, &one, 0, 0, 1},
+        /* 1.5 + zy 2: spec 2 + 2 = 4; onnx-ref rint(3.5) = 4; ort 4; orion trunc(3.5) = 3 */
+        {"tie-even-zp-s8", "even zero point: only truncation differs", S8, F32, ONE_BY_ONE, v3,
+         v1, 0.5, 1.0, 0, &one, 0, 0, 2},
+        /* per-column ties, zy 1: values [[0.5,1],[1.5,0.5]]: spec [[1,2],[3,1]]; onnx-ref
+         * [[2,2],[2,2]]; ort = spec */
+        {"tie-per-column-u8", "ties under a per-column b_scale", U8, F32, .rank = 2,
+         .adims = {2, 2}, .bdims = {2, 2}, pc_a, pc_b, 1.0, 1.0, 2, halves, 0, 0, 1},
+        /* acc 5, m = near exactly: exact 151.5 - 2^-18 -> 151 (spec, onnx-ref in double);
+         * ort-fp32's float32 product rounds to 151.5 -> 152 */
+        {"near-tie-fp32-product-u8", "float32 rounding of acc * multiplier", U8, F32,
+         ONE_BY_ONE, v5, v1, near, 1.0, 0, &one, 0, 0, 0},
+        /* int8 twin for backends that skip uint8: 5 * 10643046 * 2^-19 = 101.5 - 2^-18, a
+         * float32 tie that goes to 101.5 -> ort-fp32 102; spec, onnx-ref, orion 101 */
+        {"near-tie-fp32-product-s8", "float32 rounding of acc * multiplier, int8", S8, F32,
+         ONE_BY_ONE, v5, v1, near_s8, 1.0, 0, &one, 0, 0, 0},
+        /* acc 1, sa*sb = 151.5 - 2^-18 exactly: spec 151; both float32 multipliers round to
+         * 151.5 -> onnx-ref and ort-fp32 give 152 */
+        {"near-tie-fp32-multiplier-u8", "float32 rounding of sa * sb", U8, F32, ONE_BY_ONE, v1,
+         v1, 5.0, 1.0, 0, &near, 0, 0, 0},
+        /* float16 scales: 3 * 3.83203125 = 11.49609375, a float16 tie that rounds to 11.5:
+         * spec 11, onnx-ref (float16 multiplier) 12, ort-fp32 11, orion 11 */
+        {"near-tie-float16-scales-s8", "multiplier computed in float16 (onnx-ref)", S8, F16,
+         ONE_BY_ONE, v1, v1, 3.0, 1.0, 0, &f16_sb, 0, 0, 0},
+        /* Orion's documented example (magnitudes 2000, 2500, 3000): orion [[3,4,4],[8,9,10]];
+         * the exact value of y[0,0] is 3.56, so the float profiles say 4 */
+        {"orion-doc-2d-s8", "Orion's Q16.16 truncation", S8, F32, .rank = 2, .adims = {2, 4},
+         .bdims = {4, 3}, orion_a2, orion_b2v, 2000.0 / 65536.0, 3000.0 / 65536.0, 0,
+         &orion_b2, 0, 0, 0},
+        /* Orion's 3-D example (20000, 25000, 30000): orion [8,11,17,23,26,35,36,47] */
+        {"orion-doc-3d-s8", "Orion's Q16.16 truncation, batched", S8, F32, .rank = 3,
+         .adims = {2, 2, 3}, .bdims = {2, 3, 2}, orion_a3, orion_b3v, 20000.0 / 65536.0,
+         30000.0 / 65536.0, 0, &orion_b3, 0, 0, 0},
+        /* 10000 saturates to 127 everywhere (also Orion); a wrapping backend gives 16 */
+        {"saturate-high-s8", "saturation, not wrapping (onnx < 1.22 wraps)", S8, F32,
+         ONE_BY_ONE, v100, v100, 1.0, 1.0, 0, &one, 0, 0, 0},
+        /* 40000 saturates to 255; a wrapping backend gives 64 */
+        {"saturate-high-u8", "saturation, not wrapping", U8, F32, ONE_BY_ONE, v200, v200, 1.0,
+         1.0, 0, &one, 0, 0, 0},
+        /* a holds -128: -127 * 0.25 = -31.75 -> -32 for the float profiles; Orion panics */
+        {"orion-rejects-input-minus128-s8", "Orion: an input element -128", S8, F32, .rank = 2,
+         .adims = {1, 2}, .bdims = {2, 1}, minus128, ones2, 0.5, 1.0, 0, &half, 0, 0, 0},
+        /* -10000 clamps to -128; Orion panics on a -128 result */
+        {"orion-rejects-result-minus128-s8", "Orion: a result clamped to -128", S8, F32,
+         ONE_BY_ONE, vm100, v100, 1.0, 1.0, 0, &one, 0, 0, 0},
+        /* a_scale 70000 encodes past 2^32; the exact value 70000 * 2^-20 = 0.07 -> 0 */
+        {"orion-rejects-scale-magnitude-s8", "Orion: a scale >= 65536", S8, F32, ONE_BY_ONE,
+         v1, v1, 70000.0, 1.0, 0, &very_tiny, 0, 0, 0},
+        /* deq(a) = 100 * 60000 >= 65536 in Q16.16; the exact value 100 * 60000 * 2^-20 = 5.72
+         * -> 6 */
+        {"orion-rejects-dequantized-magnitude-s8", "Orion: a dequantized value >= 65536", S8,
+         F32, ONE_BY_ONE, v100, v1, 60000.0, 1.0, 0, &very_tiny, 0, 0, 0},
+        /* y_scale 2^-20 encodes as 0 in Q16.16; the exact value 2^-24 / 2^-20 = 1/16 -> 0 */
+        {"orion-rejects-y-scale-zero-s8", "Orion: y_scale encoding as 0", S8, F32, ONE_BY_ONE,
+         v1, v1, tiny, very_tiny, 0, &tiny, 0, 0, 0},
+        /* u8 a = 255, 255 against s8 b = 127, 127: the pair sum 64770 saturates to 32767 in
+         * int16 (the *+pairsat16 profiles: AVX2 u8·s8 kernels); times 2^-10: 63.25 -> 63 for
+         * every exact accumulation, 31.999 -> 32 for the saturated one */
+        {"pair-saturation-u8s8", "adjacent u8*s8 products summed in int16 with saturation",
+         U8, F32, .rank = 2, .adims = {1, 2}, .bdims = {2, 1}, a255, b127, 1.0 / 1024.0, 1.0,
+         0, &one, 0, 0, 0, .qb = S8},
+        /* s8 a = 127, 127 against b = 127, 127: exact 32258 * 2^-9 = 63.004 -> 63; oneDNN's
+         * AVX2 GEMM (onednn-avx2-gemm) shifts a to 255 and saturates the pair: 32767 - 128 *
+         * 254 = 255 -> 0.498 -> 0; pairsat16 leaves s8*s8 exact */
+        {"shifted-pair-saturation-s8", "s8*s8 through vpmaddubsw with a shifted by +128 "
+         "(oneDNN AVX2)", S8, F32, .rank = 2, .adims = {1, 2}, .bdims = {2, 1}, b127, b127,
+         1.0 / 512.0, 1.0, 0, &one, 0, 0, 0},
+        /* the same with a_zero_point 1: exact 2 * 126 * 127 = 32004 * 2^-10 = 31.25 -> 31
+         * (oneDNN AVX2 takes its exact reference GEMM for s8 a with a zero point:
+         * onednn-avx2); the shifted pairs give 32767 - 32512 - 254 = 1 -> 0 */
+        {"shifted-pair-zero-point-s8", "s8 a with a zero point: oneDNN AVX2's reference GEMM, "
+         "not its shifted pairs", S8, F32, .rank = 2, .adims = {1, 2}, .bdims = {2, 1}, b127,
+         b127, 1.0 / 1024.0, 1.0, 0, &one, 1, 0, 0},
+    };
+    for (int i = 0; i < N_SMALL; i++)
+        if (add_qlm(s, &small[i]) != 0)
+            return -1;
+    return 0;
+}
+
+/* Long dot products, built in scratch arrays. */
+static int add_long_cases(qh_fp_suite *s)
+{
+    /* K = 263: 261 * 255*255 + 48*47 + 6*7 = 16973823 = 129.5 * 2^17 - 1, odd and past 2^24,
+     * so float(acc) rounds (ties to even) to 16973824; times m = 2^-17: ort-fp32 gets 129.5
+     * -> 130, while spec and onnx-ref (double) see 129.49999... -> 129. */
+    enum { K1 = 263, K2 = 33026, K3 = 10001 };
+    int *a = malloc(K2 * sizeof *a), *b = malloc(K2 * sizeof *b);
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return -1;
+    }
+    for (int k = 0; k < K1; k++)
+        a[k] = b[k] = 255;
+    a[K1 - 2] = 48;
+    b[K1 - 2] = 47;
+    a[K1 - 1] = 6;
+    b[K1 - 1] = 7;
+    static const double one = 1.0;
+    qlm_desc d = {"acc-past-2^24-u8", "float32 conversion of the accumulator (ort-fp32)", U8,
+                  F32, .rank = 2, .adims = {1, K1}, .bdims = {K1, 1}, a, b, p2(-17), 1.0, 0,
+                  &one, 0, 0, 0};
+    int rc = add_qlm(s, &d);
+    /* K = 33026 of 255*255: acc 2147515650 does not fit int32. Exact: * 2^-24 = 128.002 ->
+     * 128; wrapped (-2147451646): -127.998 -> 0. spec accepts both; onnx-ref and ort-fp32
+     * (int32 accumulators) give 0; a backend accumulating exactly matches spec only. */
+    for (int k = 0; rc == 0 && k < K2; k++)
+        a[k] = b[k] = 255;
+    qlm_desc w = {"acc-past-int32-u8", "int32-wrapping accumulation", U8, F32, .rank = 2,
+                  .adims = {1, K2}, .bdims = {K2, 1}, a, b, p2(-24), 1.0, 0, &one, 0, 0, 0};
+    if (rc == 0)
+        rc = add_qlm(s, &w);
+    /* s8 a = -128 (a_zero_point 127) against b = 127 (b_zero_point -128), K = 33026: exact
+     * -2147515650, saturated -2147483648, wrapped 2147451646; times m = 0x1.91ff3cp-25 (a
+     * float32 between 100.5/2147515650 and 100.5/2147483648): -101 exact, -100 saturated
+     * (sat32, and onednn-avx2, whose s8 a with zero points takes oneDNN's saturating
+     * reference GEMM), 100 wrapped (spec accepts -101 and 100). */
+    for (int k = 0; rc == 0 && k < K2; k++) {
+        a[k] = -128;
+        b[k] = 127;
+    }
+    static const double m_sat = 0x1.91ff3cp-25;
+    qlm_desc sat = {"acc-saturates-int32-s8", "int32-saturating accumulation (oneDNN's "
+                    "reference GEMM)", S8, F32, .rank = 2, .adims = {1, K2}, .bdims = {K2, 1},
+                    a, b, m_sat, 1.0, 0, &one, 127, -128, 0};
+    if (rc == 0)
+        rc = add_qlm(s, &sat);
+    /* MatMulInteger s8 a = -127 against b = 127, K = 10001: -161306129, odd and past 2^24;
+     * oneDNN's int32 destination on AVX-512 passes through float32: -161306128
+     * (onednn-avx512-vnni) */
+    for (int k = 0; rc == 0 && k < K3; k++) {
+        a[k] = -127;
+        b[k] = 127;
+    }
+    if (rc == 0)
+        rc = add_mmi(s, "int32-output-via-float32-s8", "an int32 output converted through "
+                     "float32 (oneDNN on AVX-512)", S8, K3, a, b);
+    free(a);
+    free(b);
+    return rc;
+}
+
+int qh_fp_suite_build(qh_fp_suite *s)
+{
+    s->count = 0;
+    s->cases = calloc(N_CASES, sizeof *s->cases);
+    if (!s->cases)
+        return -1;
+    if (add_small_cases(s) != 0 || add_long_cases(s) != 0) {
+        qh_fp_suite_free(s);
+        return -1;
+    }
+    return 0;
+}
+
+void qh_fp_suite_free(qh_fp_suite *s)
+{
+    for (size_t i = 0; s->cases && i < s->count; i++)
+        qh_owned_call_free(&s->cases[i].oc);
+    free(s->cases);
+    s->cases = NULL;
+    s->count = 0;
+}
+
+/* ---- scoring ----------------------------------------------------------------------------- */
+
+static int score_case(qh_backend *b, const qh_fp_case *c, const qh_invoke_opts *o,
+                      qh_fp_case_result *cr, char *err, size_t err_size)
+{
+    qh_expectation ex[QMM_PROFILE_MAX];
+    memset(ex, 0, sizeof ex);
+    int rc = 0;
+    for (int p = 0; rc == 0 && p < qmm_profile_count(); p++) {
+        if (qh_expect(&c->oc.call, qmm_profile_name((qmm_profile)p), &ex[p]) != 0 ||
+            (ex[p].code != QMM_OK && ex[p].code != QMM_INVALID_ARGUMENT &&
+             ex[p].code != QMM_UNSUPPORTED)) {
+            snprintf(err, err_size, "%s: reference under %s: %s", c->name, qmm_profile_name((qmm_profile)p),
+                     ex[p].message);
+            rc = -1;
+        }
+    }
+    qh_invocation inv;
+    memset(&inv, 0, sizeof inv);
+    if (rc == 0 && qh_invoke(b, &c->oc.call, o, &inv) != 0) {
+        snprintf(err, err_size, "%s: %s", c->name, inv.problem);
+        rc = -1;
+    }
+    if (rc == 0) {
+        cr->returned = inv.outcome == QH_RETURNED;
+        cr->code = inv.code;
+        const char *why = cr->returned ? inv.st.message : inv.problem;
+        /* the backend's words: one clean line (harness/base/clean.h) */
+        qh_clean_into(cr->problem, sizeof cr->problem, why, strnlen(why, sizeof inv.st.message), 0);
+        cr->skipped = cr->returned && inv.code == QMM_UNSUPPORTED;
+        for (int p = 0; p < qmm_profile_count(); p++) {
+            if (ex[p].code == QMM_UNSUPPORTED)
+                continue;
+            cr->applicable |= QH_PROFILE_BIT(p);
+            /* the judge decides, as in run */
+            if (cr->returned && !cr->skipped && qh_judge_passes(&ex[p], &inv))
+                cr->matched |= QH_PROFILE_BIT(p);
+        }
+    }
+    qh_invocation_free(&inv);
+    for (int p = 0; p < qmm_profile_count(); p++)
+        qh_expectation_free(&ex[p]);
+    return rc;
+}
+
+int qh_fingerprint_run(qh_backend *b, const qh_fp_suite *s, const qh_invoke_opts *o,
+                       qh_fp_result *r, char *err, size_t err_size)
+{
+    memset(r, 0, sizeof *r);
+    r->closest = -1;
+    r->cases = calloc(s->count ? s->count : 1, sizeof *r->cases);
+    if (!r->cases) {
+        snprintf(err, err_size, "out of memory");
+        return -1;
+    }
+    r->n_cases = s->count;
+    for (size_t i = 0; i < s->count; i++) {
+        qh_fp_case_result *cr = &r->cases[i];
+        if (score_case(b, &s->cases[i], o, cr, err, err_size) != 0)
+            return -1;
+        if (cr->skipped) {
+            r->skipped++;
+            continue;
+        }
+        for (int p = 0; p < qmm_profile_count(); p++) {
+            if (!(cr->applicable & QH_PROFILE_BIT(p)))
+                continue;
+            r->score[p].total++;
+            r->score[p].matched += (int64_t)((cr->matched >> p) & 1u);
+        }
+    }
+    double best = -1.0;
+    for (int p = 0; p < qmm_profile_count(); p++) {
+        const qh_fp_score *sc = &r->score[p];
+        if (sc->total == 0)
+            continue;
+        if (sc->matched == sc->total)
+            r->matching_all |= QH_PROFILE_BIT(p);
+        double ratio = (double)sc->matched / (double)sc->total;
+        if (ratio > best) {
+            best = ratio;
+            r->closest = p;
+        }
+    }
+    return 0;
+}
+
+void qh_fp_result_free(qh_fp_result *r)
+{
+    free(r->cases);
+    r->cases = NULL;
+    r->n_cases = 0;
+}
+
+qh_profile_set qh_profiles_simplest(qh_profile_set set)
+{
+    qh_profile_set kept = set;
+    for (int p = 0; p < qmm_profile_count(); p++) {
+        int base = (int)qmm_profile_base((qmm_profile)p);
+        if (base != p && (set & QH_PROFILE_BIT(p)) && (set & QH_PROFILE_BIT(base)))
+            kept &= ~QH_PROFILE_BIT(p);
+    }
+    return kept;
+}
+
+void qh_fp_verdict(const qh_fp_result *r, char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    qh_profile_set simplest = qh_profiles_simplest(r->matching_all);
+    for (int p = 0; p < qmm_profile_count() && len < size; p++)
+        if (simplest & QH_PROFILE_BIT(p))
+            len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? "," : "",
+                                    qmm_profile_name((qmm_profile)p));
+    if (len == 0)
+        snprintf(buf, size, "none");
+}
