@@ -708,6 +708,22 @@ int qh_invoke(qh_backend *b, const qmm_call *call, const qh_invoke_opts *o, qh_i
     return invoke_here(b, call, fill, out);
 }
 
+int qh_invocation_detach(qh_invocation *inv)
+{
+    if (!inv->y_map || !inv->y.data)
+        return 0;
+    int64_t n = qmm_tensor_numel(&inv->y);
+    size_t bytes = n > 0 ? (size_t)n * qmm_dtype_size(inv->y.dtype) : 0;
+    void *own = malloc(bytes ? bytes : 1);
+    if (!own)
+        return -1;
+    memcpy(own, inv->y.data, bytes);
+    munmap(inv->y_map, inv->y_map_len);
+    inv->y_map = NULL;
+    inv->y.data = own;
+    return 0;
+}
+
 void qh_invocation_free(qh_invocation *inv)
 {
     if (inv->y_map)

@@ -59,6 +59,11 @@ typedef struct qh_invocation {
  * isolated open crashed or hung), with `problem` set. */
 int qh_invoke(qh_backend *b, const qmm_call *call, const qh_invoke_opts *o, qh_invocation *out);
 void qh_invocation_free(qh_invocation *inv);
+/* Copies an isolated call's output out of the mapping the worker shares into the harness's
+ * own memory, so that nothing the worker does afterwards (a thread left running, a plugin
+ * that unprotects its mapping) can change the answer while it waits to be judged. 0, or -1
+ * when memory runs out (the mapping is kept). */
+int qh_invocation_detach(qh_invocation *inv);
 
 /* Set (to the signal number) by qmmcheck's SIGINT/SIGTERM handler: every wait on a worker
  * returns promptly once it is set, and the worker is killed. */

@@ -301,6 +301,11 @@ static void judge_loaded(qh_case *c, int n, qh_backend *b, const qh_eval_opts *o
             qh_judge_not_run("", jb[j].inv.problem, sizeof jb[j].inv.problem, &v[j]);
         else
             jb[j].returned = 1;
+        /* the answer waits for the other backends' calls: the worker's mapping is no longer
+         * read, so that a worker left running cannot change it meanwhile */
+        if (jb[j].returned && jb[j].inv.outcome == QH_RETURNED && jb[j].inv.code == QMM_OK &&
+            n > 1)
+            qh_invocation_detach(&jb[j].inv);
         if (jb[j].returned && jb[j].inv.outcome == QH_RETURNED && jb[j].inv.code == QMM_OK)
             cm.got[j] = &jb[j].inv.y;
         jb[j].seconds = qh_mono_seconds() - tj;
