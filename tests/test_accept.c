@@ -669,7 +669,7 @@ Test(accept, optimized_answers_unsupported_for_the_four_operators)
 static long judge_stored(qh_case *c, const char *name, int quiet, double *worst,
                          long *inconclusive)
 {
-    qmm_call *call = &c->call;
+    qmm_call *call = &c->oc.call;
     const qmm_tensor *want = &c->outputs[0].t;
     int64_t n = qmm_tensor_numel(want);
     qmm_ref_accept *acc = calloc((size_t)(n ? n : 1), sizeof *acc);
@@ -737,7 +737,7 @@ Test(accept, onnxruntime_recorded_answers_are_accepted, .timeout = 300)
         qh_case c;
         cr_assert_eq(qh_case_load(&list.items[i], &c, &err), 0, "%s: %s", list.items[i].name,
                      err.msg);
-        cr_assert(qmm_ref_judged_by_accept(c.call.op), "%s", list.items[i].name);
+        cr_assert(qmm_ref_judged_by_accept(c.oc.call.op), "%s", list.items[i].name);
         elements += qmm_tensor_numel(&c.outputs[0].t);
         if (recorded_divergence(list.items[i].name)) {
             double w = 0.0;
@@ -751,10 +751,10 @@ Test(accept, onnxruntime_recorded_answers_are_accepted, .timeout = 300)
         failed += judge_stored(&c, list.items[i].name, 0, &worst, &inconclusive);
         /* a level-4 answer from ORT's int8 path is accepted by the int8 model, not the float
          * ones: judged as if the call said level 0, it fails */
-        if (c.call.op == QMM_OP_MATMULNBITS && c.call.u.matmulnbits.accuracy_level == 4) {
+        if (c.oc.call.op == QMM_OP_MATMULNBITS && c.oc.call.u.matmulnbits.accuracy_level == 4) {
             double w0 = 0.0;
             long inc0 = 0;
-            c.call.u.matmulnbits.accuracy_level = 0;
+            c.oc.call.u.matmulnbits.accuracy_level = 0;
             level4_cases++;
             level4_unlike_float += judge_stored(&c, list.items[i].name, 1, &w0, &inc0) > 0;
         }

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "harness/gen/problem.h"
-#include "harness/run/expect.h"
+#include "harness/judge/expect.h"
 #include "ops/qmm_ops.h"
 #include "optimized/qmm_optimized.h"
 #include "qmm/backend.h"
