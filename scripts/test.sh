@@ -18,7 +18,8 @@ if [ "${1:-}" = "--sanitize" ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   # clusterfuzzlite_build (label `long`) makes its own ASan + UBSan build of the fuzz targets
-  # whatever this build is; the plain run has already run it, so the sanitizer pass skips it.
+  # whatever this build is; the plain run has already run it, so the sanitizer pass skips it;
+  # so it does mutants_caught_in_the_simplest_form (long; mutants_killed_by_default_suites runs).
   labels=(-LE long)
 fi
 cmake -S . -B "$dir" "${extra[@]}"
