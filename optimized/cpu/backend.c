@@ -38,7 +38,8 @@ static qmm_status_code opt_query(const qmm_backend *self, const qmm_call *call, 
 {
     const qmm_opt_backend *ob = self->impl;
     if (call->op != QMM_OP_QLINEARMATMUL && call->op != QMM_OP_MATMULINTEGER &&
-        call->op != QMM_OP_QORDEREDMATMUL)
+        call->op != QMM_OP_QORDEREDMATMUL && call->op != QMM_OP_MATMULNBITS &&
+        call->op != QMM_OP_DYNAMICQUANTIZEMATMUL && call->op != QMM_OP_MATMUL_INTEGER_TO_FLOAT)
         return qmm_status_no_operator(st, ob->name, call->op);
     if (ob->missing)
         return qmm_status_because(st, QMM_UNSUPPORTED, ob->name, ob->missing);
@@ -64,6 +65,23 @@ static qmm_status_code opt_qorderedmatmul(const qmm_backend *self,
                                           const qmm_qorderedmatmul *c, qmm_status *st)
 {
     return qmm_opt_qorderedmatmul(self->impl, c, st);
+}
+
+/* The operators without a pointer of their own (nbits.c, dynq.c). */
+static qmm_status_code opt_call(const qmm_backend *self, qmm_call *call, qmm_status *st)
+{
+    switch (call->op) {
+    case QMM_OP_MATMULNBITS:
+        return qmm_opt_matmulnbits(self->impl, &call->u.matmulnbits, st);
+    case QMM_OP_DYNAMICQUANTIZEMATMUL:
+        return qmm_opt_dynamicquantizematmul(self->impl, &call->u.dynamicquantizematmul, st);
+    case QMM_OP_MATMUL_INTEGER_TO_FLOAT:
+        return qmm_opt_matmul_integer_to_float(self->impl, &call->u.matmul_integer_to_float,
+                                               st);
+    default:
+        return qmm_status_no_operator(st, ((const qmm_opt_backend *)self->impl)->name,
+                                      call->op);
+    }
 }
 
 static void opt_close(qmm_backend *self)
@@ -165,6 +183,7 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
     be->qlinearmatmul = opt_qlinearmatmul;
     be->qorderedmatmul = opt_qorderedmatmul;
     be->close = opt_close;
+    be->call = opt_call;
     qmm_status_ok(st);
     return be;
 }

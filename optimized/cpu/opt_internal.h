@@ -333,4 +333,14 @@ qmm_status_code qmm_opt_qlinearmatmul_float8(const qmm_opt_backend *ob,
 qmm_status_code qmm_opt_qorderedmatmul(const qmm_opt_backend *ob, const qmm_qorderedmatmul *c,
                                        qmm_status *st);
 
+/* The float-output operators (nbits.c, dynq.c; docs/optimized.md "MatMulNBits, ..."). */
+qmm_status_code qmm_opt_matmulnbits(const qmm_opt_backend *ob, const qmm_matmulnbits *c,
+                                    qmm_status *st);
+qmm_status_code qmm_opt_dynamicquantizematmul(const qmm_opt_backend *ob,
+                                              const qmm_dynamicquantizematmul *c,
+                                              qmm_status *st);
+qmm_status_code qmm_opt_matmul_integer_to_float(const qmm_opt_backend *ob,
+                                                const qmm_matmul_integer_to_float *c,
+                                                qmm_status *st);
+
 #endif /* QMM_OPT_INTERNAL_H */
