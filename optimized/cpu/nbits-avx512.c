@@ -12,20 +12,27 @@ static inline __attribute__((always_inline)) void dot_rows(size_t R, size_t kp,
                                                            float out[16])
 {
     __m512 acc[4][4];
+    #pragma GCC unroll 4
     for (size_t r = 0; r < R; r++)
+        #pragma GCC unroll 4
         for (size_t c = 0; c < 4; c++)
             acc[r][c] = _mm512_setzero_ps();
     for (size_t k = 0; k < kp; k += 16) {
         __m512 bv[4];
+        #pragma GCC unroll 4
         for (size_t c = 0; c < 4; c++)
             bv[c] = _mm512_loadu_ps(b[c] + k);
+        #pragma GCC unroll 4
         for (size_t r = 0; r < R; r++) {
             __m512 av = _mm512_loadu_ps(a[r] + k);
+            #pragma GCC unroll 4
             for (size_t c = 0; c < 4; c++)
                 acc[r][c] = _mm512_fmadd_ps(av, bv[c], acc[r][c]);
         }
     }
+    #pragma GCC unroll 4
     for (size_t r = 0; r < R; r++)
+        #pragma GCC unroll 4
         for (size_t c = 0; c < 4; c++)
             out[r * 4 + c] = _mm512_reduce_add_ps(acc[r][c]);
 }

@@ -144,7 +144,12 @@ static size_t round_up(size_t v, size_t m)
 /* Column n's zero point of block b as an integer (default or packed). */
 static int32_t zp_int(const nb_job *J, size_t n, size_t b)
 {
-    return (int32_t)qmm_nbits_zero_point(&J->c->zero_points, J->p, (int64_t)n, (int64_t)b);
+    const qmm_nbits_plan *p = J->p;
+    if (p->zp_form != QMM_NBITS_ZP_PACKED)
+        return 1 << (p->bits - 1);
+    size_t bit = b * (size_t)p->bits;
+    const uint8_t *row = (const uint8_t *)J->c->zero_points.data + n * (size_t)p->zp_row;
+    return (row[bit / 8] >> (bit % 8)) & ((1 << p->bits) - 1);
 }
 
 /* b̂ of column n into bh[0 .. kc), zero past K. */
