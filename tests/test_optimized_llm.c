@@ -324,9 +324,10 @@ Test(optimized_llm, matmulnbits_float16_t1_is_unsupported_after_validation)
     q->bits = 4;
     q->block_size = 16;
     qmm_status st;
+    cr_expect_eq(be[0]->query(be[0], &c, &st), QMM_UNSUPPORTED, "%s", st.message);
     cr_expect_eq(qmm_backend_run(be[0], &c, &st), QMM_UNSUPPORTED, "%s", st.message);
     cr_expect(strstr(st.message, "float only"), "%s", st.message);
-    q->bits = 3; /* invalid first: INVALID_ARGUMENT as the reference words it */
+    q->bits = 3; /* invalid input: INVALID_ARGUMENT as the reference words it */
     cr_expect_eq(qmm_backend_run(be[0], &c, &st), QMM_INVALID_ARGUMENT);
     cr_expect(strstr(st.message, "bits"), "%s", st.message);
     close_all(be, nbe);

@@ -43,6 +43,14 @@ static qmm_status_code opt_query(const qmm_backend *self, const qmm_call *call, 
         return qmm_status_no_operator(st, ob->name, call->op);
     if (ob->missing)
         return qmm_status_because(st, QMM_UNSUPPORTED, ob->name, ob->missing);
+    const char *why = call->op == QMM_OP_MATMULNBITS
+                          ? qmm_opt_matmulnbits_unsupported(&call->u.matmulnbits)
+                      : call->op == QMM_OP_MATMUL_INTEGER_TO_FLOAT
+                          ? qmm_opt_matmul_integer_to_float_unsupported(
+                                &call->u.matmul_integer_to_float)
+                          : NULL;
+    if (why)
+        return qmm_status_because(st, QMM_UNSUPPORTED, ob->name, why);
     /* Validation belongs to the operator call (invalid input is still "supported"); the
      * call answers UNSUPPORTED for valid float8 operands, after validating: the kernels are
      * integer GEMMs (docs/optimized.md). */

@@ -79,15 +79,18 @@ qmm_status_code qmm_opt_dynamicquantizematmul(const qmm_opt_backend *ob,
     float scale = mx != mn ? range / 255.0f : 1.0f;
     volatile float ratio = mn / scale;
     float zpf = 0.0f - ratio;
-    zpf = zpf < 0.0f ? 0.0f : zpf > 255.0f ? 255.0f : zpf;
+    /* in float, NaN-safe: a range whose /255 underflows to 0 makes lo/sa and a/sa infinite
+     * or NaN (the reference's conversion of a NaN is the C implementation's), and no
+     * conversion here is undefined */
+    zpf = zpf >= 0.0f ? (zpf <= 255.0f ? zpf : 255.0f) : 0.0f;
     int32_t zp = (int32_t)nearbyintf(zpf);
     uint8_t *qa = malloc(count ? count : 1);
     if (!qa)
         return qmm_status_oom(st, ob->name, "for the quantized A");
     for (size_t i = 0; i < count; i++) {
         volatile float r = a[i] / scale;
-        int32_t q = (int32_t)nearbyintf(r) + zp;
-        qa[i] = (uint8_t)(q < 0 ? 0 : q > 255 ? 255 : q);
+        float q = nearbyintf(r) + (float)zp;
+        qa[i] = (uint8_t)(q >= 0.0f ? (q <= 255.0f ? (int32_t)q : 255) : 0);
     }
     uint8_t za = (uint8_t)zp;
     qmm_tensor ta = c->a, tz = {.dtype = QMM_DTYPE_UINT8, .rank = 0, .data = &za};
@@ -99,15 +102,22 @@ qmm_status_code qmm_opt_dynamicquantizematmul(const qmm_opt_backend *ob,
     return rc;
 }
 
+const char *qmm_opt_matmul_integer_to_float_unsupported(const qmm_matmul_integer_to_float *c)
+{
+    return c->a_scale.dtype == QMM_DTYPE_FLOAT16
+               ? "MatMulIntegerToFloat with float16 scales: float only here"
+               : NULL;
+}
+
 qmm_status_code qmm_opt_matmul_integer_to_float(const qmm_opt_backend *ob,
                                                 const qmm_matmul_integer_to_float *c,
                                                 qmm_status *st)
 {
     qmm_i2f_plan p;
     QMM_TRY(qmm_validate_matmul_integer_to_float(c, &p, st));
-    if (c->a_scale.dtype != QMM_DTYPE_FLOAT)
+    if (qmm_opt_matmul_integer_to_float_unsupported(c))
         return qmm_status_because(st, QMM_UNSUPPORTED, ob->name,
-                                  "MatMulIntegerToFloat with float16 scales: float only here");
+                                  qmm_opt_matmul_integer_to_float_unsupported(c));
     float sa = *(const float *)c->a_scale.data;
     return integer_then_tail(ob, &c->a,
                              qmm_tensor_present(&c->a_zero_point) ? &c->a_zero_point : NULL,

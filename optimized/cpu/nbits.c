@@ -269,8 +269,10 @@ static void quantize_row(const float *a, size_t k, size_t ab, size_t nab, int8_t
         for (size_t t = 0; t < ab; t++) {
             int32_t q = 0;
             if (t < len) {
-                float pr = a[s0 + t] * r;
-                q = (int32_t)nearbyintf(pr);
+                /* |a·r| <= 127 up to rounding; a NaN or infinite a (which the reference
+                 * leaves inconclusive) gives 0, never an undefined conversion */
+                float pr = nearbyintf(a[s0 + t] * r);
+                q = pr >= -127.0f && pr <= 127.0f ? (int32_t)pr : 0;
             }
             qa[s0 + t] = (int8_t)q;
             sum += q;
@@ -280,14 +282,21 @@ static void quantize_row(const float *a, size_t k, size_t ab, size_t nab, int8_t
     }
 }
 
+const char *qmm_opt_matmulnbits_unsupported(const qmm_matmulnbits *c)
+{
+    if (c->a.dtype == QMM_DTYPE_FLOAT16 || c->a.dtype == QMM_DTYPE_BFLOAT16)
+        return "MatMulNBits with a float16/bfloat16 T1: float only here";
+    return NULL;
+}
+
 qmm_status_code qmm_opt_matmulnbits(const qmm_opt_backend *ob, const qmm_matmulnbits *c,
                                     qmm_status *st)
 {
     qmm_nbits_plan p;
     QMM_TRY(qmm_validate_matmulnbits(c, &p, st));
-    if (p.t1 != QMM_DTYPE_FLOAT)
+    if (qmm_opt_matmulnbits_unsupported(c))
         return qmm_status_because(st, QMM_UNSUPPORTED, ob->name,
-                                  "MatMulNBits with a float16/bfloat16 T1: float only here");
+                                  qmm_opt_matmulnbits_unsupported(c));
     if (p.rows == 0 || p.n == 0)
         return qmm_status_ok(st);
     nb_job J = {.c = c, .p = &p, .kr = kernels_for(ob->v)};

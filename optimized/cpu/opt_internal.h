@@ -333,7 +333,11 @@ qmm_status_code qmm_opt_qlinearmatmul_float8(const qmm_opt_backend *ob,
 qmm_status_code qmm_opt_qorderedmatmul(const qmm_opt_backend *ob, const qmm_qorderedmatmul *c,
                                        qmm_status *st);
 
-/* The float-output operators (nbits.c, dynq.c; docs/optimized.md "MatMulNBits, ..."). */
+/* The float-output operators (nbits.c, dynq.c; docs/optimized.md "MatMulNBits, ..."); the
+ * *_unsupported functions say, from the types alone, why a call is not computed here (NULL:
+ * it is), for the capability query and the call alike. */
+const char *qmm_opt_matmulnbits_unsupported(const qmm_matmulnbits *c);
+const char *qmm_opt_matmul_integer_to_float_unsupported(const qmm_matmul_integer_to_float *c);
 qmm_status_code qmm_opt_matmulnbits(const qmm_opt_backend *ob, const qmm_matmulnbits *c,
                                     qmm_status *st);
 qmm_status_code qmm_opt_dynamicquantizematmul(const qmm_opt_backend *ob,
