@@ -124,6 +124,8 @@ typedef struct nb_job {
     const qmm_nbits_plan *p;
     const qmm_nb_kernels *kr;
     size_t rows, k, n, kb, bs, kc; /* kc: buffer length per column (>= kb*bs, K padded) */
+    size_t kd;                     /* K padded to QMM_NB_KPAD: the float rows' length */
+    size_t kq;                     /* the int8 rows' length: whole A blocks, padded */
     int int8;                      /* the level-4 int8 path */
     const float *a;                /* float path: rows x kc, zero past K */
     const int8_t *qa;              /* int8 path: rows x kc */
@@ -190,9 +192,9 @@ static void task_float(const nb_job *J, size_t j0, size_t nc, const uint8_t *cod
             size_t rows = J->rows - r0 < 4 ? J->rows - r0 : 4;
             const float *a[4];
             for (size_t r = 0; r < 4; r++)
-                a[r] = J->a + (r0 + (r < rows ? r : 0)) * J->kc;
+                a[r] = J->a + (r0 + (r < rows ? r : 0)) * J->kd;
             float out[16];
-            J->kr->dot_f32(rows, J->kc, a, b, out);
+            J->kr->dot_f32(rows, J->kd, a, b, out);
             for (size_t r = 0; r < rows; r++)
                 for (size_t c = 0; c < 4 && c0 + c < nc; c++) {
                     size_t j = j0 + c0 + c;
@@ -215,7 +217,7 @@ static void task_int8(const nb_job *J, size_t j0, size_t nc, const uint8_t *code
         for (size_t b = 0; b < J->kb; b++)
             zps[b] = zp_int(J, j, b);
         for (size_t r = 0; r < J->rows; r++) {
-            J->kr->bsum(J->qa + r * J->kc, codes + c * J->kc, J->nab, J->ab, isum);
+            J->kr->bsum(J->qa + r * J->kq, codes + c * J->kc, J->nab, J->ab, isum);
             const float *sa = J->sa + r * J->nab;
             const int32_t *as = J->asum + r * J->nab;
             float acc = 0.0f;
@@ -306,6 +308,9 @@ qmm_status_code qmm_opt_matmulnbits(const qmm_opt_backend *ob, const qmm_matmuln
     J.kb = (size_t)p.k_blocks;
     J.bs = (size_t)p.block_size;
     J.kc = round_up(J.kb * J.bs > J.k ? J.kb * J.bs : J.k, QMM_NB_KPAD);
+    /* A's copy is K padded to 64, not to whole blocks: a short K with a large block must not
+     * multiply the memory A takes (K 1, block 1024: 64 floats a row, not 1024) */
+    J.kd = round_up(J.k, QMM_NB_KPAD);
     J.int8 = p.level == 4 && p.zp_form != QMM_NBITS_ZP_FLOAT && !qmm_tensor_present(&c->g_idx);
     J.scales = c->scales.data;
     J.bias = qmm_tensor_present(&c->bias) ? c->bias.data : NULL;
@@ -316,16 +321,17 @@ qmm_status_code qmm_opt_matmulnbits(const qmm_opt_backend *ob, const qmm_matmuln
     if (J.int8) {
         J.ab = J.bs < 256 ? J.bs : 256;
         J.nab = (J.k + J.ab - 1) / J.ab;
-        abuf = aligned_alloc(64, round_up(J.rows * J.kc, 64));
+        J.kq = round_up(J.nab * J.ab, QMM_NB_KPAD);
+        abuf = aligned_alloc(64, round_up(J.rows * J.kq, 64));
         sbuf = malloc(J.rows * J.nab * (sizeof(float) + sizeof(int32_t)));
         if (abuf && sbuf) {
             int8_t *qa = abuf;
             float *sa = sbuf;
             int32_t *asum = (int32_t *)(sa + J.rows * J.nab);
             for (size_t r = 0; r < J.rows; r++) {
-                quantize_row(a + r * J.k, J.k, J.ab, J.nab, qa + r * J.kc, sa + r * J.nab,
+                quantize_row(a + r * J.k, J.k, J.ab, J.nab, qa + r * J.kq, sa + r * J.nab,
                              asum + r * J.nab);
-                memset(qa + r * J.kc + J.nab * J.ab, 0, J.kc - J.nab * J.ab);
+                memset(qa + r * J.kq + J.nab * J.ab, 0, J.kq - J.nab * J.ab);
             }
             J.qa = qa;
             J.sa = sa;
@@ -333,12 +339,12 @@ qmm_status_code qmm_opt_matmulnbits(const qmm_opt_backend *ob, const qmm_matmuln
         }
         J.ws_size = round_up(NB_PANEL * J.kc, 64) + 4 * round_up(J.nab, 16) + 4 * J.kb + 64;
     } else {
-        abuf = aligned_alloc(64, round_up(J.rows * J.kc * sizeof(float), 64));
+        abuf = aligned_alloc(64, round_up(J.rows * J.kd * sizeof(float), 64));
         if (abuf) {
             float *ap = abuf;
             for (size_t r = 0; r < J.rows; r++) {
-                memcpy(ap + r * J.kc, a + r * J.k, J.k * sizeof *ap);
-                memset(ap + r * J.kc + J.k, 0, (J.kc - J.k) * sizeof *ap);
+                memcpy(ap + r * J.kd, a + r * J.k, J.k * sizeof *ap);
+                memset(ap + r * J.kd + J.k, 0, (J.kd - J.k) * sizeof *ap);
             }
             J.a = ap;
         }
