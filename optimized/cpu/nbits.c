@@ -248,7 +248,7 @@ static void nb_task(void *ctx, size_t t, int worker)
         unpack_codes(b + (j0 + c) * col_bytes, J->kb * J->bs, J->p->bits, d);
         memset(d + J->k, 0, J->kc - J->k);
     }
-    void *rest = ws + round_up(NB_PANEL * J->kc, 64);
+    void *rest = ws + round_up((J->n < NB_PANEL ? J->n : NB_PANEL) * J->kc, 64);
     if (J->int8)
         task_int8(J, j0, nc, codes, rest, (int32_t *)rest + round_up(J->nab, 16));
     else
@@ -318,6 +318,7 @@ qmm_status_code qmm_opt_matmulnbits(const qmm_opt_backend *ob, const qmm_matmuln
     const float *a = c->a.data;
     void *abuf = NULL, *sbuf = NULL;
     int threads = qmm_opt_pool_threads(ob->pool);
+    size_t pc = J.n < NB_PANEL ? J.n : NB_PANEL; /* columns a task holds: fewer when N is */
     if (J.int8) {
         J.ab = J.bs < 256 ? J.bs : 256;
         J.nab = (J.k + J.ab - 1) / J.ab;
@@ -337,7 +338,7 @@ qmm_status_code qmm_opt_matmulnbits(const qmm_opt_backend *ob, const qmm_matmuln
             J.sa = sa;
             J.asum = asum;
         }
-        J.ws_size = round_up(NB_PANEL * J.kc, 64) + 4 * round_up(J.nab, 16) + 4 * J.kb + 64;
+        J.ws_size = round_up(pc * J.kc, 64) + 4 * round_up(J.nab, 16) + 4 * J.kb + 64;
     } else {
         abuf = aligned_alloc(64, round_up(J.rows * J.kd * sizeof(float), 64));
         if (abuf) {
@@ -348,7 +349,7 @@ qmm_status_code qmm_opt_matmulnbits(const qmm_opt_backend *ob, const qmm_matmuln
             }
             J.a = ap;
         }
-        J.ws_size = round_up(NB_PANEL * J.kc, 64) + NB_PANEL * J.kc * sizeof(float);
+        J.ws_size = round_up(pc * J.kc, 64) + pc * J.kc * sizeof(float);
     }
     J.ws_size = round_up(J.ws_size, 64);
     J.scratch = aligned_alloc(64, J.ws_size * (size_t)threads);
