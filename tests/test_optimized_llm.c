@@ -181,7 +181,10 @@ static long judge_row(const qmm_call *judge, const float *y, int row, int n, tal
     cr_assert_not_null(acc);
     qmm_ref_part part = {(int64_t)row * n, n};
     qmm_status st;
-    cr_assert_eq(qmm_ref_accept_part(judge, &part, acc, &st), QMM_OK, "%s", st.message);
+    /* assertions only on failure: Criterion reports every passing one to its runner, and
+     * hundreds of thousands of them (with --jobs 2) leak in its runner under LeakSanitizer */
+    if (qmm_ref_accept_part(judge, &part, acc, &st) != QMM_OK)
+        cr_assert_fail("%s", st.message);
     long failed = 0;
     for (int j = 0; j < n; j++) {
         double units;
@@ -233,7 +236,8 @@ Test(optimized_llm, matmulnbits_random_problems_are_accepted_by_every_variant, .
         nb_make(&p, &r, i);
         qmm_backend *b = be[i % nbe];
         qmm_status st;
-        cr_assert_eq(qmm_backend_run(b, &p.call, &st), QMM_OK, "%s: %s", b->name, st.message);
+        if (qmm_backend_run(b, &p.call, &st) != QMM_OK)
+            cr_assert_fail("%s: %s", b->name, st.message);
         int rows[3], nr = rows_to_judge(p.m, &r, rows);
         char who[160];
         snprintf(who, sizeof who, "problem %d on %s (M %d K %d N %d bits %d block %d zp %d "
@@ -242,7 +246,8 @@ Test(optimized_llm, matmulnbits_random_problems_are_accepted_by_every_variant, .
         long f = 0;
         for (int k = 0; k < nr; k++)
             f += judge_row(&p.call, p.y, rows[k], p.n, &t, who, 0);
-        cr_expect_eq(f, 0, "%s: %ld elements not accepted", who, f);
+        if (f)
+            cr_expect_fail("%s: %ld elements not accepted", who, f);
         t.problems++;
         per_level[p.level]++;
         for (int k = 0; k < 6; k++)
@@ -432,7 +437,8 @@ static void i2f_run(int dynamic)
         i2f_make(&p, &r, i, dynamic);
         qmm_backend *b = be[i % nbe];
         qmm_status st;
-        cr_assert_eq(qmm_backend_run(b, &p.call, &st), QMM_OK, "%s: %s", b->name, st.message);
+        if (qmm_backend_run(b, &p.call, &st) != QMM_OK)
+            cr_assert_fail("%s: %s", b->name, st.message);
         char who[128];
         snprintf(who, sizeof who, "%s problem %d on %s (M %d K %d N %d)",
                  dynamic ? "DynamicQuantizeMatMul" : "MatMulIntegerToFloat", i, b->name, p.m,
@@ -440,14 +446,16 @@ static void i2f_run(int dynamic)
         long f = 0;
         for (int row = 0; row < p.m; row++)
             f += judge_row(&p.call, p.y, row, p.n, &t, who, 0);
-        cr_expect_eq(f, 0, "%s: %ld elements not accepted", who, f);
+        if (f)
+            cr_expect_fail("%s: %ld elements not accepted", who, f);
         /* a wrong variant: the b zero points dropped */
         if (p.has_bz && i % 4 == 1) {
             qmm_call w = p.call;
             qmm_tensor *bz = dynamic ? &w.u.dynamicquantizematmul.b_zero_point
                                      : &w.u.matmul_integer_to_float.b_zero_point;
             memset(bz, 0, sizeof *bz);
-            cr_assert_eq(qmm_backend_run(b, &w, &st), QMM_OK, "%s", st.message);
+            if (qmm_backend_run(b, &w, &st) != QMM_OK)
+                cr_assert_fail("%s", st.message);
             for (int row = 0; row < p.m; row++)
                 judge_row(&p.call, p.y, row, p.n, &wrong, who, 1);
         }
@@ -490,8 +498,10 @@ Test(optimized_llm, matmul_integer_to_float_is_exact, .timeout = 300)
 Test(optimized_llm, short_k_large_block_does_not_multiply_a, .timeout = 120)
 {
 #ifdef QMM_UNDER_ASAN
-    cr_skip_test("address space limit under AddressSanitizer");
-#endif
+    /* not cr_skip_test: Criterion's runner leaks a skipped test's record beside others, which
+     * LeakSanitizer reports as this executable's failure */
+    fprintf(stderr, "short_k_large_block_does_not_multiply_a: not run under AddressSanitizer\n");
+#else
     enum { M = 300000 };
     float *a = malloc(sizeof(float) * M), *y = malloc(sizeof(float) * M), s = 0.5f;
     uint8_t b[512];
@@ -534,4 +544,5 @@ Test(optimized_llm, short_k_large_block_does_not_multiply_a, .timeout = 120)
     be->close(be);
     free(a);
     free(y);
+#endif
 }
