@@ -9,7 +9,8 @@
 
 #include "reference/ref_internal.h"
 
-/* A's quantization: scale, zero point, and whether A holds a non-finite value. */
+/* A's quantization: scale, zero point, and whether it is undetermined (nonfinite: 1 when A
+ * holds a non-finite value, 2 when the scale underflows to 0). */
 typedef struct dyn_quant {
     float scale;
     int64_t zp;
@@ -35,6 +36,13 @@ static dyn_quant dyn_quantize(const qmm_tensor *a)
     if (mx != mn) {
         volatile float range = mx - mn;
         d.scale = range / 255.0f;
+        /* A range below 255 * 2^-150 gives a scale of 0: the quantization then divides by zero
+         * (0/0 for the zero point), so the result is not determined; judged like a non-finite
+         * A (inconclusive), never a code from a NaN cast to an integer */
+        if (d.scale == 0.0f) {
+            d.nonfinite = 2;
+            return d;
+        }
     }
     volatile float ratio = mn / d.scale;
     float zp = 0.0f - ratio;
@@ -88,7 +96,9 @@ static qmm_status_code dqm_walk(qmm_dynamicquantizematmul *c, const qmm_ref_part
         if (d.nonfinite) {
             if (out) {
                 out[slot].n = 1;
-                qmm_ref_interval_any(&out[slot].iv[0], "non-finite A");
+                qmm_ref_interval_any(&out[slot].iv[0], d.nonfinite == 2
+                                                           ? "A's dynamic scale underflows to 0"
+                                                           : "non-finite A");
             } else {
                 qmm_ref_store_float(&c->y, slot, NAN);
             }
@@ -134,7 +144,9 @@ static qmm_status_code dqm_explain(const qmm_call *call, int64_t index, qmm_ref_
     dyn_quant d = dyn_quantize(&c->a);
     if (d.nonfinite) {
         e->expected = e->wrapped = qmm_ref_float_bits(QMM_DTYPE_FLOAT, NAN);
-        snprintf(e->scaled, sizeof e->scaled, "A holds a non-finite value");
+        snprintf(e->scaled, sizeof e->scaled, "%s",
+                 d.nonfinite == 2 ? "A's dynamic scale (max - min)/255 underflows to 0"
+                                  : "A holds a non-finite value");
         return qmm_status_ok(st);
     }
     dqm_elem el = dqm_at(c, &p, &d, bi, i, j);
