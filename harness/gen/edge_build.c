@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "harness/base/tensor.h"
+#include "harness/base/array.h"
 
 /* ---- cases ---- */
 
@@ -38,15 +39,9 @@ qh_edge_case *qh_edge_add_case(qh_edge_builder *x, qmm_op_kind op, int32_t opset
                                const char *fmt, ...)
 {
     qh_edge_cases *l = x->out;
-    if (l->count == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        qh_edge_case *items = realloc(l->items, cap * sizeof *items);
-        if (!items) {
-            qh_edge_fail(x, "out of memory");
-            return NULL;
-        }
-        l->items = items;
-        l->cap = cap;
+    if (qh_array_reserve(&l->items, &l->cap, l->count, sizeof *l->items) != 0) {
+        qh_edge_fail(x, "out of memory");
+        return NULL;
     }
     qh_edge_case *c = &l->items[l->count++];
     memset(c, 0, sizeof *c);

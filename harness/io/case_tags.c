@@ -7,6 +7,7 @@
 
 #include "harness/base/clean.h"
 #include "harness/base/fileio.h"
+#include "harness/base/array.h"
 
 /* The next tag of a comma-separated list at *p: [*b, *e) trimmed of blanks; *p moves past its
  * comma. 0 when the list is done. */
@@ -113,14 +114,8 @@ int qh_tag_counts_add(qh_tag_counts *tc, const qh_case_ref *ref)
         while (k < tc->count && strcmp(tc->items[k].tag, m.tags[i]) != 0)
             k++;
         if (k == tc->count) {
-            if (tc->count == tc->cap) {
-                size_t cap = tc->cap ? tc->cap * 2 : 64;
-                qh_tag_count *items = realloc(tc->items, cap * sizeof *items);
-                if (!items)
-                    return -1;
-                tc->items = items;
-                tc->cap = cap;
-            }
+            if (qh_array_reserve(&tc->items, &tc->cap, tc->count, sizeof *tc->items) != 0)
+                return -1;
             snprintf(tc->items[k].tag, sizeof tc->items[k].tag, "%s", m.tags[i]);
             tc->items[k].cases = 0;
             tc->count++;

@@ -10,17 +10,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "harness/base/array.h"
+
 static int list_push(qh_case_list *l, const char *dir, const char *name, int data_set,
                      int problem, int problem_errno)
 {
-    if (l->count == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        qh_case_ref *items = realloc(l->items, cap * sizeof *items);
-        if (!items)
-            return -1;
-        l->items = items;
-        l->cap = cap;
-    }
+    if (qh_array_reserve(&l->items, &l->cap, l->count, sizeof *l->items) != 0)
+        return -1;
     qh_case_ref *r = &l->items[l->count];
     memset(r, 0, sizeof *r);
     r->dir = strdup(dir);

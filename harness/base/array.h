@@ -1,0 +1,25 @@
+/* harness/base/array.h — room for one more element in a growable array (items, count, cap). */
+#ifndef QMM_HARNESS_ARRAY_H
+#define QMM_HARNESS_ARRAY_H
+
+#include <stdint.h>
+#include <stdlib.h>
+
+/* Makes room for element `count` of *items (elements of `size` bytes, *cap allocated): doubles
+ * the allocation (64 at first) when full. 0, or -1 when memory runs out (*items unchanged). */
+static inline int qh_array_reserve(void *items, size_t *cap, size_t count, size_t size)
+{
+    if (count < *cap)
+        return 0;
+    size_t ncap = *cap ? *cap * 2 : 64;
+    if (ncap > SIZE_MAX / size)
+        return -1;
+    void *p = realloc(*(void **)items, ncap * size);
+    if (!p)
+        return -1;
+    *(void **)items = p;
+    *cap = ncap;
+    return 0;
+}
+
+#endif /* QMM_HARNESS_ARRAY_H */
