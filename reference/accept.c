@@ -338,3 +338,12 @@ void qmm_ref_copy_wrapped(qmm_tensor *yw, const qmm_tensor *y, const qmm_ref_par
         memcpy(yw->data, y->data,
                (size_t)(part ? part->count : qmm_tensor_numel(y)) * qmm_dtype_size(y->dtype));
 }
+
+void qmm_ref_i2f_put(qmm_ref_accept *out, const qmm_tensor *y, int64_t slot, int64_t acc,
+                     double sa, double sb, int has_bias, double bias)
+{
+    if (out)
+        qmm_ref_i2f_accept(&out[slot], acc, sa, sb, has_bias, bias, y->dtype);
+    else
+        qmm_ref_store_float(y, slot, qmm_ref_i2f_value(acc, sa, sb, has_bias, bias));
+}

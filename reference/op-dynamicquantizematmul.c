@@ -105,12 +105,7 @@ static qmm_status_code dqm_walk(qmm_dynamicquantizematmul *c, const qmm_ref_part
             continue;
         }
         dqm_elem e = dqm_at(c, &p, &d, w.bi, w.i, w.j);
-        if (out)
-            qmm_ref_i2f_accept(&out[slot], e.acc, d.scale, e.sb, e.has_bias, e.bias,
-                               QMM_DTYPE_FLOAT);
-        else
-            qmm_ref_store_float(&c->y, slot,
-                                qmm_ref_i2f_value(e.acc, d.scale, e.sb, e.has_bias, e.bias));
+        qmm_ref_i2f_put(out, &c->y, slot, e.acc, d.scale, e.sb, e.has_bias, e.bias);
     }
     return qmm_ref_walk_end(&w, st);
 }

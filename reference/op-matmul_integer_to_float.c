@@ -41,11 +41,7 @@ static qmm_status_code mif_walk(qmm_matmul_integer_to_float *c, const qmm_ref_pa
     for (; qmm_ref_walk_more(&w); qmm_ref_walk_next(&w)) {
         int64_t slot = qmm_ref_walk_slot(&w, w.idx);
         mif_elem e = mif_at(c, &p, w.bi, w.i, w.j);
-        if (out)
-            qmm_ref_i2f_accept(&out[slot], e.acc, e.sa, e.sb, e.has_bias, e.bias, c->y.dtype);
-        else
-            qmm_ref_store_float(&c->y, slot,
-                                qmm_ref_i2f_value(e.acc, e.sa, e.sb, e.has_bias, e.bias));
+        qmm_ref_i2f_put(out, &c->y, slot, e.acc, e.sa, e.sb, e.has_bias, e.bias);
     }
     return qmm_ref_walk_end(&w, st);
 }

@@ -218,5 +218,9 @@ int64_t qmm_ref_float_bits(int32_t dtype, double v);
 double qmm_ref_i2f_value(int64_t acc, double sa, double sb, int has_bias, double bias);
 void qmm_ref_i2f_accept(qmm_ref_accept *out, int64_t acc, double sa, double sb, int has_bias,
                         double bias, int32_t y_dtype);
+/* One element of the epilogue where a walk puts it: its accepted values in out[slot] when out
+ * is given (judging), else the value into y[slot] (compute). */
+void qmm_ref_i2f_put(qmm_ref_accept *out, const qmm_tensor *y, int64_t slot, int64_t acc,
+                     double sa, double sb, int has_bias, double bias);
 
 #endif /* QMM_REF_INTERNAL_H */
