@@ -29,6 +29,8 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/options.h"
 #include "harness/invoke/invoke.h"
+#include "harness/io/cpuclass.h"
+#include "harness/judge/judge.h"
 #include "harness/base/numparse.h"
 #include "optimized/qmm_optimized.h"
 
@@ -56,22 +58,34 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-enum { O_BACKEND, O_SHAPE, O_TYPES, O_THREADS, O_CONST_B, O_REPS, O_REPORT, O_PEAK };
+enum { O_BACKEND, O_SHAPE, O_TYPES, O_THREADS, O_CONST_B, O_B_CONSTANT, O_B_BOTH, O_REPS,
+       O_ROUNDS, O_PROFILE, O_REPORT, O_PEAK };
 static const qh_option bench_options[] = {
-    {O_BACKEND, "--backend", 'b', "SPEC", 0, "the backend to time (default optimized)"},
+    {O_BACKEND, "--backend", 'b', "SPEC", 0,
+     "a backend to time (default optimized); several: timed alternating, checked, ratios"},
     {O_SHAPE, "--shape", 0, "MxKxN", 0, "a QLinearMatMul shape to time (repeatable)"},
     {O_TYPES, "--types", 0, "TYPES", 0, "a, b and y's types, as u8s8u8 (the default)"},
     {O_THREADS, "--threads", 0, "T", 0, "the optimized backend's thread count"},
     {O_CONST_B, "--const-b", 0, NULL, 0, "pack B once (optimized) and time the packed calls"},
-    {O_REPS, "--reps", 0, "N", 0, "timed calls per shape (default: about a second's worth)"},
+    {O_B_CONSTANT, "--b-constant", 0, NULL, 0, "the same as --const-b"},
+    {O_B_BOTH, "--b-both", 0, NULL, 0, "several backends: each shape with B as input, then constant"},
+    {O_REPS, "--reps", 0, "N", 0,
+     "timed calls per shape, or per round (default: about 1 s; a round about 0.2 s)"},
+    {O_ROUNDS, "--rounds", 0, "R", 0,
+     "alternating rounds when timing several backends (default 5; given: checked rounds)"},
+    {O_PROFILE, "--profile", 0, "B=PROFILE", 0,
+     "judge backend B (its --backend text, name or position) under this profile, not spec"},
     {O_REPORT, "--report", 0, "json:FILE", 0, "also write the results as JSON"},
     {O_PEAK, "--peak", 0, NULL, 0, "only measure this machine's int8 peak (every loop, checked)"},
     {0, NULL, 0, NULL, 0, NULL},
 };
 
 const qh_command qh_bench_usage = {
-    "bench", "--backend SPEC --shape MxKxN [--shape ...] [options] | --peak [--threads T]",
-    "time a backend's QLinearMatMul against this machine's int8 peak", NULL, bench_options, 0};
+    "bench",
+    "--backend SPEC [--backend SPEC ...] --shape MxKxN [--shape ...] [options] | --peak "
+    "[--threads T]",
+    "time a backend's QLinearMatMul against this machine's int8 peak, or several alternating",
+    NULL, bench_options, 0};
 
 #define usage(msg) qh_opt_error(&qh_bench_usage, QH_ERR_USAGE, "%s", (msg))
 #define bad_value(...) qh_opt_bad_value(&qh_bench_usage, QH_ERR_USAGE, __VA_ARGS__)
@@ -128,6 +142,73 @@ static const char *shown(char *buf, size_t size, const char *text)
     return buf;
 }
 
+/* The benchmark problem of one shape: fixed pseudo-random A and B (seed 12345, the same for
+ * every backend and run), per-tensor scales and zero points, y's buffer. */
+typedef struct bench_problem {
+    uint8_t *a, *b, *y;
+    size_t yn;
+    float sa, sb, sy;
+    uint8_t za, zb, zy;
+    qmm_call call;
+} bench_problem;
+
+static void problem_free(bench_problem *p)
+{
+    free(p->a);
+    free(p->b);
+    free(p->y);
+    p->a = p->b = p->y = NULL;
+}
+
+/* 0, or -1 when memory runs out (message printed). The call points into *p: p stays put. */
+static int problem_make(bench_problem *p, int64_t m, int64_t k, int64_t n, const int32_t t[3])
+{
+    size_t an = (size_t)(m * k), bn = (size_t)(k * n);
+    memset(p, 0, sizeof *p);
+    p->yn = (size_t)(m * n);
+    p->a = malloc(an ? an : 1);
+    p->b = malloc(bn ? bn : 1);
+    p->y = malloc(p->yn ? p->yn : 1);
+    if (!p->a || !p->b || !p->y) {
+        problem_free(p);
+        fprintf(stderr, "qmmcheck bench: out of memory\n");
+        return -1;
+    }
+    uint64_t seed = 12345;
+    for (size_t i = 0; i < an; i++)
+        p->a[i] = (uint8_t)rng_next(&seed);
+    for (size_t i = 0; i < bn; i++)
+        p->b[i] = (uint8_t)rng_next(&seed);
+    p->sa = 0.0173f, p->sb = 0.0041f, p->sy = 0.93f;
+    p->za = t[0] == QMM_DTYPE_UINT8 ? 131 : 3;
+    p->zb = t[1] == QMM_DTYPE_UINT8 ? 122 : 0;
+    p->zy = t[2] == QMM_DTYPE_UINT8 ? 128 : 0;
+    qmm_qlinearmatmul c = {
+        .a = {t[0], 2, {m, k}, p->a},
+        .a_scale = {QMM_DTYPE_FLOAT, 0, {0}, &p->sa},
+        .a_zero_point = {t[0], 0, {0}, &p->za},
+        .b = {t[1], 2, {k, n}, p->b},
+        .b_scale = {QMM_DTYPE_FLOAT, 0, {0}, &p->sb},
+        .b_zero_point = {t[1], 0, {0}, &p->zb},
+        .y_scale = {QMM_DTYPE_FLOAT, 0, {0}, &p->sy},
+        .y_zero_point = {t[2], 0, {0}, &p->zy},
+        .y = {t[2], 2, {m, n}, p->y},
+        .opset = 10,
+    };
+    /* through the harness's copy of the table, as every other caller (harness/invoke/backends.h) */
+    p->call = (qmm_call){.op = QMM_OP_QLINEARMATMUL, .u.qlinearmatmul = c};
+    return 0;
+}
+
+/* One call as bench times it: on the packed B when there is one (the optimized backend's
+ * prepack API), else through the harness's copy of the table. */
+static qmm_status_code bench_call(qh_backend *qb, qmm_call *call, qmm_optimized_packed_b *pb,
+                                  qmm_status *st)
+{
+    return pb ? qmm_optimized_qlinearmatmul_packed(qb->be, &call->u.qlinearmatmul, pb, st)
+              : qh_backend_call(qb, call, st);
+}
+
 /* Runs one shape, sampling the peak `pk` (when not NULL) after each block of timed calls;
  * 0 on success, 1 when the backend failed (message printed). */
 static int bench_shape(qh_backend *qb, int64_t m, int64_t k, int64_t n, const int32_t t[3],
@@ -136,37 +217,10 @@ static int bench_shape(qh_backend *qb, int64_t m, int64_t k, int64_t n, const in
     qmm_backend *be = qb->be;
     char name[128], msg[QH_CLEAN_LINE_MAX];
     shown(name, sizeof name, qb->table.name);
-    size_t an = (size_t)(m * k), bn = (size_t)(k * n), yn = (size_t)(m * n);
-    uint8_t *a = malloc(an ? an : 1), *b = malloc(bn ? bn : 1), *y = malloc(yn ? yn : 1);
-    if (!a || !b || !y) {
-        free(a);
-        free(b);
-        free(y);
-        fprintf(stderr, "qmmcheck bench: out of memory\n");
+    bench_problem prob;
+    if (problem_make(&prob, m, k, n, t) != 0)
         return 1;
-    }
-    uint64_t seed = 12345;
-    for (size_t i = 0; i < an; i++)
-        a[i] = (uint8_t)rng_next(&seed);
-    for (size_t i = 0; i < bn; i++)
-        b[i] = (uint8_t)rng_next(&seed);
-    float sa = 0.0173f, sb = 0.0041f, sy = 0.93f;
-    uint8_t za = t[0] == QMM_DTYPE_UINT8 ? 131 : 3, zb = t[1] == QMM_DTYPE_UINT8 ? 122 : 0;
-    uint8_t zy = t[2] == QMM_DTYPE_UINT8 ? 128 : 0;
-    qmm_qlinearmatmul c = {
-        .a = {t[0], 2, {m, k}, a},
-        .a_scale = {QMM_DTYPE_FLOAT, 0, {0}, &sa},
-        .a_zero_point = {t[0], 0, {0}, &za},
-        .b = {t[1], 2, {k, n}, b},
-        .b_scale = {QMM_DTYPE_FLOAT, 0, {0}, &sb},
-        .b_zero_point = {t[1], 0, {0}, &zb},
-        .y_scale = {QMM_DTYPE_FLOAT, 0, {0}, &sy},
-        .y_zero_point = {t[2], 0, {0}, &zy},
-        .y = {t[2], 2, {m, n}, y},
-        .opset = 10,
-    };
-    /* through the harness's copy of the table, as every other caller (harness/invoke/backends.h) */
-    qmm_call call = {.op = QMM_OP_QLINEARMATMUL, .u.qlinearmatmul = c};
+    qmm_call call = prob.call;
     qmm_status st;
     qmm_optimized_packed_b *pb = NULL;
     if (const_b && qmm_optimized_isa(be)) {
@@ -174,17 +228,13 @@ static int bench_shape(qh_backend *qb, int64_t m, int64_t k, int64_t n, const in
         if (!pb) {
             fprintf(stderr, "qmmcheck bench: %s: pack_b: %s\n", name,
                     shown(msg, sizeof msg, st.message));
-            free(a);
-            free(b);
-            free(y);
+            problem_free(&prob);
             return 1;
         }
     }
     int rc = 0;
     double *times = NULL;
-#define BENCH_CALL()                                                                       \
-    (pb ? qmm_optimized_qlinearmatmul_packed(be, &call.u.qlinearmatmul, pb, &st)             \
-        : qh_backend_call(qb, &call, &st))
+#define BENCH_CALL() bench_call(qb, &call, pb, &st)
     /* warm-up: at least 2 calls and 0.2 s (caches, pages, the pool's threads) */
     double w0 = qh_mono_seconds(), one = 0;
     for (int i = 0; i < 2 || qh_mono_seconds() - w0 < 0.2; i++) {
@@ -243,9 +293,7 @@ static int bench_shape(qh_backend *qb, int64_t m, int64_t k, int64_t n, const in
 out:
     free(times);
     qmm_optimized_packed_b_free(pb);
-    free(a);
-    free(b);
-    free(y);
+    problem_free(&prob);
     return rc;
 }
 
@@ -384,10 +432,514 @@ static int write_json(const char *path, const char *backend, const char *types, 
     return 0;
 }
 
+/* ---- several backends, alternating (issue 29 item 4) ---- */
+
+#define BENCH_MAX_BACKENDS 8
+#define BENCH_MAX_ROUNDS 1000
+/* a round's timed calls per backend when --reps is not given: about this long, 3..200 */
+#define ROUND_S 0.2
+
+typedef struct mb_backend {
+    char spec[1100];   /* what is opened: a peer's name resolved, threads=T added */
+    qh_backend qb;
+    char name[128];
+    char description[QH_CLEAN_LINE_MAX];
+    const char *profile;   /* what its answers are judged against (--profile; spec) */
+    int expect;            /* which of the shape's expectations is its profile's */
+} mb_backend;
+
+/* One backend at one shape and B mode. */
+typedef struct mb_slot {
+    qh_case_status status; /* PASSED, FAILED or SKIPPED (the check's, or a timed round's) */
+    char why[QH_CLEAN_LINE_MAX];
+    int reps;
+    int rounds;            /* rounds timed */
+    double *round_s;       /* each round's median */
+    double median_s, gops;
+} mb_slot;
+
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* `name` ("onednn") as a peer's plugin when it is neither a built-in, a plugin path nor an
+ * exec: spec and peers/NAME/libqmm_peer_NAME.so is beside this qmmcheck's build folder
+ * (build/harness/qmmcheck -> build/peers/); the spec unchanged otherwise. */
+static void resolve_peer(const char *spec, char *out, size_t size)
+{
+    snprintf(out, size, "%s", spec);
+    size_t len = strcspn(spec, ":");
+    if (len == 0 || len > 64 || strncmp(spec, "exec", 4) == 0)
+        return;
+    char name[65];
+    memcpy(name, spec, len);
+    name[len] = '\0';
+    for (int i = 0; qh_builtin_backends[i]; i++)
+        if (strcmp(name, qh_builtin_backends[i]) == 0)
+            return;
+    for (size_t i = 0; i < len; i++)
+        if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
+              name[i] == '_'))
+            return;
+    if (qh_spec_is_plugin(name))
+        return;
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return;
+    *slash = '\0';
+    char path[4096 + 200];
+    snprintf(path, sizeof path, "%s/../peers/%s/libqmm_peer_%s.so", exe, name, name);
+    if (access(path, R_OK) == 0 && (size_t)snprintf(out, size, "%s%s", path, spec + len) >= size)
+        snprintf(out, size, "%s", spec);
+}
+
+/* "model name", family and model from /proc/cpuinfo, cleaned. */
+static void cpu_model(char *buf, size_t size)
+{
+    char model[256] = "unknown CPU", fam[32] = "?", mod[32] = "?", line[1024];
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    int got = 0;
+    while (f && got != 7 && fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (!colon)
+            continue;
+        char *v = colon + 1 + (colon[1] == ' ');
+        v[strcspn(v, "\n")] = '\0';
+        if (!(got & 1) && strncmp(line, "model name", 10) == 0) {
+            qh_clean_into(model, sizeof model, v, strlen(v), 0);
+            got |= 1;
+        } else if (!(got & 2) && strncmp(line, "cpu family", 10) == 0) {
+            qh_clean_into(fam, sizeof fam, v, strlen(v), 0);
+            got |= 2;
+        } else if (!(got & 4) && strncmp(line, "model\t", 6) == 0) {
+            qh_clean_into(mod, sizeof mod, v, strlen(v), 0);
+            got |= 4;
+        }
+    }
+    if (f)
+        fclose(f);
+    snprintf(buf, size, "%s (family %s model %s)", model, fam, mod);
+}
+
+/* The machine line: the CPU, its class (harness/io/cpuclass.h), CPUs online, the load. */
+static void print_machine(FILE *out, int threads, const char *omp, char *cpu, size_t cpu_size,
+                          const char **cls)
+{
+    char why[256];
+    double load[3] = {0, 0, 0};
+    cpu_model(cpu, cpu_size);
+    if (qh_cpu_class(cls, why, sizeof why) != 0)
+        *cls = "unknown";
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f || fscanf(f, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3)
+        load[0] = load[1] = load[2] = -1;
+    if (f)
+        fclose(f);
+    fprintf(out,
+            "machine: %s, class %s, %ld CPU(s) online, load average %.2f %.2f %.2f; "
+            "threads=%d (optimized: threads=%d; OMP_NUM_THREADS=%s)\n",
+            cpu, *cls, sysconf(_SC_NPROCESSORS_ONLN), load[0], load[1], load[2], threads,
+            threads, omp ? omp : "unset");
+}
+
+/* A string as a JSON string's contents (text already cleaned: no control characters). */
+static void json_str(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', f);
+        if ((unsigned char)*s >= 0x20)
+            fputc(*s, f);
+    }
+}
+
+typedef struct mb_run {
+    mb_backend *be;
+    int nb;
+    const int32_t *t;
+    const char *types;
+    int threads, rounds, reps;
+    FILE *json;            /* --report's file, or NULL */
+    int json_rows;
+    int failed;            /* some backend FAILED: bench exits 1 */
+} mb_run;
+
+static const char *b_label(int const_b) { return const_b ? "constant" : "input"; }
+
+/* The check before timing: one call into y pre-filled with 0xa5, judged against e. */
+static void mb_check(mb_backend *b, bench_problem *p, qmm_optimized_packed_b *pb,
+                     const qh_expectation *e, mb_slot *s)
+{
+    qmm_status st;
+    memset(&st, 0, sizeof st);
+    memset(p->y, 0xa5, p->yn);
+    qh_invocation inv;
+    memset(&inv, 0, sizeof inv);
+    inv.outcome = QH_RETURNED;
+    inv.code = bench_call(&b->qb, &p->call, pb, &st);
+    inv.st = st;
+    inv.y = p->call.u.qlinearmatmul.y; /* not owned: never qh_invocation_free'd */
+    qh_verdict v;
+    qh_verdict_init(&v);
+    qh_judge_opts o = {.text = 1, .fill = 0xa5};
+    qh_judge(e, &inv, NULL, &o, &v);
+    s->status = v.status == QH_PASSED ? QH_PASSED
+                : v.status == QH_SKIPPED ? QH_SKIPPED : QH_FAILED;
+    snprintf(s->why, sizeof s->why, "%s", v.summary.s ? v.summary.s : "");
+    qh_verdict_free(&v);
+}
+
+/* One round of backend b: untimed calls (caches, the pool's threads), then the timed ones;
+ * the answer of the last is compared with e again. */
+static void mb_round(const mb_run *r, mb_backend *b, bench_problem *p, qmm_optimized_packed_b *pb,
+                     const qh_expectation *e, mb_slot *s, double *times)
+{
+    qmm_status st;
+    double one = 0;
+    for (int i = 0; i < 2; i++) {
+        double t0 = qh_mono_seconds();
+        if (bench_call(&b->qb, &p->call, pb, &st) != QMM_OK)
+            goto failed;
+        one = qh_mono_seconds() - t0;
+    }
+    if (s->reps == 0 && r->reps)
+        s->reps = r->reps;
+    else if (s->reps == 0) {
+        s->reps = one > 0 && ROUND_S / one < 200 ? (int)(ROUND_S / one) : 200;
+        s->reps = s->reps < 3 ? 3 : s->reps;
+    }
+    memset(p->y, 0xa5, p->yn);
+    for (int i = 0; i < s->reps; i++) {
+        double t0 = qh_mono_seconds();
+        qmm_status_code code = bench_call(&b->qb, &p->call, pb, &st);
+        times[i] = qh_mono_seconds() - t0;
+        if (code != QMM_OK)
+            goto failed;
+    }
+    qh_compare cmp;
+    qh_judge_compare(e, &p->call.u.qlinearmatmul.y, &cmp);
+    if (cmp.errors) {
+        s->status = QH_FAILED;
+        snprintf(s->why, sizeof s->why,
+                 "round %d's timed calls answered otherwise than the check before timing: "
+                 "%lld of %lld elements differ from the reference's",
+                 s->rounds + 1, (long long)cmp.errors, (long long)cmp.total);
+        return;
+    }
+    s->round_s[s->rounds++] = median_of(times, s->reps);
+    return;
+failed:;
+    char msg[QH_CLEAN_LINE_MAX];
+    s->status = QH_FAILED;
+    snprintf(s->why, sizeof s->why, "round %d: answered %s: %s", s->rounds + 1,
+             qmm_status_name(st.code), shown(msg, sizeof msg, st.message));
+}
+
+/* Prints (and writes as JSON) every backend's result at one shape and B mode. */
+static void mb_results(mb_run *r, const int64_t mkn[3], int const_b, mb_slot *slot)
+{
+    double ops = 2.0 * (double)mkn[0] * (double)mkn[1] * (double)mkn[2];
+    mb_slot *first = &slot[0];
+    for (int i = 0; i < r->nb; i++) {
+        mb_slot *s = &slot[i];
+        int ok = s->status == QH_PASSED && s->rounds > 0;
+        double sorted[BENCH_MAX_ROUNDS], ratio[BENCH_MAX_ROUNDS], mratio = 0;
+        int nratio = 0;
+        if (ok) {
+            memcpy(sorted, s->round_s, (size_t)s->rounds * sizeof *sorted);
+            s->median_s = median_of(sorted, s->rounds);
+            s->gops = s->median_s > 0 ? ops / s->median_s / 1e9 : 0;
+        }
+        int first_ok = first->status == QH_PASSED && first->rounds == s->rounds;
+        if (ok && first_ok) {
+            for (int k = 0; k < s->rounds; k++)
+                ratio[nratio++] = s->round_s[k] / first->round_s[k];
+            memcpy(sorted, ratio, (size_t)nratio * sizeof *sorted);
+            mratio = median_of(sorted, nratio);
+        }
+        r->failed |= s->status == QH_FAILED;
+        printf("result %lldx%lldx%lld %s threads=%d b=%s %s %s", (long long)mkn[0],
+               (long long)mkn[1], (long long)mkn[2], r->types, r->threads, b_label(const_b),
+               r->be[i].name, qh_case_status_name(s->status));
+        if (strcmp(r->be[i].profile, QH_DEFAULT_PROFILE) != 0)
+            printf(" under profile %s", r->be[i].profile);
+        if (!ok) {
+            printf(" (%s): no time, no ratio\n", s->why);
+        } else {
+            printf(" median=%.9f s %.1f GOPS rounds=%d reps=%d", s->median_s, s->gops,
+                   s->rounds, s->reps);
+            if (i == 0)
+                printf(" ratio=1.00 (the first: ratios are backend time / this time)\n");
+            else if (!nratio)
+                printf(" ratio=none (the first backend, %s, has no time)\n", r->be[0].name);
+            else {
+                printf(" ratio=%.2f per round", mratio);
+                for (int k = 0; k < nratio; k++)
+                    printf("%s%.2f", k ? "," : " ", ratio[k]);
+                printf(" (%s time / %s time)\n", r->be[i].name, r->be[0].name);
+            }
+        }
+        if (!r->json)
+            continue;
+        fprintf(r->json,
+                "%s    {\"shape\": \"%lldx%lldx%lld\", \"m\": %lld, \"k\": %lld, \"n\": %lld, "
+                "\"types\": \"%s\", \"threads\": %d, \"b\": \"%s\", \"backend\": \"",
+                r->json_rows++ ? ",\n" : "", (long long)mkn[0], (long long)mkn[1],
+                (long long)mkn[2], (long long)mkn[0], (long long)mkn[1], (long long)mkn[2],
+                r->types, r->threads, b_label(const_b));
+        json_str(r->json, r->be[i].name);
+        fprintf(r->json, "\", \"profile\": \"%s\", \"status\": \"%s\", \"why\": \"",
+                r->be[i].profile, qh_case_status_name(s->status));
+        json_str(r->json, ok ? "" : s->why);
+        fprintf(r->json, "\", \"reps\": %d, \"round_s\": [", s->reps);
+        for (int k = 0; ok && k < s->rounds; k++)
+            fprintf(r->json, "%s%.9g", k ? ", " : "", s->round_s[k]);
+        fprintf(r->json, "], \"median_s\": ");
+        fprintf(r->json, ok ? "%.9g" : "null", s->median_s);
+        fprintf(r->json, ", \"gops\": ");
+        fprintf(r->json, ok ? "%.3f" : "null", s->gops);
+        fprintf(r->json, ", \"ratio\": ");
+        fprintf(r->json, nratio ? "%.4f" : "null", mratio);
+        fprintf(r->json, ", \"round_ratio\": [");
+        for (int k = 0; k < nratio; k++)
+            fprintf(r->json, "%s%.4f", k ? ", " : "", ratio[k]);
+        fprintf(r->json, "]}");
+    }
+}
+
+/* One shape: the expectation once, then for each B mode every backend's check and the
+ * alternating rounds. 0, or 1 when the harness could not (memory, the reference's limits). */
+static int mb_shape(mb_run *r, const int64_t mkn[3], const int *modes, int nmodes)
+{
+    bench_problem p;
+    if (problem_make(&p, mkn[0], mkn[1], mkn[2], r->t) != 0)
+        return 1;
+    /* one expectation per profile the backends are judged against */
+    qh_expectation e[BENCH_MAX_BACKENDS];
+    int ne = 0;
+    for (int i = 0; i < r->nb; i++) {
+        mb_backend *b = &r->be[i];
+        int j = 0;
+        while (j < i && strcmp(r->be[j].profile, b->profile) != 0)
+            j++;
+        if (j < i) {
+            b->expect = r->be[j].expect;
+            continue;
+        }
+        b->expect = ne;
+        qh_expectation *x = &e[ne++];
+        if (qh_expect(&p.call, b->profile, x) != 0 || x->code != QMM_OK) {
+            char msg[QH_CLEAN_LINE_MAX];
+            fprintf(stderr,
+                    "qmmcheck bench: %lldx%lldx%lld: the reference cannot check it under "
+                    "profile %s: %s\n",
+                    (long long)mkn[0], (long long)mkn[1], (long long)mkn[2], b->profile,
+                    shown(msg, sizeof msg, x->message));
+            for (int k = 0; k < ne; k++)
+                qh_expectation_free(&e[k]);
+            problem_free(&p);
+            return 1;
+        }
+    }
+    int rc = 0;
+    mb_slot slot[BENCH_MAX_BACKENDS];
+    qmm_optimized_packed_b *pb[BENCH_MAX_BACKENDS];
+    double *times = NULL;
+    for (int mi = 0; mi < nmodes && rc == 0; mi++) {
+        int const_b = modes[mi];
+        memset(slot, 0, sizeof slot);
+        memset(pb, 0, sizeof pb);
+        size_t max_reps = r->reps ? (size_t)r->reps : 200;
+        times = malloc(max_reps * sizeof *times);
+        for (int i = 0; i < r->nb; i++)
+            slot[i].round_s = malloc((size_t)r->rounds * sizeof(double));
+        for (int i = 0; i < r->nb && times; i++) {
+            if (!slot[i].round_s) {
+                free(times);
+                times = NULL;
+                break;
+            }
+            mb_backend *b = &r->be[i];
+            qmm_status st;
+            if (const_b && qmm_optimized_isa(b->qb.be) &&
+                !(pb[i] = qmm_optimized_pack_b(b->qb.be, &p.call.u.qlinearmatmul.b, &st))) {
+                char msg[QH_CLEAN_LINE_MAX];
+                slot[i].status = QH_FAILED;
+                snprintf(slot[i].why, sizeof slot[i].why, "pack_b answered %s: %s",
+                         qmm_status_name(st.code), shown(msg, sizeof msg, st.message));
+            } else {
+                mb_check(b, &p, pb[i], &e[b->expect], &slot[i]);
+            }
+            printf("check %lldx%lldx%lld %s threads=%d b=%s %s %s (%s; profile %s)\n", (long long)mkn[0],
+                   (long long)mkn[1], (long long)mkn[2], r->types, r->threads,
+                   b_label(const_b), b->name, qh_case_status_name(slot[i].status),
+                   slot[i].status == QH_PASSED ? "the reference agrees" : slot[i].why,
+                   b->profile);
+            fflush(stdout);
+        }
+        if (!times) {
+            fprintf(stderr, "qmmcheck bench: out of memory\n");
+            rc = 1;
+        }
+        /* round k: every backend that still passes, in the order given */
+        for (int k = 0; k < r->rounds && rc == 0; k++) {
+            for (int i = 0; i < r->nb; i++) {
+                if (slot[i].status != QH_PASSED)
+                    continue;
+                mb_round(r, &r->be[i], &p, pb[i], &e[r->be[i].expect], &slot[i], times);
+                printf("round %d %lldx%lldx%lld %s threads=%d b=%s %s ", k + 1,
+                       (long long)mkn[0], (long long)mkn[1], (long long)mkn[2], r->types,
+                       r->threads, b_label(const_b), r->be[i].name);
+                if (slot[i].status == QH_PASSED)
+                    printf("median=%.9f s reps=%d\n", slot[i].round_s[k], slot[i].reps);
+                else
+                    printf("FAILED (%s)\n", slot[i].why);
+                fflush(stdout);
+            }
+        }
+        if (rc == 0)
+            mb_results(r, mkn, const_b, slot);
+        fflush(stdout);
+        for (int i = 0; i < r->nb; i++) {
+            qmm_optimized_packed_b_free(pb[i]);
+            free(slot[i].round_s);
+        }
+        free(times);
+        times = NULL;
+    }
+    for (int k = 0; k < ne; k++)
+        qh_expectation_free(&e[k]);
+    problem_free(&p);
+    return rc;
+}
+
+/* `bench --backend A --backend B ...` (or one backend with --rounds). */
+static int multi_run(char **specs, int nb, const char **profiles, int np, int64_t (*shapes)[3],
+                     int nshapes, const int32_t t[3],
+                     const char *types, int threads, int rounds, int reps, int const_b,
+                     int both_b, const char *report)
+{
+    char omp[16];
+    if (threads) {
+        /* the OpenMP libraries (oneDNN) read it when they are loaded, below */
+        snprintf(omp, sizeof omp, "%d", threads);
+        setenv("OMP_NUM_THREADS", omp, 1);
+    }
+    char cpu[400];
+    const char *cls = "unknown";
+    print_machine(stdout, threads ? threads : 1, getenv("OMP_NUM_THREADS"), cpu, sizeof cpu,
+                  &cls);
+    mb_backend *be = calloc((size_t)nb, sizeof *be);
+    if (!be) {
+        fprintf(stderr, "qmmcheck bench: out of memory\n");
+        return 1;
+    }
+    int opened = 0, rc = 0;
+    for (; opened < nb; opened++) {
+        mb_backend *b = &be[opened];
+        char resolved[1100];
+        resolve_peer(specs[opened], resolved, sizeof resolved);
+        snprintf(b->spec, sizeof b->spec, "%s", resolved);
+        if (threads && strncmp(resolved, "optimized", 9) == 0 &&
+            (resolved[9] == '\0' || resolved[9] == ':'))
+            snprintf(b->spec, sizeof b->spec, "%s%sthreads=%d", resolved,
+                     resolved[9] ? "," : ":", threads);
+        qh_error err;
+        if (qh_backend_open(b->spec, &b->qb, &err) != 0) {
+            fprintf(stderr, "qmmcheck bench: %s\n", err.msg);
+            rc = 2;
+            break;
+        }
+        shown(b->name, sizeof b->name, b->qb.table.name);
+        shown(b->description, sizeof b->description, b->qb.table.description);
+        b->profile = QH_DEFAULT_PROFILE;
+        char spec[QH_CLEAN_LINE_MAX];
+        printf("backend %d %s (%s) spec %s\n", opened + 1, b->name, b->description,
+               shown(spec, sizeof spec, b->spec));
+    }
+    /* --profile B=PROFILE: B is a --backend's text as given, its name or its position */
+    for (int k = 0; rc == 0 && k < np; k++) {
+        const char *eq = strrchr(profiles[k], '=');
+        size_t len = (size_t)(eq - profiles[k]);
+        int hit = 0;
+        for (int i = 0; i < nb; i++) {
+            char pos[16];
+            snprintf(pos, sizeof pos, "%d", i + 1);
+            if ((strlen(specs[i]) == len && strncmp(specs[i], profiles[k], len) == 0) ||
+                (strlen(be[i].name) == len && strncmp(be[i].name, profiles[k], len) == 0) ||
+                (strlen(pos) == len && strncmp(pos, profiles[k], len) == 0)) {
+                be[i].profile = eq + 1;
+                hit = 1;
+            }
+        }
+        if (!hit) {
+            rc = qh_opt_error(&qh_bench_usage, QH_ERR_HINT,
+                              "--profile %s: no --backend is that (its text, name or position)",
+                              profiles[k]);
+        }
+    }
+    FILE *json = NULL;
+    char tmp[4096];
+    if (rc == 0 && report) {
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", report, (long)getpid());
+        if (!(json = fopen(tmp, "w"))) {
+            fprintf(stderr, "qmmcheck bench: %s: %s\n", tmp, strerror(errno));
+            rc = 1;
+        }
+    }
+    if (json) {
+        fprintf(json, "{\n  \"machine\": {\"cpu\": \"");
+        json_str(json, cpu);
+        fprintf(json, "\", \"class\": \"");
+        json_str(json, cls);
+        fprintf(json, "\", \"cpus_online\": %ld},\n  \"threads\": %d, \"rounds\": %d,\n"
+                      "  \"backends\": [", sysconf(_SC_NPROCESSORS_ONLN), threads, rounds);
+        for (int i = 0; i < nb; i++) {
+            fprintf(json, "%s{\"name\": \"", i ? ", " : "");
+            json_str(json, be[i].name);
+            fprintf(json, "\", \"description\": \"");
+            json_str(json, be[i].description);
+            fprintf(json, "\"}");
+        }
+        fprintf(json, "],\n  \"results\": [\n");
+    }
+    printf("rounds=%d: in each round every backend in the order above: 2 untimed calls, then "
+           "the timed ones (their median is the round's); its answer was checked against the "
+           "reference before the first round and is compared again after each\n", rounds);
+    fflush(stdout);
+    mb_run r = {be, nb, t, types, threads ? threads : 1, rounds, reps, json, 0, 0};
+    int modes[2] = {const_b && !both_b, 1}, nmodes = both_b ? 2 : 1;
+    for (int s = 0; rc == 0 && s < nshapes; s++)
+        rc = mb_shape(&r, shapes[s], modes, nmodes);
+    if (json) {
+        fprintf(json, "\n  ]\n}\n");
+        if (fclose(json) != 0 || rc != 0 || rename(tmp, report) != 0) {
+            if (rc == 0)
+                fprintf(stderr, "qmmcheck bench: %s: %s\n", report, strerror(errno));
+            remove(tmp);
+            rc = rc ? rc : 1;
+        }
+    }
+    for (int i = 0; i < opened; i++)
+        qh_backend_release(&be[i].qb);
+    free(be);
+    return rc ? rc : r.failed;
+}
+
 int qh_cmd_bench(int argc, char **argv)
 {
     const char *backend = "optimized", *types = "u8s8u8", *report = NULL;
     int threads = 0, const_b = 0, reps = 0, peak_only = 0, nshapes = 0;
+    int rounds = 0, both_b = 0, nbackends = 0, nprofiles = 0;
+    char *backends[BENCH_MAX_BACKENDS];
+    const char *profiles[BENCH_MAX_BACKENDS];
     int64_t shapes[BENCH_MAX_SHAPES][3];
     qh_opt_parser p;
     qh_opt_init(&p, &qh_bench_usage, argc, argv);
@@ -397,9 +949,27 @@ int qh_cmd_bench(int argc, char **argv)
         case QH_OPT_HELP: return 0;
         case QH_OPT_BAD: return usage(p.error);
         case QH_OPT_ARG: return usage("bench takes no arguments besides its options");
-        case O_CONST_B: const_b = 1; break;
+        case O_CONST_B:
+        case O_B_CONSTANT: const_b = 1; break;
+        case O_B_BOTH: both_b = 1; break;
         case O_PEAK: peak_only = 1; break;
-        case O_BACKEND: backend = val; break;
+        case O_BACKEND:
+            if (nbackends == BENCH_MAX_BACKENDS)
+                return usage("too many --backend options (at most 8)");
+            backends[nbackends++] = (char *)val;
+            backend = val;
+            break;
+        case O_PROFILE:
+            if (nprofiles == BENCH_MAX_BACKENDS)
+                return usage("too many --profile options (at most 8)");
+            if (!strchr(val, '=') || !qh_profile_known(strrchr(val, '=') + 1))
+                return bad_value(p.name, val, "B=PROFILE, a profile of 'qmmcheck list --profiles'");
+            profiles[nprofiles++] = val;
+            break;
+        case O_ROUNDS:
+            if (qh_parse_int(val, 1, BENCH_MAX_ROUNDS, &rounds))
+                return bad_value(p.name, val, "a number 1..1000");
+            break;
         case O_TYPES: types = val; break;
         case O_THREADS:
             if (qh_parse_int(val, 1, 256, &threads))
@@ -431,6 +1001,14 @@ int qh_cmd_bench(int argc, char **argv)
     int32_t t[3];
     if (parse_types(types, t) != 0)
         return usage("--types takes three of u8/s8, as u8s8u8");
+    if (nbackends > 1 || rounds)
+        return multi_run(nbackends ? backends : (char *[]){"optimized"}, nbackends ? nbackends : 1,
+                         profiles, nprofiles, shapes, nshapes, t, types, threads,
+                         rounds ? rounds : 5, reps, const_b, both_b, report);
+    if (nprofiles)
+        return usage("--profile judges several backends (or --rounds)");
+    if (both_b)
+        return usage("--b-both times several backends (or --rounds): give --const-b for one");
 
     /* the optimized backend takes the thread count as an option */
     char spec[1100];

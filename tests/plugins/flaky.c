@@ -5,6 +5,8 @@
  *             the count lives in the table, so it runs over every case of one qmmcheck
  *             command (in the isolated worker as in process)
  *   min-k=K   only calls whose K (a's last dimension) is at least K are wrong
+ *   right=N   the first N calls are right, every later one wrong (a kernel that passes a
+ *             check and then answers otherwise: bench's timed rounds)
  * MatMulInteger and QLinearMatMul only (QOrderedMatMul: UNSUPPORTED). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
 typedef struct flaky {
     qmm_backend *ref;
     uint64_t calls, wrong; /* calls answered; how many of the first are wrong */
+    uint64_t right;        /* how many of the first are right (before the wrong ones) */
     int64_t min_k;
 } flaky;
 
@@ -37,7 +40,8 @@ static qmm_status_code answer(const qmm_backend *self, qmm_call *call, const qmm
     flaky *f = self->impl;
     qmm_status_code rc = qmm_backend_run(f->ref, call, st);
     int64_t k = a->rank > 0 ? a->dims[a->rank - 1] : 0;
-    if (f->calls++ < f->wrong && k >= f->min_k && rc == QMM_OK) {
+    uint64_t nth = f->calls++;
+    if (nth >= f->right && nth - f->right < f->wrong && k >= f->min_k && rc == QMM_OK) {
         int64_t n = qmm_tensor_numel(y);
         size_t es = qmm_dtype_size(y->dtype);
         for (int64_t i = 0; i < n; i++)
@@ -67,7 +71,7 @@ static void f_close(qmm_backend *self)
     plugin_close(self);
 }
 
-/* "wrong=N,min-k=K" into f; 0, or -1 naming what it cannot read. */
+/* "wrong=N,min-k=K,right=N" into f; 0, or -1 naming what it cannot read. */
 static int parse(const char *options, flaky *f, qmm_status *st)
 {
     char buf[256];
@@ -84,6 +88,8 @@ static int parse(const char *options, flaky *f, qmm_status *st)
             f->wrong = strtoull(w + 6, &end, 10);
         else if (strncmp(w, "min-k=", 6) == 0)
             f->min_k = strtoll(w + 6, &end, 10);
+        else if (strncmp(w, "right=", 6) == 0)
+            f->right = strtoull(w + 6, &end, 10);
         if (!end || end == w + 6 || *end) {
             qmm_status_set(st, QMM_INVALID_ARGUMENT, "flaky: unknown option '%s'", w);
             return -1;

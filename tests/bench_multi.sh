@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# tests/bench_multi.sh QMMCHECK FAKE_PLUGIN FLAKY_PLUGIN — `qmmcheck bench` with several
+# backends (issue 29 item 4) on a tiny shape: the machine line, every backend checked against the
+# reference before timing, rounds alternating in the order given, medians and ratios against the
+# first; a wrong backend (the fake plugin's zeros) FAILED with no time and no ratio, one that
+# passes the check and then answers otherwise (flaky right=1) FAILED after its first round, a
+# failed first backend gives nobody a ratio; the JSON report says the same.
+set -euo pipefail
+qmmcheck=$1 fake=$2 flaky=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; [ -f "$tmp/out" ] && cat "$tmp/out"; exit 1; }
+bench() { "$qmmcheck" bench --shape 3x40x5 --types u8s8u8 --threads 1 --reps 2 "$@" >"$tmp/out" 2>"$tmp/err"; }
+
+rc=0
+bench --backend optimized --backend reference --backend "$fake:mode=zeros" --rounds 3 \
+  --report "json:$tmp/r.json" || rc=$?
+[ "$rc" = 1 ] || fail "a FAILED backend: exit $rc, expected 1 ($(cat "$tmp/err"))"
+grep -Eq '^machine: .+, class [a-z0-9-]+, [0-9]+ CPU\(s\) online, load average .*threads=1' "$tmp/out" ||
+  fail "no machine line"
+for b in 'optimized[^ ]* PASSED' 'reference PASSED' 'fake FAILED'; do
+  grep -Eq "^check 3x40x5 u8s8u8 threads=1 b=input $b " "$tmp/out" || fail "no check line '$b'"
+done
+# alternation: round 1 A B, round 2 A B, round 3 A B; the failed one never timed
+got=$(grep '^round ' "$tmp/out" | awk '{print $2, $7}' | sed 's/:.*//' | tr '\n' ' ')
+[ "$got" = "1 optimized 1 reference 2 optimized 2 reference 3 optimized 3 reference " ] ||
+  fail "rounds not alternating: '$got'"
+grep -Eq '^result 3x40x5 u8s8u8 threads=1 b=input optimized[^ ]* PASSED median=[0-9.]+ s [0-9.]+ GOPS rounds=3 reps=2 ratio=1\.00 ' "$tmp/out" ||
+  fail "no result line for the first backend"
+grep -Eq '^result 3x40x5 u8s8u8 threads=1 b=input reference PASSED median=[0-9.]+ s [0-9.]+ GOPS rounds=3 reps=2 ratio=[0-9.]+ per round [0-9.]+,[0-9.]+,[0-9.]+ \(reference time / optimized' "$tmp/out" ||
+  fail "no ratio line for the second backend"
+line=$(grep '^result .* fake ' "$tmp/out")
+case "$line" in *"FAILED (errors:15 total:15): no time, no ratio") ;; *) fail "fake: '$line'" ;; esac
+case "$line" in *median=*|*ratio=*) fail "a FAILED backend got a time or ratio: '$line'" ;; esac
+python3 - "$tmp/r.json" <<'PY' || fail "JSON report"
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = {x["backend"].split(":")[0]: x for x in d["results"]}
+assert d["machine"]["class"] and d["threads"] == 1 and d["rounds"] == 3, d
+assert r["fake"]["status"] == "FAILED" and r["fake"]["ratio"] is None and r["fake"]["median_s"] is None
+assert r["reference"]["status"] == "PASSED" and len(r["reference"]["round_ratio"]) == 3
+assert r["optimized"]["ratio"] == 1.0 and len(r["optimized"]["round_s"]) == 3
+PY
+
+# right at the check, wrong in the timed calls: FAILED after round 1, no ratio
+rc=0
+bench --backend optimized --backend "$flaky:right=1" --rounds 2 || rc=$?
+[ "$rc" = 1 ] || fail "a backend wrong while timed: exit $rc"
+grep -Eq '^check .* flaky PASSED' "$tmp/out" || fail "flaky right=1 did not pass the check"
+grep -Eq "^round 1 .* flaky FAILED \(round 1's timed calls answered otherwise" "$tmp/out" ||
+  fail "the timed answers were not compared"
+grep -q '^round 2 .* flaky' "$tmp/out" && fail "a failed backend was timed again"
+grep -Eq '^result .* flaky FAILED .*: no time, no ratio$' "$tmp/out" || fail "flaky got a ratio"
+
+# the first backend failed: nobody's ratio is against it
+rc=0
+bench --backend "$fake" --backend optimized --b-both --rounds 2 || rc=$?
+[ "$rc" = 1 ] || fail "first backend FAILED: exit $rc"
+[ "$(grep -c '^result .* optimized.* ratio=none (the first backend, fake, has no time)' "$tmp/out")" = 2 ] ||
+  fail "ratios against a failed first backend (or not both B modes)"
+
+# --profile names a backend that is not there: a usage error
+rc=0
+bench --backend optimized --backend reference --profile nosuch=onednn-fp32 || rc=$?
+[ "$rc" = 2 ] && grep -q 'no --backend is that' "$tmp/err" || fail "--profile of no backend: exit $rc"
+echo "bench_multi: ok"
