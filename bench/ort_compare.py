@@ -93,26 +93,19 @@ def ours_round(qmmcheck, shape, threads, b_const):
     return rep["results"][0]["median_s"], rep["peak"]["gops"]
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--qmmcheck", default="build/harness/qmmcheck")
-    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    ap.add_argument("--shapes", nargs="+", default=SHAPES)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--json", help="write all rows here")
-    args = ap.parse_args()
-
+def compare(qmmcheck, shapes, threads_list, rounds):
+    """Every shape x thread count x B mode, ORT and ours alternating; returns the rows."""
     rng = np.random.default_rng(12345)
     rows = []
     print(f"onnxruntime {ort.__version__}, onnx {onnx.__version__}; types u8 x s8 -> u8")
     print(f"{'shape':>16} {'T':>2} {'B':>6} {'ours s':>10} {'ORT s':>10} {'ours GOPS':>10} "
           f"{'ORT GOPS':>9} {'ratio':>6} {'%peak':>6}")
-    for shape in args.shapes:
+    for shape in shapes:
         m, k, n = (int(x) for x in shape.split("x"))
         a = rng.integers(0, 256, size=(m, k), dtype=np.uint8)
         b = rng.integers(-128, 128, size=(k, n), dtype=np.int8)
         ops = 2.0 * m * n * k
-        for threads in args.threads:
+        for threads in threads_list:
             for b_const in (True, False):
                 so = ort.SessionOptions()
                 so.intra_op_num_threads = threads
@@ -122,9 +115,9 @@ def main():
                                             providers=["CPUExecutionProvider"])
                 feeds = {"a": a} if b_const else {"a": a, "b": b}
                 ours, theirs, peaks = [], [], []
-                for _ in range(args.rounds):  # alternate: ORT, ours, ORT, ours, ...
+                for _ in range(rounds):  # alternate: ORT, ours, ORT, ours, ...
                     theirs.append(ort_round(sess, feeds))
-                    s, p = ours_round(args.qmmcheck, shape, threads, b_const)
+                    s, p = ours_round(qmmcheck, shape, threads, b_const)
                     ours.append(s)
                     peaks.append(p)
                 o, t = statistics.median(ours), statistics.median(theirs)
@@ -132,11 +125,25 @@ def main():
                 row = {"shape": shape, "threads": threads,
                        "b": "const" if b_const else "input", "ours_s": o, "ort_s": t,
                        "ours_gops": ops / o / 1e9, "ort_gops": ops / t / 1e9, "ratio": t / o,
-                       "peak_gops": peak, "pct_peak": 100.0 * ops / o / 1e9 / peak}
+                       "peak_gops": peak, "pct_peak": 100.0 * ops / o / 1e9 / peak,
+                       "round_ratio": [x / y for x, y in zip(theirs, ours)]}
                 rows.append(row)
                 print(f"{shape:>16} {threads:>2} {row['b']:>6} {o:>10.6f} {t:>10.6f} "
                       f"{row['ours_gops']:>10.1f} {row['ort_gops']:>9.1f} {row['ratio']:>6.2f} "
                       f"{row['pct_peak']:>6.1f}", flush=True)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--qmmcheck", default="build/harness/qmmcheck")
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--shapes", nargs="+", default=SHAPES)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--json", help="write all rows here")
+    args = ap.parse_args()
+
+    rows = compare(args.qmmcheck, args.shapes, args.threads, args.rounds)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"onnxruntime": ort.__version__, "rows": rows}, f, indent=1)

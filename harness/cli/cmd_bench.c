@@ -658,6 +658,8 @@ static void mb_results(mb_run *r, const int64_t mkn[3], int const_b, mb_slot *sl
             s->gops = s->median_s > 0 ? ops / s->median_s / 1e9 : 0;
         }
         int first_ok = first->status == QH_PASSED && first->rounds == s->rounds;
+        for (int k = 0; first_ok && k < s->rounds; k++)
+            first_ok = first->round_s[k] > 0; /* below the clock's resolution: no ratio */
         if (ok && first_ok) {
             for (int k = 0; k < s->rounds; k++)
                 ratio[nratio++] = s->round_s[k] / first->round_s[k];

@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""BENCHMARKS.md's table for this machine's CPU class, in one command (issue 29 items 3, 4).
+
+    .venv/bin/python bench/table.py --qmmcheck build/harness/qmmcheck --update BENCHMARKS.md
+
+Rows: QLinearMatMul u8 a, s8 b, u8 y at 1x4096x4096, 128x768x768, 512x1024x1024, 1024^3 and
+2048^3; 1 and 2 threads; B as input and B constant. Two comparisons per row:
+
+- oneDNN (the peers/onednn plugin, if built): `qmmcheck bench --backend optimized --backend
+  onednn --b-both --rounds R --threads T`, alternating rounds in one process; both answers are
+  judged against the reference first (oneDNN under its profile for this CPU class, its
+  requantization being float32), a backend that fails gets no ratio.
+- ONNX Runtime (if importable): bench/ort_compare.py's alternating rounds (ORT in this
+  process, ours through `qmmcheck bench`).
+
+Ratios are peer time / our time (> 1: ours is faster), the median of the per-round ratios.
+With --update FILE the section for this CPU class (between its markers) is replaced, or added
+before the first "## " section; sections of other classes are left as they are. The default
+size (3 rounds) takes about 5-8 minutes on a loaded 2-core machine (the reference's check of
+2048^3 is about 45 s per profile and thread count).
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SHAPES = ["1x4096x4096", "128x768x768", "512x1024x1024", "1024x1024x1024", "2048x2048x2048"]
+# oneDNN 2.6's arithmetic per CPU class (docs/profiles.md, "oneDNN"); classes not measured
+# there are judged under spec's accumulation with oneDNN's requantization
+ONEDNN_PROFILE = {"avx2": "onednn-fp32+onednn-avx2",
+                  "avx512-vnni": "onednn-fp32+onednn-avx512-vnni"}
+
+
+def run_onednn(qmmcheck, shapes, threads, rounds, profile):
+    """One `qmmcheck bench` of ours and oneDNN; returns its JSON report."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "r.json")
+        cmd = [qmmcheck, "bench", "--backend", "optimized", "--backend", "onednn",
+               "--profile", "onednn=" + profile, "--types", "u8s8u8", "--threads", str(threads),
+               "--rounds", str(rounds), "--b-both", "--report", "json:" + path]
+        for s in shapes:
+            cmd += ["--shape", s]
+        print("$ " + " ".join(cmd), file=sys.stderr, flush=True)
+        rc = subprocess.run(cmd, stdout=sys.stderr).returncode
+        if rc not in (0, 1):  # 1: a backend FAILED, which the rows show
+            sys.exit(f"table.py: qmmcheck bench exited {rc}")
+        with open(path) as f:
+            return json.load(f)
+
+
+def machine(qmmcheck):
+    """The machine line of `qmmcheck bench` (one tiny checked round) and its JSON."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "m.json")
+        out = subprocess.run([qmmcheck, "bench", "--shape", "1x1x1", "--rounds", "1",
+                              "--report", "json:" + path], capture_output=True, text=True,
+                             check=True).stdout
+        with open(path) as f:
+            # the probe's own thread count is not the table's: cut it
+            return out.splitlines()[0].split("; threads=")[0], json.load(f)["machine"]
+
+
+def build_type(qmmcheck):
+    cache = os.path.join(os.path.dirname(os.path.abspath(qmmcheck)), "..", "CMakeCache.txt")
+    try:
+        with open(cache) as f:
+            m = re.search(r"^CMAKE_BUILD_TYPE:STRING=(.*)$", f.read(), re.M)
+            return m.group(1) if m and m.group(1) else "default"
+    except OSError:
+        return "unknown"
+
+
+def git_commit():
+    r = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"], capture_output=True,
+                       text=True)
+    return r.stdout.strip() or "unknown"
+
+
+def fmt_ms(s):
+    return "—" if s is None else f"{1e3 * s:.3f}"
+
+
+def section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end):
+    mark = f"<!-- bench/table.py: {cls} -->"
+    cmd = (f".venv/bin/python bench/table.py --qmmcheck build/harness/qmmcheck --rounds "
+           f"{args.rounds} --ort-rounds {args.ort_rounds} --update BENCHMARKS.md")
+    lines = [mark, f"## Issue 29 table: class {cls} (bench/table.py, {began:%Y-%m-%d %H:%M} UTC)",
+             "",
+             f"`{mline}` (at the start; load average at the end {load_end}). "
+             f"{build_type(args.qmmcheck)} build, commit {git_commit()}."]
+    peers = []
+    if onednn:
+        desc = next((b["description"] for b in onednn[0]["backends"] if b["name"] == "onednn"),
+                    "oneDNN")
+        peers.append(f"oneDNN: {desc}, judged under profile `{args.onednn_profile}`, "
+                     f"{args.rounds} rounds alternating with ours in one `qmmcheck bench` "
+                     "(its B is passed on every call: it has no prepack, so its `constant` rows "
+                     "time the same call as `input`)")
+    if ort_rows:
+        peers.append(f"ONNX Runtime {ort_version} (CPU EP, `bench/ort_compare.py`, "
+                     f"{args.ort_rounds} rounds alternating with `qmmcheck bench`; constant B "
+                     "an initializer, prepacked by ORT)")
+    lines += ["Peers: " + "; ".join(peers) + "." if peers else "Peers: none found.", "",
+              "ratio = peer time / our time (> 1: ours is faster), median of the per-round "
+              "ratios; times are medians of per-round medians, ms. Each answer was checked "
+              "against the reference before timing (FAILED: no ratio).", "",
+              "```sh", cmd, "```", "",
+              "| shape | T | B | ours ms | oneDNN ms | oneDNN/ours (per round) | ours ms (ORT run)"
+              " | ORT ms | ORT/ours (per round) |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    by = {}
+    for rep in onednn:
+        for r in rep["results"]:
+            by.setdefault((r["shape"], rep["threads"], r["b"]), {})[r["backend"].split(":")[0]] = r
+    ort_by = {(r["shape"], r["threads"], "constant" if r["b"] == "const" else "input"): r
+              for r in ort_rows}
+    for shape in args.shapes:
+        for t in args.threads:
+            for b in ("input", "constant"):
+                cell = by.get((shape, t, b), {})
+                ours, dn = cell.get("optimized"), cell.get("onednn")
+                o = ort_by.get((shape, t, b))
+                row = [shape, str(t), b]
+                row.append(fmt_ms(ours["median_s"]) if ours and ours["status"] == "PASSED"
+                           else (ours["status"] if ours else "—"))
+                if dn and dn["status"] == "PASSED":
+                    row.append(fmt_ms(dn["median_s"]))
+                    rr = ", ".join(f"{x:.2f}" for x in dn["round_ratio"])
+                    row.append(f"**{dn['ratio']:.2f}** ({rr})" if dn["ratio"] else "—")
+                else:
+                    row += [dn["status"] if dn else "—", "—"]
+                if o:
+                    rr = ", ".join(f"{x:.2f}" for x in o["round_ratio"])
+                    row += [fmt_ms(o["ours_s"]), fmt_ms(o["ort_s"]), f"**{o['ratio']:.2f}** ({rr})"]
+                else:
+                    row += ["—", "—", "—"]
+                lines.append("| " + " | ".join(row) + " |")
+    lines += ["", mark.replace(" -->", " end -->")]
+    return "\n".join(lines) + "\n"
+
+
+def update(path, cls, text):
+    with open(path) as f:
+        doc = f.read()
+    begin, end = f"<!-- bench/table.py: {cls} -->", f"<!-- bench/table.py: {cls} end -->"
+    if begin in doc and end in doc:
+        i, j = doc.index(begin), doc.index(end) + len(end) + 1
+        doc = doc[:i] + text + doc[j:]
+    else:
+        i = doc.find("\n## ")
+        i = len(doc) if i < 0 else i + 1
+        doc = doc[:i] + text + "\n" + doc[i:]
+    with open(path + ".tmp", "w") as f:
+        f.write(doc)
+    os.replace(path + ".tmp", path)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--qmmcheck", default="build/harness/qmmcheck")
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--shapes", nargs="+", default=SHAPES)
+    ap.add_argument("--rounds", type=int, default=3, help="oneDNN rounds (default 3)")
+    ap.add_argument("--ort-rounds", type=int, default=3, help="ORT rounds (default 3)")
+    ap.add_argument("--onednn-profile", help="the profile oneDNN is judged under "
+                    "(default: the one docs/profiles.md gives for this CPU class)")
+    ap.add_argument("--no-onednn", action="store_true")
+    ap.add_argument("--no-ort", action="store_true")
+    ap.add_argument("--update", metavar="FILE", help="replace this class's section of FILE")
+    ap.add_argument("--json", help="also write every row here")
+    args = ap.parse_args()
+
+    began = datetime.datetime.now(datetime.timezone.utc)
+    mline, mach = machine(args.qmmcheck)
+    cls = mach["class"]
+    print(mline, file=sys.stderr)
+    onednn = []
+    peer = os.path.join(os.path.dirname(os.path.abspath(args.qmmcheck)), "..", "peers",
+                        "onednn", "libqmm_peer_onednn.so")
+    if not args.no_onednn and os.path.exists(peer):
+        args.onednn_profile = args.onednn_profile or ONEDNN_PROFILE.get(cls, "onednn-fp32")
+        for t in args.threads:
+            onednn.append(run_onednn(args.qmmcheck, args.shapes, t, args.rounds,
+                                     args.onednn_profile))
+    elif not args.no_onednn:
+        print(f"table.py: no oneDNN peer at {peer}: its columns stay empty", file=sys.stderr)
+    ort_rows, ort_version = [], None
+    if not args.no_ort:
+        try:
+            sys.path.insert(0, HERE)
+            import ort_compare  # noqa: E402 (exits naming what is missing)
+            ort_version = ort_compare.ort.__version__
+            ort_rows = ort_compare.compare(args.qmmcheck, args.shapes, args.threads,
+                                           args.ort_rounds)
+        except SystemExit as e:
+            print(f"table.py: no ONNX Runtime comparison: {e}", file=sys.stderr)
+    with open("/proc/loadavg") as f:
+        load_end = " ".join(f.read().split()[:3])
+    text = section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end)
+    print(text)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"machine": mach, "onednn": onednn, "ort": ort_rows}, f, indent=1)
+    if args.update:
+        update(args.update, cls, text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
