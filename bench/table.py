@@ -15,9 +15,12 @@ Rows: QLinearMatMul u8 a, s8 b, u8 y at 1x4096x4096, 128x768x768, 512x1024x1024,
 
 Ratios are peer time / our time (> 1: ours is faster), the median of the per-round ratios.
 With --update FILE the section for this CPU class (between its markers) is replaced, or added
-before the first "## " section; sections of other classes are left as they are. The default
-size (3 rounds) takes about 5-8 minutes on a loaded 2-core machine (the reference's check of
-2048^3 is about 45 s per profile and thread count).
+before the first "## " section; sections of other classes are left as they are. --json keeps
+every row; --from-json makes the section again from it without measuring.
+
+Time, default size (3 rounds each) on the 2-core Zen 4: 18 minutes measured at load average
+10-18 (2026-11-27); on an idle machine about 7 (the reference's checks of 2048^3, about 45 s per
+profile and thread count, are 3 of them; ORT's rows about 3). --shapes and --threads narrow it.
 """
 import argparse
 import datetime
@@ -105,6 +108,13 @@ def section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end):
         peers.append(f"ONNX Runtime {ort_version} (CPU EP, `bench/ort_compare.py`, "
                      f"{args.ort_rounds} rounds alternating with `qmmcheck bench`; constant B "
                      "an initializer, prepacked by ORT)")
+    busy = [x for x in (mline.split("load average ")[-1].split()[:1] + load_end.split()[:1])]
+    cpus = re.search(r"(\d+) CPU\(s\) online", mline)
+    if cpus and any(float(x) > int(cpus.group(1)) for x in busy):
+        lines += ["**The load average was above the CPU count**: other work shared the cores, "
+                  "so rows move between rounds and runs, and a T = 2 row times waiting as much "
+                  "as computing (an OpenMP library's barriers, oneDNN's, suffer most when a "
+                  "thread has no core)."]
     lines += ["Peers: " + "; ".join(peers) + "." if peers else "Peers: none found.", "",
               "ratio = peer time / our time (> 1: ours is faster), median of the per-round "
               "ratios; times are medians of per-round medians, ms. Each answer was checked "
@@ -173,8 +183,21 @@ def main():
     ap.add_argument("--no-ort", action="store_true")
     ap.add_argument("--update", metavar="FILE", help="replace this class's section of FILE")
     ap.add_argument("--json", help="also write every row here")
+    ap.add_argument("--from-json", metavar="FILE",
+                    help="make the table from an earlier run's --json (measures nothing)")
     args = ap.parse_args()
 
+    if args.from_json:  # a table again from a run's --json, measuring nothing
+        with open(args.from_json) as f:
+            d = json.load(f)
+        args.onednn_profile = d.get("onednn_profile")
+        text = section(d["machine"]["class"], d["machine_line"], d["onednn"], d["ort"],
+                       d.get("onnxruntime"), args,
+                       datetime.datetime.fromisoformat(d["began"]), d["load_end"])
+        print(text)
+        if args.update:
+            update(args.update, d["machine"]["class"], text)
+        return 0
     began = datetime.datetime.now(datetime.timezone.utc)
     mline, mach = machine(args.qmmcheck)
     cls = mach["class"]
@@ -205,7 +228,10 @@ def main():
     print(text)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"machine": mach, "onednn": onednn, "ort": ort_rows}, f, indent=1)
+            json.dump({"machine": mach, "machine_line": mline, "began": began.isoformat(),
+                       "load_end": load_end, "onednn_profile": args.onednn_profile,
+                       "onnxruntime": ort_version, "onednn": onednn, "ort": ort_rows}, f,
+                      indent=1)
     if args.update:
         update(args.update, cls, text)
     return 0
