@@ -171,6 +171,23 @@ static inline void expect_junit_valid(const char *path)
     cr_expect(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "%s is not valid junit-10:\n%s", path, said);
 }
 
+/* A JSON report of `run` valid against docs/report.schema.json (tests/schema/check_report.sh,
+ * python3-jsonschema). */
+static inline void expect_json_valid(const char *path)
+{
+    char cmd[2048], said[4096] = "";
+    snprintf(cmd, sizeof cmd, "'%s/tests/schema/check_report.sh' '%s' 2>&1", env("QMM_SOURCE_DIR"),
+             path);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p, "cannot run %s", cmd);
+    size_t n = fread(said, 1, sizeof said - 1, p);
+    said[n] = '\0';
+    int rc = pclose(p);
+    cr_assert(!(WIFEXITED(rc) && WEXITSTATUS(rc) == 127), "%s", said);
+    cr_expect(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "%s is not a valid JSON report:\n%s", path,
+              said);
+}
+
 /* `text` stands somewhere in the output `out`. */
 static inline void expect_in(const char *out, const char *text)
 {

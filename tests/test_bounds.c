@@ -191,6 +191,7 @@ Test(bounds, sigterm_during_a_long_expectation_writes_the_reports, .timeout = 12
     expect_in(report, "a-small");
     cr_expect(strstr(report, "b-long") == NULL, "the interrupted case has a row:\n%s", report);
     free(report);
+    expect_json_valid(json);
     expect_junit_valid(xml);
 }
 
@@ -293,6 +294,7 @@ Test(determinism, a_variant_that_hangs_or_dies_opening_is_a_row)
         char *report = slurp(json);
         cr_expect_eq(count_lines_with(report, "\"<variant>\""), 2, "%s", report);
         free(report);
+        expect_json_valid(json);
         free(out);
     }
 }
@@ -315,6 +317,7 @@ Test(determinism, a_variant_whose_close_crashes_is_a_close_row)
     char *report = slurp(json);
     cr_expect_eq(count_lines_with(report, "\"<close>\""), 2, "%s", report);
     free(report);
+    expect_json_valid(json);
     free(out);
 }
 

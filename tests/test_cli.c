@@ -283,6 +283,7 @@ Test(cli, shards_partition_the_run)
             snprintf(want, sizeof want, "\"shard\": \"%d/%d\"", i, n);
             expect_in(json, want);
             free(json);
+            expect_json_valid(path);
             snprintf(path, sizeof path, "%s/s.xml", tmpdir);
             char *xml = slurp(path);
             snprintf(want, sizeof want, "<property name=\"shard\" value=\"%d/%d\"/>", i, n);
@@ -392,6 +393,7 @@ Test(cli, json_and_junit_reports)
                         "\"data_set\": 0, \"backend\": \"reference\", \"status\": \"mistrusted\"") != NULL, "%s", j);
     cr_expect(strstr(j, "\"detail\": \"stored output_0 differs from the reference") != NULL, "%s", j);
     free(j);
+    expect_json_valid(path);
 
     snprintf(path, sizeof path, "%s/r.xml", tmpdir);
     char *x = slurp(path);

@@ -97,9 +97,10 @@ Test(cpu, native_runs_as_without_the_option_but_names_the_class)
     char *json = slurp(path);
     cr_expect_eq(count_lines_with(json, "\"cpu\": \"native\""), 3, "%s", json);
     free(json);
+    expect_json_valid(path);
     snprintf(path, sizeof path, "%s/r.xml", tmpdir);
     char *xml = slurp(path);
-    expect_in(xml, "classname=\"qmmcheck.reference [cpu native]\"");
+    expect_in(xml, "classname=\"qmmcheck.reference@native");
     free(xml);
     expect_junit_valid(path);
     /* without --cpu the lines are as they were; the JSON says native */

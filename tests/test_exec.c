@@ -481,6 +481,7 @@ Test(exec, in_process_sigterm_during_a_hang_ends_the_run_with_its_reports)
     cr_expect_eq(lines_starting(out, "SUMMARY:"), 1, "%s", out);
     cr_expect(access(report, F_OK) == 0, "no report written:\n%s", out);
     free(out);
+    expect_json_valid(report);
 }
 
 /* ---- limits ------------------------------------------------------------------------------ */

@@ -109,7 +109,7 @@ static const qh_option run_options[] = {
     {O_XFAIL_STRICT, "--xfail-strict", 0, NULL, RUN,
      "a stale --xfail entry or an XPASS fails the run"},
     {O_REPORT, "--report", 0, "KIND:FILE", RUN,
-     "also write a report: json:FILE or junit:FILE (repeatable)"},
+     "also write a report: json:FILE, junit:FILE or html:FILE (repeatable)"},
     {O_PROFILE, "--profile", 0, "NAME", RUN | REPRO,
      "judge against this semantics profile (default spec)"},
     {O_DATA_SET, "--data-set", 0, "N", REPRO, "the case's test_data_set_N (default 0)"},
@@ -429,8 +429,8 @@ static void put_detail(const char *d)
 static void print_result(const qh_result *r, const qh_case_ref *ref, const char *profile,
                          int quiet)
 {
-    if (quiet && r->status == QH_PASSED)
-        return;
+    if (quiet && (r->status == QH_PASSED || r->status == QH_SKIPPED))
+        return; /* --quiet: skips are counted per suite (print_skips) */
     char *repro = qh_cpu_repro(qh_repro_command(ref, r->backend, profile), r->cpu);
     printf("%lld:%s ", (long long)r->number, qh_case_status_name(r->status));
     put_clean(r->name, strlen(r->name), 0, stdout);
@@ -646,6 +646,8 @@ static void set_eval_opts(run_state *r)
         eo->invoke.isolate = r->bes[j].isolated;
         eo->invoke.timeout_s = o->timeout_s;
         eo->determinism = o->determinism;
+        for (int i = 0; i < o->n_reports; i++) /* the HTML report draws where mismatches lie */
+            eo->marks |= strncmp(o->reports[i], "html:", 5) == 0;
         if (o->determinism) {
             eo->n_variants = open_variants(r, j);
             eo->variants = r->variants[j];
@@ -763,6 +765,51 @@ static void check_xfail(run_state *r)
         r->sum.total++;
         r->k++;
     }
+    fflush(stdout);
+}
+
+/* --quiet: the SKIPPED rows as one line per suite and backend, in the order they came,
+ * with the first row's reason and how many others gave another: "SKIPPED 386 in
+ * edge/OP/ties (unsupported: a is 3-D; 12 with other reasons)". */
+static void print_skips(const run_state *r)
+{
+    if (!r->o.quiet)
+        return;
+    unsigned char *done = calloc(r->k ? r->k : 1, 1);
+    if (!done)
+        return;
+    char suite[1024], other[1024];
+    for (size_t i = 0; i < r->k; i++) {
+        const qh_result *x = &r->results[i];
+        if (done[i] || x->status != QH_SKIPPED)
+            continue;
+        qh_report_suite(x->name, suite, sizeof suite);
+        int64_t count = 0, others = 0;
+        for (size_t j = i; j < r->k; j++) {
+            const qh_result *y = &r->results[j];
+            if (done[j] || y->status != QH_SKIPPED || x->backend != y->backend)
+                continue;
+            qh_report_suite(y->name, other, sizeof other);
+            if (strcmp(suite, other) != 0)
+                continue;
+            done[j] = 1;
+            count++;
+            others += strcmp(x->summary ? x->summary : "", y->summary ? y->summary : "") != 0;
+        }
+        printf("SKIPPED %lld in ", (long long)count);
+        put_clean(suite, strlen(suite), QH_CLEAN_LINE_MAX, stdout);
+        if (r->o.n_backends > 1) {
+            fputs(" on ", stdout);
+            put_clean(x->backend, strlen(x->backend), QH_CLEAN_LINE_MAX, stdout);
+        }
+        fputs(" (", stdout);
+        put_clean(x->summary ? x->summary : "", x->summary ? strlen(x->summary) : 0,
+                  QH_CLEAN_LINE_MAX, stdout);
+        if (others)
+            printf("; %lld with other reasons", (long long)others);
+        fputs(")\n", stdout);
+    }
+    free(done);
     fflush(stdout);
 }
 
@@ -900,6 +947,7 @@ int qh_cmd_run(int argc, char **argv)
     run_cases(&r);
     finish_backends(&r);
     check_xfail(&r);
+    print_skips(&r);
     print_matrix(&r);
     int sig = qh_interrupted;
     summarize(&r, sig, t0);

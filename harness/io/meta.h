@@ -27,11 +27,12 @@
 
 #define QH_META_MAX_TAGS 32
 #define QH_META_TEXT_MAX 512
+#define QH_META_TAG_LEN 64
 
 typedef struct qh_meta {
     qmm_status_code expect; /* QMM_OK unless the case expects an error status */
     int32_t n_tags;
-    char tags[QH_META_MAX_TAGS][64];
+    char tags[QH_META_MAX_TAGS][QH_META_TAG_LEN];
     char profile[64];
     char provenance[QH_META_TEXT_MAX];
     char description[QH_META_TEXT_MAX];

@@ -9,6 +9,27 @@
 
 #define QH_COMPARE_KEEP 16 /* mismatching indices kept for the detail */
 
+/* Where an output's mismatches lie, for a picture of y (the HTML report, docs/formats.md):
+ * y's last dimension as columns, the one before as rows, the leading ones as batches (rank 1:
+ * one row). Sides longer than QH_MARKS_SIDE are scaled down (a cell then covers step_r x
+ * step_c elements and is set when any of them mismatches); only the first QH_MARKS_BATCHES
+ * batches are kept. */
+#define QH_MARKS_SIDE 128
+#define QH_MARKS_BATCHES 8
+typedef struct qh_marks {
+    int64_t batches, rows, cols;  /* y's */
+    int64_t step_r, step_c;       /* elements a cell covers along rows and columns */
+    int32_t grid_b, grid_r, grid_c; /* the cells kept: batches, rows, columns */
+    int64_t outside;              /* mismatches in batches past grid_b */
+    unsigned char *bits;          /* one bit per cell, batch by batch, row-major */
+} qh_marks;
+
+/* The grid for an output shaped as y (no cell set); -1 when out of memory. */
+int qh_marks_init(qh_marks *m, const qmm_tensor *y);
+void qh_marks_set(qh_marks *m, int64_t index);
+int qh_marks_get(const qh_marks *m, int32_t b, int32_t r, int32_t c);
+void qh_marks_free(qh_marks *m);
+
 typedef struct qh_compare {
     int64_t total;                    /* elements compared */
     int64_t errors;                   /* elements that match neither accepted value */
@@ -16,6 +37,8 @@ typedef struct qh_compare {
     int64_t kept[QH_COMPARE_KEEP];    /* the first mismatching indices, ascending */
     int64_t expected[QH_COMPARE_KEEP]; /* the expected value at each (qh_tensor_int's form) */
     int shape_differs;                /* dtype or shape differ: nothing element-wise */
+    qh_marks *marks;                  /* not NULL: every mismatch marked here (set after
+                                       * qh_compare_start, which clears it) */
 } qh_compare;
 
 /* Element i of `got` is accepted when it equals exact[i], or alt[i] when alt is not NULL (the

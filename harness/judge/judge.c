@@ -282,19 +282,42 @@ static void profile_matches_compute(profile_matches *pm, const qmm_call *call)
 /* "; got matches: onnx-ref, ort-fp32" or "; got matches no known profile". A combination
  * (REQ+ACC) is named only where its requantization under the default accumulation does not
  * give `got` too: where both do, its accumulation model made no difference. */
-static void sb_profiles_giving(qh_sb *b, profile_matches *pm, const qh_expectation *e,
-                               int32_t k)
+static uint64_t profiles_giving(profile_matches *pm, const qh_expectation *e, int32_t k)
 {
     profile_matches_compute(pm, &e->call);
-    int n = 0;
+    uint64_t named = 0;
     for (int p = 0; p < qmm_profile_count(); p++) {
         int base = (int)qmm_profile_base((qmm_profile)p);
         if ((pm->bits[k] >> p & 1) && (base == p || !(pm->bits[k] >> base & 1)))
+            named |= (uint64_t)1 << p;
+    }
+    return named;
+}
+
+static void sb_profiles_giving(qh_sb *b, const qh_mismatch *m, profile_matches *pm,
+                               const qh_expectation *e, int32_t k)
+{
+    uint64_t named = m->models_known ? m->models : profiles_giving(pm, e, k);
+    int n = 0;
+    for (int p = 0; p < qmm_profile_count(); p++)
+        if (named >> p & 1)
             qh_sb_printf(b, "%s%s", n++ ? ", " : "; got matches: ",
                          qmm_profile_name((qmm_profile)p));
-    }
     if (n == 0)
         qh_sb_puts(b, "; got matches no known profile");
+}
+
+/* Each kept mismatch's matching profiles as data (the JSON report's "models"). */
+static void keep_models(const qh_expectation *e, const qmm_tensor *got, qh_verdict *v)
+{
+    profile_matches pm;
+    memset(&pm, 0, sizeof pm);
+    pm.v = v;
+    pm.got = got;
+    for (int32_t k = 0; k < v->n_mismatches; k++) {
+        v->mismatches[k].models = profiles_giving(&pm, e, k);
+        v->mismatches[k].models_known = 1;
+    }
 }
 
 void qh_judge_explain(qh_sb *b, const qh_expectation *e, const qmm_tensor *got,
@@ -319,7 +342,7 @@ void qh_judge_explain(qh_sb *b, const qh_expectation *e, const qmm_tensor *got,
                 qh_sb_printf(b, "; acc overflows int32, wrapped result %lld also accepted",
                              (long long)m->wrapped);
         }
-        sb_profiles_giving(b, &pm, e, k);
+        sb_profiles_giving(b, m, &pm, e, k);
         qh_sb_puts(b, "\n");
     }
     if (v->errors > shown)
@@ -530,8 +553,10 @@ static void judge_output(const qh_expectation *e, const qh_invocation *inv, cons
         qh_sb_printf(&v->first, " (index %lld): got %lld, expected %lld", (long long)m->index,
                      (long long)m->got, (long long)m->expected);
     }
-    if (o->text)
+    if (o->text) {
+        keep_models(e, &inv->y, v);
         qh_judge_explain(&v->detail, e, &inv->y, v, o->verbose ? QH_COMPARE_KEEP : 4);
+    }
 }
 
 void qh_judge(const qh_expectation *e, const qh_invocation *inv, const qh_compare *vs,

@@ -86,6 +86,10 @@ typedef struct qh_mismatch {
     /* A bound rule's numbers (none yet: every rule is exact): the bound the element had to be
      * within and the error as a fraction of it (> 1: out of bound). NaN under the exact rule. */
     double bound, fraction;
+    /* The semantics profiles (bit p: qmm_profile p) that give `got` here, as the detail's
+     * "got matches:" names them; known only where the judge made the detail (opts.text). */
+    int models_known;
+    uint64_t models;
 } qh_mismatch;
 
 typedef struct qh_verdict {

@@ -16,6 +16,8 @@
 #include "harness/report/matrix.h"
 #include "harness/base/strbuf.h"
 #include "harness/base/version.h"
+#include "harness/report/html.h"
+#include "reference/qmm_reference.h"
 
 typedef void report_writer(qh_sb *b, const char *command, const qh_result *r, size_t n,
                            const qh_run_summary *sum);
@@ -31,6 +33,7 @@ static const struct report_kind {
 } report_kinds[] = {
     {"json", write_json},
     {"junit", write_junit},
+    {"html", qh_report_html},
 };
 #define N_REPORT_KINDS (sizeof report_kinds / sizeof report_kinds[0])
 
@@ -124,6 +127,84 @@ static void json_str(qh_sb *b, const char *key, const char *val, int comma)
     qh_sb_printf(b, "\"%s", comma ? ", " : "");
 }
 
+void qh_report_suite(const char *name, char *buf, size_t size)
+{
+    const char *slash = name ? strrchr(name, '/') : NULL;
+    snprintf(buf, size, "%.*s", slash ? (int)(slash - name) : 1, slash ? name : ".");
+}
+
+/* "key": [n, n, ...] */
+static void json_ints(qh_sb *b, const char *key, const int64_t *v, int32_t n)
+{
+    qh_sb_printf(b, ", \"%s\": [", key);
+    for (int32_t i = 0; i < n; i++)
+        qh_sb_printf(b, "%s%lld", i ? ", " : "", (long long)v[i]);
+    qh_sb_puts(b, "]");
+}
+
+/* One kept mismatch as data (docs/report.schema.json, "mismatch"). */
+static void json_mismatch(qh_sb *b, const qh_mismatch *m)
+{
+    qh_sb_printf(b, "{\"index\": %lld", (long long)m->index);
+    json_ints(b, "coord", m->coord, m->rank);
+    qh_sb_printf(b, ", \"expected\": %lld, \"got\": %lld", (long long)m->expected,
+                 (long long)m->got);
+    if (m->explained) {
+        qh_sb_printf(b, ", \"acc\": %lld", (long long)m->acc);
+        if (m->scaled[0]) {
+            qh_sb_puts(b, ", ");
+            json_str(b, "exact", m->scaled, 0);
+        }
+        if (m->overflow)
+            qh_sb_printf(b, ", \"overflow\": true, \"wrapped\": %lld", (long long)m->wrapped);
+    }
+    if (m->bound == m->bound) /* not NaN: a bound rule's numbers */
+        qh_sb_printf(b, ", \"bound\": %.17g, \"fraction\": %.17g", m->bound, m->fraction);
+    if (m->models_known) {
+        qh_sb_puts(b, ", \"models\": [");
+        for (int p = 0, k = 0; p < qmm_profile_count() && p < 64; p++)
+            if (m->models >> p & 1)
+                qh_sb_printf(b, "%s\"%s\"", k++ ? ", " : "", qmm_profile_name((qmm_profile)p));
+        qh_sb_puts(b, "]");
+    }
+    qh_sb_puts(b, "}");
+}
+
+/* A case's facts beyond its status: reason, suite, tags, description, y's shape, counts and
+ * mismatches (docs/formats.md, "JSON"). */
+static void json_case_facts(qh_sb *b, const qh_result *r)
+{
+    char suite[1024];
+    qh_report_suite(r->name, suite, sizeof suite);
+    qh_sb_puts(b, ", ");
+    json_str(b, "reason", qh_reason_name(r->reason), 1);
+    json_str(b, "suite", suite, 0);
+    qh_sb_puts(b, ", \"tags\": [");
+    for (int32_t t = 0; t < r->n_tags; t++) {
+        qh_sb_printf(b, "%s\"", t ? ", " : "");
+        qh_sb_json(b, r->tags[t]);
+        qh_sb_puts(b, "\"");
+    }
+    qh_sb_puts(b, "]");
+    if (r->description) {
+        qh_sb_puts(b, ", ");
+        json_str(b, "description", r->description, 0);
+    }
+    if (r->y_known)
+        json_ints(b, "y_shape", r->y_dims, r->y_rank);
+    if (r->total > 0 || r->errors > 0)
+        qh_sb_printf(b, ", \"errors\": %lld, \"total\": %lld", (long long)r->errors,
+                     (long long)r->total);
+    if (r->n_mismatches > 0) {
+        qh_sb_puts(b, ", \"mismatches\": [");
+        for (int32_t k = 0; k < r->n_mismatches; k++) {
+            qh_sb_puts(b, k ? ", " : "");
+            json_mismatch(b, &r->mismatches[k]);
+        }
+        qh_sb_puts(b, "]");
+    }
+}
+
 static void write_json(qh_sb *b, const char *command, const qh_result *r, size_t n,
                        const qh_run_summary *sum)
 {
@@ -162,6 +243,7 @@ static void write_json(qh_sb *b, const char *command, const qh_result *r, size_t
             }
             qh_sb_puts(b, "\"");
         }
+        json_case_facts(b, &r[i]);
         qh_sb_puts(b, "}");
     }
     qh_sb_puts(b, "\n  ]");
@@ -192,10 +274,23 @@ static void junit_property(qh_sb *b, const char *name, const char *value)
 /* ---- JUnit (docs/formats.md, "JUnit"; valid against Jenkins xUnit's junit-10.xsd, whose rules
  * tests/schema/junit-10.xsd encodes) ---------------------------------------------------- */
 
-/* The backend as a JUnit class: the table's name when known, else the spec with every word
- * that is a path cut to its last component (/abs/libx.so:threads=2 -> libx.so:threads=2,
- * exec:python3 /x/backend.py -> exec:python3 backend.py), so that a class is never a path.
- * Cleaned: the name and the spec come from a plugin and the command line. */
+/* Appends `s` (n bytes) cleaned, each byte outside [A-Za-z0-9_+@-] written '_' and '/'
+ * written `slash`, so that a JUnit class has dots only where they split its parts. */
+static void class_part(qh_sb *b, const char *s, size_t n, char slash)
+{
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        int plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    strchr("_+@-", c);
+        qh_sb_printf(b, "%c", plain ? c : c == '/' ? slash : '_');
+    }
+}
+
+/* The JUnit class of a row: "qmmcheck.BACKEND.SUITE" with the suite's '/' as dots
+ * (qmmcheck.libacme_so.onnx.onnx-1_22_0): Jenkins splits a class at its last dot into
+ * package and class, GitLab shows it whole. BACKEND is the table's name when known, else the
+ * spec with every word that is a path cut to its last component (/abs/libx.so:threads=2 ->
+ * libx_so_threads_2), never a dot in it; --cpu appends "@CLASS". */
 static char *junit_class(const qh_result *r)
 {
     const char *s = r->backend_name && r->backend_name[0] ? r->backend_name
@@ -212,15 +307,27 @@ static char *junit_class(const qh_result *r)
         for (size_t k = i; k < w; k++)
             if (s[k] == '/')
                 from = k + 1;
-        char *clean = qh_clean_dup(s + from, w - from + (w < n), QH_CLEAN_LINE_MAX);
-        if (clean)
-            qh_sb_puts(&b, clean);
-        free(clean);
+        class_part(&b, s + from, w - from + (w < n), '_');
         i = w + (w < n);
     }
-    if (r->cpu) /* --cpu: each (backend, class) is a class of its own */
-        qh_sb_printf(&b, " [cpu %s]", r->cpu);
+    if (r->cpu) { /* --cpu: each (backend, class) is a class of its own */
+        qh_sb_puts(&b, "@");
+        class_part(&b, r->cpu, strlen(r->cpu), '_');
+    }
+    char suite[1024];
+    qh_report_suite(r->name, suite, sizeof suite);
+    if (strcmp(suite, ".") != 0) {
+        qh_sb_puts(&b, ".");
+        class_part(&b, suite, strlen(suite), '.');
+    }
     return b.failed ? (qh_sb_free(&b), NULL) : qh_sb_take(&b);
+}
+
+/* The case's name less its suite: what follows the last '/'. */
+static const char *case_leaf(const char *name)
+{
+    const char *slash = name ? strrchr(name, '/') : NULL;
+    return slash ? slash + 1 : name ? name : "";
 }
 
 /* The last component of the vector root a row came from: its path less "/NAME", or the
@@ -244,7 +351,7 @@ static const char *root_component(const qh_result *r, size_t *len)
 }
 
 typedef struct junit_row {
-    char *classname; /* "qmmcheck.<backend>" */
+    char *classname; /* "qmmcheck.<backend>.<suite>" */
     char *name;      /* the case's name, made distinct within its class */
     int dup;         /* another row has the same class and name */
 } junit_row;
@@ -303,8 +410,8 @@ static junit_row *junit_rows(const qh_result *r, size_t n)
     int ok = 1;
     for (size_t i = 0; i < n; i++) {
         rows[i].classname = junit_class(&r[i]);
-        rows[i].name = qh_clean_dup(r[i].name ? r[i].name : "", r[i].name ? strlen(r[i].name) : 0,
-                                    QH_CLEAN_LINE_MAX);
+        const char *leaf = case_leaf(r[i].name);
+        rows[i].name = qh_clean_dup(leaf, strlen(leaf), QH_CLEAN_LINE_MAX);
         ok = ok && rows[i].classname && rows[i].name;
     }
     int dups = ok ? mark_duplicates(rows, n) : -1;
@@ -408,7 +515,11 @@ static void write_junit(qh_sb *b, const char *command, const qh_result *r, size_
         const char *tag = junit_tag(r[i].status, sum);
         if (tag) {
             /* the message is what a CI server lists: the summary and the first mismatch */
-            qh_sb_printf(b, "      <%s type=\"%s\" message=\"", tag, st);
+            /* the type: the reason code (docs/formats.md, "Verdicts") */
+            qh_sb_printf(b, "      <%s type=\"%s\" message=\"", tag,
+                         r[i].status == QH_XPASS ? "xpass"
+                         : r[i].reason != QH_REASON_NONE ? qh_reason_name(r[i].reason)
+                                                         : qh_case_status_key(r[i].status));
             qh_sb_xml(b, r[i].summary ? r[i].summary : st);
             if (r[i].first_mismatch) {
                 qh_sb_puts(b, "; first mismatch ");

@@ -17,11 +17,11 @@ typedef struct qh_run_summary {
     int xpass_fails;         /* --xfail-strict: an XPASS row fails the run (and the report) */
 } qh_run_summary;
 
-/* The known KINDs of `--report KIND:FILE` ("json, junit"), for usage texts: the table in
- * report.c is the only list. */
+/* The known KINDs of `--report KIND:FILE` ("json, junit, html"), for usage texts: the table
+ * in report.c is the only list. */
 void qh_report_kind_names(char *buf, size_t size);
 
-/* `--report KIND:FILE` (json, junit): validates the kind, and refuses a FILE that
+/* `--report KIND:FILE` (json, junit, html): validates the kind, and refuses a FILE that
  * exists and is not a regular file (a device, a directory, a symlink: lstat). 0 or -1 with
  * err. */
 int qh_report_check_spec(const char *spec, qh_error *err);
@@ -34,6 +34,10 @@ int qh_report_clear(const char *spec, qh_error *err);
  * O_NOFOLLOW) and renames it over FILE, after checking FILE again as above. */
 int qh_report_write(const char *spec, const char *command, const qh_result *results, size_t n,
                     const qh_run_summary *sum, qh_error *err);
+
+/* A case's suite: the directory part of its name ("edge/OP/ties" for
+ * "edge/OP/ties/even-zp"), "." for a name without one. */
+void qh_report_suite(const char *name, char *buf, size_t size);
 
 /* "total:25 passed:21 failed:0 ..." in the fixed status order. */
 void qh_summary_format(const qh_run_summary *sum, char *buf, size_t size);

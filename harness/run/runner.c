@@ -24,6 +24,12 @@ void qh_result_free(qh_result *r)
     free(r->summary);
     free(r->detail);
     free(r->first_mismatch);
+    free(r->tags);
+    free(r->description);
+    free(r->mismatches);
+    if (r->marks)
+        qh_marks_free(r->marks);
+    free(r->marks);
     memset(r, 0, sizeof *r);
 }
 
@@ -178,6 +184,7 @@ typedef struct comparison {
     qh_compare vs_got[QH_EVAL_MAX];
     const qmm_tensor *stored;
     qh_compare vs_stored;
+    qh_marks *marks; /* not NULL: marks[j] records where got[j]'s mismatches lie */
 } comparison;
 
 static void compare_part(void *ctx, int64_t first, int64_t count, const void *exact,
@@ -198,8 +205,12 @@ static void compare_with_expectation(qh_expectation *e, comparison *cm)
 {
     cm->e = e;
     for (int j = 0; j < cm->n; j++)
-        if (cm->got[j])
+        if (cm->got[j]) {
             qh_judge_compare_start(e, cm->got[j], &cm->vs_got[j]);
+            if (cm->marks && !cm->vs_got[j].shape_differs &&
+                qh_marks_init(&cm->marks[j], cm->got[j]) == 0)
+                cm->vs_got[j].marks = &cm->marks[j];
+        }
     if (cm->stored)
         qh_compare_start(&e->exact, cm->stored, &cm->vs_stored);
     qh_expect_scan(e, 0, compare_part, cm);
@@ -269,7 +280,7 @@ static void check_determinism(judged *jb, qh_verdict *v)
  * every answer (and the stored output) in the same pass; then each answer judged, run again
  * for determinism when asked, the worker's output kept, the vector's mistrust applied. */
 static void judge_loaded(qh_case *c, int n, qh_backend *b, const qh_eval_opts *o, qh_verdict *v,
-                         double *seconds)
+                         double *seconds, qh_marks *marks)
 {
     judged jb[QH_EVAL_MAX];
     memset(jb, 0, sizeof jb);
@@ -291,7 +302,7 @@ static void judge_loaded(qh_case *c, int n, qh_backend *b, const qh_eval_opts *o
         qh_expectation_free(&e);
         return;
     }
-    comparison cm = {.n = n};
+    comparison cm = {.n = n, .marks = marks};
     for (int j = 0; j < n; j++) {
         double tj = qh_mono_seconds();
         jb[j] = (judged){.b = &b[j], .o = &o[j], .call = &c->oc.call};
@@ -351,7 +362,41 @@ static void judge_loaded(qh_case *c, int n, qh_backend *b, const qh_eval_opts *o
 
 void qh_judge_case(qh_case *c, qh_backend *b, const qh_eval_opts *o, qh_verdict *v)
 {
-    judge_loaded(c, 1, b, o, v, NULL);
+    judge_loaded(c, 1, b, o, v, NULL, NULL);
+}
+
+/* What the reports say of a case beside its verdicts: its tags and description, y's shape. */
+typedef struct case_facts {
+    const qh_meta *meta; /* NULL: the case did not load */
+    int y_known;
+    int32_t y_rank;
+    int64_t y_dims[QMM_MAX_RANK];
+} case_facts;
+
+/* The verdict's mismatches and, for wrong values, where they all lie (`marks`, handed over),
+ * and the case's facts, into the row; what does not fit in memory is left out. */
+static void fill_facts(const case_facts *f, const qh_verdict *v, qh_marks *marks, qh_result *res)
+{
+    res->y_known = f->y_known;
+    res->y_rank = f->y_rank;
+    memcpy(res->y_dims, f->y_dims, sizeof res->y_dims);
+    if (f->meta && f->meta->n_tags > 0 &&
+        (res->tags = malloc(sizeof *res->tags * (size_t)f->meta->n_tags)) != NULL) {
+        memcpy(res->tags, f->meta->tags, sizeof *res->tags * (size_t)f->meta->n_tags);
+        res->n_tags = f->meta->n_tags;
+    }
+    if (f->meta && f->meta->description[0])
+        res->description = strdup(f->meta->description);
+    if (v->n_mismatches > 0 &&
+        (res->mismatches = malloc(sizeof *res->mismatches * (size_t)v->n_mismatches)) != NULL) {
+        memcpy(res->mismatches, v->mismatches, sizeof *res->mismatches * (size_t)v->n_mismatches);
+        res->n_mismatches = v->n_mismatches;
+    }
+    if (marks && marks->bits && v->reason == QH_REASON_VALUES &&
+        (res->marks = malloc(sizeof *res->marks)) != NULL)
+        *res->marks = *marks;
+    else if (marks)
+        qh_marks_free(marks);
 }
 
 /* A result's row from its verdict (the verdict's text handed over). */
@@ -378,6 +423,9 @@ void qh_eval_cases(const qh_case_ref *ref, int n, qh_backend *b, const qh_eval_o
                    qh_result *res)
 {
     double t0 = qh_mono_seconds(), seconds[QH_EVAL_MAX] = {0};
+    qh_marks marks[QH_EVAL_MAX];
+    memset(marks, 0, sizeof marks);
+    case_facts facts = {0};
     qh_verdict one, *v = n > 1 ? calloc((size_t)n, sizeof *v) : &one; /* zeroed: initialised */
     for (int j = 0; j < n; j++)
         memset(&res[j], 0, sizeof res[j]);
@@ -406,18 +454,28 @@ void qh_eval_cases(const qh_case_ref *ref, int n, qh_backend *b, const qh_eval_o
                                             o[j].profile ? o[j].profile : QH_DEFAULT_PROFILE) == 0;
                  k++)
                 ;
-            judge_loaded(&c, k - j, &b[j], &o[j], &v[j], &seconds[j]);
+            judge_loaded(&c, k - j, &b[j], &o[j], &v[j], &seconds[j],
+                         o[j].marks ? &marks[j] : NULL);
         }
-        qh_case_free(&c);
+        facts.meta = &c.meta;
+        const qmm_tensor *y = qh_call_output(&c.oc.call);
+        if (c.oc.y_shape_known) {
+            facts.y_known = 1;
+            facts.y_rank = y->rank;
+            memcpy(facts.y_dims, y->dims, sizeof facts.y_dims);
+        }
     }
     double load = (qh_mono_seconds() - t0) / n;
     for (int j = 0; j < n; j++)
         load -= seconds[j] / n;
     for (int j = 0; j < n; j++) {
+        fill_facts(&facts, &v[j], &marks[j], &res[j]);
         fill_result(ref, &b[j], &v[j], &res[j]);
         res[j].seconds = seconds[j] + (load > 0 ? load : 0);
         qh_verdict_free(&v[j]);
     }
+    if (facts.meta)
+        qh_case_free(&c);
     if (v != &one)
         free(v);
 }

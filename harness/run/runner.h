@@ -28,6 +28,18 @@ typedef struct qh_result {
     char *first_mismatch;  /* FAILED on values: "[0,1] (index 1): got 5, expected 6"; else NULL */
     int64_t errors, total;
     double seconds;
+    /* for the reports (docs/formats.md): the case's qmm.meta tags and description, y's shape
+     * (when y_known), the verdict's kept mismatches, and where every mismatch lies
+     * (qh_eval_opts.marks, reason values only); each NULL / 0 when none */
+    char (*tags)[QH_META_TAG_LEN];
+    int32_t n_tags;
+    char *description;
+    int y_known;
+    int32_t y_rank;
+    int64_t y_dims[QMM_MAX_RANK];
+    int32_t n_mismatches;
+    qh_mismatch *mismatches;
+    qh_marks *marks;
 } qh_result;
 
 void qh_result_free(qh_result *r);
@@ -39,6 +51,7 @@ typedef struct qh_eval_opts {
     int determinism;      /* run again, and on each variant: outputs must be bit-identical */
     qh_backend *variants; /* the same backend with other options (threads=2, isa=...) */
     int32_t n_variants;
+    int marks;            /* keep where a wrong answer's mismatches lie (qh_result.marks) */
 } qh_eval_opts;
 
 /* The most backends one case is judged against at once. */

@@ -61,6 +61,7 @@ same_as_full_run() {
     names "$out/full.json" | sort >"$out/full.txt"
     names "$out/qmmcheck-shard-1-of-2.json" "$out/qmmcheck-shard-2-of-2.json" | sort >"$out/shards.txt"
     [ -s "$out/full.txt" ] || fail "$backend: the full run judged nothing"
+    "$src/tests/schema/check_report.sh" "$out"/*.json || fail "$backend: a JSON report is not valid"
     diff "$out/full.txt" "$out/shards.txt" >/dev/null ||
         fail "$backend: the shards' cases differ from the full run's: $(diff "$out/full.txt" "$out/shards.txt" | head -5)"
     [ -z "$(uniq -d "$out/shards.txt")" ] || fail "$backend: a case ran in both shards"

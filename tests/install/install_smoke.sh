@@ -101,6 +101,7 @@ $(cd "$prefix/share/qmm/vectors" && pwd -P) (edge, onnx, peers, qordered, seeds)
     total=$("$prefix/bin/qmmcheck" list --vectors "$prefix/share/qmm/vectors" | wc -l)
     grep -q "^SUMMARY: total:$total .* failed:[1-9]" "$tmp/vendor/stdout.txt"
     grep -q "\"summary\": {\"total\": $total," "$tmp/vendor/report.json"
+    "$src/tests/schema/check_report.sh" "$tmp/vendor/report.json"
     grep -q "<testsuite name=\"qmmcheck\" tests=\"$total\"" "$tmp/vendor/report.xml"
 }
 cp -r "$tmp/prefix/share/doc/qmm/examples/vendor-plugin" "$tmp/vendor"

@@ -62,6 +62,7 @@ static void assert_run_ended(const char *out)
     struct stat st;
     snprintf(path, sizeof path, "%s/r.json", tmpdir);
     cr_assert(stat(path, &st) == 0, "no JSON report:\n%s", out);
+    expect_json_valid(path);
     snprintf(path, sizeof path, "%s/r.xml", tmpdir);
     cr_assert(stat(path, &st) == 0, "no JUnit report:\n%s", out);
 }
@@ -242,6 +243,7 @@ Test(isolation, sigterm_kills_a_hanging_worker_and_writes_the_report)
     char *report = slurp(json);
     cr_assert(strstr(report, "\"interrupted\""), "%s", report);
     free(report);
+    expect_json_valid(json);
     free(out);
 }
 
