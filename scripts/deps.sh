@@ -9,10 +9,12 @@ set -euo pipefail
 # groff-base (renders the man page in its test), libxml2-utils (xmllint: checks the JUnit reports
 # against tests/schema/junit-10.xsd), llvm (llvm-profdata, llvm-cov: fuzz/coverage.sh), gnuplot-nox
 # (fuzz/campaign-plot), qemu-user (qemu-x86_64: `--cpu CLASS` runs a backend as an older x86-64
-# CPU runs it, docs/cpu.md; its tests and peers/check.sh's emulated classes need it).
+# CPU runs it, docs/cpu.md; its tests and peers/check.sh's emulated classes need it),
+# python3-jsonschema (checks every JSON report the tests write against docs/report.schema.json),
+# chromium-headless-shell (renders the HTML report in tests/report/html.sh, skipped without it).
 pkgs=(build-essential cmake pkg-config libgmp-dev libcriterion-dev clang python3-venv afl++
       libdnnl-dev libxnnpack-dev libpthreadpool-dev libgemmlowp-dev bsdutils groff-base libxml2-utils
-      llvm gnuplot-nox qemu-user)
+      llvm gnuplot-nox qemu-user python3-jsonschema chromium-headless-shell)
 case "${1:-}" in
   "") ;;
   --minimal) pkgs=(build-essential cmake pkg-config libgmp-dev) ;;

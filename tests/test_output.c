@@ -497,3 +497,57 @@ Test(cli_out, a_crash_in_close_is_a_counted_row)
                  0, "the JSON report has no <close> row");
     expect_json_valid(json);
 }
+
+/* The JSON report's rows for scripts: the reason code, the suite, the qmm.meta tags and
+ * description, y's shape and each kept mismatch as data (index, coordinates, expected, got,
+ * acc, the exact scaled value, the profiles that give `got`), valid against the schema; the
+ * JUnit class holds the suite (dots, no dot in the backend: Jenkins splits at the last one),
+ * the test's name is the case's and the failure's type is the reason code. */
+Test(cli_out, reports_carry_the_reason_and_the_mismatches_as_data)
+{
+    char fake[512], json[512], xml[512];
+    fake_plugin_path(fake, sizeof fake);
+    snprintf(json, sizeof json, "%s/r.json", tmpdir);
+    snprintf(xml, sizeof xml, "%s/r.xml", tmpdir);
+    free(qmmcheck_expect(1, "run -q --backend %s:mode=zeros --vectors vectors --filter '^seeds/' "
+                            "--report json:%s --report junit:%s", fake, json, xml));
+    expect_json_valid(json);
+    cr_expect_eq(python_check(
+                     "import json,sys; r=json.load(open(sys.argv[1])); "
+                     "c=[c for c in r[\"cases\"] if c[\"name\"]==\"seeds/orion-doc-qlinear-matmul\"][0]; "
+                     "assert c[\"reason\"]==\"values\" and c[\"suite\"]==\"seeds\", c; "
+                     "assert c[\"tags\"]==[\"seed\",\"orion-doc\",\"s8s8s8\",\"per-tensor\"], c; "
+                     "assert c[\"description\"].startswith(\"acc = [48, 36]\"), c; "
+                     "assert c[\"y_shape\"]==[2,1] and c[\"errors\"]==2 and c[\"total\"]==2, c; "
+                     "m=c[\"mismatches\"][0]; "
+                     "assert (m[\"index\"],m[\"coord\"],m[\"expected\"],m[\"got\"],m[\"acc\"],m[\"exact\"])"
+                     "==(0,[0,0],14,0,48,\"4\"), m; "
+                     "assert m[\"models\"]==[], m; assert len(c[\"mismatches\"])==2",
+                     json),
+                 0, "the JSON rows");
+    expect_junit_valid(xml);
+    char *x = slurp(xml);
+    expect_in(x, "<testcase classname=\"qmmcheck.libqmm_fake_backend_so_mode_zeros.seeds\" "
+                 "name=\"orion-doc-qlinear-matmul\"");
+    cr_expect_eq(count_lines_with(x, "<failure type=\"values\" "), 3, "%s", x);
+    free(x);
+}
+
+/* --quiet: the skipped cases are one line per suite (with the first reason and how many gave
+ * another), not one line each; the failures keep their own lines. */
+Test(cli_out, quiet_counts_the_skips_per_suite)
+{
+    char fake[512];
+    fake_plugin_path(fake, sizeof fake);
+    char *out = qmmcheck_expect(3, "run -q --backend %s:mode=unsupported --vectors vectors "
+                                   "--filter '^(seeds|qordered)/'", fake); /* 3: all skipped */
+    cr_expect_eq(count_lines_with(out, ":SKIPPED "), 0, "a line per skip:\n%s", out);
+    expect_in(out, "\nSKIPPED 3 in seeds (unsupported: fake: mode=unsupported supports nothing)\n");
+    expect_in(out, "SKIPPED 3 in qordered/col32 (unsupported: fake: mode=unsupported supports "
+                   "nothing)\n");
+    cr_expect_eq(count_lines_starting(out, "SKIPPED "), 5, "%s", out);
+    free(out);
+    out = qmmcheck_expect(1, "run -q --backend %s:mode=zeros --vectors vectors/seeds", fake);
+    cr_expect_eq(count_lines_with(out, ":FAILED "), 3, "%s", out);
+    free(out);
+}

@@ -216,7 +216,6 @@ void qh_report_html(qh_sb *b, const char *command, const qh_result *r, size_t n,
                     const qh_run_summary *sum)
 {
     head(b, command, sum);
-    suite_tables(b, r, n);
     size_t pictures = 0, failing = 0;
     for (size_t i = 0; i < n; i++)
         failing += has_picture(&r[i]);
@@ -231,5 +230,6 @@ void qh_report_html(qh_sb *b, const char *command, const qh_result *r, size_t n,
         qh_sb_printf(b, "<p>%zu more failing cases are not drawn (at most %d pictures a "
                         "report).</p>\n",
                      failing - pictures, MAX_PICTURES);
+    suite_tables(b, r, n);
     qh_sb_puts(b, "</body></html>\n");
 }
