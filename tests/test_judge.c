@@ -143,3 +143,25 @@ Test(judge, every_operator_names_its_comparison_rule)
     for (int32_t i = 0; i < qmm_op_count(); i++)
         cr_expect_eq(qmm_op_at(i)->compare, QMM_COMPARE_EXACT, "%s", qmm_op_at(i)->op_type);
 }
+
+/* Where the mismatches lie (the HTML report's picture): a side past QH_MARKS_SIDE is scaled
+ * down, a cell set when any element it covers mismatches; batches past QH_MARKS_BATCHES are
+ * counted, not drawn. */
+Test(judge, marks_scale_long_sides_down_and_count_the_batches_left_out)
+{
+    qmm_tensor y = {.dtype = QMM_DTYPE_INT32, .rank = 3, .dims = {10, 300, 5}};
+    qh_marks m;
+    cr_assert_eq(qh_marks_init(&m, &y), 0);
+    cr_expect_eq(m.batches, 10);
+    cr_expect_eq(m.step_r, 3);
+    cr_expect_eq(m.grid_r, 100);
+    cr_expect_eq(m.step_c, 1);
+    cr_expect_eq(m.grid_c, 5);
+    cr_expect_eq(m.grid_b, QH_MARKS_BATCHES);
+    qh_marks_set(&m, 1 * 1500 + 7 * 5 + 4); /* batch 1, row 7 (cell 2), column 4 */
+    qh_marks_set(&m, 9 * 1500);             /* batch 9: not drawn */
+    cr_expect(qh_marks_get(&m, 1, 2, 4));
+    cr_expect(!qh_marks_get(&m, 1, 2, 3) && !qh_marks_get(&m, 0, 2, 4) && !qh_marks_get(&m, 1, 1, 4));
+    cr_expect_eq(m.outside, 1);
+    qh_marks_free(&m);
+}

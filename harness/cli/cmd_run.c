@@ -24,6 +24,7 @@
 #include "harness/invoke/invoke.h"
 #include "harness/base/numparse.h"
 #include "harness/report/matrix.h"
+#include "harness/report/html.h"
 #include "harness/report/report.h"
 #include "harness/run/runner.h"
 #include "harness/base/strbuf.h"
@@ -518,6 +519,7 @@ typedef struct run_state {
     unsigned char *xf_where; /* per --xfail entry: XF_ANY_CASE, XF_ELSEWHERE (--shard only) */
     char *variant_specs[MAX_MULTI * MAX_VARIANTS]; /* owned: the "<variant>" rows' backends */
     int n_variant_specs;
+    int64_t n_marked;   /* rows that kept where their mismatches lie (the HTML report) */
 } run_state;
 
 /* Parses the options, clears the reports, reads --xfail and collects the cases. Returns 0,
@@ -682,6 +684,11 @@ static void run_cases(run_state *r)
             r->sum.counts[res->status]++;
             r->sum.total++;
             failures += qh_case_status_is_bad(res->status) != 0;
+            if (res->marks && ++r->n_marked > QH_HTML_MAX_PICTURES) { /* never drawn */
+                qh_marks_free(res->marks);
+                free(res->marks);
+                res->marks = NULL;
+            }
             qh_progress_hide(&pr);
             print_result(res, &r->list.items[i], r->o.profile, r->o.quiet);
             qh_progress_show(&pr);

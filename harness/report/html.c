@@ -9,9 +9,8 @@
 /* The colours a picture uses; tests/report_html.sh looks for them in a screenshot. */
 #define COLOUR_MISMATCH "#cc0000"
 #define COLOUR_ACCEPTED "#d9efd9"
-/* A picture's longest side in pixels, and the most pictures one report draws. */
+/* A picture's longest side in pixels. */
 #define PICTURE_PX 384
-#define MAX_PICTURES 200
 
 static const char *const style =
     "body{font:14px/1.4 sans-serif;margin:16px;color:#111;background:#fff}"
@@ -192,7 +191,8 @@ static void failing_case(qh_sb *b, const qh_result *r)
     picture(b, m);
     if (r->n_mismatches > 0) {
         qh_sb_puts(b, "\n<table class=\"mismatches\"><tr><th>index</th><th>y[...]</th>"
-                      "<th>expected</th><th>got</th><th>acc</th><th>exact</th></tr>\n");
+                      "<th>expected</th><th>got</th><th>acc</th><th>exact</th>"
+                      "<th>got matches</th></tr>\n");
         for (int32_t k = 0; k < r->n_mismatches; k++) {
             const qh_mismatch *x = &r->mismatches[k];
             qh_sb_printf(b, "<tr><td>%lld</td><td>[", (long long)x->index);
@@ -205,6 +205,8 @@ static void failing_case(qh_sb *b, const qh_result *r)
             qh_sb_puts(b, "</td><td>");
             if (x->explained)
                 esc(b, x->scaled);
+            qh_sb_puts(b, "</td><td>");
+            qh_report_models(b, x, "");
             qh_sb_puts(b, "</td></tr>\n");
         }
         qh_sb_puts(b, "</table>\n");
@@ -218,10 +220,10 @@ void qh_report_html(qh_sb *b, const char *command, const qh_result *r, size_t n,
     head(b, command, sum);
     size_t pictures = 0, failing = 0;
     for (size_t i = 0; i < n; i++)
-        failing += has_picture(&r[i]);
+        failing += r[i].reason == QH_REASON_VALUES;
     if (failing)
         qh_sb_printf(b, "<h2>Where the mismatches lie</h2>\n");
-    for (size_t i = 0; i < n && pictures < MAX_PICTURES; i++)
+    for (size_t i = 0; i < n && pictures < QH_HTML_MAX_PICTURES; i++)
         if (has_picture(&r[i])) {
             failing_case(b, &r[i]);
             pictures++;
@@ -229,7 +231,7 @@ void qh_report_html(qh_sb *b, const char *command, const qh_result *r, size_t n,
     if (failing > pictures)
         qh_sb_printf(b, "<p>%zu more failing cases are not drawn (at most %d pictures a "
                         "report).</p>\n",
-                     failing - pictures, MAX_PICTURES);
+                     failing - pictures, QH_HTML_MAX_PICTURES);
     suite_tables(b, r, n);
     qh_sb_puts(b, "</body></html>\n");
 }

@@ -10,6 +10,10 @@
 #include "harness/base/strbuf.h"
 #include "harness/report/report.h"
 
+/* The most cases one report draws: a run keeps where the mismatches lie (qh_result.marks) for
+ * the first ones only. */
+#define QH_HTML_MAX_PICTURES 200
+
 void qh_report_html(qh_sb *b, const char *command, const qh_result *r, size_t n,
                     const qh_run_summary *sum);
 

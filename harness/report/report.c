@@ -133,6 +133,14 @@ void qh_report_suite(const char *name, char *buf, size_t size)
     snprintf(buf, size, "%.*s", slash ? (int)(slash - name) : 1, slash ? name : ".");
 }
 
+void qh_report_models(qh_sb *b, const qh_mismatch *m, const char *quote)
+{
+    for (int p = 0, k = 0; m->models_known && p < qmm_profile_count() && p < 64; p++)
+        if (m->models >> p & 1)
+            qh_sb_printf(b, "%s%s%s%s", k++ ? ", " : "", quote, qmm_profile_name((qmm_profile)p),
+                         quote);
+}
+
 /* "key": [n, n, ...] */
 static void json_ints(qh_sb *b, const char *key, const int64_t *v, int32_t n)
 {
@@ -162,9 +170,7 @@ static void json_mismatch(qh_sb *b, const qh_mismatch *m)
         qh_sb_printf(b, ", \"bound\": %.17g, \"fraction\": %.17g", m->bound, m->fraction);
     if (m->models_known) {
         qh_sb_puts(b, ", \"models\": [");
-        for (int p = 0, k = 0; p < qmm_profile_count() && p < 64; p++)
-            if (m->models >> p & 1)
-                qh_sb_printf(b, "%s\"%s\"", k++ ? ", " : "", qmm_profile_name((qmm_profile)p));
+        qh_report_models(b, m, "\"");
         qh_sb_puts(b, "]");
     }
     qh_sb_puts(b, "}");

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "harness/base/strbuf.h"
 #include "harness/io/onnx_io.h"
 #include "harness/run/runner.h"
 
@@ -38,6 +39,10 @@ int qh_report_write(const char *spec, const char *command, const qh_result *resu
 /* A case's suite: the directory part of its name ("edge/OP/ties" for
  * "edge/OP/ties/even-zp"), "." for a name without one. */
 void qh_report_suite(const char *name, char *buf, size_t size);
+
+/* The profiles that give a mismatch's `got` (qh_mismatch.models), ", "-separated, each
+ * between `quote`s. */
+void qh_report_models(qh_sb *b, const qh_mismatch *m, const char *quote);
 
 /* "total:25 passed:21 failed:0 ..." in the fixed status order. */
 void qh_summary_format(const qh_run_summary *sum, char *buf, size_t size);
