@@ -9,8 +9,10 @@
 /* The colours a picture uses; tests/report_html.sh looks for them in a screenshot. */
 #define COLOUR_MISMATCH "#cc0000"
 #define COLOUR_ACCEPTED "#d9efd9"
-/* A picture's longest side in pixels. */
+/* A picture's longest side in pixels; the most rects (runs of wrong cells in a grid row) one
+ * report draws, about 20 MB of SVG. */
 #define PICTURE_PX 384
+#define MAX_RUNS 262144
 
 static const char *const style =
     "body{font:14px/1.4 sans-serif;margin:16px;color:#111;background:#fff}"
@@ -131,13 +133,47 @@ static void suite_tables(qh_sb *b, const qh_result *r, size_t n)
     free(in);
 }
 
-/* y's picture, batch by batch: one rect per run of marked cells in a grid row. */
-static void picture(qh_sb *b, const qh_marks *m)
+/* The runs of marked cells in each grid row of batch bt: drawn as one rect each into b, or
+ * only counted when b is NULL. */
+static size_t batch_runs(qh_sb *b, const qh_marks *m, int32_t bt, int32_t px)
+{
+    size_t n = 0;
+    for (int32_t row = 0; row < m->grid_r; row++)
+        for (int32_t c = 0; c < m->grid_c;) {
+            if (!qh_marks_get(m, bt, row, c)) {
+                c++;
+                continue;
+            }
+            int32_t c1 = c;
+            while (c1 < m->grid_c && qh_marks_get(m, bt, row, c1))
+                c1++;
+            if (b)
+                qh_sb_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\""
+                                COLOUR_MISMATCH "\"/>",
+                             c * px, row * px, (c1 - c) * px, px);
+            n++;
+            c = c1;
+        }
+    return n;
+}
+
+/* y's picture, batch by batch, while the report's budget of rects lasts (a checkerboard of
+ * wrong answers in every case must not make a report of a gigabyte). */
+static void picture(qh_sb *b, const qh_marks *m, size_t *budget)
 {
     int32_t side = m->grid_r > m->grid_c ? m->grid_r : m->grid_c;
     int32_t px = PICTURE_PX / side;
     px = px < 2 ? 2 : px > 24 ? 24 : px;
     for (int32_t bt = 0; bt < m->grid_b; bt++) {
+        size_t runs = batch_runs(NULL, m, bt, px);
+        if (runs > *budget) {
+            qh_sb_printf(b, "<p>Not drawn from batch %d on: the report's pictures hold at most "
+                            "%d runs of wrong elements.</p>",
+                         bt, MAX_RUNS);
+            *budget = 0;
+            return;
+        }
+        *budget -= runs;
         qh_sb_puts(b, "<div class=\"picture\">");
         if (m->batches > 1)
             qh_sb_printf(b, "batch %d<br>", bt);
@@ -146,26 +182,13 @@ static void picture(qh_sb *b, const qh_marks *m)
                      "shape-rendering=\"crispEdges\"><rect width=\"%d\" height=\"%d\" fill=\""
                      COLOUR_ACCEPTED "\"/>",
                      m->grid_c * px, m->grid_r * px, m->grid_c * px, m->grid_r * px);
-        for (int32_t row = 0; row < m->grid_r; row++)
-            for (int32_t c = 0; c < m->grid_c;) {
-                if (!qh_marks_get(m, bt, row, c)) {
-                    c++;
-                    continue;
-                }
-                int32_t c1 = c;
-                while (c1 < m->grid_c && qh_marks_get(m, bt, row, c1))
-                    c1++;
-                qh_sb_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\""
-                                COLOUR_MISMATCH "\"/>",
-                             c * px, row * px, (c1 - c) * px, px);
-                c = c1;
-            }
+        batch_runs(b, m, bt, px);
         qh_sb_puts(b, "</svg></div>");
     }
 }
 
 /* A failing case: its summary, y's picture and its first mismatches. */
-static void failing_case(qh_sb *b, const qh_result *r)
+static void failing_case(qh_sb *b, const qh_result *r, size_t *budget)
 {
     const qh_marks *m = r->marks;
     qh_sb_printf(b, "<div class=\"case\" id=\"case-%lld\"><h3>%lld: <span class=\"mono\">",
@@ -188,7 +211,7 @@ static void failing_case(qh_sb *b, const qh_result *r)
                         "others)",
                      m->grid_b, (long long)m->outside);
     qh_sb_puts(b, ".</p>\n");
-    picture(b, m);
+    picture(b, m, budget);
     if (r->n_mismatches > 0) {
         qh_sb_puts(b, "\n<table class=\"mismatches\"><tr><th>index</th><th>y[...]</th>"
                       "<th>expected</th><th>got</th><th>acc</th><th>exact</th>"
@@ -218,14 +241,14 @@ void qh_report_html(qh_sb *b, const char *command, const qh_result *r, size_t n,
                     const qh_run_summary *sum)
 {
     head(b, command, sum);
-    size_t pictures = 0, failing = 0;
+    size_t pictures = 0, failing = 0, budget = MAX_RUNS;
     for (size_t i = 0; i < n; i++)
         failing += r[i].reason == QH_REASON_VALUES;
     if (failing)
         qh_sb_printf(b, "<h2>Where the mismatches lie</h2>\n");
     for (size_t i = 0; i < n && pictures < QH_HTML_MAX_PICTURES; i++)
         if (has_picture(&r[i])) {
-            failing_case(b, &r[i]);
+            failing_case(b, &r[i], &budget);
             pictures++;
         }
     if (failing > pictures)
