@@ -1,0 +1,2 @@
+Bzero_pointsJÜ
+Òd± 
