@@ -7,6 +7,24 @@ feeds them as inputs); DequantizeLinear blocked with a short last block; Dynamic
 and MatMulIntegerToFloat with per-column b_scale.
 
     tests/llm/make_onnxruntime_cases.py OUT_DIR [--seed N]
+    tests/llm/make_onnxruntime_cases.py OUT_DIR --sweep [--onnx-reference DIR]
+
+--sweep writes issue 27's configuration sweep instead: each problem (MatMulNBits at M = 1 and
+129, bits 2/4/8, blocks 16/32/512, every zero-point form; DequantizeLinear(block_size) -> MatMul
+with int4/uint4/int8/uint8 B, blocks 32/64/512; DynamicQuantizeMatMul and MatMulIntegerToFloat
+with a 2-D and a batched B) run at every accuracy level 0-4, with B (and its scales and zero
+points) as initializer and as graph input, at each graph optimisation level (DISABLE_ALL,
+BASIC, EXTENDED, ALL), the DequantizeLinear -> MatMul graph with ORT's default DQ -> MatMulNBits
+fusion, session.qdq_matmulnbits_accuracy_level 0 and 4, and the fusion off
+(optimization.disable_specified_optimizers=QDQSelectorActionTransformer, or
+session.disable_quant_qdq=1). Each distinct answer is stored once, named after the first
+configuration that gave it; OUT_DIR/sweep.txt lists every configuration, the graph ORT ran and
+the case holding its answer. The DequantizeLinear -> MatMul answers are stored as the
+MatMulNBits level-0 call with the same b-hat: the graph's exact value (docs/semantics.md §8.2).
+tests/llm/onnxruntime-sweep/ is its output natively, onnxruntime-sweep-x86-64-v3/ under the
+emulated CPU below; tests/llm/onnx-reference/ the onnx package's ReferenceEvaluator's answers
+to the same DequantizeLinear -> MatMul graphs (--onnx-reference; it has no com.microsoft
+operator).
 
 tests/llm/onnxruntime/ is its output on a Zen 4 (AVX-512 VNNI); onnxruntime-x86-64-v3/ the
 same run under qemu-x86_64 -cpu Haswell-noTSX,-pcid,-x2apic,-tsc-deadline,-invpcid
@@ -34,6 +52,7 @@ import onnxruntime as ort  # noqa: E402
 from onnx import TensorProto as TP  # noqa: E402
 from onnx import helper as h  # noqa: E402
 from onnx import numpy_helper as nh  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 f32 = np.float32
 NP_TYPE = {np.dtype(np.float32): TP.FLOAT, np.dtype(np.uint8): TP.UINT8,
@@ -208,8 +227,9 @@ class Sweep:
     lowest accuracy level that gave it); sweep.txt lists every configuration, the graph ORT ran
     and the case holding its answer (or ORT's refusal)."""
 
-    def __init__(self, root):
+    def __init__(self, root, ref_root=None):
         self.root = root
+        self.ref_root = ref_root
         os.makedirs(root, exist_ok=True)
         self.lines = []
 
@@ -322,6 +342,12 @@ def sweep_dq_matmul(sw, rng, m, k, n, qtype, bs):
                 runs.append((f"{bmode}-{oname}-{cname}", 0, graph, dq_feeds, consts, opt, config,
                              store_as(nb_model, nb_feeds, "Y")))
     sw.problem(name, runs)
+    # the onnx package's ReferenceEvaluator runs the unfused graph (it has no com.microsoft
+    # operators): its answer, judged the same way
+    ref = ReferenceEvaluator(graph).run(None, {"A": a, "B": nh.to_array(b_t), "scale": s,
+                                                "zp": nh.to_array(zp_t)})[0]
+    if sw.ref_root:
+        store_as(nb_model, nb_feeds, "Y")(os.path.join(sw.ref_root, name), 0, ref)
 
 
 def sweep_integer_to_float(sw, rng, op, m, k, n, batch=None, b_zp=True):
@@ -353,8 +379,8 @@ def sweep_integer_to_float(sw, rng, op, m, k, n, batch=None, b_zp=True):
     sw.problem(name, runs)
 
 
-def sweep(root, rng):
-    sw = Sweep(root)
+def sweep(root, rng, ref_root):
+    sw = Sweep(root, ref_root)
     # onnxruntime 29853: AVX2, M = 1, level 4, asymmetric 4-bit; M = 129 runs the M = 1 kernel
     # on its last row
     sweep_nbits(sw, rng, 1, 83, 3, 4, 32, "packed", True)
@@ -380,10 +406,13 @@ def main():
     ap.add_argument("--seed", type=int, default=27)
     ap.add_argument("--sweep", action="store_true",
                     help="write the configuration sweep (README: --sweep) instead")
+    ap.add_argument("--onnx-reference", metavar="DIR",
+                    help="with --sweep: the onnx package's ReferenceEvaluator's answers to the "
+                         "DequantizeLinear -> MatMul graphs, in DIR")
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
     if args.sweep:
-        sweep(args.out, rng)
+        sweep(args.out, rng, args.onnx_reference)
         return 0
     for m in (1, 2, 127, 128, 129, 257):
         matmulnbits(args.out, rng, m, 83, 3, 4, 32, 4, "packed", m == 129)
