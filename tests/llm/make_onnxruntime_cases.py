@@ -10,7 +10,7 @@ and MatMulIntegerToFloat with per-column b_scale.
     tests/llm/make_onnxruntime_cases.py OUT_DIR --sweep [--onnx-reference DIR]
 
 --sweep writes issue 27's configuration sweep instead: each problem (MatMulNBits at M = 1 and
-129, bits 2/4/8, blocks 16/32/512, every zero-point form; DequantizeLinear(block_size) -> MatMul
+129, bits 2/4/8, blocks 16/32/128/512, every zero-point form, N = 3 and 16; DequantizeLinear(block_size) -> MatMul
 with int4/uint4/int8/uint8 B, blocks 32/64/512; DynamicQuantizeMatMul and MatMulIntegerToFloat
 with a 2-D and a batched B) run at every accuracy level 0-4, with B (and its scales and zero
 points) as initializer and as graph input, at each graph optimisation level (DISABLE_ALL,
@@ -397,6 +397,12 @@ def sweep(root, rng, ref_root):
     for op in ("DynamicQuantizeMatMul", "MatMulIntegerToFloat"):
         sweep_integer_to_float(sw, rng, op, 3, 45, 4)
         sweep_integer_to_float(sw, rng, op, 3, 45, 4, batch=2, b_zp=False)
+    # the same at sizes where MLAS's main loops run, not only their remainders: N = 16 columns
+    # (kernels take 4 or more at a time), K of 8 to 32 blocks
+    sweep_nbits(sw, rng, 1, 1000, 16, 4, 32, "packed", True)
+    sweep_nbits(sw, rng, 1, 1000, 16, 4, 128, "packed", False)
+    sweep_nbits(sw, rng, 1, 1100, 16, 4, 512, "packed", True)
+    sweep_nbits(sw, rng, 129, 300, 16, 4, 32, "packed", False)
     sw.close()
 
 

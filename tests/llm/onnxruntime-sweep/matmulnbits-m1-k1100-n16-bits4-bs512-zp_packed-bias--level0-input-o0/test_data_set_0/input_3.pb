@@ -1,0 +1,1 @@
+Bzero_pointsJ ¯³ÃµÉêŠ°¤ý­K'K¢c8FÛZGŸÀ4jô=G·c
