@@ -743,6 +743,7 @@ static const struct {
      * session.qdq_matmulnbits_accuracy_level), whose int8 activations the graph does not
      * allow; stored as the graph's exact value, the level-0 MatMulNBits call, and accepted
      * when judged as level 4 (the int8 model) */
+    {"onnxruntime-minimal/dq-matmul-fused-level4", FUSED_LEVEL4}, /* 129 for 128.5 */
     {"onnxruntime-sweep/dq-matmul-m1-k51-n3-int4-bs32--init-o2-default", FUSED_LEVEL4},
     {"onnxruntime-sweep/dq-matmul-m2-k51-n3-uint4-bs32--init-o2-default", FUSED_LEVEL4},
     {"onnxruntime-sweep/dq-matmul-m1-k771-n3-uint4-bs512--init-o2-default", FUSED_LEVEL4},
