@@ -9,29 +9,29 @@ and MatMulIntegerToFloat with per-column b_scale.
     tests/llm/make_onnxruntime_cases.py OUT_DIR [--seed N]
     tests/llm/make_onnxruntime_cases.py OUT_DIR --sweep [--onnx-reference DIR]
 
---sweep writes issue 27's configuration sweep instead: each problem (MatMulNBits at M = 1 and
-129, bits 2/4/8, blocks 16/32/128/512, every zero-point form, N = 3 and 16; DequantizeLinear(block_size) -> MatMul
-with int4/uint4/int8/uint8 B, blocks 32/64/512; DynamicQuantizeMatMul and MatMulIntegerToFloat
-with a 2-D and a batched B) run at every accuracy level 0-4, with B (and its scales and zero
-points) as initializer and as graph input, at each graph optimisation level (DISABLE_ALL,
-BASIC, EXTENDED, ALL), the DequantizeLinear -> MatMul graph with ORT's default DQ -> MatMulNBits
-fusion, session.qdq_matmulnbits_accuracy_level 0 and 4, and the fusion off
-(optimization.disable_specified_optimizers=QDQSelectorActionTransformer, or
-session.disable_quant_qdq=1). Each distinct answer is stored once, named after the first
-configuration that gave it; OUT_DIR/sweep.txt lists every configuration, the graph ORT ran and
-the case holding its answer. The DequantizeLinear -> MatMul answers are stored as the
-MatMulNBits level-0 call with the same b-hat: the graph's exact value (docs/semantics.md §8.2).
-tests/llm/onnxruntime-sweep/ is its output natively, onnxruntime-sweep-x86-64-v3/ under the
-emulated CPU below; tests/llm/onnx-reference/ the onnx package's ReferenceEvaluator's answers
-to the same DequantizeLinear -> MatMul graphs (--onnx-reference; it has no com.microsoft
-operator).
-
 tests/llm/onnxruntime/ is its output on a Zen 4 (AVX-512 VNNI); onnxruntime-x86-64-v3/ the
 same run under qemu-x86_64 -cpu Haswell-noTSX,-pcid,-x2apic,-tsc-deadline,-invpcid
 (docs/cpu.md's x86-64-v3 class), with .venv/bin/python as the program.
 
-tests/test_accept.c judges every stored answer under tests/llm/onnxruntime/ with the
-reference's accepted values (docs/semantics.md §8-§10)."""
+tests/test_accept.c judges every stored answer under tests/llm/ (every folder) with the
+reference's accepted values (docs/semantics.md §8-§10).
+
+--sweep writes issue 27's configuration sweep instead: each problem (MatMulNBits at M = 1 and
+129, bits 2/4/8, blocks 16/32/128/512, every zero-point form, N = 3 and 16;
+DequantizeLinear(block_size) -> MatMul with int4/uint4/int8/uint8 B, blocks 32/64/512;
+DynamicQuantizeMatMul and MatMulIntegerToFloat with a 2-D and a batched B) run at every accuracy
+level 0-4, with B (and its scales and zero points) as initializer and as graph input, at each
+graph optimisation level (DISABLE_ALL, BASIC, EXTENDED, ALL), the DequantizeLinear -> MatMul
+graph with ORT's default DQ -> MatMulNBits fusion, session.qdq_matmulnbits_accuracy_level 0 and
+4, and the fusion off (optimization.disable_specified_optimizers=QDQSelectorActionTransformer,
+or session.disable_quant_qdq=1). Each distinct answer is stored once, named after the first
+configuration that gave it; OUT_DIR/sweep.txt lists every configuration, the graph ORT ran and
+the case holding its answer. The DequantizeLinear -> MatMul answers are stored as the
+MatMulNBits level-0 call with the same b-hat: the graph's exact value (docs/semantics.md §8.2).
+tests/llm/onnxruntime-sweep/ is its output natively, onnxruntime-sweep-x86-64-v3/ under the
+emulated CPU above; tests/llm/onnx-reference/ the onnx package's ReferenceEvaluator's answers
+to the same DequantizeLinear -> MatMul graphs (--onnx-reference; it has no com.microsoft
+operator). tests/llm/onnxruntime-minimal/ holds hand-reduced cases (qmm.meta says how)."""
 import argparse
 import os
 import sys
@@ -196,7 +196,8 @@ def run_config(model, feeds, consts, opt, config):
     keep = [vi for vi in m.graph.input if vi.name not in consts]
     for n, v in feeds:
         if n in consts:
-            m.graph.initializer.append(v if isinstance(v, onnx.TensorProto) else nh.from_array(v, n))
+            m.graph.initializer.append(v if isinstance(v, onnx.TensorProto)
+                                       else nh.from_array(v, n))
     del m.graph.input[:]
     m.graph.input.extend(keep)
     so = ort.SessionOptions()
