@@ -541,6 +541,65 @@ static int64_t spec_element(int32_t acc, const elem_params *p, int32_t sdtype, i
     return qmm_ref_round_saturate(x, p->zy, qmin, qmax);
 }
 
+/* ---- wrong rules: the spec with one requantization step changed -------------------------- */
+
+/* The mistakes kernels make most often (docs/profiles.md, "Wrong rules"), each the spec's rule
+ * on the int32-wrapped accumulator with one step changed; they are profiles (so that `fingerprint` and
+ * "got matches" can name them) marked wrong: no implementation is meant to compute them. */
+typedef enum wrong_rule {
+    WRONG_TIES_AWAY,  /* ties rounded half away from zero */
+    WRONG_TRUNCATION, /* rounded toward zero */
+    WRONG_WRAP,       /* the low 8 bits kept instead of saturating */
+    WRONG_ZP_BEFORE,  /* the zero point added before rounding */
+} wrong_rule;
+
+static int64_t wrong_element(wrong_rule rule, qmm_ref_exact *x, int64_t zy, int64_t qmin,
+                             int64_t qmax)
+{
+    if (rule == WRONG_ZP_BEFORE) {
+        qmm_ref_exact_tmp_i64(x, zy);
+        mpq_add(x->value, x->value, x->tmp);
+        zy = 0;
+    }
+    mpz_srcptr num = mpq_numref(x->value), den = mpq_denref(x->value);
+    if (rule == WRONG_TRUNCATION) {
+        mpz_tdiv_q(x->q, num, den);
+    } else {
+        mpz_fdiv_qr(x->q, x->r, num, den); /* value = q + r/den, 0 <= r < den */
+        mpz_mul_2exp(x->r, x->r, 1);
+        int c = mpz_cmp(x->r, den);
+        int tie_up = rule == WRONG_TIES_AWAY ? mpz_sgn(x->q) >= 0 : mpz_odd_p(x->q);
+        if (c > 0 || (c == 0 && tie_up))
+            mpz_add_ui(x->q, x->q, 1);
+    }
+    qmm_ref_exact_tmp_i64(x, zy);
+    mpz_add(x->q, x->q, mpq_numref(x->tmp));
+    if (rule == WRONG_WRAP) {
+        int64_t low = (int64_t)mpz_fdiv_ui(x->q, 256);
+        return qmin < 0 && low > 127 ? low - 256 : low;
+    }
+    if (mpz_cmp_si(x->q, (long)qmin) < 0)
+        return qmin;
+    if (mpz_cmp_si(x->q, (long)qmax) > 0)
+        return qmax;
+    return (int64_t)mpz_get_si(x->q);
+}
+
+/* One element under a wrong rule from the int32-wrapped accumulator, as kernels form it (the
+ * spec accepts that accumulator too); an element function of compute_modelled. */
+#define WRONG_ELEMENT(fn, rule)                                                                 \
+    static int64_t fn(int32_t acc, const elem_params *p, int32_t sdtype, int64_t qmin,         \
+                      int64_t qmax)                                                             \
+    {                                                                                           \
+        (void)sdtype;                                                                           \
+        qmm_ref_scaled_value(p->exact, p->sa, p->sb, p->sy, acc);                               \
+        return wrong_element(rule, p->exact, p->zy, qmin, qmax);                                \
+    }
+WRONG_ELEMENT(ties_away_element, WRONG_TIES_AWAY)
+WRONG_ELEMENT(truncation_element, WRONG_TRUNCATION)
+WRONG_ELEMENT(wrap_element, WRONG_WRAP)
+WRONG_ELEMENT(zp_before_element, WRONG_ZP_BEFORE)
+
 /* ---- accumulation models: one row each ---------------------------------------------------- */
 
 /* Whether a zero point is given with an element other than 0. */
@@ -740,6 +799,8 @@ static const struct req_row {
     const char *float8;
     /* non-NULL: it accumulates its own way, and no accumulation model combines with it */
     const char *own_accumulation;
+    /* non-NULL: a wrong rule (no implementation means to compute it), in a few words */
+    const char *wrong;
 } reqs[] = {
     [QMM_PROFILE_SPEC] = {.name = "spec",
                           .what = "exact rational requantization, RNE, zero point after "
@@ -781,6 +842,17 @@ static const struct req_row {
      .element = onednn_fp32_element,
      .unsupported_types = onednn_forms,
      .float8 = "float8: the profile imitates oneDNN's int8 GEMM, which takes no float8"},
+#define WRONG_ROW(nm, fn, words)                                                                \
+    {.name = nm, .what = "a wrong rule: the spec with " words, .element = fn,                  \
+     .float8 = "float8: the wrong rules are integer requantization rules",                    \
+     .own_accumulation = "a wrong rule is the spec's int32 accumulation with one "             \
+                         "requantization step changed",                                       \
+     .wrong = words}
+    WRONG_ROW("ties-away", ties_away_element, "ties rounded half away from zero"),
+    WRONG_ROW("truncation", truncation_element, "rounding toward zero (truncation)"),
+    WRONG_ROW("wrap", wrap_element, "the result wrapped to 8 bits instead of saturated"),
+    WRONG_ROW("zp-before-rounding", zp_before_element, "the zero point added before rounding"),
+#undef WRONG_ROW
 };
 #define N_REQ ((int)(sizeof reqs / sizeof reqs[0]))
 
@@ -920,6 +992,12 @@ qmm_profile qmm_profile_base(qmm_profile p)
 {
     const struct profile_entry *e = entry_of(p);
     return e ? (qmm_profile)e->req : p; /* the bases are the first profiles, in row order */
+}
+
+const char *qmm_profile_wrong(qmm_profile p)
+{
+    const struct profile_entry *e = entry_of(p);
+    return e ? reqs[e->req].wrong : NULL;
 }
 
 int qmm_profile_part(int kind, int i, const char **name, const char **what)

@@ -86,6 +86,12 @@ int qmm_profile_why_not(const char *name, char *buf, size_t size);
  * one of those); p when out of range. */
 qmm_profile qmm_profile_base(qmm_profile p);
 
+/* NULL for a profile some implementation computes; for a wrong rule (ties-away, truncation,
+ * wrap, zp-before-rounding: the spec with one requantization step changed, a mistake kernels
+ * make, defined for QLinearMatMul's integer forms only), what it does in a few words: "ties
+ * rounded half away from zero". */
+const char *qmm_profile_wrong(qmm_profile p);
+
 /* The models profiles are made of: part i (from 0) of kind REQUANTIZATION or ACCUMULATION, its
  * name ("" for the default accumulation) and a one-line summary. 0 past the last. */
 #define QMM_PROFILE_PART_REQUANTIZATION 0

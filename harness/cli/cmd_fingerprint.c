@@ -41,7 +41,13 @@ static const qh_option fp_options[] = {
 
 const qh_command qh_fingerprint_usage = {
     "fingerprint", "--backend SPEC [--report json:FILE] [options]",
-    "which semantics profile a backend's outputs match", NULL, fp_options, 0};
+    "which semantics profile a backend's outputs match",
+    "A verdict names a profile only when it matches every case the backend answered, every other\n"
+    "candidate fails one, and at least 3 cases decided; a wrong rule (ties-away, truncation, wrap,\n"
+    "zp-before-rounding) is named as one. Otherwise the verdict is inconclusive, naming the forms\n"
+    "whose cases would decide. Exit status: 0 a profile named; 1 the harness failed; 2 usage;\n"
+    "4 inconclusive; 5 a wrong rule or none (no profile matches every case).",
+    fp_options, 0};
 
 #define fp_usage(...) qh_opt_error(&qh_fingerprint_usage, QH_ERR_HINT, __VA_ARGS__)
 
@@ -178,7 +184,7 @@ static qh_profile_set telling_combinations(const qh_fp_result *r)
 }
 
 static void print_text(const qh_backend *be, const qh_fp_suite *s, const qh_fp_result *r,
-                       const char *verdict, int cpu_flags, int verbose)
+                       const qh_fp_decision *d, const char *verdict, int cpu_flags, int verbose)
 {
     printf("fingerprint of %s: %zu cases, %lld skipped (backend UNSUPPORTED)\n", be->spec,
            s->count, (long long)r->skipped);
@@ -226,18 +232,34 @@ static void print_text(const qh_backend *be, const qh_fp_suite *s, const qh_fp_r
         printf("  (%d REQUANTIZATION+ACCUMULATION profiles not shown: each matches only where "
                "its requantization alone does; --verbose or --report json lists them)\n",
                hidden);
-    if (r->matching_all == 0) {
+    if (d->kind == QH_FP_INCONCLUSIVE) {
+        if (d->judged == 0)
+            printf("verdict: inconclusive (no case could be judged)\n");
+        else if (strchr(verdict, ',')) {
+            qh_sb left = {0};
+            sb_profile_list(&left, d->left, ", ", 0);
+            printf("verdict: inconclusive (%s each match every case answered)\n",
+                   left.s ? left.s : "");
+            qh_sb_free(&left);
+        }
+        else
+            printf("verdict: inconclusive (%s matches every case answered, but only %lld of "
+                   "them exclude another profile; %d needed)\n",
+                   verdict, (long long)d->deciding, QH_FP_MIN_DECIDING);
+        printf("  forms that would decide: %s\n",
+               d->forms[0] ? d->forms : "none in this suite");
+    } else if (d->kind == QH_FP_NONE) {
         if (r->closest >= 0)
             printf("verdict: none (closest: %s, %lld of %lld cases)\n", qmm_profile_name((qmm_profile)r->closest),
                    (long long)r->score[r->closest].matched,
                    (long long)r->score[r->closest].total);
         else
             printf("verdict: none (no case could be judged)\n");
-    } else if (strchr(verdict, ',')) {
-        printf("verdict: %s (each matches every case: this suite cannot tell them apart)\n",
-               verdict);
     } else {
         printf("verdict: %s (matches every case it defines)\n", verdict);
+        if (d->kind == QH_FP_WRONG)
+            printf("  %s is a wrong rule, not an implementation's: the spec with %s\n", verdict,
+                   qmm_profile_wrong((qmm_profile)__builtin_ctzll(d->left)));
     }
     qh_profile_set also = r->matching_all & ~qh_profiles_simplest(r->matching_all);
     if (also) {
@@ -250,8 +272,11 @@ static void print_text(const qh_backend *be, const qh_fp_suite *s, const qh_fp_r
     }
 }
 
+static const char *const kind_names[] = {"profile", "wrong-rule", "none", "inconclusive"};
+
 static int write_json(const char *path, const qh_backend *be, const qh_fp_suite *s,
-                      const qh_fp_result *r, const char *verdict, int cpu_flags)
+                      const qh_fp_result *r, const qh_fp_decision *d, const char *verdict,
+                      int cpu_flags)
 {
     qh_sb b = {0};
     qh_sb_puts(&b, "{\n  \"backend\": \"");
@@ -262,7 +287,12 @@ static int write_json(const char *path, const qh_backend *be, const qh_fp_suite 
         qh_sb_printf(&b, "%s\n    \"%s\": {\"matched\": %lld, \"total\": %lld}", p ? "," : "",
                      qmm_profile_name((qmm_profile)p), (long long)r->score[p].matched,
                      (long long)r->score[p].total);
-    qh_sb_printf(&b, "\n  },\n  \"verdict\": \"%s\",\n  \"matching\": [", verdict);
+    qh_sb_printf(&b, "\n  },\n  \"verdict\": \"%s\",\n  \"kind\": \"%s\",\n  \"judged\": %lld,"
+                 "\n  \"deciding\": %lld,\n  \"deciding_forms\": \"",
+                 d->kind == QH_FP_INCONCLUSIVE ? "inconclusive" : verdict, kind_names[d->kind],
+                 (long long)d->judged, (long long)d->deciding);
+    qh_sb_json(&b, d->forms);
+    qh_sb_puts(&b, "\",\n  \"matching\": [");
     sb_profile_list(&b, r->matching_all, ", ", 1);
     qh_sb_puts(&b, "],\n  \"closest\": ");
     if (r->closest >= 0)
@@ -333,8 +363,13 @@ int qh_cmd_fingerprint(int argc, char **argv)
         char verdict[128];
         qh_fp_verdict(&res, verdict, sizeof verdict);
         int cpu_flags = qh_cpu_emulated(o.cpu) ? class_kernel_flags(o.cpu) : host_kernel_flags();
-        print_text(&be, &suite, &res, verdict, cpu_flags, o.verbose);
-        if (o.report && write_json(o.report, &be, &suite, &res, verdict, cpu_flags) != 0)
+        qh_fp_decision dec;
+        qh_fp_decide(&suite, &res, &dec);
+        print_text(&be, &suite, &res, &dec, verdict, cpu_flags, o.verbose);
+        exit_code = dec.kind == QH_FP_INCONCLUSIVE ? QH_FP_EXIT_INCONCLUSIVE
+                    : dec.kind == QH_FP_PROFILE    ? 0
+                                                   : QH_FP_EXIT_NOT_A_PROFILE;
+        if (o.report && write_json(o.report, &be, &suite, &res, &dec, verdict, cpu_flags) != 0)
             exit_code = EXIT_BAD;
     }
     fflush(stdout);

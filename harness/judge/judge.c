@@ -279,32 +279,44 @@ static void profile_matches_compute(profile_matches *pm, const qmm_call *call)
     }
 }
 
-/* "; got matches: onnx-ref, ort-fp32" or "; got matches no known profile". A combination
+/* The profiles (wrong rules too) that explain a case's mismatches: those giving `got` at every
+ * kept mismatch, when there are at least QH_MATCH_MIN_MISMATCHES of them: a profile that gives
+ * one element only may do so by coincidence, and nothing is said of it. A combination
  * (REQ+ACC) is named only where its requantization under the default accumulation does not
- * give `got` too: where both do, its accumulation model made no difference. */
-static uint64_t profiles_giving(profile_matches *pm, const qh_expectation *e, int32_t k)
+ * give `got` too: where both do, its accumulation model made no difference. The same set is
+ * the text's "got matches:" and each mismatch's "models" in the reports. */
+#define QH_MATCH_MIN_MISMATCHES 2
+static uint64_t case_models(profile_matches *pm, const qh_expectation *e)
 {
     profile_matches_compute(pm, &e->call);
+    uint64_t every = pm->v->n_mismatches >= QH_MATCH_MIN_MISMATCHES ? ~(uint64_t)0 : 0;
+    for (int32_t i = 0; i < pm->v->n_mismatches; i++)
+        every &= pm->bits[i];
     uint64_t named = 0;
     for (int p = 0; p < qmm_profile_count(); p++) {
         int base = (int)qmm_profile_base((qmm_profile)p);
-        if ((pm->bits[k] >> p & 1) && (base == p || !(pm->bits[k] >> base & 1)))
+        if ((every >> p & 1) && (base == p || !(every >> base & 1)))
             named |= (uint64_t)1 << p;
     }
     return named;
 }
 
+/* "; got matches: onnx-ref, ort-fp32", or "; got matches no known profile" where no profile
+ * gives this element's value. */
 static void sb_profiles_giving(qh_sb *b, const qh_mismatch *m, profile_matches *pm,
                                const qh_expectation *e, int32_t k)
 {
-    uint64_t named = m->models_known ? m->models : profiles_giving(pm, e, k);
+    uint64_t named = m->models_known ? m->models : case_models(pm, e);
     int n = 0;
     for (int p = 0; p < qmm_profile_count(); p++)
         if (named >> p & 1)
             qh_sb_printf(b, "%s%s", n++ ? ", " : "; got matches: ",
                          qmm_profile_name((qmm_profile)p));
-    if (n == 0)
-        qh_sb_puts(b, "; got matches no known profile");
+    if (n == 0) {
+        profile_matches_compute(pm, &e->call);
+        if (pm->bits[k] == 0)
+            qh_sb_puts(b, "; got matches no known profile");
+    }
 }
 
 /* Each kept mismatch's matching profiles as data (the JSON report's "models"). */
@@ -314,8 +326,9 @@ static void keep_models(const qh_expectation *e, const qmm_tensor *got, qh_verdi
     memset(&pm, 0, sizeof pm);
     pm.v = v;
     pm.got = got;
+    uint64_t named = case_models(&pm, e);
     for (int32_t k = 0; k < v->n_mismatches; k++) {
-        v->mismatches[k].models = profiles_giving(&pm, e, k);
+        v->mismatches[k].models = named;
         v->mismatches[k].models_known = 1;
     }
 }

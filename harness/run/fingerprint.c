@@ -13,6 +13,7 @@
 
 #include "harness/base/clean.h"
 #include "harness/judge/judge.h"
+#include "harness/judge/compare.h"
 #include "harness/judge/expect.h"
 #include "ops/qmm_ops.h"
 
@@ -95,7 +96,7 @@ typedef struct qlm_desc {
     int sb_n;              /* 0: per-tensor sb[0]; else per-column, N values */
     const double *sb;
     int za, zb, zy;
-    int32_t qb;
+    int32_t qb, qy; /* b's and y's types; 0: q */
 } qlm_desc;
 
 static int add_qlm(qh_fp_suite *s, const qlm_desc *d)
@@ -115,13 +116,13 @@ static int add_qlm(qh_fp_suite *s, const qlm_desc *d)
         scale_tensor(c, &m->b_scale, d->s, d->sb_n, d->sb) ||
         zp_tensor(c, &m->b_zero_point, d->qb ? d->qb : d->q, d->sb_n, d->zb) ||
         scale_tensor(c, &m->y_scale, d->s, 0, &d->sy) ||
-        zp_tensor(c, &m->y_zero_point, d->q, 0, d->zy))
+        zp_tensor(c, &m->y_zero_point, d->qy ? d->qy : d->q, 0, d->zy))
         return -1;
     qmm_geometry g;
     qmm_status st;
     if (qmm_matmul_geometry(&m->a, &m->b, &g, &st) != QMM_OK)
         return -1; /* a suite bug; tests/test_profiles.c would see the missing cases */
-    m->y.dtype = d->q;
+    m->y.dtype = d->qy ? d->qy : d->q;
     m->y.rank = g.y_rank;
     memcpy(m->y.dims, g.y_dims, sizeof m->y.dims);
     return 0;
@@ -163,7 +164,10 @@ static double p2(int e)
 
 #define N_SMALL 24
 #define N_LONG 4
-#define N_CASES (N_SMALL + N_LONG)
+/* per type combination: N_SIMPLE_EACH, 2 more for u8·s8 and for s8·s8, 1 for s8·u8 */
+#define N_SIMPLE_EACH 8
+#define N_SIMPLE (8 * N_SIMPLE_EACH + 2 * 2 + 2 * 2 + 2)
+#define N_CASES (N_SMALL + N_LONG + N_SIMPLE)
 
 static int add_small_cases(qh_fp_suite *s)
 {
@@ -347,21 +351,188 @@ static int add_long_cases(qh_fp_suite *s)
     return rc;
 }
 
+/* ---- the simplest form of every type combination ------------------------------------------ */
+
+/* The operand value v and zero point z of type `t` with v - z = d (|d| <= 255). */
+static void operand(int32_t t, int d, int *v, int *z)
+{
+    if (t == U8) {
+        *v = d >= 0 ? d : 0;
+        *z = d >= 0 ? 0 : -d;
+    } else if (d > 127) {
+        *v = 127;
+        *z = 127 - d;
+    } else if (d < -128) {
+        *v = -128;
+        *z = -128 - d;
+    } else {
+        *v = d;
+        *z = 0;
+    }
+}
+
+/* One case of the simplest form (2-D, per-tensor, float32 scales, b_scale 1, y_scale 1):
+ * a [1,k] and b [k,1] holding (a - za) = da and (b - zb) = db at every k, or the given
+ * operands when `av` is non-NULL. */
+typedef struct simple_desc {
+    const char *rule, *why;
+    int k, da, db, zy;
+    double sa, sb;
+    const int *av, *bv; /* NULL: from da, db */
+    int za, zb;         /* with av, bv */
+} simple_desc;
+
+static int add_simple(qh_fp_suite *s, int32_t ta, int32_t tb, int32_t ty, const simple_desc *sd,
+                      int *a, int *b)
+{
+    static const char *const tn[2] = {"u8", "s8"};
+    int za = sd->za, zb = sd->zb;
+    if (!sd->av) {
+        int va, vb;
+        operand(ta, sd->da, &va, &za);
+        operand(tb, sd->db, &vb, &zb);
+        for (int k = 0; k < sd->k; k++) {
+            a[k] = va;
+            b[k] = vb;
+        }
+    } else {
+        memcpy(a, sd->av, (size_t)sd->k * sizeof *a);
+        memcpy(b, sd->bv, (size_t)sd->k * sizeof *b);
+    }
+    char name[64];
+    snprintf(name, sizeof name, "%s-%s%s%s", sd->rule, tn[ta == S8], tn[tb == S8], tn[ty == S8]);
+    qlm_desc d = {NULL, sd->why, ta, F32, .rank = 2, .adims = {1, sd->k}, .bdims = {sd->k, 1},
+                  a, b, sd->sa, 1.0, 0, &sd->sb, za, zb, sd->zy, .qb = tb, .qy = ty};
+    if (add_qlm(s, &d) != 0)
+        return -1;
+    qh_fp_case *c = &s->cases[s->count - 1];
+    char *owned = qh_owned_call_alloc(&c->oc, strlen(name) + 1);
+    if (!owned)
+        return -1;
+    memcpy(owned, name, strlen(name) + 1);
+    c->name = owned;
+    return 0;
+}
+
+/* Every rule the profiles and the wrong rules differ by, in the simplest form of each of the 8
+ * QLinearMatMul type combinations, so that a kernel computing only that form is told apart
+ * (tests/test_profiles.c, fingerprint::simplest_form_separates_every_pair). */
+static int add_simple_forms(qh_fp_suite *s)
+{
+    enum { K_BIG = 33026, K_BLOCKS = 261, K_NO_ZP = 65795 };
+    int *a = calloc(K_NO_ZP, sizeof *a), *b = calloc(K_NO_ZP, sizeof *b);
+    int *pa = calloc(K_BLOCKS, sizeof *pa), *pb = calloc(K_BLOCKS, sizeof *pb);
+    int rc = a && b && pa && pb ? 0 : -1;
+    /* 5 * near is 151.5 - 2^-18 (u8 y), 5 * near_s8 101.5 - 2^-18 (s8 y): float32 ties (see
+     * add_small_cases); m_sat between 100.5/2147515650 and 100.5/2147483648 (add_long_cases) */
+    static const double near_u8 = 7942963.0 / 262144.0, near_s8 = 10643046.0 / 524288.0;
+    static const double m_sat = 0x1.91ff3cp-25, m_no_zp = 0x1.91fe7p-25;
+    static const int p255[] = {255, 255}, p127[] = {127, 127};
+    pa[130] = pa[131] = 255;
+    pb[130] = pb[131] = 127;
+    for (int combo = 0; rc == 0 && combo < 8; combo++) {
+        int32_t ta = combo & 4 ? S8 : U8, tb = combo & 2 ? S8 : U8, ty = combo & 1 ? S8 : U8;
+        double near = ty == S8 ? near_s8 : near_u8;
+        const simple_desc each[N_SIMPLE_EACH] = {
+            /* 0.5: spec, onnx-ref, ort 0; ties-away (and gemmlowp) 1 */
+            {"tie-half", "a tie without zero point: half to even or away from zero", 1, 1, 1,
+             0, 0.5, 1.0, NULL, NULL, 0, 0},
+            /* 0.5 + 1: spec, ort, truncation 1; onnx-ref, oneDNN, ties-away, zp-before 2 */
+            {"tie-odd-zp", "a tie with an odd zero point: added before or after rounding", 1,
+             1, 1, 1, 0.5, 1.0, NULL, NULL, 0, 0},
+            /* 1.5 + 2: 4 but truncation 3 */
+            {"tie-even-zp", "a tie with an even zero point: rounded or truncated", 1, 3, 1, 2,
+             0.5, 1.0, NULL, NULL, 0, 0},
+            /* sa·sb = 151.5 - 2^-18 (101.5 - 2^-18): exact 151 (101); a float32 multiplier 152
+             * (102) */
+            {"near-tie-multiplier", "sa*sb rounded to float32 (onnx-ref, ort, oneDNN) or exact",
+             1, 1, 1, 0, 5.0, near, NULL, NULL, 0, 0},
+            /* acc 5 times near: exact and onnx-ref (double product) 151; float32 product 152 */
+            {"near-tie-product", "acc*multiplier rounded to float32 (ort, oneDNN) or not", 1,
+             5, 1, 0, near, 1.0, NULL, NULL, 0, 0},
+            /* 65025: saturated to the top; wrapped 1 */
+            {"saturate-high", "saturation at the top, not wrapping", 1, 255, 255, 0, 1.0, 1.0, NULL, NULL, 0, 0},
+            /* -65025: saturated to the bottom; wrapped 255 (-1) */
+            {"saturate-low", "saturation at the bottom, not wrapping", 1, 255, -255, 0, 1.0,
+             1.0, NULL, NULL, 0, 0},
+            /* K = 33026 of 255·255 = 2147515650: exact 101, saturated (sat32) 100, wrapped
+             * -101 (0 in uint8) */
+            {"acc-past-int32", "an accumulator past int32: exact, wrapped or saturated", K_BIG,
+             255, 255, 0, m_sat, 1.0, NULL, NULL, 0, 0},
+        };
+        for (int i = 0; rc == 0 && i < N_SIMPLE_EACH; i++)
+            rc = add_simple(s, ta, tb, ty, &each[i], a, b);
+        /* u8·s8: 255·127 twice is 64770, 32767 saturated in an int16 pair; times 2^-10: 63
+         * exact, 32 pair-saturated. K = 261 in oneDNN's two blocks (131, 130) pairs k = 130
+         * alone and (131, 132), so only the unblocked pairs (pairsat16) saturate there. */
+        const simple_desc u8s8[2] = {
+            {"pair-saturation", "u8*s8 pairs summed in int16 with saturation", 2, 0, 0, 0,
+             1.0 / 1024.0, 1.0, p255, p127, 0, 0},
+            {"pair-blocks", "int16 pairs restarting in oneDNN's K blocks", K_BLOCKS, 0, 0, 0,
+             1.0 / 1024.0, 1.0, pa, pb, 0, 0},
+        };
+        /* s8·s8: 127·127 twice: exact 32258 (63 at 2^-9); a shifted to u8 saturates the pair
+         * (oneDNN's AVX2 GEMM: 0); with a_zero_point 1 oneDNN's AVX2 matmul takes its exact
+         * reference GEMM (31 at 2^-10), the shifted pairs still 0 */
+        const simple_desc s8s8[2] = {
+            {"shifted-pair-saturation", "s8*s8 through u8*s8 pairs with a shifted by +128", 2,
+             0, 0, 0, 1.0 / 512.0, 1.0, p127, p127, 0, 0},
+            {"shifted-pair-zero-point", "s8 a with a zero point: oneDNN's reference GEMM", 2, 0,
+             0, 0, 1.0 / 1024.0, 1.0, p127, p127, 1, 0},
+        };
+        const simple_desc *more = ta == U8 && tb == S8 ? u8s8 : ta == S8 && tb == S8 ? s8s8
+                                                                                    : NULL;
+        for (int i = 0; rc == 0 && more && i < 2; i++)
+            rc = add_simple(s, ta, tb, ty, &more[i], a, b);
+        /* s8·u8 without zero points: -128·255 at K = 65795 is -2147548800: exact -101,
+         * saturated -100, wrapped 100 (zy 255 in uint8: 154, 155, 255); oneDNN's AVX2 matmul
+         * saturates only where an s8 a has a zero point (onednn-avx2 is sat32 in
+         * acc-past-int32, the default here) */
+        const simple_desc no_zp = {"acc-past-int32-no-zero-point", "an accumulator past int32 "
+                                   "without zero points", K_NO_ZP, -128, 255, ty == U8 ? 255 : 0,
+                                   m_no_zp, 1.0, NULL, NULL, 0, 0};
+        if (rc == 0 && ta == S8 && tb == U8)
+            rc = add_simple(s, ta, tb, ty, &no_zp, a, b);
+    }
+    free(a);
+    free(b);
+    free(pa);
+    free(pb);
+    return rc;
+}
+
 int qh_fp_suite_build(qh_fp_suite *s)
 {
     s->count = 0;
     s->cases = calloc(N_CASES, sizeof *s->cases);
     if (!s->cases)
         return -1;
-    if (add_small_cases(s) != 0 || add_long_cases(s) != 0) {
+    if (add_small_cases(s) != 0 || add_long_cases(s) != 0 || add_simple_forms(s) != 0) {
         qh_fp_suite_free(s);
         return -1;
     }
+    s->n_profiles = qmm_profile_count();
+    s->expect = calloc(s->count * (size_t)s->n_profiles, sizeof *s->expect);
+    if (!s->expect) {
+        qh_fp_suite_free(s);
+        return -1;
+    }
+    for (size_t i = 0; i < s->count; i++)
+        for (int p = 0; p < s->n_profiles; p++)
+            if (qh_expect(&s->cases[i].oc.call, qmm_profile_name((qmm_profile)p),
+                          &s->expect[i * (size_t)s->n_profiles + (size_t)p]) != 0) {
+                qh_fp_suite_free(s);
+                return -1;
+            }
     return 0;
 }
 
 void qh_fp_suite_free(qh_fp_suite *s)
 {
+    for (size_t i = 0; s->expect && i < s->count * (size_t)s->n_profiles; i++)
+        qh_expectation_free(&s->expect[i]);
+    free(s->expect);
+    s->expect = NULL;
     for (size_t i = 0; s->cases && i < s->count; i++)
         qh_owned_call_free(&s->cases[i].oc);
     free(s->cases);
@@ -371,16 +542,14 @@ void qh_fp_suite_free(qh_fp_suite *s)
 
 /* ---- scoring ----------------------------------------------------------------------------- */
 
-static int score_case(qh_backend *b, const qh_fp_case *c, const qh_invoke_opts *o,
-                      qh_fp_case_result *cr, char *err, size_t err_size)
+static int score_case(qh_backend *b, const qh_fp_case *c, const qh_expectation *ex,
+                      const qh_invoke_opts *o, qh_fp_case_result *cr, char *err,
+                      size_t err_size)
 {
-    qh_expectation ex[QMM_PROFILE_MAX];
-    memset(ex, 0, sizeof ex);
     int rc = 0;
     for (int p = 0; rc == 0 && p < qmm_profile_count(); p++) {
-        if (qh_expect(&c->oc.call, qmm_profile_name((qmm_profile)p), &ex[p]) != 0 ||
-            (ex[p].code != QMM_OK && ex[p].code != QMM_INVALID_ARGUMENT &&
-             ex[p].code != QMM_UNSUPPORTED)) {
+        if (ex[p].code != QMM_OK && ex[p].code != QMM_INVALID_ARGUMENT &&
+            ex[p].code != QMM_UNSUPPORTED) {
             snprintf(err, err_size, "%s: reference under %s: %s", c->name, qmm_profile_name((qmm_profile)p),
                      ex[p].message);
             rc = -1;
@@ -409,8 +578,6 @@ static int score_case(qh_backend *b, const qh_fp_case *c, const qh_invoke_opts *
         }
     }
     qh_invocation_free(&inv);
-    for (int p = 0; p < qmm_profile_count(); p++)
-        qh_expectation_free(&ex[p]);
     return rc;
 }
 
@@ -427,7 +594,8 @@ int qh_fingerprint_run(qh_backend *b, const qh_fp_suite *s, const qh_invoke_opts
     r->n_cases = s->count;
     for (size_t i = 0; i < s->count; i++) {
         qh_fp_case_result *cr = &r->cases[i];
-        if (score_case(b, &s->cases[i], o, cr, err, err_size) != 0)
+        if (score_case(b, &s->cases[i], &s->expect[i * (size_t)s->n_profiles], o, cr, err,
+                       err_size) != 0)
             return -1;
         if (cr->skipped) {
             r->skipped++;
@@ -485,4 +653,93 @@ void qh_fp_verdict(const qh_fp_result *r, char *buf, size_t size)
                                     qmm_profile_name((qmm_profile)p));
     if (len == 0)
         snprintf(buf, size, "none");
+}
+
+/* ---- the decision -------------------------------------------------------------------------- */
+
+/* Do two expectations of the same call answer differently? */
+static int expectations_differ(const qh_expectation *x, const qh_expectation *y)
+{
+    if (x->code == QMM_UNSUPPORTED || y->code == QMM_UNSUPPORTED)
+        return 0;
+    if (x->code != y->code)
+        return 1;
+    if (x->code != QMM_OK)
+        return 0;
+    qh_compare cmp;
+    qh_compare_outputs(&x->exact, NULL, &y->exact, &cmp);
+    return cmp.errors != 0;
+}
+
+static const char *type_short(int32_t t)
+{
+    return t == U8 ? "u8" : t == S8 ? "s8" : qmm_dtype_name(t);
+}
+
+/* "QLinearMatMul u8*s8->u8, 2-D, per-tensor, float32 scales" */
+static void describe_form(const qmm_call *c, char *buf, size_t size)
+{
+    if (c->op == QMM_OP_MATMULINTEGER) {
+        const qmm_matmulinteger *m = &c->u.matmulinteger;
+        snprintf(buf, size, "MatMulInteger %s*%s, %d-D", type_short(m->a.dtype),
+                 type_short(m->b.dtype), (int)m->a.rank);
+        return;
+    }
+    const qmm_qlinearmatmul *m = &c->u.qlinearmatmul;
+    int per_tensor = qmm_tensor_numel(&m->b_scale) == 1 && qmm_tensor_numel(&m->a_scale) == 1 &&
+                     qmm_tensor_numel(&m->y_scale) == 1;
+    snprintf(buf, size, "%s %s*%s->%s, %d-D, %s, %s scales", qmm_op_name(c->op),
+             type_short(m->a.dtype), type_short(m->b.dtype), type_short(m->y.dtype),
+             (int)m->a.rank, per_tensor ? "per-tensor" : "per-column",
+             qmm_dtype_name(m->a_scale.dtype));
+}
+
+void qh_fp_decide(const qh_fp_suite *s, const qh_fp_result *r, qh_fp_decision *d)
+{
+    memset(d, 0, sizeof *d);
+    d->left = qh_profiles_simplest(r->matching_all);
+    for (size_t i = 0; i < r->n_cases; i++) {
+        const qh_fp_case_result *cr = &r->cases[i];
+        if (cr->skipped)
+            continue;
+        d->judged++;
+        d->deciding += (cr->applicable & ~cr->matched) != 0;
+    }
+    int n_left = 0;
+    for (int p = 0; p < qmm_profile_count(); p++)
+        n_left += (int)((d->left >> p) & 1u);
+    if (d->judged == 0 || n_left > 1 || (n_left == 1 && d->deciding < QH_FP_MIN_DECIDING))
+        d->kind = QH_FP_INCONCLUSIVE;
+    else if (n_left == 0)
+        d->kind = QH_FP_NONE;
+    else
+        d->kind = qmm_profile_wrong((qmm_profile)__builtin_ctzll(d->left)) ? QH_FP_WRONG
+                                                                          : QH_FP_PROFILE;
+    if (d->kind != QH_FP_INCONCLUSIVE)
+        return;
+    /* the forms of the cases the backend did not judge on which the profiles left differ
+     * (every profile when none is left: nothing was judged) */
+    qh_profile_set left = n_left > 1 ? d->left : ~(qh_profile_set)0;
+    size_t len = 0;
+    for (size_t i = 0; i < r->n_cases && i < s->count; i++) {
+        const qh_fp_case_result *cr = &r->cases[i];
+        if (!cr->skipped && cr->returned)
+            continue;
+        const qh_expectation *ex = &s->expect[i * (size_t)s->n_profiles];
+        int splits = 0;
+        for (int p = 0; !splits && p < s->n_profiles; p++)
+            for (int q = p + 1; !splits && q < s->n_profiles; q++)
+                splits = (left >> p & 1u) && (left >> q & 1u) &&
+                         expectations_differ(&ex[p], &ex[q]);
+        if (!splits)
+            continue;
+        char form[160];
+        describe_form(&s->cases[i].oc.call, form, sizeof form);
+        if (strstr(d->forms, form))
+            continue;
+        if (len + strlen(form) + 3 >= sizeof d->forms)
+            break;
+        len += (size_t)snprintf(d->forms + len, sizeof d->forms - len, "%s%s", len ? "; " : "",
+                                form);
+    }
 }

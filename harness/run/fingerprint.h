@@ -15,6 +15,7 @@
 #include "harness/base/call.h"
 #include "harness/invoke/backends.h"
 #include "harness/invoke/invoke.h"
+#include "harness/judge/expect.h"
 #include "qmm/qmm.h"
 #include "reference/qmm_reference.h"
 
@@ -35,6 +36,10 @@ typedef struct qh_fp_case {
 typedef struct qh_fp_suite {
     qh_fp_case *cases;
     size_t count;
+    /* every profile's expectation of every case, computed once when the suite is built (they
+     * do not depend on the backend): expect[i * n_profiles + p] */
+    qh_expectation *expect;
+    int n_profiles;
 } qh_fp_suite;
 
 /* Builds the suite; deterministic (no seed: every case is hand-constructed). 0, or -1 when
@@ -84,5 +89,32 @@ qh_profile_set qh_profiles_simplest(qh_profile_set set);
  * when the suite cannot tell them apart, or "none"; of matching_all, only
  * qh_profiles_simplest's. */
 void qh_fp_verdict(const qh_fp_result *r, char *buf, size_t size);
+
+/* A profile is named only when it explains every judged case and at least this many of the
+ * judged cases exclude some other candidate (docs/profiles.md, "Fingerprint"). */
+#define QH_FP_MIN_DECIDING 3
+
+typedef enum qh_fp_kind {
+    QH_FP_PROFILE,      /* one profile some implementation computes explains the backend */
+    QH_FP_WRONG,        /* one wrong rule (qmm_profile_wrong) explains it */
+    QH_FP_NONE,         /* no profile explains every judged case */
+    QH_FP_INCONCLUSIVE, /* several do, or too few cases decided, or none was judged */
+} qh_fp_kind;
+
+/* The command's exit status for each kind (docs/profiles.md, "Fingerprint"). */
+#define QH_FP_EXIT_INCONCLUSIVE 4
+#define QH_FP_EXIT_NOT_A_PROFILE 5
+
+typedef struct qh_fp_decision {
+    qh_fp_kind kind;
+    qh_profile_set left;  /* qh_profiles_simplest(matching_all) */
+    int64_t judged;       /* cases the backend answered (not skipped) */
+    int64_t deciding;     /* judged cases on which some candidate did not match */
+    /* INCONCLUSIVE: the forms of the skipped cases on which the profiles left differ, each
+     * "QLinearMatMul u8*s8->u8, 2-D, per-tensor, float32 scales", joined by "; " */
+    char forms[1024];
+} qh_fp_decision;
+
+void qh_fp_decide(const qh_fp_suite *s, const qh_fp_result *r, qh_fp_decision *d);
 
 #endif /* QMM_HARNESS_FINGERPRINT_H */
