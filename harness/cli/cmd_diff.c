@@ -22,6 +22,7 @@
 #include "harness/gen/problem.h"
 #include "harness/base/strbuf.h"
 #include "ops/operator.h"
+#include "reference/qmm_reference.h"
 
 enum {
     O_BACKEND, O_SEED, O_COUNT, O_SECONDS, O_OUT, O_PROFILE, O_PROBLEM, O_START, O_MAX_DIFFS,
@@ -63,7 +64,10 @@ const qh_command qh_diff_usage = {
     "and zero point has one element), nonempty (no dimension is 0), float8 (QLinearMatMul-21\n"
     "with a float8 a, b or y), an operator's name in lower case (that operator only); the\n"
     "others are not run and are counted as filtered. Problem I is the same problem with or\n"
-    "without --only.\n"
+    "without --only. `supported` draws again, from problem I's own stream, until both backends'\n"
+    "capability queries accept it (at most 4000 draws; the draws refused are counted as\n"
+    "redrawn), so a kernel of one form is compared on that form; its __REPRO line keeps --only.\n"
+    "Each differing element shows the reference's acc and exact scaled value.\n"
     "--reduce: each saved case is also reduced against the backend the reference disagrees\n"
     "with (B first), as qmmcheck reduce does, into DIR/problem-I-reduced beside it (at most\n"
     "2000 judged candidates or 60 s each).\n"
@@ -94,6 +98,8 @@ typedef struct diff_opts {
     int have_only;
     char only_types[8];
     int only_per_tensor, only_nonempty, only_float8;
+    int only_supported;         /* draw again until both backends' queries accept */
+    const char *only_arg;       /* --only's list, for the __REPRO line */
     const qmm_op_desc *only_op; /* an operator named by its slug (ops/operator.h) */
 } diff_opts;
 
@@ -116,6 +122,8 @@ static int parse_only(const char *list, diff_opts *o)
         size_t len = strlen(w);
         if (strcmp(w, "per-tensor") == 0)
             o->only_per_tensor = 1;
+        else if (strcmp(w, "supported") == 0)
+            o->only_supported = 1;
         else if (strcmp(w, "nonempty") == 0)
             o->only_nonempty = 1;
         else if (strcmp(w, "float8") == 0)
@@ -209,8 +217,71 @@ static void print_note(const char *note)
 }
 
 typedef struct counts {
-    unsigned long long problems, same, differences, skipped, tolerated, filtered;
+    unsigned long long problems, same, differences, skipped, tolerated, filtered, redrawn;
 } counts;
+
+/* --only supported: how many draws problem I may take before it is left as it is */
+#define SUPPORTED_MAX_DRAWS 4000
+
+/* --only supported: the forms (operator, type combination, the operands' ranks: 1, 2, more,
+ * the scales' types, per-tensor or not, an empty operand or not) the backends refused and
+ * never accepted. A form refused
+ * FORM_REFUSALS times and never accepted is drawn again without asking: the queries of a
+ * kernel of one form answer by the form, and a worker's round trip per draw would make most
+ * of the time. Hashed, open addressing; a full table asks every time. */
+#define FORM_SLOTS 8192
+#define FORM_REFUSALS 3
+static struct {
+    uint64_t key[FORM_SLOTS];
+    unsigned refused[FORM_SLOTS];
+    unsigned char accepted[FORM_SLOTS];
+} form_memo;
+
+static void hash_mix(uint64_t *h, int64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        *h ^= (uint64_t)(v >> (8 * i)) & 0xff;
+        *h *= 1099511628211ULL; /* FNV-1a */
+    }
+}
+
+/* The slot of p's form (its key set), or -1 when the table is full. */
+static int form_slot(const qh_problem *p)
+{
+    uint64_t h = 14695981039346656037ULL;
+    const qmm_op_desc *d = qmm_call_desc(&p->call);
+    char types[16];
+    qh_problem_types(p, types, sizeof types);
+    hash_mix(&h, p->call.op);
+    for (const char *c = types; *c; c++)
+        hash_mix(&h, *c);
+    int per_tensor = 1, empty = qmm_tensor_numel(qmm_call_output_c(&p->call)) == 0;
+    for (int32_t i = 0; i < qh_problem_n_inputs(p); i++) {
+        const qmm_tensor *t = qh_problem_input_c(p, i);
+        if (d && (i == d->a_input || i == d->b_input)) {
+            hash_mix(&h, t->rank > 2 ? 3 : t->rank);
+            empty |= qmm_tensor_numel(t) == 0;
+        } else if (qmm_tensor_present(t)) {
+            per_tensor &= qmm_tensor_numel(t) <= 1;
+            if (t->dtype == QMM_DTYPE_FLOAT || t->dtype == QMM_DTYPE_FLOAT16 ||
+                t->dtype == QMM_DTYPE_BFLOAT16) /* the scales' type */
+                hash_mix(&h, t->dtype);
+        }
+    }
+    hash_mix(&h, per_tensor);
+    hash_mix(&h, empty);
+    h |= 1; /* 0 marks a free slot */
+    for (unsigned probe = 0; probe < FORM_SLOTS; probe++) {
+        unsigned i = (unsigned)(h + probe) & (FORM_SLOTS - 1);
+        if (form_memo.key[i] == h)
+            return (int)i;
+        if (form_memo.key[i] == 0) {
+            form_memo.key[i] = h;
+            return (int)i;
+        }
+    }
+    return -1;
+}
 
 /* --reduce: the saved case `dir` reduced against B, or A when B does not fail it (the
  * reference sided with B), into DIR-reduced beside it. */
@@ -303,6 +374,10 @@ static void report_difference(const diff_opts *o, qh_backend *be, const qh_invok
         qh_sb_puts(&line, " --profile ");
         qh_sb_shell_word(&line, o->profile);
     }
+    if (o->only_supported) { /* problem I is then one of I's redraws */
+        qh_sb_puts(&line, " --only ");
+        qh_sb_shell_word(&line, o->only_arg);
+    }
     print_clean("", &line);
     qh_sb_free(&line);
 
@@ -316,8 +391,16 @@ static void report_difference(const diff_opts *o, qh_backend *be, const qh_invok
             qh_sb_printf(&d, " (index %lld): A %lld, B %lld", (long long)i,
                          (long long)qh_tensor_int(&inv[0].y, i),
                          (long long)qh_tensor_int(&inv[1].y, i));
-            if (have_e && e->code == QMM_OK)
+            if (have_e && e->code == QMM_OK) {
                 qh_sb_printf(&d, ", reference %lld", (long long)qh_tensor_int(&e->exact, i));
+                qmm_ref_element el;
+                qmm_status est;
+                if (qmm_ref_explain(&e->call, i, &el, &est) == QMM_OK) {
+                    qh_sb_printf(&d, "; acc %lld", (long long)el.acc);
+                    if (el.scaled[0])
+                        qh_sb_printf(&d, "; exact %s", el.scaled);
+                }
+            }
             printf("%s\n", d.s ? d.s : "");
             qh_sb_free(&d);
         }
@@ -405,24 +488,56 @@ static int run_one(const diff_opts *o, qh_backend *be, const qh_invoke_opts *io,
     qh_rng_seed(&r, o->seed, index);
     qh_problem p;
     qh_random_opts ro = {.invalid_per_mille = 20, .float8_per_mille = 300};
-    if (qh_problem_random(&p, &r, &ro) != 0) {
-        qh_problem_free(&p);
-        fprintf(stderr, "qmmcheck diff: out of memory\n");
-        return -1;
-    }
-    if (!wanted(o, &p)) {
-        n->filtered++;
-        qh_problem_free(&p);
-        return 0;
-    }
     qh_invocation inv[2];
-    memset(inv, 0, sizeof inv);
     int rc = 0;
-    for (int k = 0; k < 2 && rc == 0; k++)
-        if (qh_invoke(&be[k], &p.call, &io[k], &inv[k]) != 0) {
-            fprintf(stderr, "qmmcheck diff: %s\n", inv[k].problem);
-            rc = -1;
+    /* the first draw is problem I; --only supported draws again from the same stream until
+     * both backends accept one */
+    for (int draw = 1;; draw++) {
+        if (qh_problem_random(&p, &r, &ro) != 0) {
+            qh_problem_free(&p);
+            fprintf(stderr, "qmmcheck diff: out of memory\n");
+            return -1;
         }
+        int again = o->only_supported && draw < SUPPORTED_MAX_DRAWS && !qh_interrupted;
+        int slot = o->only_supported ? form_slot(&p) : -1;
+        int known_refused = slot >= 0 && !form_memo.accepted[slot] &&
+                            form_memo.refused[slot] >= FORM_REFUSALS;
+        if (!wanted(o, &p) || (again && known_refused)) {
+            qh_problem_free(&p);
+            if (again) {
+                n->redrawn++;
+                continue;
+            }
+            n->filtered++;
+            return 0;
+        }
+        memset(inv, 0, sizeof inv);
+        /* while drawing again, the backend that refused more so far is asked first, and the
+         * other not at all when it refuses */
+        static unsigned long long refusals[2];
+        int first = again && refusals[1] > refusals[0];
+        int refused = 0;
+        for (int j = 0; j < 2 && rc == 0 && !(again && refused); j++) {
+            int k = j ^ first;
+            if (qh_invoke(&be[k], &p.call, &io[k], &inv[k]) != 0) {
+                fprintf(stderr, "qmmcheck diff: %s\n", inv[k].problem);
+                rc = -1;
+            }
+            int no = inv[k].outcome == QH_RETURNED && inv[k].code == QMM_UNSUPPORTED;
+            refusals[k] += (unsigned long long)no;
+            refused |= no;
+        }
+        if (slot >= 0 && rc == 0) {
+            form_memo.refused[slot] += (unsigned)refused;
+            form_memo.accepted[slot] |= (unsigned char)!refused;
+        }
+        if (rc != 0 || !again || !refused)
+            break;
+        n->redrawn++;
+        qh_invocation_free(&inv[0]);
+        qh_invocation_free(&inv[1]);
+        qh_problem_free(&p);
+    }
     /* the problem under way when a signal came has no verdict: left out, never a difference */
     if (rc == 0 && !qh_interrupted) {
         n->problems++;
@@ -516,6 +631,7 @@ int qh_cmd_diff(int argc, char **argv)
             break;
         case O_OUT: o.out = val; break;
         case O_ONLY:
+            o.only_arg = val;
             if (parse_only(val, &o) != 0)
                 return bad_value(a, val, "a comma-separated list of a type combination "
                                          "(u8s8u8, u8s8, ...), per-tensor, nonempty");
@@ -612,9 +728,12 @@ int qh_cmd_diff(int argc, char **argv)
     }
     qh_progress_end(&pr);
     double secs = qh_mono_seconds() - t0;
-    char filtered[48] = "";
+    char filtered[96] = "";
     if (o.have_only)
         snprintf(filtered, sizeof filtered, " filtered:%llu", n.filtered);
+    if (o.only_supported)
+        snprintf(filtered + strlen(filtered), sizeof filtered - strlen(filtered),
+                 " redrawn:%llu", n.redrawn);
     int sig = qh_interrupted;
     printf("DIFF SUMMARY: problems:%llu same:%llu differences:%llu skipped:%llu tolerated:%llu%s "
            "(%.3f s, %.0f problems/s)%s%s\n",
