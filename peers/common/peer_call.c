@@ -3,6 +3,7 @@
  * asks; the wording is the peers' own.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "peer_call.h"
@@ -209,6 +210,48 @@ qmm_status_code peer_check_qlinear(const qmm_qlinearmatmul *q, qmm_status *st)
             return QMM_INVALID_ARGUMENT;
     }
     return QMM_OK;
+}
+
+qmm_status_code peer_query_qlinear(const qmm_qlinearmatmul *q, peer_forms_fn forms,
+                                   qmm_status *st)
+{
+    peer_geom g;
+    qmm_status ignored;
+    if (peer_geometry(&q->a, &q->b, &q->y, q->y_zero_point.dtype, &g, &ignored) != QMM_OK)
+        return qmm_status_ok(st); /* invalid: the operator function says so */
+    return forms(q, &g, st);
+}
+
+qmm_status_code peer_admit_qlinear(const qmm_qlinearmatmul *q, peer_forms_fn forms, peer_geom *g,
+                                   qmm_status *st)
+{
+    qmm_status_code rc = peer_check_qlinear(q, st);
+    if (rc == QMM_OK)
+        rc = peer_geometry(&q->a, &q->b, &q->y, q->y_zero_point.dtype, g, st);
+    if (rc == QMM_OK)
+        rc = forms(q, g, st);
+    return rc;
+}
+
+static void close_table(qmm_backend *self)
+{
+    free(self);
+}
+
+qmm_backend *peer_qlinear_table(const char *name, const char *description, peer_query_fn query,
+                                peer_qlinear_fn qlinearmatmul, qmm_status *st)
+{
+    qmm_backend *be = calloc(1, sizeof *be);
+    if (!be) {
+        qmm_status_oom(st, name, NULL);
+        return NULL;
+    }
+    qmm_backend_init(be, name, description, NULL);
+    be->query = query;
+    be->qlinearmatmul = qlinearmatmul;
+    be->close = close_table;
+    qmm_status_ok(st);
+    return be;
 }
 
 qmm_status_code peer_check_integer(const qmm_matmulinteger *c, qmm_status *st)

@@ -44,6 +44,29 @@ peer_form peer_form_of(const qmm_tensor *p, int64_t n);
  * tensor, scales finite and > 0. */
 qmm_status_code peer_check_qlinear(const qmm_qlinearmatmul *q, qmm_status *st);
 
+/* The checks of a peer that maps QLinearMatMul only: `forms` answers UNSUPPORTED for what the
+ * library cannot express, given a well-formed call and its geometry. */
+typedef qmm_status_code (*peer_forms_fn)(const qmm_qlinearmatmul *q, const peer_geom *g,
+                                         qmm_status *st);
+
+/* Its query: an invalid call is admitted (the operator function says why it is invalid), a
+ * valid one is what `forms` says. */
+qmm_status_code peer_query_qlinear(const qmm_qlinearmatmul *q, peer_forms_fn forms,
+                                   qmm_status *st);
+
+/* Its operator function's first step: peer_check_qlinear, the geometry (into *g), then `forms`;
+ * QMM_OK when the library can compute the call. */
+qmm_status_code peer_admit_qlinear(const qmm_qlinearmatmul *q, peer_forms_fn forms, peer_geom *g,
+                                   qmm_status *st);
+
+/* Its table: allocated, named, with `query` and `qlinearmatmul` and a close that frees it;
+ * NULL (OUT_OF_MEMORY in *st) when it cannot be allocated. */
+typedef qmm_status_code (*peer_query_fn)(const qmm_backend *, const qmm_call *, qmm_status *);
+typedef qmm_status_code (*peer_qlinear_fn)(const qmm_backend *, const qmm_qlinearmatmul *,
+                                           qmm_status *);
+qmm_backend *peer_qlinear_table(const char *name, const char *description, peer_query_fn query,
+                                peer_qlinear_fn qlinearmatmul, qmm_status *st);
+
 /* MatMulInteger's: operand types, zero-point types and shapes (§3). */
 qmm_status_code peer_check_integer(const qmm_matmulinteger *c, qmm_status *st);
 

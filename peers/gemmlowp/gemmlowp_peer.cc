@@ -80,12 +80,7 @@ qmm_status_code gemmlowp_query(const qmm_backend *, const qmm_call *call, qmm_st
     if (call->op != QMM_OP_QLINEARMATMUL)
         return qmm_status_set(st, QMM_UNSUPPORTED, "gemmlowp: %s not mapped (QLinearMatMul only)",
                               qmm_op_name(call->op));
-    const qmm_qlinearmatmul *q = &call->u.qlinearmatmul;
-    peer_geom g;
-    qmm_status ignored;
-    if (peer_geometry(&q->a, &q->b, &q->y, q->y_zero_point.dtype, &g, &ignored) != QMM_OK)
-        return qmm_status_ok(st); /* invalid: the operator function says so */
-    return check_forms(q, &g, st);
+    return peer_query_qlinear(&call->u.qlinearmatmul, check_forms, st);
 }
 
 typedef gemmlowp::MatrixMap<const std::uint8_t, gemmlowp::MapOrder::RowMajor> in_map;
@@ -95,11 +90,7 @@ qmm_status_code gemmlowp_qlinearmatmul(const qmm_backend *, const qmm_qlinearmat
                                        qmm_status *st)
 {
     peer_geom g;
-    qmm_status_code rc = peer_check_qlinear(q, st);
-    if (rc == QMM_OK)
-        rc = peer_geometry(&q->a, &q->b, &q->y, q->y_zero_point.dtype, &g, st);
-    if (rc == QMM_OK)
-        rc = check_forms(q, &g, st);
+    qmm_status_code rc = peer_admit_qlinear(q, check_forms, &g, st);
     if (rc != QMM_OK)
         return rc;
     if (g.m > INT32_MAX || g.k > INT32_MAX || g.n > INT32_MAX)
@@ -144,29 +135,14 @@ qmm_status_code gemmlowp_qlinearmatmul(const qmm_backend *, const qmm_qlinearmat
     return qmm_status_ok(st);
 }
 
-void gemmlowp_close(qmm_backend *self)
-{
-    delete self;
-}
-
 } // namespace
 
 qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st)
 {
     if (!peer_open_check("gemmlowp", harness_abi, options, st))
         return nullptr;
-    qmm_backend *be = new (std::nothrow) qmm_backend();
-    if (!be) {
-        qmm_status_oom(st, "gemmlowp", nullptr);
-        return nullptr;
-    }
-    qmm_backend_init(be, "gemmlowp",
-                     "gemmlowp " QMM_GEMMLOWP_VERSION " u8 GEMM, TFLite fixed-point output "
-                     "pipeline (Q31 multiplier, right shift)",
-                     nullptr);
-    be->query = gemmlowp_query;
-    be->qlinearmatmul = gemmlowp_qlinearmatmul;
-    be->close = gemmlowp_close;
-    qmm_status_ok(st);
-    return be;
+    return peer_qlinear_table("gemmlowp",
+                              "gemmlowp " QMM_GEMMLOWP_VERSION " u8 GEMM, TFLite fixed-point "
+                              "output pipeline (Q31 multiplier, right shift)",
+                              gemmlowp_query, gemmlowp_qlinearmatmul, st);
 }

@@ -76,12 +76,7 @@ static qmm_status_code xnnpack_query(const qmm_backend *self, const qmm_call *ca
         return qmm_status_set(st, QMM_UNSUPPORTED,
                               "xnnpack: %s: XNNPACK's quantized fully-connected operators "
                               "requantize; there is no int32 output", qmm_op_name(call->op));
-    const qmm_qlinearmatmul *q = &call->u.qlinearmatmul;
-    peer_geom g;
-    qmm_status ignored;
-    if (peer_geometry(&q->a, &q->b, &q->y, q->y_zero_point.dtype, &g, &ignored) != QMM_OK)
-        return qmm_status_ok(st); /* invalid: the operator function says so */
-    return check_forms(q, &g, st);
+    return peer_query_qlinear(&call->u.qlinearmatmul, check_forms, st);
 }
 
 /* Creates the operator; XNNPACK's refusals of valid ONNX input become UNSUPPORTED. */
@@ -105,11 +100,7 @@ static qmm_status_code xnnpack_qlinearmatmul(const qmm_backend *self, const qmm_
                                              qmm_status *st)
 {
     peer_geom g;
-    qmm_status_code rc = peer_check_qlinear(q, st);
-    if (rc == QMM_OK)
-        rc = peer_geometry(&q->a, &q->b, &q->y, q->y_zero_point.dtype, &g, st);
-    if (rc == QMM_OK)
-        rc = check_forms(q, &g, st);
+    qmm_status_code rc = peer_admit_qlinear(q, check_forms, &g, st);
     if (rc != QMM_OK)
         return rc;
     /* qs8 has no kernel zero point in this XNNPACK: the weights are symmetric. */
@@ -162,11 +153,6 @@ static qmm_status_code xnnpack_qlinearmatmul(const qmm_backend *self, const qmm_
     return qmm_status_ok(st);
 }
 
-static void xnnpack_close(qmm_backend *self)
-{
-    free(self);
-}
-
 qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st)
 {
     if (!peer_open_check("xnnpack", harness_abi, options, st))
@@ -177,18 +163,8 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
                        xnn_why(init_status));
         return NULL;
     }
-    qmm_backend *be = calloc(1, sizeof *be);
-    if (!be) {
-        qmm_status_oom(st, "xnnpack", NULL);
-        return NULL;
-    }
-    qmm_backend_init(be, "xnnpack",
-                     "XNNPACK " QMM_XNNPACK_VERSION
-                     " quantized fully-connected (qu8, qs8), no threadpool",
-                     NULL);
-    be->query = xnnpack_query;
-    be->qlinearmatmul = xnnpack_qlinearmatmul;
-    be->close = xnnpack_close;
-    qmm_status_ok(st);
-    return be;
+    return peer_qlinear_table("xnnpack",
+                              "XNNPACK " QMM_XNNPACK_VERSION
+                              " quantized fully-connected (qu8, qs8), no threadpool",
+                              xnnpack_query, xnnpack_qlinearmatmul, st);
 }
