@@ -8,16 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz/roundtrip.h"
 #include "harness/io/onnx_io.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 __attribute__((noreturn)) static void fail(const char *what, const char *detail)
 {
-    fprintf(stderr, "==qmm-fuzz== DIFFERENCE: onnx-model-roundtrip-difference: %s%s%s\n",
-            what, detail ? ": " : "", detail ? detail : "");
-    fflush(stderr);
-    abort();
+    qh_fz_roundtrip_difference("onnx-model-roundtrip-difference", what, detail);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
