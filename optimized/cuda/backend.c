@@ -38,32 +38,19 @@ static qmm_status_code check_runnable(const qmm_cu_backend *cb, qmm_status *st)
     return QMM_OK;
 }
 
-static qmm_status_code cu_qlinearmatmul(const qmm_backend *self, const qmm_qlinearmatmul *c,
-                                        qmm_status *st)
-{
-    qmm_cu_backend *cb = self->impl;
-    if (check_runnable(cb, st) != QMM_OK)
-        return QMM_UNSUPPORTED;
-    return qmm_cu_qlinearmatmul(cb, c, st);
-}
-
-static qmm_status_code cu_matmulinteger(const qmm_backend *self, const qmm_matmulinteger *c,
-                                        qmm_status *st)
-{
-    qmm_cu_backend *cb = self->impl;
-    if (check_runnable(cb, st) != QMM_OK)
-        return QMM_UNSUPPORTED;
-    return qmm_cu_matmulinteger(cb, c, st);
-}
-
-static qmm_status_code cu_qorderedmatmul(const qmm_backend *self, const qmm_qorderedmatmul *c,
-                                         qmm_status *st)
-{
-    qmm_cu_backend *cb = self->impl;
-    if (check_runnable(cb, st) != QMM_OK)
-        return QMM_UNSUPPORTED;
-    return qmm_cu_qorderedmatmul(cb, c, st);
-}
+/* The table's operator functions: UNSUPPORTED (why) without a usable device, else the
+ * operator's pipeline (matmul.c, qordered.c). */
+#define CU_OPERATOR(op, call_type)                                                            \
+    static qmm_status_code cu_##op(const qmm_backend *self, const call_type *c, qmm_status *st) \
+    {                                                                                          \
+        qmm_cu_backend *cb = self->impl;                                                       \
+        if (check_runnable(cb, st) != QMM_OK)                                                  \
+            return QMM_UNSUPPORTED;                                                            \
+        return qmm_cu_##op(cb, c, st);                                                         \
+    }
+CU_OPERATOR(qlinearmatmul, qmm_qlinearmatmul)
+CU_OPERATOR(matmulinteger, qmm_matmulinteger)
+CU_OPERATOR(qorderedmatmul, qmm_qorderedmatmul)
 
 static void release_device(qmm_cu_backend *cb)
 {

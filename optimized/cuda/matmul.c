@@ -498,34 +498,20 @@ static qmm_status_code run_plan(qmm_cu_backend *cb, plan *p, qmm_status *st)
 qmm_status_code qmm_cu_qlinearmatmul(qmm_cu_backend *cb, const qmm_qlinearmatmul *c,
                                      qmm_status *st)
 {
-    plan p;
-    memset(&p, 0, sizeof p);
-    qmm_status_code rc = qmm_validate_qlinearmatmul(c, &p.rules, st);
-    if (rc != QMM_OK)
-        return rc;
+    plan p = {.qlm = c, .a = &c->a, .b = &c->b, .y = &c->y};
+    QMM_TRY(qmm_validate_qlinearmatmul(c, &p.rules, st));
     const char *f8 = qmm_qlinearmatmul_float8(c);
     if (f8) /* cuBLASLt's integer GEMM and the exact epilogue take uint8/int8 only */
         return qmm_status_set(st, QMM_UNSUPPORTED, "cuda: %s is float8; the int8 GEMM takes "
                               "uint8/int8 only", f8);
-    p.qlm = c;
-    p.a = &c->a;
-    p.b = &c->b;
-    p.y = &c->y;
     return run_plan(cb, &p, st);
 }
 
 qmm_status_code qmm_cu_matmulinteger(qmm_cu_backend *cb, const qmm_matmulinteger *c,
                                      qmm_status *st)
 {
-    plan p;
-    memset(&p, 0, sizeof p);
-    qmm_status_code rc = qmm_validate_matmulinteger(c, &p.rules, st);
-    if (rc != QMM_OK)
-        return rc;
-    p.mmi = c;
-    p.a = &c->a;
-    p.b = &c->b;
-    p.y = &c->y;
+    plan p = {.mmi = c, .a = &c->a, .b = &c->b, .y = &c->y};
+    QMM_TRY(qmm_validate_matmulinteger(c, &p.rules, st));
     return run_plan(cb, &p, st);
 }
 
