@@ -178,6 +178,20 @@ static int parse_shard(const char *val, int *i, int *n)
     return 0;
 }
 
+/* Appends the value of a repeatable option to its list, after `check` (when given) accepts it;
+ * the usage error's exit status when it does not or the list is full, else 0. */
+static int add_multi(const qh_command *cmd, const char **list, int *n, const char *val,
+                     const char *option, int (*check)(const char *, qh_error *))
+{
+    qh_error err;
+    if (check && check(val, &err) != 0)
+        return usage_error("%s", err.msg);
+    if (*n == MAX_MULTI)
+        return usage_error("too many %s options", option);
+    list[(*n)++] = val;
+    return 0;
+}
+
 /* Parses `cmd`'s options into `o`; positional arguments go to `vectors`. Returns 0, or the
  * exit status after printing why (0 with *done set after --help). */
 static int parse_opts(const qh_command *cmd, int argc, char **argv, opts *o, int *done)
@@ -191,6 +205,7 @@ static int parse_opts(const qh_command *cmd, int argc, char **argv, opts *o, int
     qh_opt_parser p;
     qh_opt_init(&p, cmd, argc, argv);
     const char *val;
+    int rc;
     for (int id; (id = qh_opt_next(&p, &val)) != QH_OPT_END;) {
         switch (id) {
         case QH_OPT_HELP: *done = 1; return 0;
@@ -202,29 +217,19 @@ static int parse_opts(const qh_command *cmd, int argc, char **argv, opts *o, int
             o->vectors[o->n_vectors++] = val;
             break;
         case O_BACKEND:
-            if (o->n_backends == MAX_MULTI)
-                return usage_error("%s", "too many --backend options");
-            o->backends[o->n_backends++] = val;
+            if ((rc = add_multi(cmd, o->backends, &o->n_backends, val, "--backend", NULL)))
+                return rc;
             break;
-        case O_REPORT: {
-            qh_error err;
-            if (qh_report_check_spec(val, &err) != 0)
-                return usage_error("%s", err.msg);
-            if (o->n_reports == MAX_MULTI)
-                return usage_error("%s", "too many --report options");
-            o->reports[o->n_reports++] = val;
+        case O_REPORT:
+            if ((rc = add_multi(cmd, o->reports, &o->n_reports, val, "--report",
+                                qh_report_check_spec)))
+                return rc;
             break;
-        }
         case O_FILTER: o->filter = val; break;
-        case O_TAG: {
-            qh_error err;
-            if (qh_tag_group_check(val, &err) != 0)
-                return usage_error("%s", err.msg);
-            if (o->n_tags == MAX_MULTI)
-                return usage_error("%s", "too many --tag options");
-            o->tags[o->n_tags++] = val;
+        case O_TAG:
+            if ((rc = add_multi(cmd, o->tags, &o->n_tags, val, "--tag", qh_tag_group_check)))
+                return rc;
             break;
-        }
         case O_TAGS: o->list_tags = 1; break;
         case O_PROFILE:
             if (!qh_profile_known(val))
