@@ -32,7 +32,17 @@ qmm_status_code qmm_ref_spec_part(qmm_call *call, const qmm_ref_part *part,
     if (!op)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "call: unknown operator %d",
                               (int)call->op);
-    return op->compute(call, part, y_wrapped, any_overflow, st);
+    if (op->compute)
+        return op->compute(call, part, y_wrapped, any_overflow, st);
+    /* the accept walk, given no intervals, stores the spec's value itself; no accumulator
+     * wraps, so y_wrapped is a copy */
+    qmm_tensor *y = qmm_call_output(call);
+    if (y_wrapped && qmm_ref_check_wrapped(y_wrapped, y, qmm_op_desc_of(call->op)->output_name,
+                                           st) != QMM_OK)
+        return QMM_INVALID_ARGUMENT;
+    QMM_TRY(op->accept(call, part, NULL, st));
+    qmm_ref_copy_wrapped(y_wrapped, y, part);
+    return QMM_OK;
 }
 
 qmm_status_code qmm_ref_compute(qmm_call *call, qmm_tensor *y_wrapped, int *any_overflow,

@@ -75,18 +75,6 @@ static qmm_status_code dql_walk(qmm_dequantizelinear *c, const qmm_ref_part *par
     return qmm_ref_walk_end(&wk, st);
 }
 
-static qmm_status_code dql_compute(qmm_call *call, const qmm_ref_part *part, qmm_tensor *yw,
-                                   int *any_overflow, qmm_status *st)
-{
-    (void)any_overflow;
-    qmm_dequantizelinear *c = &call->u.dequantizelinear;
-    if (yw && qmm_ref_check_wrapped(yw, &c->y, "y", st) != QMM_OK)
-        return QMM_INVALID_ARGUMENT;
-    QMM_TRY(dql_walk(c, part, NULL, st));
-    qmm_ref_copy_wrapped(yw, &c->y, part);
-    return QMM_OK;
-}
-
 static qmm_status_code dql_accept(const qmm_call *call, const qmm_ref_part *part,
                                   qmm_ref_accept *out, qmm_status *st)
 {
@@ -114,5 +102,5 @@ static qmm_status_code dql_explain(const qmm_call *call, int64_t index, qmm_ref_
     return qmm_status_ok(st);
 }
 
-const qmm_ref_op qmm_ref_op_dequantizelinear = {QMM_OP_DEQUANTIZELINEAR, dql_compute,
+const qmm_ref_op qmm_ref_op_dequantizelinear = {QMM_OP_DEQUANTIZELINEAR, NULL,
                                                 dql_explain, 0, dql_accept};

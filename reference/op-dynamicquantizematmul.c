@@ -110,18 +110,6 @@ static qmm_status_code dqm_walk(qmm_dynamicquantizematmul *c, const qmm_ref_part
     return qmm_ref_walk_end(&w, st);
 }
 
-static qmm_status_code dqm_compute(qmm_call *call, const qmm_ref_part *part, qmm_tensor *yw,
-                                   int *any_overflow, qmm_status *st)
-{
-    (void)any_overflow;
-    qmm_dynamicquantizematmul *c = &call->u.dynamicquantizematmul;
-    if (yw && qmm_ref_check_wrapped(yw, &c->y, "Y", st) != QMM_OK)
-        return QMM_INVALID_ARGUMENT;
-    QMM_TRY(dqm_walk(c, part, NULL, st));
-    qmm_ref_copy_wrapped(yw, &c->y, part);
-    return QMM_OK;
-}
-
 static qmm_status_code dqm_accept(const qmm_call *call, const qmm_ref_part *part,
                                   qmm_ref_accept *out, qmm_status *st)
 {
@@ -157,5 +145,5 @@ static qmm_status_code dqm_explain(const qmm_call *call, int64_t index, qmm_ref_
     return qmm_status_ok(st);
 }
 
-const qmm_ref_op qmm_ref_op_dynamicquantizematmul = {QMM_OP_DYNAMICQUANTIZEMATMUL, dqm_compute,
+const qmm_ref_op qmm_ref_op_dynamicquantizematmul = {QMM_OP_DYNAMICQUANTIZEMATMUL, NULL,
                                                      dqm_explain, 0, dqm_accept};

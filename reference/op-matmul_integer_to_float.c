@@ -46,18 +46,6 @@ static qmm_status_code mif_walk(qmm_matmul_integer_to_float *c, const qmm_ref_pa
     return qmm_ref_walk_end(&w, st);
 }
 
-static qmm_status_code mif_compute(qmm_call *call, const qmm_ref_part *part, qmm_tensor *yw,
-                                   int *any_overflow, qmm_status *st)
-{
-    qmm_matmul_integer_to_float *c = &call->u.matmul_integer_to_float;
-    (void)any_overflow;
-    if (yw && qmm_ref_check_wrapped(yw, &c->y, "Y", st) != QMM_OK)
-        return QMM_INVALID_ARGUMENT;
-    QMM_TRY(mif_walk(c, part, NULL, st));
-    qmm_ref_copy_wrapped(yw, &c->y, part);
-    return QMM_OK;
-}
-
 static qmm_status_code mif_accept(const qmm_call *call, const qmm_ref_part *part,
                                   qmm_ref_accept *out, qmm_status *st)
 {
@@ -85,4 +73,4 @@ static qmm_status_code mif_explain(const qmm_call *call, int64_t index, qmm_ref_
 }
 
 const qmm_ref_op qmm_ref_op_matmul_integer_to_float = {
-    QMM_OP_MATMUL_INTEGER_TO_FLOAT, mif_compute, mif_explain, 0, mif_accept};
+    QMM_OP_MATMUL_INTEGER_TO_FLOAT, NULL, mif_explain, 0, mif_accept};

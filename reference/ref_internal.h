@@ -23,7 +23,9 @@
 typedef struct qmm_ref_op {
     qmm_op_kind kind;
     /* The spec result, validating first: qmm_ref_compute_part's contract (part NULL: the whole
-     * of y; y_wrapped may be NULL; *any_overflow starts at 0). */
+     * of y; y_wrapped may be NULL; *any_overflow starts at 0). NULL for an operator whose
+     * `accept`, given no intervals (out NULL), validates and stores the spec's value in y, and
+     * whose accumulators never wrap: qmm_ref_spec_part computes through it. */
     qmm_status_code (*compute)(qmm_call *call, const qmm_ref_part *part, qmm_tensor *y_wrapped,
                                int *any_overflow, qmm_status *st);
     /* qmm_ref_explain's contract (*e starts zeroed). */
