@@ -13,8 +13,7 @@
 #include <string.h>
 
 #include "qmm/qmm.h"
-#include "reference/qmm_reference.h"
-#include "../plugin_support.h"
+#include "over_reference.h"
 
 qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st);
 
@@ -64,13 +63,6 @@ static qmm_status_code f_qlmm(const qmm_backend *self, const qmm_qlinearmatmul *
     return answer(self, &call, &c->a, &c->y, st);
 }
 
-static void f_close(qmm_backend *self)
-{
-    qmm_backend *ref = ((flaky *)self->impl)->ref;
-    ref->close(ref);
-    plugin_close(self);
-}
-
 /* "wrong=N,min-k=K,right=N" into f; 0, or -1 naming what it cannot read. */
 static int parse(const char *options, flaky *f, qmm_status *st)
 {
@@ -102,17 +94,16 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
 {
     if (!qmm_backend_abi_check("flaky", harness_abi, st))
         return NULL;
-    qmm_backend *be = plugin_table("flaky", "the reference, with some answers wrong",
-                                   sizeof(flaky), st);
+    qmm_backend *be = over_reference_table(harness_abi, "flaky",
+                                           "the reference, with some answers wrong",
+                                           sizeof(flaky), st);
     if (!be)
         return NULL;
-    flaky *f = be->impl;
-    if (parse(options, f, st) != 0 || !(f->ref = qmm_reference_open(harness_abi, "", st))) {
-        plugin_close(be);
+    if (parse(options, be->impl, st) != 0) {
+        be->close(be);
         return NULL;
     }
     be->query = f_query;
-    be->close = f_close;
     be->matmulinteger = f_mmi;
     be->qlinearmatmul = f_qlmm;
     return be;

@@ -9,8 +9,7 @@
 
 #include "qmm/qmm.h"
 #include "ops/qmm_ops.h"
-#include "reference/qmm_reference.h"
-#include "../plugin_support.h"
+#include "over_reference.h"
 
 qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st);
 
@@ -89,13 +88,6 @@ static qmm_status_code f_call(const qmm_backend *self, qmm_call *call, qmm_statu
     return qmm_backend_run(((const f32 *)self->impl)->ref, call, st);
 }
 
-static void f_close(qmm_backend *self)
-{
-    qmm_backend *ref = ((f32 *)self->impl)->ref;
-    ref->close(ref);
-    plugin_close(self);
-}
-
 qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st)
 {
     if (!qmm_backend_abi_check("float8-ftz", harness_abi, st))
@@ -104,18 +96,13 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
         qmm_status_set(st, QMM_INVALID_ARGUMENT, "float8-ftz: unknown option '%s'", options);
         return NULL;
     }
-    qmm_backend *be = plugin_table("float8-ftz", "float8 QLinearMatMul in float32, subnormal results flushed",
-                                   sizeof(f32), st);
+    qmm_backend *be = over_reference_table(harness_abi, "float8-ftz",
+                                           "float8 QLinearMatMul in float32, subnormal results "
+                                           "flushed",
+                                           sizeof(f32), st);
     if (!be)
         return NULL;
-    f32 *f = be->impl;
-    f->ref = qmm_reference_open(harness_abi, "", st);
-    if (!f->ref) {
-        plugin_close(be);
-        return NULL;
-    }
     be->query = f_query;
-    be->close = f_close;
     be->call = f_call;
     return be;
 }

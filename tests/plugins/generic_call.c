@@ -8,8 +8,7 @@
 #include <string.h>
 
 #include "qmm/qmm.h"
-#include "reference/qmm_reference.h"
-#include "../plugin_support.h"
+#include "over_reference.h"
 
 qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st);
 
@@ -29,13 +28,6 @@ static qmm_status_code g_call(const qmm_backend *self, qmm_call *call, qmm_statu
     return qmm_backend_run(((const generic *)self->impl)->ref, call, st);
 }
 
-static void g_close(qmm_backend *self)
-{
-    qmm_backend *ref = ((generic *)self->impl)->ref;
-    ref->close(ref);
-    plugin_close(self);
-}
-
 qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st)
 {
     if (!qmm_backend_abi_check("generic", harness_abi, st))
@@ -45,18 +37,12 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
         qmm_status_set(st, QMM_INVALID_ARGUMENT, "generic: unknown option '%s'", options);
         return NULL;
     }
-    qmm_backend *be = plugin_table("generic", "only the generic call, through the reference",
-                                   sizeof(generic), st);
+    qmm_backend *be = over_reference_table(harness_abi, "generic",
+                                           "only the generic call, through the reference",
+                                           sizeof(generic), st);
     if (!be)
         return NULL;
-    generic *g = be->impl;
-    g->ref = qmm_reference_open(harness_abi, "", st);
-    if (!g->ref) {
-        plugin_close(be);
-        return NULL;
-    }
     be->query = g_query;
-    be->close = g_close;
     be->call = g_call;
     if (old)
         be->struct_size = (uint32_t)offsetof(qmm_backend, call);
