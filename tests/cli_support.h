@@ -131,6 +131,38 @@ static inline int wait_within(pid_t pid, double seconds)
     return -1;
 }
 
+/* Sends SIGTERM to `pid` (from qmmcheck_start, its output `f`, closed here) and expects what
+ * qmmcheck does when interrupted: it ends within 60 s, exit status 128 + SIGTERM, and a line
+ * of the rest of its output says "interrupted by SIGTERM". Returns that line (the last such,
+ * malloc'd); the whole rest of the output in *rest when rest is not NULL (malloc'd). */
+static inline char *expect_interrupted(pid_t pid, FILE *f, char **rest)
+{
+    kill(pid, SIGTERM);
+    int status = wait_within(pid, 60);
+    char line[8192], *said = NULL, *all = NULL;
+    size_t len = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strstr(line, "interrupted by SIGTERM")) {
+            free(said);
+            said = strdup(line);
+        }
+        size_t n = strlen(line);
+        all = realloc(all, len + n + 1);
+        cr_assert(all);
+        memcpy(all + len, line, n + 1);
+        len += n;
+    }
+    fclose(f);
+    cr_assert_neq(status, -1, "still running 60 s after SIGTERM");
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM, "status %#x", status);
+    cr_assert(said, "no line says \"interrupted by SIGTERM\":\n%s", all ? all : "");
+    if (rest)
+        *rest = all ? all : strdup("");
+    else
+        free(all);
+    return said;
+}
+
 /* Runs `qmmcheck ARGS` from the source directory; returns its exit code, and its combined
  * output in *out (malloc'd). */
 #define qmmcheck(out, ...) qmmcheck_under((out), "", __VA_ARGS__)

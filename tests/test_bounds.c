@@ -172,18 +172,9 @@ Test(bounds, sigterm_during_a_long_expectation_writes_the_reports, .timeout = 12
     cr_assert(fgets(line, sizeof line, f) != NULL, "no case line");
     cr_expect(strncmp(line, "1:PASSED a-small", 16) == 0, "%s", line);
     sleep(1); /* into b-long: loading, the optimized call (a second at most), the expectation */
-    kill(pid, SIGTERM);
-    int status = wait_within(pid, 60);
-    char *summary = NULL;
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, "SUMMARY:", 8) == 0)
-            summary = strdup(line);
-    fclose(f);
-    cr_assert_neq(status, -1, "still running 60 s after SIGTERM");
-    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM, "status %#x", status);
-    cr_assert(summary, "no SUMMARY line");
-    cr_expect(strstr(summary, "total:1 passed:1") && strstr(summary, "interrupted by SIGTERM"),
-              "%s", summary);
+    char *summary = expect_interrupted(pid, f, NULL);
+    cr_expect(strncmp(summary, "SUMMARY:", 8) == 0 && strstr(summary, "total:1 passed:1"), "%s",
+              summary);
     free(summary);
     char *report = slurp(json);
     expect_in(report, "\"interrupted\": \"SIGTERM\"");

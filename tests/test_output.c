@@ -413,17 +413,8 @@ Test(cli_out, sigterm_writes_both_reports_and_exits_143)
     char line[8192];
     cr_assert(fgets(line, sizeof line, f) != NULL, "no case line");
     cr_expect(strncmp(line, "1:", 2) == 0, "%s", line);
-    kill(pid, SIGTERM);
-    char *summary = NULL;
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, "SUMMARY:", 8) == 0)
-            summary = strdup(line);
-    fclose(f);
-    int status;
-    cr_assert(waitpid(pid, &status, 0) == pid);
-    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM, "status %#x", status);
-    cr_assert(summary, "no SUMMARY line");
-    cr_expect(strstr(summary, "interrupted by SIGTERM") != NULL, "%s", summary);
+    char *summary = expect_interrupted(pid, f, NULL);
+    cr_expect(strncmp(summary, "SUMMARY:", 8) == 0, "%s", summary);
     free(summary);
     cr_expect_eq(python_check("import json,sys; r=json.load(open(sys.argv[1])); "
                               "assert r[\"interrupted\"] == \"SIGTERM\", r.get(\"interrupted\"); "

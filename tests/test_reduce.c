@@ -260,16 +260,8 @@ Test(reduce_budget, sigterm_stops_it_cleanly_writing_nothing, .timeout = 120)
                                    "--max-tries 0 --seconds 600 2>&1",
                                dir, env("QMM_FLAKY_PLUGIN"), out_dir);
     sleep(2); /* into the K folding, which takes minutes at K = 3000 */
-    kill(pid, SIGTERM);
-    int status = wait_within(pid, 60);
-    char line[4096], *said = NULL;
-    while (fgets(line, sizeof line, f))
-        if (strstr(line, "interrupted by SIGTERM"))
-            said = strdup(line);
-    fclose(f);
-    cr_assert_neq(status, -1, "still running 60 s after SIGTERM");
-    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM, "status %#x", status);
-    cr_expect(said && strstr(said, "nothing written"), "%s", said ? said : "no line says so");
+    char *said = expect_interrupted(pid, f, NULL);
+    cr_expect(strstr(said, "nothing written"), "%s", said);
     free(said);
     cr_expect(access(out_dir, F_OK) != 0, "%s was written", out_dir);
     char cmd[600];
