@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/io/case.h"
 #include "harness/io/onnx_io.h"
 
 /* Writes a tensor as DIR/FILE, a TensorProto named `name`, for case directories built by a
@@ -51,6 +52,20 @@ static inline void write_case_model(const char *dir, const char *op_type, const 
     snprintf(path, sizeof path, "%s/model.onnx", dir);
     qh_error err;
     cr_assert(qh_write_model_file(path, &m, &err) == 0, "%s", err.msg);
+}
+
+/* The cases under `tree` (relative to the source directory, QMM_SOURCE_DIR) into *list, at
+ * least one; the caller frees the list. */
+static inline void discover_committed(const char *tree, qh_case_list *list)
+{
+    const char *src = getenv("QMM_SOURCE_DIR");
+    cr_assert_not_null(src, "QMM_SOURCE_DIR is not set (run through ctest)");
+    char root[1024];
+    snprintf(root, sizeof root, "%s/%s", src, tree);
+    qh_error err;
+    memset(list, 0, sizeof *list);
+    cr_assert_eq(qh_discover(root, list, &err), 0, "%s", err.msg);
+    cr_assert_gt(list->count, 0, "no case under %s", root);
 }
 
 #endif /* QMM_TESTS_CASEFILE_SUPPORT_H */

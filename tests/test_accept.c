@@ -21,6 +21,7 @@
 #include "optimized/qmm_optimized.h"
 #include "qmm/backend.h"
 #include "reference/qmm_reference.h"
+#include "tests/casefile_support.h"
 #include "reference/ref_internal.h"
 #include "tests/rng_support.h"
 #include "tests/tensor_support.h"
@@ -767,13 +768,9 @@ static const char *recorded_divergence(const char *name)
 
 Test(accept, onnxruntime_recorded_answers_are_accepted, .timeout = 300)
 {
-    const char *src = getenv("QMM_SOURCE_DIR");
-    cr_assert_not_null(src, "QMM_SOURCE_DIR is not set (run through ctest)");
-    char root[1024];
-    snprintf(root, sizeof root, "%s/tests/llm", src);
-    qh_case_list list = {0};
+    qh_case_list list;
+    discover_committed("tests/llm", &list);
     qh_error err;
-    cr_assert_eq(qh_discover(root, &list, &err), 0, "%s", err.msg);
     cr_assert_geq(list.count, 80);
     double worst = 0.0;
     long elements = 0, failed = 0, inconclusive = 0, level4_cases = 0, level4_unlike_float = 0;

@@ -16,6 +16,7 @@
 #include "ops/qmm_ops.h"
 #include "optimized/qmm_optimized.h"
 #include "reference/qmm_reference.h"
+#include "tests/casefile_support.h"
 
 TestSuite(operator, .init = make_tmp, .fini = remove_tmp);
 
@@ -232,12 +233,9 @@ Test(operator, every_operator_written_by_the_writer_loads_back_as_the_same_call)
 
 Test(operator, the_committed_qordered_vectors_name_inputs_as_the_table_does)
 {
-    char root[1024];
-    snprintf(root, sizeof root, "%s/vectors/qordered", env("QMM_SOURCE_DIR"));
-    qh_case_list list = {0};
+    qh_case_list list;
+    discover_committed("vectors/qordered", &list);
     qh_error err;
-    cr_assert_eq(qh_discover(root, &list, &err), 0, "%s", err.msg);
-    cr_assert(list.count > 0);
     const qmm_op_desc *d = qmm_op_desc_of(QMM_OP_QORDEREDMATMUL);
     for (size_t i = 0; i < list.count; i++) {
         qh_case c;

@@ -21,6 +21,7 @@
 #include "harness/io/meta.h"
 #include "ops/qmm_ops.h"
 #include "reference/qmm_reference.h"
+#include "tests/casefile_support.h"
 #include "tests/tensor_support.h"
 
 #define I8 QMM_DTYPE_INT8
@@ -1052,11 +1053,9 @@ Test(vectors, committed_cases_match_the_generator)
 
 Test(vectors, loader_reads_the_committed_cases)
 {
-    char root[1024];
-    snprintf(root, sizeof root, "%s/vectors/qordered", env("QMM_SOURCE_DIR"));
-    qh_case_list list = {0};
+    qh_case_list list;
+    discover_committed("vectors/qordered", &list);
     qh_error err;
-    cr_assert_eq(qh_discover(root, &list, &err), 0, "%s", err.msg);
     vcase v;
     int n = 0;
     while (get_case(n, &v))
