@@ -1,4 +1,5 @@
-/* harness/base/array.h — room for one more element in a growable array (items, count, cap). */
+/* harness/base/array.h — room for one more element in a growable array (items, count, cap),
+ * and for more bytes in a growable byte buffer. */
 #ifndef QMM_HARNESS_ARRAY_H
 #define QMM_HARNESS_ARRAY_H
 
@@ -18,6 +19,24 @@ static inline int qh_array_reserve(void *items, size_t *cap, size_t count, size_
     if (!p)
         return -1;
     *(void **)items = p;
+    *cap = ncap;
+    return 0;
+}
+
+/* Makes *data (a byte buffer, *cap bytes allocated) hold at least `need` bytes: doubles the
+ * allocation (`first` bytes at first) until it does, or takes `need` itself when doubling
+ * would overflow. 0, or -1 when memory runs out (*data unchanged). */
+static inline int qh_bytes_reserve(void *data, size_t *cap, size_t need, size_t first)
+{
+    if (need <= *cap)
+        return 0;
+    size_t ncap = *cap ? *cap : first;
+    while (ncap < need)
+        ncap = ncap > SIZE_MAX / 2 ? need : ncap * 2;
+    void *p = realloc(*(void **)data, ncap);
+    if (!p)
+        return -1;
+    *(void **)data = p;
     *cap = ncap;
     return 0;
 }

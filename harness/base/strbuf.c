@@ -1,6 +1,7 @@
 /* harness/base/strbuf.c — the growable string. */
 #include "harness/base/strbuf.h"
 
+#include "harness/base/array.h"
 #include "harness/base/clean.h"
 
 #include <stdarg.h>
@@ -12,18 +13,10 @@ static int reserve(qh_sb *b, size_t extra)
 {
     if (b->failed)
         return -1;
-    if (b->len + extra + 1 <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap : 128;
-    while (cap < b->len + extra + 1)
-        cap *= 2;
-    char *s = realloc(b->s, cap);
-    if (!s) {
+    if (extra >= SIZE_MAX - b->len || qh_bytes_reserve(&b->s, &b->cap, b->len + extra + 1, 128)) {
         b->failed = 1;
         return -1;
     }
-    b->s = s;
-    b->cap = cap;
     return 0;
 }
 

@@ -3,6 +3,8 @@
  * wrap. */
 #include "harness/io/pb.h"
 
+#include "harness/base/array.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,28 +159,10 @@ static int reserve(qh_pb_buf *b, size_t extra)
 {
     if (b->failed)
         return -1;
-    if (extra > SIZE_MAX - b->len) {
+    if (extra > SIZE_MAX - b->len || qh_bytes_reserve(&b->data, &b->cap, b->len + extra, 64)) {
         b->failed = 1;
         return -1;
     }
-    size_t need = b->len + extra;
-    if (need <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap : 64;
-    while (cap < need) {
-        if (cap > SIZE_MAX / 2) {
-            cap = need;
-            break;
-        }
-        cap *= 2;
-    }
-    uint8_t *p = realloc(b->data, cap);
-    if (!p) {
-        b->failed = 1;
-        return -1;
-    }
-    b->data = p;
-    b->cap = cap;
     return 0;
 }
 
