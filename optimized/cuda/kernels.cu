@@ -155,22 +155,27 @@ extern "C" cudaError_t qmm_cu_launch_add(int32_t *d, const int32_t *t, int64_t c
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t qmm_cu_launch_epilogue(const qmm_cu_epi *p, cudaStream_t s)
+namespace {
+
+/* An epilogue's launch: one thread per element of its m x n output, in 32 x 8 blocks. */
+template <typename P> cudaError_t launch_epilogue(void (*kernel)(P), const P *p, cudaStream_t s)
 {
     if (p->m == 0 || p->n == 0)
         return cudaSuccess;
     dim3 block(32, 8);
     dim3 grid((unsigned int)((p->n + 31) / 32), blocks_for(p->m, 8));
-    epilogue_kernel<<<grid, block, 0, s>>>(*p);
+    kernel<<<grid, block, 0, s>>>(*p);
     return cudaGetLastError();
+}
+
+} /* namespace */
+
+extern "C" cudaError_t qmm_cu_launch_epilogue(const qmm_cu_epi *p, cudaStream_t s)
+{
+    return launch_epilogue(epilogue_kernel, p, s);
 }
 
 extern "C" cudaError_t qmm_cu_launch_qord_epilogue(const qmm_cu_qord *p, cudaStream_t s)
 {
-    if (p->m == 0 || p->n == 0)
-        return cudaSuccess;
-    dim3 block(32, 8);
-    dim3 grid((unsigned int)((p->n + 31) / 32), blocks_for(p->m, 8));
-    qord_epilogue_kernel<<<grid, block, 0, s>>>(*p);
-    return cudaGetLastError();
+    return launch_epilogue(qord_epilogue_kernel, p, s);
 }
