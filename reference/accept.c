@@ -289,37 +289,45 @@ qmm_ref_verdict qmm_ref_accept_judge(const qmm_ref_accept *a, double y, double *
 /* ---- the integer product's float epilogue (docs/semantics.md §10.2) ---- */
 
 /* RN32(RN32(float(acc) * RN32(sa * sb)) + bias) without FMA, and with bias fused in. */
-static void epilogue(int64_t acc, double sa, double sb, int has_bias, double bias, float *plain,
-                     float *fused)
+static void epilogue(int64_t acc, const qmm_ref_i2f_elem *e, float *plain, float *fused)
 {
     volatile float fa = (float)acc; /* RN32: exact below 2^24 */
-    volatile float mul = (float)sa * (float)sb;
+    volatile float mul = (float)e->sa * (float)e->sb;
     volatile float prod = fa * mul;
-    volatile float y = has_bias ? prod + (float)bias : prod;
+    volatile float y = e->has_bias ? prod + (float)e->bias : prod;
     *plain = y;
-    *fused = has_bias ? fmaf(fa, mul, (float)bias) : y;
+    *fused = e->has_bias ? fmaf(fa, mul, (float)e->bias) : y;
 }
 
-double qmm_ref_i2f_value(int64_t acc, double sa, double sb, int has_bias, double bias)
+int64_t qmm_ref_i2f_b_side(qmm_ref_i2f_elem *e, const qmm_tensor *b_zero_point,
+                           const qmm_tensor *b_scale, const qmm_tensor *bias, int32_t ft,
+                           int64_t pj, int64_t j)
+{
+    e->sb = qmm_scale_decode(ft, b_scale->data, pj);
+    e->has_bias = qmm_tensor_present(bias);
+    e->bias = e->has_bias ? qmm_scale_decode(ft, bias->data, j) : 0.0;
+    return qmm_tensor_present(b_zero_point) ? qmm_load_q8(b_zero_point, pj) : 0;
+}
+
+double qmm_ref_i2f_value(int64_t acc, const qmm_ref_i2f_elem *e)
 {
     float plain, fused;
-    epilogue(acc, sa, sb, has_bias, bias, &plain, &fused);
+    epilogue(acc, e, &plain, &fused);
     return plain;
 }
 
-void qmm_ref_i2f_accept(qmm_ref_accept *out, int64_t acc, double sa, double sb, int has_bias,
-                        double bias, int32_t y_dtype)
+void qmm_ref_i2f_accept(qmm_ref_accept *out, const qmm_ref_i2f_elem *e, int32_t y_dtype)
 {
     static const char *const names[4] = {"exact-acc", "exact-acc-fma", "int32-wrapped-acc",
                                          "int32-wrapped-acc-fma"};
-    int64_t accs[2] = {acc, qmm_wrap_int32(acc)};
-    int n_acc = accs[1] != acc ? 2 : 1;
+    int64_t accs[2] = {e->acc, qmm_wrap_int32(e->acc)};
+    int n_acc = accs[1] != e->acc ? 2 : 1;
     out->n = 0;
     for (int i = 0; i < n_acc; i++) {
         float plain, fused;
-        epilogue(accs[i], sa, sb, has_bias, bias, &plain, &fused);
+        epilogue(accs[i], e, &plain, &fused);
         float v[2] = {plain, fused};
-        for (int f = 0; f < (has_bias ? 2 : 1); f++) {
+        for (int f = 0; f < (e->has_bias ? 2 : 1); f++) {
             qmm_ref_interval *iv = &out->iv[out->n++];
             qmm_ref_interval_value(iv, (double)v[f], names[2 * i + f]);
             if (y_dtype != QMM_DTYPE_FLOAT) {
@@ -332,6 +340,16 @@ void qmm_ref_i2f_accept(qmm_ref_accept *out, int64_t acc, double sa, double sb, 
     }
 }
 
+double qmm_ref_i2f_explain(qmm_ref_element *out, const qmm_ref_i2f_elem *e, int32_t y_dtype)
+{
+    out->acc = e->acc;
+    out->overflow = !qmm_ref_fits_int32(e->acc);
+    double v = qmm_ref_i2f_value(e->acc, e);
+    out->expected = qmm_ref_float_bits(y_dtype, v);
+    out->wrapped = qmm_ref_float_bits(y_dtype, qmm_ref_i2f_value(qmm_wrap_int32(e->acc), e));
+    return v;
+}
+
 void qmm_ref_copy_wrapped(qmm_tensor *yw, const qmm_tensor *y, const qmm_ref_part *part)
 {
     if (yw)
@@ -339,11 +357,11 @@ void qmm_ref_copy_wrapped(qmm_tensor *yw, const qmm_tensor *y, const qmm_ref_par
                (size_t)(part ? part->count : qmm_tensor_numel(y)) * qmm_dtype_size(y->dtype));
 }
 
-void qmm_ref_i2f_put(qmm_ref_accept *out, const qmm_tensor *y, int64_t slot, int64_t acc,
-                     double sa, double sb, int has_bias, double bias)
+void qmm_ref_i2f_put(qmm_ref_accept *out, const qmm_tensor *y, int64_t slot,
+                     const qmm_ref_i2f_elem *e)
 {
     if (out)
-        qmm_ref_i2f_accept(&out[slot], acc, sa, sb, has_bias, bias, y->dtype);
+        qmm_ref_i2f_accept(&out[slot], e, y->dtype);
     else
-        qmm_ref_store_float(y, slot, qmm_ref_i2f_value(acc, sa, sb, has_bias, bias));
+        qmm_ref_store_float(y, slot, qmm_ref_i2f_value(e->acc, e));
 }

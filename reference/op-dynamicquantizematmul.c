@@ -59,27 +59,19 @@ static int64_t dyn_code(const dyn_quant *d, const qmm_tensor *a, int64_t i)
     return q < 0 ? 0 : q > 255 ? 255 : (int64_t)q;
 }
 
-typedef struct dqm_elem {
-    int64_t acc;
-    double sb, bias;
-    int has_bias;
-} dqm_elem;
-
-static dqm_elem dqm_at(const qmm_dynamicquantizematmul *c, const qmm_i2f_plan *p,
-                       const dyn_quant *d, int64_t bi, int64_t i, int64_t j)
+static qmm_ref_i2f_elem dqm_at(const qmm_dynamicquantizematmul *c, const qmm_i2f_plan *p,
+                               const dyn_quant *d, int64_t bi, int64_t i, int64_t j)
 {
     const qmm_geometry *g = &p->g;
-    dqm_elem e;
-    int64_t pj = p->b_per_column ? j : 0;
-    int64_t zb = qmm_tensor_present(&c->b_zero_point) ? qmm_load_q8(&c->b_zero_point, pj) : 0;
+    qmm_ref_i2f_elem e;
+    int64_t zb = qmm_ref_i2f_b_side(&e, &c->b_zero_point, &c->b_scale, &c->bias,
+                                    QMM_DTYPE_FLOAT, p->b_per_column ? j : 0, j);
     int64_t ao = qmm_geometry_a_offset(g, bi) + i * g->k;
     int64_t bo = qmm_geometry_b_offset(g, bi) + j;
     e.acc = 0;
     for (int64_t k = 0; k < g->k; k++)
         e.acc += (dyn_code(d, &c->a, ao + k) - d->zp) * (qmm_load_q8(&c->b, bo + k * g->n) - zb);
-    e.sb = qmm_scale_decode(QMM_DTYPE_FLOAT, c->b_scale.data, pj);
-    e.has_bias = qmm_tensor_present(&c->bias);
-    e.bias = e.has_bias ? qmm_scale_decode(QMM_DTYPE_FLOAT, c->bias.data, j) : 0.0;
+    e.sa = d->scale;
     return e;
 }
 
@@ -104,8 +96,8 @@ static qmm_status_code dqm_walk(qmm_dynamicquantizematmul *c, const qmm_ref_part
             }
             continue;
         }
-        dqm_elem e = dqm_at(c, &p, &d, w.bi, w.i, w.j);
-        qmm_ref_i2f_put(out, &c->y, slot, e.acc, d.scale, e.sb, e.has_bias, e.bias);
+        qmm_ref_i2f_elem e = dqm_at(c, &p, &d, w.bi, w.i, w.j);
+        qmm_ref_i2f_put(out, &c->y, slot, &e);
     }
     return qmm_ref_walk_end(&w, st);
 }
@@ -132,14 +124,8 @@ static qmm_status_code dqm_explain(const qmm_call *call, int64_t index, qmm_ref_
                                   : "A holds a non-finite value");
         return qmm_status_ok(st);
     }
-    dqm_elem el = dqm_at(c, &p, &d, bi, i, j);
-    e->acc = el.acc;
-    e->overflow = !qmm_ref_fits_int32(el.acc);
-    double v = qmm_ref_i2f_value(el.acc, d.scale, el.sb, el.has_bias, el.bias);
-    e->expected = qmm_ref_float_bits(QMM_DTYPE_FLOAT, v);
-    e->wrapped = qmm_ref_float_bits(
-        QMM_DTYPE_FLOAT,
-        qmm_ref_i2f_value(qmm_wrap_int32(el.acc), d.scale, el.sb, el.has_bias, el.bias));
+    qmm_ref_i2f_elem el = dqm_at(c, &p, &d, bi, i, j);
+    double v = qmm_ref_i2f_explain(e, &el, QMM_DTYPE_FLOAT);
     snprintf(e->scaled, sizeof e->scaled, "a_scale %.9g a_zero_point %lld; %.9g", d.scale,
              (long long)d.zp, v);
     return qmm_status_ok(st);

@@ -9,25 +9,16 @@
 
 #include "reference/ref_internal.h"
 
-typedef struct mif_elem {
-    int64_t acc;
-    double sa, sb, bias;
-    int has_bias;
-} mif_elem;
-
-static mif_elem mif_at(const qmm_matmul_integer_to_float *c, const qmm_i2f_plan *p, int64_t bi,
-                       int64_t i, int64_t j)
+static qmm_ref_i2f_elem mif_at(const qmm_matmul_integer_to_float *c, const qmm_i2f_plan *p,
+                               int64_t bi, int64_t i, int64_t j)
 {
-    mif_elem e;
+    qmm_ref_i2f_elem e;
     int32_t ft = c->a_scale.dtype;
-    int64_t pj = p->b_per_column ? j : 0;
+    int64_t zb = qmm_ref_i2f_b_side(&e, &c->b_zero_point, &c->b_scale, &c->bias, ft,
+                                    p->b_per_column ? j : 0, j);
     int64_t za = qmm_tensor_present(&c->a_zero_point) ? qmm_load_q8(&c->a_zero_point, 0) : 0;
-    int64_t zb = qmm_tensor_present(&c->b_zero_point) ? qmm_load_q8(&c->b_zero_point, pj) : 0;
     e.acc = qmm_ref_matmul_acc(&c->a, &c->b, &p->g, bi, i, j, za, zb);
     e.sa = qmm_scale_decode(ft, c->a_scale.data, 0);
-    e.sb = qmm_scale_decode(ft, c->b_scale.data, pj);
-    e.has_bias = qmm_tensor_present(&c->bias);
-    e.bias = e.has_bias ? qmm_scale_decode(ft, c->bias.data, j) : 0.0;
     return e;
 }
 
@@ -40,8 +31,8 @@ static qmm_status_code mif_walk(qmm_matmul_integer_to_float *c, const qmm_ref_pa
     QMM_TRY(qmm_ref_walk_start(&w, p.g.batch, p.g.m, p.g.n, part, 0, st));
     for (; qmm_ref_walk_more(&w); qmm_ref_walk_next(&w)) {
         int64_t slot = qmm_ref_walk_slot(&w, w.idx);
-        mif_elem e = mif_at(c, &p, w.bi, w.i, w.j);
-        qmm_ref_i2f_put(out, &c->y, slot, e.acc, e.sa, e.sb, e.has_bias, e.bias);
+        qmm_ref_i2f_elem e = mif_at(c, &p, w.bi, w.i, w.j);
+        qmm_ref_i2f_put(out, &c->y, slot, &e);
     }
     return qmm_ref_walk_end(&w, st);
 }
@@ -61,13 +52,8 @@ static qmm_status_code mif_explain(const qmm_call *call, int64_t index, qmm_ref_
     int64_t bi, i, j;
     QMM_TRY(qmm_validate_matmul_integer_to_float(c, &p, st));
     QMM_TRY(qmm_ref_element_at(&p.g, index, &bi, &i, &j, st));
-    mif_elem el = mif_at(c, &p, bi, i, j);
-    e->acc = el.acc;
-    e->overflow = !qmm_ref_fits_int32(el.acc);
-    double v = qmm_ref_i2f_value(el.acc, el.sa, el.sb, el.has_bias, el.bias);
-    e->expected = qmm_ref_float_bits(c->y.dtype, v);
-    e->wrapped = qmm_ref_float_bits(
-        c->y.dtype, qmm_ref_i2f_value(qmm_wrap_int32(el.acc), el.sa, el.sb, el.has_bias, el.bias));
+    qmm_ref_i2f_elem el = mif_at(c, &p, bi, i, j);
+    double v = qmm_ref_i2f_explain(e, &el, c->y.dtype);
     snprintf(e->scaled, sizeof e->scaled, "%.9g", v);
     return qmm_status_ok(st);
 }

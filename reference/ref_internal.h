@@ -212,17 +212,32 @@ void qmm_ref_copy_wrapped(qmm_tensor *yw, const qmm_tensor *y, const qmm_ref_par
 /* The bits qmm_ref_element.expected holds for a float y's value v. */
 int64_t qmm_ref_float_bits(int32_t dtype, double v);
 
-/* The float epilogue of an integer product (DynamicQuantizeMatMul, MatMulIntegerToFloat;
- * docs/semantics.md §10.2): RN32(RN32(RN32(acc) * RN32(sa * sb)) + bias), the value compute
- * writes; and every value accepted: that, with the bias fused (FMA), and both again from the
+/* One element of an integer product with a float epilogue (DynamicQuantizeMatMul,
+ * MatMulIntegerToFloat; docs/semantics.md §10.2): the exact accumulator, A's and B's scales
+ * and the bias (0 when absent). */
+typedef struct qmm_ref_i2f_elem {
+    int64_t acc;
+    double sa, sb, bias;
+    int has_bias;
+} qmm_ref_i2f_elem;
+
+/* B's side of the element at column j, the same in both operators: b's scale (element pj: j
+ * per column, else 0) in type ft, and the bias; returns b's zero point there (0 when absent). */
+int64_t qmm_ref_i2f_b_side(qmm_ref_i2f_elem *e, const qmm_tensor *b_zero_point,
+                           const qmm_tensor *b_scale, const qmm_tensor *bias, int32_t ft,
+                           int64_t pj, int64_t j);
+
+/* The epilogue RN32(RN32(RN32(acc) * RN32(sa * sb)) + bias), the value compute writes; and
+ * every value accepted: that, with the bias fused (FMA), and both again from the
  * int32-wrapped accumulator when acc does not fit int32. A y that is not float: inconclusive
  * (not modelled). */
-double qmm_ref_i2f_value(int64_t acc, double sa, double sb, int has_bias, double bias);
-void qmm_ref_i2f_accept(qmm_ref_accept *out, int64_t acc, double sa, double sb, int has_bias,
-                        double bias, int32_t y_dtype);
-/* One element of the epilogue where a walk puts it: its accepted values in out[slot] when out
- * is given (judging), else the value into y[slot] (compute). */
-void qmm_ref_i2f_put(qmm_ref_accept *out, const qmm_tensor *y, int64_t slot, int64_t acc,
-                     double sa, double sb, int has_bias, double bias);
+double qmm_ref_i2f_value(int64_t acc, const qmm_ref_i2f_elem *e);
+void qmm_ref_i2f_accept(qmm_ref_accept *out, const qmm_ref_i2f_elem *e, int32_t y_dtype);
+/* The element where a walk puts it: its accepted values in out[slot] when out is given
+ * (judging), else the value into y[slot] (compute). */
+void qmm_ref_i2f_put(qmm_ref_accept *out, const qmm_tensor *y, int64_t slot,
+                     const qmm_ref_i2f_elem *e);
+/* qmm_ref_explain's fields for the element (y of type y_dtype); returns the value. */
+double qmm_ref_i2f_explain(qmm_ref_element *out, const qmm_ref_i2f_elem *e, int32_t y_dtype);
 
 #endif /* QMM_REF_INTERNAL_H */
