@@ -95,22 +95,25 @@ __global__ void add_kernel(int32_t *d, const int32_t *t, int64_t count)
         d[i] = qmm_rq_wrap((uint32_t)d[i] + (uint32_t)t[i]);
 }
 
-__global__ void epilogue_kernel(qmm_cu_epi p)
+/* One element of an epilogue's m x n output (epilogue.h), by the parameters' type. */
+__device__ inline void epilogue_element(const qmm_cu_epi *p, int64_t i, int64_t j)
+{
+    qmm_cu_epi_element(p, i, j);
+}
+
+__device__ inline void epilogue_element(const qmm_cu_qord *p, int64_t i, int64_t j)
+{
+    qmm_cu_qord_element(p, i, j);
+}
+
+/* An epilogue over its m x n output: column j per thread in x, rows strided in y. */
+template <typename P> __global__ void epilogue_kernel(P p)
 {
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     for (int64_t i = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; i < p.m;
          i += (int64_t)gridDim.y * blockDim.y)
         if (j < p.n)
-            qmm_cu_epi_element(&p, i, j);
-}
-
-__global__ void qord_epilogue_kernel(qmm_cu_qord p)
-{
-    int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; r < p.m;
-         r += (int64_t)gridDim.y * blockDim.y)
-        if (c < p.n)
-            qmm_cu_qord_element(&p, r, c);
+            epilogue_element(&p, i, j);
 }
 
 unsigned int blocks_for(int64_t count, int per)
@@ -172,10 +175,10 @@ template <typename P> cudaError_t launch_epilogue(void (*kernel)(P), const P *p,
 
 extern "C" cudaError_t qmm_cu_launch_epilogue(const qmm_cu_epi *p, cudaStream_t s)
 {
-    return launch_epilogue(epilogue_kernel, p, s);
+    return launch_epilogue(epilogue_kernel<qmm_cu_epi>, p, s);
 }
 
 extern "C" cudaError_t qmm_cu_launch_qord_epilogue(const qmm_cu_qord *p, cudaStream_t s)
 {
-    return launch_epilogue(qord_epilogue_kernel, p, s);
+    return launch_epilogue(epilogue_kernel<qmm_cu_qord>, p, s);
 }
