@@ -99,3 +99,11 @@ void qh_sb_coord(qh_sb *b, const qmm_tensor *y, int64_t index)
         qh_sb_printf(b, "%s%lld", d ? "," : "", (long long)c[d]);
     qh_sb_puts(b, "]");
 }
+
+void qh_tensor_free(qh_tensor *t)
+{
+    if (!t)
+        return;
+    free(t->t.data);
+    t->t.data = NULL;
+}

@@ -12,6 +12,19 @@
 /* Upper bound on a tensor's payload; larger claims are rejected before allocating. */
 #define QH_MAX_TENSOR_BYTES ((int64_t)1 << 32)
 
+/* Room for a name: a tensor's, and the ONNX reader's for every name it keeps (io/onnx_io.h). */
+#define QH_NAME_MAX 128
+
+/* A named tensor that owns its data (t.data malloc'd): what the ONNX reader makes of a .pb
+ * file (io/onnx_io.h), a case's inputs and outputs, an exec answer's output. */
+typedef struct qh_tensor {
+    qmm_tensor t;
+    char name[QH_NAME_MAX];
+} qh_tensor;
+
+/* Frees t->t.data (t may be NULL). */
+void qh_tensor_free(qh_tensor *t);
+
 /* Element i of an integer tensor as int64 (uint8, int8, int16, uint16, int32, int64); of a
  * float8 tensor, its code (0..255), which is what the mismatch lines print and compare. */
 int64_t qh_tensor_int(const qmm_tensor *t, int64_t i);

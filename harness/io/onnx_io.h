@@ -17,21 +17,12 @@
 
 #include "harness/base/error.h"
 #include "harness/base/fileio.h"
-#include "harness/base/tensor.h" /* QH_MAX_TENSOR_BYTES */
+#include "harness/base/tensor.h" /* qh_tensor, QH_NAME_MAX, QH_MAX_TENSOR_BYTES */
 #include "qmm/qmm.h"
 
-#define QH_NAME_MAX 128
 #define QH_MAX_IO 16
 #define QH_MAX_ATTRS 16
 #define QH_MAX_OPSETS 8
-
-/* A tensor read from a .pb file. t.data is malloc'd and owned by this struct. */
-typedef struct qh_tensor {
-    qmm_tensor t;
-    char name[QH_NAME_MAX];
-} qh_tensor;
-
-void qh_tensor_free(qh_tensor *t);
 
 /* AttributeProto.AttributeType values we keep. */
 enum { QH_ATTR_FLOAT = 1, QH_ATTR_INT = 2, QH_ATTR_STRING = 3 };

@@ -380,14 +380,6 @@ int qh_parse_tensor(const uint8_t *buf, size_t len, const char *what, qh_tensor 
     return 0;
 }
 
-void qh_tensor_free(qh_tensor *t)
-{
-    if (!t)
-        return;
-    free(t->t.data);
-    t->t.data = NULL;
-}
-
 /* ---- AttributeProto ------------------------------------------------------------------ */
 
 /* What an AttributeProto's fields said (the last of each); the values are kept once the type
