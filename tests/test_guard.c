@@ -37,6 +37,13 @@ static void send_sentence(int fd, const char *sentence)
     (void)!write(fd, sentence, strlen(sentence));
 }
 
+/* The fault handler's reporter: the sentence (the cause's code is the worker's to send). */
+static void report_sentence(int fd, int32_t cause_arg, const char *sentence)
+{
+    (void)cause_arg;
+    send_sentence(fd, sentence);
+}
+
 /* A call's tensors in the worker's order, the output last. */
 enum { A, AZ, B, Y, N_REGIONS };
 
@@ -48,7 +55,7 @@ static void place_call(qh_guarded *g, int fd)
     cr_assert_eq(qh_guard_input(&g[AZ], "a_zero_point", bytes, 1), 0);
     cr_assert_eq(qh_guard_input(&g[B], "b", bytes, 300), 0);
     cr_assert_eq(qh_guard_output(&g[Y], "y", 1000, 0xa5), 0);
-    qh_guard_install_handler(g, N_REGIONS, fd, send_sentence);
+    qh_guard_install_handler(g, N_REGIONS, fd, report_sentence);
 }
 
 /* Runs body(fd) in a child; returns what the handler reported ("" when nothing), with the

@@ -115,6 +115,44 @@ Test(judge, reduce_classes_are_codes_not_text)
     qh_verdict_free(&b);
 }
 
+/* The class of a guard's catch is the invocation's cause (a write past the end of y), never its
+ * sentence: "wrote 1 byte past the end of y" and "wrote 12289 bytes past the end of y" cut to
+ * different words ("byte", "bytes"), so reduce took a candidate whose overrun had shrunk to
+ * one byte for another failure. A write before the start of y is another class. */
+Test(judge, a_guard_catch_is_one_class_whatever_its_sentence)
+{
+    char dir[4096];
+    qh_case_ref ref = ref_of("vectors/seeds/onnx-doc-matmulinteger", dir, sizeof dir);
+    qh_case c;
+    qh_error err;
+    cr_assert(qh_case_load(&ref, &c, &err) == 0, "%s", err.msg);
+    const char *modes[3] = {"one_past", "far_write", "one_before"};
+    const char *said[3] = {"wrote 1 byte past the end of y", " bytes past the end of y",
+                           "wrote 1 byte before the start of y"};
+    qh_verdict v[3];
+    for (int i = 0; i < 3; i++) {
+        char spec[4200];
+        snprintf(spec, sizeof spec, "%s:mode=%s", env("QMM_GUARD_PLUGIN"), modes[i]);
+        qh_isolation iso = {.isolate = 1, .timeout_s = 60, .memory_limit = 0};
+        qh_backend b;
+        cr_assert(qh_backend_open_isolated(spec, &iso, &b, &err) == 0, "%s", err.msg);
+        qh_eval_opts o = {0};
+        o.invoke.isolate = 1;
+        o.invoke.timeout_s = 60;
+        qh_verdict_init(&v[i]);
+        qh_judge_case(&c, &b, &o, &v[i]);
+        qh_backend_close(&b);
+        cr_expect_eq(v[i].reason, QH_REASON_MISBEHAVED, "%s", v[i].summary.s);
+        cr_expect(strstr(v[i].summary.s, said[i]), "%s", v[i].summary.s);
+    }
+    cr_expect_str_eq(qh_cause_name(v[0].cause), "guard");
+    cr_expect(qh_verdict_same_class(&v[0], &v[1]), "%s | %s", v[0].summary.s, v[1].summary.s);
+    cr_expect(!qh_verdict_same_class(&v[0], &v[2]), "%s | %s", v[0].summary.s, v[2].summary.s);
+    for (int i = 0; i < 3; i++)
+        qh_verdict_free(&v[i]);
+    qh_case_free(&c);
+}
+
 /* Candidates are judged in memory: reduce needs no temporary directory (it made one under
  * TMPDIR for every candidate it wrote, and stopped when it could not). */
 Test(judge, reduce_judges_candidates_without_writing_them)

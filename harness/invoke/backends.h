@@ -52,6 +52,8 @@ typedef struct qh_backend {
     int worker_status;
     uint32_t seq;          /* number of the last call sent */
     int qemu_oom;          /* --cpu: qemu itself ran out of memory in the worker (cpu.h) */
+    int32_t end_cause, end_arg; /* how the last worker ended (qh_cause, invoke.h) */
+    int32_t why_cause, why_arg; /* the cause of the last failed wait's explanation */
     char *captured;        /* what the worker printed since the last call took it */
     size_t captured_len, captured_dropped;
 } qh_backend;

@@ -57,6 +57,8 @@ typedef struct exec_state {
     char name[128], description[256];
     pid_t pid;                   /* 0 when no process runs (or it ended and was reaped) */
     char ended[128];             /* how it ended, once reaped */
+    qh_cause end_cause;          /* the same as a code (QH_CAUSE_NONE: not reaped yet) */
+    int32_t end_arg;
     int fd;                      /* our end of its stdin/stdout; -1 when no process */
     int peer;                    /* its end, kept open: what it left unread of a request */
     int err;                     /* its stderr (read end); -1 when passed (in a worker) */
@@ -66,6 +68,8 @@ typedef struct exec_state {
     pthread_mutex_t mu;          /* one exchange at a time */
     qh_invoke_outcome event;     /* what the last query or call left for the caller */
     int query_event;             /* the event came from the query just before this call */
+    qh_cause cause;              /* the event's cause and its argument */
+    int32_t cause_arg;
     char problem[EXEC_PROBLEM_MAX];
 } exec_state;
 
@@ -212,6 +216,7 @@ static int process_ended(exec_state *s, char *how, size_t n)
         if (waitpid(s->pid, &status, WNOHANG) != s->pid)
             return 0;
         describe_status(status, s->ended, sizeof s->ended);
+        s->end_cause = qh_cause_of_status(status, &s->end_arg);
         s->pid = 0;
     }
     snprintf(how, n, "%s", s->ended);
@@ -296,6 +301,7 @@ static int spawn(exec_state *s, char *why, size_t n)
     }
     close(ep[0]);
     s->pid = pid;
+    s->end_cause = QH_CAUSE_NONE; /* the last process's end is not this one's */
     s->fd = sv[0];
     s->peer = sv[1]; /* kept: the socket outlives the process, so what of a request it never
                       * read can still be counted (queued) */
@@ -592,10 +598,28 @@ static int start(exec_state *s, char *why, size_t n)
 
 /* ---- the table -------------------------------------------------------------------------- */
 
-static void set_event(exec_state *s, qh_invoke_outcome ev, const char *problem)
+static void set_event(exec_state *s, qh_invoke_outcome ev, qh_cause cause, int32_t arg,
+                      const char *problem)
 {
     s->event = ev;
+    s->cause = cause;
+    s->cause_arg = arg;
     snprintf(s->problem, sizeof s->problem, "%s", problem);
+}
+
+/* An exchange that failed with `r` as the event: its outcome and cause. */
+static void set_failed(exec_state *s, int r, const char *problem)
+{
+    if (r == XC_MALFORMED)
+        set_event(s, QH_MALFORMED, QH_CAUSE_PROTOCOL, 0, problem);
+    else if (r == XC_HUNG)
+        set_event(s, QH_HUNG, QH_CAUSE_NO_ANSWER, 0, problem);
+    else if (r == XC_INTR)
+        set_event(s, QH_INTERRUPTED, QH_CAUSE_NONE, 0, problem);
+    else if (s->end_cause != QH_CAUSE_NONE && s->pid == 0)
+        set_event(s, QH_DIED, s->end_cause, s->end_arg, problem);
+    else
+        set_event(s, QH_DIED, QH_CAUSE_ENDED, 0, problem);
 }
 
 static qh_invoke_outcome outcome_of(int r)
@@ -666,7 +690,7 @@ static qmm_status_code exec_query(const qmm_backend *self, const qmm_call *call,
         if (r == XC_OK && rep.status == QMM_UNSUPPORTED)
             code = qmm_status_set(st, QMM_UNSUPPORTED, "%s", rep.message);
         else if (r != XC_OK) {
-            set_event(s, outcome_of(r), why);
+            set_failed(s, r, why);
             s->query_event = 1; /* the call that follows answers it */
         }
         free(frame);
@@ -682,13 +706,14 @@ static qmm_status_code take_output(exec_state *s, const qh_exec_reply *rep, qmm_
 {
     char why[EXEC_PROBLEM_MAX];
     if (!rep->output) {
-        set_event(s, QH_MALFORMED, "Reply.output: missing, and the status is OK");
+        set_event(s, QH_MALFORMED, QH_CAUSE_PROTOCOL, 0,
+                  "Reply.output: missing, and the status is OK");
         return answer_event(s, st);
     }
     qh_tensor t;
     qh_error err;
     if (qh_parse_tensor(rep->output, rep->output_len, "Reply.output", &t, &err) != 0) {
-        set_event(s, QH_MALFORMED, err.msg);
+        set_event(s, QH_MALFORMED, QH_CAUSE_PROTOCOL, 0, err.msg);
         stop_process(s);
         return answer_event(s, st);
     }
@@ -705,7 +730,7 @@ static qmm_status_code take_output(exec_state *s, const qh_exec_reply *rep, qmm_
                      (long long)y->dims[i]);
         snprintf(why, sizeof why, "returned an output of type %s and shape [%s]; y is %s [%s]",
                  qmm_dtype_name(t.t.dtype), got, qmm_dtype_name(y->dtype), want);
-        set_event(s, QH_MISBEHAVED, why);
+        set_event(s, QH_MISBEHAVED, QH_CAUSE_WRONG_OUTPUT, 0, why);
         qh_tensor_free(&t);
         return answer_event(s, st);
     }
@@ -757,7 +782,7 @@ static qmm_status_code exec_run(const qmm_backend *self, qmm_call *call, qmm_sta
         int r = request(s, &b, QH_EXEC_CALL, (uint32_t)ybytes + QH_EXEC_CALL_SLACK, &rep,
                         &frame, why, sizeof why);
         if (r != XC_OK) {
-            set_event(s, outcome_of(r), why);
+            set_failed(s, r, why);
             code = answer_event(s, st);
         } else if (rep.status != QMM_OK) {
             code = qmm_status_set(st, (qmm_status_code)rep.status, "%s", rep.message);
@@ -925,15 +950,19 @@ void qh_append_printed(char *msg, size_t size, size_t reserve, const char *out, 
     qh_clean_into(msg + len, size - len - reserve, out + from, n - from, 0);
 }
 
-qh_invoke_outcome qh_exec_take_event(const qmm_backend *be, char *problem, size_t n)
+qh_invoke_outcome qh_exec_take_event(const qmm_backend *be, char *problem, size_t n,
+                                     qh_cause *cause, int32_t *cause_arg)
 {
     if (!be || be->query != exec_query)
         return QH_RETURNED;
     exec_state *s = be->impl;
     pthread_mutex_lock(&s->mu);
     qh_invoke_outcome ev = s->event;
-    if (ev != QH_RETURNED)
+    if (ev != QH_RETURNED) {
         snprintf(problem, n, "%s", s->problem);
+        *cause = s->cause;
+        *cause_arg = s->cause_arg;
+    }
     s->event = QH_RETURNED;
     s->query_event = 0;
     pthread_mutex_unlock(&s->mu);

@@ -31,9 +31,10 @@ qmm_backend *qh_exec_open(uint32_t harness_abi, const char *rest, qmm_status *st
 /* What happened to the last query and call beyond their status, taken (cleared) by the
  * caller: QH_RETURNED when nothing; QH_DIED (the process ended mid-call: `problem` names the
  * exit status or signal), QH_MALFORMED (its answer broke the protocol: `problem` names the
- * field) or QH_MISBEHAVED (an output of the wrong type or shape). Any other table: always
- * QH_RETURNED. */
-qh_invoke_outcome qh_exec_take_event(const qmm_backend *be, char *problem, size_t n);
+ * field) or QH_MISBEHAVED (an output of the wrong type or shape), with its qh_cause and
+ * argument in *cause and *cause_arg. Any other table: always QH_RETURNED. */
+qh_invoke_outcome qh_exec_take_event(const qmm_backend *be, char *problem, size_t n,
+                                     qh_cause *cause, int32_t *cause_arg);
 
 /* Asks the process to close (it has 2 s to answer) and ends it; the table's close does the
  * same when this was not called. QH_RETURNED, or QH_DIED / QH_MALFORMED / QH_HUNG /

@@ -25,6 +25,7 @@ enum { H_FREE = 0, H_CURRENT, H_SEALED, H_RETIRED };
 
 typedef struct h_region {
     qh_guarded g;
+    int index; /* among the call's tensors (QH_GUARD_CAUSE) */
     volatile sig_atomic_t state;
 } h_region;
 
@@ -42,7 +43,7 @@ static h_region *h_find(const unsigned char *map)
 
 /* Records g with `state`, in its existing entry or a free one (none free: not recorded, and a
  * fault there is reported as a crash). */
-static void h_put(const qh_guarded *g, int state)
+static void h_put(const qh_guarded *g, int index, int state)
 {
     h_region *e = h_find(g->map);
     if (e) {
@@ -52,6 +53,7 @@ static void h_put(const qh_guarded *g, int state)
     for (size_t i = 0; i < sizeof h_tab / sizeof h_tab[0]; i++)
         if (h_tab[i].state == H_FREE) {
             h_tab[i].g = *g;
+            h_tab[i].index = index;
             h_tab[i].state = state;
             return;
         }
@@ -204,7 +206,7 @@ void qh_guard_seal(qh_guarded *g, int n)
     for (int i = 0; i < n; i++) {
         if (!g[i].map || !g[i].writable)
             continue;
-        h_put(&g[i], H_SEALED); /* first: a write that faults from now on is "after return" */
+        h_put(&g[i], i, H_SEALED); /* first: a write that faults from now on is "after return" */
         mprotect(body_start(&g[i]), body_len(&g[i]), PROT_READ);
     }
     /* The grace period: while another thread runs, it may be a thread the backend left
@@ -229,7 +231,7 @@ void qh_guard_retire(qh_guarded *g, int n)
     for (int i = 0; i < n; i++) {
         if (!g[i].map)
             continue;
-        h_put(&g[i], H_RETIRED);
+        h_put(&g[i], i, H_RETIRED);
         mprotect(g[i].map, g[i].map_len, PROT_NONE);
         memset(&g[i], 0, sizeof g[i]);
     }
@@ -292,36 +294,42 @@ static void put_distance(sbuf *b, const char *verb, size_t d, const char *where,
     put_label(b, g);
 }
 
-/* The sentence for a fault at addr inside region e; 0 when the fault is not one a guard
- * explains (a fault inside the output while the call runs). */
-static int explain(sbuf *b, const h_region *e, const unsigned char *addr, int write)
+/* The sentence for a fault at addr inside region e, and its QH_GUARD_CAUSE; 0 when the fault
+ * is not one a guard explains (a fault inside the output while the call runs). */
+static int32_t explain(sbuf *b, const h_region *e, const unsigned char *addr, int write)
 {
     const qh_guarded *g = &e->g;
     const char *verb = write == 0 ? "read" : write == 1 ? "wrote" : "accessed";
     const unsigned char *end = g->data + g->len;
     int in_body = addr >= body_start(g) && addr < body_start(g) + body_len(g);
+    int kind;
     if (e->state == H_RETIRED) {
+        kind = QH_GUARD_PREVIOUS_THREAD;
         put(b, "a thread of the previous call ");
         put(b, write == 1 ? "wrote into" : verb);
         put(b, " its ");
         put_label(b, g);
         put(b, " after the call returned");
     } else if (e->state == H_SEALED && in_body) {
+        kind = QH_GUARD_AFTER_RETURN;
         put(b, write == 1 ? "wrote into " : verb);
         put(b, write == 1 ? "" : " ");
         put_label(b, g);
         put(b, " after the call returned");
     } else if (addr >= end) {
+        kind = QH_GUARD_PAST_END;
         put_distance(b, verb, (size_t)(addr - end) + 1, "past the end of ", g);
     } else if (addr < g->data) {
+        kind = QH_GUARD_BEFORE_START;
         put_distance(b, verb, (size_t)(g->data - addr), "before the start of ", g);
     } else if (!g->writable) {
+        kind = QH_GUARD_READ_ONLY;
         put(b, write == 0 ? "read inside " : "wrote into ");
         put_label(b, g);
     } else {
         return 0;
     }
-    return 1;
+    return QH_GUARD_CAUSE(kind, write, e->index);
 }
 
 static volatile sig_atomic_t h_busy;
@@ -334,13 +342,14 @@ static void on_fault(int sig, siginfo_t *si, void *uctx)
         const h_region *e = &h_tab[i];
         if (e->state == H_FREE || addr < e->g.map || addr >= e->g.map + e->g.map_len)
             continue;
-        if (!explain(&b, e, addr, fault_was_write(uctx)))
+        int32_t cause = explain(&b, e, addr, fault_was_write(uctx));
+        if (!cause)
             break;
         /* one report per worker: a second thread faulting meanwhile waits for the _exit */
         if (__atomic_exchange_n(&h_busy, 1, __ATOMIC_SEQ_CST))
             for (;;)
                 pause();
-        h_report(h_fd, b.s);
+        h_report(h_fd, cause, b.s);
         _exit(0);
     }
     /* Not a guard: a real crash. Let it happen with the default action. */
@@ -356,7 +365,7 @@ void qh_guard_install_handler(const qh_guarded *regions, int n, int fd, qh_fault
             h_tab[i].state = H_FREE;
     for (int i = 0; i < n; i++)
         if (regions[i].map)
-            h_put(&regions[i], H_CURRENT);
+            h_put(&regions[i], i, H_CURRENT);
     h_fd = fd;
     h_report = report;
     struct sigaction sa;

@@ -21,6 +21,7 @@
 #define QMM_HARNESS_GUARD_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define QH_GUARD_MAX_REGIONS 16
 #define QH_CANARY_BYTE 0xcb
@@ -59,7 +60,20 @@ void qh_guard_free(qh_guarded *g);
  * returned") through `report` to fd, then _exits with status 0. Faults elsewhere re-raise the
  * signal so the parent sees a crash. The regions are copied: the caller's array need not
  * outlive the call. Call once per backend call, after placing the tensors. */
-typedef void (*qh_fault_reporter)(int fd, const char *sentence);
+typedef void (*qh_fault_reporter)(int fd, int32_t cause_arg, const char *sentence);
+
+/* What a guard caught, as the number the reporter gets with the sentence (the invocation's
+ * cause_arg for QH_CAUSE_GUARD, harness/invoke/invoke.h): the kind, the access (0 read, 1
+ * write, 2 either) and the region's index among the call's tensors (the output last). */
+enum {
+    QH_GUARD_PREVIOUS_THREAD = 1, /* a thread of the previous call, after it returned */
+    QH_GUARD_AFTER_RETURN,        /* into the output after the call returned */
+    QH_GUARD_PAST_END,
+    QH_GUARD_BEFORE_START,        /* the zone before a tensor, or an output's canaries */
+    QH_GUARD_READ_ONLY,           /* into an input */
+};
+#define QH_GUARD_CAUSE(kind, access, region)                                                 \
+    ((int32_t)(kind) | (int32_t)(access) << 4 | (int32_t)(region) << 8)
 void qh_guard_install_handler(const qh_guarded *regions, int n, int fd, qh_fault_reporter report);
 
 /* Called by the worker right after the backend returns, before reading the output: makes the

@@ -123,7 +123,8 @@ static int invoke_here(qh_backend *b, const qmm_call *call, unsigned char fill,
     }
     y->data = out->y.data;
     out->code = qh_backend_call(b, &c, &out->st);
-    out->outcome = qh_exec_take_event(b->be, out->problem, sizeof out->problem);
+    out->outcome = qh_exec_take_event(b->be, out->problem, sizeof out->problem, &out->cause,
+                                      &out->cause_arg);
     /* an exec: process's stderr, kept as a worker's output is (never passed through raw) */
     qh_exec_take_output(b->be, &out->output, &out->output_dropped);
     return 0;
@@ -306,6 +307,26 @@ static int send_request(qh_backend *b, const wire_request *rq, int memfd, double
     }
 }
 
+const char *qh_cause_name(qh_cause c)
+{
+    static const char *const names[QH_CAUSE_COUNT] = {
+        [QH_CAUSE_NONE] = "none",         [QH_CAUSE_SIGNAL] = "signal",
+        [QH_CAUSE_EXITED] = "exited",     [QH_CAUSE_ENDED] = "ended",
+        [QH_CAUSE_NO_ANSWER] = "no-answer", [QH_CAUSE_EMULATOR_OOM] = "emulator-oom",
+        [QH_CAUSE_NOT_OPENED] = "not-opened", [QH_CAUSE_GUARD] = "guard",
+        [QH_CAUSE_LEFT_OVER] = "left-over", [QH_CAUSE_DIED_BETWEEN] = "died-between",
+        [QH_CAUSE_PROTOCOL] = "protocol", [QH_CAUSE_WRONG_OUTPUT] = "wrong-output",
+    };
+    return (unsigned)c < QH_CAUSE_COUNT ? names[c] : "?";
+}
+
+qh_cause qh_cause_of_status(int status, int32_t *arg)
+{
+    *arg = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    return WIFSIGNALED(status) ? QH_CAUSE_SIGNAL : WIFEXITED(status) ? QH_CAUSE_EXITED
+                                                                     : QH_CAUSE_ENDED;
+}
+
 static void describe_end(int status, char *buf, size_t size)
 {
     if (WIFSIGNALED(status)) {
@@ -341,6 +362,7 @@ static void worker_end(qh_backend *b, char *how, size_t size)
     close(b->worker_fd);
     if (how)
         describe_end(status, how, size);
+    b->end_cause = qh_cause_of_status(status, &b->end_arg);
     b->worker_pid = 0;
     b->worker_fd = -1;
     b->worker_out = -1;
@@ -397,6 +419,9 @@ static void explain(qh_backend *b, int w, const char *what, double timeout, char
         snprintf(scaled, sizeof scaled, " (--timeout x %d under emulation, CPU class %s%s)",
                  QH_CPU_TIMEOUT_FACTOR, qh_cpu_name(b->iso.cpu),
                  strcmp(what, "qmm_backend_open") == 0 ? "; a start at least 60 s" : "");
+    b->why_cause = w == W_HUNG ? QH_CAUSE_NO_ANSWER : w == W_INTR ? QH_CAUSE_NONE
+                   : b->qemu_oom ? QH_CAUSE_EMULATOR_OOM : b->end_cause;
+    b->why_arg = b->why_cause == b->end_cause ? b->end_arg : 0;
     if (w == W_HUNG)
         snprintf(why, n, "%s%sno answer within %.3g s%s; worker killed", what, sep, timeout,
                  scaled);
@@ -437,6 +462,8 @@ static int worker_hello(qh_backend *b, double deadline, double timeout, wire_hel
 {
     if (worker_start(b) != 0) {
         snprintf(why, n, "cannot start a worker: %s", strerror(errno));
+        b->why_cause = QH_CAUSE_ENDED;
+        b->why_arg = 0;
         return W_DIED;
     }
     int w = recv_all(b, h, sizeof h->magic, deadline);
@@ -497,6 +524,8 @@ static int between_calls(qh_backend *b, qh_invocation *out)
         rep.magic == REP_MAGIC && rep.exiting) {
         rep.problem[sizeof rep.problem - 1] = '\0';
         out->outcome = QH_MISBEHAVED;
+        out->cause = QH_CAUSE_LEFT_OVER;
+        out->cause_arg = rep.cause_arg;
         snprintf(out->problem, sizeof out->problem,
                  "a write left over from the previous call: %s", rep.problem);
         worker_end(b, NULL, 0);
@@ -506,6 +535,7 @@ static int between_calls(qh_backend *b, qh_invocation *out)
     if (pending)
         return 0; /* garbage between calls: a fresh worker runs this one */
     out->outcome = QH_DIED;
+    out->cause = QH_CAUSE_DIED_BETWEEN;
     snprintf(out->problem, sizeof out->problem,
              "the worker died after the previous call returned: %s", how);
     return 1;
@@ -587,13 +617,16 @@ static int invoke_isolated(qh_backend *b, const qmm_call *call, double timeout,
                              out->problem, sizeof out->problem);
         if (start != timeout)
             deadline = deadline_after(timeout);
-        if (w == W_READY && !h.ok) {
+        int refused = w == W_READY && !h.ok;
+        if (refused) {
             snprintf(out->problem, sizeof out->problem,
                      "qmm_backend_open failed in a restarted worker: %s", h.message);
             w = W_DIED;
         }
         if (w != W_READY) {
             out->outcome = outcome_of(w);
+            out->cause = refused ? QH_CAUSE_NOT_OPENED : (qh_cause)b->why_cause;
+            out->cause_arg = refused ? 0 : b->why_arg;
             return 0;
         }
     }
@@ -615,6 +648,8 @@ static int invoke_isolated(qh_backend *b, const qmm_call *call, double timeout,
         /* the fault handler answered and the worker is exiting */
         rep.problem[sizeof rep.problem - 1] = '\0';
         out->outcome = QH_MISBEHAVED;
+        out->cause = rep.late && rep.seq != b->seq ? QH_CAUSE_LEFT_OVER : QH_CAUSE_GUARD;
+        out->cause_arg = rep.cause_arg;
         snprintf(out->problem, sizeof out->problem, "%s%s",
                  rep.late && rep.seq != b->seq ? "a write left over from the previous call: "
                                                : "", rep.problem);
@@ -628,6 +663,8 @@ static int invoke_isolated(qh_backend *b, const qmm_call *call, double timeout,
     if (w != W_READY) {
         explain(b, w, "", timeout, out->problem, sizeof out->problem);
         out->outcome = outcome_of(w);
+        out->cause = (qh_cause)b->why_cause;
+        out->cause_arg = b->why_arg;
         return 0;
     }
     if (ybytes) {
@@ -639,6 +676,10 @@ static int invoke_isolated(qh_backend *b, const qmm_call *call, double timeout,
     /* what a worker may report of a call that returned (an exec: process's death too) */
     out->outcome = rep.outcome == QH_MISBEHAVED || rep.outcome == QH_DIED ||
                    rep.outcome == QH_MALFORMED ? (qh_invoke_outcome)rep.outcome : QH_RETURNED;
+    if (out->outcome != QH_RETURNED) {
+        out->cause = (qh_cause)rep.cause;
+        out->cause_arg = rep.cause_arg;
+    }
     out->code = (qmm_status_code)rep.code;
     qmm_status_set(&out->st, out->code, "%.*s", (int)sizeof rep.message - 1, rep.message);
     rep.problem[sizeof rep.problem - 1] = '\0';

@@ -3,6 +3,7 @@
 #define QMM_HARNESS_INVOKE_H
 
 #include <signal.h>
+#include <stdint.h>
 
 #include "harness/invoke/backends.h"
 #include "qmm/qmm.h"
@@ -35,8 +36,36 @@ typedef enum qh_invoke_outcome {
                        * names the field (harness/invoke/exec.h) */
 } qh_invoke_outcome;
 
+/* Why a call did not return normally (QH_DIED, QH_HUNG, QH_MISBEHAVED, QH_MALFORMED), as a
+ * number: the judge carries it into the verdict and reduce compares it, so no class is ever
+ * recovered from `problem`, which says the same in words. cause_arg refines it where noted. */
+typedef enum qh_cause {
+    QH_CAUSE_NONE = 0,
+    QH_CAUSE_SIGNAL,       /* killed by a signal: cause_arg is its number */
+    QH_CAUSE_EXITED,       /* exited (any status) where it had to answer */
+    QH_CAUSE_ENDED,        /* ended otherwise, or answered garbage */
+    QH_CAUSE_NO_ANSWER,    /* no answer within the timeout: killed (QH_HUNG) */
+    QH_CAUSE_EMULATOR_OOM, /* qemu-x86_64 ran out of memory under --memory-limit */
+    QH_CAUSE_NOT_OPENED,   /* a restarted worker's qmm_backend_open failed */
+    QH_CAUSE_GUARD,        /* a guard caught an access: cause_arg is QH_GUARD_CAUSE (guard.h) */
+    QH_CAUSE_LEFT_OVER,    /* a write after the previous call returned: cause_arg as GUARD's */
+    QH_CAUSE_DIED_BETWEEN, /* the worker died after the previous call returned */
+    QH_CAUSE_PROTOCOL,     /* an exec: answer broke docs/exec-protocol.md (QH_MALFORMED) */
+    QH_CAUSE_WRONG_OUTPUT, /* an exec: answer's output is not of y's type and shape */
+    QH_CAUSE_COUNT
+} qh_cause;
+
+/* The cause's stable name (docs/formats.md, "Verdicts"): "signal", "no-answer", "guard", ... */
+const char *qh_cause_name(qh_cause c);
+
+/* How a worker or process ended, from its wait status: SIGNAL (the signal in *arg), EXITED
+ * or ENDED. */
+qh_cause qh_cause_of_status(int status, int32_t *arg);
+
 typedef struct qh_invocation {
     qh_invoke_outcome outcome;
+    qh_cause cause;      /* why, where outcome is not QH_RETURNED or QH_INTERRUPTED */
+    int32_t cause_arg;
     qmm_status_code code;
     qmm_status st;
     qmm_tensor y;        /* owned: the output as the backend left it */

@@ -51,6 +51,7 @@ typedef struct wire_tensor {
 typedef struct wire_reply {
     uint32_t magic, seq;
     int32_t outcome; /* qh_invoke_outcome */
+    int32_t cause, cause_arg; /* qh_cause and its argument, where outcome says why */
     int32_t code;
     char message[QMM_STATUS_MESSAGE_MAX];
     char problem[256];

@@ -66,7 +66,7 @@ static qh_guarded w_regions[QH_CALL_MAX_TENSORS];
 static volatile sig_atomic_t w_in_call;
 static volatile uint32_t w_seq;
 
-static void report_fault(int fd, const char *sentence)
+static void report_fault(int fd, int32_t cause_arg, const char *sentence)
 {
     /* async-signal-safe: no stdio, only memcpy and send */
     wire_reply r;
@@ -74,6 +74,8 @@ static void report_fault(int fd, const char *sentence)
     r.magic = REP_MAGIC;
     r.seq = w_seq;
     r.outcome = QH_MISBEHAVED;
+    r.cause = QH_CAUSE_GUARD;
+    r.cause_arg = cause_arg;
     r.code = QMM_INTERNAL;
     r.exiting = 1;
     r.late = !w_in_call;
@@ -217,13 +219,19 @@ static int serve_one(qh_backend *b, int fd)
         size_t hit = qh_guard_canaries_hit(&w_regions[n - 1]);
         if (hit) {
             rep.outcome = QH_MISBEHAVED;
+            rep.cause = QH_CAUSE_GUARD;
+            rep.cause_arg = QH_GUARD_CAUSE(QH_GUARD_BEFORE_START, 1, n - 1);
             snprintf(rep.problem, sizeof rep.problem, "wrote %zu byte%s before the start of y",
                      hit, hit == 1 ? "" : "s");
         }
     }
-    qh_invoke_outcome ev = qh_exec_take_event(b->be, rep.problem, sizeof rep.problem);
-    if (ev != QH_RETURNED)
+    qh_cause cause = QH_CAUSE_NONE;
+    qh_invoke_outcome ev = qh_exec_take_event(b->be, rep.problem, sizeof rep.problem, &cause,
+                                              &rep.cause_arg);
+    if (ev != QH_RETURNED) {
         rep.outcome = ev;
+        rep.cause = cause;
+    }
     w_in_call = 0;
     memcpy(rep.message, st.message, sizeof rep.message);
     fflush(NULL); /* what the call printed reaches the parent before the reply */

@@ -117,15 +117,15 @@ void qh_judge_cause(const char *problem, char *buf, size_t size)
     buf[n] = '\0';
 }
 
-/* A reason the invocation reports: its words are the summary, their kind the cause. */
+/* A reason the invocation reports: its words are the summary, its cause the class. */
 static void from_invocation(qh_verdict *v, qh_case_status status, qh_reason reason,
-                            const char *problem, size_t max)
+                            const qh_invocation *inv)
 {
     clean_text said;
     set(v, status, reason);
-    cleaned(&said, problem, max);
-    qh_sb_puts(&v->summary, said.s);
-    qh_judge_cause(said.s, v->cause, sizeof v->cause);
+    qh_sb_puts(&v->summary, CLEAN(said, inv->problem));
+    v->cause = inv->cause;
+    v->cause_arg = inv->cause_arg;
 }
 
 void qh_judge_not_run(const char *prefix, const char *problem, size_t max, qh_verdict *v)
@@ -134,7 +134,6 @@ void qh_judge_not_run(const char *prefix, const char *problem, size_t max, qh_ve
     set(v, QH_ERROR, QH_REASON_NOT_RUN);
     cleaned(&said, problem, max);
     qh_sb_printf(&v->summary, "%s%s", prefix, said.s);
-    qh_judge_cause(said.s, v->cause, sizeof v->cause);
 }
 
 int qh_verdict_same_class(const qh_verdict *a, const qh_verdict *b)
@@ -144,7 +143,7 @@ int qh_verdict_same_class(const qh_verdict *a, const qh_verdict *b)
     if ((a->reason == QH_REASON_WRONG_STATUS_VALID ||
          a->reason == QH_REASON_WRONG_STATUS_INVALID) && a->answered != b->answered)
         return 0;
-    return strcmp(a->cause, b->cause) == 0;
+    return a->cause == b->cause && a->cause_arg == b->cause_arg;
 }
 
 /* ---- comparing ------------------------------------------------------------------------- */
@@ -418,8 +417,7 @@ static int judge_abnormal(const qh_invocation *inv, qh_verdict *v)
     if ((size_t)inv->outcome >= sizeof abnormal / sizeof abnormal[0] ||
         abnormal[inv->outcome].reason == QH_REASON_NONE)
         return 0;
-    from_invocation(v, abnormal[inv->outcome].status, abnormal[inv->outcome].reason,
-                    inv->problem, sizeof inv->problem);
+    from_invocation(v, abnormal[inv->outcome].status, abnormal[inv->outcome].reason, inv);
     return 1;
 }
 

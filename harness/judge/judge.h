@@ -96,11 +96,12 @@ typedef struct qh_verdict {
     qh_case_status status;
     qh_reason reason;
     qmm_status_code answered;      /* what the backend answered (a wrong status: which) */
-    /* For a reason the invocation reports (CRASHED, TIMEOUT, MISBEHAVED, MALFORMED,
-     * NOT_RUN): its kind as the invocation says it, with what varies (numbers, a message
-     * after ':', an aside in parentheses) cut (qh_failure_class's rule): "killed by SIGSEGV",
-     * "wrote # bytes past the end of y". "" for the judge's own reasons. */
-    char cause[128];
+    /* For a reason the invocation reports (crashed, timeout, misbehaved, malformed): its
+     * cause as the invocation gives it, a code (harness/invoke/invoke.h: a signal and its
+     * number, a guard's kind, access and tensor, ...), never read back from the text.
+     * QH_CAUSE_NONE for the judge's own reasons. */
+    qh_cause cause;
+    int32_t cause_arg;
     int mistrusted;                /* the vector is also mistrusted (noted in the detail) */
     int64_t errors, total;         /* elements not accepted, elements compared */
     int32_t n_mismatches;          /* the first ones, ascending (at most QH_COMPARE_KEEP) */
@@ -115,10 +116,11 @@ void qh_verdict_init(qh_verdict *v);
 void qh_verdict_free(qh_verdict *v);
 
 /* 1 when two verdicts are the same kind of failure (reduce's class): the status, the reason,
- * the status answered where the reason is a wrong one, and the invocation's cause. Counts,
- * coordinates and text are not compared. */
+ * the status answered where the reason is a wrong one, and the invocation's cause and its
+ * argument. Counts, coordinates and text are not compared. */
 int qh_verdict_same_class(const qh_verdict *a, const qh_verdict *b);
-/* The kind of a reason's text: cut before what varies with the input or comes from the
+/* The kind of a reason's text, for printing a class (qh_failure_class; never compared): cut
+ * before what varies with the input or comes from the
  * backend (a message after ':', a coordinate after '[', an aside in parentheses), every run
  * of digits written '#', trailing spaces dropped: "killed by SIGSEGV (Segmentation fault)"
  * -> "killed by SIGSEGV". */

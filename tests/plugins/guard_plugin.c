@@ -36,6 +36,10 @@ static qmm_status_code g_mmi(const qmm_backend *self, const qmm_matmulinteger *c
         pthread_t t;
         if (pthread_create(&t, NULL, keep_writing, c->y.data) == 0)
             pthread_detach(t);
+    } else if (strcmp(mode, "one_past") == 0) {
+        ((volatile unsigned char *)c->y.data)[bytes] = 1;
+    } else if (strcmp(mode, "one_before") == 0) {
+        ((volatile unsigned char *)c->y.data)[-1] = 1; /* a canary: seen when the call returns */
     } else if (strcmp(mode, "far_write") == 0) {
         ((volatile unsigned char *)c->y.data)[bytes + 3 * (size_t)sysconf(_SC_PAGESIZE)] = 1;
     } else if (strcmp(mode, "chatty") == 0) {
