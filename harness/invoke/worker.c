@@ -69,16 +69,9 @@ static volatile uint32_t w_seq;
 static void report_fault(int fd, int32_t cause_arg, const char *sentence)
 {
     /* async-signal-safe: no stdio, only memcpy and send */
-    wire_reply r;
-    memset(&r, 0, sizeof r);
-    r.magic = REP_MAGIC;
-    r.seq = w_seq;
-    r.outcome = QH_MISBEHAVED;
-    r.cause = QH_CAUSE_GUARD;
-    r.cause_arg = cause_arg;
-    r.code = QMM_INTERNAL;
-    r.exiting = 1;
-    r.late = !w_in_call;
+    wire_reply r = {.magic = REP_MAGIC, .seq = w_seq, .outcome = QH_MISBEHAVED,
+                    .cause = QH_CAUSE_GUARD, .cause_arg = cause_arg, .code = QMM_INTERNAL,
+                    .exiting = 1, .late = !w_in_call};
     size_t n = strlen(sentence);
     if (n >= sizeof r.problem)
         n = sizeof r.problem - 1;
