@@ -676,8 +676,9 @@ static int invoke_isolated(qh_backend *b, const qmm_call *call, double timeout,
     /* what a worker may report of a call that returned (an exec: process's death too) */
     out->outcome = rep.outcome == QH_MISBEHAVED || rep.outcome == QH_DIED ||
                    rep.outcome == QH_MALFORMED ? (qh_invoke_outcome)rep.outcome : QH_RETURNED;
-    if (out->outcome != QH_RETURNED) {
-        out->cause = (qh_cause)rep.cause;
+    if (out->outcome != QH_RETURNED) { /* the worker's word, as its sentence is: bounded */
+        out->cause = rep.cause > QH_CAUSE_NONE && rep.cause < QH_CAUSE_COUNT ? (qh_cause)rep.cause
+                                                                           : QH_CAUSE_ENDED;
         out->cause_arg = rep.cause_arg;
     }
     out->code = (qmm_status_code)rep.code;
