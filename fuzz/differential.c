@@ -513,7 +513,8 @@ static int compare_one(const char *target, int i, const qh_fz_case *c, const qmm
         qh_invocation_free(&inv);
         return -1;
     }
-    /* the judge decides, as run does: anything but PASSED is a difference */
+    /* the judge decides, as run does: anything but PASSED (or INCONCLUSIVE: an element the
+     * reference cannot decide is no difference) is a difference */
     qh_verdict v;
     qh_verdict_init(&v);
     qh_compare cmp;
@@ -521,7 +522,7 @@ static int compare_one(const char *target, int i, const qh_fz_case *c, const qmm
     if (e->code == QMM_OK && inv.outcome == QH_RETURNED && inv.code == QMM_OK)
         qh_judge_compare(e, &inv.y, &cmp);
     qh_judge(e, &inv, inv.code == QMM_OK ? &cmp : NULL, NULL, &v);
-    if (v.status != QH_PASSED) {
+    if (v.status != QH_PASSED && v.status != QH_INCONCLUSIVE) {
         /* an emulated worker's crash, hang or guard fault is contained: reported here */
         if (inv.outcome != QH_RETURNED && inv.code == QMM_OK)
             inv.code = QMM_INTERNAL;

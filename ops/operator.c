@@ -315,6 +315,7 @@ static const qmm_op_desc table[] = {
         .input_types = mnb_types,
         .y_shape = mnb_y_shape,
         .validate = mnb_validate,
+        .compare = QMM_COMPARE_ACCEPT,
     },
     {
         .kind = QMM_OP_DEQUANTIZELINEAR,
@@ -344,6 +345,7 @@ static const qmm_op_desc table[] = {
         .input_types = dql_types,
         .y_shape = dql_y_shape,
         .validate = dql_validate,
+        .compare = QMM_COMPARE_ACCEPT,
     },
     {
         .kind = QMM_OP_DYNAMICQUANTIZEMATMUL,
@@ -368,6 +370,7 @@ static const qmm_op_desc table[] = {
         .input_types = dqm_types,
         .y_shape = dqm_y_shape,
         .validate = dqm_validate,
+        .compare = QMM_COMPARE_ACCEPT,
     },
     {
         .kind = QMM_OP_MATMUL_INTEGER_TO_FLOAT,
@@ -394,6 +397,7 @@ static const qmm_op_desc table[] = {
         .input_types = mif_types,
         .y_shape = mif_y_shape,
         .validate = mif_validate,
+        .compare = QMM_COMPARE_ACCEPT,
     },
 };
 

@@ -49,6 +49,11 @@ typedef struct qmm_op_attr {
 typedef enum qmm_compare_rule {
     QMM_COMPARE_EXACT = 0, /* every element equal to the exact result (or, where an accumulator
                             * overflows int32, to the result from the wrapped sum) */
+    QMM_COMPARE_ACCEPT = 1, /* every element within the accepted values of one of the
+                             * reference's models (qmm_ref_accept_part; docs/semantics.md
+                             * §8.4): exact where the result is determined, a proven bound where
+                             * a float sum's order is the implementation's; an element that only
+                             * an inconclusive model accepts is neither a pass nor a failure */
 } qmm_compare_rule;
 
 typedef struct qmm_op_desc {

@@ -259,6 +259,9 @@ qmm_ref_verdict qmm_ref_accept_judge(const qmm_ref_accept *a, double y, double *
         int in;
         if (isnan(iv->lo))
             in = isnan(y);
+        else if (iv->inconclusive && iv->lo == -INFINITY && iv->hi == INFINITY)
+            in = 1; /* no usable bound: whatever was answered, a NaN included (the reference's
+                     * own answer for a non-finite input) */
         else
             in = !isnan(y) && iv->lo <= y && y <= iv->hi;
         if (in && !iv->inconclusive)

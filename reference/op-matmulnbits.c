@@ -16,6 +16,7 @@
  *                     bound gamma_{K+3} (sum |sa qa (q - zp) s| + |bias|) + 6 K eta. B is the
  *                     weight block and, above 256, also 256 (ONNX Runtime's x86 kernels).
  */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,9 +144,14 @@ static void int8_model(nbits_sums *w, int model, const qmm_matmulnbits *c,
     for (int64_t start = 0; start < p->k && !w->any[model]; start += ablock) {
         int64_t len = p->k - start < ablock ? p->k - start : ablock;
         float sa = quantize_block(c, row, start, len, codes);
+        /* the largest integer block sum an implementation may form, 127 * 255 * len: its
+         * product with sa or with s, the tail's first multiplication in either grouping, may
+         * overflow where the exact term does not; the bound's proof assumes no overflow */
+        double isum_max = 127.0 * 255.0 * (double)len;
         for (int64_t k = start; k < start + len && !w->any[model]; k++) {
             nbits_weight wt = weight_at(c, p, n, k);
-            if (!isfinite(sa) || !isfinite(wt.s)) {
+            if (!isfinite(sa) || !isfinite(wt.s) || fabs((double)sa) * isum_max >= FLT_MAX ||
+                fabs(wt.s) * isum_max >= FLT_MAX) {
                 w->any[model] = 1;
                 break;
             }

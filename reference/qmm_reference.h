@@ -157,7 +157,8 @@ void qmm_ref_set_stop_flag(const volatile sig_atomic_t *flag);
  * exactly; both NaN: exactly a NaN). `r` is the model's exact value rounded to a double and
  * `e` its error bound rounded up (0 for a value determined exactly), for reports. An
  * `inconclusive` model gives no usable bound (a float16 accumulation over a long K, a sum that
- * may overflow, a non-finite input): a y only it accepts is neither a pass nor a failure. */
+ * may overflow, a non-finite input): a y only it accepts is neither a pass nor a failure;
+ * one that spans [-inf, inf] takes a NaN too. */
 typedef struct qmm_ref_interval {
     double lo, hi;
     double r, e;

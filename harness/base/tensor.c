@@ -22,6 +22,9 @@ int64_t qh_tensor_int(const qmm_tensor *t, int64_t i)
     case QMM_DTYPE_FLOAT8E4M3FNUZ:
     case QMM_DTYPE_FLOAT8E5M2:
     case QMM_DTYPE_FLOAT8E5M2FNUZ: return p[i]; /* the code: equal codes, equal outputs */
+    case QMM_DTYPE_FLOAT16:
+    case QMM_DTYPE_BFLOAT16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return v; } /* the bits */
+    case QMM_DTYPE_FLOAT: { uint32_t v; memcpy(&v, p + 4 * i, 4); return v; }
     default: return 0;
     }
 }
@@ -84,6 +87,31 @@ void qh_format_dims(const qmm_tensor *t, char *buf, size_t size)
         o += (size_t)snprintf(buf + o, size - o, "%s%lld", i ? "," : "", (long long)t->dims[i]);
     if (o < size)
         snprintf(buf + o, size - o, "]");
+}
+
+static int is_float_type(int32_t dtype)
+{
+    return dtype == QMM_DTYPE_FLOAT || dtype == QMM_DTYPE_FLOAT16 ||
+           dtype == QMM_DTYPE_BFLOAT16;
+}
+
+void qh_sb_value(qh_sb *b, int32_t dtype, int64_t v)
+{
+    if (!is_float_type(dtype)) {
+        qh_sb_printf(b, "%lld", (long long)v);
+        return;
+    }
+    unsigned char bytes[4];
+    for (int k = 0; k < 4; k++)
+        bytes[k] = (unsigned char)((uint64_t)v >> (8 * k));
+    int hex = dtype == QMM_DTYPE_FLOAT ? 8 : 4;
+    qh_sb_printf(b, "%.9g (0x%0*llx)", qmm_scale_decode(dtype, bytes, 0), hex,
+                 (unsigned long long)v);
+}
+
+void qh_sb_element(qh_sb *b, const qmm_tensor *t, int64_t i)
+{
+    qh_sb_value(b, t->dtype, qh_tensor_int(t, i));
 }
 
 void qh_sb_coord(qh_sb *b, const qmm_tensor *y, int64_t index)

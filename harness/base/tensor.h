@@ -26,8 +26,14 @@ typedef struct qh_tensor {
 void qh_tensor_free(qh_tensor *t);
 
 /* Element i of an integer tensor as int64 (uint8, int8, int16, uint16, int32, int64); of a
- * float8 tensor, its code (0..255), which is what the mismatch lines print and compare. */
+ * float8 tensor, its code (0..255); of a float, float16 or bfloat16 tensor, its bits: equal
+ * values (as the comparisons compare them) are equal numbers. */
 int64_t qh_tensor_int(const qmm_tensor *t, int64_t i);
+/* A value in qh_tensor_int's form as a reader wants it: the integer (a float8 code) itself;
+ * a float/float16/bfloat16 as its value and bits, "1.5 (0x3fc00000)". */
+void qh_sb_value(qh_sb *b, int32_t dtype, int64_t v);
+/* qh_sb_value of element i of t. */
+void qh_sb_element(qh_sb *b, const qmm_tensor *t, int64_t i);
 
 /* Element i of an integer tensor (uint8, int8, int16, int32, ...), stored little-endian and
  * wrapped to the type's width. */

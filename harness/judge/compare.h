@@ -29,6 +29,15 @@ int qh_marks_init(qh_marks *m, const qmm_tensor *y);
 void qh_marks_set(qh_marks *m, int64_t index);
 int qh_marks_get(const qh_marks *m, int32_t b, int32_t r, int32_t c);
 void qh_marks_free(qh_marks *m);
+/* Where the operator's rule accepts an interval (QMM_COMPARE_ACCEPT): what one element was
+ * judged against, the model nearest to the answer (docs/semantics.md §8.4). */
+typedef struct qh_bounded {
+    double lo, hi;       /* the accepted values of y's type, lo <= y <= hi (both NaN: a NaN) */
+    double exact;        /* the model's exact value, rounded to a double */
+    double bound;        /* its error bound (0: determined exactly; +inf: none usable) */
+    double units;        /* |got - exact| / bound: the error in units of the bound */
+    const char *model;   /* "dequantize-first", "exact-acc", ... (static) */
+} qh_bounded;
 
 typedef struct qh_compare {
     int64_t total;                    /* elements compared */
@@ -39,6 +48,18 @@ typedef struct qh_compare {
     int shape_differs;                /* dtype or shape differ: nothing element-wise */
     qh_marks *marks;                  /* not NULL: every mismatch marked here (set after
                                        * qh_compare_start, which clears it) */
+    /* the accept rule's (QMM_COMPARE_ACCEPT; zero under the exact rule) */
+    int bounded;                      /* kept_bound below is set for each kept index */
+    qh_bounded kept_bound[QH_COMPARE_KEEP];
+    int64_t inconclusive;             /* elements only an inconclusive model accepts */
+    int64_t first_inconclusive;       /* the first one's index (when inconclusive > 0) */
+    const char *inconclusive_model;   /* ... and the model that accepts it */
+    double worst;                     /* an accepted element's largest error in units of its
+                                       * bound (0 when none has a bound) ... */
+    int64_t worst_index;              /* ... at this index */
+    qmm_status_code failed;           /* not QMM_OK: the accepted values could not be computed
+                                       * (memory, an interruption): why in failed_why */
+    char failed_why[QMM_STATUS_MESSAGE_MAX];
 } qh_compare;
 
 /* Element i of `got` is accepted when it equals exact[i], or alt[i] when alt is not NULL (the

@@ -8,17 +8,18 @@
 
 #include "harness/base/clean.h"
 #include "ops/operator.h"
+#include "ops/qmm_ops.h"
 #include "reference/qmm_reference.h"
 
 /* ---- statuses and reasons ------------------------------------------------------------- */
 
 static const char *const status_names[QH_STATUS_COUNT] = {
     "PASSED", "FAILED", "MISTRUSTED", "SKIPPED", "UNCHECKED",
-    "CRASHED", "TIMEOUT", "ERROR", "XFAIL", "XPASS",
+    "CRASHED", "TIMEOUT", "ERROR", "XFAIL", "XPASS", "INCONCLUSIVE",
 };
 static const char *const status_keys[QH_STATUS_COUNT] = {
     "passed", "failed", "mistrusted", "skipped", "unchecked",
-    "crashed", "timeout", "error", "xfail", "xpass",
+    "crashed", "timeout", "error", "xfail", "xpass", "inconclusive",
 };
 
 const char *qh_case_status_name(qh_case_status s)
@@ -59,6 +60,7 @@ static const char *const reason_names[QH_REASON_COUNT] = {
     [QH_REASON_NOT_RUN] = "not-run",
     [QH_REASON_CASE_ERROR] = "case-error",
     [QH_REASON_MISTRUSTED] = "mistrusted",
+    [QH_REASON_UNDETERMINED] = "undetermined",
 };
 
 const char *qh_reason_name(qh_reason r)
@@ -156,18 +158,92 @@ static int rule_of(const qh_expectation *e)
 
 void qh_judge_compare_start(const qh_expectation *e, const qmm_tensor *got, qh_compare *r)
 {
-    switch (rule_of(e)) {
-    case QMM_COMPARE_EXACT:
-    default:
-        qh_compare_start(&e->exact, got, r);
-        break;
+    qh_compare_start(&e->exact, got, r); /* the shapes, whatever the rule */
+}
+
+/* The accept rule: element i of got (qmm_ref_float_at: exact, NaN for any NaN) against its
+ * accepted values. */
+static void accept_element(const qmm_ref_accept *a, const qmm_tensor *got, int64_t i,
+                           qh_compare *r)
+{
+    double y = qmm_ref_float_at(got->dtype, got->data, i), units = INFINITY;
+    int model = -1;
+    qmm_ref_verdict verdict = qmm_ref_accept_judge(a, y, &units, &model);
+    const qmm_ref_interval *iv = &a->iv[model >= 0 ? model : 0];
+    if (verdict == QMM_REF_PASS) {
+        if (model >= 0 && iv->e > 0 && isfinite(units) && units > r->worst) {
+            r->worst = units;
+            r->worst_index = i;
+        }
+        return;
     }
+    if (verdict == QMM_REF_INCONCLUSIVE) {
+        if (r->inconclusive++ == 0) {
+            r->first_inconclusive = i;
+            for (int m = 0; m < a->n; m++) /* the model that accepts it */
+                if (a->iv[m].inconclusive &&
+                    ((a->iv[m].lo == -INFINITY && a->iv[m].hi == INFINITY) ||
+                     (a->iv[m].lo <= y && y <= a->iv[m].hi))) {
+                    r->inconclusive_model = a->iv[m].model;
+                    break;
+                }
+        }
+        return;
+    }
+    if (r->n_kept < QH_COMPARE_KEEP) {
+        qh_bounded *b = &r->kept_bound[r->n_kept];
+        b->lo = a->n ? iv->lo : NAN;
+        b->hi = a->n ? iv->hi : NAN;
+        b->exact = a->n ? iv->r : NAN;
+        b->bound = a->n ? iv->e : NAN;
+        b->units = units;
+        b->model = a->n ? iv->model : "none";
+        r->expected[r->n_kept] = isnan(b->exact) ? 0 : qmm_scale_encode(got->dtype, b->exact);
+        r->kept[r->n_kept++] = i;
+    }
+    r->errors++;
+}
+
+/* Accepted values are computed this many elements at a time (about 300 bytes each). */
+#define ACCEPT_CHUNK 1024
+
+static void accept_part(const qh_expectation *e, const qmm_tensor *got, int64_t first,
+                        int64_t count, qh_compare *r)
+{
+    r->bounded = 1;
+    if (r->shape_differs || r->failed != QMM_OK || count <= 0)
+        return;
+    qmm_ref_accept *acc = malloc(ACCEPT_CHUNK * sizeof *acc);
+    if (!acc) {
+        r->failed = QMM_OUT_OF_MEMORY;
+        snprintf(r->failed_why, sizeof r->failed_why, "cannot allocate the accepted values "
+                 "of %d elements", ACCEPT_CHUNK);
+        return;
+    }
+    for (int64_t c0 = first; c0 < first + count; c0 += ACCEPT_CHUNK) {
+        qmm_ref_part part = {c0, first + count - c0 < ACCEPT_CHUNK ? first + count - c0
+                                                                   : ACCEPT_CHUNK};
+        qmm_status st;
+        qmm_status_ok(&st);
+        qmm_status_code code = qmm_ref_accept_part(&e->call, &part, acc, &st);
+        if (code != QMM_OK) {
+            r->failed = code;
+            snprintf(r->failed_why, sizeof r->failed_why, "%s", st.message);
+            break;
+        }
+        for (int64_t j = 0; j < part.count; j++)
+            accept_element(&acc[j], got, c0 + j, r);
+    }
+    free(acc);
 }
 
 void qh_judge_compare_part(const qh_expectation *e, const void *exact, const void *alt,
                            const qmm_tensor *got, int64_t first, int64_t count, qh_compare *r)
 {
     switch (rule_of(e)) {
+    case QMM_COMPARE_ACCEPT: /* within an accepted interval of one of the models */
+        accept_part(e, got, first, count, r);
+        break;
     case QMM_COMPARE_EXACT: /* the exact value, or the overflow-permitted one */
     default:
         qh_compare_part(exact, alt, got, first, count, r);
@@ -210,6 +286,12 @@ static void keep_mismatches(const qh_expectation *e, const qmm_tensor *got, cons
         m->expected = cmp->expected[k];
         m->got = qh_tensor_int(got, m->index);
         m->bound = m->fraction = NAN; /* the exact rule has no bound */
+        if (cmp->bounded) {
+            m->range = 1;
+            m->accepted = cmp->kept_bound[k];
+            m->bound = m->accepted.bound;
+            m->fraction = m->accepted.units;
+        }
         qmm_ref_element el;
         qmm_status st;
         if (explain && qmm_ref_explain(&e->call, m->index, &el, &st) == QMM_OK) {
@@ -332,6 +414,33 @@ static void keep_models(const qh_expectation *e, const qmm_tensor *got, qh_verdi
     }
 }
 
+/* Under the accept rule, what an element had to be: ", expected [LO, HI]: exact R +/- bound B
+ * (model M); error U bounds", or ", expected V exactly (model M)" where it is determined.
+ * `decimal`: the exact value as the reference writes it ("" or NULL: R as a double). */
+static void sb_bounded(qh_sb *b, const qh_bounded *a, const char *decimal)
+{
+    if (isnan(a->lo) && isnan(a->hi)) {
+        qh_sb_printf(b, ", expected a NaN (model %s)", a->model);
+        return;
+    }
+    if (a->bound == 0.0 || a->lo == a->hi) {
+        qh_sb_printf(b, ", expected %.9g exactly (model %s)", a->lo, a->model);
+        return;
+    }
+    qh_sb_printf(b, ", expected [%.9g, %.9g]: exact ", a->lo, a->hi);
+    if (decimal && decimal[0])
+        qh_sb_puts(b, decimal);
+    else
+        qh_sb_printf(b, "%.17g", a->exact);
+    qh_sb_printf(b, " +/- bound %.6g (model %s); error %.4g bounds", a->bound, a->model,
+                 a->units);
+}
+
+static void sb_accepted(qh_sb *b, const qh_mismatch *m)
+{
+    sb_bounded(b, &m->accepted, m->explained ? m->scaled : NULL);
+}
+
 void qh_judge_explain(qh_sb *b, const qh_expectation *e, const qmm_tensor *got,
                       const qh_verdict *v, int32_t limit)
 {
@@ -344,6 +453,13 @@ void qh_judge_explain(qh_sb *b, const qh_expectation *e, const qmm_tensor *got,
         const qh_mismatch *m = &v->mismatches[k];
         qh_sb_puts(b, "    ");
         sb_mismatch_coord(b, m);
+        if (m->range) {
+            qh_sb_printf(b, " (index %lld): got ", (long long)m->index);
+            qh_sb_value(b, got->dtype, m->got);
+            sb_accepted(b, m);
+            qh_sb_puts(b, "\n");
+            continue;
+        }
         qh_sb_printf(b, " (index %lld): expected %lld, got %lld", (long long)m->index,
                      (long long)m->expected, (long long)m->got);
         if (m->explained) {
@@ -537,6 +653,21 @@ static int judge_unwritten(const qh_invocation *first, const qh_judge_opts *o, q
     return unwritten || changed;
 }
 
+/* No element failed, but some are accepted only by a model that gives no usable bound. */
+static void judge_undetermined(const qmm_tensor *y, const qh_compare *vs, qh_verdict *v)
+{
+    set(v, QH_INCONCLUSIVE, QH_REASON_UNDETERMINED);
+    qh_sb_printf(&v->summary, "undetermined:%lld total:%lld", (long long)vs->inconclusive,
+                 (long long)vs->total);
+    qh_sb_puts(&v->detail, "    ");
+    qh_sb_coord(&v->detail, y, vs->first_inconclusive);
+    qh_sb_printf(&v->detail, " (index %lld): got ", (long long)vs->first_inconclusive);
+    qh_sb_element(&v->detail, y, vs->first_inconclusive);
+    qh_sb_printf(&v->detail, ", which only model %s accepts, and it gives no usable bound "
+                 "there (docs/semantics.md 8.4): neither a pass nor a failure\n",
+                 vs->inconclusive_model ? vs->inconclusive_model : "?");
+}
+
 /* A valid call the backend answered OK: every element written, each an accepted value. */
 static void judge_output(const qh_expectation *e, const qh_invocation *inv, const qh_compare *vs,
                          const qh_judge_opts *o, qh_verdict *v)
@@ -548,10 +679,25 @@ static void judge_output(const qh_expectation *e, const qh_invocation *inv, cons
         qh_judge_compare(e, &inv->y, &own);
         vs = &own;
     }
+    if (vs->failed != QMM_OK) { /* the accepted values could not be computed */
+        set(v, QH_ERROR, QH_REASON_REFERENCE_ERROR);
+        qh_sb_printf(&v->summary, "reference: %s: %s", qmm_status_name(vs->failed),
+                     vs->failed_why);
+        return;
+    }
     v->errors = vs->errors;
     v->total = vs->total;
     if (vs->errors == 0) {
-        set(v, QH_PASSED, QH_REASON_EQUAL);
+        if (vs->inconclusive)
+            judge_undetermined(&inv->y, vs, v);
+        else
+            set(v, QH_PASSED, QH_REASON_EQUAL);
+        if (o->verbose && vs->bounded && vs->worst > 0) {
+            qh_sb_puts(&v->detail, "    worst error ");
+            qh_sb_printf(&v->detail, "%.4g of its bound, at ", vs->worst);
+            qh_sb_coord(&v->detail, &inv->y, vs->worst_index);
+            qh_sb_puts(&v->detail, "\n");
+        }
         return;
     }
     set(v, QH_FAILED, vs->shape_differs ? QH_REASON_SHAPE : QH_REASON_VALUES);
@@ -561,12 +707,22 @@ static void judge_output(const qh_expectation *e, const qh_invocation *inv, cons
     if (v->n_mismatches > 0) {
         const qh_mismatch *m = &v->mismatches[0];
         sb_mismatch_coord(&v->first, m);
-        qh_sb_printf(&v->first, " (index %lld): got %lld, expected %lld", (long long)m->index,
-                     (long long)m->got, (long long)m->expected);
+        if (m->range) {
+            qh_sb_printf(&v->first, " (index %lld): got ", (long long)m->index);
+            qh_sb_value(&v->first, inv->y.dtype, m->got);
+            sb_accepted(&v->first, m);
+        } else {
+            qh_sb_printf(&v->first, " (index %lld): got %lld, expected %lld",
+                         (long long)m->index, (long long)m->got, (long long)m->expected);
+        }
     }
     if (o->text) {
-        keep_models(e, &inv->y, v);
+        if (v->n_mismatches > 0 && !v->mismatches[0].range) /* profiles: exact-rule ops */
+            keep_models(e, &inv->y, v);
         qh_judge_explain(&v->detail, e, &inv->y, v, o->verbose ? QH_COMPARE_KEEP : 4);
+        if (vs->inconclusive)
+            qh_sb_printf(&v->detail, "    (and %lld elements not determined)\n",
+                         (long long)vs->inconclusive);
     }
 }
 
@@ -664,9 +820,17 @@ int qh_judge_vector(qmm_status_code meta_expect, int n_outputs, const qmm_tensor
     int64_t i = cmp->kept[0];
     qh_sb_printf(why,
                  "stored output_0 differs from the reference at %lld of %lld elements "
-                 "(first at index %lld: stored %lld, reference %lld)",
-                 (long long)cmp->errors, (long long)cmp->total, (long long)i,
-                 (long long)qh_tensor_int(stored, i), (long long)cmp->expected[0]);
+                 "(first at index %lld: stored ", (long long)cmp->errors, (long long)cmp->total,
+                 (long long)i);
+    qh_sb_element(why, stored, i);
+    if (cmp->bounded) {
+        sb_bounded(why, &cmp->kept_bound[0], NULL);
+        qh_sb_puts(why, ")");
+        return 1;
+    }
+    qh_sb_puts(why, ", reference ");
+    qh_sb_value(why, stored->dtype, cmp->expected[0]);
+    qh_sb_puts(why, ")");
     return 1;
 }
 

@@ -9,8 +9,11 @@
  * (summary, detail, first mismatch) are made from that data; callers that compare verdicts
  * (reduce) compare the codes, never the text.
  *
- * How values are compared is the operator's rule (qmm_op_desc.compare, ops/operator.h):
- * exact for every operator today, so a new rule is added here and in the descriptor only. */
+ * How values are compared is the operator's rule (qmm_op_desc.compare, ops/operator.h): exact
+ * (bit for bit, the int32-wrapped result accepted where an accumulator overflows), or accept
+ * (the float-output operators: each element within an accepted interval of the reference's
+ * models, qmm_ref_accept_part; an element no conclusive model decides makes the verdict
+ * INCONCLUSIVE when nothing fails). A new rule is added here and in the descriptor only. */
 #ifndef QMM_HARNESS_JUDGE_H
 #define QMM_HARNESS_JUDGE_H
 
@@ -34,12 +37,14 @@ typedef enum qh_case_status {
     QH_ERROR,      /* the case itself could not be loaded */
     QH_XFAIL,
     QH_XPASS,
+    QH_INCONCLUSIVE, /* no element failed, but some are not determined: only a model that gives
+                      * no usable bound accepts them (docs/semantics.md §8.4) */
     QH_STATUS_COUNT
 } qh_case_status;
 
 const char *qh_case_status_name(qh_case_status s);  /* "PASSED" */
 const char *qh_case_status_key(qh_case_status s);   /* "passed", the report key */
-/* FAILED, CRASHED, TIMEOUT and ERROR make the run exit 1. */
+/* FAILED, CRASHED, TIMEOUT and ERROR make the run exit 1 (INCONCLUSIVE does not). */
 int qh_case_status_is_bad(qh_case_status s);
 
 /* Why a verdict is what it is: one code per kind of decision (docs/formats.md, "Verdicts",
@@ -67,6 +72,7 @@ typedef enum qh_reason {
     QH_REASON_CASE_ERROR,         /* ERROR: the case could not be loaded */
     QH_REASON_MISTRUSTED,         /* MISTRUSTED: passed, but the vector's stored output is
                                    * not the reference's */
+    QH_REASON_UNDETERMINED,       /* INCONCLUSIVE: elements the reference cannot decide */
     QH_REASON_COUNT
 } qh_reason;
 
@@ -83,13 +89,16 @@ typedef struct qh_mismatch {
     char scaled[160];              /* the exact scaled value ("" where the operator has none) */
     int overflow;                  /* acc overflows int32 ... */
     int64_t wrapped;               /* ... and this result from the wrapped sum is accepted too */
-    /* A bound rule's numbers (none yet: every rule is exact): the bound the element had to be
-     * within and the error as a fraction of it (> 1: out of bound). NaN under the exact rule. */
+    /* The accept rule's numbers (QMM_COMPARE_ACCEPT): the bound the element had to be within
+     * and the error as a fraction of it (> 1: out of bound); NaN under the exact rule. `range`
+     * is set under that rule only: the accepted interval, the model's exact value and name. */
     double bound, fraction;
     /* The semantics profiles (bit p: qmm_profile p) that give `got` here, as the detail's
      * "got matches:" names them; known only where the judge made the detail (opts.text). */
     int models_known;
     uint64_t models;
+    int range;
+    qh_bounded accepted;
 } qh_mismatch;
 
 typedef struct qh_verdict {

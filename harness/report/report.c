@@ -454,7 +454,7 @@ static const char *junit_tag(qh_case_status s, const qh_run_summary *sum)
     case QH_FAILED: return "failure";
     case QH_XPASS: return sum->xpass_fails ? "failure" : NULL;
     case QH_CRASHED: case QH_TIMEOUT: case QH_ERROR: return "error";
-    case QH_SKIPPED: case QH_XFAIL: return "skipped";
+    case QH_SKIPPED: case QH_XFAIL: case QH_INCONCLUSIVE: return "skipped";
     default: return NULL;
     }
 }
@@ -485,7 +485,8 @@ static void write_junit(qh_sb *b, const char *command, const qh_result *r, size_
     (void)command;
     int64_t failures = sum->counts[QH_FAILED] + (sum->xpass_fails ? sum->counts[QH_XPASS] : 0);
     int64_t errors = sum->counts[QH_CRASHED] + sum->counts[QH_TIMEOUT] + sum->counts[QH_ERROR];
-    int64_t skipped = sum->counts[QH_SKIPPED] + sum->counts[QH_XFAIL];
+    int64_t skipped = sum->counts[QH_SKIPPED] + sum->counts[QH_XFAIL] +
+                      sum->counts[QH_INCONCLUSIVE];
     junit_row *rows = junit_rows(r, n);
     if (!rows) {
         b->failed = 1;

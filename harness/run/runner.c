@@ -194,8 +194,8 @@ static void compare_part(void *ctx, int64_t first, int64_t count, const void *ex
     for (int j = 0; j < cm->n; j++)
         if (cm->got[j])
             qh_judge_compare_part(cm->e, exact, alt, cm->got[j], first, count, &cm->vs_got[j]);
-    if (cm->stored)
-        qh_compare_part(exact, alt, cm->stored, first, count, &cm->vs_stored);
+    if (cm->stored) /* by the operator's rule too: a float output's stored answer is one of many */
+        qh_judge_compare_part(cm->e, exact, alt, cm->stored, first, count, &cm->vs_stored);
 }
 
 /* Computes e a part at a time (never the whole output at once), comparing each part with every
@@ -212,7 +212,7 @@ static void compare_with_expectation(qh_expectation *e, comparison *cm)
                 cm->vs_got[j].marks = &cm->marks[j];
         }
     if (cm->stored)
-        qh_compare_start(&e->exact, cm->stored, &cm->vs_stored);
+        qh_judge_compare_start(e, cm->stored, &cm->vs_stored);
     qh_expect_scan(e, 0, compare_part, cm);
 }
 
@@ -343,7 +343,8 @@ static void judge_loaded(qh_case *c, int n, qh_backend *b, const qh_eval_opts *o
         qh_judge_opts jo = {.verbose = o[j].verbose, .text = 1, .fill = o[j].invoke.fill,
                             .rerun = rerun, .rerun_ctx = &jb[j]};
         qh_judge(&e, &jb[j].inv, cm.got[j] ? &cm.vs_got[j] : NULL, &jo, &v[j]);
-        if (o[j].determinism && (v[j].status == QH_PASSED || v[j].status == QH_UNCHECKED))
+        if (o[j].determinism && (v[j].status == QH_PASSED || v[j].status == QH_UNCHECKED ||
+                                 v[j].status == QH_INCONCLUSIVE))
             check_determinism(&jb[j], &v[j]);
         if (o[j].verbose || (v[j].status != QH_PASSED && v[j].status != QH_SKIPPED))
             sb_worker_output(&v[j].detail, &jb[j].inv);
