@@ -104,3 +104,34 @@ Test(diff_cli, sigterm_prints_the_summary_and_exits_143, .timeout = 120)
     free(summary);
     free(rest);
 }
+
+/* diff draws the float-output operators when --only names one (harness/gen/problem.c) and
+ * judges the two answers by their accept rule: the reference and the optimized backend sum
+ * MatMulNBits in other orders (tolerated, not differences), and every other answer of theirs
+ * agrees. Before: diff drew none of them (every problem filtered, "compared no problem", exit
+ * 3); then a 1-D B made the optimized backend's
+ * DynamicQuantizeMatMul and MatMulIntegerToFloat take y's last dim (M) for N, reading the bias
+ * and per-column scales past their end. */
+Test(diff_cli, the_float_output_operators_are_drawn_and_judged_by_their_rule)
+{
+    static const char *const ops[] = {"matmulnbits", "dynamicquantizematmul",
+                                      "matmul_integer_to_float"};
+    static const int counts[] = {300, 2000, 2000}; /* a few seconds each */
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        char *out = qmmcheck_expect(0, "diff --backend reference --backend optimized --seed 1 "
+                                    "--count %d -q --only %s --out '%s/d'", counts[i], ops[i],
+                                    tmpdir);
+        expect_in(out, " differences:0 ");
+        cr_expect(strstr(out, "DIFF SUMMARY: problems:0 ") == NULL, "%s: none drawn", ops[i]);
+        if (i == 0)
+            cr_expect(strstr(out, " tolerated:0 ") == NULL, "no MatMulNBits answers differed "
+                      "in their bits: %s", out);
+        free(out);
+    }
+    /* DequantizeLinear: the optimized backend does not compute it, the reference does */
+    char *out = qmmcheck_expect(0, "diff --backend reference --backend reference --seed 1 "
+                                "--count 1000 -q --only dequantizelinear --out '%s/d'", tmpdir);
+    expect_in(out, " differences:0 ");
+    cr_expect(strstr(out, "DIFF SUMMARY: problems:0 ") == NULL, "dequantizelinear: none drawn");
+    free(out);
+}

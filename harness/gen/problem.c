@@ -807,10 +807,285 @@ static int random_qom(qh_problem *p, qh_rng *r, const qh_random_opts *o)
     return 0;
 }
 
+/* ---- the float-output operators (docs/semantics.md §8-§10) ----------------------------------- */
+
+/* A float value for an activation, bias or float zero point: random mantissa and sign,
+ * exponents around 2^0, now and then 0, a subnormal of float32, a huge one, or (1 in 200)
+ * an infinity or NaN. */
+static double llm_float(qh_rng *r, int spread)
+{
+    int64_t u = qh_rng_range(r, 0, 199);
+    double sign = qh_rng_chance(r, 1, 2) ? -1.0 : 1.0;
+    if (u == 0)
+        return qh_rng_chance(r, 1, 2) ? sign * INFINITY : NAN;
+    if (u < 8)
+        return 0.0;
+    if (u < 10)
+        return sign * mantissa(r) * pow2((int)qh_rng_range(r, -149, -127));
+    if (u < 12)
+        return sign * mantissa(r) * pow2((int)qh_rng_range(r, 60, 127));
+    return sign * mantissa(r) * pow2((int)qh_rng_range(r, -spread, spread));
+}
+
+/* A scale: mostly positive, random mantissa, exponent -12..0; now and then 0, negative,
+ * subnormal (of float32) or huge (docs/semantics.md §8: every one is valid). */
+static double llm_scale(qh_rng *r, int mode)
+{
+    int64_t u = qh_rng_range(r, 0, 99);
+    double v = mode == 1 ? pow2((int)qh_rng_range(r, -12, 0))
+                         : mantissa(r) * pow2((int)qh_rng_range(r, -12, 0));
+    if (u < 3)
+        return 0.0;
+    if (u < 13)
+        return -v;
+    if (u < 15)
+        return mantissa(r) * pow2((int)qh_rng_range(r, -149, -127));
+    if (u < 17)
+        return mantissa(r) * pow2((int)qh_rng_range(r, 60, 120));
+    return v;
+}
+
+static void fill_llm(qh_rng *r, qmm_tensor *t, int spread)
+{
+    int constant = qh_rng_chance(r, 1, 10);
+    double c = llm_float(r, spread);
+    for (int64_t i = 0; i < qmm_tensor_numel(t); i++)
+        qh_tensor_set_scale(t, i, constant ? c : llm_float(r, spread));
+}
+
+static void fill_llm_scales(qh_rng *r, qmm_tensor *t)
+{
+    int mode = (int)qh_rng_range(r, 0, 1);
+    for (int64_t i = 0; i < qmm_tensor_numel(t); i++)
+        qh_tensor_set_scale(t, i, llm_scale(r, mode));
+}
+
+static void fill_bytes(qh_rng *r, qmm_tensor *t)
+{
+    unsigned char *d = t->data;
+    size_t n = (size_t)qmm_tensor_numel(t) * qmm_dtype_size(t->dtype);
+    for (size_t i = 0; i < n; i++)
+        d[i] = (unsigned char)qh_rng_range(r, 0, 255);
+}
+
+static int32_t pick_t1(qh_rng *r)
+{
+    int64_t u = qh_rng_range(r, 0, 9);
+    return u < 7 ? QMM_DTYPE_FLOAT : u < 9 ? QMM_DTYPE_FLOAT16 : QMM_DTYPE_BFLOAT16;
+}
+
+/* MatMulNBits: bits 2/4/8, block sizes 16..1024 (mostly small), K often not a multiple of the
+ * block, A of rank 1..3 with M from {1, 2, small, 127..129, 257} under the budget, every
+ * zero-point form (absent, packed uint8, T1; 2-D or flat), scales 2-D or flat, bias or none,
+ * g_idx now and then, accuracy levels 0..4, T1 mostly float. */
+static int random_mnb(qh_problem *p, qh_rng *r, const qh_random_opts *o)
+{
+    qh_problem_init(p, QMM_OP_MATMULNBITS, 1);
+    qmm_matmulnbits *c = &p->call.u.matmulnbits;
+    static const int bitss[3] = {2, 4, 8};
+    c->bits = bitss[qh_rng_range(r, 0, 2)];
+    int64_t u = qh_rng_range(r, 0, 99);
+    c->block_size = u < 85 ? 16 << qh_rng_range(r, 0, 3) : 16 << qh_rng_range(r, 4, 6);
+    c->accuracy_level = qh_rng_chance(r, 1, 2) ? 4 : (int32_t)qh_rng_range(r, 0, 3);
+    int64_t bs = c->block_size;
+    int64_t k = qh_rng_chance(r, 1, 4) ? bs * qh_rng_range(r, 1, 3)
+                                      : qh_rng_range(r, 1, bs * 2 + bs / 2);
+    int64_t n = qh_rng_range(r, 1, qh_rng_chance(r, 1, 8) ? 40 : 6);
+    static const int64_t ms[8] = {1, 1, 2, 3, 127, 128, 129, 257};
+    int64_t m = qh_rng_chance(r, 1, 2) ? ms[qh_rng_range(r, 0, 7)] : qh_rng_range(r, 1, 9);
+    /* the exact reference costs about a microsecond a multiply-add per model: mostly small,
+     * now and then an LLM-like row count */
+    int64_t max_macs = o && o->max_macs > 0 ? o->max_macs
+                       : qh_rng_chance(r, 1, 20) ? (int64_t)1 << 16 : (int64_t)1 << 12;
+    while (m > 1 && m * n * k > max_macs)
+        m = (m + 1) / 2;
+    while (n > 1 && m * n * k > max_macs)
+        n = (n + 1) / 2;
+    int32_t t1 = pick_t1(r);
+    int64_t kb = (k + bs - 1) / bs, blob = bs * c->bits / 8;
+    c->k = (int32_t)k;
+    c->n = (int32_t)n;
+    int64_t ad[3], d[3];
+    int32_t ar = (int32_t)qh_rng_range(r, 1, 3);
+    if (ar == 1)
+        m = 1;
+    ad[ar - 1] = k;
+    if (ar >= 2)
+        ad[ar - 2] = m;
+    if (ar == 3)
+        ad[0] = 1;
+    d[0] = n, d[1] = kb, d[2] = blob;
+    if (!qh_problem_tensor(p, &c->a, t1, ar, ad) ||
+        !qh_problem_tensor(p, &c->b, QMM_DTYPE_UINT8, 3, d))
+        return -1;
+    int flat = qh_rng_chance(r, 1, 4);
+    d[0] = flat ? n * kb : n;
+    if (!qh_problem_tensor(p, &c->scales, t1, flat ? 1 : 2, d))
+        return -1;
+    int64_t zf = qh_rng_range(r, 0, 2); /* absent, packed uint8, T1 */
+    int32_t zdt = zf == 1 ? QMM_DTYPE_UINT8 : t1;
+    int64_t zcols = zf == 1 ? (kb * c->bits + 7) / 8 : kb;
+    d[0] = flat ? n * zcols : n;
+    d[1] = zcols;
+    if (zf && !qh_problem_tensor(p, &c->zero_points, zdt, flat ? 1 : 2, d))
+        return -1;
+    d[0] = n;
+    if (qh_rng_chance(r, 1, 2) && !qh_problem_tensor(p, &c->bias, t1, 1, d))
+        return -1;
+    d[0] = k;
+    if (qh_rng_chance(r, 1, 20) && !qh_problem_tensor(p, &c->g_idx, QMM_DTYPE_INT32, 1, d))
+        return -1;
+    fill_llm(r, &c->a, 4);
+    fill_bytes(r, &c->b);
+    fill_llm_scales(r, &c->scales);
+    if (zf == 1) {
+        fill_bytes(r, &c->zero_points);
+    } else if (zf == 2) {
+        for (int64_t i = 0; i < qmm_tensor_numel(&c->zero_points); i++)
+            qh_tensor_set_scale(&c->zero_points, i,
+                                (double)qh_rng_range(r, 0, (1 << c->bits) - 1) +
+                                    (qh_rng_chance(r, 1, 2) ? 0.5 : 0.0));
+    }
+    if (qmm_tensor_present(&c->bias))
+        fill_llm(r, &c->bias, 2);
+    for (int64_t i = 0; qmm_tensor_present(&c->g_idx) && i < k; i++)
+        qh_tensor_set_int(&c->g_idx, i, qh_rng_chance(r, 9, 10) ? i / bs
+                                                                : qh_rng_range(r, 0, kb - 1));
+    if (o && qh_rng_range(r, 0, 999) < o->invalid_per_mille) /* a rule broken on purpose */
+        switch (qh_rng_range(r, 0, 2)) {
+        case 0: c->bits = 3; break;
+        case 1: c->block_size = 48; break;
+        default: c->k = (int32_t)k + 1; break;
+        }
+    qh_problem_finish(p);
+    return 0;
+}
+
+/* DequantizeLinear opset 21..25: x of every modelled integer type (float8 now and then, its
+ * zero point 0), scales float/float16/bfloat16, per tensor, per axis or blocked (a short last
+ * block), output_dtype from opset 23. */
+static int random_dql(qh_problem *p, qh_rng *r, const qh_random_opts *o)
+{
+    (void)o;
+    qh_problem_init(p, QMM_OP_DEQUANTIZELINEAR, (int32_t)qh_rng_range(r, 21, 25));
+    qmm_dequantizelinear *c = &p->call.u.dequantizelinear;
+    static const int32_t xts[9] = {QMM_DTYPE_INT8, QMM_DTYPE_UINT8, QMM_DTYPE_INT16,
+                                   QMM_DTYPE_UINT16, QMM_DTYPE_INT32, QMM_DTYPE_FLOAT8E4M3FN,
+                                   QMM_DTYPE_FLOAT8E4M3FNUZ, QMM_DTYPE_FLOAT8E5M2,
+                                   QMM_DTYPE_FLOAT8E5M2FNUZ};
+    int32_t xt = xts[qh_rng_chance(r, 1, 6) ? qh_rng_range(r, 5, 8) : qh_rng_range(r, 0, 4)];
+    int32_t st = pick_t1(r);
+    int32_t rank = (int32_t)qh_rng_range(r, 1, 3);
+    int64_t xd[3], sd[3];
+    for (int32_t i = 0; i < rank; i++)
+        xd[i] = qh_rng_range(r, 1, i == rank - 1 ? 70 : 6);
+    int form = (int)qh_rng_range(r, 0, 2); /* per tensor, per axis, blocked */
+    int32_t axis = (int32_t)qh_rng_range(r, -rank, rank - 1);
+    int32_t ax = axis < 0 ? axis + rank : axis;
+    int32_t srank = 0;
+    if (form == 0) {
+        srank = (int32_t)qh_rng_range(r, 0, 1);
+        sd[0] = 1;
+    } else if (form == 1) {
+        srank = 1;
+        sd[0] = xd[ax];
+    } else {
+        c->block_size = (int32_t)(qh_rng_chance(r, 1, 2) ? 16 << qh_rng_range(r, 0, 2)
+                                                         : qh_rng_range(r, 1, 9));
+        srank = rank;
+        memcpy(sd, xd, sizeof sd);
+        sd[ax] = (xd[ax] + c->block_size - 1) / c->block_size;
+    }
+    c->axis = axis;
+    if (c->opset >= 23 && qh_rng_chance(r, 1, 3))
+        c->output_dtype = pick_t1(r);
+    if (!qh_problem_tensor(p, &c->x, xt, rank, xd) ||
+        !qh_problem_tensor(p, &c->x_scale, st, srank, sd))
+        return -1;
+    int zp = qh_rng_chance(r, 1, 2);
+    if (zp && !qh_problem_tensor(p, &c->x_zero_point, xt, srank, sd))
+        return -1;
+    if (qmm_is_float8(xt)) {
+        for (int64_t i = 0; i < qmm_tensor_numel(&c->x); i++)
+            qh_tensor_set_int(&c->x, i, f8_code(r, xt));
+    } else {
+        fill_bytes(r, &c->x);
+        if (zp)
+            fill_bytes(r, &c->x_zero_point);
+    }
+    fill_llm_scales(r, &c->x_scale);
+    qh_problem_finish(p);
+    return 0;
+}
+
+/* DynamicQuantizeMatMul and MatMulIntegerToFloat: the matmul shapes of pick_shapes, B int8 or
+ * uint8, b_scale per tensor or per column with or without its zero point, a bias or none;
+ * DynamicQuantizeMatMul's float A now and then with a constant, a zero or a non-finite element;
+ * MatMulIntegerToFloat's T3 float or float16. */
+static int random_i2f(qh_problem *p, qh_rng *r, const qh_random_opts *o, int dynamic)
+{
+    qh_problem_init(p, dynamic ? QMM_OP_DYNAMICQUANTIZEMATMUL : QMM_OP_MATMUL_INTEGER_TO_FLOAT,
+                    1);
+    operand_plan a, b;
+    a.dtype = dynamic ? QMM_DTYPE_FLOAT : qh_rng_chance(r, 1, 2) ? U8 : S8;
+    b.dtype = qh_rng_chance(r, 1, 2) ? U8 : S8;
+    pick_shapes(r, o, &a, &b);
+    int32_t ft = dynamic || qh_rng_chance(r, 3, 4) ? QMM_DTYPE_FLOAT : QMM_DTYPE_FLOAT16;
+    qmm_tensor *ta = qh_problem_input(p, 0), *tb = qh_problem_input(p, 1);
+    if (!qh_problem_tensor(p, ta, a.dtype, a.rank, a.dims) ||
+        !qh_problem_tensor(p, tb, b.dtype, b.rank, b.dims))
+        return -1;
+    int64_t nd[1] = {b.rank >= 2 ? b.dims[b.rank - 1] : 1};
+    int per_col = qh_rng_chance(r, 1, 2);
+    int32_t sr = per_col ? 1 : (int32_t)qh_rng_range(r, 0, 1);
+    if (!per_col)
+        nd[0] = 1;
+    qmm_tensor *bs, *bz, *bias;
+    if (dynamic) {
+        qmm_dynamicquantizematmul *c = &p->call.u.dynamicquantizematmul;
+        bs = &c->b_scale, bz = &c->b_zero_point, bias = &c->bias;
+        fill_llm(r, ta, 3);
+    } else {
+        qmm_matmul_integer_to_float *c = &p->call.u.matmul_integer_to_float;
+        bs = &c->b_scale, bz = &c->b_zero_point, bias = &c->bias;
+        int64_t one[1] = {1};
+        int32_t ar = (int32_t)qh_rng_range(r, 0, 1);
+        if (!qh_problem_tensor(p, &c->a_scale, ft, ar, one) ||
+            (qh_rng_chance(r, 1, 2) && !qh_problem_tensor(p, &c->a_zero_point, a.dtype, ar, one)))
+            return -1;
+        fill_llm_scales(r, &c->a_scale);
+        if (qmm_tensor_present(&c->a_zero_point))
+            fill_bytes(r, &c->a_zero_point);
+        fill_values(r, ta, 0);
+    }
+    fill_values(r, tb, 0);
+    if (!qh_problem_tensor(p, bs, ft, sr, nd) ||
+        (qh_rng_chance(r, 1, 2) && !qh_problem_tensor(p, bz, b.dtype, sr, nd)))
+        return -1;
+    fill_llm_scales(r, bs);
+    if (qmm_tensor_present(bz))
+        fill_bytes(r, bz);
+    nd[0] = b.rank >= 2 ? b.dims[b.rank - 1] : 1;
+    if (qh_rng_chance(r, 1, 2)) {
+        if (!qh_problem_tensor(p, bias, ft, 1, nd))
+            return -1;
+        fill_llm(r, bias, 2);
+    }
+    qh_problem_finish(p);
+    return 0;
+}
+
 /* ---- every operator ------------------------------------------------------------------------- */
 
 int qh_problem_random(qh_problem *p, qh_rng *r, const qh_random_opts *o)
 {
+    switch (o ? o->float_op : QMM_OP_NONE) {
+    case QMM_OP_MATMULNBITS: return random_mnb(p, r, o);
+    case QMM_OP_DEQUANTIZELINEAR: return random_dql(p, r, o);
+    case QMM_OP_DYNAMICQUANTIZEMATMUL: return random_i2f(p, r, o, 1);
+    case QMM_OP_MATMUL_INTEGER_TO_FLOAT: return random_i2f(p, r, o, 0);
+    default: break;
+    }
     /* which operator: QLinearMatMul most of the time (the most rules), then QOrderedMatMul and
      * MatMulInteger; the choice is a computation (each has its own generator), not a name */
     int64_t u = qh_rng_range(r, 0, 99);

@@ -67,6 +67,11 @@ typedef struct qh_random_opts {
      * committed random edge suite keeps its problems). The choice comes from a side stream:
      * problem I of a seed is either the problem it was without float8 or a float8 one. */
     int float8_per_mille;
+    /* one of the float-output operators (QMM_OP_MATMULNBITS, _DEQUANTIZELINEAR,
+     * _DYNAMICQUANTIZEMATMUL, _MATMUL_INTEGER_TO_FLOAT): every problem is of it, from its own
+     * generator (docs/semantics.md §8-§10); any other value (QMM_OP_NONE): the problems above,
+     * which never are */
+    qmm_op_kind float_op;
 } qh_random_opts;
 
 /* A random problem over the whole operator space: every operator of ops/operator.h (for

@@ -30,10 +30,12 @@ static qmm_status_code integer_then_tail(const qmm_opt_backend *ob, const qmm_te
                                          const qmm_tensor *az, const qmm_tensor *b,
                                          const qmm_tensor *bz, float sa, const qmm_tensor *bs,
                                          const qmm_tensor *bias, const qmm_tensor *y,
-                                         int per_column, qmm_status *st)
+                                         const qmm_i2f_plan *p, qmm_status *st)
 {
     size_t count = (size_t)qmm_tensor_numel(y);
-    size_t n = (size_t)(y->rank ? y->dims[y->rank - 1] : 1);
+    /* N from the geometry: a 1-D B makes y's last dim M, not N (numpy.matmul's promotion) */
+    size_t n = (size_t)p->g.n;
+    int per_column = p->b_per_column;
     int32_t *acc = malloc((count ? count : 1) * sizeof *acc);
     if (!acc)
         return qmm_status_oom(st, ob->name, "for the integer accumulators");
@@ -97,7 +99,7 @@ qmm_status_code qmm_opt_dynamicquantizematmul(const qmm_opt_backend *ob,
     ta.dtype = QMM_DTYPE_UINT8;
     ta.data = qa;
     qmm_status_code rc = integer_then_tail(ob, &ta, &tz, &c->b, &c->b_zero_point, scale,
-                                           &c->b_scale, &c->bias, &c->y, p.b_per_column, st);
+                                           &c->b_scale, &c->bias, &c->y, &p, st);
     free(qa);
     return rc;
 }
@@ -122,5 +124,5 @@ qmm_status_code qmm_opt_matmul_integer_to_float(const qmm_opt_backend *ob,
     return integer_then_tail(ob, &c->a,
                              qmm_tensor_present(&c->a_zero_point) ? &c->a_zero_point : NULL,
                              &c->b, &c->b_zero_point, sa, &c->b_scale, &c->bias, &c->y,
-                             p.b_per_column, st);
+                             &p, st);
 }
