@@ -150,8 +150,9 @@ static void int8_model(nbits_sums *w, int model, const qmm_matmulnbits *c,
         double isum_max = 127.0 * 255.0 * (double)len;
         for (int64_t k = start; k < start + len && !w->any[model]; k++) {
             nbits_weight wt = weight_at(c, p, n, k);
-            if (!isfinite(sa) || !isfinite(wt.s) || fabs((double)sa) * isum_max >= FLT_MAX ||
-                fabs(wt.s) * isum_max >= FLT_MAX) {
+            /* a NaN in A: its code is the implementation's (and no integer here) */
+            if (!isfinite(sa) || !isfinite(wt.s) || !isfinite(codes[k - start]) ||
+                fabs((double)sa) * isum_max >= FLT_MAX || fabs(wt.s) * isum_max >= FLT_MAX) {
                 w->any[model] = 1;
                 break;
             }

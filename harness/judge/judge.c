@@ -416,7 +416,8 @@ static void keep_models(const qh_expectation *e, const qmm_tensor *got, qh_verdi
 
 /* Under the accept rule, what an element had to be: ", expected [LO, HI]: exact R +/- bound B
  * (model M); error U bounds", or ", expected V exactly (model M)" where it is determined.
- * `decimal`: the exact value as the reference writes it ("" or NULL: R as a double). */
+ * `decimal`: the exact value the reference explains the element with (its first model's), used
+ * where it is this model's R; otherwise R as a double. */
 static void sb_bounded(qh_sb *b, const qh_bounded *a, const char *decimal)
 {
     if (isnan(a->lo) && isnan(a->hi)) {
@@ -428,7 +429,7 @@ static void sb_bounded(qh_sb *b, const qh_bounded *a, const char *decimal)
         return;
     }
     qh_sb_printf(b, ", expected [%.9g, %.9g]: exact ", a->lo, a->hi);
-    if (decimal && decimal[0])
+    if (decimal && decimal[0] && strtod(decimal, NULL) == a->exact) /* that model's value */
         qh_sb_puts(b, decimal);
     else
         qh_sb_printf(b, "%.17g", a->exact);
