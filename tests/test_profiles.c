@@ -818,20 +818,6 @@ Test(profiles, expectation_under_a_profile)
 
 /* ---- fingerprinting ---- */
 
-/* Do profiles p and q answer case c differently (status or output)? Both must define it. */
-static int differ(const qh_expectation *x, const qh_expectation *y)
-{
-    if (x->code == QMM_UNSUPPORTED || y->code == QMM_UNSUPPORTED)
-        return 0;
-    if (x->code != y->code)
-        return 1;
-    if (x->code != QMM_OK)
-        return 0;
-    qh_compare cmp;
-    qh_compare_outputs(&x->exact, NULL, &y->exact, &cmp);
-    return cmp.errors != 0;
-}
-
 /* The accumulation model of profile p: its name's suffix after '+', "" for the default. */
 static const char *acc_name(int p)
 {
@@ -868,7 +854,7 @@ static void check_pairs_separated(const qh_fp_suite *s, int int8_only)
         for (int p = 0; p < qmm_profile_count(); p++)
             for (int q = 0; q < qmm_profile_count(); q++)
             {
-                if (differ(&ex[p], &ex[q]))
+                if (qh_fp_expectations_differ(&ex[p], &ex[q]))
                     seen[p] |= QH_PROFILE_BIT(q);
                 if (ex[p].code != QMM_UNSUPPORTED && ex[q].code != QMM_UNSUPPORTED)
                     both[p] |= QH_PROFILE_BIT(q);
@@ -960,7 +946,7 @@ Test(fingerprint, simplest_form_separates_every_pair)
             }
             for (int p = 0; p < np; p++)
                 for (int q = 0; q < np; q++)
-                    if (differ(&ex[p], &ex[q]))
+                    if (qh_fp_expectations_differ(&ex[p], &ex[q]))
                         seen[p] |= QH_PROFILE_BIT(q);
             for (int p = 0; p < np; p++)
                 qh_expectation_free(&ex[p]);

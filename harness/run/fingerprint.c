@@ -657,8 +657,7 @@ void qh_fp_verdict(const qh_fp_result *r, char *buf, size_t size)
 
 /* ---- the decision -------------------------------------------------------------------------- */
 
-/* Do two expectations of the same call answer differently? */
-static int expectations_differ(const qh_expectation *x, const qh_expectation *y)
+int qh_fp_expectations_differ(const qh_expectation *x, const qh_expectation *y)
 {
     if (x->code == QMM_UNSUPPORTED || y->code == QMM_UNSUPPORTED)
         return 0;
@@ -730,7 +729,7 @@ void qh_fp_decide(const qh_fp_suite *s, const qh_fp_result *r, qh_fp_decision *d
         for (int p = 0; !splits && p < s->n_profiles; p++)
             for (int q = p + 1; !splits && q < s->n_profiles; q++)
                 splits = (left >> p & 1u) && (left >> q & 1u) &&
-                         expectations_differ(&ex[p], &ex[q]);
+                         qh_fp_expectations_differ(&ex[p], &ex[q]);
         if (!splits)
             continue;
         char form[160];

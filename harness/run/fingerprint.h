@@ -85,6 +85,10 @@ void qh_fp_result_free(qh_fp_result *r);
  * made no difference, and the plain profile is the simpler explanation. */
 qh_profile_set qh_profiles_simplest(qh_profile_set set);
 
+/* Do two expectations of the same call answer differently (status, or output where both are
+ * OK)? Never where either profile leaves the call undefined (UNSUPPORTED). */
+int qh_fp_expectations_differ(const qh_expectation *x, const qh_expectation *y);
+
 /* The verdict: the one profile matching every case ("ort-fp32"), several joined by ','
  * when the suite cannot tell them apart, or "none"; of matching_all, only
  * qh_profiles_simplest's. */
