@@ -284,4 +284,24 @@ static inline void write_text(const char *path, const char *text)
     fclose(f);
 }
 
+/* A directory diff and reduce did not write, which they must leave alone as --out: DIR/notes.txt
+ * holding "my notes\n" (its path in notes), or DIR a copy of COMMITTED_CASE (a committed case,
+ * tagged, but not by diff or reduce). */
+#define NOTES_TEXT "my notes\n"
+#define COMMITTED_CASE "vectors/edge/matmulinteger/extremes/s8u8-k4"
+
+static inline void write_notes(const char *dir, char *notes, size_t size)
+{
+    snprintf(notes, size, "%s/notes.txt", dir);
+    write_text(notes, NOTES_TEXT);
+}
+
+/* DIR still holds COMMITTED_CASE whole: it runs, and passes. */
+static inline void expect_committed_case_untouched(const char *dir)
+{
+    char *out = qmmcheck_expect(0, "run --backend reference --vectors '%s'", dir);
+    expect_in(out, "passed:1");
+    free(out);
+}
+
 #endif /* QMM_TESTS_CLI_SUPPORT_H */
