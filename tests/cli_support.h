@@ -296,6 +296,16 @@ static inline void write_notes(const char *dir, char *notes, size_t size)
     write_text(notes, NOTES_TEXT);
 }
 
+/* DIR, refused as --out, is as write_notes left it: NOTES still holds NOTES_TEXT, and DIR/FILE
+ * (a file of a saved case) was not written. */
+static inline void expect_notes_left_alone(const char *notes, const char *dir, const char *file)
+{
+    expect_file_is(notes, NOTES_TEXT);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    cr_expect(access(path, F_OK) != 0, "%s was written", path);
+}
+
 /* DIR still holds COMMITTED_CASE whole: it runs, and passes. */
 static inline void expect_committed_case_untouched(const char *dir)
 {
