@@ -31,3 +31,13 @@ def modules(*names, how=INSTALL):
             sys.stderr.write("%s: needs the Python module '%s', which %s cannot import (%s): %s\n"
                              % (script, name, sys.executable or "python", reason, how))
             sys.exit(2)
+
+
+def script(doc, *names, main=True, how=INSTALL):
+    """A script's start: with -h or --help, prints `doc` and exits 0 before asking for any
+    package (so that help works where they are missing); then modules(*names, how=how). `main`
+    is the script's `__name__ == "__main__"`: imported as a module, it never prints help."""
+    if main and ("-h" in sys.argv or "--help" in sys.argv):
+        print(doc)
+        sys.exit(0)
+    modules(*names, how=how)

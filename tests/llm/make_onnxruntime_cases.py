@@ -40,11 +40,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import qmm_requires  # noqa: E402
 
-if __name__ == "__main__" and ("-h" in sys.argv or "--help" in sys.argv):
-    print(__doc__)
-    sys.exit(0)
-
-qmm_requires.modules("numpy", "onnx", "onnxruntime")
+qmm_requires.script(__doc__, "numpy", "onnx", "onnxruntime", main=__name__ == "__main__")
 
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
