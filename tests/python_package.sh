@@ -6,7 +6,7 @@
 # installed module (no sys.path), its version is qmmcheck's, and the backend python/README.md
 # shows, copied out of the README into a folder outside the tree and run by the environment's
 # python, passes vectors/edge/matmulinteger/random with --determinism (its start accepts
-# threads=2) and judges the whole MatMulInteger suite as the README says: no failure, four
+# threads=2) and judges the whole MatMulInteger suite as the README says: no failure, eight
 # SKIPPED with its query's reasons.
 #
 # PYTHON (default: $QMM_PYTHON, else the repository's .venv) must import numpy and onnx: the
