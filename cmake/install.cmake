@@ -5,12 +5,11 @@ install(DIRECTORY include/qmm DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 # The contract the headers implement and the pages they cite (include/qmm/ops.h, qmm/reference.h;
 # tests/install/install_smoke.sh checks that every page an installed header names is here),
 # where packaged docs go: share/doc/<package>, under the package's name qmm, not the project's.
-install(FILES docs/semantics.md docs/profiles.md docs/qorderedmatmul.md
-        DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/qmm)
-# The pages a user of the installed qmmcheck reads: the reports, case and list formats and the
-# exit statuses, the exec: protocol (a backend in any language), the CI gate.
-install(FILES docs/formats.md docs/exec-protocol.md docs/ci.md
-        DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/qmm)
+# Every page of docs/, since they link one another (formats.md -> edge-suites.md, semantics.md
+# -> architecture.md, ...), the JSON report's schema (docs/report.schema.json, which formats.md
+# links) and the pictures the pages show.
+install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/qmm
+        FILES_MATCHING PATTERN "*.md" PATTERN "*.json" PATTERN "*.png")
 # The example plugin, where Debian puts a package's examples: a vendor with only the installed
 # prefix copies it from there (README.md, "Vendor quick start").
 install(DIRECTORY examples/vendor-plugin DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/qmm/examples)

@@ -17,8 +17,17 @@ trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 # the contract the installed headers point at, and the pages a user of the command reads
 grep -q "^## 1\. Shapes" "$tmp/prefix/share/doc/qmm/semantics.md"
-for page in formats.md exec-protocol.md ci.md; do
+for page in formats.md exec-protocol.md ci.md report.schema.json; do
     cmp "$src/docs/$page" "$tmp/prefix/share/doc/qmm/$page" || { echo "$page is not installed" >&2; exit 1; }
+done
+# every page-to-page link of an installed page resolves under the prefix (formats.md linked
+# report.schema.json and edge-suites.md, semantics.md architecture.md, none installed)
+for md in "$tmp/prefix/share/doc/qmm"/*.md; do
+    { grep -oE '\]\([A-Za-z0-9_.-]+\.(md|json|png)(#[^)]*)?\)' "$md" || true; } | sed -E 's/^\]\(([^)#]*).*/\1/' |
+    sort -u | while read -r ref; do
+        test -f "$tmp/prefix/share/doc/qmm/$ref" ||
+            { echo "installed ${md##*/} links $ref, which is not installed" >&2; exit 1; }
+    done || exit 1
 done
 # Every file an installed header names (its own name on line 1 aside) is installed: a page as
 # docs/X.md or share/doc/qmm/X.md, a header under include/ or one the compiler finds.
