@@ -191,6 +191,17 @@ Test(cli, tag_selects_by_the_tags_cases_carry)
 /* list --tags: each tag with how many of the selected cases carry it, by tag; its counts are
  * --tag's; a tag from a file is printed cleaned; a case whose qmm.meta does not parse is
  * counted apart, and --tag keeps it so that run reports its ERROR. */
+/* README and list --help: without --vectors, list --tags reads the installed suites, as run
+ * does (it was a usage error, exit 2: "list: give --vectors DIR, --backends or --profiles"). */
+Test(cli, list_tags_without_vectors_reads_the_default_suites)
+{
+    char *out;
+    cr_assert_eq(qmmcheck(&out, "list --tags"), 0, "%s", out);
+    expect_in(out, "\nsimple-form\t");
+    expect_in(out, " tags over ");
+    free(out);
+}
+
 Test(cli, list_tags_counts_and_unreadable_metas_are_kept)
 {
     char *out;

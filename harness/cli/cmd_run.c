@@ -1044,8 +1044,12 @@ int qh_cmd_list(int argc, char **argv)
         qh_print_profiles(stdout);
         return 0;
     }
+    /* list --tags, like run, reads the installed suites without --vectors (README, --help) */
+    if (o.n_vectors == 0 && o.list_tags && !(o.vectors[o.n_vectors++] = qh_default_vectors()))
+        return EXIT_USAGE; /* qh_default_vectors said where it looked */
     if (o.n_vectors == 0)
-        return usage_error_in("list", "%s", "list: give --vectors DIR, --backends or --profiles");
+        return usage_error_in("list", "%s",
+                              "list: give --vectors DIR, --tags, --backends or --profiles");
     qh_case_list list;
     found_counts found;
     rc = collect(&o, NULL, NULL, &list, &found);
