@@ -473,7 +473,7 @@ attempt_of() {
 do_verdict() {
     [ -d "$out" ] || die "verdict: no results directory $(shown "$out") (download the shards' reports there)"
     local i f rc worst=0 judged=0 judging=0 empty=0 failed=0 broken=0
-    local -a files sums c logs=()
+    local -a files sums c logs=() shard_logs=()
     local -A best_attempt=() best_file=() dup=()
     if [ "$shards_given" = 0 ]; then
         # N from the reports' names: one N, or the count must be given
@@ -525,6 +525,7 @@ do_verdict() {
         local k
         for k in "${!c[@]}"; do sums[k]=$((sums[k] + c[k])); done
         logs+=("${f%.exit}.log")
+        shard_logs+=("$i/$shard_n" "${f%.exit}.log")
         table+=$'\n'$(summary_table_row "$i/$shard_n" "$rc" "${c[@]}")
         echo "qmmcheck-gate: shard $i/$shard_n: exit $rc, total:${c[0]} judged:$((c[0] - c[4])) skipped:${c[4]}"
         # what decides is qmmcheck's exit status, never the log's text (a backend writing to
@@ -555,7 +556,7 @@ do_verdict() {
     local total_line="total:${sums[0]}" k
     for k in 1 2 3 4 5 6 7 8 9 10; do total_line+=" ${count_names[k]}:${sums[k]}"; done
     if [ ${#logs[@]} -gt 0 ]; then
-        failure_lines_of "${logs[@]}"
+        failure_lines_of "${shard_logs[@]}"
     fi
     echo "VERDICT: $what"
     echo "VERDICT: $total_line"
@@ -577,12 +578,20 @@ do_verdict() {
 }
 
 # The failing cases of every log, with their __REPRO: lines, on the console.
+# SHARD LOG SHARD LOG ...: under a line naming each shard, since the case numbers of its lines
+# are the shard's own (two shards both have a case 34).
 failure_lines_of() {
-    local lines
-    lines=$(for f in "$@"; do failure_lines "$f"; done)
-    [ -n "$lines" ] || return 0
-    echo "qmmcheck-gate: failures:"
-    printf '%s\n' "$lines"
+    local lines said=0
+    while [ $# -ge 2 ]; do
+        lines=$(failure_lines "$2")
+        if [ -n "$lines" ]; then
+            [ "$said" = 1 ] || echo "qmmcheck-gate: failures:"
+            said=1
+            echo "qmmcheck-gate: shard $1:"
+            printf '%s\n' "$lines"
+        fi
+        shift 2
+    done
 }
 
 case "$step" in

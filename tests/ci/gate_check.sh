@@ -245,6 +245,9 @@ unset GITHUB_STEP_SUMMARY
 [ "$rc" = 1 ] || { cat verdict.log; fail "the mutant's verdict exited $rc, want 1"; }
 grep -q "^1:FAILED even-zp-pos-u8u8u8 .* __REPRO: qmmcheck repro --backend $tmp/mutant-kernel/libmykernels.so $ties/even-zp-pos-u8u8u8\$" verdict.log ||
     fail "the verdict does not name the failure and its __REPRO: line: $(cat verdict.log)"
+# the failing lines under the shard they come from (case numbers are each shard's own)
+grep -A1 -x "qmmcheck-gate: shard 1/2:" verdict.log | grep -q "^1:FAILED even-zp-pos-u8u8u8 " ||
+    fail "the verdict's failures are not under their shard's line: $(cat verdict.log)"
 grep -q "^VERDICT: FAILED: 1 shard(s) with a failing case; 1 shard(s) judged nothing" verdict.log ||
     fail "the mutant's verdict line: $(cat verdict.log)"
 grep -q "^::error title=qmmcheck verdict::FAILED" verdict.log || fail "no verdict annotation: $(cat verdict.log)"
