@@ -117,9 +117,9 @@ qmm_status_code qmm_opt_matmul_integer_to_float(const qmm_opt_backend *ob,
 {
     qmm_i2f_plan p;
     QMM_TRY(qmm_validate_matmul_integer_to_float(c, &p, st));
-    if (qmm_opt_matmul_integer_to_float_unsupported(c))
-        return qmm_status_because(st, QMM_UNSUPPORTED, ob->name,
-                                  qmm_opt_matmul_integer_to_float_unsupported(c));
+    const char *why = qmm_opt_matmul_integer_to_float_unsupported(c);
+    if (why)
+        return qmm_status_because(st, QMM_UNSUPPORTED, ob->name, why);
     float sa = *(const float *)c->a_scale.data;
     return integer_then_tail(ob, &c->a,
                              qmm_tensor_present(&c->a_zero_point) ? &c->a_zero_point : NULL,

@@ -296,9 +296,9 @@ qmm_status_code qmm_opt_matmulnbits(const qmm_opt_backend *ob, const qmm_matmuln
 {
     qmm_nbits_plan p;
     QMM_TRY(qmm_validate_matmulnbits(c, &p, st));
-    if (qmm_opt_matmulnbits_unsupported(c))
-        return qmm_status_because(st, QMM_UNSUPPORTED, ob->name,
-                                  qmm_opt_matmulnbits_unsupported(c));
+    const char *why = qmm_opt_matmulnbits_unsupported(c);
+    if (why)
+        return qmm_status_because(st, QMM_UNSUPPORTED, ob->name, why);
     if (p.rows == 0 || p.n == 0)
         return qmm_status_ok(st);
     nb_job J = {.c = c, .p = &p, .kr = kernels_for(ob->v)};
