@@ -635,6 +635,35 @@ Test(cli, a_plugin_path_without_dot_slash_is_loaded_and_a_builtin_name_wins)
     free(out);
 }
 
+/* A peer built beside qmmcheck (build/peers/NAME/libqmm_peer_NAME.so) is opened by its folder
+ * name by every command, not only bench (before: run said "unknown backend 'gemmlowp'", exit 2). */
+Test(cli, a_peer_is_opened_by_its_folder_name)
+{
+    const char *names[] = {"gemmlowp", "onednn", "xnnpack"};
+    const char *name = NULL;
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof dir, "%s", env("QMMCHECK")); /* BUILD/harness/qmmcheck */
+    char *slash = strrchr(dir, '/');
+    cr_assert_not_null(slash);
+    *slash = '\0';
+    for (size_t i = 0; i < 3 && !name; i++) {
+        snprintf(path, sizeof path, "%s/../peers/%s/libqmm_peer_%s.so", dir, names[i], names[i]);
+        if (access(path, R_OK) == 0)
+            name = names[i];
+    }
+    if (!name)
+        cr_skip_test("no peer was built (QMM_PEERS)");
+    char *out;
+    int rc = qmmcheck(&out, "run --backend %s --vectors vectors/seeds", name);
+    cr_expect(rc == 0 || rc == 1, "run --backend %s: exit %d:\n%s", name, rc, out);
+    expect_in(out, "SUMMARY: total:3 ");
+    free(out);
+    rc = qmmcheck(&out, "diff --backend reference --backend %s --seed 1 --count 20", name);
+    cr_expect(rc == 0 || rc == 1 || rc == 3, "diff --backend %s: exit %d:\n%s", name, rc, out);
+    expect_in(out, "DIFF SUMMARY: problems:20 ");
+    free(out);
+}
+
 Test(cli, mostly_skipped_runs_warn_and_max_skipped_fails)
 {
     char *out = qmmcheck_expect(0, "run --backend '%s:mode=unsupported' --vectors vectors/seeds "

@@ -464,42 +464,6 @@ static double median_of(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* `name` ("onednn") as a peer's plugin when it is neither a built-in, a plugin path nor an
- * exec: spec and peers/NAME/libqmm_peer_NAME.so is beside this qmmcheck's build folder
- * (build/harness/qmmcheck -> build/peers/); the spec unchanged otherwise. */
-static void resolve_peer(const char *spec, char *out, size_t size)
-{
-    snprintf(out, size, "%s", spec);
-    size_t len = strcspn(spec, ":");
-    if (len == 0 || len > 64 || strncmp(spec, "exec", 4) == 0)
-        return;
-    char name[65];
-    memcpy(name, spec, len);
-    name[len] = '\0';
-    for (int i = 0; qh_builtin_backends[i]; i++)
-        if (strcmp(name, qh_builtin_backends[i]) == 0)
-            return;
-    for (size_t i = 0; i < len; i++)
-        if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
-              name[i] == '_'))
-            return;
-    if (qh_spec_is_plugin(name))
-        return;
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
-        return;
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash)
-        return;
-    *slash = '\0';
-    char path[4096 + 200];
-    snprintf(path, sizeof path, "%s/../peers/%s/libqmm_peer_%s.so", exe, name, name);
-    if (access(path, R_OK) == 0 && (size_t)snprintf(out, size, "%s%s", path, spec + len) >= size)
-        snprintf(out, size, "%s", spec);
-}
-
 /* "model name", family and model from /proc/cpuinfo, cleaned. */
 static void cpu_model(char *buf, size_t size)
 {
@@ -847,7 +811,7 @@ static int multi_run(char **specs, int nb, const char **profiles, int np, int64_
     for (; opened < nb; opened++) {
         mb_backend *b = &be[opened];
         char resolved[1100];
-        resolve_peer(specs[opened], resolved, sizeof resolved);
+        qh_spec_resolve_peer(specs[opened], resolved, sizeof resolved);
         snprintf(b->spec, sizeof b->spec, "%s", resolved);
         if (threads && strncmp(resolved, "optimized", 9) == 0 &&
             (resolved[9] == '\0' || resolved[9] == ':'))

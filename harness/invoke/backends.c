@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness/base/clean.h"
 #include "harness/invoke/exec.h"
@@ -153,6 +154,39 @@ static int open_plugin(const char *raw_path, const char *options, qh_backend *ou
     return 0;
 }
 
+/* See backends.h. */
+void qh_spec_resolve_peer(const char *spec, char *out, size_t size)
+{
+    snprintf(out, size, "%s", spec);
+    size_t len = strcspn(spec, ":");
+    if (len == 0 || len > 64 || strncmp(spec, "exec", 4) == 0)
+        return;
+    char name[65];
+    memcpy(name, spec, len);
+    name[len] = '\0';
+    if (find_builtin(name))
+        return;
+    for (size_t i = 0; i < len; i++)
+        if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
+              name[i] == '_'))
+            return;
+    if (qh_spec_is_plugin(name))
+        return;
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return;
+    *slash = '\0';
+    char path[4096 + 200];
+    snprintf(path, sizeof path, "%s/../peers/%s/libqmm_peer_%s.so", exe, name, name);
+    if (access(path, R_OK) == 0 && (size_t)snprintf(out, size, "%s%s", path, spec + len) >= size)
+        snprintf(out, size, "%s", spec);
+}
+
 int qh_backend_open(const char *spec, qh_backend *out, qh_error *err)
 {
     char shown[QH_CLEAN_LINE_MAX]; /* the spec as the messages show it */
@@ -195,7 +229,8 @@ int qh_backend_open(const char *spec, qh_backend *out, qh_error *err)
         return open_plugin(name, options, out, err);
     qh_clean_into(shown, sizeof shown, name, strlen(name), 0);
     snprintf(err->msg, sizeof err->msg,
-             "unknown backend '%s' (built-in: reference; a plugin is a path to a .so; "
+             "unknown backend '%s' (built-in: reference, optimized; a plugin is a path to a "
+             ".so; a peer built beside qmmcheck is its folder name, e.g. onednn; "
              "exec:COMMAND runs a process)", shown);
     return -1;
 }

@@ -75,6 +75,13 @@ void qh_backend_release(qh_backend *b);
  * holds a '/', ends in ".so" or is an existing file. */
 int qh_spec_is_plugin(const char *name);
 
+/* `spec` with its NAME part ("onednn", "xnnpack") replaced by the peer plugin's path when NAME
+ * is neither a built-in, a plugin path nor exec, and peers/NAME/libqmm_peer_NAME.so is beside this
+ * qmmcheck's build folder (build/harness/qmmcheck -> build/peers/); the spec unchanged
+ * otherwise (also when the result would not fit `size`). Every command opens backends through
+ * it, so `--backend onednn` means the same to run, diff, fingerprint, reduce and bench. */
+void qh_spec_resolve_peer(const char *spec, char *out, size_t size);
+
 /* Warns on stderr, once per plugin, that it has no capability query. */
 void qh_warn_no_query(const char *spec);
 

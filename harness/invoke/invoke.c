@@ -50,9 +50,16 @@ static unsigned char fill_of(const qh_invoke_opts *o)
 
 /* ---- opening and closing ---------------------------------------------------------------- */
 
-int qh_backend_open_isolated(const char *spec, const qh_isolation *iso, qh_backend *out,
+int qh_backend_open_isolated(const char *given, const qh_isolation *iso, qh_backend *out,
                              qh_error *err)
 {
+    char spec[sizeof out->spec]; /* a peer's name ("onednn") as its plugin's path */
+    if (strlen(given) >= sizeof spec) {
+        memset(out, 0, sizeof *out);
+        snprintf(err->msg, sizeof err->msg, "backend spec too long");
+        return -1;
+    }
+    qh_spec_resolve_peer(given, spec, sizeof spec);
     char name[1024];
     snprintf(name, sizeof name, "%s", spec);
     char *colon = strchr(name, ':');
