@@ -782,46 +782,98 @@ static void check_xfail(run_state *r)
 
 /* --quiet: the SKIPPED rows as one line per suite and backend, in the order they came,
  * with the first row's reason and how many others gave another: "SKIPPED 386 in
- * edge/OP/ties (unsupported: a is 3-D; 12 with other reasons)". */
+ * edge/OP/ties (unsupported: a is 3-D; 12 with other reasons)". Sorted once by (backend,
+ * suite, row) so that a run of 100,000 skipped rows costs a sort, not their square. */
+typedef struct skip_row {
+    size_t row;
+    const char *backend;
+    char *suite;
+    size_t group_first; /* the first row of its group, once grouped */
+    int64_t count, others;
+} skip_row;
+
+static int by_group(const void *a, const void *b)
+{
+    const skip_row *x = a, *y = b;
+    /* one backend's rows share its name's pointer (as the rows' grouping always compared) */
+    int c = (x->backend > y->backend) - (x->backend < y->backend);
+    if (c == 0)
+        c = strcmp(x->suite, y->suite);
+    return c ? c : (x->row > y->row) - (x->row < y->row);
+}
+
+static int by_first_row(const void *a, const void *b)
+{
+    const skip_row *x = a, *y = b;
+    return (x->group_first > y->group_first) - (x->group_first < y->group_first);
+}
+
+static void print_skip_line(const run_state *r, const skip_row *g)
+{
+    const qh_result *x = &r->results[g->row];
+    printf("SKIPPED %lld in ", (long long)g->count);
+    put_clean(g->suite, strlen(g->suite), QH_CLEAN_LINE_MAX, stdout);
+    if (r->o.n_backends > 1) {
+        fputs(" on ", stdout);
+        put_clean(x->backend, strlen(x->backend), QH_CLEAN_LINE_MAX, stdout);
+    }
+    fputs(" (", stdout);
+    put_clean(x->summary ? x->summary : "", x->summary ? strlen(x->summary) : 0,
+              QH_CLEAN_LINE_MAX, stdout);
+    if (g->others)
+        printf("; %lld with other reasons", (long long)g->others);
+    fputs(")\n", stdout);
+}
+
 static void print_skips(const run_state *r)
 {
     if (!r->o.quiet)
         return;
-    unsigned char *done = calloc(r->k ? r->k : 1, 1);
-    if (!done)
-        return;
-    char suite[1024], other[1024];
-    for (size_t i = 0; i < r->k; i++) {
-        const qh_result *x = &r->results[i];
-        if (done[i] || x->status != QH_SKIPPED)
+    size_t n = 0;
+    for (size_t i = 0; i < r->k; i++)
+        n += r->results[i].status == QH_SKIPPED;
+    skip_row *s = calloc(n ? n : 1, sizeof *s);
+    size_t filled = 0;
+    for (size_t i = 0; s && i < r->k; i++) {
+        if (r->results[i].status != QH_SKIPPED)
             continue;
-        qh_report_suite(x->name, suite, sizeof suite);
-        int64_t count = 0, others = 0;
-        for (size_t j = i; j < r->k; j++) {
-            const qh_result *y = &r->results[j];
-            if (done[j] || y->status != QH_SKIPPED || x->backend != y->backend)
-                continue;
-            qh_report_suite(y->name, other, sizeof other);
-            if (strcmp(suite, other) != 0)
-                continue;
-            done[j] = 1;
-            count++;
-            others += strcmp(x->summary ? x->summary : "", y->summary ? y->summary : "") != 0;
-        }
-        printf("SKIPPED %lld in ", (long long)count);
-        put_clean(suite, strlen(suite), QH_CLEAN_LINE_MAX, stdout);
-        if (r->o.n_backends > 1) {
-            fputs(" on ", stdout);
-            put_clean(x->backend, strlen(x->backend), QH_CLEAN_LINE_MAX, stdout);
-        }
-        fputs(" (", stdout);
-        put_clean(x->summary ? x->summary : "", x->summary ? strlen(x->summary) : 0,
-                  QH_CLEAN_LINE_MAX, stdout);
-        if (others)
-            printf("; %lld with other reasons", (long long)others);
-        fputs(")\n", stdout);
+        char suite[1024];
+        qh_report_suite(r->results[i].name, suite, sizeof suite);
+        s[filled] = (skip_row){.row = i, .backend = r->results[i].backend, .suite = strdup(suite)};
+        if (!s[filled++].suite)
+            goto out;
     }
-    free(done);
+    if (!s)
+        return;
+    qsort(s, n, sizeof *s, by_group);
+    /* each group's first element (its earliest row) gets the group's counts; the rest are
+     * dropped, and the groups are put back in the order their first rows came */
+    size_t groups = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        skip_row g = s[i];
+        g.count = 0;
+        g.group_first = s[i].row;
+        const qh_result *x = &r->results[s[i].row];
+        for (; j < n && s[j].backend == s[i].backend && strcmp(s[j].suite, s[i].suite) == 0;
+             j++) {
+            const qh_result *y = &r->results[s[j].row];
+            g.count++;
+            g.others += strcmp(x->summary ? x->summary : "", y->summary ? y->summary : "") != 0;
+            if (j > i)
+                free(s[j].suite);
+        }
+        s[groups++] = g;
+        i = j;
+    }
+    qsort(s, groups, sizeof *s, by_first_row);
+    for (size_t i = 0; i < groups; i++)
+        print_skip_line(r, &s[i]);
+    filled = groups;
+out:
+    for (size_t i = 0; i < filled; i++)
+        free(s[i].suite);
+    free(s);
     fflush(stdout);
 }
 
