@@ -19,17 +19,30 @@ static inline int8_t b_prime(const uint8_t *b, size_t idx, uint8_t flip)
     return (int8_t)(uint8_t)(b[idx] ^ flip);
 }
 
-/* sum_k (a[k] - z) mod 2^32, as a sum of bytes (a loop compilers vectorize) less k*z. */
+/* sum_k (a[k] - z) mod 2^32, as a sum of bytes less k*z. An int8 byte is read as its uint8
+ * image (a ^ 0x80 = a + 128), so the sum is the unsigned one less 128 per byte. The SSE2 path
+ * adds 16 bytes at a time with PSADBW against zero (two 64-bit lane sums, exact: at most 255
+ * per byte); a plain byte loop was 80% of packing A (perf, 128x768x768, Zen 4). */
 static uint32_t row_sum(const uint8_t *src, size_t k, int a_signed, int32_t z)
 {
-    uint32_t sum = 0;
-    if (a_signed)
-        for (size_t kk = 0; kk < k; kk++)
-            sum += (uint32_t)(int32_t)(int8_t)src[kk];
-    else
-        for (size_t kk = 0; kk < k; kk++)
-            sum += src[kk];
-    return sum - (uint32_t)k * (uint32_t)z;
+    uint8_t flip = a_signed ? 0x80 : 0;
+    uint64_t sum = 0;
+    size_t kk = 0;
+#if defined(__SSE2__)
+    const __m128i zero = _mm_setzero_si128(), vflip = _mm_set1_epi8((char)flip);
+    __m128i acc = zero;
+    for (; kk + 16 <= k; kk += 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(src + kk));
+        acc = _mm_add_epi64(acc, _mm_sad_epu8(_mm_xor_si128(x, vflip), zero));
+    }
+    uint64_t lanes[2];
+    _mm_storeu_si128((__m128i *)(void *)lanes, acc);
+    sum = lanes[0] + lanes[1];
+#endif
+    for (; kk < k; kk++)
+        sum += (uint8_t)(src[kk] ^ flip);
+    uint32_t s = (uint32_t)sum - (a_signed ? 128u * (uint32_t)k : 0u);
+    return s - (uint32_t)k * (uint32_t)z;
 }
 
 /* Group word t of one row: the int16 pair (a - z) or the uint8 quad a' = a (+128 for int8);
