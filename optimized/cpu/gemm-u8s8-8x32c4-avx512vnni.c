@@ -257,6 +257,50 @@ uint64_t qmm_peak_u8s8__avx512vnni(uint64_t iters)
     return iters * 12u * 64u;
 }
 
+/* One K group of one panel: four rows of 32 bytes (rows past `left` read as 0) interleaved
+ * into the panel's 128 bytes at o, and the four values of each column added into its sum
+ * (vpdpbusd with an all-ones uint8 operand; wrapping, as every accumulator). */
+typedef struct packb_acc {
+    __m256i s[4];
+} packb_acc;
+
+static inline __attribute__((always_inline)) void packb_group(const uint8_t *src, size_t ldb,
+                                                               size_t left, __m256i flip,
+                                                               int8_t *o, packb_acc *acc)
+{
+    const __m256i zero = _mm256_setzero_si256(), ones = _mm256_set1_epi8(1);
+#define QMM_ROW(q)                                                                             \
+    ((size_t)(q) < left                                                                        \
+         ? _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(src + (q) * ldb)), \
+                            flip)                                                              \
+         : zero)
+    __m256i r0 = QMM_ROW(0), r1 = QMM_ROW(1), r2 = QMM_ROW(2), r3 = QMM_ROW(3);
+#undef QMM_ROW
+    __m256i lo01 = _mm256_unpacklo_epi8(r0, r1), hi01 = _mm256_unpackhi_epi8(r0, r1);
+    __m256i lo23 = _mm256_unpacklo_epi8(r2, r3), hi23 = _mm256_unpackhi_epi8(r2, r3);
+    /* per 128-bit lane: columns 0-3, 4-7, 8-11, 12-15 of the lane's 16 */
+    __m256i e0 = _mm256_unpacklo_epi16(lo01, lo23), e1 = _mm256_unpackhi_epi16(lo01, lo23);
+    __m256i e2 = _mm256_unpacklo_epi16(hi01, hi23), e3 = _mm256_unpackhi_epi16(hi01, hi23);
+    __m256i v0 = _mm256_permute2x128_si256(e0, e1, 0x20);
+    __m256i v1 = _mm256_permute2x128_si256(e2, e3, 0x20);
+    __m256i v2 = _mm256_permute2x128_si256(e0, e1, 0x31);
+    __m256i v3 = _mm256_permute2x128_si256(e2, e3, 0x31);
+    _mm256_storeu_si256((__m256i *)(void *)o, v0);
+    _mm256_storeu_si256((__m256i *)(void *)(o + 32), v1);
+    _mm256_storeu_si256((__m256i *)(void *)(o + 64), v2);
+    _mm256_storeu_si256((__m256i *)(void *)(o + 96), v3);
+    acc->s[0] = _mm256_dpbusd_epi32(acc->s[0], ones, v0);
+    acc->s[1] = _mm256_dpbusd_epi32(acc->s[1], ones, v1);
+    acc->s[2] = _mm256_dpbusd_epi32(acc->s[2], ones, v2);
+    acc->s[3] = _mm256_dpbusd_epi32(acc->s[3], ones, v3);
+}
+
+static inline void packb_store(int32_t *colsum, const packb_acc *acc)
+{
+    for (int u = 0; u < 4; u++)
+        _mm256_storeu_si256((__m256i *)(void *)(colsum + 8 * u), acc->s[u]);
+}
+
 /* B packing for the nr-32 quads layout with its column sums in one pass (the driver's
  * pack_b for avx512vnni and amx, whose layouts share these panels; qmm_opt_pack_b's layout
  * and sums, bit for bit; colsum must not be NULL, as with every quads layout). A full
@@ -270,37 +314,20 @@ void qmm_packb_s8_32c4__avx512vnni(const qmm_opt_variant *var, const uint8_t *b,
                                    int8_t *dst, int32_t *colsum)
 {
     const __m256i flip = _mm256_set1_epi8(b_signed ? 0 : (char)0x80);
-    const __m256i ones = _mm256_set1_epi8(1), zero = _mm256_setzero_si256();
+    const __m256i zero = _mm256_setzero_si256();
     size_t n = ldb, pstride = kgroups * NR * 4;
     size_t j = j0;
+    /* Named registers, not arrays: GCC at -O2 kept arrays indexed in loops on the stack, and
+     * the 64-byte reloads of 32-byte stores missed store forwarding (packing B was 15% of the
+     * samples of bench 128x768x768 T=1, 9% after; perf record/annotate, Zen 4). Two panels a
+     * pass (each 64-byte line read once) measured no better. */
     for (; j + NR <= j1 && j + NR <= n; j += NR) {
         int8_t *o = dst + (j - j0) / NR * pstride;
-        __m256i s[4] = {zero, zero, zero, zero};
-        for (size_t t = 0; t < kgroups; t++, o += NR * 4) {
-            __m256i r[4];
-            for (size_t q = 0; q < 4; q++) {
-                size_t kk = 4 * t + q;
-                r[q] = kk < k ? _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(
-                                                     const void *)(b + kk * ldb + j)),
-                                                 flip)
-                              : zero;
-            }
-            __m256i lo01 = _mm256_unpacklo_epi8(r[0], r[1]), hi01 = _mm256_unpackhi_epi8(r[0], r[1]);
-            __m256i lo23 = _mm256_unpacklo_epi8(r[2], r[3]), hi23 = _mm256_unpackhi_epi8(r[2], r[3]);
-            /* per 128-bit lane: columns 0-3, 4-7, 8-11, 12-15 of the lane's 16 */
-            __m256i e0 = _mm256_unpacklo_epi16(lo01, lo23), e1 = _mm256_unpackhi_epi16(lo01, lo23);
-            __m256i e2 = _mm256_unpacklo_epi16(hi01, hi23), e3 = _mm256_unpackhi_epi16(hi01, hi23);
-            __m256i v[4] = {_mm256_permute2x128_si256(e0, e1, 0x20),
-                            _mm256_permute2x128_si256(e2, e3, 0x20),
-                            _mm256_permute2x128_si256(e0, e1, 0x31),
-                            _mm256_permute2x128_si256(e2, e3, 0x31)};
-            for (int u = 0; u < 4; u++) {
-                _mm256_storeu_si256((__m256i *)(void *)(o + 32 * u), v[u]);
-                s[u] = _mm256_dpbusd_epi32(s[u], ones, v[u]);
-            }
-        }
-        for (int u = 0; u < 4; u++)
-            _mm256_storeu_si256((__m256i *)(void *)(colsum + (j - j0) + 8 * (size_t)u), s[u]);
+        packb_acc acc = {{zero, zero, zero, zero}};
+        const uint8_t *src = b + j;
+        for (size_t t = 0; t < kgroups; t++, o += NR * 4, src += 4 * ldb)
+            packb_group(src, ldb, k - 4 * t < 4 ? k - 4 * t : 4, flip, o, &acc);
+        packb_store(colsum + (j - j0), &acc);
     }
     if (j < j1) {
         int8_t *o = dst + (j - j0) / NR * pstride;
