@@ -662,6 +662,11 @@ Test(cli, a_peer_is_opened_by_its_folder_name)
     cr_expect(rc == 0 || rc == 1 || rc == 3, "diff --backend %s: exit %d:\n%s", name, rc, out);
     expect_in(out, "DIFF SUMMARY: problems:20 ");
     free(out);
+    /* bench with one backend opens it in process (qh_backend_open): the name works there too */
+    rc = qmmcheck(&out, "bench --backend %s --shape 4x8x8 --reps 2", name);
+    cr_expect(strstr(out, "unknown backend") == NULL, "bench --backend %s: exit %d:\n%s", name,
+              rc, out);
+    free(out);
 }
 
 Test(cli, mostly_skipped_runs_warn_and_max_skipped_fails)

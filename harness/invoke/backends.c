@@ -187,15 +187,17 @@ void qh_spec_resolve_peer(const char *spec, char *out, size_t size)
         snprintf(out, size, "%s", spec);
 }
 
-int qh_backend_open(const char *spec, qh_backend *out, qh_error *err)
+int qh_backend_open(const char *given, qh_backend *out, qh_error *err)
 {
     char shown[QH_CLEAN_LINE_MAX]; /* the spec as the messages show it */
-    qh_clean_into(shown, sizeof shown, spec, strlen(spec), 0);
+    qh_clean_into(shown, sizeof shown, given, strlen(given), 0);
     memset(out, 0, sizeof *out);
-    if (strlen(spec) >= sizeof out->spec) {
+    if (strlen(given) >= sizeof out->spec) {
         snprintf(err->msg, sizeof err->msg, "backend spec too long");
         return -1;
     }
+    char spec[sizeof out->spec]; /* a peer's name ("onednn") as its plugin's path */
+    qh_spec_resolve_peer(given, spec, sizeof spec);
     memcpy(out->spec, spec, strlen(spec) + 1);
     char name[1024];
     memcpy(name, spec, strlen(spec) + 1);
