@@ -120,9 +120,13 @@ def section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end):
               "ratios; times are medians of per-round medians, ms. Each answer was checked "
               "against the reference before timing (FAILED: no ratio).", "",
               "```sh", cmd, "```", "",
-              "| shape | T | B | ours ms | oneDNN ms | oneDNN/ours (per round) | ours ms (ORT run)"
-              " | ORT ms | ORT/ours (per round) |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "oneDNN/ours cpu: the same ratio of CPU seconds per call (the process, all "
+              "threads; `qmmcheck bench`'s `cpu-ratio`), which leaves out the time a call "
+              "waited for a core: on a shared machine it moves far less than the wall ratio.",
+              "",
+              "| shape | T | B | ours ms | oneDNN ms | oneDNN/ours (per round) | oneDNN/ours cpu "
+              "| ours ms (ORT run) | ORT ms | ORT/ours (per round) |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     by = {}
     for rep in onednn:
         for r in rep["results"]:
@@ -142,8 +146,9 @@ def section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end):
                     row.append(fmt_ms(dn["median_s"]))
                     rr = ", ".join(f"{x:.2f}" for x in dn["round_ratio"])
                     row.append(f"**{dn['ratio']:.2f}** ({rr})" if dn["ratio"] else "—")
+                    row.append(f"{dn['cpu_ratio']:.2f}" if dn.get("cpu_ratio") else "—")
                 else:
-                    row += [dn["status"] if dn else "—", "—"]
+                    row += [dn["status"] if dn else "—", "—", "—"]
                 if o:
                     rr = ", ".join(f"{x:.2f}" for x in o["round_ratio"])
                     row += [fmt_ms(o["ours_s"]), fmt_ms(o["ort_s"]), f"**{o['ratio']:.2f}** ({rr})"]

@@ -25,9 +25,9 @@ done
 got=$(grep '^round ' "$tmp/out" | awk '{print $2, $7}' | sed 's/:.*//' | tr '\n' ' ')
 [ "$got" = "1 optimized 1 reference 2 optimized 2 reference 3 optimized 3 reference " ] ||
   fail "rounds not alternating: '$got'"
-grep -Eq '^result 3x40x5 u8s8u8 threads=1 b=input optimized[^ ]* PASSED median=[0-9.]+ s [0-9.]+ GOPS rounds=3 reps=2 ratio=1\.00 ' "$tmp/out" ||
+grep -Eq '^result 3x40x5 u8s8u8 threads=1 b=input optimized[^ ]* PASSED median=[0-9.]+ s [0-9.]+ GOPS cpu=[0-9.]+ s rounds=3 reps=2 ratio=1\.00 ' "$tmp/out" ||
   fail "no result line for the first backend"
-grep -Eq '^result 3x40x5 u8s8u8 threads=1 b=input reference PASSED median=[0-9.]+ s [0-9.]+ GOPS rounds=3 reps=2 ratio=[0-9.]+ per round [0-9.]+,[0-9.]+,[0-9.]+ \(reference time / optimized' "$tmp/out" ||
+grep -Eq '^result 3x40x5 u8s8u8 threads=1 b=input reference PASSED median=[0-9.]+ s [0-9.]+ GOPS cpu=[0-9.]+ s rounds=3 reps=2 ratio=[0-9.]+ per round [0-9.]+,[0-9.]+,[0-9.]+ \(reference time / optimized' "$tmp/out" ||
   fail "no ratio line for the second backend"
 line=$(grep '^result .* fake ' "$tmp/out")
 case "$line" in *"FAILED (errors:15 total:15): no time, no ratio") ;; *) fail "fake: '$line'" ;; esac
@@ -39,6 +39,8 @@ r = {x["backend"].split(":")[0]: x for x in d["results"]}
 assert d["machine"]["class"] and d["threads"] == 1 and d["rounds"] == 3, d
 assert r["fake"]["status"] == "FAILED" and r["fake"]["ratio"] is None and r["fake"]["median_s"] is None
 assert r["reference"]["status"] == "PASSED" and len(r["reference"]["round_ratio"]) == 3
+assert len(r["reference"]["round_cpu_s"]) == 3 and r["reference"]["cpu_median_s"] > 0
+assert r["fake"]["cpu_median_s"] is None and r["fake"]["cpu_ratio"] is None
 assert r["optimized"]["ratio"] == 1.0 and len(r["optimized"]["round_s"]) == 3
 PY
 

@@ -455,8 +455,18 @@ typedef struct mb_slot {
     int reps;
     int rounds;            /* rounds timed */
     double *round_s;       /* each round's median */
-    double median_s, gops;
+    double *round_cpu_s;   /* each round's CPU seconds per call (the process, all threads) */
+    double median_s, gops, cpu_median_s;
 } mb_slot;
+
+/* The CPU time this process has used, all threads, in seconds: on a machine other work
+ * shares, a call's CPU time moves far less than its wall time (it leaves out the time the
+ * call waited for a core; not the caches the other work took). */
+static double cpu_seconds(void)
+{
+    struct timespec ts;
+    return clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0 ? ts.tv_sec + ts.tv_nsec * 1e-9 : 0;
+}
 
 static double median_of(double *v, int n)
 {
@@ -580,6 +590,7 @@ static void mb_round(const mb_run *r, mb_backend *b, bench_problem *p, qmm_optim
         s->reps = s->reps < 3 ? 3 : s->reps;
     }
     memset(p->y, 0xa5, p->yn);
+    double cpu0 = cpu_seconds();
     for (int i = 0; i < s->reps; i++) {
         double t0 = qh_mono_seconds();
         qmm_status_code code = bench_call(&b->qb, &p->call, pb, &st);
@@ -597,6 +608,7 @@ static void mb_round(const mb_run *r, mb_backend *b, bench_problem *p, qmm_optim
                  s->rounds + 1, (long long)cmp.errors, (long long)cmp.total);
         return;
     }
+    s->round_cpu_s[s->rounds] = (cpu_seconds() - cpu0) / s->reps;
     s->round_s[s->rounds++] = median_of(times, s->reps);
     return;
 failed:;
@@ -614,12 +626,14 @@ static void mb_results(mb_run *r, const int64_t mkn[3], int const_b, mb_slot *sl
     for (int i = 0; i < r->nb; i++) {
         mb_slot *s = &slot[i];
         int ok = s->status == QH_PASSED && s->rounds > 0;
-        double sorted[BENCH_MAX_ROUNDS], ratio[BENCH_MAX_ROUNDS], mratio = 0;
+        double sorted[BENCH_MAX_ROUNDS], ratio[BENCH_MAX_ROUNDS], mratio = 0, cpu_ratio = 0;
         int nratio = 0;
         if (ok) {
             memcpy(sorted, s->round_s, (size_t)s->rounds * sizeof *sorted);
             s->median_s = median_of(sorted, s->rounds);
             s->gops = s->median_s > 0 ? ops / s->median_s / 1e9 : 0;
+            memcpy(sorted, s->round_cpu_s, (size_t)s->rounds * sizeof *sorted);
+            s->cpu_median_s = median_of(sorted, s->rounds);
         }
         int first_ok = first->status == QH_PASSED && first->rounds == s->rounds;
         for (int k = 0; first_ok && k < s->rounds; k++)
@@ -629,6 +643,11 @@ static void mb_results(mb_run *r, const int64_t mkn[3], int const_b, mb_slot *sl
                 ratio[nratio++] = s->round_s[k] / first->round_s[k];
             memcpy(sorted, ratio, (size_t)nratio * sizeof *sorted);
             mratio = median_of(sorted, nratio);
+            int n = 0;
+            for (int k = 0; k < s->rounds; k++)
+                if (first->round_cpu_s[k] > 0)
+                    sorted[n++] = s->round_cpu_s[k] / first->round_cpu_s[k];
+            cpu_ratio = n == s->rounds ? median_of(sorted, n) : 0;
         }
         r->failed |= s->status == QH_FAILED;
         printf("result %lldx%lldx%lld %s threads=%d b=%s %s %s", (long long)mkn[0],
@@ -639,8 +658,8 @@ static void mb_results(mb_run *r, const int64_t mkn[3], int const_b, mb_slot *sl
         if (!ok) {
             printf(" (%s): no time, no ratio\n", s->why);
         } else {
-            printf(" median=%.9f s %.1f GOPS rounds=%d reps=%d", s->median_s, s->gops,
-                   s->rounds, s->reps);
+            printf(" median=%.9f s %.1f GOPS cpu=%.9f s rounds=%d reps=%d", s->median_s, s->gops,
+                   s->cpu_median_s, s->rounds, s->reps);
             if (i == 0)
                 printf(" ratio=1.00 (the first: ratios are backend time / this time)\n");
             else if (!nratio)
@@ -649,7 +668,10 @@ static void mb_results(mb_run *r, const int64_t mkn[3], int const_b, mb_slot *sl
                 printf(" ratio=%.2f per round", mratio);
                 for (int k = 0; k < nratio; k++)
                     printf("%s%.2f", k ? "," : " ", ratio[k]);
-                printf(" (%s time / %s time)\n", r->be[i].name, r->be[0].name);
+                printf(" (%s time / %s time)", r->be[i].name, r->be[0].name);
+                if (cpu_ratio > 0)
+                    printf(" cpu-ratio=%.2f", cpu_ratio);
+                putchar('\n');
             }
         }
         if (!r->json)
@@ -669,6 +691,13 @@ static void mb_results(mb_run *r, const int64_t mkn[3], int const_b, mb_slot *sl
             fprintf(r->json, "%s%.9g", k ? ", " : "", s->round_s[k]);
         fprintf(r->json, "], \"median_s\": ");
         fprintf(r->json, ok ? "%.9g" : "null", s->median_s);
+        fprintf(r->json, ", \"round_cpu_s\": [");
+        for (int k = 0; ok && k < s->rounds; k++)
+            fprintf(r->json, "%s%.9g", k ? ", " : "", s->round_cpu_s[k]);
+        fprintf(r->json, "], \"cpu_median_s\": ");
+        fprintf(r->json, ok ? "%.9g" : "null", s->cpu_median_s);
+        fprintf(r->json, ", \"cpu_ratio\": ");
+        fprintf(r->json, cpu_ratio > 0 ? "%.4f" : "null", cpu_ratio);
         fprintf(r->json, ", \"gops\": ");
         fprintf(r->json, ok ? "%.3f" : "null", s->gops);
         fprintf(r->json, ", \"ratio\": ");
@@ -724,10 +753,12 @@ static int mb_shape(mb_run *r, const int64_t mkn[3], const int *modes, int nmode
         memset(pb, 0, sizeof pb);
         size_t max_reps = r->reps ? (size_t)r->reps : 200;
         times = malloc(max_reps * sizeof *times);
-        for (int i = 0; i < r->nb; i++)
+        for (int i = 0; i < r->nb; i++) {
             slot[i].round_s = malloc((size_t)r->rounds * sizeof(double));
+            slot[i].round_cpu_s = malloc((size_t)r->rounds * sizeof(double));
+        }
         for (int i = 0; i < r->nb && times; i++) {
-            if (!slot[i].round_s) {
+            if (!slot[i].round_s || !slot[i].round_cpu_s) {
                 free(times);
                 times = NULL;
                 break;
@@ -764,7 +795,8 @@ static int mb_shape(mb_run *r, const int64_t mkn[3], const int *modes, int nmode
                        (long long)mkn[0], (long long)mkn[1], (long long)mkn[2], r->types,
                        r->threads, b_label(const_b), r->be[i].name);
                 if (slot[i].status == QH_PASSED)
-                    printf("median=%.9f s reps=%d\n", slot[i].round_s[k], slot[i].reps);
+                    printf("median=%.9f s cpu=%.9f s reps=%d\n", slot[i].round_s[k],
+                           slot[i].round_cpu_s[k], slot[i].reps);
                 else
                     printf("FAILED (%s)\n", slot[i].why);
                 fflush(stdout);
@@ -776,6 +808,7 @@ static int mb_shape(mb_run *r, const int64_t mkn[3], const int *modes, int nmode
         for (int i = 0; i < r->nb; i++) {
             qmm_optimized_packed_b_free(pb[i]);
             free(slot[i].round_s);
+            free(slot[i].round_cpu_s);
         }
         free(times);
         times = NULL;
