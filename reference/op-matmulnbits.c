@@ -35,26 +35,16 @@ typedef struct nbits_sums {
     int used[M_COUNT];
 } nbits_sums;
 
-static void sums_init(nbits_sums *w)
+/* Applies `fn` (mpz_init, mpz_clear) to each integer of w: the one list of them. */
+static void sums_each(nbits_sums *w, void (*fn)(mpz_ptr))
 {
     for (int m = 0; m < M_COUNT; m++) {
-        mpz_init(w->r[m]);
-        mpz_init(w->s[m]);
+        fn(w->r[m]);
+        fn(w->s[m]);
     }
-    mpz_init(w->x);
-    mpz_init(w->y);
-    mpz_init(w->t);
-}
-
-static void sums_clear(nbits_sums *w)
-{
-    for (int m = 0; m < M_COUNT; m++) {
-        mpz_clear(w->r[m]);
-        mpz_clear(w->s[m]);
-    }
-    mpz_clear(w->x);
-    mpz_clear(w->y);
-    mpz_clear(w->t);
+    fn(w->x);
+    fn(w->y);
+    fn(w->t);
 }
 
 /* r += t, s += |t| for model m. */
@@ -300,13 +290,13 @@ static qmm_status_code mnb_walk(const qmm_matmulnbits *c, const qmm_ref_part *pa
     qmm_ref_walk wk;
     QMM_TRY(qmm_ref_walk_start(&wk, 1, p.rows, p.n, part, 0, st));
     nbits_sums w;
-    sums_init(&w);
+    sums_each(&w, mpz_init);
     qmm_status_code rc = QMM_OK;
     for (; rc == QMM_OK && qmm_ref_walk_more(&wk); qmm_ref_walk_next(&wk)) {
         element_sums(&w, c, &p, wk.i, wk.j);
         rc = visit(ctx, &w, &p, qmm_ref_walk_slot(&wk, wk.idx));
     }
-    sums_clear(&w);
+    sums_each(&w, mpz_clear);
     QMM_TRY(rc);
     return qmm_ref_walk_end(&wk, st);
 }
