@@ -133,6 +133,13 @@ void qh_sb_json(qh_sb *b, const char *s)
     escape(b, s, named, json_other);
 }
 
+void qh_sb_json_quoted(qh_sb *b, const char *s)
+{
+    qh_sb_puts(b, "\"");
+    qh_sb_json(b, s);
+    qh_sb_puts(b, "\"");
+}
+
 /* XML keeps \n, \t and \r as character references; it cannot carry other C0 controls,
  * U+FFFE or U+FFFF at all, not even as references: they are written as visible text. */
 static int xml_other(qh_sb *b, unsigned c)

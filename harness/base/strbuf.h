@@ -20,6 +20,8 @@ void qh_sb_puts(qh_sb *b, const char *s);
  * message holds; XML 1.0 cannot carry most C0 controls even escaped, so those become visible
  * text ("\x01"). */
 void qh_sb_json(qh_sb *b, const char *s);
+/* s as a JSON string: qh_sb_json's body between double quotes. */
+void qh_sb_json_quoted(qh_sb *b, const char *s);
 void qh_sb_xml(qh_sb *b, const char *s);
 /* One shell word: as is when it is made of safe characters, else single-quoted, so a
  * `__REPRO:` line pastes into a shell unchanged; a word holding control characters or bytes

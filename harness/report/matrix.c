@@ -163,9 +163,8 @@ void qh_matrix_json(const qh_matrix *m, qh_sb *b)
         return;
     qh_sb_puts(b, "\"cpu_classes\": [");
     for (int c = 0; c < m->n_classes; c++) {
-        qh_sb_printf(b, "%s\"", c ? ", " : "");
-        qh_sb_json(b, m->classes[c]);
-        qh_sb_puts(b, "\"");
+        qh_sb_puts(b, c ? ", " : "");
+        qh_sb_json_quoted(b, m->classes[c]);
     }
     qh_sb_puts(b, "],\n  \"matrix\": [");
     for (size_t i = 0; i < m->n_rows; i++) {
@@ -181,9 +180,9 @@ void qh_matrix_json(const qh_matrix *m, qh_sb *b)
         for (int c = 0; c < m->n_classes; c++) {
             if (!row->cell[c])
                 continue;
-            qh_sb_printf(b, "%s\"", sep);
-            qh_sb_json(b, m->classes[c]);
-            qh_sb_printf(b, "\": \"%s\"", qh_case_status_key(row->cell[c]->status));
+            qh_sb_puts(b, sep);
+            qh_sb_json_quoted(b, m->classes[c]);
+            qh_sb_printf(b, ": \"%s\"", qh_case_status_key(row->cell[c]->status));
             sep = ", ";
         }
         qh_sb_puts(b, "}}");

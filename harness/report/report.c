@@ -187,9 +187,8 @@ static void json_case_facts(qh_sb *b, const qh_result *r)
     json_str(b, "suite", suite, 0);
     qh_sb_puts(b, ", \"tags\": [");
     for (int32_t t = 0; t < r->n_tags; t++) {
-        qh_sb_printf(b, "%s\"", t ? ", " : "");
-        qh_sb_json(b, r->tags[t]);
-        qh_sb_puts(b, "\"");
+        qh_sb_puts(b, t ? ", " : "");
+        qh_sb_json_quoted(b, r->tags[t]);
     }
     qh_sb_puts(b, "]");
     if (r->description) {
