@@ -30,26 +30,12 @@
 #include "harness/invoke/invoke.h"
 #include "harness/invoke/wire.h"
 
-static int write_full(int fd, const void *p, size_t n)
-{
-    const char *s = p;
-    while (n) {
-        ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        s += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-static int read_full(int fd, void *p, size_t n)
+/* Sends (`sending`) or reads exactly n bytes on fd; -1 at EOF or on an error. */
+static int transfer_full(int fd, void *p, size_t n, int sending)
 {
     char *s = p;
     while (n) {
-        ssize_t r = read(fd, s, n);
+        ssize_t r = sending ? send(fd, s, n, MSG_NOSIGNAL) : read(fd, s, n);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
@@ -58,6 +44,16 @@ static int read_full(int fd, void *p, size_t n)
         n -= (size_t)r;
     }
     return 0;
+}
+
+static int write_full(int fd, const void *p, size_t n)
+{
+    return transfer_full(fd, (void *)p, n, 1);
+}
+
+static int read_full(int fd, void *p, size_t n)
+{
+    return transfer_full(fd, p, n, 0);
 }
 
 /* The regions of the call in progress, its number and whether it is still running (the
