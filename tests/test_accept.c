@@ -311,6 +311,14 @@ static void put_float(int32_t t, unsigned char *p, int64_t i, double v)
         p[(size_t)i * sz + b] = (unsigned char)(bits >> (8 * b));
 }
 
+/* A case for make_nbits to fill (large: on the heap); free() it. */
+static nbits_case *new_nbits_case(void)
+{
+    nbits_case *c = malloc(sizeof *c);
+    cr_assert_not_null(c);
+    return c;
+}
+
 static void make_nbits(nbits_case *c, uint64_t *r)
 {
     static const int bits[3] = {2, 4, 8}, bss[3] = {16, 32, 64};
@@ -392,10 +400,8 @@ static void kernel_dot(const nbits_case *c, int row, int col, dot *d)
 
 Test(accept, matmulnbits_kernels_in_every_order_pass, .timeout = 300)
 {
-    uint64_t r;
-    r = 77;
-    nbits_case *c = malloc(sizeof *c);
-    cr_assert_not_null(c);
+    uint64_t r = 77;
+    nbits_case *c = new_nbits_case();
     double worst = 0.0;
     long elements = 0;
     for (int t = 0; t < 1500; t++) {
@@ -437,34 +443,34 @@ Test(accept, matmulnbits_kernels_in_every_order_pass, .timeout = 300)
     free(c);
 }
 
+/* The reference refuses the call as invalid, its message naming `what` (input and rule). */
+static void expect_invalid(qmm_call *call, const char *what)
+{
+    qmm_status st;
+    cr_expect_eq(qmm_ref_compute(call, NULL, NULL, &st), QMM_INVALID_ARGUMENT);
+    cr_expect(strstr(st.message, what), "%s", st.message);
+}
+
 Test(accept, matmulnbits_invalid_inputs_name_input_and_rule)
 {
-    uint64_t r;
-    r = 5;
-    nbits_case *c = malloc(sizeof *c);
-    cr_assert_not_null(c);
+    uint64_t r = 5;
+    nbits_case *c = new_nbits_case();
     make_nbits(c, &r);
     qmm_matmulnbits *q = &c->call.u.matmulnbits;
-    qmm_status st;
     q->bits = 3;
-    cr_expect_eq(qmm_ref_compute(&c->call, NULL, NULL, &st), QMM_INVALID_ARGUMENT);
-    cr_expect(strstr(st.message, "bits: must be 2, 4 or 8 (got 3)"), "%s", st.message);
+    expect_invalid(&c->call, "bits: must be 2, 4 or 8 (got 3)");
     make_nbits(c, &r);
     q->block_size = 48;
-    cr_expect_eq(qmm_ref_compute(&c->call, NULL, NULL, &st), QMM_INVALID_ARGUMENT);
-    cr_expect(strstr(st.message, "block_size: must be a power of 2"), "%s", st.message);
+    expect_invalid(&c->call, "block_size: must be a power of 2");
     make_nbits(c, &r);
     q->b.dims[1] += 1;
-    cr_expect_eq(qmm_ref_compute(&c->call, NULL, NULL, &st), QMM_INVALID_ARGUMENT);
-    cr_expect(strstr(st.message, "B: shape"), "%s", st.message);
+    expect_invalid(&c->call, "B: shape");
     make_nbits(c, &r);
     q->zero_points = mk(QMM_DTYPE_UINT8, c->zp, 1, 0);
-    cr_expect_eq(qmm_ref_compute(&c->call, NULL, NULL, &st), QMM_INVALID_ARGUMENT);
-    cr_expect(strstr(st.message, "zero_points: present but empty"), "%s", st.message);
+    expect_invalid(&c->call, "zero_points: present but empty");
     make_nbits(c, &r);
     q->a.dims[1] += 1;
-    cr_expect_eq(qmm_ref_compute(&c->call, NULL, NULL, &st), QMM_INVALID_ARGUMENT);
-    cr_expect(strstr(st.message, "A: last dim"), "%s", st.message);
+    expect_invalid(&c->call, "A: last dim");
     free(c);
 }
 
@@ -473,10 +479,8 @@ Test(accept, matmulnbits_invalid_inputs_name_input_and_rule)
  * same answer is far outside every interval on a problem whose a rounds coarsely. */
 Test(accept, level4_int8_model_accepts_its_kernel_only_at_level_4)
 {
-    uint64_t r;
-    r = 11;
-    nbits_case *c = malloc(sizeof *c);
-    cr_assert_not_null(c);
+    uint64_t r = 11;
+    nbits_case *c = new_nbits_case();
     int failed_at_level0 = 0, tried = 0;
     for (int t = 0; t < 200; t++) {
         make_nbits(c, &r);
@@ -589,8 +593,7 @@ Test(accept, dequantizelinear_blocked_along_an_axis_with_a_short_last_block)
     }
     d->x_scale = mk(QMM_DTYPE_FLOAT, s, 2, 2, 2);
     d->x_zero_point.dtype = QMM_DTYPE_UNDEFINED;
-    cr_expect_eq(qmm_ref_compute(&c, NULL, NULL, &st), QMM_INVALID_ARGUMENT);
-    cr_expect(strstr(st.message, "x_scale: shape [2,2], expected [2,3]"), "%s", st.message);
+    expect_invalid(&c, "x_scale: shape [2,2], expected [2,3]");
 }
 
 /* ---- the integer product's float epilogue ---- */
@@ -629,8 +632,7 @@ Test(accept, matmul_integer_to_float_accepts_the_fused_and_unfused_tails_only)
                  0);
     /* a_scale per column is not a form: A is quantized per tensor */
     m->a_scale = mk(QMM_DTYPE_FLOAT, sa, 1, 2);
-    cr_expect_eq(qmm_ref_compute(&c, NULL, NULL, &st), QMM_INVALID_ARGUMENT);
-    cr_expect(strstr(st.message, "a_scale: must be one element"), "%s", st.message);
+    expect_invalid(&c, "a_scale: must be one element");
 }
 
 /* ---- the optimized backend: MatMulNBits and the integer-to-float pair are its own
@@ -639,8 +641,7 @@ Test(accept, matmul_integer_to_float_accepts_the_fused_and_unfused_tails_only)
 Test(accept, optimized_computes_three_of_the_four_operators)
 {
     uint64_t r = 9;
-    nbits_case *c = malloc(sizeof *c);
-    cr_assert_not_null(c);
+    nbits_case *c = new_nbits_case();
     do
         make_nbits(c, &r);
     while (c->t1 != QMM_DTYPE_FLOAT);
