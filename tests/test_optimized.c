@@ -167,32 +167,43 @@ static int param_dims(rng *r, int role, const qmm_tensor *op, const qmm_geometry
     return keep + 2;
 }
 
-static int64_t pick_mn(rng *r, int big)
+/* How a dimension's size is drawn: 0 in 3 draws of 100, 1 below `one`, 2..small_max below
+ * `small`, up to medium_max below 95 (and whenever not `big`), else up to big_max. */
+typedef struct size_dist {
+    int64_t one, small, small_max, medium_max, big_max;
+} size_dist;
+
+static const size_dist dist_mn = {20, 65, 9, 40, 140}, dist_k = {13, 50, 16, 100, 700};
+
+static int64_t pick_size(rng *r, int big, const size_dist *d)
 {
     int64_t c = rnd(r, 0, 99);
     if (c < 3)
         return 0;
-    if (c < 20)
+    if (c < d->one)
         return 1;
-    if (c < 65)
-        return rnd(r, 2, 9);
+    if (c < d->small)
+        return rnd(r, 2, d->small_max);
     if (c < 95 || !big)
-        return rnd(r, 10, 40);
-    return rnd(r, 41, 140);
+        return rnd(r, d->small_max + 1, d->medium_max);
+    return rnd(r, d->medium_max + 1, d->big_max);
 }
 
-static int64_t pick_k(rng *r, int big)
+/* An operand's dims in d: [k] when 1-D, else some of the last batch dims of bdims (each kept
+ * or made 1), then rows x cols. Returns its rank. */
+static int operand_dims(rng *r, int one_d, int64_t k, const int64_t *bdims, int brank,
+                        int64_t rows, int64_t cols, int64_t *d)
 {
-    int64_t c = rnd(r, 0, 99);
-    if (c < 3)
-        return 0;
-    if (c < 13)
+    if (one_d) {
+        d[0] = k;
         return 1;
-    if (c < 50)
-        return rnd(r, 2, 16);
-    if (c < 95 || !big)
-        return rnd(r, 17, 100);
-    return rnd(r, 101, 700);
+    }
+    int keep = (int)rnd(r, 0, brank);
+    for (int i = 0; i < keep; i++)
+        d[i] = rnd(r, 0, 2) ? bdims[brank - keep + i] : 1;
+    d[keep] = rows;
+    d[keep + 1] = cols;
+    return keep + 2;
 }
 
 /* Draws one valid problem. `big` allows sizes past the cache blocks (NC 256, KC 512). */
@@ -202,7 +213,8 @@ static void gen_problem(rng *r, problem *p, int big)
     int is_mmi = rnd(r, 0, 7) == 0;
     int32_t ta = next64(r) & 1 ? U8 : I8, tb = next64(r) & 1 ? U8 : I8;
     int32_t ty = next64(r) & 1 ? U8 : I8;
-    int64_t m = pick_mn(r, big), k = pick_k(r, big), n = pick_mn(r, big);
+    int64_t m = pick_size(r, big, &dist_mn), k = pick_size(r, big, &dist_k),
+            n = pick_size(r, big, &dist_mn);
     int a1d = rnd(r, 0, 11) == 0, b1d = rnd(r, 0, 11) == 0;
     int brank = (int)rnd(r, 0, 2);
     int64_t bdims[2];
@@ -223,29 +235,8 @@ static void gen_problem(rng *r, problem *p, int big)
     if (b1d)
         n = 1;
     int64_t ad[QMM_MAX_RANK], bd[QMM_MAX_RANK];
-    int ar, br;
-    if (a1d) {
-        ar = 1;
-        ad[0] = k;
-    } else {
-        int keep = (int)rnd(r, 0, brank);
-        for (int i = 0; i < keep; i++)
-            ad[i] = rnd(r, 0, 2) ? bdims[brank - keep + i] : 1;
-        ad[keep] = m;
-        ad[keep + 1] = k;
-        ar = keep + 2;
-    }
-    if (b1d) {
-        br = 1;
-        bd[0] = k;
-    } else {
-        int keep = (int)rnd(r, 0, brank);
-        for (int i = 0; i < keep; i++)
-            bd[i] = rnd(r, 0, 2) ? bdims[brank - keep + i] : 1;
-        bd[keep] = k;
-        bd[keep + 1] = n;
-        br = keep + 2;
-    }
+    int ar = operand_dims(r, a1d, k, bdims, brank, m, k, ad);
+    int br = operand_dims(r, b1d, k, bdims, brank, k, n, bd);
     qmm_tensor a = tens(p, ta, ar, ad), b = tens(p, tb, br, bd);
     int dmode = rnd(r, 0, 9) == 0 ? (int)rnd(r, 1, 4) : 0;
     fill_q8(r, &a, dmode);
