@@ -21,20 +21,6 @@ static const char *child(void)
     return env("QMM_EXEC_CHILD");
 }
 
-/* Lines starting with `prefix`. */
-static int lines_starting(const char *text, const char *prefix)
-{
-    int n = 0;
-    size_t k = strlen(prefix);
-    for (const char *line = text; line && *line;) {
-        if (strncmp(line, prefix, k) == 0)
-            n++;
-        const char *nl = strchr(line, '\n');
-        line = nl ? nl + 1 : NULL;
-    }
-    return n;
-}
-
 Test(exec, a_correct_process_passes_every_case)
 {
     char *out = qmmcheck_expect(0, "run --backend 'exec:%s ok' --vectors " MI, child());
@@ -131,9 +117,9 @@ Test(exec, printed_and_said_lines_cannot_forge_case_lines)
 {
     char *out = qmmcheck_expect(1, "run --backend 'exec:%s forge' --vectors " MI_RANDOM,
                                 child());
-    cr_expect_eq(lines_starting(out, "999:"), 0, "%s", out);
-    cr_expect_eq(lines_starting(out, "1:PASSED forged"), 0, "%s", out);
-    cr_expect_eq(lines_starting(out, "SUMMARY:"), 1, "%s", out);
+    cr_expect_eq(count_lines_starting(out, "999:"), 0, "%s", out);
+    cr_expect_eq(count_lines_starting(out, "1:PASSED forged"), 0, "%s", out);
+    cr_expect_eq(count_lines_starting(out, "SUMMARY:"), 1, "%s", out);
     cr_expect_eq(count_lines_with(out, ":FAILED"), 4, "%s", out);
     free(out);
 }
@@ -144,7 +130,7 @@ static char *every_case(const char *mode, const char *status, const char *text)
     char *out = qmmcheck_expect(1, "run --backend 'exec:%s %s' --vectors " MI_RANDOM, child(),
                                 mode);
     cr_expect_eq(count_lines_with(out, status), 4, "%s", out);
-    cr_expect_eq(lines_starting(out, "SUMMARY:"), 1, "%s", out);
+    cr_expect_eq(count_lines_starting(out, "SUMMARY:"), 1, "%s", out);
     expect_in(out, text);
     return out;
 }
@@ -161,10 +147,11 @@ Test(exec, its_output_is_shown_as_at_most_64_lines_and_4_kib)
                   {"flood=10,199", "    ... 5 earlier lines not shown", 6}};
     for (int f = 0; f < 2; f++) {
         char *out = every_case(floods[f].mode, ":FAILED", "flooded");
-        cr_expect_eq(lines_starting(out, floods[f].left), 4, "%s", out);
-        cr_expect_eq(lines_starting(out, "    |"), 4 * floods[f].shown, "%s", out);
-        cr_expect_eq(lines_starting(out, "    | the last line"), 4, "%s", out);
-        cr_expect_eq(lines_starting(out, "    | \\x01"), 4 * (floods[f].shown - 1), "%s", out);
+        cr_expect_eq(count_lines_starting(out, floods[f].left), 4, "%s", out);
+        cr_expect_eq(count_lines_starting(out, "    |"), 4 * floods[f].shown, "%s", out);
+        cr_expect_eq(count_lines_starting(out, "    | the last line"), 4, "%s", out);
+        cr_expect_eq(count_lines_starting(out, "    | \\x01"), 4 * (floods[f].shown - 1), "%s",
+                     out);
         free(out);
     }
 }
@@ -172,7 +159,7 @@ Test(exec, its_output_is_shown_as_at_most_64_lines_and_4_kib)
 Test(exec, writing_on_the_protocol_channel_is_an_error_naming_the_frame_length)
 {
     char *out = every_case("forge-stdout", ":ERROR", "frame length:");
-    cr_expect_eq(lines_starting(out, "1:PASSED forged"), 0, "%s", out);
+    cr_expect_eq(count_lines_starting(out, "1:PASSED forged"), 0, "%s", out);
     free(out);
 }
 
@@ -307,16 +294,16 @@ Test(exec, a_python_exception_shows_its_traceback_as_detail_lines)
         cr_expect_eq(count_lines_with(out, ":FAILED"), 4, "%s", out);
         expect_in(out, "(answered INTERNAL for a valid call: ZeroDivisionError: integer "
                        "division or modulo by zero)");
-        cr_expect_eq(lines_starting(out, "    | Traceback (most recent call last):"), 4, "%s",
-                     out);
-        cr_expect_eq(lines_starting(out, "    | ZeroDivisionError: integer division or modulo "
-                                         "by zero"), 4, "%s", out);
+        cr_expect_eq(count_lines_starting(out, "    | Traceback (most recent call last):"), 4,
+                     "%s", out);
+        cr_expect_eq(count_lines_starting(out, "    | ZeroDivisionError: integer division or "
+                                               "modulo by zero"), 4, "%s", out);
         cr_expect_eq(count_lines_with(out, "\", line 6, in divide"), 4, "%s", out);
         cr_expect_eq(count_lines_with(out, "qmm_exec.py"), 0, "%s", out);
         /* forged lines stay inside the detail, marked */
-        cr_expect_eq(lines_starting(out, "    | 7:PASSED forged"), 4, "%s", out);
-        cr_expect_eq(lines_starting(out, "7:"), 0, "%s", out);
-        cr_expect_eq(lines_starting(out, "SUMMARY:"), 1, "%s", out);
+        cr_expect_eq(count_lines_starting(out, "    | 7:PASSED forged"), 4, "%s", out);
+        cr_expect_eq(count_lines_starting(out, "7:"), 0, "%s", out);
+        cr_expect_eq(count_lines_starting(out, "SUMMARY:"), 1, "%s", out);
         cr_expect_eq(count_lines_with(out, "\\x1b[31mred"), 4, "%s", out);
         cr_expect_not(strchr(out, '\x1b'), "a raw escape character:\n%s", out);
         free(out);
@@ -363,28 +350,28 @@ Test(exec, a_reply_with_another_requests_id_is_an_error)
 
 /* ---- a process that ends between requests ------------------------------------------------ */
 
-Test(exec, a_process_that_exits_after_each_answer_is_restarted_for_the_next_case)
+/* The child in `mode` passes the 4 cases of MI_RANDOM, run in a worker and in process. */
+static void expect_passes_either_way(const char *mode)
 {
     const char *isolation[] = {"", "--no-isolate"};
     for (int i = 0; i < 2; i++) {
-        char *out = qmmcheck_expect(0, "run %s --backend 'exec:%s exit-after-answer' --vectors "
-                                    MI_RANDOM, isolation[i], child());
+        char *out = qmmcheck_expect(0, "run %s --backend 'exec:%s %s' --vectors " MI_RANDOM,
+                                    isolation[i], child(), mode);
         cr_expect_eq(count_lines_with(out, ":PASSED"), 4, "%s", out);
         free(out);
     }
+}
+
+Test(exec, a_process_that_exits_after_each_answer_is_restarted_for_the_next_case)
+{
+    expect_passes_either_way("exit-after-answer");
 }
 
 Test(exec, a_request_the_process_died_without_reading_is_resent_once)
 {
     /* each process answers one call, then ends 0.3 s later: the next query reaches it alive
      * and is never read, so it goes to a fresh process */
-    const char *isolation[] = {"", "--no-isolate"};
-    for (int i = 0; i < 2; i++) {
-        char *out = qmmcheck_expect(0, "run %s --backend 'exec:%s linger-exit' --vectors "
-                                    MI_RANDOM, isolation[i], child());
-        cr_expect_eq(count_lines_with(out, ":PASSED"), 4, "%s", out);
-        free(out);
-    }
+    expect_passes_either_way("linger-exit");
     /* a process that never reads a request: resent once, then CRASHED, never a loop */
     char *out = qmmcheck_expect(1, "run --backend 'exec:%s exit-after-hello' --vectors "
                                 MI_RANDOM, child());
@@ -429,10 +416,10 @@ Test(exec, in_process_its_stderr_is_captured_and_cleaned_not_passed_through)
 {
     char *out = qmmcheck_expect(1, "run --no-isolate --backend 'exec:%s forge' --vectors "
                                 MI_RANDOM, child());
-    cr_expect_eq(lines_starting(out, "1:PASSED forged"), 0, "%s", out);
-    cr_expect_eq(lines_starting(out, "SUMMARY:"), 1, "%s", out);
+    cr_expect_eq(count_lines_starting(out, "1:PASSED forged"), 0, "%s", out);
+    cr_expect_eq(count_lines_starting(out, "SUMMARY:"), 1, "%s", out);
     expect_in(out, "worker output ("); /* shown beside the case, cleaned, as isolated */
-    cr_expect_eq(lines_starting(out, "    | 1:PASSED forged"), 4, "%s", out);
+    cr_expect_eq(count_lines_starting(out, "    | 1:PASSED forged"), 4, "%s", out);
     free(out);
 }
 
@@ -478,7 +465,7 @@ Test(exec, in_process_sigterm_during_a_hang_ends_the_run_with_its_reports)
     char *out = slurp(outfile);
     cr_expect(WIFEXITED(rc) && WEXITSTATUS(rc) == 128 + SIGTERM, "exit %d:\n%s",
               WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out);
-    cr_expect_eq(lines_starting(out, "SUMMARY:"), 1, "%s", out);
+    cr_expect_eq(count_lines_starting(out, "SUMMARY:"), 1, "%s", out);
     cr_expect(access(report, F_OK) == 0, "no report written:\n%s", out);
     free(out);
     expect_json_valid(report);
