@@ -167,6 +167,20 @@ static inline char *expect_interrupted(pid_t pid, FILE *f, char **rest)
  * output in *out (malloc'd). */
 #define qmmcheck(out, ...) qmmcheck_under((out), "", __VA_ARGS__)
 
+/* qmmcheck_expect with its arguments in a va_list. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 0)))
+#endif
+static inline char *qmmcheck_expect_v(int want, const char *fmt, va_list ap)
+{
+    char args[4096];
+    vsnprintf(args, sizeof args, fmt, ap);
+    char *out;
+    int rc = qmmcheck(&out, "%s", args);
+    cr_expect_eq(rc, want, "'qmmcheck %s' exited %d, want %d:\n%s", args, rc, want, out);
+    return out;
+}
+
 /* Runs `qmmcheck ARGS` like qmmcheck() and expects the exit code `want`; returns the
  * combined output (malloc'd) for the caller's further checks. */
 #if defined(__GNUC__)
@@ -174,14 +188,10 @@ __attribute__((format(printf, 2, 3)))
 #endif
 static inline char *qmmcheck_expect(int want, const char *fmt, ...)
 {
-    char args[4096];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
+    char *out = qmmcheck_expect_v(want, fmt, ap);
     va_end(ap);
-    char *out;
-    int rc = qmmcheck(&out, "%s", args);
-    cr_expect_eq(rc, want, "'qmmcheck %s' exited %d, want %d:\n%s", args, rc, want, out);
     return out;
 }
 
@@ -224,6 +234,20 @@ static inline void expect_json_valid(const char *path)
 static inline void expect_in(const char *out, const char *text)
 {
     cr_expect(strstr(out, text) != NULL, "'%s' not in:\n%s", text, out);
+}
+
+/* Runs `qmmcheck ARGS` like qmmcheck_expect and expects `text` somewhere in its output. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static inline void qmmcheck_expect_in(int want, const char *text, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *out = qmmcheck_expect_v(want, fmt, ap);
+    va_end(ap);
+    expect_in(out, text);
+    free(out);
 }
 
 /* Each of the n argument strings in `args` is a usage error: qmmcheck exits 2. */

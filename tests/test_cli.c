@@ -175,9 +175,8 @@ Test(cli, tag_selects_by_the_tags_cases_carry)
     snprintf(want, sizeof want, "SUMMARY: total:%d ", simple);
     expect_in(out, want);
     free(out);
-    out = qmmcheck_expect(3, "run -q --backend reference --vectors vectors --tag no-such-tag");
-    expect_in(out, "no case carries the --tag tags");
-    free(out);
+    qmmcheck_expect_in(3, "no case carries the --tag tags",
+                       "run -q --backend reference --vectors vectors --tag no-such-tag");
     const char *bad[] = {
         "run --backend reference --vectors vectors --tag ''",
         "run --backend reference --vectors vectors --tag u8s8u8,",
@@ -229,9 +228,8 @@ Test(cli, list_tags_counts_and_unreadable_metas_are_kept)
     cr_expect(!strchr(out, '\x1b'), "%s", out);
     expect_in(out, "mine\t1");
     free(out);
-    out = qmmcheck_expect(0, "run -q --backend reference --vectors '%s' --tag mine", dir);
-    expect_in(out, "total:1 passed:1");
-    free(out);
+    qmmcheck_expect_in(0, "total:1 passed:1",
+                       "run -q --backend reference --vectors '%s' --tag mine", dir);
     write_text(path, "tags = mine\nno equals sign here\n");
     out = qmmcheck_expect(1, "run -q --backend reference --vectors '%s' --tag other", dir);
     expect_in(out, "total:1 ");
@@ -466,9 +464,8 @@ Test(cli, wrong_backend_fails_with_detail_and_xfail)
     free(out);
 
     /* an expected failure that passes is XPASS, which does not fail the run */
-    out = qmmcheck_expect(0, "run --backend reference --vectors vectors/seeds --xfail '%s'", xf);
-    expect_in(out, "xpass:2");
-    free(out);
+    qmmcheck_expect_in(0, "xpass:2", "run --backend reference --vectors vectors/seeds --xfail '%s'",
+                       xf);
 }
 
 Test(cli, unsupported_backend_is_skipped)
@@ -515,13 +512,12 @@ Test(cli, invalid_input_rejected_passes_accepted_is_unchecked)
     char dir[512];
     snprintf(dir, sizeof dir, "%s/inv/kmismatch", tmpdir);
     write_kmismatch_case(dir, "expect = INVALID_ARGUMENT\ntags = invalid, k-mismatch\n");
-    char *out = qmmcheck_expect(0, "run --backend reference --vectors '%s/inv'", tmpdir);
-    expect_in(out, "1:PASSED kmismatch __REPRO:");
-    free(out);
+    qmmcheck_expect_in(0, "1:PASSED kmismatch __REPRO:",
+                       "run --backend reference --vectors '%s/inv'", tmpdir);
 
     /* exit 0: UNCHECKED is a warning, not a failure */
-    out = qmmcheck_expect(0, "run --backend '%s:mode=accept' --vectors '%s/inv'",
-                          env("QMM_FAKE_PLUGIN"), tmpdir);
+    char *out = qmmcheck_expect(0, "run --backend '%s:mode=accept' --vectors '%s/inv'",
+                                env("QMM_FAKE_PLUGIN"), tmpdir);
     expect_in(out, "1:UNCHECKED kmismatch (accepted invalid input; the reference says: ");
     expect_in(out, "unchecked:1");
     free(out);
@@ -536,9 +532,10 @@ Test(cli, wrong_meta_expectation_is_mistrusted)
     char *out = qmmcheck_expect(0, "run --backend reference --vectors '%s/inv'", tmpdir);
     free(out);
     write_kmismatch_case(dir, "expect = UNSUPPORTED\n");
-    out = qmmcheck_expect(0, "run --backend reference --vectors '%s/inv'", tmpdir);
-    expect_in(out, ":MISTRUSTED kmismatch (qmm.meta expects UNSUPPORTED but the reference answers INVALID_ARGUMENT");
-    free(out);
+    qmmcheck_expect_in(0,
+                       ":MISTRUSTED kmismatch (qmm.meta expects UNSUPPORTED but the reference "
+                       "answers INVALID_ARGUMENT",
+                       "run --backend reference --vectors '%s/inv'", tmpdir);
 }
 
 Test(cli, stored_output_contradicting_reference_is_mistrusted)
@@ -550,15 +547,14 @@ Test(cli, stored_output_contradicting_reference_is_mistrusted)
     char set[600];
     snprintf(set, sizeof set, "%s/test_data_set_0", dir);
     write_tensor(set, "output_0.pb", QMM_DTYPE_INT8, 2, (int64_t[]){2, 1}, wrong, "y");
-    char *out = qmmcheck_expect(0, "run --backend reference --vectors '%s'", dir);
-    expect_in(out, "1:MISTRUSTED m (stored output_0 differs from the reference at 1 of 2 "
-                   "elements (first at index 1: stored 12, reference 13)) __REPRO:");
-    free(out);
+    qmmcheck_expect_in(0,
+                       "1:MISTRUSTED m (stored output_0 differs from the reference at 1 of 2 "
+                       "elements (first at index 1: stored 12, reference 13)) __REPRO:",
+                       "run --backend reference --vectors '%s'", dir);
 
     /* the same vector against a wrong backend: FAILED, with the mistrust noted */
-    out = qmmcheck_expect(1, "run --backend '%s' --vectors '%s'", env("QMM_FAKE_PLUGIN"), dir);
-    expect_in(out, "note: the vector is also mistrusted");
-    free(out);
+    qmmcheck_expect_in(1, "note: the vector is also mistrusted",
+                       "run --backend '%s' --vectors '%s'", env("QMM_FAKE_PLUGIN"), dir);
 }
 
 Test(cli, repro_prints_inputs_and_every_mismatch)
@@ -570,19 +566,16 @@ Test(cli, repro_prints_inputs_and_every_mismatch)
     expect_in(out, "a_zero_point: uint8 [1] = 113");
     cr_expect_eq(count_lines_with(out, "): expected "), 6, "%s", out);
     free(out);
-    out = qmmcheck_expect(0, "repro vectors/seeds/orion-doc-qlinear-matmul");
-    expect_in(out, "1:PASSED ");
-    free(out);
+    qmmcheck_expect_in(0, "1:PASSED ", "repro vectors/seeds/orion-doc-qlinear-matmul");
 }
 
 /* ---- plugin loading errors, skip accounting ---- */
 
 Test(cli, plugin_load_errors_exit_2_with_a_clear_message)
 {
-    char *out = qmmcheck_expect(2, "run --backend '%s:mode=badabi' --vectors vectors/seeds",
-                                env("QMM_FAKE_PLUGIN"));
-    expect_in(out, "plugin built for qmm ABI 1001, this qmmcheck speaks ABI 1");
-    free(out);
+    qmmcheck_expect_in(2, "plugin built for qmm ABI 1001, this qmmcheck speaks ABI 1",
+                       "run --backend '%s:mode=badabi' --vectors vectors/seeds",
+                       env("QMM_FAKE_PLUGIN"));
 }
 
 /* The entry point is missing for one of two usual reasons; the error names both and quotes
@@ -671,17 +664,14 @@ Test(cli, a_peer_is_opened_by_its_folder_name)
 
 Test(cli, mostly_skipped_runs_warn_and_max_skipped_fails)
 {
-    char *out = qmmcheck_expect(0, "run --backend '%s:mode=unsupported' --vectors vectors/seeds "
-                                   "--allow-empty", env("QMM_FAKE_PLUGIN"));
-    expect_in(out, "WARNING: 3 of 3 cases were SKIPPED");
-    free(out);
-    out = qmmcheck_expect(1, "run --backend '%s:mode=unsupported' --vectors vectors/seeds "
-                             "--max-skipped 2", env("QMM_FAKE_PLUGIN"));
-    expect_in(out, "FAILED: 3 cases skipped, more than --max-skipped 2");
-    free(out);
-    out = qmmcheck_expect(0, "run --backend '%s:mode=unsupported' --vectors vectors/seeds "
-                             "--max-skipped 3 --allow-empty", env("QMM_FAKE_PLUGIN"));
-    free(out);
+    qmmcheck_expect_in(0, "WARNING: 3 of 3 cases were SKIPPED",
+                       "run --backend '%s:mode=unsupported' --vectors vectors/seeds "
+                       "--allow-empty", env("QMM_FAKE_PLUGIN"));
+    qmmcheck_expect_in(1, "FAILED: 3 cases skipped, more than --max-skipped 2",
+                       "run --backend '%s:mode=unsupported' --vectors vectors/seeds "
+                       "--max-skipped 2", env("QMM_FAKE_PLUGIN"));
+    free(qmmcheck_expect(0, "run --backend '%s:mode=unsupported' --vectors vectors/seeds "
+                            "--max-skipped 3 --allow-empty", env("QMM_FAKE_PLUGIN")));
 }
 
 Test(cli, determinism_of_a_deterministic_backend_passes)
@@ -697,13 +687,10 @@ Test(cli, determinism_of_a_deterministic_backend_passes)
 
 Test(cli, isolated_runs_give_the_same_verdicts)
 {
-    char *out = qmmcheck_expect(0, "run --isolate --backend reference --vectors vectors" CLASSIC);
-    expect_in(out, "passed:20 failed:0 mistrusted:4");
-    free(out);
-    out = qmmcheck_expect(1, "run --no-isolate --backend '%s' --vectors vectors/seeds",
-                          env("QMM_FAKE_PLUGIN"));
-    expect_in(out, "failed:3");
-    free(out);
+    qmmcheck_expect_in(0, "passed:20 failed:0 mistrusted:4",
+                       "run --isolate --backend reference --vectors vectors" CLASSIC);
+    qmmcheck_expect_in(1, "failed:3", "run --no-isolate --backend '%s' --vectors vectors/seeds",
+                       env("QMM_FAKE_PLUGIN"));
 }
 
 /* ---- bench: the line per shape, the JSON report, the peak ---- */

@@ -166,16 +166,15 @@ Test(cpu_emulated, isolation_holds_under_emulation)
                                 "of y)", 3 * ps + 1);
     expect_in(out, want);
     free(out);
-    out = qmmcheck_expect(1, "run --cpu x86-64-v3 --backend '%s:mode=late_writer' "
-                             "vectors/seeds/onnx-doc-matmulinteger", env("QMM_GUARD_PLUGIN"));
-    expect_in(out, "1:FAILED onnx-doc-matmulinteger (wrote into y after the call returned)");
-    free(out);
+    qmmcheck_expect_in(1, "1:FAILED onnx-doc-matmulinteger (wrote into y after the call returned)",
+                       "run --cpu x86-64-v3 --backend '%s:mode=late_writer' "
+                       "vectors/seeds/onnx-doc-matmulinteger", env("QMM_GUARD_PLUGIN"));
     /* --no-isolate cannot run a backend under qemu */
-    out = qmmcheck_expect(2, "run --cpu x86-64-v3 --no-isolate --backend reference "
-                             "--vectors vectors/seeds");
-    expect_in(out, "--cpu x86-64-v3 runs the backend in an emulated worker: it cannot be "
-                   "combined with --no-isolate");
-    free(out);
+    qmmcheck_expect_in(2,
+                       "--cpu x86-64-v3 runs the backend in an emulated worker: it cannot be "
+                       "combined with --no-isolate",
+                       "run --cpu x86-64-v3 --no-isolate --backend reference "
+                       "--vectors vectors/seeds");
 }
 
 Test(cpu_emulated, the_memory_limit_holds_under_emulation)
@@ -198,11 +197,10 @@ Test(cpu_emulated, the_memory_limit_holds_under_emulation)
                           "of memory"), "%s", out);
     free(out);
     /* with room, the same backend runs */
-    out = qmmcheck_expect(1, "run --cpu x86-64-v3 --memory-limit 1G --timeout 5 "
-                             "--backend '%s:mode=big_alloc' vectors/seeds/onnx-doc-matmulinteger",
-                          env("QMM_HOSTILE_PLUGIN"));
-    expect_in(out, "1:FAILED onnx-doc-matmulinteger (errors:8 total:8)");
-    free(out);
+    qmmcheck_expect_in(1, "1:FAILED onnx-doc-matmulinteger (errors:8 total:8)",
+                       "run --cpu x86-64-v3 --memory-limit 1G --timeout 5 "
+                       "--backend '%s:mode=big_alloc' vectors/seeds/onnx-doc-matmulinteger",
+                       env("QMM_HOSTILE_PLUGIN"));
 }
 
 Test(cpu_emulated, an_exec_process_runs_emulated_and_one_that_escapes_is_refused)
@@ -233,10 +231,9 @@ Test(cpu_emulated, an_exec_process_runs_emulated_and_one_that_escapes_is_refused
     /* natively the same script is fine */
     out = qmmcheck_expect(0, "run --backend 'exec:%s' --vectors vectors/seeds", script);
     free(out);
-    out = qmmcheck_expect(2, "run --cpu x86-64-v3 --backend 'exec:no-such-program-here' "
-                             "--vectors vectors/seeds");
-    expect_in(out, "cannot run no-such-program-here: No such file or directory");
-    free(out);
+    qmmcheck_expect_in(2, "cannot run no-such-program-here: No such file or directory",
+                       "run --cpu x86-64-v3 --backend 'exec:no-such-program-here' "
+                       "--vectors vectors/seeds");
 }
 
 Test(cpu_emulated, onnxruntime_under_v3_shows_its_avx2_pair_saturation)

@@ -219,13 +219,8 @@ Test(cuda, emulated_vector_suites, .init = make_tmp, .fini = remove_tmp)
 
 Test(cuda, emulated_differential, .init = make_tmp, .fini = remove_tmp)
 {
-    char *out;
-    int rc = qmmcheck(&out,
-                      "diff --backend reference --backend cuda:emulate=1 --seed 11 --count 20000 "
-                      "--quiet --out '%s/diff'",
-                      tmpdir);
-    cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
-    free(out);
+    free(qmmcheck_expect(0, "diff --backend reference --backend cuda:emulate=1 --seed 11 "
+                            "--count 20000 --quiet --out '%s/diff'", tmpdir));
 }
 
 /* ---- QOrderedMatMul, emulated: logical problems placed with the layout formulas ---- */

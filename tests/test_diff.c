@@ -28,9 +28,7 @@ Test(diff_cli, a_case_saved_over_an_earlier_one_replaces_it_whole)
     char path[512];
     snprintf(path, sizeof path, "%s/d/problem-0/test_data_set_0/input_4.pb", tmpdir);
     cr_expect(access(path, F_OK) != 0, "%s was left from the earlier case", path);
-    out = qmmcheck_expect(0, "run --backend reference --vectors '%s/d'", tmpdir);
-    expect_in(out, "total:1 passed:1 ");
-    free(out);
+    qmmcheck_expect_in(0, "total:1 passed:1 ", "run --backend reference --vectors '%s/d'", tmpdir);
 }
 
 /* A directory at DIR/problem-I that is not a case qmmcheck wrote is left alone, and the
@@ -68,14 +66,12 @@ Test(diff_cli, a_diff_that_compared_nothing_exits_3)
     expect_in(out, "no problem was compared: every problem was SKIPPED");
     expect_in(out, "--allow-empty");
     free(out);
-    out = qmmcheck_expect(3, "diff --backend reference --backend reference --seed 1 --count 20 "
-                          "-q --only u8s8,float8");
-    expect_in(out, "no problem was compared: --only left no problem");
-    free(out);
-    out = qmmcheck_expect(0, "diff --backend reference --backend '%s:mode=unsupported' "
-                          "--seed 1 --count 20 -q --allow-empty", env("QMM_FAKE_PLUGIN"));
-    expect_in(out, "DIFF SUMMARY: problems:20 same:0 differences:0 skipped:20 ");
-    free(out);
+    qmmcheck_expect_in(3, "no problem was compared: --only left no problem",
+                       "diff --backend reference --backend reference --seed 1 --count 20 "
+                       "-q --only u8s8,float8");
+    qmmcheck_expect_in(0, "DIFF SUMMARY: problems:20 same:0 differences:0 skipped:20 ",
+                       "diff --backend reference --backend '%s:mode=unsupported' "
+                       "--seed 1 --count 20 -q --allow-empty", env("QMM_FAKE_PLUGIN"));
     /* one problem compared is enough */
     out = qmmcheck_expect(0, "diff --backend reference --backend reference --seed 1 --count 20 "
                           "-q --only per-tensor");
