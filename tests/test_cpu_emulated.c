@@ -33,12 +33,13 @@ static void need_qemu(void)
 }
 
 /* Under AddressSanitizer a plugin or built-in cannot be emulated: the command is refused with
- * the reason, and the test ends there (returns 1). */
-static int refused_here(int rc, const char *out)
+ * the reason, and the test ends there (returns 1, having freed out). */
+static int refused_here(int rc, char *out)
 {
 #ifdef SELF_UNEMULATED
     cr_expect_eq(rc, 2, "exit %d:\n%s", rc, out);
     expect_in(out, "built with AddressSanitizer, which qemu-user cannot run");
+    free(out);
     return 1;
 #else
     (void)rc;
@@ -54,10 +55,8 @@ Test(cpu_emulated, a_plugin_sees_the_emulated_cpuid)
     int rc = qmmcheck(&out, "run --allow-empty --cpu native,x86-64-v3,x86-64-v2 --backend %s "
                             "vectors/seeds/onnx-doc-matmulinteger",
                       env("QMM_CPUID_PLUGIN"));
-    if (refused_here(rc, out)) {
-        free(out);
+    if (refused_here(rc, out))
         return;
-    }
     cr_expect_eq(rc, 0, "exit %d:\n%s", rc, out);
     /* native: whatever this machine is; the emulated ones: exactly their class */
     expect_in(out, "2:SKIPPED onnx-doc-matmulinteger (unsupported: cpuid: sse4.2=1 avx=1 avx2=1 "
@@ -73,10 +72,8 @@ Test(cpu_emulated, the_optimized_backends_dispatch_follows_the_class)
     need_qemu();
     char *out;
     int rc = qmmcheck(&out, "list --backends --cpu x86-64-v3");
-    if (refused_here(rc, out)) {
-        free(out);
+    if (refused_here(rc, out))
         return;
-    }
     cr_expect_eq(rc, 0, "%s", out);
     expect_in(out, "  optimized:isa=auto         picks avx2\n");
     expect_in(out, "optimized:isa=avx512vnni   not here");
@@ -101,10 +98,8 @@ Test(cpu_emulated, several_classes_make_a_matrix_in_the_output_and_both_reports)
     int rc = qmmcheck(&out, "run --cpu native,x86-64-v3,x86-64-v2 --backend optimized "
                             "--backend reference --vectors vectors/seeds --report json:%s/r.json "
                             "--report junit:%s/r.xml", tmpdir, tmpdir);
-    if (refused_here(rc, out)) {
-        free(out);
+    if (refused_here(rc, out))
         return;
-    }
     cr_expect_eq(rc, 0, "%s", out);
     /* 3 cases x 2 backends x 3 classes, each its row, each naming its class */
     cr_expect_eq(count_lines_with(out, ":PASSED "), 18, "%s", out);
@@ -141,10 +136,8 @@ Test(cpu_emulated, isolation_holds_under_emulation)
     /* a crash is CRASHED, naming the signal; a close that crashes is its row, with --cpu */
     int rc = qmmcheck(&out, "run --cpu x86-64-v3 --backend '%s:mode=crash_close' --vectors "
                             "vectors/seeds/onnx-doc-matmulinteger", h);
-    if (refused_here(rc, out)) {
-        free(out);
+    if (refused_here(rc, out))
         return;
-    }
     cr_expect_eq(rc, 1, "%s", out);
     expect_in(out, "2:CRASHED <close> (close crashed: killed by SIGSEGV (Segmentation fault)) "
                    "__REPRO: qmmcheck run --cpu x86-64-v3 --backend ");
@@ -187,10 +180,8 @@ Test(cpu_emulated, the_memory_limit_holds_under_emulation)
     int rc = qmmcheck_under(&out, "timeout -s KILL 120", "run --cpu x86-64-v3 --memory-limit 64M "
                             "--timeout 5 --backend '%s:mode=big_alloc' "
                             "vectors/seeds/onnx-doc-matmulinteger", env("QMM_HOSTILE_PLUGIN"));
-    if (refused_here(rc, out)) {
-        free(out);
+    if (refused_here(rc, out))
         return;
-    }
     cr_expect_eq(rc, 1, "%s", out);
     cr_expect(strstr(out, "1:FAILED onnx-doc-matmulinteger (answered OUT_OF_MEMORY") ||
               strstr(out, "1:CRASHED onnx-doc-matmulinteger (the emulator (qemu-x86_64) ran out "
@@ -302,10 +293,8 @@ Test(cpu_emulated, saved_cases_name_the_class_and_load_back)
     int rc = qmmcheck(&out, "diff -q --backend reference --backend '%s' --cpu native,x86-64-v3 "
                             "--seed 1 --count 50 --max-diffs 1 --only nonempty --reduce --out %s/d",
                       env("QMM_HOSTILE_PLUGIN"), tmpdir);
-    if (refused_here(rc, out)) {
-        free(out);
+    if (refused_here(rc, out))
         return;
-    }
     cr_expect_eq(rc, 1, "%s", out);
     expect_in(out, "--seed 1 --problem ");
     expect_in(out, " --cpu native,x86-64-v3\n");
