@@ -400,9 +400,9 @@ static double scale_value(src *s, unsigned fam)
 /* A family byte, then each element: families 4 and 5 are raw bits from the tail, low byte
  * first (4 bytes for float, else 2), the others the value `value` reads, rounded to the
  * tensor's type. */
-static void read_values(src *s, qmm_tensor *t, double (*value)(src *s, unsigned fam))
+static void read_values_of(src *s, qmm_tensor *t, double (*value)(src *s, unsigned fam),
+                           unsigned fam)
 {
-    unsigned fam = tail(s) & 7;
     int64_t n = qmm_tensor_numel(t);
     for (int64_t i = 0; i < n; i++) {
         if (fam != 4 && fam != 5) {
@@ -414,6 +414,11 @@ static void read_values(src *s, qmm_tensor *t, double (*value)(src *s, unsigned 
             bits |= (uint32_t)tail(s) << (8 * j);
         store_scale_bits(t, i, bits);
     }
+}
+
+static void read_values(src *s, qmm_tensor *t, double (*value)(src *s, unsigned fam))
+{
+    read_values_of(s, t, value, tail(s) & 7);
 }
 
 static void write_scales(sink *k, const qmm_tensor *t)
@@ -1062,6 +1067,784 @@ static int decode_qorderedmatmul(const uint8_t *data, size_t len, qh_fz_case *c)
     return 0;
 }
 
+/* ---- the float-output operators: shared readers --------------------------------------- *
+ * MatMulNBits, DequantizeLinear, DynamicQuantizeMatMul and MatMulIntegerToFloat (docs/semantics.md
+ * §8-§10). Their reference computes several exact models per element (GMP), so their work bound
+ * is tighter than the integer operators': QH_FZ_LLM_MACS. */
+
+/* Float data (MatMulNBits' A, DynamicQuantizeMatMul's A), by a mode (low 3 bits of a tail
+ * byte), the values from the front:
+ *   0  b/16 for a signed byte b: small values, exact in every T1 (an exhausted front: 0.0 ..)
+ *   1  b/2, and ±127 where the byte's low nibble is 15: with a block maximum of 127 the
+ *      level-4 int8 quantization (§8.3: r = 1) meets exact ties
+ *   2  ±(1 + m/256)·2^(e−8) from two bytes: general values
+ *   3  raw bits (4 bytes for float, else 2): NaN, infinities, subnormals, huge
+ *   4  one value (mode 0's, one byte) everywhere: a constant A (DynamicQuantizeLinear's
+ *      hi = lo, a level-4 block whose every element is its maximum)
+ *   5  all zero (the level-4 maximum 0; the dynamic scale of an all-zero A)
+ *   6  −64 and 63.5 first, then b/4: DynamicQuantizeLinear's scale is exactly 0.5 and A/sa
+ *      lands on ties
+ *   7  ±2^(b/2) for a signed byte b: products in float32's subnormal and overflow ranges */
+#define FLOAT_DATA_RAW 3u
+
+static double small_value(src *s)
+{
+    return signed_byte(front(s)) / 16.0;
+}
+
+static void fill_float(src *s, qmm_tensor *t, unsigned mode)
+{
+    int64_t n = qmm_tensor_numel(t);
+    int w = t->dtype == QMM_DTYPE_FLOAT ? 4 : 2;
+    double c = (mode & 7) == 4 ? small_value(s) : 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double v;
+        unsigned b, e;
+        switch (mode & 7) {
+        case 1:
+            b = front(s);
+            v = (b & 15) == 15 ? ((b & 0x80) ? -127.0 : 127.0) : signed_byte(b) / 2.0;
+            break;
+        case 2:
+            e = front(s);
+            b = front(s);
+            v = ldexp(1.0 + b / 256.0, (int)(e & 15) - 8);
+            v = (e & 0x80) ? -v : v;
+            break;
+        case FLOAT_DATA_RAW: {
+            uint32_t bits = 0;
+            for (int j = 0; j < w; j++)
+                bits |= (uint32_t)front(s) << (8 * j);
+            store_scale_bits(t, i, bits);
+            continue;
+        }
+        case 4: v = c; break;
+        case 5: v = 0.0; break;
+        case 6: v = i == 0 ? -64.0 : i == 1 ? 63.5 : signed_byte(front(s)) / 4.0; break;
+        case 7:
+            b = front(s);
+            v = ldexp((b & 1) ? -1.0 : 1.0, signed_byte(b) / 2);
+            break;
+        default: v = small_value(s); break;
+        }
+        store_scale_bits(t, i, qmm_scale_encode(t->dtype, v));
+    }
+}
+
+/* A form byte; when its bit 7 is set, a twist byte and an argument byte follow: a twist byte
+ * below 0x80 breaks rule (byte % n), one from 0x80 on none (so that a random input is valid
+ * three times in four). *twist is n for "none". */
+static unsigned read_form(src *s, unsigned n, unsigned *twist, unsigned *arg)
+{
+    unsigned form = tail(s);
+    *twist = n;
+    *arg = 0;
+    if (form & 0x80) {
+        unsigned t = tail(s);
+        *arg = tail(s);
+        *twist = t < 0x80 ? t % n : n;
+    }
+    return form;
+}
+
+/* An operand that is float (fill_float's mode byte) or 8-bit (read_data_mode's). */
+typedef struct operand_mode {
+    unsigned float_mode;
+    data_mode int_mode;
+} operand_mode;
+
+static operand_mode read_operand_mode(src *s, const qmm_tensor *t)
+{
+    operand_mode m = {0, {0, 0}};
+    if (qmm_is_scale_type(t->dtype))
+        m.float_mode = tail(s);
+    else
+        m.int_mode = read_data_mode(s);
+    return m;
+}
+
+static void fill_operand(src *s, qmm_tensor *t, operand_mode m, int64_t zp)
+{
+    if (qmm_is_scale_type(t->dtype))
+        fill_float(s, t, m.float_mode);
+    else
+        fill_data(s, t, m.int_mode, zp);
+}
+
+/* Every byte of t's data to the front (any element width). */
+static void write_bytes(sink *k, const qmm_tensor *t)
+{
+    int64_t n = qmm_tensor_numel(t);
+    size_t bytes = n > 0 ? (size_t)n * qmm_dtype_size(t->dtype) : 0;
+    const uint8_t *p = t->data;
+    for (size_t i = 0; i < bytes; i++)
+        put_front(k, p[i]);
+}
+
+/* Scales where every value is valid (§8.1, §9, §10: zero, negative, subnormal, huge all
+ * are): a family byte whose low 3 bits are read_values' families, then bit 3 negates every
+ * element, bit 4 scales it by 2^-136 (float32 subnormal; float16 0), bit 5 by 2^100 (huge;
+ * float16 infinity), bit 6 makes every third element (from the second) zero. */
+static void read_llm_scales(src *s, qmm_tensor *t)
+{
+    unsigned fam = tail(s);
+    read_values_of(s, t, scale_value, fam & 7);
+    if (!(fam & 0x78))
+        return;
+    for (int64_t i = 0; i < qmm_tensor_numel(t); i++) {
+        double v = qmm_scale_decode(t->dtype, t->data, i);
+        v = (fam & 0x08) ? -v : v;
+        v = (fam & 0x10) ? ldexp(v, -136) : v;
+        v = (fam & 0x20) ? ldexp(v, 100) : v;
+        v = (fam & 0x40) && i % 3 == 1 ? 0.0 : v;
+        store_scale_bits(t, i, qmm_scale_encode(t->dtype, v));
+    }
+}
+
+/* The extremes of an integer type DequantizeLinear takes (qh_dtype_qmin's for 8-bit and
+ * float8). */
+static void int_range(int32_t dtype, int64_t *lo, int64_t *hi)
+{
+    switch (dtype) {
+    case QMM_DTYPE_INT16: *lo = -32768; *hi = 32767; break;
+    case QMM_DTYPE_UINT16: *lo = 0; *hi = 65535; break;
+    case QMM_DTYPE_INT32: *lo = INT32_MIN; *hi = INT32_MAX; break;
+    default: *lo = qh_dtype_qmin(dtype); *hi = qh_dtype_qmax(dtype); break;
+    }
+}
+
+/* Integer zero points of any width (DequantizeLinear): a mode byte (low 2 bits): 0 raw, the
+ * element's bytes from the tail, low byte first; 1 all qmin; 2 all qmax; 3 alternating. A
+ * float8 zero point is +0 in modes 1-3 (the only valid one; raw codes may be anything). */
+static void read_int_zps(src *s, qmm_tensor *t)
+{
+    unsigned mode = tail(s) & 3;
+    size_t w = qmm_dtype_size(t->dtype);
+    int64_t lo, hi;
+    int_range(t->dtype, &lo, &hi);
+    uint8_t *p = t->data;
+    for (int64_t i = 0; i < qmm_tensor_numel(t); i++) {
+        if (mode == 0) {
+            for (size_t j = 0; j < w; j++)
+                p[(size_t)i * w + j] = (uint8_t)tail(s);
+            continue;
+        }
+        if (qmm_is_float8(t->dtype)) /* +0, the only valid float8 zero point */
+            continue;
+        qh_tensor_set_int(t, i, mode == 1 ? lo : mode == 2 ? hi : (i & 1) ? hi : lo);
+    }
+}
+
+static void write_int_zps(sink *k, const qmm_tensor *t)
+{
+    put(k, 0);
+    int64_t n = qmm_tensor_numel(t);
+    size_t bytes = n > 0 ? (size_t)n * qmm_dtype_size(t->dtype) : 0;
+    const uint8_t *p = t->data;
+    for (size_t i = 0; i < bytes; i++)
+        put(k, p[i]);
+}
+
+/* Integer data of any width: 8-bit and float8 tensors as fill_data; wider ones by the same
+ * mode byte, with 9 all qmin, 10 all qmax, 11 alternating, 15 generated bytes, anything else
+ * raw bytes from the front. */
+static void fill_ints(src *s, qmm_tensor *t, data_mode m, int64_t zp)
+{
+    size_t w = qmm_dtype_size(t->dtype);
+    if (w == 1) {
+        fill_data(s, t, m, zp);
+        return;
+    }
+    int64_t lo, hi;
+    int_range(t->dtype, &lo, &hi);
+    if (m.mode == 15)
+        s->rng ^= 0x9E3779B97F4A7C15ULL * (m.seed + 1);
+    uint8_t *p = t->data;
+    for (int64_t i = 0; i < qmm_tensor_numel(t); i++) {
+        if (m.mode >= 9 && m.mode <= 11) {
+            qh_tensor_set_int(t, i, m.mode == 9 ? lo : m.mode == 10 ? hi : (i & 1) ? hi : lo);
+            continue;
+        }
+        for (size_t j = 0; j < w; j++)
+            p[(size_t)i * w + j] = m.mode == 15 ? next_random(s) : front(s);
+    }
+}
+
+/* y's type and shape as the operator's descriptor says (rank 0 when the inputs do not fit:
+ * invalid input, which the backends must say so). */
+static void set_output(qh_fz_case *c)
+{
+    const qmm_op_desc *d = qmm_call_desc(&c->oc.call);
+    qmm_tensor *y = qmm_call_output(&c->oc.call);
+    qmm_status st;
+    y->dtype = qmm_call_output_dtype(&c->oc.call);
+    y->rank = 0;
+    if (d->y_shape(&c->oc.call, &y->rank, y->dims, &st) != QMM_OK)
+        y->rank = 0;
+}
+
+/* Every present input within the operand bound, then allocated. 0, or -1. */
+static int alloc_inputs(qh_fz_case *c)
+{
+    for (int32_t i = 0; i < c->n_inputs; i++)
+        if (qmm_tensor_present(c->inputs[i]) &&
+            (!within(c->inputs[i]) || !alloc_tensor(c, c->inputs[i])))
+            return -1;
+    return 0;
+}
+
+static const char *t1_tag(int32_t dtype)
+{
+    return dtype == QMM_DTYPE_FLOAT ? "f32" : dtype == QMM_DTYPE_FLOAT16 ? "f16"
+           : dtype == QMM_DTYPE_BFLOAT16 ? "bf16" : "xx";
+}
+
+/* 1 when rows x n outputs with k terms each stay within the float operators' bounds (empty
+ * dims counted as 1 for the loops, as work_fits does). */
+static int llm_work_fits(int64_t rows, int64_t n, int64_t k)
+{
+    int64_t r = rows > 0 ? rows : 1, nn = n > 0 ? n : 1, kk = k > 0 ? k : 1;
+    if (r > QH_FZ_LLM_MACS || nn > QH_FZ_LLM_MACS || r * nn > QH_FZ_MAX_OUTPUT)
+        return 0;
+    return r * nn * kk <= QH_FZ_LLM_MACS;
+}
+
+/* ---- MatMulNBits ---------------------------------------------------------------------- *
+ * Form byte: bits 0-1 `bits` (4, 2, 8, 4: the default first), bits 2-3 T1 (float, float,
+ * float16, bfloat16), bit 4 a bias [N], bits 5-6 zero points (absent, packed uint8, T1,
+ * absent), bit 7 a twist byte and its argument byte follow (read_form: one rule broken, below).
+ * Block byte: bits 0-2 block_size 16 << (v % 7) (16..1024), bits 3-5 accuracy_level (v % 5),
+ * bit 6 scales flat [N·k_blocks] (else [N, k_blocks]), bit 7 zero points flat.
+ * Shape byte: bits 0-1 A's rank (2, 1, 3, 2), bit 2 g_idx [K], bits 3-4 K's form: 0 (and 3)
+ * a dim byte; 1 whole blocks, 1 + (next byte % 4) of them; 2 a short last block: (next % 3)
+ * whole blocks and 1 + (two bytes) % (block_size − 1) more.
+ * Dims: M (A of rank >= 2), K, N, batch (A of rank 3). Then the values: scales
+ * (read_llm_scales), zero points (packed: read_zps; T1: read_float_zps), bias (bias
+ * families), g_idx (read_g_idx), the data modes of A (fill_float) and B (read_data_mode:
+ * codes packed low bits first; mode 13 is every code at the default zero point), A, B. */
+enum {
+    MNB_BITS,         /* the attribute `bits` = argument % 16 */
+    MNB_BLOCK,        /* block_size = argument (rarely a power of 2 >= 16) */
+    MNB_K,            /* the attribute K is A's last dim + 1 */
+    MNB_N,            /* the attribute N is B's first dim + 1 */
+    MNB_B_SHAPE,      /* B [N, k_blocks + 1, blob_size] */
+    MNB_B_TYPE,       /* B int8 */
+    MNB_SCALES_SHAPE, /* scales [N, k_blocks + 1] */
+    MNB_SCALES_TYPE,  /* scales of the next T1 */
+    MNB_ZP_TYPE,      /* zero points int8 (present) */
+    MNB_ZP_SHAPE,     /* zero points one column more (present) */
+    MNB_ZP_EMPTY,     /* zero points [0]: present but empty (OpenVINO 32198) */
+    MNB_G_IDX,        /* g_idx present, element (argument % K) = k_blocks: out of range */
+    MNB_BIAS,         /* bias [N + 1] (argument odd) or of the next T1 (even) */
+    MNB_LEVEL,        /* accuracy_level 5 + argument % 3, or -1 */
+    MNB_A,            /* A uint8 (argument odd) or of rank 0 (even) */
+    MNB_TWISTS,
+};
+
+static const int32_t t1_types[4] = {QMM_DTYPE_FLOAT, QMM_DTYPE_FLOAT, QMM_DTYPE_FLOAT16,
+                                    QMM_DTYPE_BFLOAT16};
+static const int32_t nbits_bits[4] = {4, 2, 8, 4};
+static const int32_t nbits_ranks[4] = {2, 1, 3, 2};
+
+/* Float zero points (MatMulNBits' unpacked T1 form): a mode byte (low 2 bits), then per
+ * element: 0 a tail byte b as the code b % 2^bits; 1 (b >> 1) % 2^bits, plus 0.5 when b is odd;
+ * 2 raw bits (4 bytes for float, else 2: NaN, infinities, huge); 3 b/2 for a signed byte b
+ * (negative and out of range). */
+#define FLOAT_ZP_RAW 2u
+
+static void read_float_zps(src *s, qmm_tensor *t, int32_t bits)
+{
+    unsigned mode = tail(s) & 3;
+    int w = t->dtype == QMM_DTYPE_FLOAT ? 4 : 2;
+    unsigned mask = (1u << bits) - 1;
+    for (int64_t i = 0; i < qmm_tensor_numel(t); i++) {
+        if (mode == FLOAT_ZP_RAW) {
+            uint32_t v = 0;
+            for (int j = 0; j < w; j++)
+                v |= (uint32_t)tail(s) << (8 * j);
+            store_scale_bits(t, i, v);
+            continue;
+        }
+        unsigned b = tail(s);
+        double v = mode == 0   ? (double)(b & mask)
+                   : mode == 1 ? (double)((b >> 1) & mask) + ((b & 1) ? 0.5 : 0.0)
+                               : signed_byte(b) / 2.0;
+        store_scale_bits(t, i, qmm_scale_encode(t->dtype, v));
+    }
+}
+
+static void write_float_zps(sink *k, const qmm_tensor *t)
+{
+    put(k, FLOAT_ZP_RAW);
+    int w = t->dtype == QMM_DTYPE_FLOAT ? 4 : 2;
+    const uint8_t *p = t->data;
+    for (int64_t i = 0; i < qmm_tensor_numel(t); i++)
+        for (int j = 0; j < w; j++)
+            put(k, p[w * i + j]);
+}
+
+/* g_idx: a mode byte (low 2 bits): 0 and 3 k / block_size (what g_idx absent means); 1 a tail
+ * byte % k_blocks per element; 2 raw int32, four tail bytes per element, low first. */
+#define G_IDX_RAW 2u
+
+static void read_g_idx(src *s, qmm_tensor *t, int64_t block, int64_t k_blocks)
+{
+    unsigned mode = tail(s) & 3;
+    uint8_t *p = t->data;
+    for (int64_t i = 0; i < qmm_tensor_numel(t); i++) {
+        if (mode == G_IDX_RAW) {
+            for (int j = 0; j < 4; j++)
+                p[4 * i + j] = (uint8_t)tail(s);
+            continue;
+        }
+        qh_tensor_set_int(t, i, mode == 1 ? (int64_t)tail(s) % (k_blocks > 0 ? k_blocks : 1)
+                                          : i / block);
+    }
+}
+
+static void write_g_idx(sink *k, const qmm_tensor *t)
+{
+    put(k, G_IDX_RAW);
+    const uint8_t *p = t->data;
+    for (int64_t i = 0; i < 4 * qmm_tensor_numel(t); i++)
+        put(k, p[i]);
+}
+
+/* K by the shape byte's form (bits 3-4 of `shape`). */
+static int64_t read_nbits_k(src *s, unsigned shape, int64_t block)
+{
+    switch ((shape >> 3) & 3) {
+    case 1: return block * (1 + (int64_t)(tail(s) % 4));
+    case 2: {
+        int64_t whole = (int64_t)(tail(s) % 3);
+        unsigned hi = tail(s);
+        return whole * block + 1 + (int64_t)((hi << 8 | tail(s)) % (unsigned)(block - 1));
+    }
+    default: return read_dim(s);
+    }
+}
+
+static int32_t next_t1(int32_t t)
+{
+    return next_scale_type(t);
+}
+
+static void mnb_twist(qmm_matmulnbits *q, unsigned twist, unsigned arg, int64_t kb)
+{
+    switch (twist) {
+    case MNB_BITS: q->bits = (int32_t)(arg % 16); break;
+    case MNB_BLOCK: q->block_size = (int32_t)arg; break;
+    case MNB_K: q->k++; break;
+    case MNB_N: q->n++; break;
+    case MNB_B_SHAPE: q->b.dims[1]++; break;
+    case MNB_B_TYPE: q->b.dtype = QMM_DTYPE_INT8; break;
+    case MNB_SCALES_SHAPE: set_shape(&q->scales, q->scales.dtype, 2, (int64_t[]){q->n, kb + 1}); break;
+    case MNB_SCALES_TYPE: q->scales.dtype = next_t1(q->scales.dtype); break;
+    case MNB_ZP_TYPE:
+    case MNB_ZP_SHAPE:
+    case MNB_ZP_EMPTY:
+        if (!qmm_tensor_present(&q->zero_points))
+            set_shape(&q->zero_points, QMM_DTYPE_UINT8, 2,
+                     (int64_t[]){q->n, (kb * q->bits + 7) / 8});
+        if (twist == MNB_ZP_TYPE)
+            q->zero_points.dtype = QMM_DTYPE_INT8;
+        else if (twist == MNB_ZP_SHAPE)
+            q->zero_points.dims[q->zero_points.rank - 1]++;
+        else
+            set_shape(&q->zero_points, q->zero_points.dtype, 1, (int64_t[]){0});
+        break;
+    case MNB_G_IDX:
+        set_shape(&q->g_idx, QMM_DTYPE_INT32, 1, (int64_t[]){q->k});
+        break;
+    case MNB_BIAS:
+        if (arg & 1)
+            set_shape(&q->bias, q->a.dtype, 1, (int64_t[]){q->n + 1});
+        else
+            set_shape(&q->bias, next_t1(q->a.dtype), 1, (int64_t[]){q->n});
+        break;
+    case MNB_LEVEL: q->accuracy_level = arg & 1 ? -1 : 5 + (int32_t)(arg % 3); break;
+    case MNB_A:
+        if (arg & 1)
+            q->a.dtype = QMM_DTYPE_UINT8;
+        else
+            q->a.rank = 0;
+        break;
+    default: break;
+    }
+}
+
+static int decode_matmulnbits(const uint8_t *data, size_t len, qh_fz_case *c)
+{
+    qmm_matmulnbits *q = &c->oc.call.u.matmulnbits;
+    src s;
+    begin_case(c, QMM_OP_MATMULNBITS, 1, &s, data, len);
+
+    unsigned twist, arg, form = read_form(&s, MNB_TWISTS, &twist, &arg);
+    unsigned blk = tail(&s), shape = tail(&s);
+    int32_t t1 = t1_types[(form >> 2) & 3];
+    unsigned zf = (form >> 5) & 3;
+    q->bits = nbits_bits[form & 3];
+    q->block_size = 16 << (blk & 7) % 7;
+    q->accuracy_level = (int32_t)(((blk >> 3) & 7) % 5);
+    int64_t bs = q->block_size;
+    int32_t ar = nbits_ranks[shape & 3];
+    int64_t m = ar >= 2 ? read_dim(&s) : 1;
+    int64_t k = read_nbits_k(&s, shape, bs);
+    int64_t n = read_dim(&s);
+    int64_t batch = ar == 3 ? read_dim(&s) : 1;
+    if (k < 1 || n < 1 || k > 65535 || !llm_work_fits(m * batch, n, k))
+        return -1;
+    q->k = (int32_t)k;
+    q->n = (int32_t)n;
+    int64_t kb = (k + bs - 1) / bs, blob = bs * q->bits / 8, zrow = (kb * q->bits + 7) / 8;
+    const int64_t ad[3] = {batch, m, k};
+    set_shape(&q->a, t1, ar, ad + 3 - ar);
+    set_shape(&q->b, QMM_DTYPE_UINT8, 3, (int64_t[]){n, kb, blob});
+    int flat = (blk >> 6) & 1, zflat = (blk >> 7) & 1;
+    set_shape(&q->scales, t1, flat ? 1 : 2, (int64_t[]){flat ? n * kb : n, kb});
+    if (zf == 1 || zf == 2) {
+        int64_t cols = zf == 1 ? zrow : kb;
+        set_shape(&q->zero_points, zf == 1 ? QMM_DTYPE_UINT8 : t1, zflat ? 1 : 2,
+                 (int64_t[]){zflat ? n * cols : n, cols});
+    }
+    if (form & 0x10)
+        set_shape(&q->bias, t1, 1, (int64_t[]){n});
+    if (shape & 4)
+        set_shape(&q->g_idx, QMM_DTYPE_INT32, 1, (int64_t[]){k});
+    mnb_twist(q, twist, arg, kb);
+    set_output(c);
+    snprintf(c->types, sizeof c->types, "%s-%db", t1_tag(t1), (int)q->bits);
+    if (alloc_inputs(c) != 0)
+        return -1;
+
+    read_llm_scales(&s, &q->scales);
+    if (qmm_tensor_present(&q->zero_points)) {
+        if (q->zero_points.dtype == QMM_DTYPE_UINT8 || q->zero_points.dtype == QMM_DTYPE_INT8)
+            read_zps(&s, &q->zero_points);
+        else
+            read_float_zps(&s, &q->zero_points, nbits_bits[form & 3]);
+    }
+    if (qmm_tensor_present(&q->bias))
+        read_values(&s, &q->bias, bias_value);
+    if (qmm_tensor_present(&q->g_idx)) {
+        read_g_idx(&s, &q->g_idx, bs, kb);
+        if (twist == MNB_G_IDX && q->g_idx.dims[0] > 0)
+            qh_tensor_set_int(&q->g_idx, (int64_t)arg % q->g_idx.dims[0], kb);
+    }
+    operand_mode am = read_operand_mode(&s, &q->a);
+    data_mode bm = read_data_mode(&s);
+    fill_operand(&s, &q->a, am, 0);
+    /* mode 13 ("every code the zero point"): the default 2^(bits-1) in every code */
+    int b8 = nbits_bits[form & 3];
+    int64_t dflt = b8 == 8 ? 0x80 : b8 == 4 ? 0x88 : 0xAA;
+    fill_data(&s, &q->b, bm, dflt);
+    return 0;
+}
+
+/* ---- DequantizeLinear ----------------------------------------------------------------- *
+ * Form byte: bits 0-3 x's type (dql_x_types: int8 and uint8 most often, int16, uint16, int32,
+ * the four float8), bits 4-5 the scale type (float, float, float16, bfloat16), bit 6 a zero
+ * point (x's type, the scale's shape), bit 7 a twist byte and its argument byte follow (read_form).
+ * Attribute byte: bits 0-1 the form (per tensor [], per axis [D_axis], blocked, per tensor
+ * [1]), bits 2-4 the opset 21 + (v % 5), bits 5-6 output_dtype (0, float, float16, bfloat16;
+ * set from opset 23 on, else 0).
+ * Rank byte: bits 0-2 x's rank (2, 1, 3, 2, 4, 1, 3, 0); then x's dims (dim bytes); then the
+ * axis byte: below 0xF0 the axis (v % 2r) − r (any valid one; rank 0: 1, the default), from
+ * 0xF0 on the next byte as a signed axis (mostly out of range). Blocked: a block byte: below
+ * 0xF0, odd v: 1 + (v >> 1) % 64, even: 16 << (v >> 1) % 7; from 0xF0 on a dim byte.
+ * Values: the scales (read_llm_scales), the zero point (read_int_zps), x's data mode and data
+ * (fill_ints: mode 8 keeps float8 NaN and infinity codes, valid here: IEEE). */
+static const int32_t dql_x_types[16] = {
+    QMM_DTYPE_INT8,           QMM_DTYPE_UINT8,       QMM_DTYPE_INT8,
+    QMM_DTYPE_UINT8,          QMM_DTYPE_INT16,       QMM_DTYPE_UINT16,
+    QMM_DTYPE_INT32,          QMM_DTYPE_FLOAT8E4M3FN, QMM_DTYPE_FLOAT8E4M3FNUZ,
+    QMM_DTYPE_FLOAT8E5M2,     QMM_DTYPE_FLOAT8E5M2FNUZ, QMM_DTYPE_INT8,
+    QMM_DTYPE_UINT8,          QMM_DTYPE_INT16,       QMM_DTYPE_INT32,
+    QMM_DTYPE_UINT8,
+};
+static const int32_t dql_ranks[8] = {2, 1, 3, 2, 4, 1, 3, 0};
+static const int32_t dql_out_types[4] = {0, QMM_DTYPE_FLOAT, QMM_DTYPE_FLOAT16,
+                                         QMM_DTYPE_BFLOAT16};
+enum { DQL_PER_TENSOR, DQL_PER_AXIS, DQL_BLOCKED, DQL_PER_TENSOR_1 };
+#define DQL_EXPLICIT 0xF0u
+
+enum {
+    DQL_ZP_SHAPE,   /* the zero point [numel(scale) + 1] */
+    DQL_ZP_TYPE,    /* the zero point of another type (int8 <-> uint8, else int8) */
+    DQL_SCALE_TYPE, /* the scale int8 */
+    DQL_AXIS,       /* axis r + argument % 3 (blocked or per axis), out of range */
+    DQL_BLOCK,      /* block_size -1 - argument % 4 */
+    DQL_SCALE_SHAPE,/* the scale one longer in its last dim (or [2] for a scalar) */
+    DQL_OUTPUT,     /* output_dtype int8 (opset 23 on), or float before opset 23 */
+    DQL_OPSET,      /* opset 19 or 20 */
+    DQL_F8_ZP,      /* x float8e4m3fn with a zero point whose first element is 1.0 */
+    DQL_X_TYPE,     /* x float (argument odd) or int64 (even): not a T1 modelled */
+    DQL_TWISTS,
+};
+
+/* The scale's shape for the form (blocked: x's with ceil(D_axis / block) at the axis; an
+ * out-of-range axis gives x's shape). */
+static void dql_scale_shape(const qmm_tensor *x, unsigned form, int32_t axis, int64_t block,
+                            qmm_tensor *scale)
+{
+    int32_t r = x->rank, ax = axis < 0 ? axis + r : axis;
+    int ok = ax >= 0 && ax < r;
+    if (form == DQL_PER_TENSOR) {
+        scale->rank = 0;
+    } else if (form == DQL_PER_TENSOR_1) {
+        scale->rank = 1;
+        scale->dims[0] = 1;
+    } else if (form == DQL_PER_AXIS) {
+        scale->rank = 1;
+        scale->dims[0] = ok ? x->dims[ax] : 1;
+    } else {
+        scale->rank = r;
+        memcpy(scale->dims, x->dims, sizeof scale->dims);
+        if (ok && block > 0)
+            scale->dims[ax] = (x->dims[ax] + block - 1) / block;
+    }
+}
+
+static void dql_twist(qmm_dequantizelinear *q, unsigned twist, unsigned arg)
+{
+    switch (twist) {
+    case DQL_ZP_SHAPE:
+        set_shape(&q->x_zero_point, q->x.dtype, 1,
+                 (int64_t[]){qmm_tensor_numel(&q->x_scale) + 1});
+        break;
+    case DQL_ZP_TYPE:
+        set_shape(&q->x_zero_point, q->x.dtype == QMM_DTYPE_INT8 ? QMM_DTYPE_UINT8
+                                                                 : QMM_DTYPE_INT8,
+                 q->x_scale.rank, q->x_scale.dims);
+        break;
+    case DQL_SCALE_TYPE: q->x_scale.dtype = QMM_DTYPE_INT8; break;
+    case DQL_AXIS: q->axis = q->x.rank + (int32_t)(arg % 3); break;
+    case DQL_BLOCK: q->block_size = -1 - (int32_t)(arg % 4); break;
+    case DQL_SCALE_SHAPE:
+        if (q->x_scale.rank == 0)
+            set_shape(&q->x_scale, q->x_scale.dtype, 1, (int64_t[]){2});
+        else
+            q->x_scale.dims[q->x_scale.rank - 1]++;
+        break;
+    case DQL_OUTPUT:
+        q->output_dtype = q->opset >= 23 ? QMM_DTYPE_INT8 : QMM_DTYPE_FLOAT;
+        break;
+    case DQL_OPSET: q->opset = 19 + (int32_t)(arg & 1); break;
+    case DQL_F8_ZP:
+        q->x.dtype = QMM_DTYPE_FLOAT8E4M3FN;
+        set_shape(&q->x_zero_point, q->x.dtype, q->x_scale.rank, q->x_scale.dims);
+        break;
+    case DQL_X_TYPE: q->x.dtype = (arg & 1) ? QMM_DTYPE_FLOAT : QMM_DTYPE_INT64; break;
+    default: break;
+    }
+}
+
+static int decode_dequantizelinear(const uint8_t *data, size_t len, qh_fz_case *c)
+{
+    qmm_dequantizelinear *q = &c->oc.call.u.dequantizelinear;
+    src s;
+    begin_case(c, QMM_OP_DEQUANTIZELINEAR, 21, &s, data, len);
+
+    unsigned twist, arg, form = read_form(&s, DQL_TWISTS, &twist, &arg);
+    unsigned attrs = tail(&s), rank = tail(&s);
+    q->opset = 21 + (int32_t)(((attrs >> 2) & 7) % 5);
+    c->opset = q->opset;
+    q->output_dtype = q->opset >= 23 ? dql_out_types[(attrs >> 5) & 3] : 0;
+    unsigned sf = attrs & 3;
+    int32_t r = dql_ranks[rank & 7];
+    int64_t xd[QMM_MAX_RANK];
+    for (int32_t i = 0; i < r; i++)
+        xd[i] = read_dim(&s);
+    set_shape(&q->x, dql_x_types[form & 15], r, xd);
+    unsigned ab = tail(&s);
+    q->axis = ab >= DQL_EXPLICIT ? signed_byte(tail(&s))
+              : r > 0        ? (int32_t)(ab % (unsigned)(2 * r)) - r
+                             : 1;
+    q->block_size = 0;
+    if (sf == DQL_BLOCKED) {
+        unsigned b = tail(&s);
+        q->block_size = b >= DQL_EXPLICIT ? (int32_t)read_dim(&s)
+                        : (b & 1)       ? 1 + (int32_t)((b >> 1) % 64)
+                                        : 16 << (b >> 1) % 7;
+    }
+    q->x_scale.dtype = t1_types[(form >> 4) & 3];
+    dql_scale_shape(&q->x, sf, q->axis, q->block_size, &q->x_scale);
+    if (form & 0x40)
+        set_shape(&q->x_zero_point, q->x.dtype, q->x_scale.rank, q->x_scale.dims);
+    dql_twist(q, twist, arg);
+    set_output(c);
+    snprintf(c->types, sizeof c->types, "%s-%s", qmm_dtype_name(q->x.dtype),
+             t1_tag(q->x_scale.dtype));
+    /* the work: x's elements, and the loops over its dims (empty ones counted as 1) */
+    int64_t loops = 1;
+    for (int32_t i = 0; i < r; i++) {
+        loops *= xd[i] > 0 ? xd[i] : 1;
+        if (loops > QH_FZ_MAX_MACS)
+            return -1;
+    }
+    if (qmm_tensor_numel(&q->x) > QH_FZ_MAX_OUTPUT || alloc_inputs(c) != 0)
+        return -1;
+
+    if (qmm_is_scale_type(q->x_scale.dtype))
+        read_llm_scales(&s, &q->x_scale);
+    if (qmm_tensor_present(&q->x_zero_point)) {
+        read_int_zps(&s, &q->x_zero_point);
+        if (twist == DQL_F8_ZP && qmm_tensor_numel(&q->x_zero_point) > 0)
+            ((uint8_t *)q->x_zero_point.data)[0] = 0x38; /* 1.0 in float8e4m3fn */
+    }
+    data_mode xm = read_data_mode(&s);
+    fill_ints(&s, &q->x, xm, first_zp(&q->x_zero_point));
+    return 0;
+}
+
+/* ---- DynamicQuantizeMatMul and MatMulIntegerToFloat ----------------------------------- *
+ * Form byte: bit 0 A int8 (MatMulIntegerToFloat; DynamicQuantizeMatMul's A is float), bit 1 B
+ * int8, bit 2 the scales, bias and y float16 (MatMulIntegerToFloat's T3), bit 3 b_scale per
+ * column [N] (else per tensor), bit 4 a_zero_point (MatMulIntegerToFloat), bit 5
+ * b_zero_point, bit 6 a bias [N], bit 7 a twist byte and its argument byte follow (read_form).
+ * Scalars byte: bit 0 a_scale is [1] (else []), bit 1 a per-tensor b_scale is [1]; the zero
+ * points take their scale's shape.
+ * Then the shape section (read_shapes: ranks 1-5, batches, b's own K), the values: a_scale
+ * and a_zero_point (MatMulIntegerToFloat), b_scale (read_llm_scales), b_zero_point
+ * (read_zps), the bias (bias families), the data modes of A (fill_float for
+ * DynamicQuantizeMatMul) and B, A, B. */
+enum {
+    I2F_A_TYPE,      /* A float16 (DynamicQuantizeMatMul) or float (MatMulIntegerToFloat) */
+    I2F_B_ZP_TYPE,   /* b_zero_point of the other 8-bit type (present) */
+    I2F_B_ZP_SHAPE,  /* b_zero_point [N + 1] */
+    I2F_B_SCALE,     /* b_scale [N + 1] (argument odd) or [1, 1] */
+    I2F_BIAS_SHAPE,  /* bias [N + 1] */
+    I2F_BIAS_TYPE,   /* bias of the other T3 (bfloat16 for DynamicQuantizeMatMul) */
+    I2F_SCALE_TYPE,  /* b_scale bfloat16 (DynamicQuantizeMatMul), a_scale bfloat16 */
+    I2F_A_SCALE,     /* a_scale [2] (MatMulIntegerToFloat); b_scale [2] */
+    I2F_A_ZP,        /* a_zero_point of the other 8-bit type (MatMulIntegerToFloat) */
+    I2F_TWISTS,
+};
+
+typedef struct i2f_view {
+    qmm_tensor *a, *b, *a_scale, *a_zp, *b_scale, *b_zp, *bias; /* a_scale, a_zp: NULL for DQM */
+} i2f_view;
+
+static i2f_view i2f_of(qmm_call *call)
+{
+    i2f_view v;
+    memset(&v, 0, sizeof v);
+    if (call->op == QMM_OP_DYNAMICQUANTIZEMATMUL) {
+        qmm_dynamicquantizematmul *q = &call->u.dynamicquantizematmul;
+        v.a = &q->a, v.b = &q->b, v.b_scale = &q->b_scale, v.b_zp = &q->b_zero_point;
+        v.bias = &q->bias;
+    } else {
+        qmm_matmul_integer_to_float *q = &call->u.matmul_integer_to_float;
+        v.a = &q->a, v.b = &q->b, v.b_scale = &q->b_scale, v.b_zp = &q->b_zero_point;
+        v.bias = &q->bias, v.a_scale = &q->a_scale, v.a_zp = &q->a_zero_point;
+    }
+    return v;
+}
+
+static void i2f_twist(const i2f_view *v, unsigned twist, unsigned arg, int64_t n)
+{
+    int dynamic = v->a_scale == NULL;
+    switch (twist) {
+    case I2F_A_TYPE: v->a->dtype = dynamic ? QMM_DTYPE_FLOAT16 : QMM_DTYPE_FLOAT; break;
+    case I2F_B_ZP_TYPE:
+        set_shape(v->b_zp, flip8(v->b->dtype), v->b_scale->rank, v->b_scale->dims);
+        break;
+    case I2F_B_ZP_SHAPE: set_shape(v->b_zp, v->b->dtype, 1, (int64_t[]){n + 1}); break;
+    case I2F_B_SCALE:
+        if (arg & 1)
+            set_shape(v->b_scale, v->b_scale->dtype, 1, (int64_t[]){n + 1});
+        else
+            set_shape(v->b_scale, v->b_scale->dtype, 2, (int64_t[]){1, 1});
+        break;
+    case I2F_BIAS_SHAPE: set_shape(v->bias, v->b_scale->dtype, 1, (int64_t[]){n + 1}); break;
+    case I2F_BIAS_TYPE:
+        set_shape(v->bias, v->b_scale->dtype == QMM_DTYPE_FLOAT16 || dynamic ? QMM_DTYPE_BFLOAT16
+                                                                              : QMM_DTYPE_FLOAT16,
+                 1, (int64_t[]){n});
+        break;
+    case I2F_SCALE_TYPE:
+        (dynamic ? v->b_scale : v->a_scale)->dtype = QMM_DTYPE_BFLOAT16;
+        break;
+    case I2F_A_SCALE:
+        set_shape(dynamic ? v->b_scale : v->a_scale, (dynamic ? v->b_scale : v->a_scale)->dtype,
+                 1, (int64_t[]){2});
+        break;
+    case I2F_A_ZP:
+        if (!dynamic)
+            set_shape(v->a_zp, flip8(v->a->dtype), v->a_scale->rank, v->a_scale->dims);
+        break;
+    default: break;
+    }
+}
+
+static int decode_i2f(qmm_op_kind op, const uint8_t *data, size_t len, qh_fz_case *c)
+{
+    src s;
+    begin_case(c, op, 1, &s, data, len);
+    i2f_view v = i2f_of(&c->oc.call);
+    int dynamic = op == QMM_OP_DYNAMICQUANTIZEMATMUL;
+
+    unsigned twist, arg, form = read_form(&s, I2F_TWISTS, &twist, &arg);
+    unsigned scalars = tail(&s);
+    int32_t ft = !dynamic && (form & 4) ? QMM_DTYPE_FLOAT16 : QMM_DTYPE_FLOAT;
+    v.a->dtype = dynamic ? QMM_DTYPE_FLOAT : (form & 1) ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8;
+    v.b->dtype = (form & 2) ? QMM_DTYPE_INT8 : QMM_DTYPE_UINT8;
+    read_shapes(&s, v.a, v.b);
+    qmm_tensor *y = qmm_call_output(&c->oc.call);
+    if (shape_output(v.a, v.b, y) != 0)
+        return -1;
+    int64_t n = cols_of(v.b);
+    if (!dynamic) {
+        set_shape(v.a_scale, ft, scalars & 1, (int64_t[]){1});
+        if (form & 0x10)
+            set_shape(v.a_zp, v.a->dtype, v.a_scale->rank, v.a_scale->dims);
+    }
+    if (form & 8)
+        set_shape(v.b_scale, ft, 1, (int64_t[]){n});
+    else
+        set_shape(v.b_scale, ft, (scalars >> 1) & 1, (int64_t[]){1});
+    if (form & 0x20)
+        set_shape(v.b_zp, v.b->dtype, v.b_scale->rank, v.b_scale->dims);
+    if (form & 0x40)
+        set_shape(v.bias, ft, 1, (int64_t[]){n});
+    i2f_twist(&v, twist, arg, n);
+    y->dtype = qmm_call_output_dtype(&c->oc.call);
+    if (dynamic)
+        snprintf(c->types, sizeof c->types, "%s%s", t1_tag(v.a->dtype), type_tag(v.b->dtype));
+    else
+        snprintf(c->types, sizeof c->types, "%s%s-%s", type_tag(v.a->dtype),
+                 type_tag(v.b->dtype), t1_tag(v.a_scale->dtype));
+    if (alloc_inputs(c) != 0)
+        return -1;
+
+    if (!dynamic) {
+        read_llm_scales(&s, v.a_scale);
+        if (qmm_tensor_present(v.a_zp))
+            read_zps(&s, v.a_zp);
+    }
+    if (qmm_is_scale_type(v.b_scale->dtype))
+        read_llm_scales(&s, v.b_scale);
+    if (qmm_tensor_present(v.b_zp))
+        read_zps(&s, v.b_zp);
+    if (qmm_tensor_present(v.bias))
+        read_values(&s, v.bias, bias_value);
+    operand_mode am = read_operand_mode(&s, v.a);
+    data_mode bm = read_data_mode(&s);
+    fill_operand(&s, v.a, am, v.a_zp ? first_zp(v.a_zp) : 0);
+    fill_data(&s, v.b, bm, first_zp(v.b_zp));
+    return 0;
+}
+
+static int decode_dynamicquantizematmul(const uint8_t *data, size_t len, qh_fz_case *c)
+{
+    return decode_i2f(QMM_OP_DYNAMICQUANTIZEMATMUL, data, len, c);
+}
+
+static int decode_matmul_integer_to_float(const uint8_t *data, size_t len, qh_fz_case *c)
+{
+    return decode_i2f(QMM_OP_MATMUL_INTEGER_TO_FLOAT, data, len, c);
+}
+
 void qh_fz_case_free(qh_fz_case *c)
 {
     qh_owned_call_free(&c->oc);
@@ -1271,10 +2054,215 @@ static int encode_qorderedmatmul(sink *k, const qmm_qorderedmatmul *q)
     return 0;
 }
 
+/* A T1 tensor [n, cols] (*flat = 0) or [n·cols] (*flat = 1); 0 when it is neither. */
+static int matrix_or_flat(const qmm_tensor *t, int32_t dtype, int64_t n, int64_t cols, int *flat)
+{
+    if (t->dtype != dtype)
+        return 0;
+    *flat = t->rank == 1;
+    if (t->rank == 1)
+        return t->dims[0] == n * cols;
+    return t->rank == 2 && t->dims[0] == n && t->dims[1] == cols;
+}
+
+static int vector_of(const qmm_tensor *t, int32_t dtype, int64_t n)
+{
+    return t->dtype == dtype && t->rank == 1 && t->dims[0] == n;
+}
+
+/* Valid MatMulNBits calls with block sizes 16..1024 and A of rank 1..3. */
+static int encode_matmulnbits(sink *k, const qmm_matmulnbits *q)
+{
+    int32_t t1 = q->a.dtype;
+    unsigned tc = t1 == QMM_DTYPE_FLOAT ? 0 : t1 == QMM_DTYPE_FLOAT16 ? 2
+                  : t1 == QMM_DTYPE_BFLOAT16 ? 3 : 4;
+    unsigned bc = q->bits == 4 ? 0 : q->bits == 2 ? 1 : q->bits == 8 ? 2 : 4;
+    int lg = -1;
+    for (int i = 0; i < 7; i++)
+        if (q->block_size == 16 << i)
+            lg = i;
+    int32_t r = q->a.rank;
+    if (tc == 4 || bc == 4 || lg < 0 || q->accuracy_level < 0 || q->accuracy_level > 4 ||
+        q->k < 1 || q->n < 1 || q->k > 65535 || q->n > 65535 || r < 1 || r > 3 ||
+        q->a.dims[r - 1] != q->k)
+        return -1;
+    int64_t bs = q->block_size, kb = (q->k + bs - 1) / bs, blob = bs * q->bits / 8;
+    int64_t zrow = (kb * q->bits + 7) / 8;
+    int flat = 0, zflat = 0;
+    unsigned zf = 0;
+    if (q->b.dtype != QMM_DTYPE_UINT8 || q->b.rank != 3 || q->b.dims[0] != q->n ||
+        q->b.dims[1] != kb || q->b.dims[2] != blob ||
+        !matrix_or_flat(&q->scales, t1, q->n, kb, &flat))
+        return -1;
+    if (qmm_tensor_present(&q->zero_points)) {
+        zf = q->zero_points.dtype == QMM_DTYPE_UINT8 ? 1 : 2;
+        if (!matrix_or_flat(&q->zero_points, q->zero_points.dtype, q->n, zf == 1 ? zrow : kb,
+                            &zflat) ||
+            (zf == 2 && q->zero_points.dtype != t1))
+            return -1;
+    }
+    int bias = qmm_tensor_present(&q->bias), gidx = qmm_tensor_present(&q->g_idx);
+    if ((bias && !vector_of(&q->bias, t1, q->n)) ||
+        (gidx && !vector_of(&q->g_idx, QMM_DTYPE_INT32, q->k)))
+        return -1;
+    put(k, bc | tc << 2 | (bias ? 0x10u : 0u) | zf << 5);
+    put(k, (unsigned)lg | (unsigned)q->accuracy_level << 3 | (unsigned)flat << 6 |
+               (unsigned)zflat << 7);
+    put(k, (r == 1 ? 1u : r == 3 ? 2u : 0u) | (gidx ? 4u : 0u));
+    if (r >= 2)
+        write_dim(k, q->a.dims[r - 2]);
+    write_dim(k, q->k);
+    write_dim(k, q->n);
+    if (r == 3)
+        write_dim(k, q->a.dims[0]);
+    write_scales(k, &q->scales);
+    if (zf == 1)
+        write_zps(k, &q->zero_points);
+    else if (zf == 2)
+        write_float_zps(k, &q->zero_points);
+    if (bias)
+        write_scales(k, &q->bias); /* the bias's raw family is the scales' (4) */
+    if (gidx)
+        write_g_idx(k, &q->g_idx);
+    put(k, FLOAT_DATA_RAW);
+    put(k, 0);
+    write_bytes(k, &q->a);
+    write_data(k, &q->b);
+    return 0;
+}
+
+/* Valid DequantizeLinear calls of the modelled types (opset 21..25), and those whose axis is
+ * out of range but fits a signed byte. */
+static int encode_dequantizelinear(sink *k, const qmm_dequantizelinear *q)
+{
+    unsigned xc = 16, sc = 4, oc = 4, rc = 8, sf;
+    for (unsigned i = 0; i < 16 && xc == 16; i++)
+        if (dql_x_types[i] == q->x.dtype)
+            xc = i;
+    for (unsigned i = 1; i < 4 && sc == 4; i++)
+        if (t1_types[i] == q->x_scale.dtype)
+            sc = i == 1 ? 0 : i;
+    for (unsigned i = 0; i < 4 && oc == 4; i++)
+        if (dql_out_types[i] == q->output_dtype)
+            oc = i;
+    for (unsigned i = 0; i < 8 && rc == 8; i++)
+        if (dql_ranks[i] == q->x.rank)
+            rc = i;
+    if (xc == 16 || sc == 4 || oc == 4 || rc == 8 || q->opset < 21 || q->opset > 25 ||
+        (q->opset < 23 && oc != 0) || q->block_size < 0 || q->block_size > 65535)
+        return -1;
+    if (q->block_size > 0)
+        sf = DQL_BLOCKED;
+    else if (q->x_scale.rank == 0)
+        sf = DQL_PER_TENSOR;
+    else if (q->x_scale.rank == 1 && q->x_scale.dims[0] == 1)
+        sf = DQL_PER_TENSOR_1;
+    else
+        sf = DQL_PER_AXIS;
+    qmm_tensor shape = q->x_scale;
+    dql_scale_shape(&q->x, sf, q->axis, q->block_size, &shape);
+    int zp = qmm_tensor_present(&q->x_zero_point);
+    if (!same_shape(&shape, &q->x_scale) ||
+        (zp && (q->x_zero_point.dtype != q->x.dtype || !same_shape(&q->x_zero_point, &shape))))
+        return -1;
+    int32_t r = q->x.rank;
+    put(k, xc | sc << 4 | (zp ? 0x40u : 0u));
+    put(k, sf | (unsigned)(q->opset - 21) << 2 | oc << 5);
+    put(k, rc);
+    for (int32_t i = 0; i < r; i++)
+        write_dim(k, q->x.dims[i]);
+    if (r > 0 && q->axis >= -r && q->axis < r) {
+        put(k, (unsigned)(q->axis + r));
+    } else if (r == 0 && q->axis == 1) {
+        put(k, 0);
+    } else if (q->axis >= -128 && q->axis <= 127) {
+        put(k, DQL_EXPLICIT);
+        put(k, (unsigned)(q->axis & 0xff));
+    } else {
+        return -1;
+    }
+    if (sf == DQL_BLOCKED) {
+        put(k, DQL_EXPLICIT);
+        write_dim(k, q->block_size);
+    }
+    write_scales(k, &q->x_scale);
+    if (zp)
+        write_int_zps(k, &q->x_zero_point);
+    put(k, data_mode_of(&q->x));
+    write_bytes(k, &q->x);
+    return 0;
+}
+
+/* Valid calls of the pair: per-tensor or per-column b_scale, zero points of their operand's
+ * type and their scale's shape, a bias [N]. */
+static int encode_i2f(sink *k, const qmm_call *call)
+{
+    i2f_view v = i2f_of((qmm_call *)call);
+    int dynamic = call->op == QMM_OP_DYNAMICQUANTIZEMATMUL;
+    int32_t ft = dynamic ? QMM_DTYPE_FLOAT : v.a_scale->dtype;
+    if ((ft != QMM_DTYPE_FLOAT && ft != QMM_DTYPE_FLOAT16) || !qmm_is_q8(v.b->dtype) ||
+        (dynamic ? v.a->dtype != QMM_DTYPE_FLOAT : !qmm_is_q8(v.a->dtype)) ||
+        v.b_scale->dtype != ft)
+        return -1;
+    int64_t n = cols_of(v.b);
+    unsigned form = (v.a->dtype == QMM_DTYPE_INT8 ? 1u : 0u) |
+                    (v.b->dtype == QMM_DTYPE_INT8 ? 2u : 0u) |
+                    (ft == QMM_DTYPE_FLOAT16 ? 4u : 0u);
+    unsigned scalars = 0;
+    int sa = dynamic ? 0 : scalar_form(v.a_scale), sb = scalar_form(v.b_scale);
+    if (sa < 0)
+        return -1;
+    scalars |= (unsigned)sa;
+    if (sb >= 0)
+        scalars |= (unsigned)sb << 1;
+    else if (vector_of(v.b_scale, ft, n))
+        form |= 8;
+    else
+        return -1;
+    if (!dynamic && qmm_tensor_present(v.a_zp)) {
+        if (v.a_zp->dtype != v.a->dtype || !same_shape(v.a_zp, v.a_scale))
+            return -1;
+        form |= 0x10;
+    }
+    if (qmm_tensor_present(v.b_zp)) {
+        if (v.b_zp->dtype != v.b->dtype || !same_shape(v.b_zp, v.b_scale))
+            return -1;
+        form |= 0x20;
+    }
+    if (qmm_tensor_present(v.bias)) {
+        if (!vector_of(v.bias, ft, n))
+            return -1;
+        form |= 0x40;
+    }
+    put(k, form);
+    put(k, scalars);
+    write_shapes(k, v.a, v.b);
+    if (!dynamic) {
+        write_scales(k, v.a_scale);
+        if (qmm_tensor_present(v.a_zp))
+            write_zps(k, v.a_zp);
+    }
+    write_scales(k, v.b_scale);
+    if (qmm_tensor_present(v.b_zp))
+        write_zps(k, v.b_zp);
+    if (qmm_tensor_present(v.bias))
+        write_scales(k, v.bias);
+    put(k, dynamic ? FLOAT_DATA_RAW : 0u);
+    put(k, 0);
+    if (dynamic)
+        write_bytes(k, v.a);
+    else
+        write_data(k, v.a);
+    write_data(k, v.b);
+    return 0;
+}
+
 /* The encoders on one signature, for the codec table. */
 static int encode_qlm_call(sink *k, const qmm_call *c) { return encode_qlinearmatmul(k, &c->u.qlinearmatmul); }
 static int encode_mmi_call(sink *k, const qmm_call *c) { return encode_matmulinteger(k, &c->u.matmulinteger); }
 static int encode_qom_call(sink *k, const qmm_call *c) { return encode_qorderedmatmul(k, &c->u.qorderedmatmul); }
+static int encode_mnb_call(sink *k, const qmm_call *c) { return encode_matmulnbits(k, &c->u.matmulnbits); }
+static int encode_dql_call(sink *k, const qmm_call *c) { return encode_dequantizelinear(k, &c->u.dequantizelinear); }
 
 /* One row per operator: its byte format's decoder and encoder (the formats differ, so this is
  * which code runs, not a description of the operator; that is ops/operator.h).
@@ -1288,6 +2276,16 @@ static int encode_qom_call(sink *k, const qmm_call *c) { return encode_qorderedm
  *   shape section  form byte, dims of M, K, N (a "dim byte" each: small values most of the
  *                  time, a table of tile boundaries, zero, or explicit values), batch dims
  *   params(x)      scale shape, zero-point shape, scale family + values, zero-point mode + values
+ *   MatMulNBits    form (bits, T1, bias, zero-point form), [twist + argument], block (block_size,
+ *                  accuracy_level, flat scales / zero points), shape (A's rank, g_idx, K's form),
+ *                  dims of M, K, N, [batch], scales, [zero points], [bias], [g_idx], data modes
+ *                  of A and B
+ *   DequantizeLinear  form (x's type, scale type, zero point), [twist + argument], attributes
+ *                  (parameter form, opset, output_dtype), rank, x's dims, axis, [block_size],
+ *                  scales, [zero point], x's data mode
+ *   DynamicQuantizeMatMul, MatMulIntegerToFloat  form (types, per-column b_scale, zero points,
+ *                  bias), [twist + argument], scalar shapes, shape section, [a_scale,
+ *                  a_zero_point], b_scale, [b_zero_point], [bias], data modes of A and B
  */
 typedef struct codec {
     qmm_op_kind op;
@@ -1299,6 +2297,10 @@ static const codec codecs[] = {
     {QMM_OP_QLINEARMATMUL, decode_qlinearmatmul, encode_qlm_call},
     {QMM_OP_MATMULINTEGER, decode_matmulinteger, encode_mmi_call},
     {QMM_OP_QORDEREDMATMUL, decode_qorderedmatmul, encode_qom_call},
+    {QMM_OP_MATMULNBITS, decode_matmulnbits, encode_mnb_call},
+    {QMM_OP_DEQUANTIZELINEAR, decode_dequantizelinear, encode_dql_call},
+    {QMM_OP_DYNAMICQUANTIZEMATMUL, decode_dynamicquantizematmul, encode_i2f},
+    {QMM_OP_MATMUL_INTEGER_TO_FLOAT, decode_matmul_integer_to_float, encode_i2f},
 };
 
 static const codec *codec_of(qmm_op_kind op)

@@ -31,6 +31,8 @@
 #define QH_FZ_MAX_MACS (1L << 18)   /* batch * M * N * K: 64x64x64 fits; also batch * M * N
                                        with empty dims counted as 1 (the reference's loops) */
 #define QH_FZ_MAX_OPERAND (1L << 16) /* elements of a, of b, of any parameter */
+#define QH_FZ_LLM_MACS (1L << 14)   /* the float-output operators (MatMulNBits, ...): rows * N *
+                                       K; their reference computes several exact models */
 
 /* A decoded problem. Every tensor buffer is owned here (freed by qh_fz_case_free). */
 typedef struct qh_fz_case {

@@ -331,13 +331,16 @@ QH_FZ_TYPES_FN(other, 8)
 __attribute__((noinline, noreturn)) static void by_types(const char *types, const char *sig)
 {
     /* MatMulInteger's "u8s8" lands on the QLinearMatMul functions with y = u8: the op is
-     * already told apart by the target binary. */
+     * already told apart by the target binary. Types that are not pairs of "u8"/"s8" (float8,
+     * the float-output operators' "f32-4b", "s8-bf16", ...) land on "other". */
     unsigned idx = 0;
     for (int i = 0; i < 3; i++) {
         const char *t = types + 2 * i;
         if (t[0] == '\0')
             break;
-        if (t[0] == 's')
+        if ((t[0] != 's' && t[0] != 'u') || t[1] != '8')
+            idx = 8;
+        else if (t[0] == 's')
             idx |= 1u << i;
     }
     switch (idx) {

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 
 #include "fuzz/decode.h"
+#include "harness/gen/problem.h"
 #include "harness/io/case.h"
 #include "harness/io/casedir.h"
 #include "harness/io/onnx_io.h"
@@ -357,6 +358,33 @@ static void synthetic_qordered(opts *o, uint32_t *seed)
     }
 }
 
+/* The float-output operators (MatMulNBits, DequantizeLinear, DynamicQuantizeMatMul,
+ * MatMulIntegerToFloat): problems of `diff`'s own generator for each (harness/gen/problem.c:
+ * bits 2/4/8, blocks 16..1024, K not a multiple of the block, every zero-point form, scales
+ * zero/negative/subnormal/huge, bias, T1 float16/bfloat16, levels 0..4; DequantizeLinear per
+ * tensor, per axis, blocked over every modelled type; the pair's per-column scales and zero
+ * points), a few invalid ones among them, kept small (the fuzz targets' work bound) so that
+ * most encode. */
+static void synthetic_llm(opts *o)
+{
+    static const qmm_op_kind ops[4] = {QMM_OP_MATMULNBITS, QMM_OP_DEQUANTIZELINEAR,
+                                       QMM_OP_DYNAMICQUANTIZEMATMUL,
+                                       QMM_OP_MATMUL_INTEGER_TO_FLOAT};
+    for (int k = 0; k < 4; k++) {
+        qh_random_opts ro = {.invalid_per_mille = 100, .max_outputs = 256,
+                             .max_macs = QH_FZ_LLM_MACS, .float_op = ops[k]};
+        for (uint64_t i = 0; i < 40; i++) {
+            qh_rng r;
+            qh_problem p;
+            qh_rng_seed(&r, 27, i);
+            if (qh_problem_random(&p, &r, &ro) != 0)
+                continue;
+            save_call(o, "synthetic", &p.call, qmm_call_opset(&p.call));
+            qh_problem_free(&p);
+        }
+    }
+}
+
 static void synthetic(opts *o)
 {
     /* M, K, N around the tiles SIMD kernels use (4/8/16/32/64 wide), K = 0, M = 0 */
@@ -394,6 +422,7 @@ static void synthetic(opts *o)
         synth_one(o, &s, 0);
     }
     synthetic_qordered(o, &seed);
+    synthetic_llm(o);
 }
 
 static void synthetic_overflow(opts *o);

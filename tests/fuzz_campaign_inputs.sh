@@ -42,7 +42,7 @@ expect_usage() {
 }
 
 # 1. --hours: under one second, zero, negative, not a number, empty, absurd: refused
-plan=("$src/fuzz/campaign" --plan --jobs 6 --dir "$tmp/plan")
+plan=("$src/fuzz/campaign" --plan --jobs 10 --dir "$tmp/plan")
 for h in 0.0001 0.0002 0 -1 -0.5 abc "" 1e3 nan inf 1000000 "1 " 0x10; do
     expect_usage "--hours '$h'" "${plan[@]}" --hours "$h"
 done

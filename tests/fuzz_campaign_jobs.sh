@@ -8,13 +8,13 @@ cd "$(dirname "$0")/.."
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 bad=0
-for jobs in 6 7 8 9 13 20 64; do
+for jobs in 10 11 12 13 17 20 64; do
     line=$(fuzz/campaign --plan --jobs "$jobs" --dir "$dir" 2>&1)
     shares=$(grep -o '=[0-9]*' <<<"$line" | tr -d =)
     sum=0
     min=999
     for s in $shares; do sum=$((sum + s)); [ "$s" -lt "$min" ] && min=$s; done
-    diff_min=$(grep -oE 'fuzz_(qlinearmatmul|matmulinteger|qorderedmatmul)=[0-9]+' <<<"$line" |
+    diff_min=$(grep -oE 'fuzz_(qlinearmatmul|matmulinteger|qorderedmatmul|matmulnbits|dequantizelinear|dynamicquantizematmul|matmul_integer_to_float)=[0-9]+' <<<"$line" |
                cut -d= -f2 | sort -n | head -1)
     parse_max=$(grep -oE 'fuzz_(onnx_tensor|onnx_model|meta)=[0-9]+' <<<"$line" |
                 cut -d= -f2 | sort -n | tail -1)
@@ -27,8 +27,8 @@ for jobs in 6 7 8 9 13 20 64; do
 done
 fuzz/campaign --plan --jobs 2 --dir "$dir" >/dev/null 2>"$dir/err"
 rc=$?
-if [ "$rc" -ne 2 ] || ! grep -q "fewer than the 6 targets" "$dir/err"; then
-    echo "FAIL --jobs 2 (6 targets): exit $rc: $(cat "$dir/err")"
+if [ "$rc" -ne 2 ] || ! grep -q "fewer than the 10 targets" "$dir/err"; then
+    echo "FAIL --jobs 2 (10 targets): exit $rc: $(cat "$dir/err")"
     bad=1
 else
     echo "ok   --jobs 2: refused: $(cat "$dir/err")"
