@@ -1081,7 +1081,9 @@ static int decode_qorderedmatmul(const uint8_t *data, size_t len, qh_fz_case *c)
  *   3  raw bits (4 bytes for float, else 2): NaN, infinities, subnormals, huge
  *   4  one value (mode 0's, one byte) everywhere: a constant A (DynamicQuantizeLinear's
  *      hi = lo, a level-4 block whose every element is its maximum)
- *   5  all zero (the level-4 maximum 0; the dynamic scale of an all-zero A)
+ *   5  "1 + u + u + ...": each row's first element 1, the others 2^-24 (float32's u): a
+ *      sequential sum loses every u, the worst error a correct order makes ((K − 1)·u against
+ *      the bound's (K + 1)·u), so an error twice that fails (an all-zero A is mode 4's byte 0)
  *   6  −64 and 63.5 first, then b/4: DynamicQuantizeLinear's scale is exactly 0.5 and A/sa
  *      lands on ties
  *   7  ±2^(b/2) for a signed byte b: products in float32's subnormal and overflow ranges */
@@ -1097,6 +1099,7 @@ static void fill_float(src *s, qmm_tensor *t, unsigned mode)
     int64_t n = qmm_tensor_numel(t);
     int w = t->dtype == QMM_DTYPE_FLOAT ? 4 : 2;
     double c = (mode & 7) == 4 ? small_value(s) : 0.0;
+    int64_t row = t->rank > 0 && t->dims[t->rank - 1] > 0 ? t->dims[t->rank - 1] : 1;
     for (int64_t i = 0; i < n; i++) {
         double v;
         unsigned b, e;
@@ -1119,7 +1122,7 @@ static void fill_float(src *s, qmm_tensor *t, unsigned mode)
             continue;
         }
         case 4: v = c; break;
-        case 5: v = 0.0; break;
+        case 5: v = i % row == 0 ? 1.0 : ldexp(1.0, -24); break;
         case 6: v = i == 0 ? -64.0 : i == 1 ? 63.5 : signed_byte(front(s)) / 4.0; break;
         case 7:
             b = front(s);

@@ -47,10 +47,11 @@ typedef struct qh_fz_case {
 
 void qh_fz_case_free(qh_fz_case *c);
 
-/* The bytes that decode to `call` (any of the three operators, y ignored; `opset` matters for
- * QLinearMatMul only); *out is malloc'd. -1 when the call is outside what the decoder can
- * produce (for QOrderedMatMul: valid calls, and calls that break only the order, tile or
- * COL32-bias rule). */
+/* The bytes that decode to `call` (any operator of the codec table, y ignored; `opset` matters
+ * for QLinearMatMul and DequantizeLinear only); *out is malloc'd. -1 when the call is outside
+ * what the decoder can produce (for QOrderedMatMul: valid calls, and calls that break only the
+ * order, tile or COL32-bias rule; for the four float-output operators: valid calls, and
+ * DequantizeLinear's with an axis out of range). */
 int qh_fz_encode(const qmm_call *call, int64_t opset, uint8_t **out, size_t *len);
 
 /* The decoder of operator `op`'s byte format (its row in decode.c's codec table), or NULL

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fuzz/input_pages.h"
+#include "harness/gen/problem.h"
 #include "harness/io/case.h"
 #include "harness/invoke/backends.h"
 #include "harness/base/clean.h"
@@ -70,9 +71,36 @@ static int env_int(const char *name, int dflt)
     return *end || v < 0 || v > 1024 ? dflt : (int)v;
 }
 
+/* The float-output operators a backend may implement alone (a MatMulNBits plugin:
+ * tests/plugins/nbits_orders.c). */
+static const qmm_op_kind float_ops[] = {QMM_OP_MATMULNBITS, QMM_OP_DYNAMICQUANTIZEMATMUL,
+                                        QMM_OP_MATMUL_INTEGER_TO_FLOAT,
+                                        QMM_OP_DEQUANTIZELINEAR};
+
+/* What the backend's query says to small valid problems of `op` from diff's generator
+ * (harness/gen/problem.c): the first answer that is not UNSUPPORTED, or UNSUPPORTED when all
+ * of 16 are (each form a backend may refuse, float16 or g_idx, is drawn now and then only). */
+static qmm_status_code ask_float_op(qh_backend *b, qmm_op_kind op, qmm_status *st)
+{
+    qh_random_opts o = {.invalid_per_mille = 0, .max_outputs = 16, .max_macs = 256,
+                        .float_op = op};
+    qmm_status_code code = QMM_UNSUPPORTED;
+    for (uint64_t i = 0; i < 16 && code == QMM_UNSUPPORTED; i++) {
+        qh_rng r;
+        qh_problem p;
+        qh_rng_seed(&r, 27, i);
+        if (qh_problem_random(&p, &r, &o) != 0)
+            break;
+        qmm_status_ok(st);
+        code = qh_backend_ask(b, &p.call, st);
+        qh_problem_free(&p);
+    }
+    return code;
+}
+
 /* Opens one implementation; drops it (with one line on stderr) when it cannot be opened or
- * its query refuses a plain 2x2 uint8 problem, which is how a variant for an ISA this CPU
- * lacks answers. */
+ * its query refuses a plain 2x2 uint8 problem and small problems of every float-output
+ * operator, which is how a variant for an ISA this CPU lacks answers. */
 static void open_variant(variant *v)
 {
     qh_error err;
@@ -142,10 +170,13 @@ static void open_variant(variant *v)
         qmm_status_ok(&st);
         code = qh_backend_ask(&v->b, &c, &st);
     }
+    for (size_t f = 0; f < sizeof float_ops / sizeof float_ops[0] && code == QMM_UNSUPPORTED; f++)
+        code = ask_float_op(&v->b, float_ops[f], &st);
     if (code == QMM_UNSUPPORTED) {
         char said[QH_CLEAN_LINE_MAX];
         qh_clean_into(said, sizeof said, st.message, strnlen(st.message, sizeof st.message), 0);
-        fprintf(stderr, "qmm-fuzz: skipping %s (no u8u8u8, u8s8u8 or s8s8s8 QLinearMatMul): %s\n",
+        fprintf(stderr, "qmm-fuzz: skipping %s (no u8u8u8, u8s8u8 or s8s8s8 QLinearMatMul, no "
+                        "float-output operator): %s\n",
                 v->label, said);
         qh_backend_close(&v->b);
         v->state = -1;
