@@ -1320,8 +1320,9 @@ static int llm_work_fits(int64_t rows, int64_t n, int64_t k)
  * bit 6 scales flat [N·k_blocks] (else [N, k_blocks]), bit 7 zero points flat.
  * Shape byte: bits 0-1 A's rank (2, 1, 3, 2), bit 2 g_idx [K], bits 3-4 K's form: 0 (and 3)
  * a dim byte; 1 whole blocks, 1 + (next byte % 4) of them; 2 a short last block: (next % 3)
- * whole blocks and 1 + (two bytes) % (block_size − 1) more.
- * Dims: M (A of rank >= 2), K, N, batch (A of rank 3). Then the values: scales
+ * whole blocks and 1 + (two bytes) % (block_size − 1) more; bits 5-7 M: 1-4 M = 127, 128,
+ * 129, 257 (llm_rows), else a dim byte.
+ * Dims: M (A of rank >= 2, when a dim byte), K, N, batch (A of rank 3). Then the values: scales
  * (read_llm_scales), zero points (packed: read_zps; T1: read_float_zps), bias (bias
  * families), g_idx (read_g_idx), the data modes of A (fill_float) and B (read_data_mode:
  * codes packed low bits first; mode 13 is every code at the default zero point), A, B. */
@@ -1348,6 +1349,9 @@ static const int32_t t1_types[4] = {QMM_DTYPE_FLOAT, QMM_DTYPE_FLOAT, QMM_DTYPE_
                                     QMM_DTYPE_BFLOAT16};
 static const int32_t nbits_bits[4] = {4, 2, 8, 4};
 static const int32_t nbits_ranks[4] = {2, 1, 3, 2};
+/* M where LLM kernels change paths: a 128-row tile and its neighbours (ONNX Runtime runs its
+ * M = 1 kernel on the last row of M = 129), and two tiles and one */
+static const int64_t llm_rows[4] = {127, 128, 129, 257};
 
 /* Float zero points (MatMulNBits' unpacked T1 form): a mode byte (low 2 bits), then per
  * element: 0 a tail byte b as the code b % 2^bits; 1 (b >> 1) % 2^bits, plus 0.5 when b is odd;
@@ -1491,7 +1495,8 @@ static int decode_matmulnbits(const uint8_t *data, size_t len, qh_fz_case *c)
     q->accuracy_level = (int32_t)(((blk >> 3) & 7) % 5);
     int64_t bs = q->block_size;
     int32_t ar = nbits_ranks[shape & 3];
-    int64_t m = ar >= 2 ? read_dim(&s) : 1;
+    unsigned rows = (shape >> 5) & 7;
+    int64_t m = ar < 2 ? 1 : rows >= 1 && rows <= 4 ? llm_rows[rows - 1] : read_dim(&s);
     int64_t k = read_nbits_k(&s, shape, bs);
     int64_t n = read_dim(&s);
     int64_t batch = ar == 3 ? read_dim(&s) : 1;
