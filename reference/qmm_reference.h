@@ -87,7 +87,7 @@ int qmm_profile_why_not(const char *name, char *buf, size_t size);
 qmm_profile qmm_profile_base(qmm_profile p);
 
 /* NULL for a profile some implementation computes; for a wrong rule (ties-away, truncation,
- * wrap, zp-before-rounding: the spec with one requantization step changed, a mistake kernels
+ * wrap, zp-before-rounding, float64: the spec with one requantization step changed, a mistake kernels
  * make, defined for QLinearMatMul's integer forms only), what it does in a few words: "ties
  * rounded half away from zero". */
 const char *qmm_profile_wrong(qmm_profile p);

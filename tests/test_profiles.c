@@ -614,7 +614,7 @@ Test(profiles, every_combination_is_a_profile_or_refused_with_its_reason)
     cr_expect(strstr(why, "Q16.16") != NULL, "%s", why);
     cr_expect(qmm_profile_why_not("gemmlowp+pairsat16", why, sizeof why));
     cr_expect(strstr(why, "u8*u8") != NULL, "%s", why);
-    cr_expect_eq(refused, 6 * 5, "orion, gemmlowp and the 4 wrong rules with each of the 5 "
+    cr_expect_eq(refused, 7 * 5, "orion, gemmlowp and the 5 wrong rules with each of the 5 "
                                  "other models");
     cr_expect_eq(aliases, 1);
     /* not names at all: the reason lists the models */
@@ -1054,7 +1054,7 @@ Test(cli, fingerprint_names_each_reference_profile)
                           path),
                  0);
     json = slurp(path);
-    cr_expect(strstr(json, "\"ort-fp32\": {\"matched\": 102, \"total\": 102}") != NULL, "%s",
+    cr_expect(strstr(json, "\"ort-fp32\": {\"matched\": 118, \"total\": 118}") != NULL, "%s",
               json);
     /* every profile is in the report, also those the text leaves out */
     cr_expect(strstr(json, "\"onednn-fp32+onednn-avx512-vnni\": {") != NULL, "%s", json);
@@ -1188,7 +1188,7 @@ Test(cli, list_profiles_names_every_profile_and_why_a_combination_is_refused)
     free(out);
     out = qmmcheck_expect(2, "fingerprint --backend reference:profile=ort-fp32+sat16");
     expect_in(out, "known: spec, onnx-ref, ort-fp32, orion-fp16x16, gemmlowp, onednn-fp32, "
-                   "ties-away, truncation, wrap, zp-before-rounding; each also as "
+                   "ties-away, truncation, wrap, zp-before-rounding, float64; each also as "
                    "REQUANTIZATION+ACCUMULATION");
     free(out);
     /* the name kept from before composition opens the profile it means */

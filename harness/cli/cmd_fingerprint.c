@@ -44,9 +44,9 @@ const qh_command qh_fingerprint_usage = {
     "which semantics profile a backend's outputs match",
     "A verdict names a profile only when it matches every case the backend answered, every other\n"
     "candidate fails one, and at least 3 cases decided; a wrong rule (ties-away, truncation, wrap,\n"
-    "zp-before-rounding) is named as one. Otherwise the verdict is inconclusive, naming the forms\n"
-    "whose cases would decide. Exit status: 0 a profile named; 1 the harness failed; 2 usage;\n"
-    "4 inconclusive; 5 a wrong rule or none (no profile matches every case).",
+    "zp-before-rounding, float64) is named as one. Otherwise the verdict is inconclusive, naming\n"
+    "the forms whose cases would decide. Exit status: 0 a profile named; 1 the harness failed;\n"
+    "2 usage; 4 inconclusive; 5 a wrong rule or none (no profile matches every case).",
     fp_options, 0};
 
 #define fp_usage(...) qh_opt_error(&qh_fingerprint_usage, QH_ERR_HINT, __VA_ARGS__)

@@ -165,7 +165,7 @@ static double p2(int e)
 #define N_SMALL 24
 #define N_LONG 4
 /* per type combination: N_SIMPLE_EACH, 2 more for u8·s8 and for s8·s8, 1 for s8·u8 */
-#define N_SIMPLE_EACH 8
+#define N_SIMPLE_EACH 10
 #define N_SIMPLE (8 * N_SIMPLE_EACH + 2 * 2 + 2 * 2 + 2)
 #define N_CASES (N_SMALL + N_LONG + N_SIMPLE)
 
@@ -371,7 +371,7 @@ static void operand(int32_t t, int d, int *v, int *z)
     }
 }
 
-/* One case of the simplest form (2-D, per-tensor, float32 scales, b_scale 1, y_scale 1):
+/* One case of the simplest form (2-D, per-tensor, float32 scales):
  * a [1,k] and b [k,1] holding (a - za) = da and (b - zb) = db at every k, or the given
  * operands when `av` is non-NULL. */
 typedef struct simple_desc {
@@ -380,6 +380,7 @@ typedef struct simple_desc {
     double sa, sb;
     const int *av, *bv; /* NULL: from da, db */
     int za, zb;         /* with av, bv */
+    double sy;          /* y_scale */
 } simple_desc;
 
 static int add_simple(qh_fp_suite *s, int32_t ta, int32_t tb, int32_t ty, const simple_desc *sd,
@@ -402,7 +403,7 @@ static int add_simple(qh_fp_suite *s, int32_t ta, int32_t tb, int32_t ty, const 
     char name[64];
     snprintf(name, sizeof name, "%s-%s%s%s", sd->rule, tn[ta == S8], tn[tb == S8], tn[ty == S8]);
     qlm_desc d = {NULL, sd->why, ta, F32, .rank = 2, .adims = {1, sd->k}, .bdims = {sd->k, 1},
-                  a, b, sd->sa, 1.0, 0, &sd->sb, za, zb, sd->zy, .qb = tb, .qy = ty};
+                  a, b, sd->sa, sd->sy, 0, &sd->sb, za, zb, sd->zy, .qb = tb, .qy = ty};
     if (add_qlm(s, &d) != 0)
         return -1;
     qh_fp_case *c = &s->cases[s->count - 1];
@@ -436,29 +437,41 @@ static int add_simple_forms(qh_fp_suite *s)
         const simple_desc each[N_SIMPLE_EACH] = {
             /* 0.5: spec, onnx-ref, ort 0; ties-away (and gemmlowp) 1 */
             {"tie-half", "a tie without zero point: half to even or away from zero", 1, 1, 1,
-             0, 0.5, 1.0, NULL, NULL, 0, 0},
+             0, 0.5, 1.0, NULL, NULL, 0, 0, 1.0},
             /* 0.5 + 1: spec, ort, truncation 1; onnx-ref, oneDNN, ties-away, zp-before 2 */
             {"tie-odd-zp", "a tie with an odd zero point: added before or after rounding", 1,
-             1, 1, 1, 0.5, 1.0, NULL, NULL, 0, 0},
+             1, 1, 1, 0.5, 1.0, NULL, NULL, 0, 0, 1.0},
             /* 1.5 + 2: 4 but truncation 3 */
             {"tie-even-zp", "a tie with an even zero point: rounded or truncated", 1, 3, 1, 2,
-             0.5, 1.0, NULL, NULL, 0, 0},
+             0.5, 1.0, NULL, NULL, 0, 0, 1.0},
             /* sa·sb = 151.5 - 2^-18 (101.5 - 2^-18): exact 151 (101); a float32 multiplier 152
              * (102) */
             {"near-tie-multiplier", "sa*sb rounded to float32 (onnx-ref, ort, oneDNN) or exact",
-             1, 1, 1, 0, 5.0, near, NULL, NULL, 0, 0},
+             1, 1, 1, 0, 5.0, near, NULL, NULL, 0, 0, 1.0},
             /* acc 5 times near: exact and onnx-ref (double product) 151; float32 product 152 */
             {"near-tie-product", "acc*multiplier rounded to float32 (ort, oneDNN) or not", 1,
-             5, 1, 0, near, 1.0, NULL, NULL, 0, 0},
+             5, 1, 0, near, 1.0, NULL, NULL, 0, 0, 1.0},
             /* 65025: saturated to the top; wrapped 1 */
-            {"saturate-high", "saturation at the top, not wrapping", 1, 255, 255, 0, 1.0, 1.0, NULL, NULL, 0, 0},
+            {"saturate-high", "saturation at the top, not wrapping", 1, 255, 255, 0, 1.0, 1.0,
+             NULL, NULL, 0, 0, 1.0},
             /* -65025: saturated to the bottom; wrapped 255 (-1) */
             {"saturate-low", "saturation at the bottom, not wrapping", 1, 255, -255, 0, 1.0,
-             1.0, NULL, NULL, 0, 0},
+             1.0, NULL, NULL, 0, 0, 1.0},
             /* K = 33026 of 255·255 = 2147515650: exact 101, saturated (sat32) 100, wrapped
              * -101 (0 in uint8) */
             {"acc-past-int32", "an accumulator past int32: exact, wrapped or saturated", K_BIG,
-             255, 255, 0, m_sat, 1.0, NULL, NULL, 0, 0},
+             255, 255, 0, m_sat, 1.0, NULL, NULL, 0, 0, 1.0},
+            /* 65·85·sa·sb/sy = 100.5 + 6.5e-16 (docs/edge-suites.md, near-ties: the scales'
+             * mantissas solve ma·mb·acc − my·201·2^G = 1): exact 101; requantized in float64
+             * or float32 the value lands on the tie, 100 */
+            {"near-tie-float64-above", "within 2^-50 above a half-integer: float64 "
+             "requantization rounds down", 1, 65, 85, 0, 0x1.77e5e2p-3, 0x1.157c68p-3, NULL,
+             NULL, 0, 0, 0x1.5dfdc8p+0},
+            /* -101·73·sa·sb/sy = -101.5 + 2.1e-16: exact -101 (u8: zy 255, 154); float64 and
+             * float32 -102 (153) */
+            {"near-tie-float64-below", "within 2^-52 of a negative half-integer: float64 "
+             "requantization rounds away", 1, -101, 73, ty == U8 ? 255 : 0, 0x1.d8c9aep-3,
+             0x1.0695f4p-3, NULL, NULL, 0, 0, 0x1.1336p+1},
         };
         for (int i = 0; rc == 0 && i < N_SIMPLE_EACH; i++)
             rc = add_simple(s, ta, tb, ty, &each[i], a, b);
@@ -467,18 +480,18 @@ static int add_simple_forms(qh_fp_suite *s)
          * alone and (131, 132), so only the unblocked pairs (pairsat16) saturate there. */
         const simple_desc u8s8[2] = {
             {"pair-saturation", "u8*s8 pairs summed in int16 with saturation", 2, 0, 0, 0,
-             1.0 / 1024.0, 1.0, p255, p127, 0, 0},
+             1.0 / 1024.0, 1.0, p255, p127, 0, 0, 1.0},
             {"pair-blocks", "int16 pairs restarting in oneDNN's K blocks", K_BLOCKS, 0, 0, 0,
-             1.0 / 1024.0, 1.0, pa, pb, 0, 0},
+             1.0 / 1024.0, 1.0, pa, pb, 0, 0, 1.0},
         };
         /* s8·s8: 127·127 twice: exact 32258 (63 at 2^-9); a shifted to u8 saturates the pair
          * (oneDNN's AVX2 GEMM: 0); with a_zero_point 1 oneDNN's AVX2 matmul takes its exact
          * reference GEMM (31 at 2^-10), the shifted pairs still 0 */
         const simple_desc s8s8[2] = {
             {"shifted-pair-saturation", "s8*s8 through u8*s8 pairs with a shifted by +128", 2,
-             0, 0, 0, 1.0 / 512.0, 1.0, p127, p127, 0, 0},
+             0, 0, 0, 1.0 / 512.0, 1.0, p127, p127, 0, 0, 1.0},
             {"shifted-pair-zero-point", "s8 a with a zero point: oneDNN's reference GEMM", 2, 0,
-             0, 0, 1.0 / 1024.0, 1.0, p127, p127, 1, 0},
+             0, 0, 1.0 / 1024.0, 1.0, p127, p127, 1, 0, 1.0},
         };
         const simple_desc *more = ta == U8 && tb == S8 ? u8s8 : ta == S8 && tb == S8 ? s8s8
                                                                                     : NULL;
@@ -490,7 +503,7 @@ static int add_simple_forms(qh_fp_suite *s)
          * acc-past-int32, the default here) */
         const simple_desc no_zp = {"acc-past-int32-no-zero-point", "an accumulator past int32 "
                                    "without zero points", K_NO_ZP, -128, 255, ty == U8 ? 255 : 0,
-                                   m_no_zp, 1.0, NULL, NULL, 0, 0};
+                                   m_no_zp, 1.0, NULL, NULL, 0, 0, 1.0};
         if (rc == 0 && ta == S8 && tb == U8)
             rc = add_simple(s, ta, tb, ty, &no_zp, a, b);
     }

@@ -4,19 +4,23 @@
 # instead of saturating and one that adds the zero point before rounding are named by their
 # wrong rule (exit 5), never by a correct profile; the unmutated control is spec (exit 0); a
 # kernel whose answered cases cannot decide (MatMulInteger s8*s8 only) is inconclusive (exit 4),
-# naming forms that would decide. And run's "got matches" names the ties-away rule on a case
-# whose every mismatch it explains, and nothing on a single mismatch.
-#   check_fingerprint.sh QMMCHECK MUTANT_DIR SOURCE_DIR
+# naming forms that would decide. The example vendor plugin (examples/vendor-plugin), which
+# requantizes in double, is named by the float64 wrong rule (exit 5), not spec. And run's "got
+# matches" names the ties-away rule on a case whose every mismatch it explains, and nothing on a
+# single mismatch.
+#   check_fingerprint.sh QMMCHECK MUTANT_DIR SOURCE_DIR EXAMPLE_PLUGIN
 set -uo pipefail
-qmmcheck=$1 dir=$2 src=$3
+qmmcheck=$1 dir=$2 src=$3 example=$4
 cd "$src"
 fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# fingerprint MUTANT:OPTIONS WANT_EXIT WANT_LINE
+# fingerprint MUTANT:OPTIONS (or a path) WANT_EXIT WANT_LINE
 check() {
-  "$qmmcheck" fingerprint --backend "$dir/libmutant-$1" >"$tmp/out" 2>&1
+  local be=$dir/libmutant-$1
+  case $1 in /*) be=$1 ;; esac
+  "$qmmcheck" fingerprint --backend "$be" >"$tmp/out" 2>&1
   local rc=$?
   local got
   got=$(grep '^verdict:' "$tmp/out")
@@ -36,7 +40,9 @@ check float32-requant.so:only=u8s8u8 0 "verdict: ort-fp32 (matches every case it
 check none.so:only=u8s8u8 0 "verdict: spec (matches every case it defines)"
 check ties-away.so 5 "verdict: ties-away (matches every case it defines)"
 check wrap-not-saturate.so 5 "verdict: wrap (matches every case it defines)"
-check none.so:only=s8s8 4 "verdict: inconclusive (spec, onnx-ref, ort-fp32, onednn-fp32, ties-away, truncation, wrap, zp-before-rounding each match every case answered)"
+check none.so:only=s8s8 4 "verdict: inconclusive (spec, onnx-ref, ort-fp32, onednn-fp32, ties-away, truncation, wrap, zp-before-rounding, float64 each match every case answered)"
+check "$example" 5 "verdict: float64 (matches every case it defines)"
+check "$example" 5 "float64 is a wrong rule, not an implementation's: the spec with requantization in float64"
 check none.so:only=s8s8 4 "  forms that would decide: QLinearMatMul u8*u8->u8, 2-D, per-tensor, float scales;"
 
 # run: every mismatch of even-zp-pos-u8s8u8 is a tie rounded away; high-zp-at-bound-u8s8u8 has
