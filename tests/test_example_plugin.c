@@ -5,7 +5,11 @@
  *   int64 and wraps to int32 as written out (semantics.md, "The int32 overflow rule"); its
  *   int32 accumulator overflowed there (undefined behaviour: a trap here, CRASHED);
  * - under --determinism, whose default variants threads=1;threads=2;threads=3 the example
- *   must open and run (it refused every option, so --determinism compared nothing). */
+ *   must open and run (it refused every option, so --determinism compared nothing);
+ * - on the edge `invalid` suites and under diff --only supported: it rejects what
+ *   semantics.md §2.5 and §3 call invalid (it accepted MatMulInteger zero points of another type
+ *   than their operand's and a QLinearMatMul int32 y_zero_point: UNCHECKED, and a status
+ *   difference in diff). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,5 +99,23 @@ Test(example_plugin, determinism_runs_the_threads_variants)
     out = qmmcheck_expect(2, "run --backend '%s:isa=avx2' --vectors '%s'",
                           env("QMM_EXAMPLE_PLUGIN"), tmpdir);
     expect_in(out, "mykernels knows only threads=N");
+    free(out);
+}
+
+/* Invalid calls of the forms the example computes are INVALID_ARGUMENT, as the reference says. */
+Test(example_plugin, rejects_invalid_zero_point_and_output_types)
+{
+    const char *plugin = env("QMM_EXAMPLE_PLUGIN");
+    char *out = qmmcheck_expect(0, "run --backend '%s' --vectors "
+                                   "vectors/edge/matmulinteger/invalid --vectors "
+                                   "vectors/edge/qlinearmatmul/invalid",
+                                plugin);
+    cr_expect(strstr(out, "UNCHECKED") == NULL, "%s", out);
+    expect_in(out, " unchecked:0 ");
+    free(out);
+    out = qmmcheck_expect(0, "diff --backend reference --backend '%s' --seed 1 --count 200 "
+                             "--only supported --quiet --no-isolate --out '%s/diff'",
+                          plugin, tmpdir);
+    expect_in(out, "problems:200 same:200 differences:0 ");
     free(out);
 }

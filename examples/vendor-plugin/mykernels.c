@@ -82,12 +82,18 @@ static qmm_status_code my_query(const qmm_backend *self, const qmm_call *call, q
     return qmm_status_ok(st);
 }
 
-/* Rejects what the operator's definition forbids, as the contract requires. */
-static qmm_status_code check(const qmm_tensor *a, const qmm_tensor *b, const qmm_tensor *y,
-                             int32_t y_dtype, qmm_status *st)
+/* Rejects what the operator's definition forbids, as the contract requires (semantics.md §2.5
+ * and §3): operand types, zero points of another type than their operand's, K, y. */
+static qmm_status_code check(const qmm_tensor *a, const qmm_tensor *b, const qmm_tensor *za,
+                             const qmm_tensor *zb, const qmm_tensor *y, int32_t y_dtype,
+                             qmm_status *st)
 {
     if (!is_q8(a->dtype) || !is_q8(b->dtype))
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "a, b: uint8 or int8 required");
+    if ((qmm_tensor_present(za) && za->dtype != a->dtype) ||
+        (qmm_tensor_present(zb) && zb->dtype != b->dtype))
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                              "zero point type differs from its operand's");
     if (a->dims[1] != b->dims[0])
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "b: K mismatch (%lld vs %lld)",
                               (long long)a->dims[1], (long long)b->dims[0]);
@@ -184,10 +190,13 @@ static qmm_status_code my_qlinearmatmul(const qmm_backend *self, const qmm_qline
                                                     .u.qlinearmatmul = *c}, st);
     if (rc != QMM_OK)
         return rc;
-    if (check(&c->a, &c->b, &c->y, c->y_zero_point.dtype, st) != QMM_OK)
+    /* QLinearMatMul's zero points are required inputs, and y's type is y_zero_point's */
+    if (!qmm_tensor_present(&c->a_zero_point) || !qmm_tensor_present(&c->b_zero_point) ||
+        !is_q8(c->y_zero_point.dtype))
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT, "zero points: required, uint8 or int8");
+    if (check(&c->a, &c->b, &c->a_zero_point, &c->b_zero_point, &c->y, c->y_zero_point.dtype,
+              st) != QMM_OK)
         return QMM_INVALID_ARGUMENT;
-    if (c->a_zero_point.dtype != c->a.dtype || c->b_zero_point.dtype != c->b.dtype)
-        return qmm_status_set(st, QMM_INVALID_ARGUMENT, "zero point type differs from its operand's");
     float sa, sb, sy;
     memcpy(&sa, c->a_scale.data, 4);
     memcpy(&sb, c->b_scale.data, 4);
@@ -224,7 +233,8 @@ static qmm_status_code my_matmulinteger(const qmm_backend *self, const qmm_matmu
                                                     .u.matmulinteger = *c}, st);
     if (rc != QMM_OK)
         return rc;
-    if (check(&c->a, &c->b, &c->y, QMM_DTYPE_INT32, st) != QMM_OK)
+    if (check(&c->a, &c->b, &c->a_zero_point, &c->b_zero_point, &c->y, QMM_DTYPE_INT32, st) !=
+        QMM_OK)
         return QMM_INVALID_ARGUMENT;
     mi_ctx q = {.c = c, .k = c->a.dims[1], .n = c->b.dims[1],
                 .za = qmm_tensor_present(&c->a_zero_point) ? load(&c->a_zero_point, 0) : 0,
