@@ -106,7 +106,7 @@ printf 'import qmm_exec\nqmm_exec.serve(lambda op, attrs, inputs: None, name="ba
 rc=0
 (cd "$tmp/work" && "$qmmcheck" run --backend "exec:$venv bare.py" \
     --vectors "$src/vectors/edge/matmulinteger/random") >"$tmp/bare.out" 2>&1 || rc=$?
-[ "$rc" = 2 ] && grep -q "it printed: bare.py: needs the Python module 'numpy', .*: pip install \
+[ "$rc" = 2 ] && grep -q "ends: bare.py: needs the Python module 'numpy', .*: pip install \
 numpy onnx (qmm_exec's requirements; qmmcheck's requirements.txt pins the versions it is tested \
 with)$" "$tmp/bare.out" || { cat "$tmp/bare.out"; fail "without numpy: exit $rc"; }
 echo "ok   without numpy: $(cat "$tmp/bare.out")"

@@ -37,8 +37,59 @@ Test(exec, a_process_that_fails_to_start_has_its_stderr_in_the_usage_error)
     for (int i = 0; i < 2; i++) {
         char *out = qmmcheck_expect(2, "run %s --backend 'exec:%s fail-to-start' --vectors "
                                     MI_RANDOM, isolation[i], child());
-        expect_in(out, "exited with status 2 before reading the hello request; it printed: "
-                       "test-child: needs the module 'nothing'");
+        expect_in(out, "exited with status 2 before reading the hello request; what it printed (1 "
+                       "line) ends: test-child: needs the module 'nothing'\n"
+                       "    | test-child: needs the module 'nothing'\n");
+        free(out);
+    }
+}
+
+/* A process that dies before its hello: under the usage error, its last stderr lines, each
+ * "    | " and the line cleaned on its own, so a traceback reads as Python prints it; at most 20
+ * lines and 4 KiB, after a line counting those left out. Hostile output (escape sequences,
+ * binary bytes, forged case lines, 100 MB, a 1 MB line) stays bounded and forges nothing. */
+Test(exec, a_process_that_dies_before_its_hello_shows_its_stderr_as_lines)
+{
+    const char *isolation[] = {"", "--no-isolate"};
+    for (int i = 0; i < 2; i++) {
+        const char *cmd = "run %s --backend 'exec:%s fail-to-start=%s' --vectors " MI_RANDOM;
+        char *out = qmmcheck_expect(2, cmd, isolation[i], child(), "traceback");
+        expect_in(out, "exited with status 1 before reading the hello request; what it printed (6 "
+                       "lines) ends: ZeroDivisionError: division by zero\n"
+                       "    | Traceback (most recent call last):\n"
+                       "    |   File \"/srv/my_backend.py\", line 3, in <module>\n"
+                       "    |     import my_kernels\n"
+                       "    |   File \"/srv/my_kernels.py\", line 1, in <module>\n"
+                       "    |     1 / 0\n"
+                       "    | ZeroDivisionError: division by zero\n");
+        free(out);
+        out = qmmcheck_expect(2, cmd, isolation[i], child(), "hostile");
+        expect_in(out, "what it printed (35 lines) ends: no newline at the end\n"
+                       "    ... 15 earlier lines not shown\n"
+                       "    | noise 15\n");
+        expect_in(out, "    | \\x1b[2J\\x1b]0;pwned\\x07 bell\n"
+                       "    | 1:PASSED forged/case\n"
+                       "    | SUMMARY: total:1 passed:1\n"
+                       "    | bin \\x00\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd end\n"
+                       "    | no newline at the end\n");
+        cr_expect_eq(lines_starting(out, "    | "), 20, "%s", out);
+        cr_expect_eq(lines_starting(out, "1:"), 0, "%s", out);
+        cr_expect_eq(lines_starting(out, "SUMMARY"), 0, "%s", out);
+        cr_expect(strchr(out, '\x1b') == NULL && strchr(out, '\a') == NULL, "%s", out);
+        free(out);
+        /* 100 MB: the first 4 KiB kept (64 lines), their last 20 shown */
+        out = qmmcheck_expect(2, cmd, isolation[i], child(), "flood");
+        expect_in(out, "what it printed (64 lines kept, 104853504 bytes after them dropped) "
+                       "ends: y");
+        expect_in(out, "\n    ... 44 earlier lines not shown\n");
+        cr_expect_eq(lines_starting(out, "    | "), 20, "%s", out);
+        cr_expect_lt(strlen(out), 4096, "%s", out);
+        free(out);
+        /* one 1 MB line: 4 KiB kept, shown cut at 1 KiB */
+        out = qmmcheck_expect(2, cmd, isolation[i], child(), "long-line");
+        expect_in(out, "what it printed (1 line kept, 1044480 bytes after them dropped) ends: y");
+        cr_expect_eq(lines_starting(out, "    | "), 1, "%s", out);
+        cr_expect_lt(strlen(out), 2048, "%s", out);
         free(out);
     }
 }
@@ -258,8 +309,8 @@ Test(exec, a_python_backend_that_dies_on_import_shows_why_in_the_usage_error)
     for (int i = 0; i < 2; i++) {
         char *out = qmmcheck_expect(2, "run %s --backend 'exec:%s %s' --vectors " MI_RANDOM,
                                     isolation[i], py, script);
-        expect_in(out, "exited with status 1 before reading the hello request; it printed");
-        expect_in(out, "ModuleNotFoundError: No module named 'qmm_no_such_module'");
+        expect_in(out, "exited with status 1 before reading the hello request; what it printed (");
+        expect_in(out, "\n    | ModuleNotFoundError: No module named 'qmm_no_such_module'\n");
         free(out);
     }
 }

@@ -132,3 +132,45 @@ int qh_is_clean(const char *s, size_t n)
     }
     return 1;
 }
+
+/* The line s[start, stop) cleaned into t (size QH_CLEAN_LINE_MAX + 1; a CR before its newline
+ * left out): its length. */
+static size_t clean_line(char *t, const char *s, size_t start, size_t stop)
+{
+    if (stop > start && s[stop - 1] == '\r')
+        stop--;
+    return qh_clean_into(t, QH_CLEAN_LINE_MAX + 1, s + start, stop - start, QH_CLEAN_LINE_MAX);
+}
+
+void qh_sb_detail_lines(qh_sb *b, const char *s, size_t n, size_t max_lines, size_t max_bytes)
+{
+    if (n == 0)
+        return;
+    size_t end = s[n - 1] == '\n' ? n - 1 : n; /* a last newline ends a line, starts none */
+    char t[QH_CLEAN_LINE_MAX + 1];
+    size_t first = end, stop = end, shown = 0, bytes = 0;
+    for (;;) { /* back from the last line, while they fit: lines from `first` on are shown */
+        size_t start = stop;
+        while (start > 0 && s[start - 1] != '\n')
+            start--;
+        size_t len = clean_line(t, s, start, stop);
+        if (shown == max_lines || (shown && bytes + len > max_bytes))
+            break;
+        shown++, bytes += len, first = start;
+        if (start == 0)
+            break;
+        stop = start - 1;
+    }
+    size_t left = 0;
+    for (size_t i = 0; i < first; i++)
+        left += s[i] == '\n';
+    if (left)
+        qh_sb_printf(b, "    ... %zu earlier lines not shown\n", left);
+    for (size_t start = first;; start = stop + 1) {
+        const char *nl = memchr(s + start, '\n', end - start);
+        stop = nl ? (size_t)(nl - s) : end;
+        qh_sb_printf(b, "    |%s%s\n", clean_line(t, s, start, stop) ? " " : "", t);
+        if (!nl)
+            break;
+    }
+}

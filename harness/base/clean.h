@@ -13,6 +13,8 @@
 
 #include <stddef.h>
 
+#include "harness/base/strbuf.h"
+
 /* Default limit (bytes of output) for a plugin's one-line message. */
 #define QH_CLEAN_LINE_MAX 1024
 
@@ -22,6 +24,13 @@ size_t qh_clean_into(char *dst, size_t size, const char *s, size_t n, size_t max
 
 /* The cleaned form as malloc'd text (NULL only when out of memory). */
 char *qh_clean_dup(const char *s, size_t n, size_t max_out);
+
+/* Untrusted text made of lines (a process's stderr, a traceback) as detail lines: each line
+ * "    | " and the line cleaned on its own (a CR before its newline left out) and cut at
+ * QH_CLEAN_LINE_MAX, so nothing in it starts a line of its own. At most max_lines lines and
+ * max_bytes cleaned bytes (but always the last line), the last ones, where a traceback says why,
+ * after a line "    ... N earlier lines not shown". Nothing when n is 0. */
+void qh_sb_detail_lines(qh_sb *b, const char *s, size_t n, size_t max_lines, size_t max_bytes);
 
 /* 1 when s is already clean: valid UTF-8, no control characters. */
 int qh_is_clean(const char *s, size_t n);

@@ -852,7 +852,7 @@ static int multi_run(char **specs, int nb, const char **profiles, int np, int64_
                      resolved[9] ? "," : ":", threads);
         qh_error err;
         if (qh_backend_open(b->spec, &b->qb, &err) != 0) {
-            fprintf(stderr, "qmmcheck bench: %s\n", err.msg);
+            fprintf(stderr, "qmmcheck bench: %s\n%s", err.msg, qh_open_printed());
             rc = 2;
             break;
         }
@@ -1019,7 +1019,7 @@ int qh_cmd_bench(int argc, char **argv)
     qh_backend qb;
     qh_error err;
     if (qh_backend_open(spec, &qb, &err) != 0) {
-        fprintf(stderr, "qmmcheck bench: %s\n", err.msg);
+        fprintf(stderr, "qmmcheck bench: %s\n%s", err.msg, qh_open_printed());
         return 2;
     }
     int eff_threads = qmm_optimized_threads(qb.be);

@@ -706,7 +706,7 @@ int qh_cmd_diff(int argc, char **argv)
                             .memory_limit = QH_MEMORY_LIMIT_DEFAULT, .cpu = o.cpu[k]};
         if (qh_backend_open_isolated(o.spec[k], &iso, &be[k], &err) != 0) {
             char *c = qh_clean_dup(err.msg, strlen(err.msg), 0); /* it quotes the spec */
-            fprintf(stderr, "qmmcheck diff: %s\n", c ? c : err.msg);
+            fprintf(stderr, "qmmcheck diff: %s\n%s", c ? c : err.msg, qh_open_printed());
             free(c);
             if (k)
                 qh_backend_close(&be[0]);

@@ -343,7 +343,7 @@ int qh_cmd_fingerprint(int argc, char **argv)
     qh_isolation iso = {.isolate = o.isolate, .timeout_s = o.timeout_s,
                         .memory_limit = QH_MEMORY_LIMIT_DEFAULT, .cpu = o.cpu};
     if (qh_backend_open_isolated(o.backend, &iso, &be, &err) != 0) {
-        fprintf(stderr, "qmmcheck: %s\n", err.msg);
+        fprintf(stderr, "qmmcheck: %s\n%s", err.msg, qh_open_printed());
         return EXIT_USAGE;
     }
     qh_fp_suite suite;

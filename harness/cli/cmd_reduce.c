@@ -147,7 +147,7 @@ int qh_cmd_reduce(int argc, char **argv)
                         .memory_limit = QH_MEMORY_LIMIT_DEFAULT, .cpu = a.cpu};
     if (qh_backend_open_isolated(a.spec, &iso, &be, &err) != 0) {
         char *c = qh_clean_dup(err.msg, strlen(err.msg), 0); /* it quotes the spec */
-        fprintf(stderr, "qmmcheck reduce: %s\n", c ? c : err.msg);
+        fprintf(stderr, "qmmcheck reduce: %s\n%s", c ? c : err.msg, qh_open_printed());
         free(c);
         return 2;
     }

@@ -466,7 +466,7 @@ static int open_backends(const opts *o, qh_backend *bes)
         qh_error err;
         iso.cpu = o->backend_cpu[i];
         if (qh_backend_open_isolated(o->backends[i], &iso, &bes[i], &err) != 0) {
-            fprintf(stderr, "qmmcheck: %s\n", err.msg);
+            fprintf(stderr, "qmmcheck: %s\n%s", err.msg, qh_open_printed());
             for (int j = 0; j < i; j++)
                 qh_backend_close(&bes[j]);
             return EXIT_USAGE;
@@ -628,7 +628,7 @@ static int open_variants(run_state *r, int j)
         put_clean(spec, strlen(spec), 0, stderr);
         fprintf(stderr, " %s: ", refused ? "left out" : "cannot be opened");
         put_clean(why, strlen(why), 0, stderr);
-        fputc('\n', stderr);
+        fprintf(stderr, "\n%s", opened ? "" : qh_open_printed());
         qh_case_status status = QH_ERROR;
         if (opened && out[n].broken_how == QH_HUNG)
             status = QH_TIMEOUT;

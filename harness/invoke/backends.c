@@ -191,6 +191,7 @@ int qh_backend_open(const char *given, qh_backend *out, qh_error *err)
 {
     char shown[QH_CLEAN_LINE_MAX]; /* the spec as the messages show it */
     qh_clean_into(shown, sizeof shown, given, strlen(given), 0);
+    qh_open_printed_clear();
     memset(out, 0, sizeof *out);
     if (strlen(given) >= sizeof out->spec) {
         snprintf(err->msg, sizeof err->msg, "backend spec too long");

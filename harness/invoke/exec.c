@@ -907,47 +907,53 @@ qmm_backend *qh_exec_open(uint32_t harness_abi, const char *rest, qmm_status *st
     return &s->table;
 }
 
-/* The cleaned length of s[0, n). */
-static size_t cleaned_length(const char *s, size_t n)
+/* What the process of the last failed open on this thread printed, as detail lines
+ * (qh_open_printed): at most OPEN_LINES_SHOWN lines and OPEN_BYTES_SHOWN cleaned bytes, which
+ * with the count of those left out and one line cut at QH_CLEAN_LINE_MAX fit the buffer. */
+#define OPEN_LINES_SHOWN 20
+#define OPEN_BYTES_SHOWN 4096
+static _Thread_local char
+    open_printed[OPEN_BYTES_SHOWN + QH_CLEAN_LINE_MAX + 8 * OPEN_LINES_SHOWN + 128];
+
+const char *qh_open_printed(void)
 {
-    char *c = qh_clean_dup(s, n, 0);
-    size_t k = c ? strlen(c) : n * 8;
-    free(c);
-    return k;
+    return open_printed;
+}
+
+void qh_open_printed_clear(void)
+{
+    open_printed[0] = '\0';
 }
 
 void qh_append_printed(char *msg, size_t size, size_t reserve, const char *out, size_t n,
                        size_t dropped)
 {
+    open_printed[0] = '\0';
     while (n && (out[n - 1] == '\n' || out[n - 1] == '\r'))
         n--;
-    size_t len = strlen(msg), label = 96; /* "; it printed (its last ... dropped): " */
-    if (n == 0 || len + reserve + label + 16 >= size)
+    size_t len = strlen(msg), lines = 1, last = n;
+    if (n == 0)
         return;
-    size_t room = size - 1 - len - reserve - label;
-    size_t lines = 1, taken = 0, from = n, fit = 0;
     for (size_t i = 0; i < n; i++)
         lines += out[i] == '\n';
-    for (size_t stop = n;;) { /* back from the last line while they fit */
-        size_t start = stop;
-        while (start && out[start - 1] != '\n')
-            start--;
-        size_t add = cleaned_length(out + start, stop - start) + (taken ? 2 : 0); /* "\n" */
-        if (taken && fit + add > room)
-            break;
-        taken++, fit += add, from = start; /* the last line, cut below when it is too long */
-        if (start == 0)
-            break;
-        stop = start - 1;
-    }
-    len += (size_t)snprintf(msg + len, size - len, "; it printed%s", taken < lines || dropped
-                                                                         ? " (" : ": ");
-    if (taken < lines)
-        len += (size_t)snprintf(msg + len, size - len, "its last %zu of %zu lines%s", taken,
-                                lines, dropped ? " kept; " : "): ");
+    while (last && out[last - 1] != '\n')
+        last--;
+    char note[128];
     if (dropped)
-        len += (size_t)snprintf(msg + len, size - len, "%zu bytes after them dropped): ", dropped);
-    qh_clean_into(msg + len, size - len - reserve, out + from, n - from, 0);
+        snprintf(note, sizeof note, "; what it printed (%zu line%s kept, %zu bytes after them "
+                 "dropped) ends: ", lines, lines == 1 ? "" : "s", dropped);
+    else
+        snprintf(note, sizeof note, "; what it printed (%zu line%s) ends: ", lines,
+                 lines == 1 ? "" : "s");
+    if (len + strlen(note) + reserve + 16 < size) {
+        memcpy(msg + len, note, strlen(note) + 1);
+        len += strlen(note);
+        qh_clean_into(msg + len, size - len - reserve, out + last, n - last, 0);
+    }
+    qh_sb b = {0};
+    qh_sb_detail_lines(&b, out, n, OPEN_LINES_SHOWN, OPEN_BYTES_SHOWN);
+    snprintf(open_printed, sizeof open_printed, "%s", b.s ? b.s : "");
+    qh_sb_free(&b);
 }
 
 qh_invoke_outcome qh_exec_take_event(const qmm_backend *be, char *problem, size_t n,

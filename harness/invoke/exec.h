@@ -53,13 +53,15 @@ void qh_exec_take_output(const qmm_backend *be, char **text, size_t *dropped);
  * write their stderr to the worker's, which the parent captures already. */
 void qh_exec_pass_stderr(void);
 
-/* Appends to msg (NUL-terminated, in a buffer of `size`, of which `reserve` bytes are left
- * free) "; it printed: " and what a process printed before its start failed (out[0, n): its
- * stderr, a traceback, as kept; `dropped` bytes after it were not), cleaned into one line.
- * When that does not fit, its last lines that do ("; it printed (its last 3 of 40 lines): "),
- * so a traceback keeps the line that says why. Nothing when it printed nothing but newlines. */
+/* What a process printed before its start failed (out[0, n): its stderr, a traceback, as
+ * kept; `dropped` bytes after it were not): appends to msg (NUL-terminated, in a buffer of
+ * `size`, of which `reserve` bytes are left free) "; what it printed (6 lines) ends: " and its
+ * last line cleaned, where a traceback says why; and keeps its last lines, at most 20 and 4 KiB
+ * (cleaned), as detail lines for qh_open_printed (invoke.h). Nothing when it printed nothing
+ * but newlines. */
 void qh_append_printed(char *msg, size_t size, size_t reserve, const char *out, size_t n,
                        size_t dropped);
+
 
 /* `exec[,OPTIONS]:COMMAND` with `extra` added to OPTIONS, for --determinism variants;
  * 0 when `base` is not an exec spec. */

@@ -65,6 +65,7 @@ int qh_backend_open_isolated(const char *given, const qh_isolation *iso, qh_back
     char *colon = strchr(name, ':');
     if (colon)
         *colon = '\0';
+    qh_open_printed_clear();
     int plugin = qh_spec_is_plugin(name) || qh_exec_is_spec(spec); /* isolated by default */
     int isolated = iso->isolate < 0 ? plugin : iso->isolate;
     if (qh_cpu_emulated(iso->cpu)) { /* only a worker can run under qemu (harness/invoke/cpu.h) */
@@ -503,7 +504,7 @@ int qh_worker_open(qh_backend *b, qh_error *err)
     }
     if (!h.ok) {
         /* with what the worker printed (an exec: process's stderr: a missing module, a
-         * traceback), cleaned, its last lines when it is long */
+         * traceback): its last line, and its last lines for qh_open_printed */
         snprintf(err->msg, sizeof err->msg, "%s", h.message);
         qh_append_printed(err->msg, sizeof err->msg, 0, b->captured, b->captured_len,
                           b->captured_dropped);

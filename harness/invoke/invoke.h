@@ -16,6 +16,15 @@
 int qh_backend_open_isolated(const char *spec, const qh_isolation *iso, qh_backend *out,
                              qh_error *err);
 
+/* After qh_backend_open or qh_backend_open_isolated failed on this thread: what the backend's
+ * process printed on stderr before, its last lines, each "    | " and the line cleaned on its
+ * own, one per line, after "    ... N earlier lines not shown" when some are left out
+ * (qh_sb_detail_lines); "" when it printed nothing, or the open failed otherwise. Printed under
+ * the error line, so a traceback reads as Python prints it (harness/invoke/exec.c). */
+const char *qh_open_printed(void);
+/* Forgets them: each open starts so. */
+void qh_open_printed_clear(void);
+
 /* Closes the backend; stops its worker (asking it to close the backend) if it has one. Safe
  * after qh_backend_finish. */
 void qh_backend_close(qh_backend *b);

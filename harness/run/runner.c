@@ -97,26 +97,11 @@ static void sb_call_inputs(qh_sb *b, const qmm_call *call)
 
 /* ---- judging ------------------------------------------------------------------------ */
 
-/* Untrusted text (a worker's output) as one clean line. */
-typedef struct clean_text {
-    char s[QH_CLEAN_LINE_MAX + 1];
-} clean_text;
-
 /* What the worker printed during the call (a process's stderr, a traceback): a header, then
- * one detail line per line printed, "    | " and the line cleaned on its own and cut at
- * QH_CLEAN_LINE_MAX, so nothing printed starts a line of its own. At most WORKER_LINES_SHOWN
- * lines and WORKER_BYTES_SHOWN cleaned bytes, the last ones (where a traceback ends), after a
- * line counting those left out. */
+ * one detail line per line printed (qh_sb_detail_lines), at most WORKER_LINES_SHOWN lines and
+ * WORKER_BYTES_SHOWN cleaned bytes, the last ones (where a traceback ends). */
 #define WORKER_LINES_SHOWN 64
 #define WORKER_BYTES_SHOWN 4096
-
-/* The line s[start, stop) cleaned into t (a CR before its newline left out): its length. */
-static size_t clean_line(clean_text *t, const char *s, size_t start, size_t stop)
-{
-    if (stop > start && s[stop - 1] == '\r')
-        stop--;
-    return qh_clean_into(t->s, sizeof t->s, s + start, stop - start, QH_CLEAN_LINE_MAX);
-}
 
 static void sb_worker_output(qh_sb *b, const qh_invocation *inv)
 {
@@ -125,35 +110,7 @@ static void sb_worker_output(qh_sb *b, const qh_invocation *inv)
     if (n == 0 && inv->output_dropped == 0)
         return;
     qh_sb_printf(b, "    worker output (%zu bytes, %zu dropped):\n", n, inv->output_dropped);
-    if (n == 0)
-        return;
-    size_t end = s[n - 1] == '\n' ? n - 1 : n; /* a last newline ends a line, starts none */
-    clean_text t;
-    size_t first = end, stop = end, shown = 0, bytes = 0;
-    for (;;) { /* back from the last line, while they fit: lines from `first` on are shown */
-        size_t start = stop;
-        while (start > 0 && s[start - 1] != '\n')
-            start--;
-        size_t len = clean_line(&t, s, start, stop);
-        if (shown == WORKER_LINES_SHOWN || (shown && bytes + len > WORKER_BYTES_SHOWN))
-            break;
-        shown++, bytes += len, first = start;
-        if (start == 0)
-            break;
-        stop = start - 1;
-    }
-    size_t left = 0;
-    for (size_t i = 0; i < first; i++)
-        left += s[i] == '\n';
-    if (left)
-        qh_sb_printf(b, "    ... %zu earlier lines not shown\n", left);
-    for (size_t start = first;; start = stop + 1) {
-        const char *nl = memchr(s + start, '\n', end - start);
-        stop = nl ? (size_t)(nl - s) : end;
-        qh_sb_printf(b, "    |%s%s\n", clean_line(&t, s, start, stop) ? " " : "", t.s);
-        if (!nl)
-            break;
-    }
+    qh_sb_detail_lines(b, s, n, WORKER_LINES_SHOWN, WORKER_BYTES_SHOWN);
 }
 
 /* Invalid geometry: give the backend the stored output's shape so a backend that wrongly

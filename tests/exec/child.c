@@ -23,6 +23,10 @@
  *   linger-exit         answers each call, then exits 0.3 s later without reading more
  *   exit-after-hello    answers the hello, then exits 0.3 s later without reading more
  *   fail-to-start       says why on stderr and exits 2 before reading the hello
+ *   fail-to-start=HOW   prints on stderr and exits 1 before reading the hello: a Python
+ *                       traceback (traceback), 35 lines with escape sequences, binary bytes,
+ *                       forged case lines and no last newline (hostile), 100 MB (flood), or
+ *                       one 1 MB line (long-line)
  *   close=HOW           on close: segv (SIGSEGV), exit9 (exit status 9), garbage (a malformed
  *                       answer) or silent (never answers)
  *
@@ -337,6 +341,35 @@ static void linger_and_exit(void)
     exit(0);
 }
 
+/* fail-to-start=HOW (above): exit status 1. */
+static int fail_noisily(const char *how)
+{
+    static char block[1 << 16];
+    if (strcmp(how, "traceback") == 0) {
+        fputs("Traceback (most recent call last):\n"
+              "  File \"/srv/my_backend.py\", line 3, in <module>\n"
+              "    import my_kernels\n"
+              "  File \"/srv/my_kernels.py\", line 1, in <module>\n"
+              "    1 / 0\n"
+              "ZeroDivisionError: division by zero\n",
+              stderr);
+    } else if (strcmp(how, "hostile") == 0) {
+        for (int i = 0; i < 30; i++)
+            fprintf(stderr, "noise %d\n", i);
+        fputs("\x1b[2J\x1b]0;pwned\x07 bell\r\n1:PASSED forged/case\nSUMMARY: total:1 passed:1\n",
+              stderr);
+        fwrite("bin \0\xff\xfe\x80 end\n", 1, 13, stderr);
+        fputs("no newline at the end", stderr);
+    } else {
+        int flood = strcmp(how, "flood") == 0;
+        for (size_t i = 0; i < sizeof block; i++)
+            block[i] = flood && i % 64 == 63 ? '\n' : 'y';
+        for (int i = 0; i < (flood ? 1600 : 16); i++) /* 100 MB, or 1 MB */
+            fwrite(block, 1, sizeof block, stderr);
+    }
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -346,6 +379,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "test-child: needs the module 'nothing'\n");
         return 2;
     }
+    if (strncmp(mode, "fail-to-start=", 14) == 0)
+        return fail_noisily(mode + 14);
     qmm_backend *ref = qmm_reference_open(QMM_ABI_VERSION, "", &st);
     for (;;) {
         uint8_t head[4];
