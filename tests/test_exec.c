@@ -72,9 +72,9 @@ Test(exec, a_process_that_dies_before_its_hello_shows_its_stderr_as_lines)
                        "    | SUMMARY: total:1 passed:1\n"
                        "    | bin \\x00\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd end\n"
                        "    | no newline at the end\n");
-        cr_expect_eq(lines_starting(out, "    | "), 20, "%s", out);
-        cr_expect_eq(lines_starting(out, "1:"), 0, "%s", out);
-        cr_expect_eq(lines_starting(out, "SUMMARY"), 0, "%s", out);
+        cr_expect_eq(count_lines_starting(out, "    | "), 20, "%s", out);
+        cr_expect_eq(count_lines_starting(out, "1:"), 0, "%s", out);
+        cr_expect_eq(count_lines_starting(out, "SUMMARY"), 0, "%s", out);
         cr_expect(strchr(out, '\x1b') == NULL && strchr(out, '\a') == NULL, "%s", out);
         free(out);
         /* 100 MB: the first 4 KiB kept (64 lines), their last 20 shown */
@@ -82,13 +82,13 @@ Test(exec, a_process_that_dies_before_its_hello_shows_its_stderr_as_lines)
         expect_in(out, "what it printed (64 lines kept, 104853504 bytes after them dropped) "
                        "ends: y");
         expect_in(out, "\n    ... 44 earlier lines not shown\n");
-        cr_expect_eq(lines_starting(out, "    | "), 20, "%s", out);
+        cr_expect_eq(count_lines_starting(out, "    | "), 20, "%s", out);
         cr_expect_lt(strlen(out), 4096, "%s", out);
         free(out);
         /* one 1 MB line: 4 KiB kept, shown cut at 1 KiB */
         out = qmmcheck_expect(2, cmd, isolation[i], child(), "long-line");
         expect_in(out, "what it printed (1 line kept, 1044480 bytes after them dropped) ends: y");
-        cr_expect_eq(lines_starting(out, "    | "), 1, "%s", out);
+        cr_expect_eq(count_lines_starting(out, "    | "), 1, "%s", out);
         cr_expect_lt(strlen(out), 2048, "%s", out);
         free(out);
     }
