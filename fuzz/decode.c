@@ -2370,8 +2370,7 @@ static int same_tensor(const qmm_tensor *x, const qmm_tensor *y)
         return 1;
     if (!same_shape(x, y))
         return 0;
-    int64_t n = qmm_tensor_numel(x);
-    size_t bytes = n > 0 ? (size_t)n * qmm_dtype_size(x->dtype) : 0;
+    size_t bytes = qmm_dtype_bytes(x->dtype, qmm_tensor_numel(x)); /* sub-byte types packed */
     return bytes == 0 || memcmp(x->data, y->data, bytes) == 0;
 }
 

@@ -504,7 +504,7 @@ static void guard_inputs(const qh_fz_case *c, qmm_call *guarded, qh_guarded *g)
         int64_t n = qmm_tensor_present(t) ? qmm_tensor_numel(t) : 0;
         if (n <= 0)
             continue;
-        size_t bytes = (size_t)n * qmm_dtype_size(t->dtype);
+        size_t bytes = qmm_dtype_bytes(t->dtype, n); /* sub-byte types packed */
         const void *kept = qh_fz_input_pages(i, t->data, bytes);
         if (kept)
             t->data = (void *)(uintptr_t)kept;

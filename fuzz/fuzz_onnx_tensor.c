@@ -20,8 +20,7 @@ __attribute__((noreturn)) static void fail(const char *what, const char *detail)
 
 static size_t payload(const qmm_tensor *t)
 {
-    int64_t n = qmm_tensor_numel(t);
-    return n > 0 ? (size_t)n * qmm_dtype_size(t->dtype) : 0;
+    return qmm_dtype_bytes(t->dtype, qmm_tensor_numel(t)); /* sub-byte types packed */
 }
 
 static int same(const qh_tensor *x, const qh_tensor *y)

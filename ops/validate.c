@@ -1,6 +1,7 @@
 /* ops/validate.c — every input rule of docs/semantics.md §2.5, §2.6 and §3, in one place, so the
  * computation can assume a well-formed call.
  */
+#include <math.h>
 #include <string.h>
 
 #include "ops/qmm_ops.h"
@@ -396,16 +397,38 @@ qmm_status_code qmm_validate_matmulnbits(const qmm_matmulnbits *c, qmm_nbits_pla
 
 /* ---- DequantizeLinear ---- */
 
-static int dql_x_type(int32_t t)
+/* The opset a T1 of DequantizeLinear is allowed from (21: int4/uint4 with block_size; 23:
+ * float4e2m1; 25: int2/uint2), 0 for a type this checker does not model. */
+static int32_t dql_x_type_opset(int32_t t)
 {
-    return qmm_is_q8(t) || t == QMM_DTYPE_INT16 || t == QMM_DTYPE_UINT16 ||
-           t == QMM_DTYPE_INT32 || qmm_is_float8(t);
+    if (qmm_is_q8(t) || t == QMM_DTYPE_INT16 || t == QMM_DTYPE_UINT16 ||
+        t == QMM_DTYPE_INT32 || qmm_is_float8(t) || t == QMM_DTYPE_INT4 ||
+        t == QMM_DTYPE_UINT4)
+        return 21;
+    if (t == QMM_DTYPE_FLOAT4E2M1)
+        return 23;
+    if (t == QMM_DTYPE_INT2 || t == QMM_DTYPE_UINT2)
+        return 25;
+    return 0;
+}
+
+/* float4e2m1's value: sign, 2 exponent bits (bias 1), 1 mantissa bit; no infinity or NaN. */
+static double float4e2m1_decode(unsigned code)
+{
+    unsigned e = code >> 1 & 3, m = code & 1;
+    double v = e ? ldexp(1.0 + 0.5 * m, (int)e - 1) : 0.5 * m;
+    return code & 8 ? -v : v;
 }
 
 double qmm_dql_x_value(const qmm_tensor *x, int64_t i)
 {
     const unsigned char *d = x->data;
     switch (x->dtype) {
+    case QMM_DTYPE_UINT4:
+    case QMM_DTYPE_UINT2: return qmm_packed_code(d, x->dtype, i);
+    case QMM_DTYPE_INT4: return (double)(((int)qmm_packed_code(d, x->dtype, i) ^ 8) - 8);
+    case QMM_DTYPE_INT2: return (double)(((int)qmm_packed_code(d, x->dtype, i) ^ 2) - 2);
+    case QMM_DTYPE_FLOAT4E2M1: return float4e2m1_decode(qmm_packed_code(d, x->dtype, i));
     case QMM_DTYPE_UINT8: return d[i];
     case QMM_DTYPE_INT8: return (double)(int8_t)d[i];
     case QMM_DTYPE_UINT16: return (double)(d[2 * i] | d[2 * i + 1] << 8);
@@ -441,11 +464,17 @@ qmm_status_code qmm_validate_dequantizelinear(const qmm_dequantizelinear *c, qmm
                               (int)c->opset);
     QMM_TRY(qmm_check_tensor(&c->x, "x", st));
     QMM_TRY(qmm_check_tensor(&c->x_scale, "x_scale", st));
-    if (!dql_x_type(c->x.dtype))
+    int32_t since = dql_x_type_opset(c->x.dtype);
+    if (since == 0)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT,
                               "x: dtype %d (%s) is not one of DequantizeLinear's T1 this "
-                              "checker models (int8, uint8, int16, uint16, int32, float8)",
+                              "checker models (int8, uint8, int16, uint16, int32, float8, "
+                              "int4, uint4, float4e2m1, int2, uint2)",
                               (int)c->x.dtype, qmm_dtype_name(c->x.dtype));
+    if (c->opset < since)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                              "x: dtype %s needs opset %d (this node is opset %d)",
+                              qmm_dtype_name(c->x.dtype), (int)since, (int)c->opset);
     if (!qmm_is_scale_type(c->x_scale.dtype))
         return qmm_status_set(st, QMM_INVALID_ARGUMENT,
                               "x_scale: dtype %s is not float, float16 or bfloat16",
@@ -512,12 +541,12 @@ qmm_status_code qmm_validate_dequantizelinear(const qmm_dequantizelinear *c, qmm
     QMM_TRY(check_data(&c->x_scale, "x_scale", st));
     if (present_zp) {
         QMM_TRY(check_data(&c->x_zero_point, "x_zero_point", st));
-        if (qmm_is_float8(c->x.dtype))
-            for (int64_t i = 0; i < qmm_tensor_numel(&c->x_zero_point); i++)
-                if (qmm_dql_x_value(&c->x_zero_point, i) != 0.0)
-                    return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                                          "x_zero_point[%lld]: must be 0 for a float8 x",
-                                          (long long)i);
+        int fx = qmm_is_float8(c->x.dtype) || c->x.dtype == QMM_DTYPE_FLOAT4E2M1;
+        for (int64_t i = 0; fx && i < qmm_tensor_numel(&c->x_zero_point); i++)
+            if (qmm_dql_x_value(&c->x_zero_point, i) != 0.0)
+                return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                                      "x_zero_point[%lld]: must be 0 for a %s x", (long long)i,
+                                      qmm_dtype_name(c->x.dtype));
     }
     return check_data(&c->y, "y", st);
 }

@@ -71,6 +71,41 @@ Test(cli, reference_over_committed_vectors)
     free(out);
 }
 
+/* onnx's own DequantizeLinear node tests (vectors/onnx/onnx-1.23.2), the packed int4, uint4,
+ * int2, uint2 and float4e2m1 ones included, pass the reference in process and in a worker
+ * (where the packed inputs cross into guarded pages: a wrong byte count there crashes). */
+Test(cli, reference_passes_onnx_dequantizelinear_node_tests)
+{
+    static const char *const packed[] = {"int4", "uint4", "int2", "uint2", "float4e2m1"};
+    for (int isolate = 0; isolate < 2; isolate++) {
+        char *out;
+        int rc = qmmcheck(&out, "run --backend reference %s --vectors vectors "
+                                "--filter '^onnx/onnx-1[.]23[.]2/test_dequantizelinear'",
+                          isolate ? "--isolate" : "");
+        cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+        expect_in(out, "SUMMARY: total:14 passed:14 failed:0 mistrusted:0 skipped:0 "
+                       "unchecked:0 crashed:0 timeout:0 error:0 ");
+        free(out);
+        /* per axis and blocked, packed zero points at odd offsets (its make.py) */
+        rc = qmmcheck(&out, "run --backend reference %s --vectors tests/dequantizelinear-packed",
+                      isolate ? "--isolate" : "");
+        cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+        expect_in(out, "SUMMARY: total:10 passed:10 failed:0 mistrusted:0 skipped:0 "
+                       "unchecked:0 crashed:0 timeout:0 error:0 ");
+        free(out);
+        rc = qmmcheck(&out, "run --backend reference %s --vectors vectors "
+                            "--filter '^onnx/onnx-1[.]23[.]2/test_dequantizelinear'",
+                      isolate ? "--isolate" : "");
+        for (int i = 0; i < 5; i++) {
+            char line[128];
+            snprintf(line, sizeof line, ":PASSED onnx/onnx-1.23.2/test_dequantizelinear_%s ",
+                     packed[i]);
+            expect_in(out, line);
+        }
+        free(out);
+    }
+}
+
 /* Without --vectors the build tree's qmmcheck runs the source tree's suites, and says so (an
  * installed one runs the installed suites: tests/install/install_smoke.sh). */
 Test(cli, run_without_vectors_from_the_build_tree_runs_the_source_suites)

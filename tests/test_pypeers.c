@@ -130,6 +130,22 @@ Test(pypeers, onnx_reference_computes_u8_cases)
     expect_all_pass(spec, QLM_U8 " " MI_U8, 4);
 }
 
+/* Packed sub-byte inputs across the exec protocol: qmmcheck writes them as TensorProto
+ * raw_data, onnx's numpy_helper reads them (ml_dtypes int4/uint4/float4e2m1 arrays, one element
+ * a byte), and the evaluator's answer is the exact value. */
+#define DQL_PACKED "vectors/onnx/onnx-1.23.2/test_dequantizelinear_int4 " \
+                   "vectors/onnx/onnx-1.23.2/test_dequantizelinear_uint4 " \
+                   "vectors/onnx/onnx-1.23.2/test_dequantizelinear_int2 " \
+                   "vectors/onnx/onnx-1.23.2/test_dequantizelinear_float4e2m1"
+
+Test(pypeers, onnx_reference_computes_packed_dequantizelinear)
+{
+    char py[512], version[64], spec[1024];
+    python_with("onnx", py, sizeof py, version, sizeof version);
+    snprintf(spec, sizeof spec, "exec:%s " ONNXREF, py);
+    expect_all_pass(spec, DQL_PACKED, 4);
+}
+
 Test(pypeers, onnx_reference_answers_qorderedmatmul_unsupported)
 {
     char py[512], version[64], spec[1024];

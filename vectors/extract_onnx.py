@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Extracts the ONNX backend node tests of QLinearMatMul and MatMulInteger (and QOrderedMatMul,
-should onnx ever carry one) from the installed onnx package into vectors/onnx/onnx-<version>/.
+"""Extracts the ONNX backend node tests of QLinearMatMul, MatMulInteger and DequantizeLinear (and
+QOrderedMatMul, should onnx ever carry one) from the installed onnx package into
+vectors/onnx/onnx-<version>/.
 
     pip install onnx==1.23.2        # the pinned version (vectors/check_extraction.sh does this)
     python3 vectors/extract_onnx.py [--out DIR] [--manifest-only FOLDER --source TEXT]
 
 Where the package ships stored test data (onnx/backend/test/data/node/test_qlinearmatmul*,
-test_matmulinteger*, up to onnx 1.22), those files are copied byte for byte. From onnx 1.23 on
+test_matmulinteger*, test_dequantizelinear*, up to onnx 1.22), those files are copied byte for byte. From onnx 1.23 on
 the wheel has none; the tests are regenerated from onnx.backend.test.case.node exactly as
 onnx's own `backend-test-tools generate-data` writes them (model.SerializeToString(),
 numpy_helper.from_array(value, graph input/output name)). Every case directory gets a qmm.meta
@@ -29,8 +30,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import qmm_requires  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-OPS = ("QLinearMatMul", "MatMulInteger", "QOrderedMatMul")
-PREFIXES = ("test_qlinearmatmul", "test_matmulinteger", "test_qorderedmatmul")
+OPS = ("QLinearMatMul", "MatMulInteger", "QOrderedMatMul", "DequantizeLinear")
+PREFIXES = ("test_qlinearmatmul", "test_matmulinteger", "test_qorderedmatmul",
+            "test_dequantizelinear")
 
 
 def sha256(path):
@@ -54,7 +56,9 @@ def write_manifest(folder, version, source):
     manifest = {
         "onnx_version": version,
         "source": source,
-        "operators": list(OPS[:2]),
+        "operators": [op for op, pre in zip(OPS, PREFIXES)
+                      if any(rel.startswith(pre + "_") or rel.startswith(pre + "/")
+                             for rel in files)],
         "files": dict(sorted(files.items())),
     }
     with open(os.path.join(folder, "MANIFEST.json"), "w") as f:
@@ -71,6 +75,11 @@ def tags_for(name):
         tags.append("uint8")
     if "float16" in name:
         tags.append("float16-scales")
+    if name.startswith("test_dequantizelinear"):
+        tags.append("dequantizelinear")
+        # the packed sub-byte x types (include/qmm/tensor.h qmm_dtype_bytes)
+        tags += [t for t in ("int4", "uint4", "int2", "uint2", "float4e2m1")
+                 if t in name.split("_")]
     return ", ".join(tags)
 
 
@@ -166,7 +175,7 @@ def main():
                   "regenerated from onnx.backend.test.case.node as backend-test-tools "
                   "generate-data writes it")
     if not names:
-        print(f"onnx {version}: no QLinearMatMul/MatMulInteger node tests found", file=sys.stderr)
+        print(f"onnx {version}: no QLinearMatMul/MatMulInteger/DequantizeLinear node tests found", file=sys.stderr)
         return 1
     m = write_manifest(out, version, source)
     print(f"{out}: {len(names)} cases, {len(m['files'])} files ({source})")

@@ -12,6 +12,11 @@ int64_t qh_tensor_int(const qmm_tensor *t, int64_t i)
 {
     const unsigned char *p = (const unsigned char *)t->data;
     switch (t->dtype) {
+    case QMM_DTYPE_UINT4:
+    case QMM_DTYPE_UINT2:
+    case QMM_DTYPE_FLOAT4E2M1: return qmm_packed_code(p, t->dtype, i);
+    case QMM_DTYPE_INT4: return ((int64_t)qmm_packed_code(p, t->dtype, i) ^ 8) - 8;
+    case QMM_DTYPE_INT2: return ((int64_t)qmm_packed_code(p, t->dtype, i) ^ 2) - 2;
     case QMM_DTYPE_UINT8: return p[i];
     case QMM_DTYPE_INT8: return (int8_t)p[i];
     case QMM_DTYPE_UINT16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return v; }
@@ -31,6 +36,14 @@ int64_t qh_tensor_int(const qmm_tensor *t, int64_t i)
 
 void qh_tensor_set_int(qmm_tensor *t, int64_t i, int64_t v)
 {
+    unsigned bits = qmm_dtype_bits(t->dtype);
+    if (bits && bits < 8) { /* the element's bits within its byte, the others kept */
+        unsigned per = 8 / bits, shift = (unsigned)((uint64_t)i % per) * bits;
+        unsigned char *b = (unsigned char *)t->data + (uint64_t)i / per;
+        unsigned mask = ((1u << bits) - 1) << shift;
+        *b = (unsigned char)((*b & ~mask) | (((unsigned)(uint64_t)v << shift) & mask));
+        return;
+    }
     size_t es = qmm_dtype_size(t->dtype);
     unsigned char *d = (unsigned char *)t->data + (size_t)i * es;
     uint64_t u = (uint64_t)v;
@@ -64,14 +77,25 @@ int64_t qh_dtype_qmax(int32_t dtype)
     return f ? (int64_t)f->max_code : dtype == QMM_DTYPE_INT8 ? 127 : 255;
 }
 
+void qh_tensor_copy_element(qmm_tensor *dst, int64_t di, const qmm_tensor *src, int64_t si)
+{
+    size_t es = qmm_dtype_size(src->dtype);
+    if (es == 0) /* sub-byte: the code moves between nibbles (or bit pairs) */
+        qh_tensor_set_int(dst, di, qh_tensor_int(src, si));
+    else
+        memcpy((unsigned char *)dst->data + (size_t)di * es,
+               (const unsigned char *)src->data + (size_t)si * es, es);
+}
+
 int qh_alloc_tensor(qmm_tensor *t, unsigned char fill)
 {
     int64_t n = qmm_tensor_numel(t);
-    size_t es = qmm_dtype_size(t->dtype);
     t->data = NULL;
-    if (n < 0 || es == 0 || (uint64_t)n > (uint64_t)QH_MAX_TENSOR_BYTES / es)
+    if (n < 0 || qmm_dtype_bits(t->dtype) == 0)
         return -1;
-    size_t bytes = (size_t)n * es;
+    size_t bytes = qmm_dtype_bytes(t->dtype, n);
+    if (bytes > (size_t)QH_MAX_TENSOR_BYTES)
+        return -1;
     t->data = malloc(bytes ? bytes : 1);
     if (!t->data)
         return -1;

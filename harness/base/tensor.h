@@ -25,8 +25,9 @@ typedef struct qh_tensor {
 /* Frees t->t.data (t may be NULL). */
 void qh_tensor_free(qh_tensor *t);
 
-/* Element i of an integer tensor as int64 (uint8, int8, int16, uint16, int32, int64); of a
- * float8 tensor, its code (0..255); of a float, float16 or bfloat16 tensor, its bits: equal
+/* Element i of an integer tensor as int64 (uint8, int8, int16, uint16, int32, int64, int4,
+ * uint4, int2, uint2); of a float8 tensor, its code (0..255), of a float4e2m1 one its code
+ * (0..15); of a float, float16 or bfloat16 tensor, its bits: equal
  * values (as the comparisons compare them) are equal numbers. */
 int64_t qh_tensor_int(const qmm_tensor *t, int64_t i);
 /* A value in qh_tensor_int's form as a reader wants it: the integer (a float8 code) itself;
@@ -36,8 +37,11 @@ void qh_sb_value(qh_sb *b, int32_t dtype, int64_t v);
 void qh_sb_element(qh_sb *b, const qmm_tensor *t, int64_t i);
 
 /* Element i of an integer tensor (uint8, int8, int16, int32, ...), stored little-endian and
- * wrapped to the type's width. */
+ * wrapped to the type's width; of a sub-byte tensor (int4, uint4, ...), v's low bits into the
+ * element's place in its byte. */
 void qh_tensor_set_int(qmm_tensor *t, int64_t i, int64_t v);
+/* Element di of dst := element si of src, of the same dtype (sub-byte types included). */
+void qh_tensor_copy_element(qmm_tensor *dst, int64_t di, const qmm_tensor *src, int64_t si);
 /* Element i of a float/float16/bfloat16 tensor: v rounded to nearest even in that type
  * (NaN and infinities included). */
 void qh_tensor_set_scale(qmm_tensor *t, int64_t i, double v);

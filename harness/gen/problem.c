@@ -60,11 +60,11 @@ void *qh_problem_tensor(qh_problem *p, qmm_tensor *t, int32_t dtype, int32_t ran
     for (int32_t i = 0; i < rank; i++)
         t->dims[i] = dims[i];
     int64_t n = qmm_tensor_numel(t);
-    size_t es = qmm_dtype_size(dtype);
-    if (n < 0 || es == 0 || (uint64_t)n > (uint64_t)QH_MAX_TENSOR_BYTES / es)
-        return NULL;
     /* at least one element, so a problem mutated to rank 0 still has an element to read */
-    void *d = qh_owned_call_alloc(p, n ? (size_t)n * es : es);
+    size_t bytes = qmm_dtype_bytes(dtype, n ? n : 1); /* sub-byte types packed */
+    if (n < 0 || bytes == 0 || bytes > (size_t)QH_MAX_TENSOR_BYTES)
+        return NULL;
+    void *d = qh_owned_call_alloc(p, bytes);
     if (!d)
         return NULL;
     t->data = d;
@@ -863,9 +863,12 @@ static void fill_llm_scales(qh_rng *r, qmm_tensor *t)
 static void fill_bytes(qh_rng *r, qmm_tensor *t)
 {
     unsigned char *d = t->data;
-    size_t n = (size_t)qmm_tensor_numel(t) * qmm_dtype_size(t->dtype);
+    size_t n = qmm_dtype_bytes(t->dtype, qmm_tensor_numel(t));
     for (size_t i = 0; i < n; i++)
         d[i] = (unsigned char)qh_rng_range(r, 0, 255);
+    for (int64_t i = qmm_tensor_numel(t); n && qmm_dtype_size(t->dtype) == 0 &&
+                                           qmm_dtype_bytes(t->dtype, i + 1) == n; i++)
+        qh_tensor_set_int(t, i, 0); /* a packed type's padding bits stay zero */
 }
 
 static int32_t pick_t1(qh_rng *r)

@@ -736,7 +736,7 @@ static qmm_status_code take_output(exec_state *s, const qh_exec_reply *rep, qmm_
     }
     int64_t numel = qmm_tensor_numel(y);
     if (numel > 0)
-        memcpy(y->data, t.t.data, (size_t)numel * qmm_dtype_size(y->dtype));
+        memcpy(y->data, t.t.data, qmm_dtype_bytes(y->dtype, numel));
     qh_tensor_free(&t);
     return qmm_status_ok(st);
 }
@@ -758,8 +758,7 @@ static qmm_status_code exec_run(const qmm_backend *self, qmm_call *call, qmm_sta
     s->event = QH_RETURNED;
     s->query_event = 0;
     qmm_tensor *y = qmm_call_output(call);
-    uint64_t ybytes = y && qmm_tensor_numel(y) > 0
-                          ? (uint64_t)qmm_tensor_numel(y) * qmm_dtype_size(y->dtype) : 0;
+    uint64_t ybytes = y ? qmm_dtype_bytes(y->dtype, qmm_tensor_numel(y)) : 0;
     char why[EXEC_PROBLEM_MAX];
     qh_pb_buf b;
     qh_pb_buf_init(&b);

@@ -762,8 +762,7 @@ int qh_invocation_detach(qh_invocation *inv)
 {
     if (!inv->y_map || !inv->y.data)
         return 0;
-    int64_t n = qmm_tensor_numel(&inv->y);
-    size_t bytes = n > 0 ? (size_t)n * qmm_dtype_size(inv->y.dtype) : 0;
+    size_t bytes = qh_tensor_bytes(&inv->y);
     void *own = malloc(bytes ? bytes : 1);
     if (!own)
         return -1;

@@ -43,9 +43,7 @@ size_t qh_tensor_bytes(const qmm_tensor *t)
 {
     if (!qmm_tensor_present(t))
         return 0;
-    int64_t n = qmm_tensor_numel(t);
-    size_t es = qmm_dtype_size(t->dtype);
-    return n > 0 ? (size_t)n * es : 0;
+    return qmm_dtype_bytes(t->dtype, qmm_tensor_numel(t)); /* sub-byte types packed */
 }
 
 size_t qh_page_size(void)

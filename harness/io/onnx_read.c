@@ -40,6 +40,12 @@ const char *qh_onnx_dtype_name(int64_t dt)
     case QMM_DTYPE_FLOAT8E4M3FNUZ: return "FLOAT8E4M3FNUZ";
     case QMM_DTYPE_FLOAT8E5M2: return "FLOAT8E5M2";
     case QMM_DTYPE_FLOAT8E5M2FNUZ: return "FLOAT8E5M2FNUZ";
+    case QMM_DTYPE_UINT4: return "UINT4";
+    case QMM_DTYPE_INT4: return "INT4";
+    case QMM_DTYPE_FLOAT4E2M1: return "FLOAT4E2M1";
+    case 24: return "FLOAT8E8M0";
+    case QMM_DTYPE_UINT2: return "UINT2";
+    case QMM_DTYPE_INT2: return "INT2";
     default: return "unknown";
     }
 }
@@ -104,7 +110,7 @@ static void store_le(uint8_t *dst, uint64_t v, size_t size)
 static int put_element(const qh_pb_message *m, int32_t dtype, uint64_t raw, uint64_t index,
                        uint8_t *dst)
 {
-    size_t esize = qmm_dtype_size(dtype);
+    size_t esize = qmm_dtype_bits(dtype) < 8 ? 1 : qmm_dtype_size(dtype);
     int64_t lo = 0, hi = 0;
     switch (m->row->num) {
     case QH_TF_INT32: {
@@ -143,7 +149,8 @@ static int put_element(const qh_pb_message *m, int32_t dtype, uint64_t raw, uint
 static int typed_elements(const qh_pb_message *m, const qh_pb_field *f, int32_t dtype,
                           uint8_t *data, uint64_t *k)
 {
-    size_t esize = data ? qmm_dtype_size(dtype) : 0;
+    /* a sub-byte type's int32_data holds its packed bytes, one a value (onnx.proto) */
+    size_t esize = !data ? 0 : qmm_dtype_bits(dtype) < 8 ? 1 : qmm_dtype_size(dtype);
     uint32_t w = m->row->wire & 7u;
     if (f->wire == w) {
         if (data && put_element(m, dtype, f->u, *k, data + *k * esize) != 0)
@@ -255,7 +262,12 @@ static uint32_t typed_field_for(int32_t dtype)
     case QMM_DTYPE_FLOAT8E4M3FN:
     case QMM_DTYPE_FLOAT8E4M3FNUZ:
     case QMM_DTYPE_FLOAT8E5M2:
-    case QMM_DTYPE_FLOAT8E5M2FNUZ: return QH_TF_INT32;
+    case QMM_DTYPE_FLOAT8E5M2FNUZ:
+    case QMM_DTYPE_UINT4:
+    case QMM_DTYPE_INT4:
+    case QMM_DTYPE_FLOAT4E2M1:
+    case QMM_DTYPE_UINT2:
+    case QMM_DTYPE_INT2: return QH_TF_INT32;
     default: return 0;
     }
 }
@@ -267,8 +279,8 @@ static int check_tensor_sizes(const qh_pb_message *m, const tensor_seen *s, size
     if (!s->dtype.seen)
         return qh_pb_fail(m, "data_type", "missing");
     int64_t dtype = s->dtype.v;
-    size_t esize = (dtype >= 0 && dtype <= INT32_MAX) ? qmm_dtype_size((int32_t)dtype) : 0;
-    if (esize == 0)
+    unsigned bits = (dtype >= 0 && dtype <= INT32_MAX) ? qmm_dtype_bits((int32_t)dtype) : 0;
+    if (bits == 0)
         return qh_pb_fail(m, "data_type", "unsupported data type %lld (%s)", (long long)dtype,
                           qh_onnx_dtype_name(dtype));
 
@@ -278,17 +290,22 @@ static int check_tensor_sizes(const qh_pb_message *m, const tensor_seen *s, size
             return qh_pb_fail(m, "dims", "element count overflows int64");
         numel *= s->dims[i];
     }
-    if (numel > QH_MAX_TENSOR_BYTES / (int64_t)esize)
+    size_t bytes = qmm_dtype_bytes((int32_t)dtype, numel);
+    if (bytes > (size_t)QH_MAX_TENSOR_BYTES)
         return qh_pb_fail(m, "dims", "%lld elements of %s exceed the %lld-byte limit",
                           (long long)numel, qh_onnx_dtype_name(dtype),
                           (long long)QH_MAX_TENSOR_BYTES);
-    size_t bytes = (size_t)numel * esize;
 
     if (s->typed) {
         if (typed_field_for((int32_t)dtype) != s->typed->num)
             return qh_pb_fail(m, s->typed->name, "not valid for data_type %s",
                               qh_onnx_dtype_name(dtype));
-        if (s->typed_count != (uint64_t)numel)
+        if (bits < 8 && s->typed_count != (uint64_t)bytes)
+            return qh_pb_fail(m, s->typed->name,
+                              "%llu values, expected %zu (%lld elements of %s, %u to a value)",
+                              (unsigned long long)s->typed_count, bytes, (long long)numel,
+                              qh_onnx_dtype_name(dtype), 8 / bits);
+        if (bits >= 8 && s->typed_count != (uint64_t)numel)
             return qh_pb_fail(m, s->typed->name, "%llu elements, dims say %lld",
                               (unsigned long long)s->typed_count, (long long)numel);
     }
@@ -339,6 +356,21 @@ static int load_tensor_data(const qh_pb_message *m, const uint8_t *buf, size_t l
         }
     } else if (bytes) {
         memcpy(data, s->raw.data, bytes);
+    }
+    /* a packed type's last byte: the bits past the last element are padding, zero as onnx
+     * writes them (the bytes are compared and hashed whole) */
+    unsigned bits = qmm_dtype_bits((int32_t)s->dtype.v);
+    int64_t numel = 1;
+    for (int32_t i = 0; i < s->rank; i++)
+        numel *= s->dims[i]; /* checked by check_tensor_sizes */
+    int64_t pad = bits < 8 && bytes ? (int64_t)(bytes * 8 / bits) - numel : 0;
+    if (pad > 0 && data[bytes - 1] >> (8 - pad * bits) != 0) {
+        unsigned last = data[bytes - 1];
+        free(data);
+        return qh_pb_fail(m, s->typed ? s->typed->name : "raw_data",
+                          "the last byte 0x%02x sets padding bits past element %lld of %s "
+                          "(they must be zero)",
+                          last, (long long)(numel - 1), qh_onnx_dtype_name(s->dtype.v));
     }
     *data_out = data;
     return 0;

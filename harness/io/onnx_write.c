@@ -17,8 +17,7 @@ int qh_encode_tensor(const qmm_tensor *t, const char *name, uint8_t **out, size_
     const char *what = name && name[0] ? name : "<tensor>";
     *out = NULL;
     *len = 0;
-    size_t esize = qmm_dtype_size(t->dtype);
-    if (esize == 0)
+    if (qmm_dtype_bits(t->dtype) == 0)
         return qh_fail(err, "%s: TensorProto.data_type: cannot encode data type %ld (%s)",
                        what, (long)t->dtype, qh_onnx_dtype_name(t->dtype));
     if (t->rank < 0 || t->rank > QMM_MAX_RANK)
@@ -28,10 +27,10 @@ int qh_encode_tensor(const qmm_tensor *t, const char *name, uint8_t **out, size_
     if (numel < 0)
         return qh_fail(err, "%s: TensorProto.dims: negative or overflowing dimensions",
                        what);
-    if (numel > QH_MAX_TENSOR_BYTES / (int64_t)esize)
+    size_t bytes = qmm_dtype_bytes(t->dtype, numel); /* sub-byte types packed as onnx packs */
+    if (bytes > (size_t)QH_MAX_TENSOR_BYTES)
         return qh_fail(err, "%s: TensorProto.dims: payload exceeds %lld bytes", what,
                        (long long)QH_MAX_TENSOR_BYTES);
-    size_t bytes = (size_t)numel * esize;
     if (bytes && !t->data)
         return qh_fail(err, "%s: TensorProto.raw_data: no data", what);
     if (name && strlen(name) > QH_NAME_MAX - 1)
@@ -45,7 +44,18 @@ int qh_encode_tensor(const qmm_tensor *t, const char *name, uint8_t **out, size_
     qh_pb_put_varint_field(&b, QH_TF_DATA_TYPE, (uint64_t)t->dtype);
     if (name && name[0])
         qh_pb_put_string_field(&b, QH_TF_NAME, name);
-    qh_pb_put_bytes_field(&b, QH_TF_RAW, t->data, bytes);
+    /* a packed type's padding bits past the last element are written zero, as onnx writes
+     * them and the reader requires, whatever the bytes in memory hold there */
+    unsigned bits = qmm_dtype_bits(t->dtype);
+    int64_t pad = bits < 8 && bytes ? (int64_t)(bytes * 8 / bits) - numel : 0;
+    unsigned char last = bytes ? ((const unsigned char *)t->data)[bytes - 1] : 0;
+    qh_pb_put_tag(&b, QH_TF_RAW, QH_PB_LEN);
+    qh_pb_put_varint(&b, (uint64_t)bytes);
+    qh_pb_put_raw(&b, t->data, bytes - (pad > 0));
+    if (pad > 0) {
+        last &= (unsigned char)((1u << (8 - pad * bits)) - 1);
+        qh_pb_put_raw(&b, &last, 1);
+    }
     *out = qh_pb_buf_take(&b, len);
     if (!*out)
         return qh_fail(err, "%s: TensorProto: out of memory", what);

@@ -192,7 +192,6 @@ static int build(const qh_problem *src, qh_problem *dst, const cut *c)
             qh_problem_free(dst);
             return -1;
         }
-        size_t es = qmm_dtype_size(s->dtype);
         int64_t total = qmm_tensor_numel(t);
         for (int64_t o = 0; o < total; o++) {
             int64_t rem = o, off = 0;
@@ -201,7 +200,7 @@ static int build(const qh_problem *src, qh_problem *dst, const cut *c)
                 off += (skip[ax] >= 0 && at >= skip[ax] ? at + 1 : at) * stride[ax];
                 rem /= dims[ax];
             }
-            memcpy(out + (size_t)o * es, (const unsigned char *)s->data + (size_t)off * es, es);
+            qh_tensor_copy_element(t, o, s, off);
         }
         if (drop >= 0) { /* its one index stays: the data is laid out the same without it */
             memmove(&t->dims[drop], &t->dims[drop + 1],
@@ -222,9 +221,8 @@ static int same_problem(const qh_problem *a, const qh_problem *b)
         if (x->dtype != y->dtype || x->rank != y->rank ||
             memcmp(x->dims, y->dims, sizeof x->dims[0] * (size_t)x->rank) != 0)
             return 0;
-        int64_t numel = qmm_tensor_numel(x);
-        if (qmm_tensor_present(x) && numel > 0 &&
-            memcmp(x->data, y->data, (size_t)numel * qmm_dtype_size(x->dtype)) != 0)
+        if (qmm_tensor_present(x) &&
+            memcmp(x->data, y->data, qmm_dtype_bytes(x->dtype, qmm_tensor_numel(x))) != 0)
             return 0;
     }
     return 1;
@@ -417,14 +415,13 @@ static int params_per_tensor(reducer *z)
             const qmm_tensor *s = qh_problem_input_c(&z->r->best, in);
             qmm_tensor *c = qh_problem_input(&cand, in);
             int64_t ones[QMM_MAX_RANK] = {1, 1, 1, 1, 1, 1, 1, 1};
-            size_t es = qmm_dtype_size(s->dtype);
             int64_t from = k & 1 ? n - 1 : 0;
             unsigned char *d = qh_problem_tensor(&cand, c, s->dtype, k < 2 ? 0 : s->rank, ones);
             if (!d) {
                 qh_problem_free(&cand);
                 continue;
             }
-            memcpy(d, (const unsigned char *)s->data + (size_t)from * es, es);
+            qh_tensor_copy_element(c, 0, s, from);
             qh_problem_finish(&cand);
             done = offer(z, &cand);
         }

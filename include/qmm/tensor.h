@@ -34,6 +34,14 @@ typedef enum qmm_dtype {
     QMM_DTYPE_FLOAT8E4M3FNUZ = 18,
     QMM_DTYPE_FLOAT8E5M2 = 19,
     QMM_DTYPE_FLOAT8E5M2FNUZ = 20,
+    /* Sub-byte types, packed as ONNX packs them (qmm_dtype_bits, qmm_dtype_bytes): an element
+     * is not a whole byte, so qmm_dtype_size() is 0 for them and code built against a header
+     * without them sees an unknown dtype, which it must reject. */
+    QMM_DTYPE_UINT4 = 21,
+    QMM_DTYPE_INT4 = 22,
+    QMM_DTYPE_FLOAT4E2M1 = 23,
+    QMM_DTYPE_UINT2 = 25,
+    QMM_DTYPE_INT2 = 26,
 } qmm_dtype;
 
 #define QMM_MAX_RANK 8
@@ -50,10 +58,12 @@ typedef struct qmm_tensor {
     int32_t dtype;               /* a qmm_dtype value */
     int32_t rank;                /* 0 .. QMM_MAX_RANK */
     int64_t dims[QMM_MAX_RANK];  /* dims[0 .. rank-1], each >= 0 */
-    void *data;                  /* little-endian elements, densely packed */
+    void *data;                  /* little-endian elements, densely packed; sub-byte elements
+                                  * packed within bytes (qmm_dtype_bytes) */
 } qmm_tensor;
 
-/* Bytes per element of a dtype, or 0 for a type the operators never carry. */
+/* Bytes per element of a dtype, or 0 for a sub-byte type (qmm_dtype_bits says how many bits)
+ * or a type the operators never carry. To size a tensor's data use qmm_dtype_bytes. */
 static inline size_t qmm_dtype_size(int32_t dtype)
 {
     switch (dtype) {
@@ -83,6 +93,53 @@ static inline size_t qmm_dtype_size(int32_t dtype)
     }
 }
 
+/* Bits per element of a dtype: 8 * qmm_dtype_size() for whole-byte types, 4 for uint4, int4
+ * and float4e2m1, 2 for uint2 and int2, 0 for a type the operators never carry. */
+static inline unsigned qmm_dtype_bits(int32_t dtype)
+{
+    switch (dtype) {
+    case QMM_DTYPE_UINT4:
+    case QMM_DTYPE_INT4:
+    case QMM_DTYPE_FLOAT4E2M1:
+        return 4;
+    case QMM_DTYPE_UINT2:
+    case QMM_DTYPE_INT2:
+        return 2;
+    default:
+        return (unsigned)(8 * qmm_dtype_size(dtype));
+    }
+}
+
+/* Bytes that `numel` elements of `dtype` occupy in qmm_tensor.data: numel * qmm_dtype_size()
+ * for whole-byte types; for sub-byte types ONNX's packing, 8 / bits elements to a byte from the
+ * least significant bits up (int4: element 0 in the low nibble, element 1 in the high one), the
+ * last byte padded with zero bits, so ceil(numel * bits / 8). 0 for numel 0, a negative numel or
+ * a type the operators never carry (qmm_dtype_bits 0); SIZE_MAX when the count does not fit. */
+static inline size_t qmm_dtype_bytes(int32_t dtype, int64_t numel)
+{
+    unsigned bits = qmm_dtype_bits(dtype);
+    if (numel <= 0 || bits == 0)
+        return 0;
+    if (bits < 8) {
+        uint64_t per = 8 / bits, n = (uint64_t)numel;
+        uint64_t b = n / per + (n % per != 0);
+        return b > (uint64_t)SIZE_MAX ? SIZE_MAX : (size_t)b;
+    }
+    size_t es = bits / 8;
+    if ((uint64_t)numel > (uint64_t)(SIZE_MAX / es))
+        return SIZE_MAX;
+    return (size_t)numel * es;
+}
+
+/* Element i of a sub-byte tensor's data (qmm_dtype_bits < 8): its code, the element's bits as
+ * stored (uint4/int4/float4e2m1 0..15, uint2/int2 0..3), not sign-extended. */
+static inline unsigned qmm_packed_code(const void *data, int32_t dtype, int64_t i)
+{
+    unsigned bits = qmm_dtype_bits(dtype), per = 8 / bits;
+    unsigned byte = ((const unsigned char *)data)[(uint64_t)i / per];
+    return (byte >> ((uint64_t)i % per * bits)) & ((1u << bits) - 1);
+}
+
 /* Lower-case type name as ONNX spells it ("uint8", "float16"), "unknown" for other codes. */
 static inline const char *qmm_dtype_name(int32_t dtype)
 {
@@ -106,6 +163,11 @@ static inline const char *qmm_dtype_name(int32_t dtype)
     case QMM_DTYPE_FLOAT8E4M3FNUZ: return "float8e4m3fnuz";
     case QMM_DTYPE_FLOAT8E5M2: return "float8e5m2";
     case QMM_DTYPE_FLOAT8E5M2FNUZ: return "float8e5m2fnuz";
+    case QMM_DTYPE_UINT4: return "uint4";
+    case QMM_DTYPE_INT4: return "int4";
+    case QMM_DTYPE_FLOAT4E2M1: return "float4e2m1";
+    case QMM_DTYPE_UINT2: return "uint2";
+    case QMM_DTYPE_INT2: return "int2";
     default: return "unknown";
     }
 }
