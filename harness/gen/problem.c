@@ -965,7 +965,7 @@ static int random_mnb(qh_problem *p, qh_rng *r, const qh_random_opts *o)
 }
 
 /* DequantizeLinear opset 21..25: x of every modelled integer type (float8 now and then, its
- * zero point 0), scales float/float16/bfloat16, per tensor, per axis or blocked (a short last
+ * zero point 0; a packed int4, uint4, float4e2m1, int2 or uint2 one in four), scales float/float16/bfloat16, per tensor, per axis or blocked (a short last
  * block), output_dtype from opset 23. */
 static int random_dql(qh_problem *p, qh_rng *r, const qh_random_opts *o)
 {
@@ -977,6 +977,12 @@ static int random_dql(qh_problem *p, qh_rng *r, const qh_random_opts *o)
                                    QMM_DTYPE_FLOAT8E4M3FNUZ, QMM_DTYPE_FLOAT8E5M2,
                                    QMM_DTYPE_FLOAT8E5M2FNUZ};
     int32_t xt = xts[qh_rng_chance(r, 1, 6) ? qh_rng_range(r, 5, 8) : qh_rng_range(r, 0, 4)];
+    /* now and then a packed sub-byte x of a type the opset has (docs/semantics.md §9) */
+    static const int32_t packed[5] = {QMM_DTYPE_INT4, QMM_DTYPE_UINT4, QMM_DTYPE_FLOAT4E2M1,
+                                      QMM_DTYPE_INT2, QMM_DTYPE_UINT2};
+    int n_packed = c->opset >= 25 ? 5 : c->opset >= 23 ? 3 : 2;
+    if (qh_rng_chance(r, 1, 4))
+        xt = packed[qh_rng_range(r, 0, n_packed - 1)];
     int32_t st = pick_t1(r);
     int32_t rank = (int32_t)qh_rng_range(r, 1, 3);
     int64_t xd[3], sd[3];
@@ -1013,7 +1019,7 @@ static int random_dql(qh_problem *p, qh_rng *r, const qh_random_opts *o)
             qh_tensor_set_int(&c->x, i, f8_code(r, xt));
     } else {
         fill_bytes(r, &c->x);
-        if (zp)
+        if (zp && xt != QMM_DTYPE_FLOAT4E2M1) /* float4e2m1's zero point stays 0 */
             fill_bytes(r, &c->x_zero_point);
     }
     fill_llm_scales(r, &c->x_scale);
