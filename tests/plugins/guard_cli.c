@@ -37,6 +37,25 @@ Test(guard_cli, a_write_pages_past_y_names_y)
     free(out);
 }
 
+/* A packed int4 x (15 elements, 8 bytes) ends where its guard page starts: read as packed it
+ * is all there; read one byte an element, the read past its 8 bytes is caught and named. */
+Test(guard_cli, a_packed_input_ends_at_its_packed_size)
+{
+    static const char *const modes[2] = {"x_packed", "x_unpacked"};
+    static const char *const want[2] = {"1:FAILED int4_axis0_odd (errors:15 total:15)",
+                                        "1:FAILED int4_axis0_odd (read 1 byte past the end of "
+                                        "input x)"};
+    for (int i = 0; i < 2; i++) {
+        char *out;
+        int rc = qmmcheck(&out, "run --backend '%s:mode=%s' --isolate --timeout 5 "
+                                "tests/dequantizelinear-packed/int4_axis0_odd",
+                          env("QMM_GUARD_PLUGIN"), modes[i]);
+        cr_assert_eq(rc, 1, "exit %d:\n%s", rc, out);
+        cr_assert(strstr(out, want[i]), "want %s in:\n%s", want[i], out);
+        free(out);
+    }
+}
+
 /* What a worker prints is shown line by line, each "    | " and cleaned on its own: a forged
  * case line stays inside the detail, an escape is written out, a long line is cut. */
 Test(guard_cli, worker_output_is_bounded_clean_detail_lines)

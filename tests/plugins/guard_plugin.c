@@ -5,6 +5,10 @@
  *   far_write    writes one byte three pages past the end of y
  *   chatty       prints 5000 bytes (a forged case line, an escape sequence, filler) and
  *                answers INTERNAL
+ * and what its DequantizeLinear does:
+ *   x_packed     reads every byte of x as packed (qmm_dtype_bytes), answers zeros
+ *   x_unpacked   reads x as one byte an element, as a backend that ignores the packing of
+ *                int4/uint4/int2/uint2/float4e2m1 would: past the end of a packed x
  * Every other call is answered with zeros. */
 #include <pthread.h>
 #include <stdio.h>
@@ -52,6 +56,23 @@ static qmm_status_code g_mmi(const qmm_backend *self, const qmm_matmulinteger *c
     return qmm_status_ok(st);
 }
 
+static qmm_status_code g_call(const qmm_backend *self, qmm_call *call, qmm_status *st)
+{
+    if (call->op != QMM_OP_DEQUANTIZELINEAR)
+        return qmm_status_set(st, QMM_UNSUPPORTED, "guard_plugin: DequantizeLinear only");
+    const qmm_dequantizelinear *c = &call->u.dequantizelinear;
+    int64_t n = qmm_tensor_numel(&c->x);
+    size_t read = strcmp(self->impl, "x_unpacked") == 0 ? (size_t)(n > 0 ? n : 0)
+                                                        : qmm_dtype_bytes(c->x.dtype, n);
+    volatile unsigned sum = 0;
+    for (size_t i = 0; i < read; i++)
+        sum += ((const volatile unsigned char *)c->x.data)[i];
+    size_t bytes = qmm_dtype_bytes(c->y.dtype, qmm_tensor_numel(&c->y));
+    if (bytes)
+        memset(c->y.data, 0, bytes);
+    return qmm_status_ok(st);
+}
+
 qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st)
 {
     if (!qmm_backend_abi_check("guard_plugin", harness_abi, st))
@@ -66,6 +87,7 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
         return NULL;
     strcpy(b->impl, options + 5);
     b->matmulinteger = g_mmi;
+    b->call = g_call;
     qmm_status_ok(st);
     return b;
 }
