@@ -6,12 +6,17 @@ per tensor; these put a packed zero point at odd offsets. Deterministic (seed 1)
     .venv/bin/python tests/dequantizelinear-packed/make.py    # rewrites the case folders
 """
 import os
+import sys
 
-import ml_dtypes
-import numpy as np
-from onnx import TensorProto as T
-from onnx import helper, numpy_helper
-from onnx.reference import ReferenceEvaluator
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import qmm_requires  # noqa: E402
+
+qmm_requires.modules("numpy", "onnx")
+
+import numpy as np  # noqa: E402
+from onnx import TensorProto as T  # noqa: E402
+from onnx import helper, numpy_helper  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RANGE = {T.INT4: (-8, 7), T.UINT4: (0, 15), T.INT2: (-2, 1), T.UINT2: (0, 3)}
@@ -23,7 +28,7 @@ def case(name, xt, shape, sshape, axis, block, opset=21, zp=True, sdt=T.FLOAT):
     npt = helper.tensor_dtype_to_np_dtype(xt)
     if xt == T.FLOAT4E2M1:  # every code, -0 included; its zero point must be 0
         codes = rng.integers(0, 16, size=shape)
-        x = np.array([ml_dtypes.float4_e2m1fn(v) for v in FLOAT4])[codes]
+        x = np.array(FLOAT4, dtype=np.float32).astype(npt)[codes]
         z = np.zeros(sshape).astype(npt)
     else:
         lo, hi = RANGE[xt]
