@@ -11,6 +11,7 @@
 #include "harness/gen/edge.h"
 #include "harness/io/onnx_io.h"
 #include "harness/judge/compare.h"
+#include "ops/qmm_ops.h"
 
 TestSuite(edge, .init = make_tmp, .fini = remove_tmp);
 
@@ -204,7 +205,7 @@ Test(edge, every_committed_edge_case_passes_against_the_reference)
     cr_expect(strstr(out, " failed:0 mistrusted:0 skipped:0 unchecked:0 crashed:0 timeout:0 "
                           "error:0 ") != NULL,
               "%s", out);
-    expect_in(out, "SUMMARY: total:650 passed:650 ");
+    expect_in(out, "SUMMARY: total:854 passed:854 ");
     free(out);
 }
 
@@ -216,7 +217,7 @@ Test(edge, list_names_suites_counts_and_tags)
         expect_in(out, qh_edge_suite_at(i)->name);
     expect_in(out, "ties          116 cases  seed 1");
     expect_in(out, "tags: ties, tie, even-zp");
-    expect_in(out, "650 cases");
+    expect_in(out, "854 cases");
     free(out);
     cr_expect_eq(qmmcheck(&out, "export --suite nonsense --out '%s/x'", tmpdir), 2);
     free(out);
@@ -224,6 +225,61 @@ Test(edge, list_names_suites_counts_and_tags)
     free(out);
     cr_expect_eq(qmmcheck(&out, "export --suite ties --out '%s/x' --bogus", tmpdir), 2);
     free(out);
+}
+
+/* The dq-matmul suite's two forms agree: each DequantizeLinear case's y (the weights, [K, N]),
+ * times its fused MatMulNBits cases' A plus their bias, is their stored output. The values are
+ * short (A 3-bit mantissas, weights 11 bits), so the double sum is exact and RN32 of it is R's
+ * rounding. */
+static const qh_edge_case *case_named(const qh_edge_cases *cs, const char *name)
+{
+    for (size_t i = 0; i < cs->count; i++)
+        if (strcmp(cs->items[i].name, name) == 0)
+            return &cs->items[i];
+    return NULL;
+}
+
+Test(edge, dq_matmul_unfused_and_fused_forms_agree)
+{
+    qh_edge_cases cs = {0};
+    qh_error err;
+    const qh_edge_suite *s = qh_edge_suite_find("dq-matmul");
+    cr_assert(s != NULL);
+    cr_assert_eq(qh_edge_build(s, s->seed, &cs, &err), 0, "%s", err.msg);
+    int pairs = 0;
+    for (size_t i = 0; i < cs.count; i++) {
+        const qh_edge_case *dq = &cs.items[i];
+        if (dq->problem.call.op != QMM_OP_DEQUANTIZELINEAR)
+            continue;
+        const char *id = strrchr(dq->name, '/') + 1;
+        for (int level = 0; level <= 4; level += 4) {
+            char name[256];
+            snprintf(name, sizeof name, "matmulnbits/dq-matmul/%s-fused-level%d", id, level);
+            const qh_edge_case *f = case_named(&cs, name);
+            cr_assert(f != NULL, "%s has no %s", dq->name, name);
+            const qmm_matmulnbits *q = &f->problem.call.u.matmulnbits;
+            cr_assert_eq(q->accuracy_level, level);
+            int64_t k_total = q->k, n_cols = q->n, rows = qmm_tensor_numel(&q->a) / q->k;
+            cr_assert_eq(qmm_tensor_numel(&dq->output), k_total * n_cols, "%s", dq->name);
+            for (int64_t r = 0; r < rows; r++)
+                for (int64_t n = 0; n < n_cols; n++) {
+                    double sum = qmm_tensor_present(&q->bias)
+                                     ? qmm_scale_decode(q->bias.dtype, q->bias.data, n)
+                                     : 0.0;
+                    for (int64_t k = 0; k < k_total; k++)
+                        sum += qmm_scale_decode(q->a.dtype, q->a.data, r * k_total + k) *
+                               qmm_scale_decode(dq->output.dtype, dq->output.data,
+                                                k * n_cols + n);
+                    double got = qmm_scale_decode(f->output.dtype, f->output.data,
+                                                  r * n_cols + n);
+                    cr_expect_eq((float)sum, (float)got, "%s [%lld,%lld]: A*y+bias %.9g, fused %.9g",
+                                 name, (long long)r, (long long)n, sum, got);
+                }
+            pairs++;
+        }
+    }
+    cr_expect_geq(pairs, 12, "%d fused cases", pairs);
+    qh_edge_cases_free(&cs);
 }
 
 /* The case writer (harness/io/casedir.h) follows links among the parents the user named, but

@@ -244,6 +244,112 @@ void qh_edge_random_operands_case(qh_edge_builder *x, qmm_op_kind op, const char
     qh_edge_describe(c, "a %s times b %s, batch dims broadcast numpy-style", da, db);
 }
 
+/* ---- MatMulNBits ---- */
+
+static const char *const nbits_zp_names[] = {"absent", "packed", "t1", "empty"};
+
+void qh_edge_nbits_form(const qh_edge_nbits *s, char *buf, size_t size)
+{
+    static const char *const zp_text[] = {"no zero points (2^(bits-1))", "packed zero points",
+                                          "T1 zero points", "an empty zero_points"};
+    snprintf(buf, size, "M=%lld K=%lld N=%lld bits=%d block_size=%d accuracy_level=%d %s, %s%s%s",
+             (long long)s->m, (long long)s->k, (long long)s->n, s->bits, s->block_size, s->level,
+             qmm_dtype_name(s->t1 ? s->t1 : QMM_DTYPE_FLOAT), zp_text[s->zp],
+             s->flat ? " (flat)" : "", s->bias ? ", bias" : "");
+}
+
+double qh_edge_short_signed(qh_edge_builder *x, int e_lo, int e_hi)
+{
+    double v = qh_edge_short_scale(x, e_lo, e_hi);
+    return qh_rng_chance(&x->rng, 1, 2) ? -v : v;
+}
+
+qh_edge_case *qh_edge_nbits_case(qh_edge_builder *x, const qh_edge_nbits *s, const char *fmt,
+                                 ...)
+{
+    char leaf[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(leaf, sizeof leaf, fmt, ap);
+    va_end(ap);
+    qh_edge_case *c = qh_edge_add_case(x, QMM_OP_MATMULNBITS, 1, "%s", leaf);
+    if (!c)
+        return NULL;
+    qmm_matmulnbits *q = &c->problem.call.u.matmulnbits;
+    int32_t t1 = s->t1 ? s->t1 : QMM_DTYPE_FLOAT;
+    int64_t bs = s->block_size, kb = (s->k + bs - 1) / bs, zcols = (kb * s->bits + 7) / 8;
+    q->k = (int32_t)s->k;
+    q->n = (int32_t)s->n;
+    q->bits = s->bits;
+    q->block_size = s->block_size;
+    q->accuracy_level = s->level;
+    int64_t ad[3] = {2, s->m, s->k};
+    int32_t ar = s->a_rank ? s->a_rank : 2;
+    int64_t n = new_tensor(x, c, &q->a, t1, ar, ad + 3 - ar);
+    for (int64_t i = 0; i < n; i++)
+        qh_tensor_set_scale(&q->a, i, qh_edge_short_signed(x, -3, 1));
+    n = new_tensor(x, c, &q->b, QMM_DTYPE_UINT8, DIMS(s->n, kb, bs * s->bits / 8));
+    for (int64_t i = 0; i < n; i++)
+        qh_tensor_set_int(&q->b, i, qh_rng_range(&x->rng, 0, 255));
+    if (s->flat)
+        qh_edge_scale_tensor_random(x, c, &q->scales, t1, DIMS(s->n * kb), -6, -2);
+    else
+        qh_edge_scale_tensor_random(x, c, &q->scales, t1, DIMS(s->n, kb), -6, -2);
+    if (s->zp == QH_NBITS_ZP_PACKED) {
+        n = s->flat ? new_tensor(x, c, &q->zero_points, QMM_DTYPE_UINT8, DIMS(s->n * zcols))
+                    : new_tensor(x, c, &q->zero_points, QMM_DTYPE_UINT8, DIMS(s->n, zcols));
+        for (int64_t i = 0; i < n; i++)
+            qh_tensor_set_int(&q->zero_points, i, qh_rng_range(&x->rng, 0, 255));
+    } else if (s->zp == QH_NBITS_ZP_T1) {
+        n = s->flat ? new_tensor(x, c, &q->zero_points, t1, DIMS(s->n * kb))
+                    : new_tensor(x, c, &q->zero_points, t1, DIMS(s->n, kb));
+        for (int64_t i = 0; i < n; i++) {
+            double z = (double)qh_rng_range(&x->rng, 0, (1 << s->bits) - 1);
+            qh_tensor_set_scale(&q->zero_points, i, qh_rng_chance(&x->rng, 1, 2) ? z + 0.5 : z);
+        }
+    } else if (s->zp == QH_NBITS_ZP_EMPTY) {
+        new_tensor(x, c, &q->zero_points, QMM_DTYPE_UINT8, DIMS(0));
+        c->meta.expect = QMM_INVALID_ARGUMENT;
+        qh_edge_tag(c, "invalid");
+    }
+    if (s->bias) {
+        n = new_tensor(x, c, &q->bias, t1, DIMS(s->n));
+        for (int64_t i = 0; i < n; i++)
+            qh_tensor_set_scale(&q->bias, i, qh_edge_short_signed(x, -2, 2));
+    }
+    char t[48];
+    snprintf(t, sizeof t, "m-%lld", (long long)s->m);
+    qh_edge_tag(c, t);
+    snprintf(t, sizeof t, "zp-%s", nbits_zp_names[s->zp]);
+    qh_edge_tag(c, t);
+    qh_edge_tag(c, s->bias ? "bias" : "no-bias");
+    if (s->k % bs)
+        qh_edge_tag(c, "k-partial-block");
+    if (s->flat)
+        qh_edge_tag(c, "flat-params");
+    return c;
+}
+
+int qh_edge_nbits_code(const qmm_matmulnbits *c, int64_t n, int64_t k)
+{
+    int64_t bs = c->block_size, kb = (c->k + bs - 1) / bs, blob = bs * c->bits / 8;
+    int64_t bit = (k % bs) * c->bits;
+    const uint8_t *b = c->b.data;
+    return (b[(n * kb + k / bs) * blob + bit / 8] >> (bit % 8)) & ((1 << c->bits) - 1);
+}
+
+int qh_edge_nbits_zero_point(const qmm_matmulnbits *c, int64_t n, int64_t j)
+{
+    int64_t bs = c->block_size, kb = (c->k + bs - 1) / bs;
+    if (!qmm_tensor_present(&c->zero_points))
+        return 1 << (c->bits - 1);
+    if (c->zero_points.dtype != QMM_DTYPE_UINT8) /* T1: its value, truncated */
+        return (int)qmm_scale_decode(c->zero_points.dtype, c->zero_points.data, n * kb + j);
+    int64_t bit = j * c->bits, zcols = (kb * c->bits + 7) / 8;
+    const uint8_t *z = c->zero_points.data;
+    return (z[n * zcols + bit / 8] >> (bit % 8)) & ((1 << c->bits) - 1);
+}
+
 /* ---- forms ---- */
 
 /* A parameter in per-tensor form: absent, [] or [1]. */

@@ -95,6 +95,8 @@ void qh_edge_scale_tensor(qh_edge_builder *x, qh_edge_case *c, qmm_tensor *t, in
 /* Every scale `value`. */
 void qh_edge_scale_tensor_filled(qh_edge_builder *x, qh_edge_case *c, qmm_tensor *t,
                                  int32_t dtype, int32_t rank, const int64_t *dims, double value);
+/* qh_edge_short_scale's value with a random sign. */
+double qh_edge_short_signed(qh_edge_builder *x, int e_lo, int e_hi);
 /* Every scale drawn by qh_edge_short_scale(x, e_lo, e_hi). */
 void qh_edge_scale_tensor_random(qh_edge_builder *x, qh_edge_case *c, qmm_tensor *t,
                                  int32_t dtype, int32_t rank, const int64_t *dims, int e_lo,
@@ -137,6 +139,43 @@ void qh_edge_random_params(qh_edge_builder *x, qh_edge_case *c, int32_t scale_ty
 void qh_edge_random_operands_case(qh_edge_builder *x, qmm_op_kind op, const char *name,
                                   int32_t ra, const int64_t *ad, int32_t rb, const int64_t *bd,
                                   qh_edge_shape pa, qh_edge_shape pb, qh_edge_shape py, int idx);
+
+/* ---- MatMulNBits (docs/semantics.md §8) ---- */
+
+/* MatMulNBits' zero-point forms: absent (2^(bits-1)), packed uint8, unpacked T1, and present
+ * but empty (INVALID_ARGUMENT). */
+enum { QH_NBITS_ZP_ABSENT, QH_NBITS_ZP_PACKED, QH_NBITS_ZP_T1, QH_NBITS_ZP_EMPTY };
+
+/* The form of a MatMulNBits case. */
+typedef struct qh_edge_nbits {
+    int64_t m, k, n;
+    int bits, block_size, level;
+    int32_t t1;  /* A's (and scales', bias', T1 zero points', Y's) type; 0: float */
+    int zp;      /* QH_NBITS_ZP_* */
+    int flat;    /* scales and zero points flat: [N·k_blocks], [N·ceil(k_blocks·bits/8)] */
+    int bias;    /* a bias [N] */
+    int a_rank;  /* 0 or 2: A [M, K]; 1: A [K] (m must be 1); 3: A [2, M, K] */
+} qh_edge_nbits;
+
+/* A MatMulNBits case of form `s` named "matmulnbits/<suite>/<printf(fmt, ...)>": A of short
+ * random values (±{1, 1.25, 1.5, 1.75}·2^-3..2^1), B random bytes (the unused tail codes of a
+ * short last block too: a kernel that reads them shows), each block's scale its own short
+ * 2^-6..2^-2, zero points random over the code range (T1 ones half-integers half the time),
+ * the bias short random values. Tagged m-M, its zero-point form (zp-absent, zp-packed, zp-t1,
+ * zp-empty), bias or no-bias, k-partial-block when block_size does not divide K, flat-params;
+ * the empty form expects INVALID_ARGUMENT. The suite then changes what its point needs. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+qh_edge_case *qh_edge_nbits_case(qh_edge_builder *x, const qh_edge_nbits *s, const char *fmt,
+                                 ...);
+/* "M=129 K=37 N=3 bits=4 block_size=16 accuracy_level=0 float, packed zero points, bias": the
+ * form, for descriptions. */
+void qh_edge_nbits_form(const qh_edge_nbits *s, char *buf, size_t size);
+/* Code k of column n of the case's B, and the zero point of block j of column n as an
+ * integer (the default 2^(bits-1) when absent; T1 ones truncated). */
+int qh_edge_nbits_code(const qmm_matmulnbits *c, int64_t n, int64_t k);
+int qh_edge_nbits_zero_point(const qmm_matmulnbits *c, int64_t n, int64_t j);
 
 /* ---- forms ---- */
 

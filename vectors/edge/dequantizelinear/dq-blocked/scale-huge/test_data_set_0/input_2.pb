@@ -1,0 +1,1 @@
+Bx_zero_pointJÔaü¬bì‰n7oÊëı+à
