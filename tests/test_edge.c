@@ -282,6 +282,41 @@ Test(edge, dq_matmul_unfused_and_fused_forms_agree)
     qh_edge_cases_free(&cs);
 }
 
+/* The MatMulNBits suites catch real kernels' bugs: tests/plugins/nbits_orders.c with one bug
+ * put in fails the cases named, and without it passes every case it runs (the float16 and
+ * bfloat16 ones it skips). */
+Test(edge, matmulnbits_suites_catch_deliberate_bugs)
+{
+    static const struct {
+        const char *bug, *caught[2];
+    } bugs[] = {
+        {"floor-blocks", {"nbits-blocks/bits4-block32-level0", "nbits-rows/m2-level4"}},
+        {"zp-default-zero", {"nbits-zero-points/bits4-absent", "nbits-blocks/bits8-block16-level0"}},
+        {"zp-unpacked", {"nbits-zero-points/bits4-packed", "nbits-zero-points/bits2-packed-flat"}},
+        {"drop-last-row", {"nbits-rows/m129-level4", "nbits-rows/m257-level0"}},
+        {"block512-zeros", {"nbits-blocks/bits4-block512-level4", "dq-matmul/u4-bs512-m1-k771-fused-level4"}},
+    };
+    char *out;
+    int rc = qmmcheck(&out, "run --backend '%s:order=sequential' --vectors vectors/edge/matmulnbits",
+                      env("QMM_NBITS_PLUGIN"));
+    cr_expect_eq(rc, 0, "%s", out);
+    expect_in(out, " failed:0 mistrusted:0 ");
+    free(out);
+    for (size_t i = 0; i < sizeof bugs / sizeof bugs[0]; i++) {
+        rc = qmmcheck(&out, "run --backend '%s:order=sequential,bug=%s' "
+                            "--vectors vectors/edge/matmulnbits",
+                      env("QMM_NBITS_PLUGIN"), bugs[i].bug);
+        cr_expect_eq(rc, 1, "%s: %s", bugs[i].bug, out);
+        for (int j = 0; j < 2; j++) {
+            char line[160];
+            snprintf(line, sizeof line, "FAILED %s (", bugs[i].caught[j]);
+            cr_expect(strstr(out, line) != NULL, "bug %s: %s not failed", bugs[i].bug,
+                      bugs[i].caught[j]);
+        }
+        free(out);
+    }
+}
+
 /* The case writer (harness/io/casedir.h) follows links among the parents the user named, but
  * refuses a case directory that is a link, and a path component that is not a directory,
  * naming the path. */
