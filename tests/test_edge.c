@@ -516,6 +516,72 @@ Test(edge, diff_reports_saves_and_replays_a_difference)
     free(out);
 }
 
+/* What `diff --only OP` draws for the float-output operators covers issue 27's edge forms: the
+ * row counts 1, 2, 127, 128, 129, 257 (MatMulNBits, DynamicQuantizeMatMul,
+ * MatMulIntegerToFloat), and for MatMulNBits every block size 16..1024, bits 2/4/8, K not a
+ * multiple of the block, every zero-point form including a present but empty one, bias or
+ * none, levels 0 and 4, float16 T1, scales zero, negative, subnormal and huge. Before: an empty
+ * zero_points was never drawn, nor M above 64 for the two integer-to-float operators. */
+static int64_t rows_of(const qmm_tensor *a)
+{
+    return a->rank >= 2 ? a->dims[a->rank - 2] : 1;
+}
+
+Test(edge, diff_draws_the_llm_operators_edge_forms)
+{
+    static const qmm_op_kind ops[3] = {QMM_OP_MATMULNBITS, QMM_OP_DYNAMICQUANTIZEMATMUL,
+                                       QMM_OP_MATMUL_INTEGER_TO_FLOAT};
+    static const int64_t ms[6] = {1, 2, 127, 128, 129, 257};
+    for (int o = 0; o < 3; o++) {
+        int seen_m[6] = {0}, blocks[7] = {0}, bits[9] = {0}, zp[4] = {0}, partial = 0;
+        int bias[2] = {0}, level[5] = {0}, f16 = 0, sc[4] = {0};
+        for (uint64_t i = 0; i < 3000; i++) {
+            qh_rng r;
+            qh_rng_seed(&r, 1, i);
+            qh_problem p;
+            qh_random_opts ro = {.invalid_per_mille = 20, .float8_per_mille = 300,
+                                 .float_op = ops[o]};
+            cr_assert_eq(qh_problem_random(&p, &r, &ro), 0);
+            const qmm_tensor *a = qh_problem_input_c(&p, 0);
+            for (int j = 0; j < 6; j++)
+                seen_m[j] |= a->rank >= 2 && rows_of(a) == ms[j];
+            if (ops[o] == QMM_OP_MATMULNBITS) {
+                const qmm_matmulnbits *c = &p.call.u.matmulnbits;
+                for (int j = 0; j < 7; j++)
+                    blocks[j] |= c->block_size == 16 << j;
+                if (c->bits >= 0 && c->bits <= 8)
+                    bits[c->bits]++;
+                partial |= c->block_size > 0 && c->k % c->block_size != 0;
+                zp[!qmm_tensor_present(&c->zero_points)              ? 0
+                   : qmm_tensor_numel(&c->zero_points) == 0           ? 3
+                   : c->zero_points.dtype == QMM_DTYPE_UINT8          ? 1
+                                                                      : 2]++;
+                bias[qmm_tensor_present(&c->bias)]++;
+                level[c->accuracy_level]++;
+                f16 |= c->a.dtype == QMM_DTYPE_FLOAT16;
+                for (int64_t j = 0; j < qmm_tensor_numel(&c->scales); j++) {
+                    double v = qmm_scale_decode(c->scales.dtype, c->scales.data, j);
+                    sc[v == 0 ? 0 : v < 0 ? 1 : v < 0x1p-126 ? 2 : v > 0x1p60 ? 3 : 0]++;
+                }
+            }
+            qh_problem_free(&p);
+        }
+        for (int j = 0; j < 6; j++)
+            cr_expect(seen_m[j], "%s: M = %lld never drawn", qmm_op_name(ops[o]),
+                      (long long)ms[j]);
+        if (ops[o] != QMM_OP_MATMULNBITS)
+            continue;
+        for (int j = 0; j < 7; j++)
+            cr_expect(blocks[j], "block_size %d never drawn", 16 << j);
+        cr_expect(bits[2] && bits[4] && bits[8] && partial && f16);
+        for (int j = 0; j < 4; j++)
+            cr_expect(zp[j], "zero-point form %d never drawn", j);
+        for (int j = 0; j < 4; j++)
+            cr_expect(sc[j], "scale kind %d (zero, negative, subnormal, huge) never drawn", j);
+        cr_expect(bias[0] && bias[1] && level[0] && level[4]);
+    }
+}
+
 Test(edge, diff_draws_float8_problems_and_catches_a_float8_mutant)
 {
     /* QLinearMatMul-21 with a float8 a, b or y: a share of every seeded run */

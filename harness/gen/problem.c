@@ -879,8 +879,9 @@ static int32_t pick_t1(qh_rng *r)
 
 /* MatMulNBits: bits 2/4/8, block sizes 16..1024 (mostly small), K often not a multiple of the
  * block, A of rank 1..3 with M from {1, 2, small, 127..129, 257} under the budget, every
- * zero-point form (absent, packed uint8, T1; 2-D or flat), scales 2-D or flat, bias or none,
- * g_idx now and then, accuracy levels 0..4, T1 mostly float. */
+ * zero-point form (absent, packed uint8, T1; 2-D or flat; present but empty among the broken
+ * rules), scales 2-D or flat (now and then 0, negative, subnormal or huge), bias or none, g_idx
+ * now and then, accuracy levels 0..4, T1 mostly float. */
 static int random_mnb(qh_problem *p, qh_rng *r, const qh_random_opts *o)
 {
     qh_problem_init(p, QMM_OP_MATMULNBITS, 1);
@@ -955,9 +956,14 @@ static int random_mnb(qh_problem *p, qh_rng *r, const qh_random_opts *o)
         qh_tensor_set_int(&c->g_idx, i, qh_rng_chance(r, 9, 10) ? i / bs
                                                                 : qh_rng_range(r, 0, kb - 1));
     if (o && qh_rng_range(r, 0, 999) < o->invalid_per_mille) /* a rule broken on purpose */
-        switch (qh_rng_range(r, 0, 2)) {
+        switch (qh_rng_range(r, 0, 3)) {
         case 0: c->bits = 3; break;
         case 1: c->block_size = 48; break;
+        case 2: /* present but empty (OpenVINO 32198 read it as absent) */
+            d[0] = 0;
+            if (!qh_problem_tensor(p, &c->zero_points, QMM_DTYPE_UINT8, 1, d))
+                return -1;
+            break;
         default: c->k = (int32_t)k + 1; break;
         }
     qh_problem_finish(p);
@@ -1027,7 +1033,8 @@ static int random_dql(qh_problem *p, qh_rng *r, const qh_random_opts *o)
     return 0;
 }
 
-/* DynamicQuantizeMatMul and MatMulIntegerToFloat: the matmul shapes of pick_shapes, B int8 or
+/* DynamicQuantizeMatMul and MatMulIntegerToFloat: the matmul shapes of pick_shapes (M now and
+ * then 1, 2, 127, 128, 129 or 257), B int8 or
  * uint8, b_scale per tensor or per column with or without its zero point, a bias or none;
  * DynamicQuantizeMatMul's float A now and then with a constant, a zero or a non-finite element;
  * MatMulIntegerToFloat's T3 float or float16. */
@@ -1039,6 +1046,19 @@ static int random_i2f(qh_problem *p, qh_rng *r, const qh_random_opts *o, int dyn
     a.dtype = dynamic ? QMM_DTYPE_FLOAT : qh_rng_chance(r, 1, 2) ? U8 : S8;
     b.dtype = qh_rng_chance(r, 1, 2) ? U8 : S8;
     pick_shapes(r, o, &a, &b);
+    /* now and then a row count where kernels switch paths (an M = 1 kernel on the last row of
+     * M = 129), when the product stays small */
+    static const int64_t llm_rows[6] = {1, 2, 127, 128, 129, 257};
+    int64_t rows = qh_rng_chance(r, 1, 4) ? llm_rows[qh_rng_range(r, 0, 5)] : 0;
+    if (rows && a.rank >= 2) {
+        int64_t rest = b.rank >= 2 ? b.dims[b.rank - 1] : 1; /* N, then every batch dim */
+        for (int32_t i = 0; i + 2 < a.rank; i++)
+            rest *= a.dims[i];
+        for (int32_t i = 0; i + 2 < b.rank; i++)
+            rest *= b.dims[i];
+        if (rows * rest <= 4096 && rows * rest * a.dims[a.rank - 1] <= (int64_t)1 << 16)
+            a.dims[a.rank - 2] = rows;
+    }
     int32_t ft = dynamic || qh_rng_chance(r, 3, 4) ? QMM_DTYPE_FLOAT : QMM_DTYPE_FLOAT16;
     qmm_tensor *ta = qh_problem_input(p, 0), *tb = qh_problem_input(p, 1);
     if (!qh_problem_tensor(p, ta, a.dtype, a.rank, a.dims) ||
