@@ -317,6 +317,44 @@ Test(edge, matmulnbits_suites_catch_deliberate_bugs)
     }
 }
 
+/* An exported model declares only the attributes its opset defines: DequantizeLinear's
+ * output_dtype exists from opset 23, so an opset-21 node written with output_dtype = 0 was
+ * rejected by onnxruntime ("Unrecognized attribute: output_dtype") and onnx.checker; an optional
+ * attribute at its default is now left out, and a set one is written. */
+static int64_t model_attr(const char *path, const char *name)
+{
+    qh_model *m = calloc(1, sizeof *m);
+    qh_error err;
+    cr_assert(m != NULL);
+    cr_assert_eq(qh_read_model_file(path, m, &err), 0, "%s", err.msg);
+    int64_t v = -1;
+    for (int32_t i = 0; i < m->n_attrs; i++)
+        if (strcmp(m->attrs[i].name, name) == 0)
+            v = m->attrs[i].i;
+    free(m);
+    return v;
+}
+
+Test(edge, exported_models_declare_only_the_attributes_of_their_opset)
+{
+    char *out = qmmcheck_expect(0, "export --suite dq-blocked --out '%s/e'", tmpdir);
+    free(out);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/e/dequantizelinear/dq-blocked/axis0-rank3/model.onnx", tmpdir);
+    cr_expect_eq(model_attr(path, "output_dtype"), -1, "opset 21 wrote output_dtype");
+    cr_expect_eq(model_attr(path, "axis"), 0);
+    cr_expect_eq(model_attr(path, "block_size"), 16);
+    snprintf(path, sizeof path, "%s/e/dequantizelinear/dq-blocked/per-axis/model.onnx", tmpdir);
+    cr_expect_eq(model_attr(path, "axis"), -1, "axis 1 is the default");
+    snprintf(path, sizeof path, "%s/e/dequantizelinear/dq-blocked/output-float16/model.onnx",
+             tmpdir);
+    cr_expect_eq(model_attr(path, "output_dtype"), QMM_DTYPE_FLOAT16);
+    /* and the case loads back as the call it was: it passes against the reference */
+    out = qmmcheck_expect(0, "run -q --backend reference --vectors '%s/e'", tmpdir);
+    expect_in(out, "SUMMARY: total:34 passed:34 ");
+    free(out);
+}
+
 /* The case writer (harness/io/casedir.h) follows links among the parents the user named, but
  * refuses a case directory that is a link, and a path component that is not a directory,
  * naming the path. */

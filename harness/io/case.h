@@ -96,8 +96,10 @@ int qh_call_build_node(const char *op_type, const char *domain, int64_t opset,
 
 /* The other way: the model whose node loads back as `call` (qh_call_build_node's inverse):
  * op_type and domain, the opset imports (another domain's with the ai.onnx opset of its era),
- * the attributes, and the output named as the operator names it, with y's value info (its
- * shape when y_shape_known). Leaves the producer, the graph's name and the inputs alone. */
+ * the attributes (an optional one at its default left out: absent means the default, and an
+ * older opset may not define it), and the output named as the operator names it, with y's
+ * value info (its shape when y_shape_known). Leaves the producer, the graph's name and the
+ * inputs alone. */
 void qh_call_model(const qmm_call *call, const qmm_tensor *y, int y_shape_known, qh_model *m);
 
 /* ---- writing (case_write.c) ---- */

@@ -175,11 +175,18 @@ void qh_call_model(const qmm_call *call, const qmm_tensor *y, int y_shape_known,
         m->opsets[1].version = opset;
         snprintf(m->domain, sizeof m->domain, "%s", d->domain);
     }
-    m->n_attrs = d->n_attrs;
+    /* an optional attribute at its default is left out, as absent means the default: so an
+     * attribute that the node's opset does not define yet (DequantizeLinear's output_dtype
+     * before opset 23, 0 when unset) is never written, which runtimes would reject */
+    m->n_attrs = 0;
     for (int32_t i = 0; i < d->n_attrs; i++) {
-        snprintf(m->attrs[i].name, sizeof m->attrs[i].name, "%s", d->attrs[i].name);
-        m->attrs[i].type = QH_ATTR_INT;
-        m->attrs[i].i = qmm_call_attr_value(call, i);
+        int32_t v = qmm_call_attr_value(call, i);
+        if (!d->attrs[i].required && v == d->attrs[i].def)
+            continue;
+        qh_attr *a = &m->attrs[m->n_attrs++];
+        snprintf(a->name, sizeof a->name, "%s", d->attrs[i].name);
+        a->type = QH_ATTR_INT;
+        a->i = v;
     }
     m->n_outputs = 1;
     snprintf(m->outputs[0], sizeof m->outputs[0], "%s", d->output_name);
