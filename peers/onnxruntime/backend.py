@@ -87,7 +87,10 @@ def b_constant(op):
 
 def build_model(op, attrs, constant=None):
     """One node, its inputs graph inputs of exactly the call's types and shapes (or `constant`,
-    an initializer), its output untyped so that ORT's inference decides its type and shape."""
+    an initializer), its output untyped so that ORT's inference decides its type and shape.
+    DequantizeLinear's output_dtype 0 means unset and is left out: opsets 21 and 22 do not
+    define it, and ORT rejects the model that names it."""
+    attrs = {k: v for k, v in attrs.items() if not (k == "output_dtype" and v == 0)}
     node = helper.make_node(op.op_type, op.input_names, [op.output_name], domain=op.domain,
                             **attrs)
     inputs = [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(dtype), shape)
@@ -151,6 +154,10 @@ def compute(op, attrs, inputs):
     try:
         session, b_name = session_for(op, attrs, inputs)
         feeds = {n: v for n, v in inputs.items() if n != b_name}
+        float8 = [n for n, v in feeds.items() if v.dtype.name.startswith("float8")]
+        if float8:  # ORT's Python API takes no float8 numpy array ("Numpy_type 260 ...")
+            raise qmm_exec.Unsupported("onnxruntime %s CPU: its Python API cannot feed the "
+                                       "float8 input %s" % (ort.__version__, float8[0]))
         return session.run(None, feeds)[0]
     except _ORT_ERRORS as exc:
         answer_error(exc)

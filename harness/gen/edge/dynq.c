@@ -125,11 +125,11 @@ static void suite_dynq(qh_edge_builder *x)
         }
         for (int per_col = 0; per_col <= 1; per_col++) {
             snprintf(name, sizeof name, "batched-b-%s", per_col ? "per-column" : "per-tensor");
-            i2f_case(x, &(i2f_form){dyn, 3, 11, 4, 2, U8, S8, per_col ? 2 : 0, 0, per_col, 1},
+            i2f_case(x, &(i2f_form){dyn, 3, 11, 4, 2, U8, S8, per_col ? 2 : 0, 0, 0, 1},
                      name, NULL,
-                     per_col ? "B [2, K, N] with a per-column b_scale and a bias: each column's "
-                               "scale multiplies its products, not the bias (onnxruntime's "
-                               "fallback multiplies the bias by b_scale too)"
+                     per_col ? "B [2, K, N] with a per-column b_scale (no zero point) and a "
+                               "bias: each column's scale multiplies its products, not the bias "
+                               "(onnxruntime's fallback multiplies the bias by b_scale too)"
                              : "B [2, K, N], per-tensor b_scale, bias");
         }
         const i2f_form base = {dyn, 2, 19, 3, 0, S8, U8, 2, 0, 1, 1};

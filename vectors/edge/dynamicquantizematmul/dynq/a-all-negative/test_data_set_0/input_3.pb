@@ -1,1 +1,1 @@
-Bb_zero_pointJ‚Öa
+Bb_zero_pointJ?a‰

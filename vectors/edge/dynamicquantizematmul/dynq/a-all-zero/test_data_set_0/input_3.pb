@@ -1,1 +1,1 @@
-Bb_zero_pointJ<Õ)
+Bb_zero_pointJ»û

@@ -1,1 +1,1 @@
-Bb_zero_pointJНо)
+Bb_zero_pointJw	·

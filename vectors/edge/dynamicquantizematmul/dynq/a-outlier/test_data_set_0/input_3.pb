@@ -1,1 +1,1 @@
-Bb_zero_pointJw¥
+Bb_zero_pointJšl}

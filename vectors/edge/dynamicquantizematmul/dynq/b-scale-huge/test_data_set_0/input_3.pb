@@ -1,1 +1,1 @@
-Bb_zero_pointJ܎A
+Bb_zero_pointJ(A

@@ -1,1 +1,1 @@
-Bb_zero_pointJý
+Bb_zero_pointJ×m

@@ -1,1 +1,1 @@
-Bb_zero_pointJæŽí
+Bb_zero_pointJNÎy

@@ -1,1 +1,1 @@
-Bb_zero_pointJùÎï
+Bb_zero_pointJ„…!

@@ -1,1 +1,1 @@
-Bb_zero_pointJO
+Bb_zero_pointJ€

@@ -1,1 +1,1 @@
-Ba_zero_pointJê
+Ba_zero_pointJÎ

@@ -1,1 +1,1 @@
-Ba_zero_pointJÅ
+Ba_zero_pointJ;

@@ -1,1 +1,1 @@
-Bb_zero_pointJ¸âÎ
+Bb_zero_pointJr®

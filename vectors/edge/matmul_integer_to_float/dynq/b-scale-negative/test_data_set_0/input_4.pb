@@ -1,1 +1,1 @@
-Bb_zero_pointJvc·
+Bb_zero_pointJ-ž

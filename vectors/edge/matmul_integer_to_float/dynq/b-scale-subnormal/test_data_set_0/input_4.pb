@@ -1,1 +1,1 @@
-Bb_zero_pointJ0bw
+Bb_zero_pointJ÷Œ

@@ -1,1 +1,1 @@
-Bb_zero_pointJ8ÉK
+Bb_zero_pointJoí

@@ -1,1 +1,1 @@
-Bb_zero_pointJ8
+Bb_zero_pointJû

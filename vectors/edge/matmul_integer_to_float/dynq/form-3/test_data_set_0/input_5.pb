@@ -1,1 +1,1 @@
-Bb_zero_pointJ‘Ò\
+Bb_zero_pointJBe¤

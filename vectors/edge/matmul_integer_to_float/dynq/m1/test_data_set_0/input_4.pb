@@ -1,1 +1,1 @@
-Bb_zero_pointJ*L›
+Bb_zero_pointJ"±a

@@ -1,1 +1,1 @@
-Bb_zero_pointJFdm
+Bb_zero_pointJ-2

@@ -1,1 +1,1 @@
-Ba_zero_pointJc
+Ba_zero_pointJØ

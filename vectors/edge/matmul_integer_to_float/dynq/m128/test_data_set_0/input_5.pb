@@ -1,1 +1,1 @@
-Bb_zero_pointJ²bÔ
+Bb_zero_pointJöB

@@ -1,1 +1,2 @@
-Bb_zero_pointJ=è
+Bb_zero_pointJÿ
+ç

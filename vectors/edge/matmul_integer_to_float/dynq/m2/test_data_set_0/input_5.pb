@@ -1,1 +1,1 @@
-Bb_zero_pointJº÷¡
+Bb_zero_pointJ¬ä

@@ -1,1 +1,1 @@
-Ba_zero_pointJ9
+Ba_zero_pointJ.

@@ -1,1 +1,1 @@
-Bb_zero_pointJf§!
+Bb_zero_pointJx4
