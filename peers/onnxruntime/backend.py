@@ -150,14 +150,21 @@ def query(op, attrs):
         answer_error(exc)
 
 
+_UNFED_PACKED = ("int4", "uint4", "int2", "uint2")
+
+
 def compute(op, attrs, inputs):
     try:
         session, b_name = session_for(op, attrs, inputs)
         feeds = {n: v for n, v in inputs.items() if n != b_name}
-        float8 = [n for n, v in feeds.items() if v.dtype.name.startswith("float8")]
-        if float8:  # ORT's Python API takes no float8 numpy array ("Numpy_type 260 ...")
+        # ORT's Python API takes no float8 and no packed int4/uint4/int2/uint2 numpy array
+        # (ml_dtypes; "Numpy_type 260/272 ... can't be converted to MLDataType")
+        unfed = [n for n, v in feeds.items()
+                 if v.dtype.name.startswith("float8") or v.dtype.name in _UNFED_PACKED]
+        if unfed:
             raise qmm_exec.Unsupported("onnxruntime %s CPU: its Python API cannot feed the "
-                                       "float8 input %s" % (ort.__version__, float8[0]))
+                                       "%s input %s" % (ort.__version__,
+                                                        feeds[unfed[0]].dtype.name, unfed[0]))
         return session.run(None, feeds)[0]
     except _ORT_ERRORS as exc:
         answer_error(exc)

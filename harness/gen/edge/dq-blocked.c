@@ -26,6 +26,11 @@ static int64_t x_value(qh_edge_builder *x, int32_t t)
     case QMM_DTYPE_UINT16: return qh_rng_range(&x->rng, 0, 65535);
     case QMM_DTYPE_INT16: return qh_rng_range(&x->rng, -32768, 32767);
     case QMM_DTYPE_INT32: return qh_rng_range(&x->rng, INT32_MIN, INT32_MAX);
+    case QMM_DTYPE_UINT4: return qh_rng_range(&x->rng, 0, 15);
+    case QMM_DTYPE_INT4: return qh_rng_range(&x->rng, -8, 7);
+    case QMM_DTYPE_UINT2: return qh_rng_range(&x->rng, 0, 3);
+    case QMM_DTYPE_INT2: return qh_rng_range(&x->rng, -2, 1);
+    case QMM_DTYPE_FLOAT4E2M1: return qh_rng_range(&x->rng, 0, 15); /* every code is finite */
     default: /* float8: magnitudes 1..0x70 are finite in all four, and so is their negation */
         return qh_rng_range(&x->rng, 1, 0x70) | (qh_rng_chance(&x->rng, 1, 2) ? 0x80 : 0);
     }
@@ -102,6 +107,11 @@ static const char *type_slug(int32_t t)
     case QMM_DTYPE_UINT16: return "u16";
     case QMM_DTYPE_INT16: return "s16";
     case QMM_DTYPE_INT32: return "s32";
+    case QMM_DTYPE_UINT4: return "u4";
+    case QMM_DTYPE_INT4: return "s4";
+    case QMM_DTYPE_UINT2: return "u2";
+    case QMM_DTYPE_INT2: return "s2";
+    case QMM_DTYPE_FLOAT4E2M1: return "f4e2m1";
     default: return qh_edge_type_abbrev(t);
     }
 }
@@ -189,6 +199,26 @@ static void suite_dq_blocked(qh_edge_builder *x)
         qh_tensor_set_int(&c->problem.call.u.dequantizelinear.x, 0, (1 << 24) + (1 << 16) + 1);
         set_scales(c, 1.0, 0.0, 0);
     }
+    /* last, so that the cases above keep their random draws: the packed sub-byte types (two or four to a byte, element 0 in the low bits): 111
+     * elements, so the last byte has padding; zero points packed the same way (float4e2m1:
+     * none, it must be 0), each at the first opset that has the type */
+    static const struct {
+        int32_t t, opset, zp;
+    } packed[5] = {{QMM_DTYPE_UINT4, 21, 1}, {QMM_DTYPE_INT4, 21, 1},
+                   {QMM_DTYPE_FLOAT4E2M1, 23, 0}, {QMM_DTYPE_UINT2, 25, 1},
+                   {QMM_DTYPE_INT2, 25, 1}};
+    for (int i = 0; i < 5; i++) {
+        snprintf(name, sizeof name, "type-%s", type_slug(packed[i].t));
+        dq_case(x, &(dq_form){packed[i].t, 2, {37, 3}, 0, 16, 0, packed[i].zp, 0, packed[i].opset},
+                name, "types",
+                packed[i].zp ? "packed x over its whole range, packed zero points too, an odd "
+                               "element count (padding in the last byte)"
+                             : "every float4e2m1 code (no zero point: it must be 0), an odd "
+                               "element count");
+    }
+    /* per axis along axis 1 with packed int4: the zero points' 3 codes pack into 2 bytes */
+    dq_case(x, &(dq_form){QMM_DTYPE_INT4, 2, {5, 3}, 1, 0, 0, 1, 0, 21}, "per-axis-s4", "types",
+            "int4 per axis: 15 packed codes, 3 packed zero points");
 }
 
 const qh_edge_suite qh_edge_suite_dq_blocked = {
