@@ -66,18 +66,20 @@ CPU_ARGS=()
 PLUGINS_SKIPPED=
 SUFFIX=
 
-# check PEER LABEL SPEC: one peer (under one option set) over its suites with its list.
+# check PEER LABEL SPEC [FILTER LISTS]: one peer (under one option set) over its suites (FILTER,
+# default ^(onnx|edge|peers/PEER)/) with its list (from the folder LISTS, default peers/PEER/xfail).
 check() {
-    local peer=$1 label=$2$SUFFIX spec=$3 list
-    list=peers/$peer/xfail/$LIST_CLASS.txt
-    [ -f "$list" ] || list=peers/$peer/xfail/any.txt
+    local peer=$1 label=$2$SUFFIX spec=$3 filter=${4:-^(onnx|edge|peers/$1)/}
+    local lists=${5:-peers/$1/xfail} list
+    list=$lists/$LIST_CLASS.txt
+    [ -f "$list" ] || list=$lists/any.txt
     if [ ! -f "$list" ]; then
-        echo "SKIPPED $label: no expected-failure list for CPU class $LIST_CLASS (peers/$peer/xfail/)"
+        echo "SKIPPED $label: no expected-failure list for CPU class $LIST_CLASS ($lists/)"
         return
     fi
     local log=$LOGS/$label.txt rc
     "$QMMCHECK" run -q ${CPU_ARGS[@]+"${CPU_ARGS[@]}"} --backend "$spec" --vectors vectors \
-        --filter "^(onnx|edge|peers/$peer)/" \
+        --filter "$filter" \
         --allow-empty --timeout 60 --xfail "$list" --xfail-strict \
         --report "junit:$JUNIT/peers-${label//[^A-Za-z0-9_.-]/-}.xml" >"$log" 2>&1
     rc=$?
@@ -119,13 +121,21 @@ py_peer() {
         for variant in "$@"; do
             check "$peer" "${variant%%|*}" "${variant#*|}"
         done
+        return 0
     fi
+    return 1
 }
 all_peers() {
     plugin_peers
     py_peer onnxruntime onnxruntime \
         "onnxruntime[b=initializer]|exec,b=initializer:$PY peers/onnxruntime/backend.py" \
-        "onnxruntime[b=input]|exec,b=input:$PY peers/onnxruntime/backend.py"
+        "onnxruntime[b=input]|exec,b=input:$PY peers/onnxruntime/backend.py" &&
+        for graph in dq-matmul dq-matmul-unfused; do
+            # MatMulNBits calls run as DequantizeLinear -> MatMul graphs: their suites, their lists
+            check onnxruntime "onnxruntime[graph=$graph]" \
+                "exec,graph=$graph:$PY peers/onnxruntime/backend.py" \
+                "^(edge/matmulnbits|peers/onnxruntime)/" "peers/onnxruntime/xfail/$graph"
+        done
     py_peer onnx-reference onnx.reference \
         "onnx-reference|exec:$PY peers/onnx-reference/backend.py"
 }
