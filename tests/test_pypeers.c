@@ -101,6 +101,27 @@ Test(pypeers, onnxruntime_refuses_an_unknown_option)
     free(out);
 }
 
+/* graph=dq-matmul-unfused runs a MatMulNBits level-0 call as DequantizeLinear -> MatMul, which
+ * has the call's exact value (4-bit with packed zero points, 8-bit, and the peer case that the
+ * fused graph=dq-matmul gets wrong); what that graph cannot express is UNSUPPORTED, saying why. */
+Test(pypeers, onnxruntime_runs_matmulnbits_as_a_dequantizelinear_matmul_graph)
+{
+    char py[512], version[64], spec[1024];
+    python_with("onnxruntime", py, sizeof py, version, sizeof version);
+    snprintf(spec, sizeof spec, "exec,graph=dq-matmul-unfused:%s " ORT, py);
+    expect_all_pass(spec, "vectors/edge/matmulnbits/nbits-rows/m2-level0 "
+                          "vectors/edge/matmulnbits/nbits-zero-points/bits8-packed "
+                          "vectors/peers/onnxruntime/dq-matmul-fused-level4", 3);
+    snprintf(spec, sizeof spec, "exec,graph=dq-matmul:%s " ORT, py);
+    char *out = qmmcheck_expect(0, "run --backend '%s' --allow-empty --vectors "
+                                   "vectors/edge/matmulnbits/nbits-rows/m2-level4 " MI_U8, spec);
+    cr_expect_eq(count_lines_with(out, ":SKIPPED"), 3, "%s", out);
+    expect_in(out, "graph=dq-matmul: the DequantizeLinear -> MatMul graph's value is the "
+                   "accuracy_level 0 call's (got accuracy_level 4)");
+    expect_in(out, "graph=dq-matmul runs MatMulNBits calls only (got MatMulInteger)");
+    free(out);
+}
+
 Test(pypeers, onnxruntime_answers_qorderedmatmul_unsupported_with_its_own_error)
 {
     char py[512], version[64], spec[1024];
