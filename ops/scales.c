@@ -1,5 +1,6 @@
-/* ops/scales.c — exact decoding of tensor elements (scales: float, float16, bfloat16; the
- * 8-bit integer types) and exact rounding and encoding of values into the scale types.
+/* ops/scales.c — exact decoding of tensor elements (scales: float, float16, bfloat16,
+ * DequantizeLinear's float8e8m0; the 8-bit integer types) and exact rounding and encoding of
+ * values into the scale types (not float8e8m0).
  *
  * Everything is decoded from little-endian bytes by hand, so the result does not depend on
  * the host's byte order or on a compiler's half-precision support.
@@ -93,6 +94,8 @@ double qmm_scale_decode(int32_t dtype, const void *data, int64_t index)
         const unsigned char *e = p + 2 * index;
         return decode_ieee((uint32_t)e[0] | (uint32_t)e[1] << 8, 8, 7);
     }
+    case QMM_DTYPE_FLOAT8E8M0: /* an exponent only: 2^(c - 127), 255 NaN */
+        return p[index] == 0xff ? NAN : ldexp(1.0, (int)p[index] - 127);
     default:
         return NAN; /* not a scale type; validation rejects it before anyone asks */
     }

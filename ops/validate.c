@@ -475,10 +475,19 @@ qmm_status_code qmm_validate_dequantizelinear(const qmm_dequantizelinear *c, qmm
         return qmm_status_set(st, QMM_INVALID_ARGUMENT,
                               "x: dtype %s needs opset %d (this node is opset %d)",
                               qmm_dtype_name(c->x.dtype), (int)since, (int)c->opset);
-    if (!qmm_is_scale_type(c->x_scale.dtype))
+    int e8m0 = c->x_scale.dtype == QMM_DTYPE_FLOAT8E8M0;
+    if (!qmm_is_scale_type(c->x_scale.dtype) && !e8m0)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT,
-                              "x_scale: dtype %s is not float, float16 or bfloat16",
+                              "x_scale: dtype %s is not float, float16, bfloat16 or float8e8m0",
                               qmm_dtype_name(c->x_scale.dtype));
+    if (e8m0 && c->opset < 24)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                              "x_scale: dtype float8e8m0 needs opset 24 (this node is opset %d)",
+                              (int)c->opset);
+    if (e8m0 && c->output_dtype == 0)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT,
+                              "output_dtype: must be set when x_scale is float8e8m0 (y would be "
+                              "float8e8m0, not float, float16 or bfloat16)");
     p->y_dtype = c->x_scale.dtype;
     if (c->output_dtype != 0) {
         if (c->opset < 23)

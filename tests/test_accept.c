@@ -596,6 +596,34 @@ Test(accept, dequantizelinear_blocked_along_an_axis_with_a_short_last_block)
     expect_invalid(&c, "x_scale: shape [2,2], expected [2,3]");
 }
 
+Test(accept, dequantizelinear_float8e8m0_scales_are_powers_of_two_and_need_opset_24)
+{
+    /* codes 0, 127, 254, 255: 2^-127, 1, 2^127, NaN; x 3 (uint8), zero point 1: y = 2 * s */
+    uint8_t x[4] = {3, 3, 3, 3}, zp[4] = {1, 1, 1, 1}, s[4] = {0, 127, 254, 255};
+    unsigned char y[4 * 4];
+    qmm_call c;
+    qmm_call_init(&c, QMM_OP_DEQUANTIZELINEAR, 24);
+    qmm_dequantizelinear *d = &c.u.dequantizelinear;
+    d->x = mk(QMM_DTYPE_UINT8, x, 1, 4);
+    d->x_scale = mk(QMM_DTYPE_FLOAT8E8M0, s, 1, 4);
+    d->x_zero_point = mk(QMM_DTYPE_UINT8, zp, 1, 4);
+    d->y = mk(QMM_DTYPE_FLOAT, y, 1, 4);
+    d->axis = 0;
+    d->output_dtype = QMM_DTYPE_FLOAT;
+    qmm_status st;
+    cr_assert_eq(qmm_ref_compute(&c, NULL, NULL, &st), QMM_OK, "%s", st.message);
+    cr_expect_eq(qmm_ref_float_at(QMM_DTYPE_FLOAT, y, 0), ldexp(1, -126)); /* exact */
+    cr_expect_eq(qmm_ref_float_at(QMM_DTYPE_FLOAT, y, 1), 2.0);
+    cr_expect(isinf(qmm_ref_float_at(QMM_DTYPE_FLOAT, y, 2))); /* 2^128 past float's range */
+    cr_expect(isnan(qmm_ref_float_at(QMM_DTYPE_FLOAT, y, 3)));
+    /* y's type cannot be float8e8m0, and the type came with opset 24 */
+    d->output_dtype = 0;
+    expect_invalid(&c, "output_dtype: must be set when x_scale is float8e8m0");
+    d->output_dtype = QMM_DTYPE_FLOAT;
+    d->opset = 23;
+    expect_invalid(&c, "x_scale: dtype float8e8m0 needs opset 24 (this node is opset 23)");
+}
+
 /* ---- the integer product's float epilogue ---- */
 
 Test(accept, matmul_integer_to_float_accepts_the_fused_and_unfused_tails_only)
@@ -633,6 +661,10 @@ Test(accept, matmul_integer_to_float_accepts_the_fused_and_unfused_tails_only)
     /* a_scale per column is not a form: A is quantized per tensor */
     m->a_scale = mk(QMM_DTYPE_FLOAT, sa, 1, 2);
     expect_invalid(&c, "a_scale: must be one element");
+    /* float8e8m0 is DequantizeLinear's scale only: the other operators refuse it */
+    unsigned char e8[1] = {127};
+    m->a_scale = mk(QMM_DTYPE_FLOAT8E8M0, e8, 0);
+    expect_invalid(&c, "a_scale: dtype float8e8m0 is not a T3");
 }
 
 /* ---- the optimized backend: MatMulNBits and the integer-to-float pair are its own

@@ -359,7 +359,8 @@ static const int32_t all_dtypes[] = {
     QMM_DTYPE_INT32, QMM_DTYPE_INT64, QMM_DTYPE_BOOL, QMM_DTYPE_FLOAT16, QMM_DTYPE_DOUBLE,
     QMM_DTYPE_UINT32, QMM_DTYPE_UINT64, QMM_DTYPE_BFLOAT16, QMM_DTYPE_FLOAT8E4M3FN,
     QMM_DTYPE_FLOAT8E4M3FNUZ, QMM_DTYPE_FLOAT8E5M2, QMM_DTYPE_FLOAT8E5M2FNUZ,
-    QMM_DTYPE_UINT4, QMM_DTYPE_INT4, QMM_DTYPE_FLOAT4E2M1, QMM_DTYPE_UINT2, QMM_DTYPE_INT2};
+    QMM_DTYPE_UINT4, QMM_DTYPE_INT4, QMM_DTYPE_FLOAT4E2M1, QMM_DTYPE_UINT2, QMM_DTYPE_INT2,
+    QMM_DTYPE_FLOAT8E8M0};
 #define N_DTYPES (sizeof all_dtypes / sizeof all_dtypes[0])
 
 Test(onnx_roundtrip, every_dtype_and_rank)
@@ -660,8 +661,9 @@ Test(onnx_typed, float16_and_bfloat16_bit_patterns)
 
 Test(onnx_typed, bool_and_float8)
 {
-    int32_t types[] = {QMM_DTYPE_BOOL, QMM_DTYPE_FLOAT8E4M3FN, QMM_DTYPE_FLOAT8E5M2FNUZ};
-    for (int k = 0; k < 3; k++)
+    int32_t types[] = {QMM_DTYPE_BOOL, QMM_DTYPE_FLOAT8E4M3FN, QMM_DTYPE_FLOAT8E5M2FNUZ,
+                       QMM_DTYPE_FLOAT8E8M0};
+    for (int k = 0; k < 4; k++)
         expect_varint_data(types[k], 5, 1, 2, (const uint64_t[]){1, 0});
     qh_pb_buf b;
     qh_pb_buf_init(&b);
@@ -1060,7 +1062,7 @@ Test(onnx_malformed, data_types_and_unsupported_features)
     qh_pb_buf_init(&b);
     qh_pb_put_bytes_field(&b, 9, "", 0);
     expect_tensor_error_buf(&b, "TensorProto.data_type: missing");
-    int64_t bad[] = {0, 8, 14, 15, 24, 27, 28, 999, -1};
+    int64_t bad[] = {0, 8, 14, 15, 27, 28, 999, -1};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         qh_pb_buf_init(&b);
         qh_pb_put_varint_field(&b, 2, (uint64_t)bad[i]);
@@ -1102,7 +1104,8 @@ Test(onnx_packed, byte_counts)
     cr_expect_eq(qmm_dtype_bytes(QMM_DTYPE_INT4, INT64_MAX), (size_t)(INT64_MAX / 2 + 1));
     cr_expect_eq(qmm_dtype_bytes(QMM_DTYPE_INT64, INT64_MAX), SIZE_MAX); /* does not fit */
     cr_expect_eq(qmm_dtype_bytes(QMM_DTYPE_INT4, -1), 0);
-    cr_expect_eq(qmm_dtype_bytes(24, 4), 0); /* float8e8m0: not carried */
+    cr_expect_eq(qmm_dtype_bytes(27, 4), 0); /* no such type */
+    cr_expect_eq(qmm_dtype_bytes(QMM_DTYPE_FLOAT8E8M0, 4), 4); /* one byte each */
     cr_expect_eq(qmm_dtype_bytes(QMM_DTYPE_STRING, 4), 0);
     /* a whole-byte size stays 0 for them: code built against an older header rejects them */
     cr_expect_eq(qmm_dtype_size(QMM_DTYPE_INT4), 0);

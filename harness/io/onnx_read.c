@@ -43,7 +43,7 @@ const char *qh_onnx_dtype_name(int64_t dt)
     case QMM_DTYPE_UINT4: return "UINT4";
     case QMM_DTYPE_INT4: return "INT4";
     case QMM_DTYPE_FLOAT4E2M1: return "FLOAT4E2M1";
-    case 24: return "FLOAT8E8M0";
+    case QMM_DTYPE_FLOAT8E8M0: return "FLOAT8E8M0";
     case QMM_DTYPE_UINT2: return "UINT2";
     case QMM_DTYPE_INT2: return "INT2";
     default: return "unknown";
@@ -263,6 +263,7 @@ static uint32_t typed_field_for(int32_t dtype)
     case QMM_DTYPE_FLOAT8E4M3FNUZ:
     case QMM_DTYPE_FLOAT8E5M2:
     case QMM_DTYPE_FLOAT8E5M2FNUZ:
+    case QMM_DTYPE_FLOAT8E8M0:
     case QMM_DTYPE_UINT4:
     case QMM_DTYPE_INT4:
     case QMM_DTYPE_FLOAT4E2M1:

@@ -40,6 +40,9 @@ typedef enum qmm_dtype {
     QMM_DTYPE_UINT4 = 21,
     QMM_DTYPE_INT4 = 22,
     QMM_DTYPE_FLOAT4E2M1 = 23,
+    /* An exponent only, unsigned, one byte: code c in 0..254 is 2^(c - 127), 255 is NaN. Only
+     * DequantizeLinear's x_scale carries it (opset 24 on). */
+    QMM_DTYPE_FLOAT8E8M0 = 24,
     QMM_DTYPE_UINT2 = 25,
     QMM_DTYPE_INT2 = 26,
 } qmm_dtype;
@@ -74,6 +77,7 @@ static inline size_t qmm_dtype_size(int32_t dtype)
     case QMM_DTYPE_FLOAT8E4M3FNUZ:
     case QMM_DTYPE_FLOAT8E5M2:
     case QMM_DTYPE_FLOAT8E5M2FNUZ:
+    case QMM_DTYPE_FLOAT8E8M0:
         return 1;
     case QMM_DTYPE_UINT16:
     case QMM_DTYPE_INT16:
@@ -166,6 +170,7 @@ static inline const char *qmm_dtype_name(int32_t dtype)
     case QMM_DTYPE_UINT4: return "uint4";
     case QMM_DTYPE_INT4: return "int4";
     case QMM_DTYPE_FLOAT4E2M1: return "float4e2m1";
+    case QMM_DTYPE_FLOAT8E8M0: return "float8e8m0";
     case QMM_DTYPE_UINT2: return "uint2";
     case QMM_DTYPE_INT2: return "int2";
     default: return "unknown";

@@ -1,7 +1,7 @@
 /* harness/gen/edge/dq-blocked.c — the `dq-blocked` edge suite (docs/edge-suites.md):
  * DequantizeLinear blocked along every axis at block sizes 16..1024 with a short last block,
  * per tensor and per axis, every modelled x type, scale types and output_dtype, scales zero,
- * negative, subnormal and huge, float16 overflow. */
+ * negative, subnormal and huge, float16 overflow; float8e8m0 scales (opset 24). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -219,6 +219,36 @@ static void suite_dq_blocked(qh_edge_builder *x)
     /* per axis along axis 1 with packed int4: the zero points' 3 codes pack into 2 bytes */
     dq_case(x, &(dq_form){QMM_DTYPE_INT4, 2, {5, 3}, 1, 0, 0, 1, 0, 21}, "per-axis-s4", "types",
             "int4 per axis: 15 packed codes, 3 packed zero points");
+    /* float8e8m0 scales (opset 24, output_dtype set: y cannot be float8e8m0), after the cases
+     * above for the same reason; the codes are set by hand: the extremes, around 1, NaN */
+    static const struct {
+        int32_t xt, rank, axis, bs, zp, out;
+        int64_t dims[2];
+        const char *name, *what;
+        unsigned char codes[9];
+    } e8[3] = {
+        {QMM_DTYPE_UINT8, 2, 0, 16, 1, QMM_DTYPE_FLOAT, {37, 3}, "scales-e8m0-blocked",
+         "output_dtype float, codes 0 (2^-127: y subnormal), 1, 126..128, 253, 254 (2^127: y "
+         "overflows to inf) and 255 (NaN: y NaN)",
+         {0, 1, 126, 127, 128, 253, 254, 255, 120}},
+        {QMM_DTYPE_INT16, 2, 0, -1, 0, QMM_DTYPE_BFLOAT16, {5, 3}, "scales-e8m0-per-tensor",
+         "output_dtype bfloat16, code 130 (8): int16 x * 8 rounds once to bfloat16",
+         {130}},
+        {QMM_DTYPE_INT8, 2, 1, 0, 1, QMM_DTYPE_FLOAT16, {5, 3}, "scales-e8m0-per-axis",
+         "output_dtype float16, codes 112 (2^-15), 127 (1), 142 (2^15: y past 65504 is inf)",
+         {112, 127, 142}},
+    };
+    for (int i = 0; i < 3; i++) {
+        qh_edge_case *e = dq_case(x, &(dq_form){e8[i].xt, e8[i].rank, {e8[i].dims[0],
+                                                e8[i].dims[1]}, e8[i].axis, e8[i].bs,
+                                                QMM_DTYPE_FLOAT8E8M0, e8[i].zp, e8[i].out, 24},
+                                  e8[i].name, "e8m0", e8[i].what);
+        if (!e)
+            continue;
+        qmm_tensor *t = &e->problem.call.u.dequantizelinear.x_scale;
+        for (int64_t k = 0; k < qmm_tensor_numel(t) && k < 9; k++)
+            ((unsigned char *)t->data)[k] = e8[i].codes[k];
+    }
 }
 
 const qh_edge_suite qh_edge_suite_dq_blocked = {
