@@ -844,3 +844,14 @@ Test(cli, bench_never_reads_above_100_percent_of_peak)
     free(j);
     free(out);
 }
+
+Test(cli, repro_prints_a_float8e8m0_scale_as_its_value)
+{
+    /* code 130 is 2^3; the brief printed the integer reading of a type it did not know: 0 */
+    char *out = qmmcheck_expect(0, "repro --backend reference "
+                                   "'%s/vectors/edge/dequantizelinear/dq-blocked/"
+                                   "scales-e8m0-per-tensor'",
+                                env("QMM_SOURCE_DIR"));
+    cr_expect(strstr(out, "x_scale: float8e8m0 [] = 8\n"), "%s", out);
+    free(out);
+}

@@ -26,7 +26,8 @@ int64_t qh_tensor_int(const qmm_tensor *t, int64_t i)
     case QMM_DTYPE_FLOAT8E4M3FN:
     case QMM_DTYPE_FLOAT8E4M3FNUZ:
     case QMM_DTYPE_FLOAT8E5M2:
-    case QMM_DTYPE_FLOAT8E5M2FNUZ: return p[i]; /* the code: equal codes, equal outputs */
+    case QMM_DTYPE_FLOAT8E5M2FNUZ:
+    case QMM_DTYPE_FLOAT8E8M0: return p[i]; /* the code: equal codes, equal outputs */
     case QMM_DTYPE_FLOAT16:
     case QMM_DTYPE_BFLOAT16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return v; } /* the bits */
     case QMM_DTYPE_FLOAT: { uint32_t v; memcpy(&v, p + 4 * i, 4); return v; }

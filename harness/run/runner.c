@@ -65,8 +65,7 @@ static void sb_tensor_brief(qh_sb *b, const char *name, const qmm_tensor *t)
     if (n >= 1 && n <= 8) {
         qh_sb_puts(b, " =");
         for (int64_t i = 0; i < n; i++) {
-            if (t->dtype == QMM_DTYPE_FLOAT || t->dtype == QMM_DTYPE_FLOAT16 ||
-                t->dtype == QMM_DTYPE_BFLOAT16)
+            if (qmm_is_scale_type(t->dtype) || t->dtype == QMM_DTYPE_FLOAT8E8M0)
                 qh_sb_printf(b, " %.9g", qmm_scale_decode(t->dtype, t->data, i));
             else
                 qh_sb_printf(b, " %lld", (long long)qh_tensor_int(t, i));
