@@ -440,7 +440,7 @@ static int write_json(const char *path, const char *backend, const char *types, 
 #define ROUND_S 0.2
 
 typedef struct mb_backend {
-    char spec[1100];   /* what is opened: a peer's name resolved, threads=T added */
+    char spec[1100];   /* what is opened: the spec given, threads=T added */
     qh_backend qb;
     char name[128];
     char description[QH_CLEAN_LINE_MAX];
@@ -843,13 +843,12 @@ static int multi_run(char **specs, int nb, const char **profiles, int np, int64_
     int opened = 0, rc = 0;
     for (; opened < nb; opened++) {
         mb_backend *b = &be[opened];
-        char resolved[1100];
-        qh_spec_resolve_peer(specs[opened], resolved, sizeof resolved);
-        snprintf(b->spec, sizeof b->spec, "%s", resolved);
-        if (threads && strncmp(resolved, "optimized", 9) == 0 &&
-            (resolved[9] == '\0' || resolved[9] == ':'))
-            snprintf(b->spec, sizeof b->spec, "%s%sthreads=%d", resolved,
-                     resolved[9] ? "," : ":", threads);
+        const char *given = specs[opened];
+        snprintf(b->spec, sizeof b->spec, "%s", given);
+        if (threads && strncmp(given, "optimized", 9) == 0 &&
+            (given[9] == '\0' || given[9] == ':'))
+            snprintf(b->spec, sizeof b->spec, "%s%sthreads=%d", given, given[9] ? "," : ":",
+                     threads);
         qh_error err;
         if (qh_backend_open(b->spec, &b->qb, &err) != 0) {
             fprintf(stderr, "qmmcheck bench: %s\n%s", err.msg, qh_open_printed());
@@ -861,7 +860,7 @@ static int multi_run(char **specs, int nb, const char **profiles, int np, int64_
         b->profile = QH_DEFAULT_PROFILE;
         char spec[QH_CLEAN_LINE_MAX];
         printf("backend %d %s (%s) spec %s\n", opened + 1, b->name, b->description,
-               shown(spec, sizeof spec, b->spec));
+               shown(spec, sizeof spec, b->qb.spec)); /* a peer's name resolved */
     }
     /* --profile B=PROFILE: B is a --backend's text as given, its name or its position */
     for (int k = 0; rc == 0 && k < np; k++) {
