@@ -425,9 +425,9 @@ double qmm_dql_x_value(const qmm_tensor *x, int64_t i)
     const unsigned char *d = x->data;
     switch (x->dtype) {
     case QMM_DTYPE_UINT4:
-    case QMM_DTYPE_UINT2: return qmm_packed_code(d, x->dtype, i);
-    case QMM_DTYPE_INT4: return (double)(((int)qmm_packed_code(d, x->dtype, i) ^ 8) - 8);
-    case QMM_DTYPE_INT2: return (double)(((int)qmm_packed_code(d, x->dtype, i) ^ 2) - 2);
+    case QMM_DTYPE_UINT2:
+    case QMM_DTYPE_INT4:
+    case QMM_DTYPE_INT2: return qmm_packed_int(d, x->dtype, i);
     case QMM_DTYPE_FLOAT4E2M1: return float4e2m1_decode(qmm_packed_code(d, x->dtype, i));
     case QMM_DTYPE_UINT8: return d[i];
     case QMM_DTYPE_INT8: return (double)(int8_t)d[i];

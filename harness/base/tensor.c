@@ -12,11 +12,11 @@ int64_t qh_tensor_int(const qmm_tensor *t, int64_t i)
 {
     const unsigned char *p = (const unsigned char *)t->data;
     switch (t->dtype) {
+    case QMM_DTYPE_FLOAT4E2M1: return qmm_packed_code(p, t->dtype, i);
     case QMM_DTYPE_UINT4:
     case QMM_DTYPE_UINT2:
-    case QMM_DTYPE_FLOAT4E2M1: return qmm_packed_code(p, t->dtype, i);
-    case QMM_DTYPE_INT4: return ((int64_t)qmm_packed_code(p, t->dtype, i) ^ 8) - 8;
-    case QMM_DTYPE_INT2: return ((int64_t)qmm_packed_code(p, t->dtype, i) ^ 2) - 2;
+    case QMM_DTYPE_INT4:
+    case QMM_DTYPE_INT2: return qmm_packed_int(p, t->dtype, i);
     case QMM_DTYPE_UINT8: return p[i];
     case QMM_DTYPE_INT8: return (int8_t)p[i];
     case QMM_DTYPE_UINT16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return v; }

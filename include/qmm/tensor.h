@@ -144,6 +144,15 @@ static inline unsigned qmm_packed_code(const void *data, int32_t dtype, int64_t 
     return (byte >> ((uint64_t)i % per * bits)) & ((1u << bits) - 1);
 }
 
+/* Element i of a packed integer tensor (uint4, int4, uint2, int2) as its value: the code,
+ * sign-extended for int4 (-8..7) and int2 (-2..1). */
+static inline int qmm_packed_int(const void *data, int32_t dtype, int64_t i)
+{
+    int code = (int)qmm_packed_code(data, dtype, i);
+    int sign = dtype == QMM_DTYPE_INT4 ? 8 : dtype == QMM_DTYPE_INT2 ? 2 : 0;
+    return (code ^ sign) - sign;
+}
+
 /* Lower-case type name as ONNX spells it ("uint8", "float16"), "unknown" for other codes. */
 static inline const char *qmm_dtype_name(int32_t dtype)
 {
