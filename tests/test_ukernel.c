@@ -149,6 +149,21 @@ static void check_pack_b(const qmm_opt_variant *v, const problem *p, size_t kgro
     free(own_sum);
 }
 
+/* K groups past K (AMX pads K to a multiple of 16 groups): pack_b fills them with zeros
+ * and reads nothing there (before, the avx512vnni packer AMX shares read 4 rows past B's
+ * end for each such group). */
+static void check_padding_groups(const qmm_opt_variant *v, const problem *p, size_t kgroups)
+{
+    const qmm_opt_layout *L = v->layout;
+    size_t nr = (size_t)L->nr, panels = (p->n + nr - 1) / nr, kpad = kgroups + 2;
+    int8_t *bpack = alloc0(panels * kpad * (size_t)L->kg * nr);
+    int32_t *colsum = alloc0(panels * nr * sizeof(int32_t));
+    v->pack_b(v, p->b, p->n, p->b_signed, p->k, kpad, 0, p->n, bpack, L->colsum ? colsum : NULL);
+    check_pack_b(v, p, kpad, bpack, colsum);
+    free(bpack);
+    free(colsum);
+}
+
 /* The tile kernels: pack with the variant's packers, run `kernel` / `kernel_rows` on every
  * (row group, panel) tile, compare with the layout's portable kernel and the naive sums. */
 static void check_tiles(const qmm_opt_variant *v, const problem *p)
@@ -194,6 +209,7 @@ static void check_tiles(const qmm_opt_variant *v, const problem *p)
         }
     }
     v->task_end();
+    check_padding_groups(v, p, kgroups);
 
     /* the quads layouts' correction terms (opt_internal.h): zap = za (+128 for int8 a);
      * zbp = zb (-128 for uint8 b) for "pairs" and quads, zb (+128 for int8 b) for "unsigned

@@ -325,8 +325,10 @@ void qmm_packb_s8_32c4__avx512vnni(const qmm_opt_variant *var, const uint8_t *b,
         int8_t *o = dst + (j - j0) / NR * pstride;
         packb_acc acc = {{zero, zero, zero, zero}};
         const uint8_t *src = b + j;
+        /* rows left in group t: 4, then k's remainder, then 0 (the padding groups of a
+         * kalign > 1 layout, AMX's, which read nothing) */
         for (size_t t = 0; t < kgroups; t++, o += NR * 4, src += 4 * ldb)
-            packb_group(src, ldb, k - 4 * t < 4 ? k - 4 * t : 4, flip, o, &acc);
+            packb_group(src, ldb, 4 * t >= k ? 0 : k - 4 * t < 4 ? k - 4 * t : 4, flip, o, &acc);
         packb_store(colsum + (j - j0), &acc);
     }
     if (j < j1) {
