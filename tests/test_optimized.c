@@ -472,6 +472,10 @@ Test(differential, blocking_boundaries, .timeout = 600)
         /* small-M paths (direct B and prepacked panels): odd K, 32/16-column tails, wide N;
          * these also draw extreme operands (all 255/-1, all 128/-128, alternating) */
         {1, 4099, 4127}, {2, 9, 95}, {3, 1, 63}, {4, 2049, 97}, {1, 1, 31}, {2, 8, 4096},
+        /* the avx512vnni fused path (M <= 192: B packed by the first row group's kernel):
+         * K past its 8192-value block and odd, whole and partial panels, one K group,
+         * M at 192 and just past it */
+        {40, 8195, 45}, {192, 67, 96}, {193, 67, 33}, {8, 4, 32}, {9, 8192, 64},
     };
     variant v[MAX_VARIANTS];
     int nv = open_variants(v, MAX_VARIANTS);

@@ -69,6 +69,110 @@ static inline __attribute__((always_inline)) void tile(int R, size_t kgroups, co
     }
 }
 
+/* The kernels' shared assembly, as string pieces. Registers: accumulators zmm0-15 (row r:
+ * columns 0-15 in zmm 2r, 16-31 in zmm 2r+1), the K group's B in zmm16-17, row broadcasts
+ * alternating zmm18-19. Operands: %[a] the packed A (advanced by the caller's loop), %[c]
+ * and %[t] the tile and a scratch pointer, %[ldcb] c's row stride in bytes, %[acc] nonzero to
+ * add c's values. */
+#define QMM_ZERO_ACCUMULATORS \
+        "vpxord %%zmm0, %%zmm0, %%zmm0\n\t" \
+        "vpxord %%zmm1, %%zmm1, %%zmm1\n\t" \
+        "vpxord %%zmm2, %%zmm2, %%zmm2\n\t" \
+        "vpxord %%zmm3, %%zmm3, %%zmm3\n\t" \
+        "vpxord %%zmm4, %%zmm4, %%zmm4\n\t" \
+        "vpxord %%zmm5, %%zmm5, %%zmm5\n\t" \
+        "vpxord %%zmm6, %%zmm6, %%zmm6\n\t" \
+        "vpxord %%zmm7, %%zmm7, %%zmm7\n\t" \
+        "vpxord %%zmm8, %%zmm8, %%zmm8\n\t" \
+        "vpxord %%zmm9, %%zmm9, %%zmm9\n\t" \
+        "vpxord %%zmm10, %%zmm10, %%zmm10\n\t" \
+        "vpxord %%zmm11, %%zmm11, %%zmm11\n\t" \
+        "vpxord %%zmm12, %%zmm12, %%zmm12\n\t" \
+        "vpxord %%zmm13, %%zmm13, %%zmm13\n\t" \
+        "vpxord %%zmm14, %%zmm14, %%zmm14\n\t" \
+        "vpxord %%zmm15, %%zmm15, %%zmm15\n\t"
+/* one K group: the 16 vpdpbusd of the tile on B in zmm16-17 */
+#define QMM_GROUP_PRODUCTS \
+        "vpbroadcastd 0(%[a]), %%zmm18\n\t" \
+        "vpdpbusd %%zmm16, %%zmm18, %%zmm0\n\t" \
+        "vpdpbusd %%zmm17, %%zmm18, %%zmm1\n\t" \
+        "vpbroadcastd 4(%[a]), %%zmm19\n\t" \
+        "vpdpbusd %%zmm16, %%zmm19, %%zmm2\n\t" \
+        "vpdpbusd %%zmm17, %%zmm19, %%zmm3\n\t" \
+        "vpbroadcastd 8(%[a]), %%zmm18\n\t" \
+        "vpdpbusd %%zmm16, %%zmm18, %%zmm4\n\t" \
+        "vpdpbusd %%zmm17, %%zmm18, %%zmm5\n\t" \
+        "vpbroadcastd 12(%[a]), %%zmm19\n\t" \
+        "vpdpbusd %%zmm16, %%zmm19, %%zmm6\n\t" \
+        "vpdpbusd %%zmm17, %%zmm19, %%zmm7\n\t" \
+        "vpbroadcastd 16(%[a]), %%zmm18\n\t" \
+        "vpdpbusd %%zmm16, %%zmm18, %%zmm8\n\t" \
+        "vpdpbusd %%zmm17, %%zmm18, %%zmm9\n\t" \
+        "vpbroadcastd 20(%[a]), %%zmm19\n\t" \
+        "vpdpbusd %%zmm16, %%zmm19, %%zmm10\n\t" \
+        "vpdpbusd %%zmm17, %%zmm19, %%zmm11\n\t" \
+        "vpbroadcastd 24(%[a]), %%zmm18\n\t" \
+        "vpdpbusd %%zmm16, %%zmm18, %%zmm12\n\t" \
+        "vpdpbusd %%zmm17, %%zmm18, %%zmm13\n\t" \
+        "vpbroadcastd 28(%[a]), %%zmm19\n\t" \
+        "vpdpbusd %%zmm16, %%zmm19, %%zmm14\n\t" \
+        "vpdpbusd %%zmm17, %%zmm19, %%zmm15\n\t"
+/* the tile to c (added to it when %[acc] is nonzero) */
+#define QMM_STORE_TILE \
+        "test %[acc], %[acc]\n\t" \
+        "jz 3f\n\t" \
+        "mov %[c], %[t]\n\t" \
+        "vpaddd (%[t]), %%zmm0, %%zmm0\n\t" \
+        "vpaddd 64(%[t]), %%zmm1, %%zmm1\n\t" \
+        "add %[ldcb], %[t]\n\t" \
+        "vpaddd (%[t]), %%zmm2, %%zmm2\n\t" \
+        "vpaddd 64(%[t]), %%zmm3, %%zmm3\n\t" \
+        "add %[ldcb], %[t]\n\t" \
+        "vpaddd (%[t]), %%zmm4, %%zmm4\n\t" \
+        "vpaddd 64(%[t]), %%zmm5, %%zmm5\n\t" \
+        "add %[ldcb], %[t]\n\t" \
+        "vpaddd (%[t]), %%zmm6, %%zmm6\n\t" \
+        "vpaddd 64(%[t]), %%zmm7, %%zmm7\n\t" \
+        "add %[ldcb], %[t]\n\t" \
+        "vpaddd (%[t]), %%zmm8, %%zmm8\n\t" \
+        "vpaddd 64(%[t]), %%zmm9, %%zmm9\n\t" \
+        "add %[ldcb], %[t]\n\t" \
+        "vpaddd (%[t]), %%zmm10, %%zmm10\n\t" \
+        "vpaddd 64(%[t]), %%zmm11, %%zmm11\n\t" \
+        "add %[ldcb], %[t]\n\t" \
+        "vpaddd (%[t]), %%zmm12, %%zmm12\n\t" \
+        "vpaddd 64(%[t]), %%zmm13, %%zmm13\n\t" \
+        "add %[ldcb], %[t]\n\t" \
+        "vpaddd (%[t]), %%zmm14, %%zmm14\n\t" \
+        "vpaddd 64(%[t]), %%zmm15, %%zmm15\n\t" \
+        "3:\n\t" \
+        "vmovdqu64 %%zmm0, (%[c])\n\t" \
+        "vmovdqu64 %%zmm1, 64(%[c])\n\t" \
+        "add %[ldcb], %[c]\n\t" \
+        "vmovdqu64 %%zmm2, (%[c])\n\t" \
+        "vmovdqu64 %%zmm3, 64(%[c])\n\t" \
+        "add %[ldcb], %[c]\n\t" \
+        "vmovdqu64 %%zmm4, (%[c])\n\t" \
+        "vmovdqu64 %%zmm5, 64(%[c])\n\t" \
+        "add %[ldcb], %[c]\n\t" \
+        "vmovdqu64 %%zmm6, (%[c])\n\t" \
+        "vmovdqu64 %%zmm7, 64(%[c])\n\t" \
+        "add %[ldcb], %[c]\n\t" \
+        "vmovdqu64 %%zmm8, (%[c])\n\t" \
+        "vmovdqu64 %%zmm9, 64(%[c])\n\t" \
+        "add %[ldcb], %[c]\n\t" \
+        "vmovdqu64 %%zmm10, (%[c])\n\t" \
+        "vmovdqu64 %%zmm11, 64(%[c])\n\t" \
+        "add %[ldcb], %[c]\n\t" \
+        "vmovdqu64 %%zmm12, (%[c])\n\t" \
+        "vmovdqu64 %%zmm13, 64(%[c])\n\t" \
+        "add %[ldcb], %[c]\n\t" \
+        "vmovdqu64 %%zmm14, (%[c])\n\t" \
+        "vmovdqu64 %%zmm15, 64(%[c])\n\t"
+#define QMM_ACCUMULATOR_CLOBBERS                                                                \
+    "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",   \
+        "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19"
+
 qmm_opt_kernel_ft qmm_gemm_u8s8_8x32c4__avx512vnni; /* kernels.c */
 void qmm_gemm_u8s8_8x32c4__avx512vnni(size_t rows, size_t kgroups, const int32_t *a,
                                       const int8_t *b, int32_t *c, size_t ldc, int accumulate)
@@ -76,116 +180,112 @@ void qmm_gemm_u8s8_8x32c4__avx512vnni(size_t rows, size_t kgroups, const int32_t
     (void)rows; /* MR: partial groups take qmm_gemm_u8s8_rx32c4__avx512vnni */
     /* Assembly, as for the AVX2 kernel: GCC keeps the 16 accumulators of tile() in
      * registers but copies them around the loop (30 register moves per 16 vpdpbusd, enough
-     * to make the loop front-end bound). Registers: accumulators zmm0-15 (row r: columns
-     * 0-15 in zmm 2r, 16-31 in zmm 2r+1), B zmm16-17, row broadcasts alternating zmm18-19. */
+     * to make the loop front-end bound). */
     size_t kt = kgroups, ldcb = ldc * sizeof(int32_t);
     int32_t *cp = c, *t;
     long acc = accumulate;
     __asm__ volatile(
-        "vpxord %%zmm0, %%zmm0, %%zmm0\n\t"
-        "vpxord %%zmm1, %%zmm1, %%zmm1\n\t"
-        "vpxord %%zmm2, %%zmm2, %%zmm2\n\t"
-        "vpxord %%zmm3, %%zmm3, %%zmm3\n\t"
-        "vpxord %%zmm4, %%zmm4, %%zmm4\n\t"
-        "vpxord %%zmm5, %%zmm5, %%zmm5\n\t"
-        "vpxord %%zmm6, %%zmm6, %%zmm6\n\t"
-        "vpxord %%zmm7, %%zmm7, %%zmm7\n\t"
-        "vpxord %%zmm8, %%zmm8, %%zmm8\n\t"
-        "vpxord %%zmm9, %%zmm9, %%zmm9\n\t"
-        "vpxord %%zmm10, %%zmm10, %%zmm10\n\t"
-        "vpxord %%zmm11, %%zmm11, %%zmm11\n\t"
-        "vpxord %%zmm12, %%zmm12, %%zmm12\n\t"
-        "vpxord %%zmm13, %%zmm13, %%zmm13\n\t"
-        "vpxord %%zmm14, %%zmm14, %%zmm14\n\t"
-        "vpxord %%zmm15, %%zmm15, %%zmm15\n\t"
+        QMM_ZERO_ACCUMULATORS
         "test %[k], %[k]\n\t"
         "jz 2f\n\t"
         ".p2align 5\n"
         "1:\n\t"
         "vmovdqu64 (%[b]), %%zmm16\n\t"
         "vmovdqu64 64(%[b]), %%zmm17\n\t"
-        "vpbroadcastd 0(%[a]), %%zmm18\n\t"
-        "vpdpbusd %%zmm16, %%zmm18, %%zmm0\n\t"
-        "vpdpbusd %%zmm17, %%zmm18, %%zmm1\n\t"
-        "vpbroadcastd 4(%[a]), %%zmm19\n\t"
-        "vpdpbusd %%zmm16, %%zmm19, %%zmm2\n\t"
-        "vpdpbusd %%zmm17, %%zmm19, %%zmm3\n\t"
-        "vpbroadcastd 8(%[a]), %%zmm18\n\t"
-        "vpdpbusd %%zmm16, %%zmm18, %%zmm4\n\t"
-        "vpdpbusd %%zmm17, %%zmm18, %%zmm5\n\t"
-        "vpbroadcastd 12(%[a]), %%zmm19\n\t"
-        "vpdpbusd %%zmm16, %%zmm19, %%zmm6\n\t"
-        "vpdpbusd %%zmm17, %%zmm19, %%zmm7\n\t"
-        "vpbroadcastd 16(%[a]), %%zmm18\n\t"
-        "vpdpbusd %%zmm16, %%zmm18, %%zmm8\n\t"
-        "vpdpbusd %%zmm17, %%zmm18, %%zmm9\n\t"
-        "vpbroadcastd 20(%[a]), %%zmm19\n\t"
-        "vpdpbusd %%zmm16, %%zmm19, %%zmm10\n\t"
-        "vpdpbusd %%zmm17, %%zmm19, %%zmm11\n\t"
-        "vpbroadcastd 24(%[a]), %%zmm18\n\t"
-        "vpdpbusd %%zmm16, %%zmm18, %%zmm12\n\t"
-        "vpdpbusd %%zmm17, %%zmm18, %%zmm13\n\t"
-        "vpbroadcastd 28(%[a]), %%zmm19\n\t"
-        "vpdpbusd %%zmm16, %%zmm19, %%zmm14\n\t"
-        "vpdpbusd %%zmm17, %%zmm19, %%zmm15\n\t"
+        QMM_GROUP_PRODUCTS
         "add $32, %[a]\n\t"
         "add $128, %[b]\n\t"
         "dec %[k]\n\t"
         "jnz 1b\n"
         "2:\n\t"
-        "test %[acc], %[acc]\n\t"
-        "jz 3f\n\t"
-        "mov %[c], %[t]\n\t"
-        "vpaddd (%[t]), %%zmm0, %%zmm0\n\t"
-        "vpaddd 64(%[t]), %%zmm1, %%zmm1\n\t"
-        "add %[ldcb], %[t]\n\t"
-        "vpaddd (%[t]), %%zmm2, %%zmm2\n\t"
-        "vpaddd 64(%[t]), %%zmm3, %%zmm3\n\t"
-        "add %[ldcb], %[t]\n\t"
-        "vpaddd (%[t]), %%zmm4, %%zmm4\n\t"
-        "vpaddd 64(%[t]), %%zmm5, %%zmm5\n\t"
-        "add %[ldcb], %[t]\n\t"
-        "vpaddd (%[t]), %%zmm6, %%zmm6\n\t"
-        "vpaddd 64(%[t]), %%zmm7, %%zmm7\n\t"
-        "add %[ldcb], %[t]\n\t"
-        "vpaddd (%[t]), %%zmm8, %%zmm8\n\t"
-        "vpaddd 64(%[t]), %%zmm9, %%zmm9\n\t"
-        "add %[ldcb], %[t]\n\t"
-        "vpaddd (%[t]), %%zmm10, %%zmm10\n\t"
-        "vpaddd 64(%[t]), %%zmm11, %%zmm11\n\t"
-        "add %[ldcb], %[t]\n\t"
-        "vpaddd (%[t]), %%zmm12, %%zmm12\n\t"
-        "vpaddd 64(%[t]), %%zmm13, %%zmm13\n\t"
-        "add %[ldcb], %[t]\n\t"
-        "vpaddd (%[t]), %%zmm14, %%zmm14\n\t"
-        "vpaddd 64(%[t]), %%zmm15, %%zmm15\n\t"
-        "3:\n\t"
-        "vmovdqu64 %%zmm0, (%[c])\n\t"
-        "vmovdqu64 %%zmm1, 64(%[c])\n\t"
-        "add %[ldcb], %[c]\n\t"
-        "vmovdqu64 %%zmm2, (%[c])\n\t"
-        "vmovdqu64 %%zmm3, 64(%[c])\n\t"
-        "add %[ldcb], %[c]\n\t"
-        "vmovdqu64 %%zmm4, (%[c])\n\t"
-        "vmovdqu64 %%zmm5, 64(%[c])\n\t"
-        "add %[ldcb], %[c]\n\t"
-        "vmovdqu64 %%zmm6, (%[c])\n\t"
-        "vmovdqu64 %%zmm7, 64(%[c])\n\t"
-        "add %[ldcb], %[c]\n\t"
-        "vmovdqu64 %%zmm8, (%[c])\n\t"
-        "vmovdqu64 %%zmm9, 64(%[c])\n\t"
-        "add %[ldcb], %[c]\n\t"
-        "vmovdqu64 %%zmm10, (%[c])\n\t"
-        "vmovdqu64 %%zmm11, 64(%[c])\n\t"
-        "add %[ldcb], %[c]\n\t"
-        "vmovdqu64 %%zmm12, (%[c])\n\t"
-        "vmovdqu64 %%zmm13, 64(%[c])\n\t"
-        "add %[ldcb], %[c]\n\t"
-        "vmovdqu64 %%zmm14, (%[c])\n\t"
-        "vmovdqu64 %%zmm15, 64(%[c])\n\t"
+        QMM_STORE_TILE
         : [a] "+r"(a), [b] "+r"(b), [k] "+r"(kt), [c] "+r"(cp), [t] "=&r"(t)
         : [ldcb] "r"(ldcb), [acc] "r"(acc)
-        : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19");
+        : "memory", "cc", QMM_ACCUMULATOR_CLOBBERS);
+}
+
+/* vpermi2b indices: byte 4c + q of B's register h (columns 16h..16h+15) is row q's byte of
+ * column 16h + c, where the rows sit as r0|r1 (table bytes 0-63) and r2|r3 (64-127) */
+static const uint8_t pack_index[2][64] = {
+#define QMM_QUAD(h, c) 16 * (h) + (c), 32 + 16 * (h) + (c), 64 + 16 * (h) + (c), 96 + 16 * (h) + (c)
+#define QMM_HALF(h)                                                                             \
+    {QMM_QUAD(h, 0),  QMM_QUAD(h, 1),  QMM_QUAD(h, 2),  QMM_QUAD(h, 3),  QMM_QUAD(h, 4),       \
+     QMM_QUAD(h, 5),  QMM_QUAD(h, 6),  QMM_QUAD(h, 7),  QMM_QUAD(h, 8),  QMM_QUAD(h, 9),       \
+     QMM_QUAD(h, 10), QMM_QUAD(h, 11), QMM_QUAD(h, 12), QMM_QUAD(h, 13), QMM_QUAD(h, 14),      \
+     QMM_QUAD(h, 15)}
+    QMM_HALF(0), QMM_HALF(1)
+#undef QMM_HALF
+#undef QMM_QUAD
+};
+
+qmm_opt_kernel_pack_ft qmm_gemm_pack_u8s8_8x32c4__avx512vnni; /* kernels.c */
+void qmm_gemm_pack_u8s8_8x32c4__avx512vnni(size_t kgroups, const int32_t *a, const uint8_t *braw,
+                                           size_t ldb, int b_signed, int8_t *bpack,
+                                           int32_t *colsum, int32_t *c, size_t ldc,
+                                           int accumulate)
+{
+    /* Each K group forms B's two registers from four rows of 32 bytes in registers, the
+     * byte order of qmm_packb_s8_32c4__avx512vnni: rows r0|r2 and r1|r3 in two zmm, byte
+     * unpacks pair rows 0,1 (low half) and 2,3 (high half) per 128-bit lane, two lane
+     * shuffles put lo01|hi01 and lo23|hi23 side by side, word unpacks make the column quads
+     * [e0|e2] and [e1|e3], and vpermi2q orders their lanes as the panel's. The shuffles run
+     * on the vector pipes that vpdpbusd leaves idle (Zen 4: FP1/FP2 beside the multiply pipes
+     * FP0/FP3); vpdpbusd with an all-ones operand adds the column sums. Registers beyond the
+     * kernel's: zmm20-23 the rows and their unpacks, zmm24-25 the indices, zmm26 ones,
+     * zmm27-28 the column sums, zmm29 the sign flip of a uint8 B. */
+    size_t kt = kgroups, ldcb = ldc * sizeof(int32_t), ldb3 = 3 * ldb;
+    int32_t *cp = c, *t;
+    long acc = accumulate;
+    const uint8_t *s = braw;
+    int8_t *o = bpack;
+    const int32_t flip = b_signed ? 0 : (int32_t)0x80808080u, one = 0x01010101;
+    __asm__ volatile(
+        QMM_ZERO_ACCUMULATORS
+        "vpxord %%zmm27, %%zmm27, %%zmm27\n\t"
+        "vpxord %%zmm28, %%zmm28, %%zmm28\n\t"
+        "vmovdqu64 %[idx0], %%zmm24\n\t"
+        "vmovdqu64 %[idx1], %%zmm25\n\t"
+        "vpbroadcastd %[one], %%zmm26\n\t"
+        "vpbroadcastd %[flip], %%zmm29\n\t"
+        "test %[k], %[k]\n\t"
+        "jz 2f\n\t"
+        ".p2align 5\n"
+        "1:\n\t"
+        "vmovdqu64 (%[s]), %%ymm20\n\t"
+        "vinserti64x4 $1, (%[s],%[ldb]), %%zmm20, %%zmm20\n\t"
+        "vmovdqu64 (%[s],%[ldb],2), %%ymm21\n\t"
+        "vinserti64x4 $1, (%[s],%[ldb3]), %%zmm21, %%zmm21\n\t"
+        "vpxorq %%zmm29, %%zmm20, %%zmm20\n\t"
+        "vpxorq %%zmm29, %%zmm21, %%zmm21\n\t"
+        "vmovdqa64 %%zmm24, %%zmm16\n\t"
+        "vpermi2b %%zmm21, %%zmm20, %%zmm16\n\t"
+        "vmovdqa64 %%zmm25, %%zmm17\n\t"
+        "vpermi2b %%zmm21, %%zmm20, %%zmm17\n\t"
+        "vmovdqu64 %%zmm16, (%[o])\n\t"
+        "vmovdqu64 %%zmm17, 64(%[o])\n\t"
+        "vpdpbusd %%zmm16, %%zmm26, %%zmm27\n\t"
+        "vpdpbusd %%zmm17, %%zmm26, %%zmm28\n\t"
+        QMM_GROUP_PRODUCTS
+        "add $32, %[a]\n\t"
+        "add $128, %[o]\n\t"
+        "lea (%[s],%[ldb],4), %[s]\n\t"
+        "dec %[k]\n\t"
+        "jnz 1b\n"
+        "2:\n\t"
+        "test %[acc], %[acc]\n\t"
+        "jz 4f\n\t"
+        "vpaddd (%[cs]), %%zmm27, %%zmm27\n\t"
+        "vpaddd 64(%[cs]), %%zmm28, %%zmm28\n\t"
+        "4:\n\t"
+        "vmovdqu64 %%zmm27, (%[cs])\n\t"
+        "vmovdqu64 %%zmm28, 64(%[cs])\n\t"
+        QMM_STORE_TILE
+        : [a] "+r"(a), [s] "+r"(s), [o] "+r"(o), [k] "+r"(kt), [c] "+r"(cp), [t] "=&r"(t)
+        : [ldcb] "r"(ldcb), [acc] "r"(acc), [ldb] "r"(ldb), [ldb3] "r"(ldb3),
+          [cs] "r"(colsum), [idx0] "m"(pack_index[0]), [idx1] "m"(pack_index[1]),
+          [one] "m"(one), [flip] "m"(flip)
+        : "memory", "cc", QMM_ACCUMULATOR_CLOBBERS, "xmm20", "xmm21", "xmm22", "xmm23", "xmm24",
+          "xmm25", "xmm26", "xmm27", "xmm28", "xmm29");
 }
 
 /* Partial groups (the last rows of M, and M < 8 with a prepacked B: a gemv streams B once

@@ -78,6 +78,8 @@ typedef struct job {
     int a_signed, b_signed;
     int direct;                   /* small-M path on unpacked B */
     int smallp;                   /* small-M path on a prepacked "pairs" B */
+    int fused;                    /* B is packed by the compute tasks' first row group
+                                     (the variant's kernel_pack): see plan_tasks */
     int mr, nr, kg;
     size_t m, k, n, batch;
     size_t kgroups, kp, mpad, npad;
@@ -434,6 +436,75 @@ static void compute_small_packed(const job *J, worker_scratch *w, const task_blo
     }
 }
 
+/* Asks for the lines of y that the epilogue will write for rows [i0, i0 + rows) x columns
+ * [j0, j0 + nc) of batch bi, for writing, while the tile's last K block computes: a y larger
+ * than the caches otherwise costs the epilogue a miss per line, its stores waiting for
+ * each line's read (at 2048^3 on a Zen 4 the requantization's stores were 5.4% of the
+ * samples, perf record). */
+/* Groups [g0, g1) of B's panel p (matrix bmat) packed into its place in J->bpack_own, and
+ * their column sums stored in (add: added to) the panel's colsum, by the variant's packer. */
+static void pack_groups(const job *J, size_t bmat, size_t p, size_t g0, size_t g1, int add)
+{
+    size_t nr = (size_t)J->nr, j0 = p * nr, j1 = j0 + nr < J->n ? j0 + nr : J->n;
+    int8_t *panel = J->bpack_own + bmat * J->kp * J->npad + p * J->kp * nr;
+    int32_t *colsum = J->colsum_own + bmat * J->npad + j0, sums[64];
+    size_t row0 = 4 * g0;
+    J->v->pack_b(J->v, J->braw + bmat * J->k * J->n + row0 * J->n, J->n, J->b_signed,
+                 J->k > row0 ? J->k - row0 : 0, g1 - g0, j0, j1, panel + g0 * nr * 4,
+                 add ? sums : colsum);
+    for (size_t j = 0; add && j < nr; j++)
+        colsum[j] = (int32_t)((uint32_t)colsum[j] + (uint32_t)sums[j]);
+}
+
+/* The fused path's first row group on panel p, K block [kc, kc + kcn): the variant's
+ * kernel_pack over the block's whole K groups of a whole panel (packing them as it computes),
+ * pack_b and the kernel over the rest (the last, partial K group; a partial panel). */
+static void pack_and_compute(const job *J, size_t bmat, size_t p, size_t kc, size_t kcn,
+                             const int32_t *ap, int32_t *cp, size_t ldc)
+{
+    size_t nr = (size_t)J->nr, mr = (size_t)J->mr, kend = kc + kcn;
+    size_t whole = J->k / 4, g = kc;
+    int8_t *panel = J->bpack_own + bmat * J->kp * J->npad + p * J->kp * nr;
+    if ((p + 1) * nr <= J->n && kc < whole) {
+        size_t gn = (kend < whole ? kend : whole) - kc;
+        J->v->kernel_pack(gn, ap, J->braw + bmat * J->k * J->n + 4 * kc * J->n + p * nr, J->n,
+                          J->b_signed, panel + kc * nr * 4,
+                          J->colsum_own + bmat * J->npad + p * nr, cp, ldc, kc > 0);
+        g += gn;
+    }
+    if (g < kend) {
+        pack_groups(J, bmat, p, g, kend, g > 0);
+        J->v->kernel(mr, kend - g, ap + (g - kc) * mr, panel + g * nr * 4, cp, ldc, g > 0);
+    }
+}
+
+/* A request for the line at p, for writing. An asm statement, not __builtin_prefetch: GCC 12
+ * at -O2 deems a function whose only effects are __builtin_prefetch calls free of effects and
+ * deletes its calls. prefetchw on x86-64 (0F 0D /1: a no-op where the CPU lacks it). */
+static inline void prefetch_line_for_write(const char *p)
+{
+#if defined(__x86_64__)
+    __asm__ volatile("prefetchw %0" : : "m"(*p));
+#else
+    __builtin_prefetch(p, 1, 3);
+#endif
+}
+
+static void prefetch_y(const job *J, int64_t bi, size_t i0, size_t rows, size_t j0, size_t nc)
+{
+    size_t es = J->mmi ? sizeof(int32_t) : 1;
+    char *y = J->mmi ? (char *)J->mmi->y.data : (char *)J->qlm->y.data;
+    if (j0 >= J->n)
+        return;
+    size_t bytes = (j0 + nc < J->n ? nc : J->n - j0) * es;
+    for (size_t r = 0; r < rows; r++) {
+        const char *p = y + (((size_t)bi * J->m + i0 + r) * J->n + j0) * es;
+        for (size_t o = 0; o < bytes; o += 64)
+            prefetch_line_for_write(p + o);
+        prefetch_line_for_write(p + bytes - 1);
+    }
+}
+
 /* The tile kernels over the packed operands, in the blocking order of the file comment;
  * each NC_MAX column chunk's sums go through the epilogue. */
 static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
@@ -444,7 +515,8 @@ static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
     size_t mr = (size_t)J->mr, nr = (size_t)J->nr, kg = (size_t)J->kg;
     /* K blocks keep a B panel slice in L1 while the row groups stream past; a task with a
      * single row group has nothing to reuse it for, and reads each panel in one pass */
-    size_t kcg = m1 - m0 <= mr && J->kgroups > 0 ? J->kgroups : KC_K / kg;
+    size_t kcg = m1 - m0 <= mr && J->kgroups > 0 ? J->kgroups
+                                                  : (size_t)(J->v->kc ? J->v->kc : KC_K) / kg;
     size_t g0 = m0 / mr, g1 = (m1 + mr - 1) / mr;
     for (size_t j0 = t->n0; j0 < t->n1; j0 += NC_MAX) {
         size_t j1 = j0 + NC_MAX < t->n1 ? j0 + NC_MAX : t->n1;
@@ -461,7 +533,12 @@ static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
                     int32_t *cp = w->cbuf + (gi - g0) * mr * ldc + (p - p0) * nr;
                     size_t rows = m1 - gi * mr < mr ? m1 - gi * mr : mr;
                     qmm_opt_kernel_ft *kernel = rows < mr ? J->v->kernel_rows : J->v->kernel;
-                    kernel(rows, kcn, ap, bp, cp, ldc, kc > 0);
+                    if (kc + kcn == J->kgroups && p == p1 - 1)
+                        prefetch_y(J, t->bi, gi * mr, rows, j0, j1 - j0);
+                    if (J->fused && gi == g0)
+                        pack_and_compute(J, t->bmat, p, kc, kcn, ap, cp, ldc);
+                    else
+                        kernel(rows, kcn, ap, bp, cp, ldc, kc > 0);
                 }
             }
         }
@@ -635,6 +712,19 @@ static void plan_tasks(job *J, int threads, const qmm_optimized_packed_b *pb, in
         size_t nb = ceil_div(ceil_div(J->n, want), 16) * 16;
         J->nb = nb < 64 ? 64 : nb > NC_MAX ? NC_MAX : nb;
     }
+    /* Fused packing: with one row block (M <= MB_MAX) and a B matrix per batch, each B panel
+     * belongs to exactly one task, whose first row group packs it with the variant's
+     * kernel_pack while computing (the shuffles run beside the multiplies) instead of a
+     * packing pass first; column blocks narrow so that every thread has tasks. */
+    J->fused = own_b && J->v->kernel_pack && J->kg == 4 && J->m <= MB_MAX &&
+               J->nbmat == J->batch && J->k > 0;
+    if (J->fused) {
+        J->nmb = 1;
+        J->mb = ceil_div(J->m, (size_t)J->mr) * (size_t)J->mr;
+        size_t nb = ceil_div(ceil_div(J->n, (size_t)threads * TASKS_PER_THREAD),
+                             (size_t)J->nr) * (size_t)J->nr;
+        J->nb = nb < 2 * (size_t)J->nr ? 2 * (size_t)J->nr : nb > NC_MAX ? NC_MAX : nb;
+    }
     J->nnb = ceil_div(J->n, J->nb);
     /* Task order. Rows first: consecutive tasks share a B column block (kept in L2) and
      * stream A blocks; columns first: the reverse. Measured with AMX (2 threads): rows first
@@ -645,7 +735,7 @@ static void plan_tasks(job *J, int threads, const qmm_optimized_packed_b *pb, in
 
     J->pack_rows = ceil_div(PACK_ROWS, (size_t)J->mr) * (size_t)J->mr;
     J->a_chunks = ceil_div(J->m, J->pack_rows);
-    J->b_chunks = own_b ? ceil_div(J->n, PACK_COLS) : 0;
+    J->b_chunks = own_b && !J->fused ? ceil_div(J->n, PACK_COLS) : 0;
 }
 
 /* Runs a validated call. `pb` is a prepacked B or NULL. */

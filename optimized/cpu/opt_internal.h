@@ -55,6 +55,17 @@ typedef struct qmm_opt_variant qmm_opt_variant;
 typedef void qmm_opt_kernel_ft(size_t rows, size_t kgroups, const int32_t *a, const int8_t *b,
                                int32_t *c, size_t ldc, int accumulate);
 
+/* The tile kernel that packs B as it goes (a variant's kernel_pack): what the variant's
+ * `kernel` computes for one row group (rows past the group's count are its zero padding), with
+ * B's `kgroups` K groups read from 4 * kgroups whole rows of 32 columns at braw (row stride
+ * ldb) instead of from a packed panel; it also writes those groups into the panel at bpack
+ * (the layout's quads, a uint8 B flipped to int8 as pack_b flips it) and stores (accumulate:
+ * adds) the 32 column sums of what it packed at colsum. The caller packs partial K groups,
+ * padding groups and partial panels itself. */
+typedef void qmm_opt_kernel_pack_ft(size_t kgroups, const int32_t *a, const uint8_t *braw,
+                                    size_t ldb, int b_signed, int8_t *bpack, int32_t *colsum,
+                                    int32_t *c, size_t ldc, int accumulate);
+
 /* The most rows a small-M kernel (gemv, gemv_packed) takes. */
 #define QMM_OPT_GEMV_MAX_ROWS 4
 
@@ -158,7 +169,8 @@ struct qmm_opt_layout {
  * is filled once — from the layout (kernel, gemv_packed, colsum), from the variant's own
  * kernel (kernel_rows), or from the portable variant, row 0 (everything else) — so the driver
  * calls every slot without looking for an empty one. Only `peak` and `peak_loop` stay NULL
- * where a variant has no peak loop, and gemv_packed where its layout has no small-M form;
+ * where a variant has no peak loop, kernel_pack where it has none (an optional fast path),
+ * and gemv_packed where its layout has no small-M form;
  * the plain numbers (gemv_rows) are the variant's own. */
 struct qmm_opt_variant {
     const char *name;          /* what isa= names it */
@@ -168,6 +180,9 @@ struct qmm_opt_variant {
     qmm_opt_kernel_ft *kernel; /* full row groups */
     const char *kernel_name;
     qmm_opt_kernel_ft *kernel_rows; /* partial row groups (rows < mr) */
+    qmm_opt_kernel_pack_ft *kernel_pack; /* NULL, or: packs B during the first row group's
+                                            pass over each panel (matmul.c, "fused") */
+    int kc;                    /* k values per K block of the tile loops; 0: matmul.c's KC_K */
     int gemv_rows;             /* calls of at most this many rows (QMM_OPT_GEMV_MAX_ROWS at
                                   most) run `gemv` on an unpacked B and `gemv_packed` on a
                                   prepacked b_unsigned one; 0: the tile kernels run every call
