@@ -23,6 +23,9 @@ enum {
     MB_MAX = 192,  /* rows per task: a multiple of every mr (6, 8, 32) */
     MB_FEW = 96,   /* ... when MB_MAX would leave fewer than TASKS_PER_THREAD tasks a thread */
     TASKS_PER_THREAD = 4,
+    FUSED_TASKS_PER_THREAD = 2, /* the fused path's column blocks: 128x768x768, 2 threads,
+                                   0.206 ms with 8 tasks of 96 columns, 0.196 with 4 of 192
+                                   or 2 of 384, 0.274 with 3 of 256 (Zen 4) */
     NC_MAX = 256,  /* columns per task and per chunk: a multiple of every nr (16, 32) */
     KC_K = 512,    /* k values per K block: B panel slice nr*KC bytes stays in L1 */
     GEMV_ACC = 4096, /* small M, unpacked B: int32 sums per task (rows x columns): 16 KB, L1 */
@@ -715,15 +718,19 @@ static void plan_tasks(job *J, int threads, const qmm_optimized_packed_b *pb, in
     /* Fused packing: with one row block (M <= MB_MAX) and a B matrix per batch, each B panel
      * belongs to exactly one task, whose first row group packs it with the variant's
      * kernel_pack while computing (the shuffles run beside the multiplies) instead of a
-     * packing pass first; column blocks narrow so that every thread has tasks. */
+     * packing pass first; column blocks of n / (2 threads), whole panels, >= 64 columns
+     * (wider than NC_MAX: compute_tiles walks a block in NC_MAX chunks). Past MB_MAX rows
+     * the packing pass stays: a phase of kernel_pack tasks over the first row group measured
+     * no better at 2048^3 (kernel_pack 2.84% of the samples against the packer's 2.00%: at
+     * n = 2048 its four strided rows a group wait on memory; T = 1, Zen 4, perf record). */
     J->fused = own_b && J->v->kernel_pack && J->kg == 4 && J->m <= MB_MAX &&
                J->nbmat == J->batch && J->k > 0;
     if (J->fused) {
         J->nmb = 1;
         J->mb = ceil_div(J->m, (size_t)J->mr) * (size_t)J->mr;
-        size_t nb = ceil_div(ceil_div(J->n, (size_t)threads * TASKS_PER_THREAD),
+        size_t nb = ceil_div(ceil_div(J->n, (size_t)threads * FUSED_TASKS_PER_THREAD),
                              (size_t)J->nr) * (size_t)J->nr;
-        J->nb = nb < 2 * (size_t)J->nr ? 2 * (size_t)J->nr : nb > NC_MAX ? NC_MAX : nb;
+        J->nb = nb < 2 * (size_t)J->nr ? 2 * (size_t)J->nr : nb;
     }
     J->nnb = ceil_div(J->n, J->nb);
     /* Task order. Rows first: consecutive tasks share a B column block (kept in L2) and
