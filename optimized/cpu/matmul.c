@@ -501,10 +501,9 @@ static void prefetch_y(const job *J, int64_t bi, size_t i0, size_t rows, size_t 
         return;
     size_t bytes = (j0 + nc < J->n ? nc : J->n - j0) * es;
     for (size_t r = 0; r < rows; r++) {
-        const char *p = y + (((size_t)bi * J->m + i0 + r) * J->n + j0) * es;
-        for (size_t o = 0; o < bytes; o += 64)
-            prefetch_line_for_write(p + o);
-        prefetch_line_for_write(p + bytes - 1);
+        uintptr_t p = (uintptr_t)(y + (((size_t)bi * J->m + i0 + r) * J->n + j0) * es);
+        for (uintptr_t line = p & ~(uintptr_t)63; line < p + bytes; line += 64)
+            prefetch_line_for_write((const char *)line);
     }
 }
 
