@@ -217,6 +217,36 @@ static void check_kernel_pack(const qmm_opt_variant *v, const problem *p, const 
     free(ref);
 }
 
+/* kernel_raw_a (where the variant has one; uint8 A) on every full row group and panel over
+ * A's whole K groups, read from A as it is: the tile of `kernel` on the packed A, once and
+ * accumulated. */
+static void check_kernel_raw_a(const qmm_opt_variant *v, const problem *p, const int32_t *apack,
+                               const int8_t *bpack, size_t kgroups)
+{
+    const qmm_opt_layout *L = v->layout;
+    size_t mr = (size_t)L->mr, nr = (size_t)L->nr, whole = p->k / 4;
+    if (!v->kernel_raw_a || p->a_signed || whole == 0)
+        return;
+    size_t panels = (p->n + nr - 1) / nr, pbytes = kgroups * 4 * nr;
+    int32_t *tile = alloc0(mr * nr * sizeof(int32_t)), *ref = alloc0(mr * nr * sizeof(int32_t));
+    const char *name = v->name;
+    for (size_t g = 0; (g + 1) * mr <= p->m; g++)
+        for (size_t pi = 0; pi < panels; pi++) {
+            const int8_t *bp = bpack + pi * pbytes;
+            for (int acc = 0; acc < 2; acc++)
+                v->kernel_raw_a(whole, p->a + g * mr * p->k, p->k, bp, tile, nr, acc);
+            v->kernel(mr, whole, apack + g * kgroups * mr, bp, ref, nr, 0);
+            for (size_t r = 0; r < mr; r++)
+                for (size_t j = 0; j < nr; j++)
+                    cr_assert(tile[r * nr + j] == (int32_t)(2u * (uint32_t)ref[r * nr + j]),
+                              CASE_FMT ": kernel_raw_a [%zu][%zu] (twice) %d, kernel %d",
+                              CASE_ARGS(name, p), g * mr + r, pi * nr + j, tile[r * nr + j],
+                              ref[r * nr + j]);
+        }
+    free(tile);
+    free(ref);
+}
+
 /* The tile kernels: pack with the variant's packers, run `kernel` / `kernel_rows` on every
  * (row group, panel) tile, compare with the layout's portable kernel and the naive sums. */
 static void check_tiles(const qmm_opt_variant *v, const problem *p)
@@ -264,6 +294,7 @@ static void check_tiles(const qmm_opt_variant *v, const problem *p)
     v->task_end();
     check_padding_groups(v, p, kgroups);
     check_kernel_pack(v, p, apack, bpack, kgroups, want, ldc);
+    check_kernel_raw_a(v, p, apack, bpack, kgroups);
 
     /* the quads layouts' correction terms (opt_internal.h): zap = za (+128 for int8 a);
      * zbp = zb (-128 for uint8 b) for "pairs" and quads, zb (+128 for int8 b) for "unsigned

@@ -117,6 +117,41 @@ static inline __attribute__((always_inline)) void tile(int R, size_t kgroups, co
         "vpbroadcastd 28(%[a]), %%zmm19\n\t" \
         "vpdpbusd %%zmm16, %%zmm19, %%zmm14\n\t" \
         "vpdpbusd %%zmm17, %%zmm19, %%zmm15\n\t"
+/* ... with row r's word read from A as it is: rows 0-3 at %[a] + r * %[lda], 4-7 at %[a4] */
+#define QMM_GROUP_PRODUCTS_RAW_A \
+        "vpbroadcastd (%[a]), %%zmm18\n\t" \
+        "vpdpbusd %%zmm16, %%zmm18, %%zmm0\n\t" \
+        "vpdpbusd %%zmm17, %%zmm18, %%zmm1\n\t" \
+        "vpbroadcastd (%[a],%[lda]), %%zmm19\n\t" \
+        "vpdpbusd %%zmm16, %%zmm19, %%zmm2\n\t" \
+        "vpdpbusd %%zmm17, %%zmm19, %%zmm3\n\t" \
+        "vpbroadcastd (%[a],%[lda],2), %%zmm18\n\t" \
+        "vpdpbusd %%zmm16, %%zmm18, %%zmm4\n\t" \
+        "vpdpbusd %%zmm17, %%zmm18, %%zmm5\n\t" \
+        "vpbroadcastd (%[a],%[lda3]), %%zmm19\n\t" \
+        "vpdpbusd %%zmm16, %%zmm19, %%zmm6\n\t" \
+        "vpdpbusd %%zmm17, %%zmm19, %%zmm7\n\t" \
+        "vpbroadcastd (%[a4]), %%zmm18\n\t" \
+        "vpdpbusd %%zmm16, %%zmm18, %%zmm8\n\t" \
+        "vpdpbusd %%zmm17, %%zmm18, %%zmm9\n\t" \
+        "vpbroadcastd (%[a4],%[lda]), %%zmm19\n\t" \
+        "vpdpbusd %%zmm16, %%zmm19, %%zmm10\n\t" \
+        "vpdpbusd %%zmm17, %%zmm19, %%zmm11\n\t" \
+        "vpbroadcastd (%[a4],%[lda],2), %%zmm18\n\t" \
+        "vpdpbusd %%zmm16, %%zmm18, %%zmm12\n\t" \
+        "vpdpbusd %%zmm17, %%zmm18, %%zmm13\n\t" \
+        "vpbroadcastd (%[a4],%[lda3]), %%zmm19\n\t" \
+        "vpdpbusd %%zmm16, %%zmm19, %%zmm14\n\t" \
+        "vpdpbusd %%zmm17, %%zmm19, %%zmm15\n\t"
+/* the K loop's head (label 1; label 2 after it, where %[k] is 0): B's K group at %[b] into
+ * zmm16-17 */
+#define QMM_LOOP_LOADING_B \
+        "test %[k], %[k]\n\t" \
+        "jz 2f\n\t" \
+        ".p2align 5\n" \
+        "1:\n\t" \
+        "vmovdqu64 (%[b]), %%zmm16\n\t" \
+        "vmovdqu64 64(%[b]), %%zmm17\n\t"
 /* the tile to c (added to it when %[acc] is nonzero) */
 #define QMM_STORE_TILE \
         "test %[acc], %[acc]\n\t" \
@@ -186,12 +221,7 @@ void qmm_gemm_u8s8_8x32c4__avx512vnni(size_t rows, size_t kgroups, const int32_t
     long acc = accumulate;
     __asm__ volatile(
         QMM_ZERO_ACCUMULATORS
-        "test %[k], %[k]\n\t"
-        "jz 2f\n\t"
-        ".p2align 5\n"
-        "1:\n\t"
-        "vmovdqu64 (%[b]), %%zmm16\n\t"
-        "vmovdqu64 64(%[b]), %%zmm17\n\t"
+        QMM_LOOP_LOADING_B
         QMM_GROUP_PRODUCTS
         "add $32, %[a]\n\t"
         "add $128, %[b]\n\t"
@@ -201,6 +231,34 @@ void qmm_gemm_u8s8_8x32c4__avx512vnni(size_t rows, size_t kgroups, const int32_t
         QMM_STORE_TILE
         : [a] "+r"(a), [b] "+r"(b), [k] "+r"(kt), [c] "+r"(cp), [t] "=&r"(t)
         : [ldcb] "r"(ldcb), [acc] "r"(acc)
+        : "memory", "cc", QMM_ACCUMULATOR_CLOBBERS);
+}
+
+qmm_opt_kernel_raw_a_ft qmm_gemm_u8s8_8x32c4_rawa__avx512vnni; /* kernels.c */
+void qmm_gemm_u8s8_8x32c4_rawa__avx512vnni(size_t kgroups, const uint8_t *a, size_t lda,
+                                           const int8_t *b, int32_t *c, size_t ldc,
+                                           int accumulate)
+{
+    /* The 8x32 kernel with each row's four bytes broadcast from A's rows themselves (uint8
+     * A: the packed word is the row's four bytes as they are), so that A needs no packing
+     * pass: eight streams of 4 bytes a group, each line of a row read for 16 groups. */
+    size_t kt = kgroups, ldcb = ldc * sizeof(int32_t), lda3 = 3 * lda;
+    const uint8_t *a4 = a + 4 * lda;
+    int32_t *cp = c, *t;
+    long acc = accumulate;
+    __asm__ volatile(
+        QMM_ZERO_ACCUMULATORS
+        QMM_LOOP_LOADING_B
+        QMM_GROUP_PRODUCTS_RAW_A
+        "add $4, %[a]\n\t"
+        "add $4, %[a4]\n\t"
+        "add $128, %[b]\n\t"
+        "dec %[k]\n\t"
+        "jnz 1b\n"
+        "2:\n\t"
+        QMM_STORE_TILE
+        : [a] "+r"(a), [a4] "+r"(a4), [b] "+r"(b), [k] "+r"(kt), [c] "+r"(cp), [t] "=&r"(t)
+        : [ldcb] "r"(ldcb), [acc] "r"(acc), [lda] "r"(lda), [lda3] "r"(lda3)
         : "memory", "cc", QMM_ACCUMULATOR_CLOBBERS);
 }
 

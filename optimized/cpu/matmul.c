@@ -83,6 +83,8 @@ typedef struct job {
     int smallp;                   /* small-M path on a prepacked "pairs" B */
     int fused;                    /* B is packed by the compute tasks' first row group
                                      (the variant's kernel_pack): see plan_tasks */
+    int raw_a;                    /* full row groups read a uint8 A as it is (the variant's
+                                     kernel_raw_a): see plan_tasks */
     int mr, nr, kg;
     size_t m, k, n, batch;
     size_t kgroups, kp, mpad, npad;
@@ -161,6 +163,12 @@ static void pack_a_task(void *ctx, size_t task, int worker)
         size_t kpairs = (J->k + 1) / 2;
         qmm_opt_gemv_a.pack_a(&qmm_opt_gemv_a, src, J->k, J->a_signed, r1 - r0, J->k, za,
                               kpairs, J->apack + amat * J->a_words + r0 * kpairs, rs);
+    } else if (J->raw_a) {
+        /* the row sums, the partial row group and every group's last K groups: the full
+         * groups' whole K groups are read from A itself */
+        qmm_opt_pack_a_rest(J->L, src, J->k, J->a_signed, r1 - r0, J->k, za, J->kgroups,
+                            J->apack + amat * J->a_words + r0 * J->kgroups, rs,
+                            (size_t)J->mr, J->k / 4);
     } else {
         /* r0 is a multiple of mr (pack_rows is), so chunks start on a group */
         J->L->pack_a(J->L, src, J->k, J->a_signed, r1 - r0, J->k, za, J->kgroups,
@@ -379,6 +387,7 @@ typedef struct task_block {
     size_t m0, m1, n0, n1;
     size_t bmat;
     const int32_t *A;      /* the packed A matrix of bi */
+    const uint8_t *araw;   /* A of bi as it is */
     const int32_t *rowsum; /* its row sums */
 } task_block;
 
@@ -405,6 +414,7 @@ static task_block task_block_of(const job *J, size_t task)
     size_t amat = amat_of(J, t.bi);
     t.bmat = bmat_of(J, t.bi);
     t.A = J->apack + amat * J->a_words;
+    t.araw = (const uint8_t *)J->a->data + amat * J->m * J->k;
     t.rowsum = J->rowsum + amat * J->m;
     return t;
 }
@@ -537,10 +547,18 @@ static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
                     qmm_opt_kernel_ft *kernel = rows < mr ? J->v->kernel_rows : J->v->kernel;
                     if (kc + kcn == J->kgroups && p == p1 - 1)
                         prefetch_y(J, t->bi, gi * mr, rows, j0, j1 - j0);
-                    if (J->fused && gi == g0)
+                    size_t whole = J->k / kg;
+                    if (J->fused && gi == g0) {
                         pack_and_compute(J, t->bmat, p, kc, kcn, ap, cp, ldc);
-                    else
+                    } else if (J->raw_a && rows == mr && kc < whole) {
+                        size_t gn = (kc + kcn < whole ? kc + kcn : whole) - kc;
+                        J->v->kernel_raw_a(gn, t->araw + gi * mr * J->k + kc * kg, J->k, bp, cp,
+                                           ldc, kc > 0);
+                        if (gn < kcn) /* the last, partial K group: packed */
+                            kernel(mr, kcn - gn, ap + gn * mr, bp + gn * nr * kg, cp, ldc, 1);
+                    } else {
                         kernel(rows, kcn, ap, bp, cp, ldc, kc > 0);
+                    }
                 }
             }
         }
@@ -738,6 +756,11 @@ static void plan_tasks(job *J, int threads, const qmm_optimized_packed_b *pb, in
      * 128x768x768 when B was just packed by the call (its blocks are spread over both cores'
      * caches), the same elsewhere. */
     J->rows_first = pb != NULL || J->nmb >= 4;
+    /* Raw A: a uint8 A's full row groups are read as they are by the variant's kernel_raw_a
+     * (no packing pass over A; the packer still takes the row sums, the partial row group and
+     * the last, partial K group). Not on the fused path, whose kernel_pack reads packed A. */
+    J->raw_a = !J->a_signed && J->v->kernel_raw_a && J->kg == 4 && !J->direct && !J->smallp &&
+               !J->fused && J->k >= 4;
 
     J->pack_rows = ceil_div(PACK_ROWS, (size_t)J->mr) * (size_t)J->mr;
     J->a_chunks = ceil_div(J->m, J->pack_rows);

@@ -66,6 +66,13 @@ typedef void qmm_opt_kernel_pack_ft(size_t kgroups, const int32_t *a, const uint
                                     size_t ldb, int b_signed, int8_t *bpack, int32_t *colsum,
                                     int32_t *c, size_t ldc, int accumulate);
 
+/* The tile kernel on A as it is (a variant's kernel_raw_a; uint8 A only): what `kernel`
+ * computes for a full row group over `kgroups` whole K groups, row r's word of group t being
+ * the four bytes at a + r * lda + 4t (what qmm_opt_pack_a would store for a uint8 A). Every
+ * one of the 8 rows must be readable for 4 * kgroups bytes. */
+typedef void qmm_opt_kernel_raw_a_ft(size_t kgroups, const uint8_t *a, size_t lda,
+                                     const int8_t *b, int32_t *c, size_t ldc, int accumulate);
+
 /* The most rows a small-M kernel (gemv, gemv_packed) takes. */
 #define QMM_OPT_GEMV_MAX_ROWS 4
 
@@ -183,6 +190,8 @@ struct qmm_opt_variant {
     qmm_opt_kernel_pack_ft *kernel_pack; /* NULL, or: packs B during the first row group's
                                             pass over each panel (matmul.c, "fused") */
     int kc;                    /* k values per K block of the tile loops; 0: matmul.c's KC_K */
+    qmm_opt_kernel_raw_a_ft *kernel_raw_a; /* NULL, or: full row groups of a uint8 A read as
+                                              it is (matmul.c, "raw A") */
     int gemv_rows;             /* calls of at most this many rows (QMM_OPT_GEMV_MAX_ROWS at
                                   most) run `gemv` on an unpacked B and `gemv_packed` on a
                                   prepacked b_unsigned one; 0: the tile kernels run every call
@@ -232,6 +241,13 @@ qmm_opt_requant_mults_ft qmm_opt_requant_mults_f32;  /* range-checked floats (re
  * a - za_r; kg 4: uint8 quads of a (int8 a + 128). rowsum[r] = sum_k (a - za_r) mod 2^32.
  * za[r] per row. */
 qmm_opt_pack_a_ft qmm_opt_pack_a;
+/* qmm_opt_pack_a's scalar part, for a vector packer (the SSE2 blocks of qmm_opt_pack_a, a
+ * variant's pack_a): it packs every word but, in each row group, rows [0, in_group /
+ * row_quantum * row_quantum) x K groups [0, done_t), which the caller packed, and takes every
+ * row sum. */
+void qmm_opt_pack_a_rest(const qmm_opt_layout *L, const uint8_t *a, size_t lda, int a_signed,
+                         size_t rows, size_t k, const int32_t *za, size_t kgroups, int32_t *dst,
+                         int32_t *rowsum, size_t row_quantum, size_t done_t);
 
 /* The AMX "tiles" layout of A: groups of L->mr rows (a multiple of 16), kgroups (a multiple
  * of 16, >= ceil(K/4)) uint8 quads a' (int8 a + 128) per row, zero past K and past `rows`.

@@ -70,9 +70,12 @@ static inline uint32_t a_word(const uint8_t *src, size_t k, size_t t, int a_sign
     return w;
 }
 
-void qmm_opt_pack_a(const qmm_opt_layout *L, const uint8_t *a, size_t lda, int a_signed,
-                    size_t rows, size_t k, const int32_t *za, size_t kgroups, int32_t *dst,
-                    int32_t *rowsum)
+/* What qmm_opt_pack_a leaves to its vector blocks' caller: in each row group, rows
+ * [0, in_group / row_quantum * row_quantum) x K groups [0, done_t) are packed already (every
+ * other word is packed here, and every row sum taken). */
+void qmm_opt_pack_a_rest(const qmm_opt_layout *L, const uint8_t *a, size_t lda, int a_signed,
+                         size_t rows, size_t k, const int32_t *za, size_t kgroups, int32_t *dst,
+                         int32_t *rowsum, size_t row_quantum, size_t done_t)
 {
     int mr = L->mr, kg = L->kg;
     size_t full = k / (size_t)kg; /* groups with every k inside the row */
@@ -80,36 +83,8 @@ void qmm_opt_pack_a(const qmm_opt_layout *L, const uint8_t *a, size_t lda, int a
     uint32_t flip4 = a_signed ? 0x80808080u : 0;
     for (size_t g = 0; g < groups; g++) {
         int32_t *gd = dst + g * kgroups * (size_t)mr;
-        /* quads: rows in fours, 16 bytes of each (4 groups) transposed at once */
-        size_t quad_rows = 0, tq = 0;
-#if defined(__SSE2__)
-        if (kg == 4) {
-            size_t in_group = rows - g * (size_t)mr < (size_t)mr ? rows - g * (size_t)mr
-                                                                 : (size_t)mr;
-            quad_rows = in_group / 4 * 4;
-            tq = full / 4 * 4;
-            const __m128i vflip = _mm_set1_epi32((int)flip4);
-            for (size_t r0 = 0; r0 < quad_rows; r0 += 4) {
-                const uint8_t *s0 = a + (g * (size_t)mr + r0) * lda;
-                for (size_t t = 0; t < tq; t += 4) {
-                    __m128i x0 = _mm_loadu_si128((const __m128i *)(const void *)(s0 + 4 * t));
-                    __m128i x1 =
-                        _mm_loadu_si128((const __m128i *)(const void *)(s0 + lda + 4 * t));
-                    __m128i x2 =
-                        _mm_loadu_si128((const __m128i *)(const void *)(s0 + 2 * lda + 4 * t));
-                    __m128i x3 =
-                        _mm_loadu_si128((const __m128i *)(const void *)(s0 + 3 * lda + 4 * t));
-                    __m128i l01 = _mm_unpacklo_epi32(x0, x1), h01 = _mm_unpackhi_epi32(x0, x1);
-                    __m128i l23 = _mm_unpacklo_epi32(x2, x3), h23 = _mm_unpackhi_epi32(x2, x3);
-                    __m128i w[4] = {_mm_unpacklo_epi64(l01, l23), _mm_unpackhi_epi64(l01, l23),
-                                    _mm_unpacklo_epi64(h01, h23), _mm_unpackhi_epi64(h01, h23)};
-                    for (size_t q = 0; q < 4; q++)
-                        _mm_storeu_si128((__m128i *)(void *)(gd + (t + q) * (size_t)mr + r0),
-                                         _mm_xor_si128(w[q], vflip));
-                }
-            }
-        }
-#endif
+        size_t in_group = rows - g * (size_t)mr < (size_t)mr ? rows - g * (size_t)mr : (size_t)mr;
+        size_t done_rows = in_group / row_quantum * row_quantum;
         for (int r = 0; r < mr; r++) {
             size_t row = g * (size_t)mr + (size_t)r;
             int32_t *col = gd + r;
@@ -121,7 +96,7 @@ void qmm_opt_pack_a(const qmm_opt_layout *L, const uint8_t *a, size_t lda, int a
             const uint8_t *src = a + row * lda;
             int32_t z = za[row];
             rowsum[row] = (int32_t)row_sum(src, k, a_signed, z);
-            size_t t = (size_t)r < quad_rows ? tq : 0; /* the groups done above */
+            size_t t = (size_t)r < done_rows ? done_t : 0; /* the groups done by the caller */
             if (kg == 4) {
                 for (; t < full; t++) {
                     uint32_t w;
@@ -141,6 +116,47 @@ void qmm_opt_pack_a(const qmm_opt_layout *L, const uint8_t *a, size_t lda, int a
                 col[t * (size_t)mr] = (int32_t)a_word(src, k, t, a_signed, z, kg);
         }
     }
+}
+
+void qmm_opt_pack_a(const qmm_opt_layout *L, const uint8_t *a, size_t lda, int a_signed,
+                    size_t rows, size_t k, const int32_t *za, size_t kgroups, int32_t *dst,
+                    int32_t *rowsum)
+{
+    size_t tq = 0;
+#if defined(__SSE2__)
+    /* quads: rows in fours, 16 bytes of each (4 groups) transposed at once */
+    int mr = L->mr;
+    if (L->kg == 4) {
+        size_t full = k / 4, groups = (rows + (size_t)mr - 1) / (size_t)mr;
+        tq = full / 4 * 4;
+        const __m128i vflip = _mm_set1_epi32((int)(a_signed ? 0x80808080u : 0));
+        for (size_t g = 0; g < groups; g++) {
+            int32_t *gd = dst + g * kgroups * (size_t)mr;
+            size_t in_group = rows - g * (size_t)mr < (size_t)mr ? rows - g * (size_t)mr
+                                                                 : (size_t)mr;
+            for (size_t r0 = 0; r0 < in_group / 4 * 4; r0 += 4) {
+                const uint8_t *s0 = a + (g * (size_t)mr + r0) * lda;
+                for (size_t t = 0; t < tq; t += 4) {
+                    __m128i x0 = _mm_loadu_si128((const __m128i *)(const void *)(s0 + 4 * t));
+                    __m128i x1 =
+                        _mm_loadu_si128((const __m128i *)(const void *)(s0 + lda + 4 * t));
+                    __m128i x2 =
+                        _mm_loadu_si128((const __m128i *)(const void *)(s0 + 2 * lda + 4 * t));
+                    __m128i x3 =
+                        _mm_loadu_si128((const __m128i *)(const void *)(s0 + 3 * lda + 4 * t));
+                    __m128i l01 = _mm_unpacklo_epi32(x0, x1), h01 = _mm_unpackhi_epi32(x0, x1);
+                    __m128i l23 = _mm_unpacklo_epi32(x2, x3), h23 = _mm_unpackhi_epi32(x2, x3);
+                    __m128i w[4] = {_mm_unpacklo_epi64(l01, l23), _mm_unpackhi_epi64(l01, l23),
+                                    _mm_unpacklo_epi64(h01, h23), _mm_unpackhi_epi64(h01, h23)};
+                    for (size_t q = 0; q < 4; q++)
+                        _mm_storeu_si128((__m128i *)(void *)(gd + (t + q) * (size_t)mr + r0),
+                                         _mm_xor_si128(w[q], vflip));
+                }
+            }
+        }
+    }
+#endif
+    qmm_opt_pack_a_rest(L, a, lda, a_signed, rows, k, za, kgroups, dst, rowsum, 4, tq);
 }
 
 void qmm_opt_pack_a_tiles(const qmm_opt_layout *L, const uint8_t *a, size_t lda, int a_signed,
