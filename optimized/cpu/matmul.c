@@ -23,6 +23,10 @@ enum {
     MB_MAX = 192,  /* rows per task: a multiple of every mr (6, 8, 32) */
     MB_FEW = 96,   /* ... when MB_MAX would leave fewer than TASKS_PER_THREAD tasks a thread */
     TASKS_PER_THREAD = 4,
+    RAW_A_K_MAX = 1024, /* raw A up to this K: T = 1, constant B, Zen 4, six alternations
+                           against packed A, medians: 512x1024x1024 2.55 vs 2.67 ms, 1024^3
+                           5.31 vs 5.35; but 2048^3 42.4 vs 42.05, 2048x2000x2048 40.45 vs
+                           40.05 (eight 2 KB rows a tile: the eight streams lose to one) */
     FUSED_TASKS_PER_THREAD = 2, /* the fused path's column blocks: 128x768x768, 2 threads,
                                    0.206 ms with 8 tasks of 96 columns, 0.196 with 4 of 192
                                    or 2 of 384, 0.274 with 3 of 256 (Zen 4) */
@@ -758,9 +762,10 @@ static void plan_tasks(job *J, int threads, const qmm_optimized_packed_b *pb, in
     J->rows_first = pb != NULL || J->nmb >= 4;
     /* Raw A: a uint8 A's full row groups are read as they are by the variant's kernel_raw_a
      * (no packing pass over A; the packer still takes the row sums, the partial row group and
-     * the last, partial K group). Not on the fused path, whose kernel_pack reads packed A. */
+     * the last, partial K group). Not on the fused path, whose kernel_pack reads packed A;
+     * not past RAW_A_K_MAX, where it measured slower (below). */
     J->raw_a = !J->a_signed && J->v->kernel_raw_a && J->kg == 4 && !J->direct && !J->smallp &&
-               !J->fused && J->k >= 4;
+               !J->fused && J->k >= 4 && J->k <= RAW_A_K_MAX;
 
     J->pack_rows = ceil_div(PACK_ROWS, (size_t)J->mr) * (size_t)J->mr;
     J->a_chunks = ceil_div(J->m, J->pack_rows);
