@@ -453,46 +453,41 @@ static void compute_small_packed(const job *J, worker_scratch *w, const task_blo
     }
 }
 
-/* Asks for the lines of y that the epilogue will write for rows [i0, i0 + rows) x columns
- * [j0, j0 + nc) of batch bi, for writing, while the tile's last K block computes: a y larger
- * than the caches otherwise costs the epilogue a miss per line, its stores waiting for
- * each line's read (at 2048^3 on a Zen 4 the requantization's stores were 5.4% of the
- * samples, perf record). */
-/* Groups [g0, g1) of B's panel p (matrix bmat) packed into its place in J->bpack_own, and
- * their column sums stored in (add: added to) the panel's colsum, by the variant's packer. */
-static void pack_groups(const job *J, size_t bmat, size_t p, size_t g0, size_t g1, int add)
+/* How many of the K groups [kc, kc + kcn) hold 4 k values inside K (the rest: the last,
+ * partial group), for the kernels that read an operand as it is (kernel_pack, kernel_raw_a) */
+static size_t whole_groups(const job *J, size_t kc, size_t kcn)
 {
-    size_t nr = (size_t)J->nr, j0 = p * nr, j1 = j0 + nr < J->n ? j0 + nr : J->n;
-    int8_t *panel = J->bpack_own + bmat * J->kp * J->npad + p * J->kp * nr;
-    int32_t *colsum = J->colsum_own + bmat * J->npad + j0, sums[64];
-    size_t row0 = 4 * g0;
-    J->v->pack_b(J->v, J->braw + bmat * J->k * J->n + row0 * J->n, J->n, J->b_signed,
-                 J->k > row0 ? J->k - row0 : 0, g1 - g0, j0, j1, panel + g0 * nr * 4,
-                 add ? sums : colsum);
-    for (size_t j = 0; add && j < nr; j++)
-        colsum[j] = (int32_t)((uint32_t)colsum[j] + (uint32_t)sums[j]);
+    size_t whole = J->k / 4;
+    return kc >= whole ? 0 : (kc + kcn < whole ? kcn : whole - kc);
 }
 
-/* The fused path's first row group on panel p, K block [kc, kc + kcn): the variant's
- * kernel_pack over the block's whole K groups of a whole panel (packing them as it computes),
- * pack_b and the kernel over the rest (the last, partial K group; a partial panel). */
+/* The fused path's first row group on panel p of B matrix bmat, K block [kc, kc + kcn): the
+ * variant's kernel_pack over the block's whole K groups of a whole panel (packing them into
+ * J->bpack_own as it computes), pack_b and the kernel over the rest (the last, partial K
+ * group; a partial panel). */
 static void pack_and_compute(const job *J, size_t bmat, size_t p, size_t kc, size_t kcn,
                              const int32_t *ap, int32_t *cp, size_t ldc)
 {
-    size_t nr = (size_t)J->nr, mr = (size_t)J->mr, kend = kc + kcn;
-    size_t whole = J->k / 4, g = kc;
-    int8_t *panel = J->bpack_own + bmat * J->kp * J->npad + p * J->kp * nr;
-    if ((p + 1) * nr <= J->n && kc < whole) {
-        size_t gn = (kend < whole ? kend : whole) - kc;
-        J->v->kernel_pack(gn, ap, J->braw + bmat * J->k * J->n + 4 * kc * J->n + p * nr, J->n,
-                          J->b_signed, panel + kc * nr * 4,
-                          J->colsum_own + bmat * J->npad + p * nr, cp, ldc, kc > 0);
-        g += gn;
-    }
-    if (g < kend) {
-        pack_groups(J, bmat, p, g, kend, g > 0);
-        J->v->kernel(mr, kend - g, ap + (g - kc) * mr, panel + g * nr * 4, cp, ldc, g > 0);
-    }
+    size_t nr = (size_t)J->nr, mr = (size_t)J->mr, j0 = p * nr;
+    const uint8_t *braw = J->braw + bmat * J->k * J->n;
+    int8_t *bp = J->bpack_own + bmat * J->kp * J->npad + p * J->kp * nr + kc * nr * 4;
+    int32_t *colsum = J->colsum_own + bmat * J->npad + j0;
+    size_t gn = j0 + nr <= J->n ? whole_groups(J, kc, kcn) : 0;
+    if (gn > 0)
+        J->v->kernel_pack(gn, ap, braw + 4 * kc * J->n + j0, J->n, J->b_signed, bp, colsum, cp,
+                          ldc, kc > 0);
+    size_t g = kc + gn, rest = kcn - gn;
+    if (rest == 0)
+        return;
+    /* pack_b from row 4g; its sums stored, or added to what came before */
+    int32_t sums[64];
+    size_t row0 = 4 * g;
+    J->v->pack_b(J->v, braw + row0 * J->n, J->n, J->b_signed, J->k > row0 ? J->k - row0 : 0,
+                 rest, j0, j0 + nr < J->n ? j0 + nr : J->n, bp + gn * nr * 4,
+                 g > 0 ? sums : colsum);
+    for (size_t j = 0; g > 0 && j < nr; j++)
+        colsum[j] = (int32_t)((uint32_t)colsum[j] + (uint32_t)sums[j]);
+    J->v->kernel(mr, rest, ap + gn * mr, bp + gn * nr * 4, cp, ldc, g > 0);
 }
 
 /* A request for the line at p, for writing. An asm statement, not __builtin_prefetch: GCC 12
@@ -507,13 +502,16 @@ static inline void prefetch_line_for_write(const char *p)
 #endif
 }
 
+/* Asks for the lines of y that the epilogue will write for rows [i0, i0 + rows) x columns
+ * [j0, j0 + nc) (inside y) of batch bi, for writing, while the tile's last K block computes: a y larger
+ * than the caches otherwise costs the epilogue a miss per line, its stores waiting for
+ * each line's read (at 2048^3 on a Zen 4 the requantization's stores were 5.4% of the
+ * samples, perf record). */
 static void prefetch_y(const job *J, int64_t bi, size_t i0, size_t rows, size_t j0, size_t nc)
 {
     size_t es = J->mmi ? sizeof(int32_t) : 1;
     char *y = J->mmi ? (char *)J->mmi->y.data : (char *)J->qlm->y.data;
-    if (j0 >= J->n)
-        return;
-    size_t bytes = (j0 + nc < J->n ? nc : J->n - j0) * es;
+    size_t bytes = nc * es;
     for (size_t r = 0; r < rows; r++) {
         uintptr_t p = (uintptr_t)(y + (((size_t)bi * J->m + i0 + r) * J->n + j0) * es);
         for (uintptr_t line = p & ~(uintptr_t)63; line < p + bytes; line += 64)
@@ -542,6 +540,7 @@ static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
             memset(w->cbuf, 0, (g1 - g0) * mr * ldc * sizeof(int32_t));
         for (size_t kc = 0; kc < J->kgroups; kc += kcg) {
             size_t kcn = kc + kcg < J->kgroups ? kcg : J->kgroups - kc;
+            size_t raw_groups = J->raw_a ? whole_groups(J, kc, kcn) : 0;
             for (size_t p = p0; p < p1; p++) {
                 const int8_t *bp = B + p * J->kp * nr + kc * nr * kg;
                 for (size_t gi = g0; gi < g1; gi++) {
@@ -551,15 +550,14 @@ static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
                     qmm_opt_kernel_ft *kernel = rows < mr ? J->v->kernel_rows : J->v->kernel;
                     if (kc + kcn == J->kgroups && p == p1 - 1)
                         prefetch_y(J, t->bi, gi * mr, rows, j0, j1 - j0);
-                    size_t whole = J->k / kg;
                     if (J->fused && gi == g0) {
                         pack_and_compute(J, t->bmat, p, kc, kcn, ap, cp, ldc);
-                    } else if (J->raw_a && rows == mr && kc < whole) {
-                        size_t gn = (kc + kcn < whole ? kc + kcn : whole) - kc;
-                        J->v->kernel_raw_a(gn, t->araw + gi * mr * J->k + kc * kg, J->k, bp, cp,
-                                           ldc, kc > 0);
-                        if (gn < kcn) /* the last, partial K group: packed */
-                            kernel(mr, kcn - gn, ap + gn * mr, bp + gn * nr * kg, cp, ldc, 1);
+                    } else if (J->raw_a && rows == mr && raw_groups > 0) {
+                        J->v->kernel_raw_a(raw_groups, t->araw + gi * mr * J->k + kc * kg, J->k,
+                                           bp, cp, ldc, kc > 0);
+                        if (raw_groups < kcn) /* the last, partial K group: packed */
+                            kernel(mr, kcn - raw_groups, ap + raw_groups * mr,
+                                   bp + raw_groups * nr * kg, cp, ldc, 1);
                     } else {
                         kernel(rows, kcn, ap, bp, cp, ldc, kc > 0);
                     }

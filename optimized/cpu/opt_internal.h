@@ -241,10 +241,10 @@ qmm_opt_requant_mults_ft qmm_opt_requant_mults_f32;  /* range-checked floats (re
  * a - za_r; kg 4: uint8 quads of a (int8 a + 128). rowsum[r] = sum_k (a - za_r) mod 2^32.
  * za[r] per row. */
 qmm_opt_pack_a_ft qmm_opt_pack_a;
-/* qmm_opt_pack_a's scalar part, for a vector packer (the SSE2 blocks of qmm_opt_pack_a, a
- * variant's pack_a): it packs every word but, in each row group, rows [0, in_group /
- * row_quantum * row_quantum) x K groups [0, done_t), which the caller packed, and takes every
- * row sum. */
+/* qmm_opt_pack_a's scalar part: it packs every word but, in each row group, rows
+ * [0, in_group / row_quantum * row_quantum) x K groups [0, done_t), and takes every row sum.
+ * Those words are the caller's: qmm_opt_pack_a's SSE2 blocks packed them, or matmul.c's raw-A
+ * path reads them from A itself. */
 void qmm_opt_pack_a_rest(const qmm_opt_layout *L, const uint8_t *a, size_t lda, int a_signed,
                          size_t rows, size_t k, const int32_t *za, size_t kgroups, int32_t *dst,
                          int32_t *rowsum, size_t row_quantum, size_t done_t);
