@@ -480,6 +480,51 @@ Test(pool, every_task_runs_once_and_no_late_worker_touches_a_finished_job)
     }
 }
 
+typedef struct first_job {
+    atomic_int first[4]; /* the first task each worker ran; -1: none */
+} first_job;
+
+static void note_first_task(void *ctx, size_t t, int worker)
+{
+    first_job *j = ctx;
+    int none = -1;
+    atomic_compare_exchange_strong(&j->first[worker], &none, (int)t);
+    usleep(3000); /* long enough for every worker to wake and claim while the others work */
+}
+
+Test(pool, each_thread_begins_with_its_home_range, .timeout = 60)
+{
+    /* Thread w's home is the w-th of `threads` near-equal ranges of the task indices: the
+     * same thread reads the same part of a constant operand on every call. With one shared
+     * counter (before), a worker's first task was whatever came next (task 1 or 2), never the
+     * first of its range. A worker can be late (no core for a while), so a run where some
+     * worker ran nothing does not decide; one of 20 runs must show every worker's home. */
+    for (int threads = 2; threads <= 3; threads++) {
+        qmm_opt_pool *p = qmm_opt_pool_create(threads);
+        cr_assert_not_null(p);
+        size_t n = 4 * (size_t)threads;
+        int seen = 0, decided = 0;
+        for (int run = 0; run < 20 && !seen; run++) {
+            first_job j;
+            for (int w = 0; w < 4; w++)
+                atomic_init(&j.first[w], -1);
+            qmm_opt_pool_run(p, n, note_first_task, &j);
+            int all = 1, home = 1;
+            for (int w = 0; w < threads; w++) {
+                int f = atomic_load(&j.first[w]);
+                all &= f >= 0;
+                home &= f == 4 * w;
+            }
+            decided += all;
+            seen = all && home;
+        }
+        cr_expect(seen, "threads %d: in none of %d runs with every worker present did each "
+                        "begin at its home range",
+                  threads, decided);
+        qmm_opt_pool_destroy(p);
+    }
+}
+
 static sem_t held;
 
 static void hold_here(int sig)
