@@ -191,6 +191,14 @@ def main():
     ap.add_argument("--from-json", metavar="FILE",
                     help="make the table from an earlier run's --json (measures nothing)")
     args = ap.parse_args()
+    # refuse unusable output paths before measuring for minutes, not after
+    if args.update and not (os.path.isfile(args.update) and os.access(args.update, os.R_OK)):
+        ap.error(f"--update {args.update}: no such readable file (it replaces a section of an "
+                 "existing file, BENCHMARKS.md)")
+    for opt, path in (("--update", args.update), ("--json", args.json)):
+        d = os.path.dirname(os.path.abspath(path)) if path else None
+        if d and not (os.path.isdir(d) and os.access(d, os.W_OK)):
+            ap.error(f"{opt} {path}: cannot write in {d}")
 
     if args.from_json:  # a table again from a run's --json, measuring nothing
         with open(args.from_json) as f:

@@ -81,4 +81,21 @@ for args in "-1 1" "0 1" "abc 1" "5 0" "5 abc" "5 100"; do
     run 2 - fuzz/throughput.sh build-fuzz $args
 done
 run 0 '^fuzz_meta -runs=5 ' fuzz/throughput.sh build-fuzz 5 1
+# bench/table.py refuses an --update file it cannot read or a --json folder it cannot write
+# before it measures (it measured for six minutes, then stopped on a traceback); the qmmcheck it
+# is given does not exist, so reaching the measurement fails otherwise
+table() { # EXPECTED_RC PATTERN ARGS...: table.py's exit status and its stderr
+    local want=$1 pat=$2 rc=0
+    shift 2
+    python3 "$src/bench/table.py" --qmmcheck "$tmp/none/qmmcheck" "$@" >"$tmp/out" 2>&1 || rc=$?
+    if [ "$rc" != "$want" ] || ! grep -Eq -- "$pat" "$tmp/out"; then
+        echo "FAIL: bench/table.py $*: exit $rc (expected $want), output:"
+        cat "$tmp/out"
+        bad=1
+    fi
+}
+table 2 "--update $tmp/missing.md: no such readable file" --update "$tmp/missing.md"
+table 2 "--json $tmp/nodir/t.json: cannot write in $tmp/nodir" --json "$tmp/nodir/t.json"
+: >"$tmp/doc.md"
+table 2 "--json $tmp/nodir/t.json: cannot write" --update "$tmp/doc.md" --json "$tmp/nodir/t.json"
 exit $bad
