@@ -98,4 +98,19 @@ table 2 "--update $tmp/missing.md: no such readable file" --update "$tmp/missing
 table 2 "--json $tmp/nodir/t.json: cannot write in $tmp/nodir" --json "$tmp/nodir/t.json"
 : >"$tmp/doc.md"
 table 2 "--json $tmp/nodir/t.json: cannot write" --update "$tmp/doc.md" --json "$tmp/nodir/t.json"
+# ... and so do the two ORT comparisons (they import onnxruntime first: scripts/setup.sh's venv)
+py=$src/.venv/bin/python
+for script in ort_compare.py ort_nbits.py; do
+    if ! "$py" -c 'import onnxruntime' 2>/dev/null; then
+        echo "skip bench/$script: no onnxruntime in $py"
+        continue
+    fi
+    rc=0
+    "$py" "$src/bench/$script" --json "$tmp/nodir/t.json" >"$tmp/out" 2>&1 || rc=$?
+    if [ "$rc" != 2 ] || ! grep -q -- "--json $tmp/nodir/t.json: cannot write in $tmp/nodir" "$tmp/out"; then
+        echo "FAIL: bench/$script --json in a missing folder: exit $rc (expected 2), output:"
+        cat "$tmp/out"
+        bad=1
+    fi
+done
 exit $bad
