@@ -174,7 +174,8 @@ void qmm_opt_pool_destroy(qmm_opt_pool *p)
     p->stop = 1;
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);
-    for (int i = 1; i < p->nthreads; i++)
+    /* no threads array: create failed before it had one (then none was started) */
+    for (int i = 1; p->threads && i < p->nthreads; i++)
         pthread_join(p->threads[i - 1], NULL);
     free(p->threads);
     free(p->home);
