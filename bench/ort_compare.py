@@ -142,9 +142,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", help="write all rows here")
     args = ap.parse_args()
-    d = os.path.dirname(os.path.abspath(args.json)) if args.json else None
-    if d and not (os.path.isdir(d) and os.access(d, os.W_OK)):  # before measuring, not after
-        ap.error(f"--json {args.json}: cannot write in {d}")
+    qmm_requires.outputs(ap, ("--json", args.json, None))  # before measuring, not after
 
     rows = compare(args.qmmcheck, args.shapes, args.threads, args.rounds)
     if args.json:

@@ -80,9 +80,7 @@ def main():
     ap.add_argument("--ms", type=int, nargs="+", default=[1, 128])
     ap.add_argument("--json")
     args = ap.parse_args()
-    d = os.path.dirname(os.path.abspath(args.json)) if args.json else None
-    if d and not (os.path.isdir(d) and os.access(d, os.W_OK)):  # before measuring, not after
-        ap.error(f"--json {args.json}: cannot write in {d}")
+    qmm_requires.outputs(ap, ("--json", args.json, None))  # before measuring, not after
     rows = []
     print("| M | K | N | block | level | ORT ms | ours ms | ours/ORT speed |")
     print("|---|---|---|---|---|---|---|---|")

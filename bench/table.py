@@ -32,6 +32,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+import qmm_requires  # noqa: E402 (the standard library only: outputs())
 SHAPES = ["1x4096x4096", "128x768x768", "512x1024x1024", "1024x1024x1024", "2048x2048x2048"]
 # oneDNN 2.6's arithmetic per CPU class (docs/profiles.md, "oneDNN"); classes not measured
 # there are judged under spec's accumulation with oneDNN's requantization
@@ -191,14 +193,10 @@ def main():
     ap.add_argument("--from-json", metavar="FILE",
                     help="make the table from an earlier run's --json (measures nothing)")
     args = ap.parse_args()
-    # refuse unusable output paths before measuring for minutes, not after
-    if args.update and not (os.path.isfile(args.update) and os.access(args.update, os.R_OK)):
-        ap.error(f"--update {args.update}: no such readable file (it replaces a section of an "
-                 "existing file, BENCHMARKS.md)")
-    for opt, path in (("--update", args.update), ("--json", args.json)):
-        d = os.path.dirname(os.path.abspath(path)) if path else None
-        if d and not (os.path.isdir(d) and os.access(d, os.W_OK)):
-            ap.error(f"{opt} {path}: cannot write in {d}")
+    # unusable output paths refused before measuring for minutes, not after
+    qmm_requires.outputs(ap, ("--update", args.update,
+                              "it replaces a section of an existing file, BENCHMARKS.md"),
+                         ("--json", args.json, None))
 
     if args.from_json:  # a table again from a run's --json, measuring nothing
         with open(args.from_json) as f:

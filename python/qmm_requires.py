@@ -41,3 +41,21 @@ def script(doc, *names, main=True, how=INSTALL):
         print(doc)
         sys.exit(0)
     modules(*names, how=how)
+
+
+def outputs(parser, *options):
+    """Refuses, before any work, an output path a script could not write at its end: each
+    option is (name, path, existing) — path None: not given; existing: a hint when the file must
+    already exist (a section of it is replaced). parser.error: one line, exit 2."""
+    for name, path, existing in options:
+        if not path:
+            continue
+        if os.path.isdir(path):
+            parser.error(f"{name} {path}: a folder, not a file")
+        if existing and not (os.path.isfile(path) and os.access(path, os.R_OK)):
+            parser.error(f"{name} {path}: no such readable file ({existing})")
+        if os.path.exists(path) and not os.access(path, os.W_OK):
+            parser.error(f"{name} {path}: not writable")
+        folder = os.path.dirname(os.path.abspath(path))
+        if not (os.path.isdir(folder) and os.access(folder, os.W_OK)):
+            parser.error(f"{name} {path}: cannot write in {folder}")

@@ -98,6 +98,14 @@ table 2 "--update $tmp/missing.md: no such readable file" --update "$tmp/missing
 table 2 "--json $tmp/nodir/t.json: cannot write in $tmp/nodir" --json "$tmp/nodir/t.json"
 : >"$tmp/doc.md"
 table 2 "--json $tmp/nodir/t.json: cannot write" --update "$tmp/doc.md" --json "$tmp/nodir/t.json"
+mkdir "$tmp/adir"
+table 2 "--json $tmp/adir: a folder, not a file" --json "$tmp/adir"
+table 2 "--update $tmp/adir: a folder, not a file" --update "$tmp/adir"
+if [ "$(id -u)" != 0 ]; then # root may write where the permission bits say no
+    : >"$tmp/ro.json"
+    chmod 444 "$tmp/ro.json"
+    table 2 "--json $tmp/ro.json: not writable" --json "$tmp/ro.json"
+fi
 # ... and so do the two ORT comparisons (they import onnxruntime first: scripts/setup.sh's venv)
 py=$src/.venv/bin/python
 for script in ort_compare.py ort_nbits.py; do
