@@ -59,15 +59,21 @@ struct qmm_opt_pool {
     /* the current job */
     qmm_opt_task_fn fn;
     void *ctx;
+    atomic_size_t ntasks;
     struct home *home; /* nthreads of them */
 };
 
-/* Thread w's range of the current job's tasks: [next's index, end). Each on a line of its own
- * (the threads' claims do not contend for one line). */
+/* Thread w's range of the current job's tasks: [next's index, home_begin(ntasks, w + 1)).
+ * Each on a line of its own (the threads' claims do not contend for one line). */
 struct home {
     _Alignas(64) _Atomic uint64_t next; /* generation (low 32 bits) << 32 | the next index */
-    atomic_size_t end;
 };
+
+/* Where thread w's range of ntasks tasks begins (w = nthreads: where the last one ends). */
+static size_t home_begin(const qmm_opt_pool *p, size_t ntasks, int w)
+{
+    return ntasks * (size_t)w / (size_t)p->nthreads;
+}
 
 typedef struct worker_arg {
     qmm_opt_pool *pool;
@@ -76,15 +82,17 @@ typedef struct worker_arg {
 
 #define CLOSED 0xffffffffu /* no task index: the job's fields are being written */
 
-/* Claims and runs the tasks of job `gen` in range h until none is left there (or the job is
- * another's). */
-static void run_range(qmm_opt_pool *p, struct home *h, int worker, uint32_t gen)
+/* Claims and runs the tasks of job `gen` in thread h's range until none is left there (or
+ * the job is another's). */
+static void run_range(qmm_opt_pool *p, int h, int worker, uint32_t gen)
 {
+    _Atomic uint64_t *next = &p->home[h].next;
     for (;;) {
-        uint64_t v = atomic_load(&h->next);
-        if ((uint32_t)(v >> 32) != gen || (uint32_t)v >= atomic_load(&h->end))
+        uint64_t v = atomic_load(next);
+        if ((uint32_t)(v >> 32) != gen ||
+            (uint32_t)v >= home_begin(p, atomic_load(&p->ntasks), h + 1))
             return;
-        if (atomic_compare_exchange_weak(&h->next, &v, v + 1))
+        if (atomic_compare_exchange_weak(next, &v, v + 1))
             p->fn(p->ctx, (size_t)(uint32_t)v, worker);
     }
 }
@@ -93,7 +101,7 @@ static void run_range(qmm_opt_pool *p, struct home *h, int worker, uint32_t gen)
 static void run_tasks(qmm_opt_pool *p, int worker, uint32_t gen)
 {
     for (int i = 0; i < p->nthreads; i++)
-        run_range(p, &p->home[(worker + i) % p->nthreads], worker, gen);
+        run_range(p, (worker + i) % p->nthreads, worker, gen);
 }
 
 static void *worker_main(void *arg)
@@ -142,10 +150,9 @@ qmm_opt_pool *qmm_opt_pool_create(int nthreads)
         qmm_opt_pool_destroy(p);
         return NULL;
     }
-    for (int i = 0; i < nthreads; i++) {
+    atomic_init(&p->ntasks, 0);
+    for (int i = 0; i < nthreads; i++)
         atomic_init(&p->home[i].next, (uint64_t)CLOSED);
-        atomic_init(&p->home[i].end, 0);
-    }
     if (nthreads > 1) {
         p->threads = calloc((size_t)nthreads - 1, sizeof *p->threads);
         if (!p->threads) {
@@ -210,10 +217,9 @@ void qmm_opt_pool_run(qmm_opt_pool *p, size_t ntasks, qmm_opt_task_fn fn, void *
         atomic_store(&p->home[w].next, (uint64_t)gen << 32 | CLOSED);
     p->fn = fn;
     p->ctx = ctx;
-    for (int w = 0; w < nt; w++) {
-        atomic_store(&p->home[w].end, ntasks * (size_t)(w + 1) / (size_t)nt);
-        atomic_store(&p->home[w].next, (uint64_t)gen << 32 | (ntasks * (size_t)w / (size_t)nt));
-    }
+    atomic_store(&p->ntasks, ntasks);
+    for (int w = 0; w < nt; w++)
+        atomic_store(&p->home[w].next, (uint64_t)gen << 32 | home_begin(p, ntasks, w));
     p->generation++;
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);
