@@ -81,44 +81,41 @@ for args in "-1 1" "0 1" "abc 1" "5 0" "5 abc" "5 100"; do
     run 2 - fuzz/throughput.sh build-fuzz $args
 done
 run 0 '^fuzz_meta -runs=5 ' fuzz/throughput.sh build-fuzz 5 1
-# bench/table.py refuses an --update file it cannot read or a --json folder it cannot write
-# before it measures (it measured for six minutes, then stopped on a traceback); the qmmcheck it
-# is given does not exist, so reaching the measurement fails otherwise
-table() { # EXPECTED_RC PATTERN ARGS...: table.py's exit status and its stderr
-    local want=$1 pat=$2 rc=0
-    shift 2
-    python3 "$src/bench/table.py" --qmmcheck "$tmp/none/qmmcheck" "$@" >"$tmp/out" 2>&1 || rc=$?
-    if [ "$rc" != "$want" ] || ! grep -Eq -- "$pat" "$tmp/out"; then
-        echo "FAIL: bench/table.py $*: exit $rc (expected $want), output:"
+# bench/table.py and the two ORT comparisons refuse an output path they could not write
+# before they measure (table.py measured for six minutes, then stopped on a traceback)
+refused() { # PATTERN COMMAND...: exit 2 and a line matching PATTERN, nothing measured
+    local pat=$1 rc=0
+    shift
+    "$@" >"$tmp/out" 2>&1 || rc=$?
+    if [ "$rc" != 2 ] || ! grep -Eq -- "$pat" "$tmp/out"; then
+        echo "FAIL: ${*#"$src/"}: exit $rc (expected 2), output:"
         cat "$tmp/out"
         bad=1
     fi
 }
-table 2 "--update $tmp/missing.md: no such readable file" --update "$tmp/missing.md"
-table 2 "--json $tmp/nodir/t.json: cannot write in $tmp/nodir" --json "$tmp/nodir/t.json"
+# the qmmcheck table.py is given does not exist, so reaching the measurement fails otherwise
+table=(python3 "$src/bench/table.py" --qmmcheck "$tmp/none/qmmcheck")
+refused "--update $tmp/missing.md: no such readable file" "${table[@]}" --update "$tmp/missing.md"
+refused "--json $tmp/nodir/t.json: cannot write in $tmp/nodir" "${table[@]}" --json "$tmp/nodir/t.json"
 : >"$tmp/doc.md"
-table 2 "--json $tmp/nodir/t.json: cannot write" --update "$tmp/doc.md" --json "$tmp/nodir/t.json"
+refused "--json $tmp/nodir/t.json: cannot write" "${table[@]}" --update "$tmp/doc.md" \
+    --json "$tmp/nodir/t.json"
 mkdir "$tmp/adir"
-table 2 "--json $tmp/adir: a folder, not a file" --json "$tmp/adir"
-table 2 "--update $tmp/adir: a folder, not a file" --update "$tmp/adir"
+refused "--json $tmp/adir: a folder, not a file" "${table[@]}" --json "$tmp/adir"
+refused "--update $tmp/adir: a folder, not a file" "${table[@]}" --update "$tmp/adir"
 if [ "$(id -u)" != 0 ]; then # root may write where the permission bits say no
     : >"$tmp/ro.json"
     chmod 444 "$tmp/ro.json"
-    table 2 "--json $tmp/ro.json: not writable" --json "$tmp/ro.json"
+    refused "--json $tmp/ro.json: not writable" "${table[@]}" --json "$tmp/ro.json"
 fi
-# ... and so do the two ORT comparisons (they import onnxruntime first: scripts/setup.sh's venv)
+# the ORT comparisons import onnxruntime first: scripts/setup.sh's venv
 py=$src/.venv/bin/python
 for script in ort_compare.py ort_nbits.py; do
     if ! "$py" -c 'import onnxruntime' 2>/dev/null; then
         echo "skip bench/$script: no onnxruntime in $py"
         continue
     fi
-    rc=0
-    "$py" "$src/bench/$script" --json "$tmp/nodir/t.json" >"$tmp/out" 2>&1 || rc=$?
-    if [ "$rc" != 2 ] || ! grep -q -- "--json $tmp/nodir/t.json: cannot write in $tmp/nodir" "$tmp/out"; then
-        echo "FAIL: bench/$script --json in a missing folder: exit $rc (expected 2), output:"
-        cat "$tmp/out"
-        bad=1
-    fi
+    refused "--json $tmp/nodir/t.json: cannot write in $tmp/nodir" "$py" "$src/bench/$script" \
+        --json "$tmp/nodir/t.json"
 done
 exit $bad

@@ -476,7 +476,7 @@ Test(differential, blocking_boundaries, .timeout = 600)
          * K past its 8192-value block and odd, whole and partial panels, one K group,
          * M at 192 and just past it */
         {40, 8195, 45}, {192, 67, 96}, {193, 67, 33}, {8, 4, 32}, {9, 8192, 64},
-        /* ... past 192 rows: the first row group in a phase of its own (packing B) */
+        /* ... past 192 rows: B packed in a pass of its own, not by the first row group */
         {200, 130, 97}, {390, 8195, 40},
     };
     variant v[MAX_VARIANTS];

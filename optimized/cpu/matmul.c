@@ -503,9 +503,9 @@ static inline void prefetch_line_for_write(const char *p)
 }
 
 /* Asks for the lines of y that the epilogue will write for rows [i0, i0 + rows) x columns
- * [j0, j0 + nc) (inside y) of batch bi, for writing, while the tile's last K block computes: a y larger
- * than the caches otherwise costs the epilogue a miss per line, its stores waiting for
- * each line's read (at 2048^3 on a Zen 4 the requantization's stores were 5.4% of the
+ * [j0, j0 + nc) (inside y) of batch bi, for writing, while the tile's last K block computes:
+ * a y larger than the caches otherwise costs the epilogue a miss per line, its stores waiting
+ * for each line's read (at 2048^3 on a Zen 4 the requantization's stores were 5.4% of the
  * samples, perf record). */
 static void prefetch_y(const job *J, int64_t bi, size_t i0, size_t rows, size_t j0, size_t nc)
 {
