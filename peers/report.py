@@ -22,6 +22,8 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import qmm_requires  # noqa: E402 (the standard library only: outputs())
 FLOAT8 = "vectors/edge/qlinearmatmul/float8"  # its own row: the float8 forms (issue 17)
 PY = os.path.join(ROOT, ".venv", "bin", "python")
 
@@ -153,6 +155,7 @@ def main():
     ap.add_argument("--classes", default=" ".join(("native",) + EMULATED),
                     help="the CPU classes to judge each peer under (native: this machine's)")
     a = ap.parse_args()
+    qmm_requires.outputs(ap, ("--out", a.out, None))  # before judging every peer, not after
     classes = a.classes.split()
     for c in classes:
         if c != "native" and c not in EMULATED:

@@ -81,8 +81,9 @@ for args in "-1 1" "0 1" "abc 1" "5 0" "5 abc" "5 100"; do
     run 2 - fuzz/throughput.sh build-fuzz $args
 done
 run 0 '^fuzz_meta -runs=5 ' fuzz/throughput.sh build-fuzz 5 1
-# bench/table.py and the two ORT comparisons refuse an output path they could not write
-# before they measure (table.py measured for six minutes, then stopped on a traceback)
+# bench/table.py, the two ORT comparisons and peers/report.py refuse an output path they
+# could not write before they measure (table.py measured for six minutes, then stopped on a
+# traceback)
 refused() { # PATTERN COMMAND...: exit 2 and a line matching PATTERN, nothing measured
     local pat=$1 rc=0
     shift
@@ -108,6 +109,11 @@ if [ "$(id -u)" != 0 ]; then # root may write where the permission bits say no
     chmod 444 "$tmp/ro.json"
     refused "--json $tmp/ro.json: not writable" "${table[@]}" --json "$tmp/ro.json"
 fi
+# ... and so does peers/report.py (it judges every peer, then writes --out)
+refused "--out $tmp/adir: a folder, not a file" python3 "$src/peers/report.py" \
+    --build "$tmp/none" --out "$tmp/adir"
+refused "--out $tmp/nodir/r.md: cannot write in $tmp/nodir" python3 "$src/peers/report.py" \
+    --build "$tmp/none" --out "$tmp/nodir/r.md"
 # the ORT comparisons import onnxruntime first: scripts/setup.sh's venv
 py=$src/.venv/bin/python
 for script in ort_compare.py ort_nbits.py; do
