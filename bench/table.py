@@ -126,15 +126,22 @@ def section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end):
               "threads; `qmmcheck bench`'s `cpu-ratio`), which leaves out the time a call "
               "waited for a core: on a shared machine it moves far less than the wall ratio.",
               "",
+              "bound: the most oneDNN/ours could read on this machine, `qmmcheck bench`'s "
+              "`bound` for oneDNN: per round, the int8 peak loop's rate (sampled just before "
+              "and after the round) over oneDNN's rate, median. No kernel whose "
+              "multiply-accumulates run no faster than the loop's beats oneDNN by more; ours "
+              "% of peak is our rate over the same peak.",
+              "",
               "| shape | T | B | ours ms | oneDNN ms | oneDNN/ours (per round) | oneDNN/ours cpu "
-              "| ours ms (ORT run) | ORT ms | ORT/ours (per round) |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              "| bound | ours % of peak | ours ms (ORT run) | ORT ms | ORT/ours (per round) |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     by = {}
     for rep in onednn:
         for r in rep["results"]:
             by.setdefault((r["shape"], rep["threads"], r["b"]), {})[r["backend"].split(":")[0]] = r
     ort_by = {(r["shape"], r["threads"], "constant" if r["b"] == "const" else "input"): r
               for r in ort_rows}
+    reach = []
     for shape in args.shapes:
         for t in args.threads:
             for b in ("input", "constant"):
@@ -149,14 +156,21 @@ def section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end):
                     rr = ", ".join(f"{x:.2f}" for x in dn["round_ratio"])
                     row.append(f"**{dn['ratio']:.2f}** ({rr})" if dn["ratio"] else "—")
                     row.append(f"{dn['cpu_ratio']:.2f}" if dn.get("cpu_ratio") else "—")
+                    row.append(f"{dn['bound']:.2f}" if dn.get("bound") else "—")
+                    if dn.get("bound") and dn["bound"] < 1.05:
+                        reach.append(f"{shape} T={t} B {b} ({dn['bound']:.2f})")
                 else:
-                    row += [dn["status"] if dn else "—", "—", "—"]
+                    row += [dn["status"] if dn else "—", "—", "—", "—"]
+                row.append(f"{100 / ours['bound']:.0f}%" if ours and ours.get("bound") else "—")
                 if o:
                     rr = ", ".join(f"{x:.2f}" for x in o["round_ratio"])
                     row += [fmt_ms(o["ours_s"]), fmt_ms(o["ort_s"]), f"**{o['ratio']:.2f}** ({rr})"]
                 else:
                     row += ["—", "—", "—"]
                 lines.append("| " + " | ".join(row) + " |")
+    if onednn:
+        lines += ["", "Rows where 1.05× against oneDNN was out of reach in this run (bound below "
+                  "1.05): " + (", ".join(reach) if reach else "none") + "."]
     lines += ["", mark.replace(" -->", " end -->")]
     return "\n".join(lines) + "\n"
 

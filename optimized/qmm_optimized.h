@@ -124,6 +124,9 @@ typedef struct qmm_optimized_peak qmm_optimized_peak;
 qmm_optimized_peak *qmm_optimized_peak_open(int variant, int threads, double sample_s);
 /* Takes one sample (threads started and joined inside); 0, or -1 when no thread ran. */
 int qmm_optimized_peak_sample(qmm_optimized_peak *p);
+/* Forgets the samples taken (the calibration stays): the next get reads only later samples,
+ * so a caller that times in rounds reads each round's peak. */
+void qmm_optimized_peak_restart(qmm_optimized_peak *p);
 void qmm_optimized_peak_close(qmm_optimized_peak *p);
 
 typedef enum qmm_optimized_peak_verdict {

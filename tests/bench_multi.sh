@@ -25,10 +25,14 @@ done
 got=$(grep '^round ' "$tmp/out" | awk '{print $2, $7}' | sed 's/:.*//' | tr '\n' ' ')
 [ "$got" = "1 optimized 1 reference 2 optimized 2 reference 3 optimized 3 reference " ] ||
   fail "rounds not alternating: '$got'"
-grep -Eq '^result 3x40x5 u8s8u8 threads=1 b=input optimized[^ ]* PASSED median=[0-9.]+ s [0-9.]+ GOPS cpu=[0-9.]+ s rounds=3 reps=2 ratio=1\.00 ' "$tmp/out" ||
+grep -Eq '^result 3x40x5 u8s8u8 threads=1 b=input optimized[^ ]* PASSED median=[0-9.]+ s [0-9.]+ GOPS cpu=[0-9.]+ s rounds=3 reps=2 bound=[0-9.]+ ratio=1\.00 ' "$tmp/out" ||
   fail "no result line for the first backend"
-grep -Eq '^result 3x40x5 u8s8u8 threads=1 b=input reference PASSED median=[0-9.]+ s [0-9.]+ GOPS cpu=[0-9.]+ s rounds=3 reps=2 ratio=[0-9.]+ per round [0-9.]+,[0-9.]+,[0-9.]+ \(reference time / optimized' "$tmp/out" ||
+grep -Eq '^result 3x40x5 u8s8u8 threads=1 b=input reference PASSED median=[0-9.]+ s [0-9.]+ GOPS cpu=[0-9.]+ s rounds=3 reps=2 bound=[0-9.]+ ratio=[0-9.]+ per round [0-9.]+,[0-9.]+,[0-9.]+ \(reference time / optimized' "$tmp/out" ||
   fail "no ratio line for the second backend"
+# the bound: the peak loop sampled in each round (x86 always has one), explained once
+grep -q '^bound: in each round the peak loop (' "$tmp/out" || fail "no bound line"
+[ "$(grep -c '^peak-round [123] 3x40x5 threads=1 b=input [0-9.]* GOPS$' "$tmp/out")" = 3 ] ||
+  fail "not one peak per round"
 line=$(grep '^result .* fake ' "$tmp/out")
 case "$line" in *"FAILED (errors:15 total:15): no time, no ratio") ;; *) fail "fake: '$line'" ;; esac
 case "$line" in *median=*|*ratio=*) fail "a FAILED backend got a time or ratio: '$line'" ;; esac
@@ -42,6 +46,15 @@ assert r["reference"]["status"] == "PASSED" and len(r["reference"]["round_ratio"
 assert len(r["reference"]["round_cpu_s"]) == 3 and r["reference"]["cpu_median_s"] > 0
 assert r["fake"]["cpu_median_s"] is None and r["fake"]["cpu_ratio"] is None
 assert r["optimized"]["ratio"] == 1.0 and len(r["optimized"]["round_s"]) == 3
+# bound = median over rounds of (round peak / the backend's rate), each >= 1
+ops = 2 * 3 * 40 * 5
+for name in ("optimized", "reference"):
+    x = r[name]
+    assert len(x["round_peak_gops"]) == 3 and min(x["round_peak_gops"]) > 0, x
+    want = sorted(p * 1e9 * t / ops for p, t in zip(x["round_peak_gops"], x["round_s"]))[1]
+    assert x["bound"] >= 1 and abs(x["bound"] - want) <= 1e-3 * want, (x["bound"], want)
+    assert len(x["round_bound"]) == 3
+assert r["fake"]["bound"] is None and r["fake"]["round_peak_gops"] == []
 PY
 
 # right at the check, wrong in the timed calls: FAILED after round 1, no ratio

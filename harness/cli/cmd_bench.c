@@ -436,6 +436,9 @@ static int write_json(const char *path, const char *backend, const char *types, 
 
 #define BENCH_MAX_BACKENDS 8
 #define BENCH_MAX_ROUNDS 1000
+/* each round's peak (the bound): samples of the peak loop just before the round's backends,
+ * and as many just after */
+#define PEAK_ROUND_HALF 8
 /* a round's timed calls per backend when --reps is not given: about this long, 3..200 */
 #define ROUND_S 0.2
 
@@ -543,6 +546,7 @@ typedef struct mb_run {
     FILE *json;            /* --report's file, or NULL */
     int json_rows;
     int failed;            /* some backend FAILED: bench exits 1 */
+    qmm_optimized_peak *pk; /* the best variant's peak loop on `threads` threads; NULL: none */
 } mb_run;
 
 static const char *b_label(int const_b) { return const_b ? "constant" : "input"; }
@@ -618,8 +622,24 @@ failed:;
              qmm_status_name(st.code), shown(msg, sizeof msg, st.message));
 }
 
+/* A backend's bound over its rounds (round_peak[k]: round k's peak, ops/s; 0: none): per
+ * round, the peak's rate over the backend's, in bound[]; returns their median, or 0 when a
+ * round has no peak, no time, or ran above the peak's rate (the loop is then no ceiling). */
+static double mb_bound(const mb_slot *s, const double *round_peak, double ops, double *bound)
+{
+    double sorted[BENCH_MAX_ROUNDS];
+    for (int k = 0; k < s->rounds; k++) {
+        bound[k] = round_peak[k] * s->round_s[k] / ops;
+        if (!(round_peak[k] > 0 && s->round_s[k] > 0 && bound[k] >= 1.0))
+            return 0;
+        sorted[k] = bound[k];
+    }
+    return s->rounds ? median_of(sorted, s->rounds) : 0;
+}
+
 /* Prints (and writes as JSON) every backend's result at one shape and B mode. */
-static void mb_results(mb_run *r, const int64_t mkn[3], int const_b, mb_slot *slot)
+static void mb_results(mb_run *r, const int64_t mkn[3], int const_b, mb_slot *slot,
+                       const double *round_peak)
 {
     double ops = 2.0 * (double)mkn[0] * (double)mkn[1] * (double)mkn[2];
     mb_slot *first = &slot[0];
@@ -628,7 +648,9 @@ static void mb_results(mb_run *r, const int64_t mkn[3], int const_b, mb_slot *sl
         int ok = s->status == QH_PASSED && s->rounds > 0;
         double sorted[BENCH_MAX_ROUNDS], ratio[BENCH_MAX_ROUNDS], mratio = 0, cpu_ratio = 0;
         int nratio = 0;
+        double bound[BENCH_MAX_ROUNDS], mbound = 0;
         if (ok) {
+            mbound = r->pk ? mb_bound(s, round_peak, ops, bound) : 0;
             memcpy(sorted, s->round_s, (size_t)s->rounds * sizeof *sorted);
             s->median_s = median_of(sorted, s->rounds);
             s->gops = s->median_s > 0 ? ops / s->median_s / 1e9 : 0;
@@ -660,6 +682,10 @@ static void mb_results(mb_run *r, const int64_t mkn[3], int const_b, mb_slot *sl
         } else {
             printf(" median=%.9f s %.1f GOPS cpu=%.9f s rounds=%d reps=%d", s->median_s, s->gops,
                    s->cpu_median_s, s->rounds, s->reps);
+            if (mbound > 0)
+                printf(" bound=%.2f", mbound);
+            else if (r->pk)
+                printf(" bound=none");
             if (i == 0)
                 printf(" ratio=1.00 (the first: ratios are backend time / this time)\n");
             else if (!nratio)
@@ -705,6 +731,14 @@ static void mb_results(mb_run *r, const int64_t mkn[3], int const_b, mb_slot *sl
         fprintf(r->json, ", \"round_ratio\": [");
         for (int k = 0; k < nratio; k++)
             fprintf(r->json, "%s%.4f", k ? ", " : "", ratio[k]);
+        fprintf(r->json, "], \"round_peak_gops\": [");
+        for (int k = 0; r->pk && ok && k < s->rounds; k++)
+            fprintf(r->json, "%s%.3f", k ? ", " : "", round_peak[k] / 1e9);
+        fprintf(r->json, "], \"bound\": ");
+        fprintf(r->json, mbound > 0 ? "%.4f" : "null", mbound);
+        fprintf(r->json, ", \"round_bound\": [");
+        for (int k = 0; mbound > 0 && k < s->rounds; k++)
+            fprintf(r->json, "%s%.4f", k ? ", " : "", bound[k]);
         fprintf(r->json, "]}");
     }
 }
@@ -746,7 +780,7 @@ static int mb_shape(mb_run *r, const int64_t mkn[3], const int *modes, int nmode
     int rc = 0;
     mb_slot slot[BENCH_MAX_BACKENDS];
     qmm_optimized_packed_b *pb[BENCH_MAX_BACKENDS];
-    double *times = NULL;
+    double *times = NULL, round_peak[BENCH_MAX_ROUNDS];
     for (int mi = 0; mi < nmodes && rc == 0; mi++) {
         int const_b = modes[mi];
         memset(slot, 0, sizeof slot);
@@ -785,8 +819,15 @@ static int mb_shape(mb_run *r, const int64_t mkn[3], const int *modes, int nmode
             fprintf(stderr, "qmmcheck bench: out of memory\n");
             rc = 1;
         }
-        /* round k: every backend that still passes, in the order given */
+        /* round k: every backend that still passes, in the order given, between two halves
+         * of the round's peak samples */
         for (int k = 0; k < r->rounds && rc == 0; k++) {
+            round_peak[k] = 0;
+            if (r->pk) {
+                qmm_optimized_peak_restart(r->pk);
+                for (int n = 0; n < PEAK_ROUND_HALF; n++)
+                    qmm_optimized_peak_sample(r->pk);
+            }
             for (int i = 0; i < r->nb; i++) {
                 if (slot[i].status != QH_PASSED)
                     continue;
@@ -801,9 +842,19 @@ static int mb_shape(mb_run *r, const int64_t mkn[3], const int *modes, int nmode
                     printf("FAILED (%s)\n", slot[i].why);
                 fflush(stdout);
             }
+            if (r->pk) {
+                for (int n = 0; n < PEAK_ROUND_HALF; n++)
+                    qmm_optimized_peak_sample(r->pk);
+                qmm_optimized_peak_info in;
+                qmm_optimized_peak_get(r->pk, &in);
+                round_peak[k] = in.samples == 2 * PEAK_ROUND_HALF ? in.ops : 0;
+                printf("peak-round %d %lldx%lldx%lld threads=%d b=%s %.1f GOPS\n", k + 1,
+                       (long long)mkn[0], (long long)mkn[1], (long long)mkn[2], r->threads,
+                       b_label(const_b), round_peak[k] / 1e9);
+            }
         }
         if (rc == 0)
-            mb_results(r, mkn, const_b, slot);
+            mb_results(r, mkn, const_b, slot, round_peak);
         fflush(stdout);
         for (int i = 0; i < r->nb; i++) {
             qmm_optimized_packed_b_free(pb[i]);
@@ -912,7 +963,20 @@ static int multi_run(char **specs, int nb, const char **profiles, int np, int64_
            "the timed ones (their median is the round's); its answer was checked against the "
            "reference before the first round and is compared again after each\n", rounds);
     fflush(stdout);
-    mb_run r = {be, nb, t, types, threads ? threads : 1, rounds, reps, json, 0, 0};
+    mb_run r = {be, nb, t, types, threads ? threads : 1, rounds, reps, json, 0, 0, NULL};
+    if (rc == 0 && (r.pk = qmm_optimized_peak_open(-1, r.threads, PEAK_SAMPLE_S)) != NULL) {
+        qmm_optimized_peak_info in;
+        qmm_optimized_peak_get(r.pk, &in);
+        printf("bound: in each round the peak loop (%s, %s) is sampled %d times before the "
+               "backends and %d after; a backend's bound is the median over rounds of that "
+               "round's peak rate / its rate: no backend whose multiply-accumulates run no "
+               "faster than the loop's can take less than 1/bound of its time, so a ratio "
+               "against it above its bound is out of reach (none: a round ran above the "
+               "loop)\n",
+               in.isa, in.loop, PEAK_ROUND_HALF, PEAK_ROUND_HALF);
+    } else if (rc == 0) {
+        printf("bound: none (this CPU runs no variant's peak loop)\n");
+    }
     int modes[2] = {const_b && !both_b, 1}, nmodes = both_b ? 2 : 1;
     for (int s = 0; rc == 0 && s < nshapes; s++)
         rc = mb_shape(&r, shapes[s], modes, nmodes);
@@ -925,6 +989,8 @@ static int multi_run(char **specs, int nb, const char **profiles, int np, int64_
             rc = rc ? rc : 1;
         }
     }
+    if (r.pk)
+        qmm_optimized_peak_close(r.pk);
     for (int i = 0; i < opened; i++)
         qh_backend_release(&be[i].qb);
     free(be);

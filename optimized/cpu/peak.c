@@ -382,6 +382,12 @@ out:
     return rc;
 }
 
+void qmm_optimized_peak_restart(qmm_optimized_peak *p)
+{
+    p->samples = 0;
+    p->best_together = p->best_thread = p->best_hz = 0;
+}
+
 void qmm_optimized_peak_close(qmm_optimized_peak *p)
 {
     free(p);

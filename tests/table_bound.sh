@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# tests/table_bound.sh — bench/table.py's bound column from a run's --json (measuring nothing):
+# oneDNN's `bound` beside each row, ours as a percentage of the peak (100 / our bound), the rows
+# whose bound is below 1.05 named as out of reach, and "—" for a row of an older report that
+# has no bound.
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; [ -f "$tmp/out" ] && cat "$tmp/out"; exit 1; }
+python3 - "$tmp/run.json" <<'PY'
+import json, sys
+def row(shape, b, backend, ms, bound):
+    r = {"shape": shape, "threads": 1, "b": b, "backend": backend, "status": "PASSED",
+         "median_s": ms / 1e3, "ratio": 1.0 if backend.startswith("optimized") else 1.01,
+         "round_ratio": [1.0, 1.02], "cpu_ratio": 1.0}
+    if bound is not None:
+        r["bound"] = bound
+    return r
+rep = {"threads": 1, "backends": [{"name": "onednn", "description": "oneDNN x"}], "results": [
+    row("8x64x64", "input", "optimized:isa=x", 1.0, 1.25),
+    row("8x64x64", "input", "onednn", 1.01, 1.02),
+    row("8x64x64", "constant", "optimized:isa=x", 1.0, 1.10),
+    row("8x64x64", "constant", "onednn", 1.01, 1.20),
+    row("16x64x64", "input", "optimized:isa=x", 1.0, None),   # an older report: no bound
+    row("16x64x64", "input", "onednn", 1.01, None)]}
+json.dump({"machine": {"class": "avx512-vnni"}, "machine_line": "machine: test, 2 CPU(s) online, "
+           "load average 0.1 0.1 0.1", "began": "2026-11-27T00:00:00+00:00", "load_end": "0.1 0.1 0.1",
+           "onednn_profile": "onednn-fp32", "onnxruntime": None, "onednn": [rep], "ort": []},
+          open(sys.argv[1], "w"))
+PY
+python3 "$src/bench/table.py" --from-json "$tmp/run.json" --shapes 8x64x64 16x64x64 --threads 1 \
+  >"$tmp/out" 2>&1 || fail "table.py --from-json: exit $?"
+grep -Fq '| 8x64x64 | 1 | input | 1.000 | 1.010 | **1.01** (1.00, 1.02) | 1.00 | 1.02 | 80% |' "$tmp/out" ||
+  fail "the input row: bound 1.02, ours 80% of the peak"
+grep -Fq '| 8x64x64 | 1 | constant | 1.000 | 1.010 | **1.01** (1.00, 1.02) | 1.00 | 1.20 | 91% |' "$tmp/out" ||
+  fail "the constant row: bound 1.20, ours 91%"
+grep -Fq '| 16x64x64 | 1 | input | 1.000 | 1.010 | **1.01** (1.00, 1.02) | 1.00 | — | — |' "$tmp/out" ||
+  fail "a row without a bound"
+grep -Fq 'out of reach in this run (bound below 1.05): 8x64x64 T=1 B input (1.02).' "$tmp/out" ||
+  fail "the out-of-reach line"
+echo "table_bound: ok"
