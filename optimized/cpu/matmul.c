@@ -169,10 +169,16 @@ static void pack_a_task(void *ctx, size_t task, int worker)
                               kpairs, J->apack + amat * J->a_words + r0 * kpairs, rs);
     } else if (J->raw_a) {
         /* the row sums, the partial row group and every group's last K groups: the full
-         * groups' whole K groups are read from A itself */
-        qmm_opt_pack_a_rest(J->L, src, J->k, J->a_signed, r1 - r0, J->k, za, J->kgroups,
-                            J->apack + amat * J->a_words + r0 * J->kgroups, rs,
-                            (size_t)J->mr, J->k / 4);
+         * groups' whole K groups are read from A itself; on the fused path the first row
+         * group whole (kernel_pack reads packed A) */
+        size_t first = J->fused && r0 == 0 ? (r1 < (size_t)J->mr ? r1 : (size_t)J->mr) : 0;
+        int32_t *ap = J->apack + amat * J->a_words + r0 * J->kgroups;
+        if (first)
+            J->L->pack_a(J->L, src, J->k, J->a_signed, first, J->k, za, J->kgroups, ap, rs);
+        if (r1 - r0 > first)
+            qmm_opt_pack_a_rest(J->L, src + first * J->k, J->k, J->a_signed, r1 - r0 - first,
+                                J->k, za + first, J->kgroups, ap + first * J->kgroups,
+                                rs + first, (size_t)J->mr, J->k / 4);
     } else {
         /* r0 is a multiple of mr (pack_rows is), so chunks start on a group */
         J->L->pack_a(J->L, src, J->k, J->a_signed, r1 - r0, J->k, za, J->kgroups,
@@ -760,10 +766,10 @@ static void plan_tasks(job *J, int threads, const qmm_optimized_packed_b *pb, in
     J->rows_first = pb != NULL || J->nmb >= 4;
     /* Raw A: a uint8 A's full row groups are read as they are by the variant's kernel_raw_a
      * (no packing pass over A; the packer still takes the row sums, the partial row group and
-     * the last, partial K group). Not on the fused path, whose kernel_pack reads packed A;
-     * not past RAW_A_K_MAX, where it measured slower (below). */
+     * the last, partial K group; on the fused path also the first row group, which
+     * kernel_pack reads packed). Not past RAW_A_K_MAX, where it measured slower (above). */
     J->raw_a = !J->a_signed && J->v->kernel_raw_a && J->kg == 4 && !J->direct && !J->smallp &&
-               !J->fused && J->k >= 4 && J->k <= RAW_A_K_MAX;
+               J->k >= 4 && J->k <= RAW_A_K_MAX;
 
     J->pack_rows = ceil_div(PACK_ROWS, (size_t)J->mr) * (size_t)J->mr;
     J->a_chunks = ceil_div(J->m, J->pack_rows);
