@@ -78,4 +78,11 @@ bench --backend "$fake" --backend optimized --b-both --rounds 2 || rc=$?
 rc=0
 bench --backend optimized --backend reference --profile nosuch=onednn-fp32 || rc=$?
 [ "$rc" = 2 ] && grep -q 'no --backend is that' "$tmp/err" || fail "--profile of no backend: exit $rc"
+# no --threads: the optimized backend runs on every online CPU, so the peak the bound divides
+# by is sampled on as many threads (one thread's peak would halve the bound on two CPUs)
+"$qmmcheck" bench --shape 3x4x5 --reps 1 --rounds 1 --backend optimized --backend reference \
+  >"$tmp/out" 2>"$tmp/err" || fail "bench without --threads: exit $? ($(cat "$tmp/err"))"
+want=$(sed -n 's/^backend 1 optimized:isa=[a-z0-9]*,threads=\([0-9]*\) .*/\1/p' "$tmp/out")
+grep -Eq "^peak-round 1 3x4x5 threads=$want b=input [0-9.]+ GOPS$" "$tmp/out" ||
+  fail "the peak's threads are not the optimized backend's ($want)"
 echo "bench_multi: ok"

@@ -849,7 +849,7 @@ static int mb_shape(mb_run *r, const int64_t mkn[3], const int *modes, int nmode
                 qmm_optimized_peak_get(r->pk, &in);
                 round_peak[k] = in.samples == 2 * PEAK_ROUND_HALF ? in.ops : 0;
                 printf("peak-round %d %lldx%lldx%lld threads=%d b=%s %.1f GOPS\n", k + 1,
-                       (long long)mkn[0], (long long)mkn[1], (long long)mkn[2], r->threads,
+                       (long long)mkn[0], (long long)mkn[1], (long long)mkn[2], in.threads,
                        b_label(const_b), round_peak[k] / 1e9);
             }
         }
@@ -964,16 +964,19 @@ static int multi_run(char **specs, int nb, const char **profiles, int np, int64_
            "reference before the first round and is compared again after each\n", rounds);
     fflush(stdout);
     mb_run r = {be, nb, t, types, threads ? threads : 1, rounds, reps, json, 0, 0, NULL};
-    if (rc == 0 && (r.pk = qmm_optimized_peak_open(-1, r.threads, PEAK_SAMPLE_S)) != NULL) {
+    /* without --threads the optimized backend (and an OpenMP library) runs on every online
+     * CPU: a peak of fewer threads would understate every bound */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int peak_threads = threads ? threads : ncpu > 256 ? 256 : ncpu > 1 ? (int)ncpu : 1;
+    if (rc == 0 && (r.pk = qmm_optimized_peak_open(-1, peak_threads, PEAK_SAMPLE_S)) != NULL) {
         qmm_optimized_peak_info in;
         qmm_optimized_peak_get(r.pk, &in);
-        printf("bound: in each round the peak loop (%s, %s) is sampled %d times before the "
-               "backends and %d after; a backend's bound is the median over rounds of that "
-               "round's peak rate / its rate: no backend whose multiply-accumulates run no "
-               "faster than the loop's can take less than 1/bound of its time, so a ratio "
-               "against it above its bound is out of reach (none: a round ran above the "
-               "loop)\n",
-               in.isa, in.loop, PEAK_ROUND_HALF, PEAK_ROUND_HALF);
+        printf("bound: in each round the peak loop (%s, %s, %d thread(s)) is sampled %d times "
+               "before the backends and %d after; a backend's bound is the median over rounds "
+               "of that round's peak rate / its rate: no backend whose multiply-accumulates run "
+               "no faster than the loop's can take less than 1/bound of its time, so a ratio "
+               "against it above its bound is out of reach (none: a round ran above the loop)\n",
+               in.isa, in.loop, in.threads, PEAK_ROUND_HALF, PEAK_ROUND_HALF);
     } else if (rc == 0) {
         printf("bound: none (this CPU runs no variant's peak loop)\n");
     }
