@@ -1161,3 +1161,107 @@ Test(validation, float8_is_computed_after_validating)
     cr_assert_eq(y[0], qmm_float8_encode(QMM_DTYPE_FLOAT8E5M2FNUZ, 112.0)); /* 56 + 56 */
     be->close(be);
 }
+
+/* The avx512vnni fused path with raw A (M <= 192, a B per batch not prepacked, uint8 A,
+ * 4 <= K <= 1024: the first row group packed for kernel_pack, the others read as they are)
+ * on 1, 2, 3 and 5 threads: row counts around the 8-row group, K around the 4-value group, N
+ * around the 32-column panel, A 2-D or broadcast over B's batches or one per batch, every
+ * zero point and scale form, MatMulInteger too; and B broadcast (not fused) beside them. */
+Test(differential, fused_raw_a, .timeout = 600)
+{
+    static const int64_t ms[] = {1, 2, 7, 8, 9, 15, 16, 17, 24, 31, 33, 100, 191, 192};
+    static const int64_t ks[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 63, 64, 65, 127, 1023, 1024};
+    static const int64_t ns[] = {1, 5, 31, 32, 33, 63, 64, 65, 97, 130};
+    int count = QMM_TEST_SANITIZED ? 40 : 300;
+    int tl[4] = {1, 2, 3, 5}, nt = 4;
+    variant v[4];
+    for (int i = 0; i < nt; i++) {
+        char spec[64];
+        snprintf(spec, sizeof spec, "isa=avx512vnni,threads=%d", tl[i]);
+        qmm_status st;
+        v[i].be = qmm_optimized_open(QMM_ABI_VERSION, spec, &st);
+        cr_assert(v[i].be, "%s", st.message);
+        v[i].prepack = 0;
+        qmm_call probe;
+        memset(&probe, 0, sizeof probe);
+        probe.op = QMM_OP_QLINEARMATMUL;
+        if (v[i].be->query(v[i].be, &probe, &st) != QMM_OK) { /* no avx512vnni here */
+            for (int j = 0; j <= i; j++)
+                v[j].be->close(v[j].be);
+            return;
+        }
+    }
+    rng r = {12345};
+    for (int i = 0; i < count; i++) {
+        problem p;
+        memset(&p, 0, sizeof p);
+        int64_t m = ms[rnd(&r, 0, sizeof ms / sizeof ms[0] - 1)];
+        int64_t k = ks[rnd(&r, 0, sizeof ks / sizeof ks[0] - 1)];
+        int64_t n = ns[rnd(&r, 0, sizeof ns / sizeof ns[0] - 1)];
+        int bmode = (int)rnd(&r, 0, 5);
+        int is_mmi = rnd(&r, 0, 3) == 0;
+        int32_t ta = rnd(&r, 0, 4) ? U8 : I8, tb = next64(&r) & 1 ? U8 : I8;
+        int32_t ty = next64(&r) & 1 ? U8 : I8;
+        int64_t ad[4], bd[4];
+        int ar, br;
+        switch (bmode) {
+        case 0: ar = 2; ad[0] = m; ad[1] = k; br = 2; bd[0] = k; bd[1] = n; break;
+        case 1: ar = 2; ad[0] = m; ad[1] = k; br = 3; bd[0] = 2; bd[1] = k; bd[2] = n; break;
+        case 2: ar = 3; ad[0] = 1; ad[1] = m; ad[2] = k; br = 3; bd[0] = 3; bd[1] = k; bd[2] = n; break;
+        case 3: ar = 3; ad[0] = 2; ad[1] = m; ad[2] = k; br = 3; bd[0] = 2; bd[1] = k; bd[2] = n; break;
+        case 4: ar = 3; ad[0] = 3; ad[1] = m; ad[2] = k; br = 4; bd[0] = 2; bd[1] = 3; bd[2] = k; bd[3] = n; break;
+        default: ar = 3; ad[0] = 2; ad[1] = m; ad[2] = k; br = 3; bd[0] = 1; bd[1] = k; bd[2] = n; break;
+        }
+        qmm_tensor a = tens(&p, ta, ar, ad), b = tens(&p, tb, br, bd);
+        fill_q8(&r, &a, rnd(&r, 0, 5) == 0 ? (int)rnd(&r, 1, 4) : 0);
+        fill_q8(&r, &b, rnd(&r, 0, 5) == 0 ? (int)rnd(&r, 1, 4) : 0);
+        qmm_geometry g;
+        qmm_status st;
+        cr_assert_eq(qmm_matmul_geometry(&a, &b, &g, &st), QMM_OK, "%s", st.message);
+        int64_t dims[QMM_MAX_RANK];
+        int rank, zmode = (int)rnd(&r, 0, 3);
+        rank = param_dims(&r, 0, &a, &g, dims);
+        qmm_tensor az = tens(&p, ta, rank, dims);
+        fill_q8(&r, &az, zmode == 0 ? 0 : (int)rnd(&r, 0, 4));
+        qmm_tensor as_ = tens(&p, QMM_DTYPE_FLOAT, rank, dims);
+        rank = param_dims(&r, 1, &b, &g, dims);
+        qmm_tensor bz = tens(&p, tb, rank, dims);
+        fill_q8(&r, &bz, zmode == 0 ? 0 : (int)rnd(&r, 0, 4));
+        qmm_tensor bs = tens(&p, QMM_DTYPE_FLOAT, rank, dims);
+        if (is_mmi) {
+            p.call.op = QMM_OP_MATMULINTEGER;
+            qmm_matmulinteger *c = &p.call.u.matmulinteger;
+            c->a = a;
+            c->b = b;
+            c->y = tens(&p, QMM_DTYPE_INT32, g.y_rank, g.y_dims);
+            if (rnd(&r, 0, 3))
+                c->a_zero_point = az;
+            if (rnd(&r, 0, 3))
+                c->b_zero_point = bz;
+        } else {
+            int smode = (int)rnd(&r, 0, 2);
+            for (int64_t e = 0; e < qmm_tensor_numel(&as_); e++)
+                put_scale(&r, &as_, e, smode == 1 ? 2 : smode);
+            for (int64_t e = 0; e < qmm_tensor_numel(&bs); e++)
+                put_scale(&r, &bs, e, smode == 1 ? 2 : smode);
+            rank = param_dims(&r, 2, NULL, &g, dims);
+            qmm_tensor ys = tens(&p, QMM_DTYPE_FLOAT, rank, dims), yz = tens(&p, ty, rank, dims);
+            fill_q8(&r, &yz, zmode == 0 ? 0 : (int)rnd(&r, 0, 4));
+            for (int64_t e = 0; e < qmm_tensor_numel(&ys); e++)
+                put_scale(&r, &ys, e, smode);
+            p.call.op = QMM_OP_QLINEARMATMUL;
+            p.call.u.qlinearmatmul =
+                (qmm_qlinearmatmul){.a = a, .a_scale = as_, .a_zero_point = az, .b = b,
+                                    .b_scale = bs, .b_zero_point = bz, .y_scale = ys,
+                                    .y_zero_point = yz,
+                                    .y = tens(&p, ty, g.y_rank, g.y_dims), .opset = 10};
+        }
+        snprintf(p.what, sizeof p.what,
+                 "fused raw A %s m=%lld k=%lld n=%lld bmode %d ta %d tb %d ty %d az rank %d bz rank %d",
+                 is_mmi ? "MMI" : "QLM", (long long)m, (long long)k, (long long)n, bmode,
+                 (int)ta, (int)tb, (int)ty, (int)az.rank, (int)bz.rank);
+        check_problem(v, nt, &p, 12345, i);
+        problem_free(&p);
+    }
+    close_variants(v, nt);
+}
