@@ -129,8 +129,10 @@ def section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end):
               "bound: the most oneDNN/ours could read on this machine, `qmmcheck bench`'s "
               "`bound` for oneDNN: per round, the int8 peak loop's rate (sampled just before "
               "and after the round) over oneDNN's rate, median. No kernel whose "
-              "multiply-accumulates run no faster than the loop's beats oneDNN by more; ours "
-              "% of peak is our rate over the same peak.",
+              "multiply-accumulates run no faster than the loop's beats oneDNN by more (a kernel "
+              "on other units, AMX beside a vector loop, is not bound by it); ours % of peak "
+              "is our rate over the same peak. —: no bound (a round ran above the loop, or a "
+              "report from before bounds).",
               "",
               "| shape | T | B | ours ms | oneDNN ms | oneDNN/ours (per round) | oneDNN/ours cpu "
               "| bound | ours % of peak | ours ms (ORT run) | ORT ms | ORT/ours (per round) |",
@@ -158,7 +160,7 @@ def section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end):
                     row.append(f"{dn['cpu_ratio']:.2f}" if dn.get("cpu_ratio") else "—")
                     row.append(f"{dn['bound']:.2f}" if dn.get("bound") else "—")
                     if dn.get("bound") and dn["bound"] < 1.05:
-                        reach.append(f"{shape} T={t} B {b} ({dn['bound']:.2f})")
+                        reach.append(f"{shape} T={t} B {b} ({dn['bound']:.4f})")  # the report's digits
                 else:
                     row += [dn["status"] if dn else "—", "—", "—", "—"]
                 row.append(f"{100 / ours['bound']:.0f}%" if ours and ours.get("bound") else "—")
