@@ -85,4 +85,9 @@ bench --backend optimized --backend reference --profile nosuch=onednn-fp32 || rc
 want=$(sed -n 's/^backend 1 optimized:isa=[a-z0-9]*,threads=\([0-9]*\) .*/\1/p' "$tmp/out")
 grep -Eq "^peak-round 1 3x4x5 threads=$want b=input [0-9.]+ GOPS$" "$tmp/out" ||
   fail "the peak's threads are not the optimized backend's ($want)"
+# ... and the machine line and the results name that count, not 1 (they said threads=1)
+grep -Eq "^machine: .*; threads=$want \(optimized: threads=$want;" "$tmp/out" ||
+  fail "the machine line's threads are not the optimized backend's ($want)"
+grep -Eq "^result 3x4x5 u8s8u8 threads=$want b=input optimized" "$tmp/out" ||
+  fail "the result line's threads are not the optimized backend's ($want)"
 echo "bench_multi: ok"

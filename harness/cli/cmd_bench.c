@@ -884,8 +884,11 @@ static int multi_run(char **specs, int nb, const char **profiles, int np, int64_
     }
     char cpu[400];
     const char *cls = "unknown";
-    print_machine(stdout, threads ? threads : 1, getenv("OMP_NUM_THREADS"), cpu, sizeof cpu,
-                  &cls);
+    /* without --threads the optimized backend (and an OpenMP library) runs on every online
+     * CPU: the lines and the peak say so, not 1 */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int run_threads = threads ? threads : ncpu > 256 ? 256 : ncpu > 1 ? (int)ncpu : 1;
+    print_machine(stdout, run_threads, getenv("OMP_NUM_THREADS"), cpu, sizeof cpu, &cls);
     mb_backend *be = calloc((size_t)nb, sizeof *be);
     if (!be) {
         fprintf(stderr, "qmmcheck bench: out of memory\n");
@@ -949,7 +952,7 @@ static int multi_run(char **specs, int nb, const char **profiles, int np, int64_
         fprintf(json, "\", \"class\": \"");
         json_str(json, cls);
         fprintf(json, "\", \"cpus_online\": %ld},\n  \"threads\": %d, \"rounds\": %d,\n"
-                      "  \"backends\": [", sysconf(_SC_NPROCESSORS_ONLN), threads, rounds);
+                      "  \"backends\": [", sysconf(_SC_NPROCESSORS_ONLN), run_threads, rounds);
         for (int i = 0; i < nb; i++) {
             fprintf(json, "%s{\"name\": \"", i ? ", " : "");
             json_str(json, be[i].name);
@@ -963,12 +966,8 @@ static int multi_run(char **specs, int nb, const char **profiles, int np, int64_
            "the timed ones (their median is the round's); its answer was checked against the "
            "reference before the first round and is compared again after each\n", rounds);
     fflush(stdout);
-    mb_run r = {be, nb, t, types, threads ? threads : 1, rounds, reps, json, 0, 0, NULL};
-    /* without --threads the optimized backend (and an OpenMP library) runs on every online
-     * CPU: a peak of fewer threads would understate every bound */
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int peak_threads = threads ? threads : ncpu > 256 ? 256 : ncpu > 1 ? (int)ncpu : 1;
-    if (rc == 0 && (r.pk = qmm_optimized_peak_open(-1, peak_threads, PEAK_SAMPLE_S)) != NULL) {
+    mb_run r = {be, nb, t, types, run_threads, rounds, reps, json, 0, 0, NULL};
+    if (rc == 0 && (r.pk = qmm_optimized_peak_open(-1, run_threads, PEAK_SAMPLE_S)) != NULL) {
         qmm_optimized_peak_info in;
         qmm_optimized_peak_get(r.pk, &in);
         printf("bound: in each round the peak loop (%s, %s, %d thread(s)) is sampled %d times "
