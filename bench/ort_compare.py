@@ -10,7 +10,9 @@ for ours; input: B is a graph input for ORT and packed on every call by ours), i
 rounds of ORT and `qmmcheck bench` (so machine noise hits both alike), takes the median of
 each side's per-round medians and prints ours / ORT throughput ratios. Types: u8 a, s8 b, u8 y.
 %peak is against the highest peak any round's `qmmcheck bench` reported (each is the best of
-short samples, raised to a timed call that beat it), so it never reads above 100.
+short samples, raised to a timed call that beat it), so it never reads above 100. bound is ORT's:
+the median over rounds of (that round's peak / ORT's rate in it): no kernel whose
+multiply-accumulates run no faster than the peak loop's beats ORT by more in that run.
 ORT runs with intra_op_num_threads = T, inter_op_num_threads = 1, sequential execution.
 """
 import argparse
@@ -99,7 +101,7 @@ def compare(qmmcheck, shapes, threads_list, rounds):
     rows = []
     print(f"onnxruntime {ort.__version__}, onnx {onnx.__version__}; types u8 x s8 -> u8")
     print(f"{'shape':>16} {'T':>2} {'B':>6} {'ours s':>10} {'ORT s':>10} {'ours GOPS':>10} "
-          f"{'ORT GOPS':>9} {'ratio':>6} {'%peak':>6}")
+          f"{'ORT GOPS':>9} {'ratio':>6} {'%peak':>6} {'bound':>6}")
     for shape in shapes:
         m, k, n = (int(x) for x in shape.split("x"))
         a = rng.integers(0, 256, size=(m, k), dtype=np.uint8)
@@ -126,11 +128,13 @@ def compare(qmmcheck, shapes, threads_list, rounds):
                        "b": "const" if b_const else "input", "ours_s": o, "ort_s": t,
                        "ours_gops": ops / o / 1e9, "ort_gops": ops / t / 1e9, "ratio": t / o,
                        "peak_gops": peak, "pct_peak": 100.0 * ops / o / 1e9 / peak,
+                       "bound": statistics.median(p * 1e9 * x / ops
+                                                  for p, x in zip(peaks, theirs)),
                        "round_ratio": [x / y for x, y in zip(theirs, ours)]}
                 rows.append(row)
                 print(f"{shape:>16} {threads:>2} {row['b']:>6} {o:>10.6f} {t:>10.6f} "
                       f"{row['ours_gops']:>10.1f} {row['ort_gops']:>9.1f} {row['ratio']:>6.2f} "
-                      f"{row['pct_peak']:>6.1f}", flush=True)
+                      f"{row['pct_peak']:>6.1f} {row['bound']:>6.2f}", flush=True)
     return rows
 
 

@@ -131,19 +131,21 @@ def section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end):
               "and after the round) over oneDNN's rate, median. No kernel whose "
               "multiply-accumulates run no faster than the loop's beats oneDNN by more (a kernel "
               "on other units, AMX beside a vector loop, is not bound by it); ours % of peak "
-              "is our rate over the same peak. —: no bound (a round ran above the loop, or a "
-              "report from before bounds).",
+              "is our rate over the same peak; ORT bound the same for ORT (`bench/ort_compare.py`: "
+              "the peak of the `qmmcheck bench` run in the same round). —: no bound (a round "
+              "ran above the loop, or a report from before bounds).",
               "",
               "| shape | T | B | ours ms | oneDNN ms | oneDNN/ours (per round) | oneDNN/ours cpu "
-              "| bound | ours % of peak | ours ms (ORT run) | ORT ms | ORT/ours (per round) |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| bound | ours % of peak | ours ms (ORT run) | ORT ms | ORT/ours (per round) "
+              "| ORT bound |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     by = {}
     for rep in onednn:
         for r in rep["results"]:
             by.setdefault((r["shape"], rep["threads"], r["b"]), {})[r["backend"].split(":")[0]] = r
     ort_by = {(r["shape"], r["threads"], "constant" if r["b"] == "const" else "input"): r
               for r in ort_rows}
-    reach = []
+    reach, reach_ort = [], []
     for shape in args.shapes:
         for t in args.threads:
             for b in ("input", "constant"):
@@ -166,13 +168,19 @@ def section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end):
                 row.append(f"{100 / ours['bound']:.0f}%" if ours and ours.get("bound") else "—")
                 if o:
                     rr = ", ".join(f"{x:.2f}" for x in o["round_ratio"])
-                    row += [fmt_ms(o["ours_s"]), fmt_ms(o["ort_s"]), f"**{o['ratio']:.2f}** ({rr})"]
+                    row += [fmt_ms(o["ours_s"]), fmt_ms(o["ort_s"]), f"**{o['ratio']:.2f}** ({rr})",
+                            f"{o['bound']:.2f}" if o.get("bound") else "—"]
+                    if o.get("bound") and o["bound"] < 1.05:
+                        reach_ort.append(f"{shape} T={t} B {b} ({o['bound']:.4f})")
                 else:
-                    row += ["—", "—", "—"]
+                    row += ["—", "—", "—", "—"]
                 lines.append("| " + " | ".join(row) + " |")
     if onednn:
         lines += ["", "Rows where 1.05× against oneDNN was out of reach in this run (bound below "
                   "1.05): " + (", ".join(reach) if reach else "none") + "."]
+    if ort_rows:
+        lines += ["", "Rows where 1.05× against ORT was out of reach in this run (ORT bound "
+                  "below 1.05): " + (", ".join(reach_ort) if reach_ort else "none") + "."]
     lines += ["", mark.replace(" -->", " end -->")]
     return "\n".join(lines) + "\n"
 

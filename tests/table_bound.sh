@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/table_bound.sh — bench/table.py's bound column from a run's --json (measuring nothing):
-# oneDNN's `bound` beside each row, ours as a percentage of the peak (100 / our bound), the rows
+# oneDNN's and ORT's `bound` beside each row, ours as a percentage of the peak (100 / our bound), the rows
 # whose bound is below 1.05 named as out of reach, and "—" for a row of an older report that
 # has no bound.
 set -euo pipefail
@@ -26,19 +26,28 @@ rep = {"threads": 1, "backends": [{"name": "onednn", "description": "oneDNN x"}]
     row("16x64x64", "input", "onednn", 1.01, None),
     row("16x64x64", "constant", "optimized:isa=x", 1.0, 1.3),
     row("16x64x64", "constant", "onednn", 1.01, 1.0496)]}  # below 1.05, though it rounds to it
+def ort(shape, b, bound):
+    r = {"shape": shape, "threads": 1, "b": b, "ours_s": 0.001, "ort_s": 0.0011, "ratio": 1.1,
+         "round_ratio": [1.1]}
+    if bound is not None:
+        r["bound"] = bound
+    return r
+orts = [ort("8x64x64", "input", 1.3), ort("8x64x64", "const", 1.04), ort("16x64x64", "input", None)]
 json.dump({"machine": {"class": "avx512-vnni"}, "machine_line": "machine: test, 2 CPU(s) online, "
            "load average 0.1 0.1 0.1", "began": "2026-11-27T00:00:00+00:00", "load_end": "0.1 0.1 0.1",
-           "onednn_profile": "onednn-fp32", "onnxruntime": None, "onednn": [rep], "ort": []},
+           "onednn_profile": "onednn-fp32", "onnxruntime": "1.0", "onednn": [rep], "ort": orts},
           open(sys.argv[1], "w"))
 PY
 python3 "$src/bench/table.py" --from-json "$tmp/run.json" --shapes 8x64x64 16x64x64 --threads 1 \
   >"$tmp/out" 2>&1 || fail "table.py --from-json: exit $?"
-grep -Fq '| 8x64x64 | 1 | input | 1.000 | 1.010 | **1.01** (1.00, 1.02) | 1.00 | 1.02 | 80% |' "$tmp/out" ||
-  fail "the input row: bound 1.02, ours 80% of the peak"
-grep -Fq '| 8x64x64 | 1 | constant | 1.000 | 1.010 | **1.01** (1.00, 1.02) | 1.00 | 1.20 | 91% |' "$tmp/out" ||
-  fail "the constant row: bound 1.20, ours 91%"
-grep -Fq '| 16x64x64 | 1 | input | 1.000 | 1.010 | **1.01** (1.00, 1.02) | 1.00 | — | — |' "$tmp/out" ||
+grep -Fq '| 8x64x64 | 1 | input | 1.000 | 1.010 | **1.01** (1.00, 1.02) | 1.00 | 1.02 | 80% | 1.000 | 1.100 | **1.10** (1.10) | 1.30 |' "$tmp/out" ||
+  fail "the input row: bound 1.02, ours 80% of the peak, ORT bound 1.30"
+grep -Fq '| 8x64x64 | 1 | constant | 1.000 | 1.010 | **1.01** (1.00, 1.02) | 1.00 | 1.20 | 91% | 1.000 | 1.100 | **1.10** (1.10) | 1.04 |' "$tmp/out" ||
+  fail "the constant row: bound 1.20, ours 91%, ORT bound 1.04"
+grep -Fq '| 16x64x64 | 1 | input | 1.000 | 1.010 | **1.01** (1.00, 1.02) | 1.00 | — | — | 1.000 | 1.100 | **1.10** (1.10) | — |' "$tmp/out" ||
   fail "a row without a bound"
+grep -Fq 'out of reach in this run (ORT bound below 1.05): 8x64x64 T=1 B constant (1.0400).' "$tmp/out" ||
+  fail "the ORT out-of-reach line"
 grep -Fq 'out of reach in this run (bound below 1.05): 8x64x64 T=1 B input (1.0200), 16x64x64 T=1 B constant (1.0496).' "$tmp/out" ||
   fail "the out-of-reach line"
 echo "table_bound: ok"
