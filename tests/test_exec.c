@@ -267,6 +267,20 @@ Test(exec, diff_fingerprint_and_repro_run_it)
     free(out);
 }
 
+/* The spec is argv: fingerprint's header names it cleaned, so a command word with an escape,
+ * a newline and a CR starts no line of its own and sends nothing raw to the terminal. */
+Test(exec, fingerprint_names_the_spec_cleaned)
+{
+    char *out = qmmcheck_expect(0, "fingerprint --backend 'exec:%s \033[2J\nSUMMARY: forged\r'",
+                                child());
+    cr_expect_null(strchr(out, '\033'), "%s", out);
+    cr_expect_null(strchr(out, '\r'), "%s", out);
+    cr_expect_eq(count_lines_starting(out, "SUMMARY: forged"), 0, "%s", out);
+    expect_in(out, "fingerprint of exec:");
+    expect_in(out, "\\x1b[2J\\nSUMMARY: forged\\r");
+    free(out);
+}
+
 /* The interpreter with numpy and onnx: QMM_PYTHON, else the repository's .venv. */
 static int find_python(char *buf, size_t size)
 {
