@@ -267,6 +267,19 @@ Test(exec, diff_fingerprint_and_repro_run_it)
     free(out);
 }
 
+/* A process that prints and then hangs before answering its hello: its worker's open times
+ * out, every case is ERROR, and what it printed is shown under the first, cleaned, not lost. */
+Test(exec, a_hello_that_hangs_shows_what_the_process_printed)
+{
+    char *out = qmmcheck_expect(1, "run --timeout 1 --backend 'exec:sh -c \"echo loading "
+                                "\033[2Jweights >&2; exec sleep 30\"' --vectors " MI_RANDOM);
+    cr_expect_eq(count_lines_with(out, ":ERROR"), 4, "%s", out);
+    expect_in(out, "no answer within 1 s");
+    expect_in(out, "\n    | loading \\x1b[2Jweights\n");
+    cr_expect_null(strchr(out, '\033'), "%s", out);
+    free(out);
+}
+
 /* The spec is argv: fingerprint's header names it cleaned, so a command word with an escape,
  * a newline and a CR starts no line of its own and sends nothing raw to the terminal. */
 Test(exec, fingerprint_names_the_spec_cleaned)
