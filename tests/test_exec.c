@@ -280,6 +280,25 @@ Test(exec, a_hello_that_hangs_shows_what_the_process_printed)
     free(out);
 }
 
+/* The same hello in diff and fingerprint: the error names the backend that could not run
+ * (diff: A or B, its spec) and ends with what it printed, cleaned. */
+Test(exec, diff_and_fingerprint_name_a_hello_that_hangs_with_what_it_printed)
+{
+    const char *spec = "'exec:sh -c \"echo loading \033[2Jweights >&2; exec sleep 30\"'";
+    char *out = qmmcheck_expect(1, "diff --timeout 1 --backend reference --backend %s --seed 1 "
+                                "--count 3 --out %s/d", spec, tmpdir);
+    expect_in(out, "qmmcheck diff: B (exec:sh -c ");
+    expect_in(out, "no answer within 1 s; worker killed; what it printed (1 line) ends: loading "
+                   "\\x1b[2Jweights\n    | loading \\x1b[2Jweights\n");
+    cr_expect_null(strchr(out, '\033'), "%s", out);
+    free(out);
+    out = qmmcheck_expect(1, "fingerprint --timeout 1 --backend %s", spec);
+    expect_in(out, "what it printed (1 line) ends: loading \\x1b[2Jweights\n"
+                   "    | loading \\x1b[2Jweights\n");
+    cr_expect_null(strchr(out, '\033'), "%s", out);
+    free(out);
+}
+
 /* The spec is argv: fingerprint's header names it cleaned, so a command word with an escape,
  * a newline and a CR starts no line of its own and sends nothing raw to the terminal. */
 Test(exec, fingerprint_names_the_spec_cleaned)

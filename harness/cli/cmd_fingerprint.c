@@ -360,7 +360,7 @@ int qh_cmd_fingerprint(int argc, char **argv)
     char msg[512];
     int exit_code = 0;
     if (qh_fingerprint_run(&be, &suite, &io, &res, msg, sizeof msg) != 0) {
-        fprintf(stderr, "qmmcheck: fingerprint: %s\n", msg);
+        fprintf(stderr, "qmmcheck: fingerprint: %s\n%s", msg, qh_open_printed());
         exit_code = EXIT_BAD;
     } else {
         char verdict[128];
