@@ -299,6 +299,21 @@ Test(exec, diff_and_fingerprint_name_a_hello_that_hangs_with_what_it_printed)
     free(out);
 }
 
+/* A --determinism variant whose hello hangs (the process hangs when given options): its line
+ * on stderr and its <variant> TIMEOUT row end with what it printed, cleaned. */
+Test(exec, a_variant_whose_hello_hangs_shows_what_it_printed)
+{
+    char *out = qmmcheck_expect(1, "run --timeout 1 --determinism --variants threads=2 "
+                                "--backend 'exec:%s hang-on-options' --vectors " MI_RANDOM,
+                                child());
+    expect_in(out, "cannot be opened: qmm_backend_open: no answer within 1 s; worker killed; what "
+                   "it printed (1 line) ends: loading \\x1b[2Jweights\n"
+                   "    | loading \\x1b[2Jweights\n");
+    cr_expect_eq(count_lines_with(out, ":TIMEOUT <variant>"), 1, "%s", out);
+    cr_expect_null(strchr(out, '\033'), "%s", out);
+    free(out);
+}
+
 /* The spec is argv: fingerprint's header names it cleaned, so a command word with an escape,
  * a newline and a CR starts no line of its own and sends nothing raw to the terminal. */
 Test(exec, fingerprint_names_the_spec_cleaned)
