@@ -314,18 +314,33 @@ Test(exec, a_variant_whose_hello_hangs_shows_what_it_printed)
     free(out);
 }
 
-/* The spec is argv: fingerprint's header names it cleaned, so a command word with an escape,
- * a newline and a CR starts no line of its own and sends nothing raw to the terminal. */
-Test(exec, fingerprint_names_the_spec_cleaned)
+/* A command word with an escape, a newline and a CR: the spec is argv, so wherever a command
+ * names it, it is cleaned, starts no line of its own and sends nothing raw to the terminal. */
+#define FORGING_WORD "'\033[2J\nSUMMARY: forged\r'"
+
+/* `out` names the spec cleaned, with `said` (freed). */
+static void expect_spec_cleaned(char *out, const char *said)
 {
-    char *out = qmmcheck_expect(0, "fingerprint --backend 'exec:%s \033[2J\nSUMMARY: forged\r'",
-                                child());
     cr_expect_null(strchr(out, '\033'), "%s", out);
     cr_expect_null(strchr(out, '\r'), "%s", out);
     cr_expect_eq(count_lines_starting(out, "SUMMARY: forged"), 0, "%s", out);
-    expect_in(out, "fingerprint of exec:");
     expect_in(out, "\\x1b[2J\\nSUMMARY: forged\\r");
+    expect_in(out, said);
     free(out);
+}
+
+Test(exec, fingerprint_names_the_spec_cleaned)
+{
+    expect_spec_cleaned(qmmcheck_expect(0, "fingerprint --backend 'exec:%s '" FORGING_WORD,
+                                        child()),
+                        "fingerprint of exec:");
+}
+
+Test(exec, reduce_names_the_spec_cleaned)
+{
+    expect_spec_cleaned(qmmcheck_expect(2, "reduce " MI_RANDOM "/13-u8s8 --out %s/r --backend "
+                                        "'exec:%s '" FORGING_WORD, tmpdir, child()),
+                        "SUMMARY: forged\\r: it is PASSED; nothing to reduce");
 }
 
 /* The interpreter with numpy and onnx: QMM_PYTHON, else the repository's .venv. */
