@@ -267,6 +267,82 @@ Test(exec, diff_fingerprint_and_repro_run_it)
     free(out);
 }
 
+/* A process that prints and then hangs before answering its hello: its worker's open times
+ * out, every case is ERROR, and what it printed is shown under the first, cleaned, not lost. */
+Test(exec, a_hello_that_hangs_shows_what_the_process_printed)
+{
+    char *out = qmmcheck_expect(1, "run --timeout 1 --backend 'exec:sh -c \"echo loading "
+                                "\033[2Jweights >&2; exec sleep 30\"' --vectors " MI_RANDOM);
+    cr_expect_eq(count_lines_with(out, ":ERROR"), 4, "%s", out);
+    expect_in(out, "no answer within 1 s");
+    expect_in(out, "\n    | loading \\x1b[2Jweights\n");
+    cr_expect_null(strchr(out, '\033'), "%s", out);
+    free(out);
+}
+
+/* The same hello in diff and fingerprint: the error names the backend that could not run
+ * (diff: A or B, its spec) and ends with what it printed, cleaned. */
+Test(exec, diff_and_fingerprint_name_a_hello_that_hangs_with_what_it_printed)
+{
+    const char *spec = "'exec:sh -c \"echo loading \033[2Jweights >&2; exec sleep 30\"'";
+    char *out = qmmcheck_expect(1, "diff --timeout 1 --backend reference --backend %s --seed 1 "
+                                "--count 3 --out %s/d", spec, tmpdir);
+    expect_in(out, "qmmcheck diff: B (exec:sh -c ");
+    expect_in(out, "no answer within 1 s; worker killed; what it printed (1 line) ends: loading "
+                   "\\x1b[2Jweights\n    | loading \\x1b[2Jweights\n");
+    cr_expect_null(strchr(out, '\033'), "%s", out);
+    free(out);
+    out = qmmcheck_expect(1, "fingerprint --timeout 1 --backend %s", spec);
+    expect_in(out, "what it printed (1 line) ends: loading \\x1b[2Jweights\n"
+                   "    | loading \\x1b[2Jweights\n");
+    cr_expect_null(strchr(out, '\033'), "%s", out);
+    free(out);
+}
+
+/* A --determinism variant whose hello hangs (the process hangs when given options): its line
+ * on stderr and its <variant> TIMEOUT row end with what it printed, cleaned. */
+Test(exec, a_variant_whose_hello_hangs_shows_what_it_printed)
+{
+    char *out = qmmcheck_expect(1, "run --timeout 1 --determinism --variants threads=2 "
+                                "--backend 'exec:%s hang-on-options' --vectors " MI_RANDOM,
+                                child());
+    expect_in(out, "cannot be opened: qmm_backend_open: no answer within 1 s; worker killed; what "
+                   "it printed (1 line) ends: loading \\x1b[2Jweights\n"
+                   "    | loading \\x1b[2Jweights\n");
+    cr_expect_eq(count_lines_with(out, ":TIMEOUT <variant>"), 1, "%s", out);
+    cr_expect_null(strchr(out, '\033'), "%s", out);
+    free(out);
+}
+
+/* A command word with an escape, a newline and a CR: the spec is argv, so wherever a command
+ * names it, it is cleaned, starts no line of its own and sends nothing raw to the terminal. */
+#define FORGING_WORD "'\033[2J\nSUMMARY: forged\r'"
+
+/* `out` names the spec cleaned, with `said` (freed). */
+static void expect_spec_cleaned(char *out, const char *said)
+{
+    cr_expect_null(strchr(out, '\033'), "%s", out);
+    cr_expect_null(strchr(out, '\r'), "%s", out);
+    cr_expect_eq(count_lines_starting(out, "SUMMARY: forged"), 0, "%s", out);
+    expect_in(out, "\\x1b[2J\\nSUMMARY: forged\\r");
+    expect_in(out, said);
+    free(out);
+}
+
+Test(exec, fingerprint_names_the_spec_cleaned)
+{
+    expect_spec_cleaned(qmmcheck_expect(0, "fingerprint --backend 'exec:%s '" FORGING_WORD,
+                                        child()),
+                        "fingerprint of exec:");
+}
+
+Test(exec, reduce_names_the_spec_cleaned)
+{
+    expect_spec_cleaned(qmmcheck_expect(2, "reduce " MI_RANDOM "/13-u8s8 --out %s/r --backend "
+                                        "'exec:%s '" FORGING_WORD, tmpdir, child()),
+                        "SUMMARY: forged\\r: it is PASSED; nothing to reduce");
+}
+
 /* The interpreter with numpy and onnx: QMM_PYTHON, else the repository's .venv. */
 static int find_python(char *buf, size_t size)
 {

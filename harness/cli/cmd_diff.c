@@ -15,6 +15,7 @@
 #include "harness/judge/judge.h"
 #include "harness/judge/compare.h"
 #include "harness/invoke/cpu.h"
+#include "harness/invoke/exec.h"
 #include "harness/judge/expect.h"
 #include "harness/invoke/invoke.h"
 #include "harness/run/reduce.h"
@@ -502,6 +503,21 @@ static int not_failed(const qh_expectation *e, const qh_invocation *inv)
 }
 
 /* Runs problem `index`; returns -1 when the harness itself failed. */
+/* A backend that could not run a problem (its worker's open hung or crashed): which one, why,
+ * and what it printed, cleaned, as a failed open shows it (qh_append_printed). */
+static void say_not_run(const qh_backend *b, int k, const qh_invocation *inv)
+{
+    char spec[QH_CLEAN_LINE_MAX], msg[QH_CLEAN_LINE_MAX + 512];
+    qh_clean_into(spec, sizeof spec, b->spec, strlen(b->spec), 0);
+    qh_clean_into(msg, sizeof msg, inv->problem, strnlen(inv->problem, sizeof inv->problem), 0);
+    qh_open_printed_clear();
+    if (inv->output)
+        qh_append_printed(msg, sizeof msg, 0, inv->output, strlen(inv->output),
+                          inv->output_dropped);
+    fprintf(stderr, "qmmcheck diff: %s (%s): %s\n%s", k ? "B" : "A", spec, msg,
+            qh_open_printed());
+}
+
 static int run_one(const diff_opts *o, qh_backend *be, const qh_invoke_opts *io,
                    unsigned long long index, counts *n)
 {
@@ -543,7 +559,7 @@ static int run_one(const diff_opts *o, qh_backend *be, const qh_invoke_opts *io,
         for (int j = 0; j < 2 && rc == 0 && !(again && refused); j++) {
             int k = j ^ first;
             if (qh_invoke(&be[k], &p.call, &io[k], &inv[k]) != 0) {
-                fprintf(stderr, "qmmcheck diff: %s\n", inv[k].problem);
+                say_not_run(&be[k], k, &inv[k]);
                 rc = -1;
             }
             int no = inv[k].outcome == QH_RETURNED && inv[k].code == QMM_UNSUPPORTED;

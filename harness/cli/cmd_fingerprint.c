@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/base/clean.h"
 #include "harness/invoke/backends.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/options.h"
@@ -186,7 +187,9 @@ static qh_profile_set telling_combinations(const qh_fp_result *r)
 static void print_text(const qh_backend *be, const qh_fp_suite *s, const qh_fp_result *r,
                        const qh_fp_decision *d, const char *verdict, int cpu_flags, int verbose)
 {
-    printf("fingerprint of %s: %zu cases, %lld skipped (backend UNSUPPORTED)\n", be->spec,
+    char spec[QH_CLEAN_LINE_MAX]; /* as given on the command line: cleaned, one line */
+    qh_clean_into(spec, sizeof spec, be->spec, strlen(be->spec), 0);
+    printf("fingerprint of %s: %zu cases, %lld skipped (backend UNSUPPORTED)\n", spec,
            s->count, (long long)r->skipped);
     qh_sb flags = {0};
     if (cpu_flags < 0)
@@ -357,7 +360,7 @@ int qh_cmd_fingerprint(int argc, char **argv)
     char msg[512];
     int exit_code = 0;
     if (qh_fingerprint_run(&be, &suite, &io, &res, msg, sizeof msg) != 0) {
-        fprintf(stderr, "qmmcheck: fingerprint: %s\n", msg);
+        fprintf(stderr, "qmmcheck: fingerprint: %s\n%s", msg, qh_open_printed());
         exit_code = EXIT_BAD;
     } else {
         char verdict[128];

@@ -200,9 +200,12 @@ int qh_cmd_reduce(int argc, char **argv)
     }
     if (rc == 1) {
         char *c = qh_clean_dup(a.dir, strlen(a.dir), 0);
+        char *spec = qh_clean_dup(be.spec, strlen(be.spec), 0); /* argv: one clean line */
         fprintf(stderr, "qmmcheck reduce: %s does not fail against %s: it is %s%s%s%s; nothing "
-                "to reduce\n", c ? c : "the case", be.spec, qh_case_status_name(r.status),
-                r.summary[0] ? " (" : "", r.summary, r.summary[0] ? ")" : "");
+                "to reduce\n", c ? c : "the case", spec ? spec : "the backend",
+                qh_case_status_name(r.status), r.summary[0] ? " (" : "", r.summary,
+                r.summary[0] ? ")" : "");
+        free(spec);
         free(c);
     } else if (rc == 0) {
         char *c = qh_clean_dup(a.dir, strlen(a.dir), 0);

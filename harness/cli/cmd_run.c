@@ -624,11 +624,20 @@ static int open_variants(run_state *r, int j)
             continue;
         }
         int refused = !opened && out[n].refused;
+        char said[sizeof out[n].broken + 512];
+        int printed = !opened;
+        if (opened && out[n].captured_len) { /* what it printed before its open hung or died */
+            snprintf(said, sizeof said, "%s", why);
+            qh_append_printed(said, sizeof said, 0, out[n].captured, out[n].captured_len,
+                              out[n].captured_dropped);
+            why = said;
+            printed = 1;
+        }
         fputs("qmmcheck: --determinism: variant ", stderr);
         put_clean(spec, strlen(spec), 0, stderr);
         fprintf(stderr, " %s: ", refused ? "left out" : "cannot be opened");
         put_clean(why, strlen(why), 0, stderr);
-        fprintf(stderr, "\n%s", opened ? "" : qh_open_printed());
+        fprintf(stderr, "\n%s", printed ? qh_open_printed() : "");
         qh_case_status status = QH_ERROR;
         if (opened && out[n].broken_how == QH_HUNG)
             status = QH_TIMEOUT;

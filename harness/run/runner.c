@@ -264,9 +264,11 @@ static void judge_loaded(qh_case *c, int n, qh_backend *b, const qh_eval_opts *o
         jb[j] = (judged){.b = &b[j], .o = &o[j], .call = &c->oc.call};
         if (o[j].verbose)
             sb_call_inputs(&v[j].detail, &c->oc.call);
-        if (qh_invoke(&b[j], &c->oc.call, &o[j].invoke, &jb[j].inv) != 0)
+        if (qh_invoke(&b[j], &c->oc.call, &o[j].invoke, &jb[j].inv) != 0) {
             qh_judge_not_run("", jb[j].inv.problem, sizeof jb[j].inv.problem, &v[j]);
-        else
+            /* what it printed before it could not run (an open that hung) says why */
+            sb_worker_output(&v[j].detail, &jb[j].inv);
+        } else
             jb[j].returned = 1;
         /* the answer waits for the other backends' calls: the worker's mapping is no longer
          * read, so that a worker left running cannot change it meanwhile */

@@ -397,6 +397,12 @@ int main(int argc, char **argv)
         qh_pb_buf b;
         qh_pb_buf_init(&b);
         if (r.kind == 1) {
+            if (r.has_options && strcmp(mode, "hang-on-options") == 0) {
+                fputs("loading \033[2Jweights\n", stderr); /* then never answers the hello */
+                fflush(stderr);
+                for (;;)
+                    pause();
+            }
             int refuse = r.has_options && strcmp(mode, "refuse-options") == 0;
             put_reply_head(&b, 1, refuse ? QMM_INVALID_ARGUMENT : QMM_OK,
                            refuse ? "no options known" : "");
