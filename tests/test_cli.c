@@ -389,6 +389,22 @@ Test(cli, backend_errors_clean_the_spec)
     }
 }
 
+/* A plugin whose path holds a newline and an escape is named cleaned in fingerprint's first
+ * line: the path cannot print a verdict line of its own before the real one. */
+Test(cli, fingerprint_cleans_the_backend_name)
+{
+    char link[512], *out;
+    snprintf(link, sizeof link, "%s/x\x1b[31m\nverdict spec (forged).so", tmpdir);
+    cr_assert_eq(symlink(env("QMM_FAKE_PLUGIN"), link), 0, "%s", link);
+    int rc = qmmcheck(&out, "fingerprint --backend \"$(printf '%s/x\\033[31m\\nverdict spec "
+                            "(forged).so:mode=zeros')\"", tmpdir);
+    cr_expect_eq(rc, 5, "%s", out);
+    expect_in(out, "x\\x1b[31m\\nverdict spec (forged).so:mode=zeros: 118 cases");
+    cr_expect(strstr(out, "\nverdict spec (forged)") == NULL, "%s", out);
+    cr_expect(strchr(out, '\x1b') == NULL, "%s", out);
+    free(out);
+}
+
 /* A bad --shard exits 2 with a message naming the option, its value and the form it wants. */
 Test(cli, bad_shard_forms_are_usage_errors)
 {

@@ -14,6 +14,7 @@
 #include "harness/base/numparse.h"
 #include "harness/io/onnx_io.h"
 #include "harness/base/strbuf.h"
+#include "harness/base/clean.h"
 
 #define EXIT_BAD 1
 #define EXIT_USAGE 2
@@ -186,8 +187,10 @@ static qh_profile_set telling_combinations(const qh_fp_result *r)
 static void print_text(const qh_backend *be, const qh_fp_suite *s, const qh_fp_result *r,
                        const qh_fp_decision *d, const char *verdict, int cpu_flags, int verbose)
 {
-    printf("fingerprint of %s: %zu cases, %lld skipped (backend UNSUPPORTED)\n", be->spec,
-           s->count, (long long)r->skipped);
+    char *spec = qh_clean_dup(be->spec, strlen(be->spec), 0); /* a path may hold a newline */
+    printf("fingerprint of %s: %zu cases, %lld skipped (backend UNSUPPORTED)\n",
+           spec ? spec : "?", s->count, (long long)r->skipped);
+    free(spec);
     qh_sb flags = {0};
     if (cpu_flags < 0)
         qh_sb_puts(&flags, "unknown");
