@@ -374,6 +374,42 @@ Test(cli, usage_errors_clean_what_they_echo)
     }
 }
 
+/* An argument or an --xfail line that an error quotes is echoed cleaned: an escape or a line
+ * break in it cannot reach the terminal raw, nor start a line of its own. */
+Test(cli, errors_clean_the_arguments_and_xfail_lines_they_quote)
+{
+    static const struct {
+        int rc;
+        const char *args;
+    } cmds[] = {
+        {2, "export --suite %s --out x"},
+        {2, "list --vectors vectors/seeds --filter %s"},
+        {2, "list --vectors %s"},
+        {2, "run --backend reference --vectors vectors/seeds --xfail %s"},
+        {1, "run -q --backend reference --vectors vectors/seeds --report json:%s/r.json"},
+        {2, "%s"},
+        {2, "help %s"},
+    };
+    const char *arg = "\"$(printf '[x\\033[31m\\nFAIL forged')\"";
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char *out, args[256];
+        snprintf(args, sizeof args, cmds[i].args, arg);
+        int rc = qmmcheck(&out, "%s", args);
+        cr_expect_eq(rc, cmds[i].rc, "%s: %d: %s", cmds[i].args, rc, out);
+        expect_in(out, "[x\\x1b[31m\\nFAIL forged");
+        cr_expect(strstr(out, "\nFAIL forged") == NULL, "%s: %s", cmds[i].args, out);
+        cr_expect(strchr(out, '\x1b') == NULL, "%s: %s", cmds[i].args, out);
+        free(out);
+    }
+    char xf[512], *out;
+    snprintf(xf, sizeof xf, "%s/xfail.txt", tmpdir);
+    write_text(xf, "seeds/x status=\x1b[31mFAIL\n");
+    out = qmmcheck_expect(2, "run --backend reference --vectors vectors/seeds --xfail '%s'", xf);
+    expect_in(out, "status '\\x1b[31mFAIL'");
+    cr_expect(strchr(out, '\x1b') == NULL, "%s", out);
+    free(out);
+}
+
 /* A backend spec that cannot be opened is echoed cleaned: a plugin path, an unknown name and a
  * built-in's bad options, each with a newline in it. */
 Test(cli, backend_errors_clean_the_spec)
