@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -504,6 +505,34 @@ Test(cli, json_and_junit_reports)
 }
 
 /* ---- the version: CMake's project(... VERSION), passed in as QMM_VERSION ---- */
+
+/* Two --report options naming one file (as written, through another path to its folder, or
+ * by another kind) are a usage error: the later report silently replaced the earlier. */
+Test(cli, two_reports_on_one_file_are_refused)
+{
+    char sub[512];
+    snprintf(sub, sizeof sub, "%s/d", tmpdir);
+    cr_assert_eq(mkdir(sub, 0755), 0);
+    static const char *pairs[][2] = {
+        {"json:%s/r", "junit:%s/r"},
+        {"json:%s/r", "json:%s/r"},
+        {"html:%s/d/../r", "junit:%s/./r"},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        char a[600], b[600], *out;
+        snprintf(a, sizeof a, pairs[i][0], tmpdir);
+        snprintf(b, sizeof b, pairs[i][1], tmpdir);
+        out = qmmcheck_expect(2, "run -q --backend reference --vectors vectors/seeds "
+                                 "--report '%s' --report '%s'", a, b);
+        expect_in(out, "the same file");
+        free(out);
+    }
+    char a[600], *out;
+    snprintf(a, sizeof a, "%s/r", tmpdir);
+    out = qmmcheck_expect(0, "run -q --backend reference --vectors vectors/seeds "
+                             "--report 'json:%s.json' --report 'junit:%s.xml'", a, a);
+    free(out);
+}
 
 Test(cli, version_is_the_cmake_project_version)
 {

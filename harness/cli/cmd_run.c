@@ -544,6 +544,14 @@ static int prepare_run(int argc, char **argv, run_state *r, int *done)
     if (o->n_vectors == 0 && !(o->vectors[o->n_vectors++] = qh_default_vectors()))
         return EXIT_USAGE; /* qh_default_vectors said where it looked */
     for (int i = 0; i < o->n_reports; i++) {
+        qh_error err; /* every spec good and each its own file before any is cleared */
+        if (qh_report_check_spec(o->reports[i], &err) != 0 ||
+            (i + 1 == o->n_reports && qh_report_check_distinct(o->reports, i + 1, &err) != 0)) {
+            qh_eprint_clean("qmmcheck: ", err.msg);
+            return EXIT_USAGE;
+        }
+    }
+    for (int i = 0; i < o->n_reports; i++) {
         qh_error err;
         if (qh_report_clear(o->reports[i], &err) != 0) {
             qh_eprint_clean("qmmcheck: ", err.msg);

@@ -100,6 +100,38 @@ int qh_report_check_spec(const char *spec, qh_error *err)
     return check_target(spec, err);
 }
 
+/* The folder of `path` and its last name, for comparing two paths (a report is renamed into
+ * its folder, so two hard links to one file are two reports); 0, or -1 when the folder cannot
+ * be stat'ed (compared as written then). */
+static int place_of(const char *path, struct stat *dir, const char **base)
+{
+    const char *slash = strrchr(path, '/');
+    *base = slash ? slash + 1 : path;
+    char *d = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
+    int rc = d ? stat(d, dir) : -1;
+    free(d);
+    return rc;
+}
+
+int qh_report_check_distinct(const char *const *specs, int n, qh_error *err)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++) {
+            const char *a = spec_path(specs[j]), *b = spec_path(specs[i]), *ba, *bb;
+            struct stat da, db;
+            int same = strcmp(a, b) == 0;
+            if (!same && place_of(a, &da, &ba) == 0 && place_of(b, &db, &bb) == 0)
+                same = da.st_dev == db.st_dev && da.st_ino == db.st_ino && strcmp(ba, bb) == 0;
+            if (same) {
+                snprintf(err->msg, sizeof err->msg,
+                         "--report %s and --report %s: the same file (one report would replace "
+                         "the other)", specs[j], specs[i]);
+                return -1;
+            }
+        }
+    return 0;
+}
+
 int qh_report_clear(const char *spec, qh_error *err)
 {
     if (qh_report_check_spec(spec, err) != 0)
