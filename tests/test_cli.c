@@ -442,6 +442,32 @@ Test(cli, fingerprint_cleans_the_backend_name)
     free(out);
 }
 
+/* fingerprint --report refuses, as run's --report does, a FILE that is a special file, a
+ * symbolic link or a directory, before the work: it renamed its report over a FIFO or a link
+ * (a device too, when root: --report json:/dev/null replaced /dev/null with a file). */
+Test(cli, fingerprint_report_refuses_what_is_not_a_regular_file)
+{
+    char fifo[512], link[512], dir[512], *out;
+    struct stat st;
+    snprintf(fifo, sizeof fifo, "%s/fifo", tmpdir);
+    snprintf(link, sizeof link, "%s/link", tmpdir);
+    snprintf(dir, sizeof dir, "%s/dir", tmpdir);
+    cr_assert_eq(mkfifo(fifo, 0644), 0);
+    cr_assert_eq(symlink("elsewhere.json", link), 0);
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    out = qmmcheck_expect(2, "fingerprint --backend reference --report 'json:%s'", fifo);
+    expect_in(out, "not a regular file");
+    free(out);
+    cr_expect(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode), "the FIFO was replaced");
+    out = qmmcheck_expect(2, "fingerprint --backend reference --report 'json:%s'", link);
+    expect_in(out, "a symbolic link");
+    free(out);
+    cr_expect(lstat(link, &st) == 0 && S_ISLNK(st.st_mode), "the link was replaced");
+    out = qmmcheck_expect(2, "fingerprint --backend reference --report 'json:%s'", dir);
+    expect_in(out, "a directory");
+    free(out);
+}
+
 /* A bad --shard exits 2 with a message naming the option, its value and the form it wants. */
 Test(cli, bad_shard_forms_are_usage_errors)
 {
