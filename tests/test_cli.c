@@ -442,10 +442,10 @@ Test(cli, fingerprint_cleans_the_backend_name)
     free(out);
 }
 
-/* fingerprint --report refuses, as run's --report does, a FILE that is a special file, a
- * symbolic link or a directory, before the work: it renamed its report over a FIFO or a link
- * (a device too, when root: --report json:/dev/null replaced /dev/null with a file). */
-Test(cli, fingerprint_report_refuses_what_is_not_a_regular_file)
+/* fingerprint's and bench's --report refuse, as run's does, a FILE that is a special file, a
+ * symbolic link or a directory, before the work: they renamed their report over a FIFO or a
+ * link (a device too, when root: --report json:/dev/full left /dev/full a regular file). */
+Test(cli, fingerprint_and_bench_reports_refuse_what_is_not_a_regular_file)
 {
     char fifo[512], link[512], dir[512], *out;
     struct stat st;
@@ -466,6 +466,16 @@ Test(cli, fingerprint_report_refuses_what_is_not_a_regular_file)
     out = qmmcheck_expect(2, "fingerprint --backend reference --report 'json:%s'", dir);
     expect_in(out, "a directory");
     free(out);
+    /* bench's --report, one backend or several */
+    out = qmmcheck_expect(2, "bench --backend reference --shape 2x2x2 --report 'json:%s'", fifo);
+    expect_in(out, "not a regular file");
+    free(out);
+    out = qmmcheck_expect(2, "bench --backend reference --backend reference --shape 2x2x2 "
+                             "--report 'json:%s'", link);
+    expect_in(out, "a symbolic link");
+    free(out);
+    cr_expect(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode), "bench replaced the FIFO");
+    cr_expect(lstat(link, &st) == 0 && S_ISLNK(st.st_mode), "bench replaced the link");
 }
 
 /* A bad --shard exits 2 with a message naming the option, its value and the form it wants. */

@@ -31,6 +31,7 @@
 #include "harness/invoke/invoke.h"
 #include "harness/io/cpuclass.h"
 #include "harness/judge/judge.h"
+#include "harness/report/report.h"
 #include "harness/base/numparse.h"
 #include "optimized/qmm_optimized.h"
 
@@ -386,6 +387,33 @@ static int peak_only_run(int threads)
     return 0;
 }
 
+/* --report's FILE is refused, as run's is, when it exists and is not a regular file (a device,
+ * a FIFO, a symbolic link, a folder): the report is renamed over it. 1 when it is fine. */
+static int report_target_ok(const char *path)
+{
+    char spec[4200];
+    qh_error err;
+    snprintf(spec, sizeof spec, "json:%s", path);
+    if (qh_report_check_spec(spec, &err) == 0)
+        return 1;
+    qh_eprint_clean("qmmcheck bench: ", err.msg);
+    return 0;
+}
+
+/* Renames the written report `tmp` over `path` when that is still fine; 0, or 1 after saying
+ * why (tmp removed). */
+static int rename_report(const char *tmp, const char *path)
+{
+    if (!report_target_ok(path))
+        ; /* said why */
+    else if (rename(tmp, path) != 0)
+        fprintf(stderr, "qmmcheck bench: %s: %s\n", path, strerror(errno));
+    else
+        return 0;
+    remove(tmp);
+    return 1;
+}
+
 static int write_json(const char *path, const char *backend, const char *types, int threads,
                       int const_b, const qmm_optimized_peak_info *pi, double base_gops,
                       int raised, const bench_result *r, int nr)
@@ -424,12 +452,12 @@ static int write_json(const char *path, const char *backend, const char *types, 
                 const_b ? "true" : "false", r[i].reps, r[i].median_s, r[i].min_s, r[i].gops,
                 r[i].best_gops, r[i].pct_peak, r[i].pct_peak_best, i + 1 < nr ? "," : "");
     fprintf(f, "  ]\n}\n");
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+    if (fclose(f) != 0) {
         fprintf(stderr, "qmmcheck bench: %s: %s\n", path, strerror(errno));
         remove(tmp);
         return 1;
     }
-    return 0;
+    return rename_report(tmp, path);
 }
 
 /* ---- several backends, alternating (issue 29 item 4) ---- */
@@ -984,12 +1012,13 @@ static int multi_run(char **specs, int nb, const char **profiles, int np, int64_
         rc = mb_shape(&r, shapes[s], modes, nmodes);
     if (json) {
         fprintf(json, "\n  ]\n}\n");
-        if (fclose(json) != 0 || rc != 0 || rename(tmp, report) != 0) {
+        if (fclose(json) != 0 || rc != 0) {
             if (rc == 0)
                 fprintf(stderr, "qmmcheck bench: %s: %s\n", report, strerror(errno));
             remove(tmp);
             rc = rc ? rc : 1;
-        }
+        } else
+            rc = rename_report(tmp, report);
     }
     if (r.pk)
         qmm_optimized_peak_close(r.pk);
@@ -1048,6 +1077,8 @@ int qh_cmd_bench(int argc, char **argv)
         case O_REPORT:
             if (strncmp(val, "json:", 5) != 0 || !val[5])
                 return usage("--report takes json:FILE");
+            if (!report_target_ok(val + 5))
+                return 2; /* a usage error */
             report = val + 5;
             break;
         case O_SHAPE:
