@@ -26,6 +26,7 @@
 
 #include "harness/invoke/backends.h"
 #include "harness/base/clean.h"
+#include "harness/base/fileio.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/options.h"
 #include "harness/invoke/invoke.h"
@@ -400,6 +401,23 @@ static int report_target_ok(const char *path)
     return 0;
 }
 
+/* A new temporary file beside `path` for the report (qh_open_temp: nothing planted can take
+ * it), its name in tmp; NULL after saying why. */
+static FILE *open_report(const char *path, char *tmp, size_t size)
+{
+    qh_error err;
+    int fd = qh_open_temp(path, tmp, size, &err);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+    if (fd < 0)
+        qh_eprint_clean("qmmcheck bench: ", err.msg);
+    else if (!f) {
+        fprintf(stderr, "qmmcheck bench: %s: %s\n", tmp, strerror(errno));
+        close(fd);
+        remove(tmp);
+    }
+    return f;
+}
+
 /* Renames the written report `tmp` over `path` when that is still fine; 0, or 1 after saying
  * why (tmp removed). */
 static int rename_report(const char *tmp, const char *path)
@@ -419,12 +437,9 @@ static int write_json(const char *path, const char *backend, const char *types, 
                       int raised, const bench_result *r, int nr)
 {
     char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        fprintf(stderr, "qmmcheck bench: %s: %s\n", tmp, strerror(errno));
+    FILE *f = open_report(path, tmp, sizeof tmp);
+    if (!f)
         return 1;
-    }
     fprintf(f, "{\n  \"backend\": \"%s\",\n  \"types\": \"%s\",\n", backend, types);
     fprintf(f,
             "  \"peak\": {\"threads\": %d, \"gops\": %.3f, \"loop\": \"%s\", \"isa\": \"%s\", "
@@ -967,13 +982,8 @@ static int multi_run(char **specs, int nb, const char **profiles, int np, int64_
     }
     FILE *json = NULL;
     char tmp[4096];
-    if (rc == 0 && report) {
-        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", report, (long)getpid());
-        if (!(json = fopen(tmp, "w"))) {
-            fprintf(stderr, "qmmcheck bench: %s: %s\n", tmp, strerror(errno));
-            rc = 1;
-        }
-    }
+    if (rc == 0 && report && !(json = open_report(report, tmp, sizeof tmp)))
+        rc = 1;
     if (json) {
         fprintf(json, "{\n  \"machine\": {\"cpu\": \"");
         json_str(json, cpu);
