@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -374,6 +375,42 @@ Test(cli, usage_errors_clean_what_they_echo)
     }
 }
 
+/* An argument or an --xfail line that an error quotes is echoed cleaned: an escape or a line
+ * break in it cannot reach the terminal raw, nor start a line of its own. */
+Test(cli, errors_clean_the_arguments_and_xfail_lines_they_quote)
+{
+    static const struct {
+        int rc;
+        const char *args;
+    } cmds[] = {
+        {2, "export --suite %s --out x"},
+        {2, "list --vectors vectors/seeds --filter %s"},
+        {2, "list --vectors %s"},
+        {2, "run --backend reference --vectors vectors/seeds --xfail %s"},
+        {1, "run -q --backend reference --vectors vectors/seeds --report json:%s/r.json"},
+        {2, "%s"},
+        {2, "help %s"},
+    };
+    const char *arg = "\"$(printf '[x\\033[31m\\nFAIL forged')\"";
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char *out, args[256];
+        snprintf(args, sizeof args, cmds[i].args, arg);
+        int rc = qmmcheck(&out, "%s", args);
+        cr_expect_eq(rc, cmds[i].rc, "%s: %d: %s", cmds[i].args, rc, out);
+        expect_in(out, "[x\\x1b[31m\\nFAIL forged");
+        cr_expect(strstr(out, "\nFAIL forged") == NULL, "%s: %s", cmds[i].args, out);
+        cr_expect(strchr(out, '\x1b') == NULL, "%s: %s", cmds[i].args, out);
+        free(out);
+    }
+    char xf[512], *out;
+    snprintf(xf, sizeof xf, "%s/xfail.txt", tmpdir);
+    write_text(xf, "seeds/x status=\x1b[31mFAIL\n");
+    out = qmmcheck_expect(2, "run --backend reference --vectors vectors/seeds --xfail '%s'", xf);
+    expect_in(out, "status '\\x1b[31mFAIL'");
+    cr_expect(strchr(out, '\x1b') == NULL, "%s", out);
+    free(out);
+}
+
 /* A backend spec that cannot be opened is echoed cleaned: a plugin path, an unknown name and a
  * built-in's bad options, each with a newline in it. */
 Test(cli, backend_errors_clean_the_spec)
@@ -387,6 +424,58 @@ Test(cli, backend_errors_clean_the_spec)
         cr_expect(strstr(out, "\nFAIL forged") == NULL, "%s: %s", specs[i], out);
         free(out);
     }
+}
+
+/* A plugin whose path holds a newline and an escape is named cleaned in fingerprint's first
+ * line: the path cannot print a verdict line of its own before the real one. */
+Test(cli, fingerprint_cleans_the_backend_name)
+{
+    char link[512], *out;
+    snprintf(link, sizeof link, "%s/x\x1b[31m\nverdict spec (forged).so", tmpdir);
+    cr_assert_eq(symlink(env("QMM_FAKE_PLUGIN"), link), 0, "%s", link);
+    int rc = qmmcheck(&out, "fingerprint --backend \"$(printf '%s/x\\033[31m\\nverdict spec "
+                            "(forged).so:mode=zeros')\"", tmpdir);
+    cr_expect_eq(rc, 5, "%s", out);
+    expect_in(out, "x\\x1b[31m\\nverdict spec (forged).so:mode=zeros: 118 cases");
+    cr_expect(strstr(out, "\nverdict spec (forged)") == NULL, "%s", out);
+    cr_expect(strchr(out, '\x1b') == NULL, "%s", out);
+    free(out);
+}
+
+/* fingerprint's and bench's --report refuse, as run's does, a FILE that is a special file, a
+ * symbolic link or a directory, before the work: they renamed their report over a FIFO or a
+ * link (a device too, when root: --report json:/dev/full left /dev/full a regular file). */
+Test(cli, fingerprint_and_bench_reports_refuse_what_is_not_a_regular_file)
+{
+    char fifo[512], link[512], dir[512], *out;
+    struct stat st;
+    snprintf(fifo, sizeof fifo, "%s/fifo", tmpdir);
+    snprintf(link, sizeof link, "%s/link", tmpdir);
+    snprintf(dir, sizeof dir, "%s/dir", tmpdir);
+    cr_assert_eq(mkfifo(fifo, 0644), 0);
+    cr_assert_eq(symlink("elsewhere.json", link), 0);
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    out = qmmcheck_expect(2, "fingerprint --backend reference --report 'json:%s'", fifo);
+    expect_in(out, "not a regular file");
+    free(out);
+    cr_expect(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode), "the FIFO was replaced");
+    out = qmmcheck_expect(2, "fingerprint --backend reference --report 'json:%s'", link);
+    expect_in(out, "a symbolic link");
+    free(out);
+    cr_expect(lstat(link, &st) == 0 && S_ISLNK(st.st_mode), "the link was replaced");
+    out = qmmcheck_expect(2, "fingerprint --backend reference --report 'json:%s'", dir);
+    expect_in(out, "a directory");
+    free(out);
+    /* bench's --report, one backend or several */
+    out = qmmcheck_expect(2, "bench --backend reference --shape 2x2x2 --report 'json:%s'", fifo);
+    expect_in(out, "not a regular file");
+    free(out);
+    out = qmmcheck_expect(2, "bench --backend reference --backend reference --shape 2x2x2 "
+                             "--report 'json:%s'", link);
+    expect_in(out, "a symbolic link");
+    free(out);
+    cr_expect(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode), "bench replaced the FIFO");
+    cr_expect(lstat(link, &st) == 0 && S_ISLNK(st.st_mode), "bench replaced the link");
 }
 
 /* A bad --shard exits 2 with a message naming the option, its value and the form it wants. */
@@ -452,6 +541,34 @@ Test(cli, json_and_junit_reports)
 }
 
 /* ---- the version: CMake's project(... VERSION), passed in as QMM_VERSION ---- */
+
+/* Two --report options naming one file (as written, through another path to its folder, or
+ * by another kind) are a usage error: the later report silently replaced the earlier. */
+Test(cli, two_reports_on_one_file_are_refused)
+{
+    char sub[512];
+    snprintf(sub, sizeof sub, "%s/d", tmpdir);
+    cr_assert_eq(mkdir(sub, 0755), 0);
+    static const char *pairs[][2] = {
+        {"json:%s/r", "junit:%s/r"},
+        {"json:%s/r", "json:%s/r"},
+        {"html:%s/d/../r", "junit:%s/./r"},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        char a[600], b[600], *out;
+        snprintf(a, sizeof a, pairs[i][0], tmpdir);
+        snprintf(b, sizeof b, pairs[i][1], tmpdir);
+        out = qmmcheck_expect(2, "run -q --backend reference --vectors vectors/seeds "
+                                 "--report '%s' --report '%s'", a, b);
+        expect_in(out, "the same file");
+        free(out);
+    }
+    char a[600], *out;
+    snprintf(a, sizeof a, "%s/r", tmpdir);
+    out = qmmcheck_expect(0, "run -q --backend reference --vectors vectors/seeds "
+                             "--report 'json:%s.json' --report 'junit:%s.xml'", a, a);
+    free(out);
+}
 
 Test(cli, version_is_the_cmake_project_version)
 {

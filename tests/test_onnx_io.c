@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 
 #include <dirent.h>
+#include <glob.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1573,6 +1574,37 @@ Test(onnx_model, wrong_wire_types)
 
 /* ---- files --------------------------------------------------------------------------- */
 
+/* A file written atomically goes through a new temporary file that nothing planted can take:
+ * a symlink at the old predictable name (PATH.tmp.PID) made the write truncate its target. */
+Test(onnx_files, an_atomic_write_never_follows_a_planted_temporary_name)
+{
+    char dir[] = "/tmp/qmm_onnx_io_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char path[256], victim[256], planted[300];
+    snprintf(path, sizeof path, "%s/input_0.pb", dir);
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    snprintf(planted, sizeof planted, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(victim, "w");
+    cr_assert(f);
+    fputs("keep", f);
+    fclose(f);
+    cr_assert_eq(symlink(victim, planted), 0);
+    qh_error err;
+    cr_expect_eq(qh_write_file_atomic(path, "new", 3, &err), 0, "%s", err.msg);
+    char got[16] = {0};
+    f = fopen(victim, "r");
+    cr_assert(f);
+    cr_expect_eq(fread(got, 1, sizeof got - 1, f), 4);
+    fclose(f);
+    cr_expect_str_eq(got, "keep");
+    struct stat st;
+    cr_expect(lstat(path, &st) == 0 && S_ISREG(st.st_mode), "%s is not a regular file", path);
+    unlink(planted);
+    unlink(victim);
+    unlink(path);
+    rmdir(dir);
+}
+
 Test(onnx_files, write_read_and_errors)
 {
     char dir[] = "/tmp/qmm_onnx_io_XXXXXX";
@@ -1602,7 +1634,7 @@ Test(onnx_files, write_read_and_errors)
     int count = 0;
     while ((de = readdir(d)) != NULL)
         if (de->d_name[0] != '.') {
-            cr_assert_null(strstr(de->d_name, ".tmp."), "left over: %s", de->d_name);
+            cr_assert_null(strstr(de->d_name, ".tmp"), "left over: %s", de->d_name);
             count++;
         }
     closedir(d);
@@ -1636,8 +1668,9 @@ Test(onnx_files, write_read_and_errors)
     /* rename onto a directory fails and removes the temporary */
     cr_assert_eq(qh_write_file_atomic(dir, junk, sizeof junk, &err), -1);
     char tmp[300];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", dir, (long)getpid());
-    cr_assert_neq(access(tmp, F_OK), 0);
+    glob_t g;
+    snprintf(tmp, sizeof tmp, "%s.tmp*", dir);
+    cr_assert_eq(glob(tmp, 0, NULL, &g), GLOB_NOMATCH, "left over: %s", tmp);
     cr_assert_eq(qh_read_file(dir, 100, &buf, &len, &err), -1);
 
     unlink(mpath);

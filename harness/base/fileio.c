@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 const char *qh_file_kind(unsigned mode)
@@ -109,15 +111,39 @@ int qh_read_file(const char *path, size_t max, uint8_t **buf, size_t *len, qh_er
     return 0;
 }
 
+/* A new file beside `path` with an unpredictable name: O_EXCL | O_NOFOLLOW, so neither a
+ * planted file nor a planted symlink can take the write. The fd, or -1 with err. */
+int qh_open_temp(const char *path, char *tmp, size_t size, qh_error *err)
+{
+    for (int tries = 0; tries < 100; tries++) {
+        uint64_t r;
+        if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+            r = (uint64_t)time(NULL) * 6364136223846793005ull +
+                (uint64_t)getpid() * 1442695040888963407ull + (uint64_t)tries;
+        int k = snprintf(tmp, size, "%s.tmp-%016llx", path, (unsigned long long)r);
+        if (k < 0 || (size_t)k >= size) {
+            snprintf(err->msg, sizeof err->msg, "%s: path too long", path);
+            return -1;
+        }
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd >= 0)
+            return fd;
+        if (errno != EEXIST) {
+            snprintf(err->msg, sizeof err->msg, "%s: cannot create %s: %s", path, tmp,
+                     strerror(errno));
+            return -1;
+        }
+    }
+    snprintf(err->msg, sizeof err->msg, "%s: cannot create a temporary file beside it", path);
+    return -1;
+}
+
 int qh_write_file_atomic(const char *path, const void *buf, size_t len, qh_error *err)
 {
     char tmp[4096];
-    int k = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    if (k < 0 || (size_t)k >= sizeof tmp)
-        return qh_fail(err, "%s: path too long", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fd = qh_open_temp(path, tmp, sizeof tmp, err);
     if (fd < 0)
-        return qh_fail(err, "%s: cannot create %s: %s", path, tmp, strerror(errno));
+        return -1;
     const uint8_t *p = buf;
     size_t left = len;
     while (left) {

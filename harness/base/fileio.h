@@ -16,7 +16,12 @@
 int qh_read_file(const char *path, size_t max, uint8_t **buf, size_t *len, qh_error *err);
 /* "a FIFO", "a directory", ... for a stat mode, as the messages above say it. */
 const char *qh_file_kind(unsigned mode);
-/* Writes `len` bytes to path via a temporary file in the same directory and rename(2). */
+/* Creates a new file beside `path` (PATH.tmp-RANDOM, its name in tmp) with an unpredictable
+ * name, O_EXCL | O_NOFOLLOW, so neither a planted file nor a planted symlink can take the
+ * write. The fd (O_CLOEXEC), or -1 with err. */
+int qh_open_temp(const char *path, char *tmp, size_t size, qh_error *err);
+/* Writes `len` bytes to path via a temporary file in the same directory (qh_open_temp) and
+ * rename(2). */
 int qh_write_file_atomic(const char *path, const void *buf, size_t len, qh_error *err);
 
 /* "DIR/NAME" (one '/' between them; NAME alone when DIR is ""), malloc'd; NULL when memory

@@ -26,11 +26,13 @@
 
 #include "harness/invoke/backends.h"
 #include "harness/base/clean.h"
+#include "harness/base/fileio.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/options.h"
 #include "harness/invoke/invoke.h"
 #include "harness/io/cpuclass.h"
 #include "harness/judge/judge.h"
+#include "harness/report/report.h"
 #include "harness/base/numparse.h"
 #include "optimized/qmm_optimized.h"
 
@@ -386,17 +388,58 @@ static int peak_only_run(int threads)
     return 0;
 }
 
+/* --report's FILE is refused, as run's is, when it exists and is not a regular file (a device,
+ * a FIFO, a symbolic link, a folder): the report is renamed over it. 1 when it is fine. */
+static int report_target_ok(const char *path)
+{
+    char spec[4200];
+    qh_error err;
+    snprintf(spec, sizeof spec, "json:%s", path);
+    if (qh_report_check_spec(spec, &err) == 0)
+        return 1;
+    qh_eprint_clean("qmmcheck bench: ", err.msg);
+    return 0;
+}
+
+/* A new temporary file beside `path` for the report (qh_open_temp: nothing planted can take
+ * it), its name in tmp; NULL after saying why. */
+static FILE *open_report(const char *path, char *tmp, size_t size)
+{
+    qh_error err;
+    int fd = qh_open_temp(path, tmp, size, &err);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+    if (fd < 0)
+        qh_eprint_clean("qmmcheck bench: ", err.msg);
+    else if (!f) {
+        fprintf(stderr, "qmmcheck bench: %s: %s\n", tmp, strerror(errno));
+        close(fd);
+        remove(tmp);
+    }
+    return f;
+}
+
+/* Renames the written report `tmp` over `path` when that is still fine; 0, or 1 after saying
+ * why (tmp removed). */
+static int rename_report(const char *tmp, const char *path)
+{
+    if (!report_target_ok(path))
+        ; /* said why */
+    else if (rename(tmp, path) != 0)
+        fprintf(stderr, "qmmcheck bench: %s: %s\n", path, strerror(errno));
+    else
+        return 0;
+    remove(tmp);
+    return 1;
+}
+
 static int write_json(const char *path, const char *backend, const char *types, int threads,
                       int const_b, const qmm_optimized_peak_info *pi, double base_gops,
                       int raised, const bench_result *r, int nr)
 {
     char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        fprintf(stderr, "qmmcheck bench: %s: %s\n", tmp, strerror(errno));
+    FILE *f = open_report(path, tmp, sizeof tmp);
+    if (!f)
         return 1;
-    }
     fprintf(f, "{\n  \"backend\": \"%s\",\n  \"types\": \"%s\",\n", backend, types);
     fprintf(f,
             "  \"peak\": {\"threads\": %d, \"gops\": %.3f, \"loop\": \"%s\", \"isa\": \"%s\", "
@@ -424,12 +467,12 @@ static int write_json(const char *path, const char *backend, const char *types, 
                 const_b ? "true" : "false", r[i].reps, r[i].median_s, r[i].min_s, r[i].gops,
                 r[i].best_gops, r[i].pct_peak, r[i].pct_peak_best, i + 1 < nr ? "," : "");
     fprintf(f, "  ]\n}\n");
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+    if (fclose(f) != 0) {
         fprintf(stderr, "qmmcheck bench: %s: %s\n", path, strerror(errno));
         remove(tmp);
         return 1;
     }
-    return 0;
+    return rename_report(tmp, path);
 }
 
 /* ---- several backends, alternating (issue 29 item 4) ---- */
@@ -939,13 +982,8 @@ static int multi_run(char **specs, int nb, const char **profiles, int np, int64_
     }
     FILE *json = NULL;
     char tmp[4096];
-    if (rc == 0 && report) {
-        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", report, (long)getpid());
-        if (!(json = fopen(tmp, "w"))) {
-            fprintf(stderr, "qmmcheck bench: %s: %s\n", tmp, strerror(errno));
-            rc = 1;
-        }
-    }
+    if (rc == 0 && report && !(json = open_report(report, tmp, sizeof tmp)))
+        rc = 1;
     if (json) {
         fprintf(json, "{\n  \"machine\": {\"cpu\": \"");
         json_str(json, cpu);
@@ -984,12 +1022,13 @@ static int multi_run(char **specs, int nb, const char **profiles, int np, int64_
         rc = mb_shape(&r, shapes[s], modes, nmodes);
     if (json) {
         fprintf(json, "\n  ]\n}\n");
-        if (fclose(json) != 0 || rc != 0 || rename(tmp, report) != 0) {
+        if (fclose(json) != 0 || rc != 0) {
             if (rc == 0)
                 fprintf(stderr, "qmmcheck bench: %s: %s\n", report, strerror(errno));
             remove(tmp);
             rc = rc ? rc : 1;
-        }
+        } else
+            rc = rename_report(tmp, report);
     }
     if (r.pk)
         qmm_optimized_peak_close(r.pk);
@@ -1048,6 +1087,8 @@ int qh_cmd_bench(int argc, char **argv)
         case O_REPORT:
             if (strncmp(val, "json:", 5) != 0 || !val[5])
                 return usage("--report takes json:FILE");
+            if (!report_target_ok(val + 5))
+                return 2; /* a usage error */
             report = val + 5;
             break;
         case O_SHAPE:

@@ -1,12 +1,14 @@
 /* harness/cli/cmd_export.c — `qmmcheck export`: writes the edge-case suites as ONNX node-test
  * directories (docs/architecture.md §2, docs/formats.md). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness/cli/commands.h"
 #include "harness/cli/options.h"
 #include "harness/gen/edge.h"
 #include "harness/base/numparse.h"
+#include "harness/base/clean.h"
 
 enum { O_SUITE, O_OUT, O_SEED, O_LIST };
 static const qh_option export_options[] = {
@@ -76,7 +78,9 @@ int qh_cmd_export(int argc, char **argv)
     if (!list && (!suite || !out))
         return usage("%s", "give --suite NAME|all and --out DIR, or --list");
     if (suite && strcmp(suite, "all") != 0 && !qh_edge_suite_find(suite)) {
-        fprintf(stderr, "qmmcheck export: unknown suite '%s'; known:", suite);
+        char *shown = qh_clean_dup(suite, strlen(suite), 0);
+        fprintf(stderr, "qmmcheck export: unknown suite '%s'; known:", shown ? shown : "?");
+        free(shown);
         for (size_t i = 0; i < qh_edge_suite_count(); i++)
             fprintf(stderr, " %s", qh_edge_suite_at(i)->name);
         fprintf(stderr, "\n");
@@ -92,7 +96,7 @@ int qh_cmd_export(int argc, char **argv)
         qh_edge_cases cs = {0};
         qh_error err;
         if (qh_edge_build(s, sd, &cs, &err) != 0) {
-            fprintf(stderr, "qmmcheck export: %s\n", err.msg);
+            qh_eprint_clean("qmmcheck export: ", err.msg);
             qh_edge_cases_free(&cs);
             return 1;
         }
@@ -103,7 +107,7 @@ int qh_cmd_export(int argc, char **argv)
         } else {
             for (size_t k = 0; k < cs.count; k++) {
                 if (qh_edge_write(out, &cs.items[k], &err) != 0) {
-                    fprintf(stderr, "qmmcheck export: %s\n", err.msg);
+                    qh_eprint_clean("qmmcheck export: ", err.msg);
                     qh_edge_cases_free(&cs);
                     return 1;
                 }

@@ -15,13 +15,15 @@
 #include "harness/base/numparse.h"
 #include "harness/io/onnx_io.h"
 #include "harness/base/strbuf.h"
+#include "harness/base/clean.h"
+#include "harness/report/report.h"
 
 #define EXIT_BAD 1
 #define EXIT_USAGE 2
 
 typedef struct fp_opts {
     const char *backend;
-    const char *report; /* the FILE of json:FILE */
+    const char *report; /* json:FILE */
     int isolate;        /* -1: plugins isolated, built-ins not; 0 never; 1 always */
     double timeout_s;
     int verbose;
@@ -72,11 +74,15 @@ static int parse(int argc, char **argv, fp_opts *o, int *done)
                 return fp_usage("%s", "give exactly one --backend");
             o->backend = val;
             break;
-        case O_REPORT:
+        case O_REPORT: {
+            qh_error err; /* a special file, a link or a folder is refused, as run's --report */
             if (strncmp(val, "json:", 5) != 0 || val[5] == '\0')
                 return fp_usage("--report %s: expected json:FILE", val);
-            o->report = val + 5;
+            if (qh_report_check_spec(val, &err) != 0)
+                return fp_usage("%s", err.msg);
+            o->report = val;
             break;
+        }
         case O_TIMEOUT:
             if (qh_parse_double(val, 0, 1e6, &o->timeout_s))
                 return fp_usage("--timeout %s: expected seconds >= 0 (0: none)", val);
@@ -277,7 +283,7 @@ static void print_text(const qh_backend *be, const qh_fp_suite *s, const qh_fp_r
 
 static const char *const kind_names[] = {"profile", "wrong-rule", "none", "inconclusive"};
 
-static int write_json(const char *path, const qh_backend *be, const qh_fp_suite *s,
+static int write_json(const char *spec, const qh_backend *be, const qh_fp_suite *s,
                       const qh_fp_result *r, const qh_fp_decision *d, const char *verdict,
                       int cpu_flags)
 {
@@ -326,11 +332,13 @@ static int write_json(const char *path, const qh_backend *be, const qh_fp_suite 
         fprintf(stderr, "qmmcheck: fingerprint: out of memory building the report\n");
         return -1;
     }
-    qh_error err;
-    int rc = qh_write_file_atomic(path, b.s, b.len, &err);
+    qh_error err; /* checked again: it may have changed while the suite ran */
+    int rc = qh_report_check_spec(spec, &err) != 0
+                 ? -1
+                 : qh_write_file_atomic(spec + 5, b.s, b.len, &err);
     qh_sb_free(&b);
     if (rc != 0)
-        fprintf(stderr, "qmmcheck: fingerprint: report: %s\n", err.msg);
+        qh_eprint_clean("qmmcheck: fingerprint: report: ", err.msg);
     return rc;
 }
 

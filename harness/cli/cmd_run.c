@@ -307,7 +307,9 @@ static int collect(const opts *o, const qh_xfail *xf, unsigned char *xf_where,
         if (rc != 0) {
             char msg[256];
             regerror(rc, &re, msg, sizeof msg);
-            fprintf(stderr, "qmmcheck: --filter %s: %s\n", o->filter, msg);
+            char *shown = qh_clean_dup(o->filter, strlen(o->filter), 0);
+            fprintf(stderr, "qmmcheck: --filter %s: %s\n", shown ? shown : "?", msg);
+            free(shown);
             return EXIT_USAGE;
         }
     }
@@ -315,7 +317,7 @@ static int collect(const opts *o, const qh_xfail *xf, unsigned char *xf_where,
     for (int i = 0; i < o->n_vectors; i++) {
         qh_error err;
         if (qh_discover(o->vectors[i], &all, &err) != 0) {
-            fprintf(stderr, "qmmcheck: %s\n", err.msg);
+            qh_eprint_clean("qmmcheck: ", err.msg);
             qh_case_list_free(&all);
             if (o->filter)
                 regfree(&re);
@@ -542,16 +544,24 @@ static int prepare_run(int argc, char **argv, run_state *r, int *done)
     if (o->n_vectors == 0 && !(o->vectors[o->n_vectors++] = qh_default_vectors()))
         return EXIT_USAGE; /* qh_default_vectors said where it looked */
     for (int i = 0; i < o->n_reports; i++) {
+        qh_error err; /* every spec good and each its own file before any is cleared */
+        if (qh_report_check_spec(o->reports[i], &err) != 0 ||
+            (i + 1 == o->n_reports && qh_report_check_distinct(o->reports, i + 1, &err) != 0)) {
+            qh_eprint_clean("qmmcheck: ", err.msg);
+            return EXIT_USAGE;
+        }
+    }
+    for (int i = 0; i < o->n_reports; i++) {
         qh_error err;
         if (qh_report_clear(o->reports[i], &err) != 0) {
-            fprintf(stderr, "qmmcheck: %s\n", err.msg);
+            qh_eprint_clean("qmmcheck: ", err.msg);
             return EXIT_USAGE;
         }
     }
     if (o->xfail) {
         qh_error err;
         if (qh_xfail_read(o->xfail, &r->xf, &err) != 0) {
-            fprintf(stderr, "qmmcheck: --xfail: %s\n", err.msg);
+            qh_eprint_clean("qmmcheck: --xfail: ", err.msg);
             return EXIT_USAGE;
         }
     }
@@ -964,7 +974,7 @@ static int write_reports(const run_state *r, int argc, char **argv, int exit_cod
     for (int i = 0; i < r->o.n_reports; i++) {
         qh_error err;
         if (qh_report_write(r->o.reports[i], command, r->results, r->k, &r->sum, &err) != 0) {
-            fprintf(stderr, "qmmcheck: report: %s\n", err.msg);
+            qh_eprint_clean("qmmcheck: report: ", err.msg);
             if (exit_code == 0 || exit_code == EXIT_EMPTY)
                 exit_code = EXIT_BAD;
         }

@@ -2,10 +2,12 @@
  * and the dispatch to each command (harness/cli/commands.h). Every command's usage comes from
  * its own option table (harness/cli/options.h), so `help` lists what the commands accept. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness/cli/commands.h"
 #include "harness/base/version.h"
+#include "harness/base/clean.h"
 #include "harness/report/report.h"
 #include "qmm/qmm.h"
 
@@ -54,7 +56,11 @@ static const char notes[] =
 static int command_error(const char *cmd)
 {
     if (cmd)
-        fprintf(stderr, "qmmcheck: unknown command '%s'\n", cmd);
+    {
+        char *shown = qh_clean_dup(cmd, strlen(cmd), 0); /* the command line is untrusted */
+        fprintf(stderr, "qmmcheck: unknown command '%s'\n", shown ? shown : "?");
+        free(shown);
+    }
     else
         fputs("qmmcheck: no command given\n", stderr);
     fputs("run 'qmmcheck help' for usage\n", stderr);

@@ -111,6 +111,13 @@ void qh_opt_usage(const qh_command *cmd, FILE *f)
         fprintf(f, "\n%s", cmd->about);
 }
 
+void qh_eprint_clean(const char *prefix, const char *msg)
+{
+    char shown[1024];
+    qh_clean_into(shown, sizeof shown, msg, strlen(msg), 0);
+    fprintf(stderr, "%s%s\n", prefix, shown);
+}
+
 int qh_opt_error(const qh_command *cmd, int how, const char *fmt, const char *arg)
 {
     char shown[512];

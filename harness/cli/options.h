@@ -63,6 +63,10 @@ enum { QH_ERR_USAGE, QH_ERR_HINT };
  * QH_ERR_HINT, "run 'qmmcheck NAME --help' for usage". Returns 2, a usage error's status. */
 int qh_opt_error(const qh_command *cmd, int how, const char *fmt, const char *arg);
 
+/* An error on stderr: prefix (the harness's own text), then msg cleaned into one line (it quotes
+ * an argument, a path or a file's text: harness/base/clean.h), then a newline. */
+void qh_eprint_clean(const char *prefix, const char *msg);
+
 /* qh_opt_error's "OPTION VALUE: expected WANT". */
 int qh_opt_bad_value(const qh_command *cmd, int how, const char *option, const char *value,
                      const char *want);

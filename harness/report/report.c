@@ -7,12 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "harness/base/clean.h"
+#include "harness/base/fileio.h"
 #include "harness/report/matrix.h"
 #include "harness/base/strbuf.h"
 #include "harness/base/version.h"
@@ -98,6 +98,38 @@ int qh_report_check_spec(const char *spec, qh_error *err)
         return -1;
     }
     return check_target(spec, err);
+}
+
+/* The folder of `path` and its last name, for comparing two paths (a report is renamed into
+ * its folder, so two hard links to one file are two reports); 0, or -1 when the folder cannot
+ * be stat'ed (compared as written then). */
+static int place_of(const char *path, struct stat *dir, const char **base)
+{
+    const char *slash = strrchr(path, '/');
+    *base = slash ? slash + 1 : path;
+    char *d = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
+    int rc = d ? stat(d, dir) : -1;
+    free(d);
+    return rc;
+}
+
+int qh_report_check_distinct(const char *const *specs, int n, qh_error *err)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++) {
+            const char *a = spec_path(specs[j]), *b = spec_path(specs[i]), *ba, *bb;
+            struct stat da, db;
+            int same = strcmp(a, b) == 0;
+            if (!same && place_of(a, &da, &ba) == 0 && place_of(b, &db, &bb) == 0)
+                same = da.st_dev == db.st_dev && da.st_ino == db.st_ino && strcmp(ba, bb) == 0;
+            if (same) {
+                snprintf(err->msg, sizeof err->msg,
+                         "--report %s and --report %s: the same file (one report would replace "
+                         "the other)", specs[j], specs[i]);
+                return -1;
+            }
+        }
+    return 0;
 }
 
 int qh_report_clear(const char *spec, qh_error *err)
@@ -549,33 +581,6 @@ static void write_junit(qh_sb *b, const char *command, const qh_result *r, size_
     qh_sb_puts(b, "  </testsuite>\n</testsuites>\n");
 }
 
-/* A new file beside `path` with an unpredictable name: O_EXCL | O_NOFOLLOW, so neither a
- * planted file nor a planted symlink can take the write. The fd, or -1 with err. */
-static int open_temp(const char *path, char *tmp, size_t size, qh_error *err)
-{
-    for (int tries = 0; tries < 100; tries++) {
-        uint64_t r;
-        if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
-            r = (uint64_t)time(NULL) * 6364136223846793005ull +
-                (uint64_t)getpid() * 1442695040888963407ull + (uint64_t)tries;
-        int k = snprintf(tmp, size, "%s.tmp-%016llx", path, (unsigned long long)r);
-        if (k < 0 || (size_t)k >= size) {
-            snprintf(err->msg, sizeof err->msg, "%s: path too long", path);
-            return -1;
-        }
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd >= 0)
-            return fd;
-        if (errno != EEXIST) {
-            snprintf(err->msg, sizeof err->msg, "%s: cannot create %s: %s", path, tmp,
-                     strerror(errno));
-            return -1;
-        }
-    }
-    snprintf(err->msg, sizeof err->msg, "%s: cannot create a temporary file beside it", path);
-    return -1;
-}
-
 /* Writes all of buf to fd; 0 or errno. */
 static int write_all(int fd, const char *buf, size_t len)
 {
@@ -606,7 +611,7 @@ int qh_report_write(const char *spec, const char *command, const qh_result *resu
         return -1;
     }
     char tmp[4096];
-    int fd = open_temp(path, tmp, sizeof tmp, err);
+    int fd = qh_open_temp(path, tmp, sizeof tmp, err);
     if (fd < 0) {
         qh_sb_free(&b);
         return -1;

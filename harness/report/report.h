@@ -27,6 +27,10 @@ void qh_report_kind_names(char *buf, size_t size);
  * err. */
 int qh_report_check_spec(const char *spec, qh_error *err);
 
+/* Refuses two of the n specs (each checked good) whose FILEs are one: the same name in the same
+ * folder, however the folder is reached. 0 or -1 with err. */
+int qh_report_check_distinct(const char *const *specs, int n, qh_error *err);
+
 /* Removes FILE's previous report (after the same check) when a run starts, so a run that dies
  * leaves the new report or none, never the last run's looking current. 0 or -1 with err. */
 int qh_report_clear(const char *spec, qh_error *err);
