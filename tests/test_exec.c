@@ -343,6 +343,24 @@ Test(exec, reduce_names_the_spec_cleaned)
                         "SUMMARY: forged\\r: it is PASSED; nothing to reduce");
 }
 
+/* reduce against a backend whose hello hangs: every case would fail alike (it "reduced" the
+ * case to 0x0 as "ERROR qmm_backend_open" and exited 0); a usage error naming the backend,
+ * why, and what it printed, cleaned; nothing written. */
+Test(exec, reduce_refuses_a_backend_that_could_not_be_opened)
+{
+    char *out = qmmcheck_expect(2, "reduce --timeout 1 " MI_RANDOM "/13-u8s8 --out %s/r "
+                                "--backend 'exec:sh -c \"echo loading \033[2Jweights >&2; "
+                                "exec sleep 30\"'", tmpdir);
+    expect_in(out, "qmmcheck reduce: exec:sh -c ");
+    expect_in(out, "could not be opened: qmm_backend_open: no answer within 1 s");
+    expect_in(out, "nothing to reduce\n    | loading \\x1b[2Jweights\n");
+    cr_expect_null(strchr(out, '\033'), "%s", out);
+    char r[600];
+    snprintf(r, sizeof r, "%s/r", tmpdir);
+    cr_expect_neq(access(r, F_OK), 0, "reduce wrote %s", r);
+    free(out);
+}
+
 /* The interpreter with numpy and onnx: QMM_PYTHON, else the repository's .venv. */
 static int find_python(char *buf, size_t size)
 {
