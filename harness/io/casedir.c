@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "harness/base/clean.h"
@@ -106,6 +107,16 @@ static void meta_clean(qh_meta *m)
     clean_field(m->onnx_version, sizeof m->onnx_version);
 }
 
+/* Removes an earlier case's file at path; 0 when it is gone or was never there. */
+static int remove_stale(const char *path, qh_error *err)
+{
+    if (unlink(path) == 0 || errno == ENOENT)
+        return 0;
+    snprintf(err->msg, sizeof err->msg, "%s: cannot remove the earlier case's file: %s", path,
+             strerror(errno));
+    return -1;
+}
+
 static int write_meta(const char *dir, const qh_meta *meta, qh_error *err)
 {
     qh_meta clean = *meta;
@@ -131,6 +142,13 @@ int qh_casedir_write(const char *dir, const qh_casedir *c, qh_error *err)
     /* the case directory itself must not be a link: then the data set under it */
     if (qh_mkdirs(dir, err) != 0 || qh_mkdirs(set, err) != 0)
         return -1;
+    /* A folder is a case where its model.onnx is: an earlier case's model goes first and the
+     * new one last, after the data and qmm.meta, so a write cut short (a signal, a full disk)
+     * leaves a folder that is no case, never one judged from parts of two cases or without
+     * its qmm.meta. */
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    if (remove_stale(path, err) != 0)
+        return -1;
     qh_model *m = c->model;
     int32_t n = c->n_inputs < QH_MAX_IO ? c->n_inputs : QH_MAX_IO;
     int32_t last = -1;
@@ -153,13 +171,12 @@ int qh_casedir_write(const char *dir, const qh_casedir *c, qh_error *err)
         if (qh_write_tensor_file(path, t, name, err) != 0)
             return -1;
     }
-    if (c->output) {
-        snprintf(path, sizeof path, "%s/output_0.pb", set);
-        if (qh_write_tensor_file(path, c->output, m->outputs[0], err) != 0)
-            return -1;
-    }
-    snprintf(path, sizeof path, "%s/model.onnx", dir);
-    if (qh_write_model_file(path, m, err) != 0)
+    snprintf(path, sizeof path, "%s/output_0.pb", set);
+    if (c->output ? qh_write_tensor_file(path, c->output, m->outputs[0], err) != 0
+                  : remove_stale(path, err) != 0) /* an earlier case's answer is not this one's */
         return -1;
-    return c->meta ? write_meta(dir, c->meta, err) : 0;
+    if (c->meta && write_meta(dir, c->meta, err) != 0)
+        return -1;
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    return qh_write_model_file(path, m, err);
 }
