@@ -48,8 +48,8 @@ const qh_command qh_reduce_usage = {
     "The case, its rewrite and the smallest case as written are each judged --confirm times\n"
     "and must fail the same way every time: a backend that does not answer the same way\n"
     "makes the reduction inconclusive, and nothing is written.\n"
-    "Exit status: 0 written, 1 the reduction failed, 2 usage errors or a case that does not\n"
-    "fail, 4 inconclusive (the backend's verdicts differ).\n",
+    "Exit status: 0 written, 1 the reduction failed, 2 usage errors, a backend that could not\n"
+    "be opened, or a case that does not fail, 4 inconclusive (the backend's verdicts differ).\n",
     reduce_options, 0};
 
 #define usage(...) qh_opt_error(&qh_reduce_usage, QH_ERR_USAGE, __VA_ARGS__)
