@@ -15,7 +15,6 @@
 #include "harness/judge/judge.h"
 #include "harness/judge/compare.h"
 #include "harness/invoke/cpu.h"
-#include "harness/invoke/exec.h"
 #include "harness/judge/expect.h"
 #include "harness/invoke/invoke.h"
 #include "harness/run/reduce.h"
@@ -510,10 +509,7 @@ static void say_not_run(const qh_backend *b, int k, const qh_invocation *inv)
     char spec[QH_CLEAN_LINE_MAX], msg[QH_CLEAN_LINE_MAX + 512];
     qh_clean_into(spec, sizeof spec, b->spec, strlen(b->spec), 0);
     qh_clean_into(msg, sizeof msg, inv->problem, strnlen(inv->problem, sizeof inv->problem), 0);
-    qh_open_printed_clear();
-    if (inv->output)
-        qh_append_printed(msg, sizeof msg, 0, inv->output, strlen(inv->output),
-                          inv->output_dropped);
+    qh_append_call_printed(msg, sizeof msg, inv);
     fprintf(stderr, "qmmcheck diff: %s (%s): %s\n%s", k ? "B" : "A", spec, msg,
             qh_open_printed());
 }

@@ -15,7 +15,6 @@
 #include "harness/base/numparse.h"
 #include "harness/io/onnx_io.h"
 #include "harness/base/strbuf.h"
-#include "harness/base/clean.h"
 #include "harness/report/report.h"
 
 #define EXIT_BAD 1

@@ -13,7 +13,6 @@
 #include "harness/base/strbuf.h"
 #include "harness/invoke/cpu.h"
 #include "harness/judge/expect.h"
-#include "harness/invoke/exec.h"
 #include "harness/invoke/invoke.h"
 #include "harness/run/reduce.h"
 
@@ -158,10 +157,7 @@ int qh_cmd_reduce(int argc, char **argv)
         char spec[QH_CLEAN_LINE_MAX], why[sizeof be.broken + 512];
         qh_clean_into(spec, sizeof spec, be.spec, strlen(be.spec), 0);
         qh_clean_into(why, sizeof why, be.broken, strnlen(be.broken, sizeof be.broken), 0);
-        qh_open_printed_clear();
-        if (be.captured_len)
-            qh_append_printed(why, sizeof why, 0, be.captured, be.captured_len,
-                              be.captured_dropped);
+        qh_append_open_printed(why, sizeof why, &be);
         fprintf(stderr, "qmmcheck reduce: %s could not be opened: %s; every case would fail "
                 "alike, so there is nothing to reduce\n%s", spec, why, qh_open_printed());
         qh_backend_close(&be);

@@ -638,8 +638,7 @@ static int open_variants(run_state *r, int j)
         int printed = !opened;
         if (opened && out[n].captured_len) { /* what it printed before its open hung or died */
             snprintf(said, sizeof said, "%s", why);
-            qh_append_printed(said, sizeof said, 0, out[n].captured, out[n].captured_len,
-                              out[n].captured_dropped);
+            qh_append_open_printed(said, sizeof said, &out[n]);
             why = said;
             printed = 1;
         }

@@ -784,3 +784,15 @@ void qh_invocation_free(qh_invocation *inv)
     free(inv->output);
     inv->output = NULL;
 }
+
+void qh_append_call_printed(char *msg, size_t size, const qh_invocation *inv)
+{
+    qh_append_printed(msg, size, 0, inv->output ? inv->output : "",
+                      inv->output ? strlen(inv->output) : 0, inv->output_dropped);
+}
+
+void qh_append_open_printed(char *msg, size_t size, const qh_backend *b)
+{
+    qh_append_printed(msg, size, 0, b->captured ? b->captured : "",
+                      b->captured ? b->captured_len : 0, b->captured_dropped);
+}

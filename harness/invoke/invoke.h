@@ -87,6 +87,12 @@ typedef struct qh_invocation {
     size_t output_dropped; /* bytes printed beyond what was kept */
 } qh_invocation;
 
+/* What a backend that could not run printed, for qh_open_printed: appended to msg as
+ * qh_append_printed does (exec.h), or forgotten when it printed nothing. From a call that
+ * could not run (inv->output), or from an open that hung or died in its worker (b->captured). */
+void qh_append_call_printed(char *msg, size_t size, const qh_invocation *inv);
+void qh_append_open_printed(char *msg, size_t size, const qh_backend *b);
+
 #define QH_OUTPUT_KEEP 4096
 
 /* Asks the backend's capability query, then runs the call (whose y carries dtype and shape).

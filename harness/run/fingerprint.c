@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "harness/base/clean.h"
-#include "harness/invoke/exec.h"
 #include "harness/invoke/invoke.h"
 #include "harness/judge/judge.h"
 #include "harness/judge/compare.h"
@@ -574,10 +573,7 @@ static int score_case(qh_backend *b, const qh_fp_case *c, const qh_expectation *
     memset(&inv, 0, sizeof inv);
     if (rc == 0 && qh_invoke(b, &c->oc.call, o, &inv) != 0) {
         snprintf(err, err_size, "%s: %s", c->name, inv.problem);
-        qh_open_printed_clear(); /* what it printed (an open that hung) says why */
-        if (inv.output)
-            qh_append_printed(err, err_size, 0, inv.output, strlen(inv.output),
-                              inv.output_dropped);
+        qh_append_call_printed(err, err_size, &inv); /* what it printed (an open that hung) */
         rc = -1;
     }
     if (rc == 0) {
