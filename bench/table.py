@@ -145,7 +145,16 @@ def section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end):
             by.setdefault((r["shape"], rep["threads"], r["b"]), {})[r["backend"].split(":")[0]] = r
     ort_by = {(r["shape"], r["threads"], "constant" if r["b"] == "const" else "input"): r
               for r in ort_rows}
-    reach, reach_ort = [], []
+    reach = {"oneDNN": [], "ORT": []}  # rows out of reach, per peer
+
+    def bound_cell(peer, r, where):
+        """A peer's bound for the table; a row where 1.05x is out of reach is noted."""
+        if not r.get("bound"):
+            return "—"
+        if r["bound"] < 1.05:
+            reach[peer].append(f"{where} ({r['bound']:.4f})")  # the report's digits
+        return f"{r['bound']:.2f}"
+
     for shape in args.shapes:
         for t in args.threads:
             for b in ("input", "constant"):
@@ -160,27 +169,21 @@ def section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end):
                     rr = ", ".join(f"{x:.2f}" for x in dn["round_ratio"])
                     row.append(f"**{dn['ratio']:.2f}** ({rr})" if dn["ratio"] else "—")
                     row.append(f"{dn['cpu_ratio']:.2f}" if dn.get("cpu_ratio") else "—")
-                    row.append(f"{dn['bound']:.2f}" if dn.get("bound") else "—")
-                    if dn.get("bound") and dn["bound"] < 1.05:
-                        reach.append(f"{shape} T={t} B {b} ({dn['bound']:.4f})")  # the report's digits
+                    row.append(bound_cell("oneDNN", dn, f"{shape} T={t} B {b}"))
                 else:
                     row += [dn["status"] if dn else "—", "—", "—", "—"]
                 row.append(f"{100 / ours['bound']:.0f}%" if ours and ours.get("bound") else "—")
                 if o:
                     rr = ", ".join(f"{x:.2f}" for x in o["round_ratio"])
                     row += [fmt_ms(o["ours_s"]), fmt_ms(o["ort_s"]), f"**{o['ratio']:.2f}** ({rr})",
-                            f"{o['bound']:.2f}" if o.get("bound") else "—"]
-                    if o.get("bound") and o["bound"] < 1.05:
-                        reach_ort.append(f"{shape} T={t} B {b} ({o['bound']:.4f})")
+                            bound_cell("ORT", o, f"{shape} T={t} B {b}")]
                 else:
                     row += ["—", "—", "—", "—"]
                 lines.append("| " + " | ".join(row) + " |")
-    if onednn:
-        lines += ["", "Rows where 1.05× against oneDNN was out of reach in this run (bound below "
-                  "1.05): " + (", ".join(reach) if reach else "none") + "."]
-    if ort_rows:
-        lines += ["", "Rows where 1.05× against ORT was out of reach in this run (ORT bound "
-                  "below 1.05): " + (", ".join(reach_ort) if reach_ort else "none") + "."]
+    for peer, ran, col in (("oneDNN", onednn, "bound"), ("ORT", ort_rows, "ORT bound")):
+        if ran:
+            lines += ["", f"Rows where 1.05× against {peer} was out of reach in this run ({col} "
+                      "below 1.05): " + (", ".join(reach[peer]) or "none") + "."]
     lines += ["", mark.replace(" -->", " end -->")]
     return "\n".join(lines) + "\n"
 

@@ -665,6 +665,12 @@ failed:;
              qmm_status_name(st.code), shown(msg, sizeof msg, st.message));
 }
 
+static void peak_samples(qmm_optimized_peak *pk, int n)
+{
+    for (int i = 0; i < n; i++)
+        qmm_optimized_peak_sample(pk);
+}
+
 /* A backend's bound over its rounds (round_peak[k]: round k's peak, ops/s; 0: none): per
  * round, the peak's rate over the backend's, in bound[]; returns their median, or 0 when a
  * round has no peak, no time, or ran above the peak's rate (the loop is then no ceiling). */
@@ -868,8 +874,7 @@ static int mb_shape(mb_run *r, const int64_t mkn[3], const int *modes, int nmode
             round_peak[k] = 0;
             if (r->pk) {
                 qmm_optimized_peak_restart(r->pk);
-                for (int n = 0; n < PEAK_ROUND_HALF; n++)
-                    qmm_optimized_peak_sample(r->pk);
+                peak_samples(r->pk, PEAK_ROUND_HALF);
             }
             for (int i = 0; i < r->nb; i++) {
                 if (slot[i].status != QH_PASSED)
@@ -886,8 +891,7 @@ static int mb_shape(mb_run *r, const int64_t mkn[3], const int *modes, int nmode
                 fflush(stdout);
             }
             if (r->pk) {
-                for (int n = 0; n < PEAK_ROUND_HALF; n++)
-                    qmm_optimized_peak_sample(r->pk);
+                peak_samples(r->pk, PEAK_ROUND_HALF);
                 qmm_optimized_peak_info in;
                 qmm_optimized_peak_get(r->pk, &in);
                 round_peak[k] = in.samples == 2 * PEAK_ROUND_HALF ? in.ops : 0;
