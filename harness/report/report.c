@@ -581,22 +581,6 @@ static void write_junit(qh_sb *b, const char *command, const qh_result *r, size_
     qh_sb_puts(b, "  </testsuite>\n</testsuites>\n");
 }
 
-/* Writes all of buf to fd; 0 or errno. */
-static int write_all(int fd, const char *buf, size_t len)
-{
-    while (len) {
-        ssize_t w = write(fd, buf, len);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return errno;
-        }
-        buf += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
 int qh_report_write(const char *spec, const char *command, const qh_result *results, size_t n,
                     const qh_run_summary *sum, qh_error *err)
 {
@@ -610,22 +594,7 @@ int qh_report_write(const char *spec, const char *command, const qh_result *resu
         snprintf(err->msg, sizeof err->msg, "%s: out of memory building the report", path);
         return -1;
     }
-    char tmp[4096];
-    int fd = qh_open_temp(path, tmp, sizeof tmp, err);
-    if (fd < 0) {
-        qh_sb_free(&b);
-        return -1;
-    }
-    int e = write_all(fd, b.s ? b.s : "", b.len);
+    int rc = qh_write_file_atomic(path, b.s ? b.s : "", b.len, err); /* a new temporary */
     qh_sb_free(&b);
-    if (close(fd) != 0 && e == 0)
-        e = errno;
-    if (e == 0 && rename(tmp, path) != 0)
-        e = errno;
-    if (e != 0) {
-        unlink(tmp);
-        snprintf(err->msg, sizeof err->msg, "%s: cannot write the report: %s", path, strerror(e));
-        return -1;
-    }
-    return 0;
+    return rc;
 }
