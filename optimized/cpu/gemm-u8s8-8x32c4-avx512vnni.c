@@ -3,6 +3,7 @@
  * registers, one broadcast. vpdpbusd (non-saturating) as in gemm-u8s8-6x16c4-avxvnni.c.
  */
 #include <immintrin.h>
+#include <stddef.h>
 
 #include "optimized/cpu/opt_internal.h"
 
@@ -260,6 +261,194 @@ void qmm_gemm_u8s8_8x32c4_rawa__avx512vnni(size_t kgroups, const uint8_t *a, siz
         : [a] "+r"(a), [a4] "+r"(a4), [b] "+r"(b), [k] "+r"(kt), [c] "+r"(cp), [t] "=&r"(t)
         : [ldcb] "r"(ldcb), [acc] "r"(acc), [lda] "r"(lda), [lda3] "r"(lda3)
         : "memory", "cc", QMM_ACCUMULATOR_CLOBBERS);
+}
+
+/* One row of the previous tile requantized (qmm_opt_rq_tile): x = sums - zr - zc, then
+ * qmm_opt_requant_row_avx512's float first try on columns 0-15 (zmm20-22, k1) and 16-31
+ * (zmm23-25, k2), every rounding embedded RNE; the decided masks to rq->decided[row]; the
+ * bytes through NARROW(register, offset). Constants: zmm26 lim, zmm27 -lim, zmm28 the half,
+ * zmm29 the absolute-value mask, zmm30 zy, zmm31 zero. %[i] is the row. */
+#define QMM_RQ_ROW(NARROW) \
+        "vpbroadcastd (%[q],%[i],4), %%zmm22\n\t" \
+        "vmovdqu32 (%[s]), %%zmm20\n\t" \
+        "vmovdqu32 64(%[s]), %%zmm23\n\t" \
+        "vpsubd %%zmm22, %%zmm20, %%zmm20\n\t" \
+        "vpsubd %%zmm22, %%zmm23, %%zmm23\n\t" \
+        "vpsubd (%[p]), %%zmm20, %%zmm20\n\t" \
+        "vpsubd 64(%[p]), %%zmm23, %%zmm23\n\t" \
+        "vcvtdq2ps %{rn-sae%}, %%zmm20, %%zmm20\n\t" \
+        "vcvtdq2ps %{rn-sae%}, %%zmm23, %%zmm23\n\t" \
+        "vmovups 128(%[p]), %%zmm21\n\t" \
+        "vmovups 192(%[p]), %%zmm24\n\t" \
+        "vmulps %{rn-sae%}, %%zmm21, %%zmm20, %%zmm20\n\t" \
+        "vmulps %{rn-sae%}, %%zmm24, %%zmm23, %%zmm23\n\t" \
+        "vmaxps %%zmm27, %%zmm20, %%zmm20\n\t" \
+        "vmaxps %%zmm27, %%zmm23, %%zmm23\n\t" \
+        "vminps %%zmm26, %%zmm20, %%zmm20\n\t" \
+        "vminps %%zmm26, %%zmm23, %%zmm23\n\t" \
+        "vreduceps $0, %%zmm20, %%zmm21\n\t" \
+        "vreduceps $0, %%zmm23, %%zmm24\n\t" \
+        "vpandd %%zmm29, %%zmm21, %%zmm21\n\t" \
+        "vpandd %%zmm29, %%zmm24, %%zmm24\n\t" \
+        "vcmpps $0x11, %%zmm28, %%zmm21, %%k1\n\t" \
+        "vcmpps $0x11, %%zmm28, %%zmm24, %%k2\n\t" \
+        "vcvtps2dq %{rn-sae%}, %%zmm20, %%zmm20\n\t" \
+        "vcvtps2dq %{rn-sae%}, %%zmm23, %%zmm23\n\t" \
+        "vpaddd %%zmm30, %%zmm20, %%zmm20\n\t" \
+        "vpaddd %%zmm30, %%zmm23, %%zmm23\n\t" \
+        NARROW("20", "0") \
+        NARROW("23", "16") \
+        "kunpckwd %%k1, %%k2, %%k3\n\t" \
+        "kmovd %%k3, 32(%[q],%[i],4)\n\t" \
+        "add %[ldcb], %[s]\n\t" \
+        "add 64(%[q]), %[y]\n\t"
+#define QMM_NARROW_U8(R, OFF) \
+        "vpmaxsd %%zmm31, %%zmm" R ", %%zmm" R "\n\t" \
+        "vpmovusdb %%zmm" R ", " OFF "(%[y])\n\t"
+#define QMM_NARROW_S8(R, OFF) "vpmovsdb %%zmm" R ", " OFF "(%[y])\n\t"
+/* the raw-A K loop over %[k] groups (labels L, L + 1) */
+#define QMM_RAW_A_LOOP(L, L1) \
+        "test %[k], %[k]\n\t" \
+        "jz " L1 "f\n\t" \
+        ".p2align 5\n" \
+        L ":\n\t" \
+        "vmovdqu64 (%[b]), %%zmm16\n\t" \
+        "vmovdqu64 64(%[b]), %%zmm17\n\t" \
+        QMM_GROUP_PRODUCTS_RAW_A \
+        "add $4, %[a]\n\t" \
+        "add $4, %[a4]\n\t" \
+        "add $128, %[b]\n\t" \
+        "dec %[k]\n\t" \
+        "jnz " L "b\n" \
+        L1 ":\n\t"
+/* ... over packed A words at %[a] */
+#define QMM_PACKED_A_LOOP(L, L1) \
+        "test %[k], %[k]\n\t" \
+        "jz " L1 "f\n\t" \
+        ".p2align 5\n" \
+        L ":\n\t" \
+        "vmovdqu64 (%[b]), %%zmm16\n\t" \
+        "vmovdqu64 64(%[b]), %%zmm17\n\t" \
+        QMM_GROUP_PRODUCTS \
+        "add $32, %[a]\n\t" \
+        "add $128, %[b]\n\t" \
+        "dec %[k]\n\t" \
+        "jnz " L "b\n" \
+        L1 ":\n\t"
+#define QMM_STORE_TILE_ONLY \
+        "vmovdqu64 %%zmm0, (%[c])\n\t" \
+        "vmovdqu64 %%zmm1, 64(%[c])\n\t" \
+        "add %[ldcb], %[c]\n\t" \
+        "vmovdqu64 %%zmm2, (%[c])\n\t" \
+        "vmovdqu64 %%zmm3, 64(%[c])\n\t" \
+        "add %[ldcb], %[c]\n\t" \
+        "vmovdqu64 %%zmm4, (%[c])\n\t" \
+        "vmovdqu64 %%zmm5, 64(%[c])\n\t" \
+        "add %[ldcb], %[c]\n\t" \
+        "vmovdqu64 %%zmm6, (%[c])\n\t" \
+        "vmovdqu64 %%zmm7, 64(%[c])\n\t" \
+        "add %[ldcb], %[c]\n\t" \
+        "vmovdqu64 %%zmm8, (%[c])\n\t" \
+        "vmovdqu64 %%zmm9, 64(%[c])\n\t" \
+        "add %[ldcb], %[c]\n\t" \
+        "vmovdqu64 %%zmm10, (%[c])\n\t" \
+        "vmovdqu64 %%zmm11, 64(%[c])\n\t" \
+        "add %[ldcb], %[c]\n\t" \
+        "vmovdqu64 %%zmm12, (%[c])\n\t" \
+        "vmovdqu64 %%zmm13, 64(%[c])\n\t" \
+        "add %[ldcb], %[c]\n\t" \
+        "vmovdqu64 %%zmm14, (%[c])\n\t" \
+        "vmovdqu64 %%zmm15, 64(%[c])\n\t"
+/* The whole kernel: constants, kgroups % 8 groups, then 8 x (one row step, kgroups / 8
+ * groups): each step's few dozen instructions issue beside the following multiplies. */
+#define QMM_RQ_BODY(LOOP, NARROW) \
+        "vbroadcastss 96(%[q]), %%zmm26\n\t" \
+        "vbroadcastss 100(%[q]), %%zmm27\n\t" \
+        "vbroadcastss 104(%[q]), %%zmm28\n\t" \
+        "vpbroadcastd 108(%[q]), %%zmm29\n\t" \
+        "vpbroadcastd 112(%[q]), %%zmm30\n\t" \
+        "vpxord %%zmm31, %%zmm31, %%zmm31\n\t" \
+        QMM_ZERO_ACCUMULATORS \
+        "mov 80(%[q]), %[k]\n\t" \
+        LOOP("1", "2") \
+        "xor %[i], %[i]\n" \
+        "5:\n\t" \
+        QMM_RQ_ROW(NARROW) \
+        "mov 72(%[q]), %[k]\n\t" \
+        LOOP("3", "4") \
+        "inc %[i]\n\t" \
+        "cmp $8, %[i]\n\t" \
+        "jne 5b\n\t" \
+        QMM_STORE_TILE_ONLY
+
+/* the offsets the assembly reads */
+_Static_assert(offsetof(qmm_opt_rq_tile, decided) == 32 && offsetof(qmm_opt_rq_tile, ldy) == 64 &&
+                   offsetof(qmm_opt_rq_tile, seg) == 72 && offsetof(qmm_opt_rq_tile, rem) == 80 &&
+                   offsetof(qmm_opt_rq_tile, lim) == 96 && offsetof(qmm_opt_rq_tile, nlim) == 100 &&
+                   offsetof(qmm_opt_rq_tile, half) == 104 &&
+                   offsetof(qmm_opt_rq_tile, absmask) == 108 &&
+                   offsetof(qmm_opt_rq_tile, zy) == 112 && sizeof(qmm_opt_rq_tile) == 128,
+               "qmm_opt_rq_tile's layout is the assembly's");
+
+qmm_opt_kernel_raw_a_rq_ft qmm_gemm_u8s8_8x32c4_rawa_rq__avx512vnni; /* kernels.c */
+void qmm_gemm_u8s8_8x32c4_rawa_rq__avx512vnni(size_t kgroups, const uint8_t *a, size_t lda,
+                                              const int8_t *b, int32_t *c, size_t ldc,
+                                              const int32_t *sums, const int32_t *cp, uint8_t *y,
+                                              qmm_opt_rq_tile *rq, int sat_u8)
+{
+    size_t kt = 0, ldcb = ldc * sizeof(int32_t), lda3 = 3 * lda, i = 0;
+    const uint8_t *a4 = a + 4 * lda;
+    int32_t *cc = c;
+    const int32_t *s = sums;
+    rq->seg = (int64_t)(kgroups / 8);
+    rq->rem = (int64_t)(kgroups % 8);
+    if (sat_u8)
+        __asm__ volatile(QMM_RQ_BODY(QMM_RAW_A_LOOP, QMM_NARROW_U8)
+                         : [a] "+r"(a), [a4] "+r"(a4), [b] "+r"(b), [k] "+r"(kt), [c] "+r"(cc),
+                           [s] "+r"(s), [y] "+r"(y), [i] "+r"(i)
+                         : [ldcb] "r"(ldcb), [lda] "r"(lda), [lda3] "r"(lda3), [p] "r"(cp),
+                           [q] "r"(rq)
+                         : "memory", "cc", QMM_ACCUMULATOR_CLOBBERS, "xmm20", "xmm21", "xmm22",
+                           "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29",
+                           "xmm30", "xmm31", "k1", "k2", "k3");
+    else
+        __asm__ volatile(QMM_RQ_BODY(QMM_RAW_A_LOOP, QMM_NARROW_S8)
+                         : [a] "+r"(a), [a4] "+r"(a4), [b] "+r"(b), [k] "+r"(kt), [c] "+r"(cc),
+                           [s] "+r"(s), [y] "+r"(y), [i] "+r"(i)
+                         : [ldcb] "r"(ldcb), [lda] "r"(lda), [lda3] "r"(lda3), [p] "r"(cp),
+                           [q] "r"(rq)
+                         : "memory", "cc", QMM_ACCUMULATOR_CLOBBERS, "xmm20", "xmm21", "xmm22",
+                           "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29",
+                           "xmm30", "xmm31", "k1", "k2", "k3");
+}
+
+#define QMM_RQ_CLOBBERS                                                                         \
+    "memory", "cc", QMM_ACCUMULATOR_CLOBBERS, "xmm20", "xmm21", "xmm22", "xmm23", "xmm24",      \
+        "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "k1", "k2", "k3"
+
+qmm_opt_kernel_rq_ft qmm_gemm_u8s8_8x32c4_rq__avx512vnni; /* kernels.c */
+void qmm_gemm_u8s8_8x32c4_rq__avx512vnni(size_t kgroups, const int32_t *a, const int8_t *b,
+                                         int32_t *c, size_t ldc, const int32_t *sums,
+                                         const int32_t *cp, uint8_t *y, qmm_opt_rq_tile *rq,
+                                         int sat_u8)
+{
+    size_t kt = 0, ldcb = ldc * sizeof(int32_t), i = 0;
+    int32_t *cc = c;
+    const int32_t *s = sums;
+    rq->seg = (int64_t)(kgroups / 8);
+    rq->rem = (int64_t)(kgroups % 8);
+    if (sat_u8)
+        __asm__ volatile(QMM_RQ_BODY(QMM_PACKED_A_LOOP, QMM_NARROW_U8)
+                         : [a] "+r"(a), [b] "+r"(b), [k] "+r"(kt), [c] "+r"(cc), [s] "+r"(s),
+                           [y] "+r"(y), [i] "+r"(i)
+                         : [ldcb] "r"(ldcb), [p] "r"(cp), [q] "r"(rq)
+                         : QMM_RQ_CLOBBERS);
+    else
+        __asm__ volatile(QMM_RQ_BODY(QMM_PACKED_A_LOOP, QMM_NARROW_S8)
+                         : [a] "+r"(a), [b] "+r"(b), [k] "+r"(kt), [c] "+r"(cc), [s] "+r"(s),
+                           [y] "+r"(y), [i] "+r"(i)
+                         : [ldcb] "r"(ldcb), [p] "r"(cp), [q] "r"(rq)
+                         : QMM_RQ_CLOBBERS);
 }
 
 /* vpermi2b indices: byte 4c + q of B's register h (columns 16h..16h+15) is row q's byte of

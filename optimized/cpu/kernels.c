@@ -73,6 +73,8 @@ qmm_opt_colsum_ft qmm_colsum_s8_32c4__avx512vnni;
 qmm_opt_pack_b_ft qmm_packb_s8_32c4__avx512vnni;
 qmm_opt_kernel_pack_ft qmm_gemm_pack_u8s8_8x32c4__avx512vnni;
 qmm_opt_kernel_raw_a_ft qmm_gemm_u8s8_8x32c4_rawa__avx512vnni;
+qmm_opt_kernel_raw_a_rq_ft qmm_gemm_u8s8_8x32c4_rawa_rq__avx512vnni;
+qmm_opt_kernel_rq_ft qmm_gemm_u8s8_8x32c4_rq__avx512vnni;
 qmm_opt_peak_ft qmm_peak_u8s8__avx512vnni;
 
 /* gemm-u8s8-32x32c4-tiles-amx.c */
@@ -235,6 +237,8 @@ static const qmm_opt_variant table[] = {
      /* kernel_pack: dropped at fill where the CPU has no VBMI */
      .kernel_pack = X86(qmm_gemm_pack_u8s8_8x32c4__avx512vnni), .kc = KC_WHOLE,
      .kernel_raw_a = X86(qmm_gemm_u8s8_8x32c4_rawa__avx512vnni),
+     .kernel_raw_a_rq = X86(qmm_gemm_u8s8_8x32c4_rawa_rq__avx512vnni),
+     .kernel_rq = X86(qmm_gemm_u8s8_8x32c4_rq__avx512vnni),
      .gemv = X86(qmm_gemv_s16u8_r4__avx2), .requant_mults = qmm_opt_requant_mults_f32,
      .requant_row = X86(qmm_opt_requant_row_avx512),
      .colsum = X86(qmm_colsum_s8_32c4__avx512vnni),

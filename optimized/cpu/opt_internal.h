@@ -73,6 +73,42 @@ typedef void qmm_opt_kernel_pack_ft(size_t kgroups, const int32_t *a, const uint
 typedef void qmm_opt_kernel_raw_a_ft(size_t kgroups, const uint8_t *a, size_t lda,
                                      const int8_t *b, int32_t *c, size_t ldc, int accumulate);
 
+/* The requantization a kernel_raw_a_rq call performs beside its multiply-accumulates: the
+ * previous tile's 8 x 32 sums (complete) to y, on the float first try of the per-tensor
+ * requantizer (qmm_opt_requant_row_avx512's decisions, lane for lane), while the vector pipes
+ * the multiplies leave idle run it. Laid out for the kernel's assembly: keep the offsets. */
+typedef struct qmm_opt_rq_tile {
+    int32_t zr[8];        /*   0: per row, zbp * rowsum (subtracted, wrapping) */
+    uint32_t decided[8];  /*  32: out, per row: bit l of the low half set when lane l of
+                               columns 0-15 was decided, the high half columns 16-31; a row
+                               with a clear bit must be requantized again by the caller */
+    int64_t ldy;          /*  64: y's row stride, bytes */
+    int64_t seg;          /*  72: K groups per row step (kgroups / 8) */
+    int64_t rem;          /*  80: the K groups run before the first step (kgroups % 8) */
+    int64_t pad0;
+    float lim, nlim;      /*  96: 512, -512 */
+    float half;           /* 104: 1/2 - 2^-12 */
+    uint32_t absmask;     /* 108: 0x7fffffff */
+    int32_t zy;           /* 112 */
+    int32_t pad1[3];
+} qmm_opt_rq_tile;
+
+/* kernel_raw_a with accumulate 0, and beside it the previous tile's requantization: its sums
+ * at `sums` (row stride ldc, the kernel's), the column corrections and float multipliers of
+ * its 32 columns at `cp` (32 int32 zc, then 32 float mf), its rows' zr and the constants in
+ * `rq`, the 32 bytes of each of its 8 rows written at y (row stride rq->ldy); sat_u8 picks
+ * the narrowing (uint8 y over 0..255 or int8 y over -128..127: the saturating narrowing is
+ * the clamp). */
+typedef void qmm_opt_kernel_raw_a_rq_ft(size_t kgroups, const uint8_t *a, size_t lda,
+                                        const int8_t *b, int32_t *c, size_t ldc,
+                                        const int32_t *sums, const int32_t *cp, uint8_t *y,
+                                        qmm_opt_rq_tile *rq, int sat_u8);
+
+/* The same beside the packed-A tile kernel (`kernel` with accumulate 0). */
+typedef void qmm_opt_kernel_rq_ft(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
+                                  size_t ldc, const int32_t *sums, const int32_t *cp, uint8_t *y,
+                                  qmm_opt_rq_tile *rq, int sat_u8);
+
 /* The most rows a small-M kernel (gemv, gemv_packed) takes. */
 #define QMM_OPT_GEMV_MAX_ROWS 4
 
@@ -192,6 +228,11 @@ struct qmm_opt_variant {
     int kc;                    /* k values per K block of the tile loops; 0: matmul.c's KC_K */
     qmm_opt_kernel_raw_a_ft *kernel_raw_a; /* NULL, or: full row groups of a uint8 A read as
                                               it is (matmul.c, "raw A") */
+    qmm_opt_kernel_raw_a_rq_ft *kernel_raw_a_rq; /* NULL, or: kernel_raw_a requantizing the
+                                                    previous tile beside it (matmul.c,
+                                                    "overlapped epilogue") */
+    qmm_opt_kernel_rq_ft *kernel_rq; /* NULL, or: `kernel` (full row groups) requantizing
+                                        the previous tile beside it (the same) */
     int gemv_rows;             /* calls of at most this many rows (QMM_OPT_GEMV_MAX_ROWS at
                                   most) run `gemv` on an unpacked B and `gemv_packed` on a
                                   prepacked b_unsigned one; 0: the tile kernels run every call
