@@ -1276,7 +1276,7 @@ Test(differential, fused_raw_a, .timeout = 600)
 Test(differential, overlapped_epilogue, .timeout = 600)
 {
     static const int64_t ms[] = {16, 23, 24, 25, 40, 100, 192, 193, 200};
-    static const int64_t ks[] = {4, 7, 64, 65, 768, 1024, 1025, 1100, 2048};
+    static const int64_t ks[] = {0, 4, 7, 64, 65, 768, 1024, 1025, 1100, 2048};
     static const int64_t ns[] = {32, 64, 96, 256, 288};
     int count = QMM_TEST_SANITIZED ? 12 : 150;
     variant v[3];

@@ -545,7 +545,8 @@ typedef struct overlap {
     int sat_u8;
 } overlap;
 
-/* Whether the chunk [j0, j1) of task t can overlap its epilogue, and its set-up: the column
+/* Whether the chunk [j0, j1) of task t can overlap its epilogue (it needs kernel calls: not
+ * with K = 0), and its set-up: the column
  * parameters, corrections and float multipliers (w->zc, w->sb, w->cm, w->mf; the epilogue
  * makes them again for the rows it does), per panel into w->ovp, the constants into w->ovq. */
 static overlap overlap_plan(const job *J, worker_scratch *w, const task_block *t, size_t j0,
@@ -554,7 +555,7 @@ static overlap overlap_plan(const job *J, worker_scratch *w, const task_block *t
     overlap o = {0};
     size_t mr = (size_t)J->mr, g0 = t->m0 / mr, g1 = (t->m1 + mr - 1) / mr;
     if (!J->v->kernel_rq || (J->raw_a && !J->v->kernel_raw_a_rq) || !J->qlm ||
-        !J->y_per_tensor || J->mr != 8 || J->nr != 32 || kcg < J->kgroups ||
+        !J->y_per_tensor || J->mr != 8 || J->nr != 32 || J->kgroups == 0 || kcg < J->kgroups ||
         (j1 - j0) % 32 != 0 || J->maps[P_AS].row_stride != 0 || !J->colsum)
         return o;
     if (J->qmin == 0 && J->qmax == 255)
