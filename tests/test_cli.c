@@ -972,3 +972,57 @@ Test(cli, repro_prints_a_float8e8m0_scale_as_its_value)
     cr_expect(strstr(out, "x_scale: float8e8m0 [] = 8\n"), "%s", out);
     free(out);
 }
+
+/* diff's arguments that ran nothing under a wrong reason, ran what was not asked, or wrapped:
+ * --max-diffs 0 ran no problem and blamed --count; --only "" (or ",") ran every problem; an
+ * --only list past 127 characters was cut and its last forms dropped; --start near 2^64 with
+ * --count wrapped to problem 0. */
+Test(cli, diff_refuses_arguments_that_would_run_nothing_or_wrap)
+{
+    static const char *base = "diff -q --backend reference --backend reference --seed 1";
+    qmmcheck_expect_in(2, "--max-diffs 0", "%s --count 5 --max-diffs 0", base);
+    qmmcheck_expect_in(2, "--only", "%s --count 5 --only ''", base);
+    qmmcheck_expect_in(2, "--only", "%s --count 5 --only ,", base);
+    char longlist[300] = "";
+    for (int i = 0; i < 11; i++)
+        strcat(longlist, "per-tensor,");
+    strcat(longlist, "u8s8u8,float8"); /* the cut after 127 characters dropped float8 */
+    qmmcheck_expect_in(2, "127 characters", "%s --count 5 --only %s", base, longlist);
+    qmmcheck_expect_in(2, "2^64 - 1", "%s --count 3 --start 18446744073709551614", base);
+    char *out = qmmcheck_expect(0, "%s --count 2 --start 18446744073709551614", base);
+    expect_in(out, "problems:2");
+    free(out);
+    out = qmmcheck_expect(0, "%s --seconds 0.5 --start 18446744073709551615", base);
+    expect_in(out, "problems:1 ");
+    free(out);
+}
+
+/* A second --report: fingerprint and bench wrote the last one and dropped the first without a
+ * word. */
+Test(cli, fingerprint_and_bench_take_one_report)
+{
+    char a[600], b[600], *out;
+    snprintf(a, sizeof a, "%s/first.json", tmpdir);
+    snprintf(b, sizeof b, "%s/second.json", tmpdir);
+    out = qmmcheck_expect(2, "fingerprint --backend reference --report 'json:%s' --report 'json:%s'",
+                          a, b);
+    expect_in(out, "give --report once");
+    free(out);
+    out = qmmcheck_expect(2, "bench --backend reference --shape 2x3x4 --report 'json:%s' "
+                             "--report 'json:%s'", a, b);
+    expect_in(out, "give --report once");
+    free(out);
+    cr_assert(access(a, F_OK) != 0 && access(b, F_OK) != 0, "a refused command wrote a report");
+}
+
+/* "backend spec too long" named no limit. */
+Test(cli, a_spec_too_long_names_the_limit)
+{
+    char spec[1200] = "exec:";
+    memset(spec + 5, 'x', 1100);
+    spec[1105] = '\0';
+    char *out;
+    qmmcheck(&out, "diff -q --backend reference --backend '%s' --seed 1 --count 1", spec);
+    expect_in(out, "backend spec too long (1105 bytes; at most 1023)");
+    free(out);
+}

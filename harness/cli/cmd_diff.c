@@ -120,10 +120,14 @@ static const qmm_op_desc *op_of_slug(const char *w)
 static int parse_only(const char *list, diff_opts *o)
 {
     char buf[128];
+    if (strlen(list) >= sizeof buf) /* not cut short: a form past the cut would be dropped */
+        return -1;
     snprintf(buf, sizeof buf, "%s", list);
     o->have_only = 1;
+    int words = 0;
     for (char *save = NULL, *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
         size_t len = strlen(w);
+        words++;
         if (strcmp(w, "per-tensor") == 0)
             o->only_per_tensor = 1;
         else if (strcmp(w, "supported") == 0)
@@ -139,7 +143,7 @@ static int parse_only(const char *list, diff_opts *o)
         else
             return -1;
     }
-    return 0;
+    return words > 0 ? 0 : -1; /* --only "" names no form: not "every problem" */
 }
 
 /* Whether problem `p` has the forms --only asks for. */
@@ -670,7 +674,8 @@ int qh_cmd_diff(int argc, char **argv)
             o.only_arg = val;
             if (parse_only(val, &o) != 0)
                 return bad_value(a, val, "a comma-separated list of a type combination "
-                                         "(u8s8u8, u8s8, ...), per-tensor, nonempty");
+                                         "(u8s8u8, u8s8, ...), per-tensor, nonempty, ... "
+                                         "(at most 127 characters)");
             break;
         case O_PROFILE:
             if (!qh_profile_known(val))
@@ -703,6 +708,11 @@ int qh_cmd_diff(int argc, char **argv)
         return usage("%s", "give --seed S");
     if (!o.have_problem && !o.have_count && !o.have_seconds)
         return usage("%s", "give --count N or --seconds T (or --problem I)");
+    if (o.max_diffs == 0)
+        return usage("%s", "--max-diffs 0 would stop before the first problem: give N >= 1");
+    if (!o.have_problem && o.have_count && o.count > 0 && o.start + (o.count - 1) < o.start)
+        return usage("%s", "--start I with --count N passes the last problem index, 2^64 - 1: "
+                           "give I + N - 1 <= 18446744073709551615");
     if (o.have_problem) {
         o.start = o.problem;
         o.count = 1;
@@ -739,6 +749,8 @@ int qh_cmd_diff(int argc, char **argv)
     double t0 = qh_mono_seconds(), last = t0;
     int harness_failed = 0;
     for (unsigned long long i = o.start; !qh_interrupted; i++) {
+        if (i < o.start) /* --seconds past 2^64 - 1: no index is run twice */
+            break;
         if (o.have_count && i - o.start >= o.count)
             break;
         double t = qh_mono_seconds();
