@@ -1089,6 +1089,8 @@ int qh_cmd_bench(int argc, char **argv)
                 return bad_value(p.name, val, "a number >= 1");
             break;
         case O_REPORT:
+            if (report) /* the first would be dropped without a word */
+                return usage("give --report once: bench writes one JSON report");
             if (strncmp(val, "json:", 5) != 0 || !val[5])
                 return usage("--report takes json:FILE");
             if (!report_target_ok(val + 5))

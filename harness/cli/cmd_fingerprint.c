@@ -75,6 +75,8 @@ static int parse(int argc, char **argv, fp_opts *o, int *done)
             break;
         case O_REPORT: {
             qh_error err; /* a special file, a link or a folder is refused, as run's --report */
+            if (o->report) /* the first would be dropped without a word */
+                return fp_usage("%s", "give --report once: fingerprint writes one JSON report");
             if (strncmp(val, "json:", 5) != 0 || val[5] == '\0')
                 return fp_usage("--report %s: expected json:FILE", val);
             if (qh_report_check_spec(val, &err) != 0)
