@@ -187,6 +187,12 @@ void qh_spec_resolve_peer(const char *spec, char *out, size_t size)
         snprintf(out, size, "%s", spec);
 }
 
+void qh_spec_too_long(qh_error *err, size_t len)
+{
+    snprintf(err->msg, sizeof err->msg, "backend spec too long (%zu bytes; at most %zu)", len,
+             sizeof ((qh_backend *)0)->spec - 1);
+}
+
 int qh_backend_open(const char *given, qh_backend *out, qh_error *err)
 {
     char shown[QH_CLEAN_LINE_MAX]; /* the spec as the messages show it */
@@ -194,7 +200,7 @@ int qh_backend_open(const char *given, qh_backend *out, qh_error *err)
     qh_open_printed_clear();
     memset(out, 0, sizeof *out);
     if (strlen(given) >= sizeof out->spec) {
-        snprintf(err->msg, sizeof err->msg, "backend spec too long");
+        qh_spec_too_long(err, strlen(given));
         return -1;
     }
     char spec[sizeof out->spec]; /* a peer's name ("onednn") as its plugin's path */

@@ -58,6 +58,10 @@ typedef struct qh_backend {
     size_t captured_len, captured_dropped;
 } qh_backend;
 
+/* err's message for a spec of `len` bytes that does not fit a qh_backend's spec (the limit
+ * named: "backend spec too long (N bytes; at most M)"). */
+void qh_spec_too_long(qh_error *err, size_t len);
+
 /* In process. 0 on success; -1 with err for an unknown name, a missing entry point, an ABI
  * mismatch, a table too small, a NULL table or options the backend rejects. */
 int qh_backend_open(const char *spec, qh_backend *out, qh_error *err);

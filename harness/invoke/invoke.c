@@ -56,7 +56,7 @@ int qh_backend_open_isolated(const char *given, const qh_isolation *iso, qh_back
     char spec[sizeof out->spec]; /* a peer's name ("onednn") as its plugin's path */
     if (strlen(given) >= sizeof spec) {
         memset(out, 0, sizeof *out);
-        snprintf(err->msg, sizeof err->msg, "backend spec too long");
+        qh_spec_too_long(err, strlen(given));
         return -1;
     }
     qh_spec_resolve_peer(given, spec, sizeof spec);
@@ -91,7 +91,7 @@ int qh_backend_open_isolated(const char *given, const qh_isolation *iso, qh_back
     }
     memset(out, 0, sizeof *out);
     if (strlen(spec) >= sizeof out->spec) {
-        snprintf(err->msg, sizeof err->msg, "backend spec too long");
+        qh_spec_too_long(err, strlen(spec));
         return -1;
     }
     memcpy(out->spec, spec, strlen(spec) + 1);
