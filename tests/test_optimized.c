@@ -1162,6 +1162,31 @@ Test(validation, float8_is_computed_after_validating)
     be->close(be);
 }
 
+/* One of the values of a static array, drawn uniformly. */
+#define PICK(r, arr) (arr)[rnd((r), 0, (int64_t)(sizeof(arr) / sizeof((arr)[0])) - 1)]
+
+/* The avx512vnni variant on threads[i] threads into v[i] (prepack[i]: also with a prepacked
+ * B), i < n; skips the test where this CPU cannot run it. */
+static void open_avx512vnni(variant *v, const int *threads, const int *prepack, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char spec[64];
+        snprintf(spec, sizeof spec, "isa=avx512vnni,threads=%d", threads[i]);
+        qmm_status st;
+        v[i].be = qmm_optimized_open(QMM_ABI_VERSION, spec, &st);
+        cr_assert(v[i].be, "%s", st.message);
+        v[i].prepack = prepack[i];
+        qmm_call probe;
+        memset(&probe, 0, sizeof probe);
+        probe.op = QMM_OP_QLINEARMATMUL;
+        if (v[i].be->query(v[i].be, &probe, &st) != QMM_OK) { /* no avx512vnni here */
+            for (int j = 0; j <= i; j++)
+                v[j].be->close(v[j].be);
+            cr_skip_test("the avx512vnni variant does not run on this CPU: %s", st.message);
+        }
+    }
+}
+
 /* The avx512vnni fused path with raw A (M <= 192, a B per batch not prepacked, uint8 A,
  * 4 <= K <= 1024: the first row group packed for kernel_pack, the others read as they are)
  * on 1, 2, 3 and 5 threads: row counts around the 8-row group, K around the 4-value group, N
@@ -1173,31 +1198,16 @@ Test(differential, fused_raw_a, .timeout = 600)
     static const int64_t ks[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 63, 64, 65, 127, 1023, 1024};
     static const int64_t ns[] = {1, 5, 31, 32, 33, 63, 64, 65, 97, 130};
     int count = QMM_TEST_SANITIZED ? 40 : 300;
-    int tl[4] = {1, 2, 3, 5}, nt = 4;
+    int tl[4] = {1, 2, 3, 5}, nt = 4, pre[4] = {0, 0, 0, 0};
     variant v[4];
-    for (int i = 0; i < nt; i++) {
-        char spec[64];
-        snprintf(spec, sizeof spec, "isa=avx512vnni,threads=%d", tl[i]);
-        qmm_status st;
-        v[i].be = qmm_optimized_open(QMM_ABI_VERSION, spec, &st);
-        cr_assert(v[i].be, "%s", st.message);
-        v[i].prepack = 0;
-        qmm_call probe;
-        memset(&probe, 0, sizeof probe);
-        probe.op = QMM_OP_QLINEARMATMUL;
-        if (v[i].be->query(v[i].be, &probe, &st) != QMM_OK) { /* no avx512vnni here */
-            for (int j = 0; j <= i; j++)
-                v[j].be->close(v[j].be);
-            cr_skip_test("the avx512vnni variant does not run on this CPU: %s", st.message);
-        }
-    }
+    open_avx512vnni(v, tl, pre, nt);
     rng r = {12345};
     for (int i = 0; i < count; i++) {
         problem p;
         memset(&p, 0, sizeof p);
-        int64_t m = ms[rnd(&r, 0, sizeof ms / sizeof ms[0] - 1)];
-        int64_t k = ks[rnd(&r, 0, sizeof ks / sizeof ks[0] - 1)];
-        int64_t n = ns[rnd(&r, 0, sizeof ns / sizeof ns[0] - 1)];
+        int64_t m = PICK(&r, ms);
+        int64_t k = PICK(&r, ks);
+        int64_t n = PICK(&r, ns);
         int bmode = (int)rnd(&r, 0, 5);
         int is_mmi = rnd(&r, 0, 3) == 0;
         int32_t ta = rnd(&r, 0, 4) ? U8 : I8, tb = next64(&r) & 1 ? U8 : I8;
@@ -1279,30 +1289,16 @@ Test(differential, overlapped_epilogue, .timeout = 600)
     static const int64_t ks[] = {0, 4, 7, 64, 65, 768, 1024, 1025, 1100, 2048};
     static const int64_t ns[] = {32, 64, 96, 256, 288};
     int count = QMM_TEST_SANITIZED ? 12 : 150;
+    static const int tl[3] = {1, 2, 3}, pre[3] = {1, 0, 1};
     variant v[3];
-    for (int i = 0; i < 3; i++) {
-        char spec[64];
-        snprintf(spec, sizeof spec, "isa=avx512vnni,threads=%d", i + 1);
-        qmm_status st;
-        v[i].be = qmm_optimized_open(QMM_ABI_VERSION, spec, &st);
-        cr_assert(v[i].be, "%s", st.message);
-        v[i].prepack = i != 1;
-        qmm_call probe;
-        memset(&probe, 0, sizeof probe);
-        probe.op = QMM_OP_QLINEARMATMUL;
-        if (v[i].be->query(v[i].be, &probe, &st) != QMM_OK) {
-            for (int j = 0; j <= i; j++)
-                v[j].be->close(v[j].be);
-            cr_skip_test("the avx512vnni variant does not run on this CPU: %s", st.message);
-        }
-    }
+    open_avx512vnni(v, tl, pre, 3);
     rng r = {777};
     for (int i = 0; i < count; i++) {
         problem p;
         memset(&p, 0, sizeof p);
-        int64_t m = ms[rnd(&r, 0, sizeof ms / sizeof ms[0] - 1)];
-        int64_t k = ks[rnd(&r, 0, sizeof ks / sizeof ks[0] - 1)];
-        int64_t n = ns[rnd(&r, 0, sizeof ns / sizeof ns[0] - 1)];
+        int64_t m = PICK(&r, ms);
+        int64_t k = PICK(&r, ks);
+        int64_t n = PICK(&r, ns);
         int32_t ta = rnd(&r, 0, 3) ? U8 : I8, tb = next64(&r) & 1 ? U8 : I8;
         int32_t ty = next64(&r) & 1 ? U8 : I8;
         int64_t ad[2] = {m, k}, bd[2] = {k, n}, yd[2] = {m, n};
@@ -1391,4 +1387,162 @@ Test(differential, overlapped_epilogue, .timeout = 600)
         problem_free(&p);
     }
     close_variants(v, 3);
+}
+
+
+/* The overlapped epilogue beside batches and parameter forms (differential::overlapped_epilogue
+ * has 2-D per-tensor problems only): A shared by B's batches, B shared by A's (one prepacked
+ * matrix), a B per batch (fused up to 192 rows, prepacked with several matrices), 2 x 1 x 3
+ * broadcasting; a's and b's parameters per batch (the path taken per task), and forms it must
+ * not take: a per row, b per column, y per column;
+ * float16 and bfloat16 scales (opset 21), zero points at their extremes, data near the zero
+ * points (ties), arbitrary or extreme (saturation, large sums); 1, 2, 4 and 6 threads (the
+ * task grid for few tasks a thread). Env QMM_OVERLAP_COUNT / QMM_OVERLAP_SEED widen it. */
+static void overlap_scale(rng *r, const qmm_tensor *t, int64_t i, int mode, double base)
+{
+    double v = mode == 0   ? base                                      /* as given */
+               : mode == 1 ? base * ldexp(1.0, (int)rnd(r, 12, 30))   /* saturates */
+               : mode == 2 ? base * ldexp(1.0, (int)rnd(r, -30, -12)) /* all near zy */
+                           : base * (1.0 + (double)rnd(r, 0, 1 << 20) * 0x1p-21);
+    unsigned char *d = t->data;
+    float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if (t->dtype == QMM_DTYPE_FLOAT) {
+        memcpy(d + 4 * i, &f, 4);
+        return;
+    }
+    uint16_t bits;
+    if (t->dtype == QMM_DTYPE_BFLOAT16) {
+        bits = (uint16_t)(u >> 16); /* truncated: still positive and normal */
+    } else {
+        int e = (int)((u >> 23) & 0xff) - 127 + 15; /* float16, exponent kept in range */
+        e = e < 1 ? 1 : e > 30 ? 30 : e;
+        bits = (uint16_t)((e << 10) | ((u >> 13) & 0x3ff));
+    }
+    d[2 * i] = (unsigned char)(bits & 0xff);
+    d[2 * i + 1] = (unsigned char)(bits >> 8);
+}
+
+Test(differential, overlapped_epilogue_batches, .timeout = 600)
+{
+    static const int64_t ms[] = {16, 17, 24, 40, 64, 128, 184, 192, 193, 256, 264};
+    static const int64_t ks[] = {1, 3, 4, 8, 9, 33, 64, 1024, 1025};
+    static const int64_t ns[] = {32, 33, 64, 96, 256, 288};
+    const char *ce = getenv("QMM_OVERLAP_COUNT"), *se = getenv("QMM_OVERLAP_SEED");
+    int count = ce ? atoi(ce) : QMM_TEST_SANITIZED ? 8 : 60;
+    unsigned long long seed = se ? strtoull(se, NULL, 10) : 4242;
+    static const int tl[4] = {1, 2, 4, 6}, pre[4] = {1, 0, 1, 0};
+    variant v[4];
+    open_avx512vnni(v, tl, pre, 4);
+    rng r = {seed};
+    for (int i = 0; i < count; i++) {
+        problem p;
+        memset(&p, 0, sizeof p);
+        int64_t m = PICK(&r, ms);
+        int64_t k = PICK(&r, ks);
+        int64_t n = PICK(&r, ns);
+        int bmode = (int)rnd(&r, 0, 5);
+        int64_t nbat = bmode == 0 ? 1 : bmode == 4 ? 3 : bmode == 5 ? 6 : 2;
+        while (m * n * k * nbat > 3000000 && k > 8)
+            k /= 2;
+        int32_t ta = rnd(&r, 0, 3) ? U8 : I8, tb = next64(&r) & 1 ? U8 : I8;
+        int32_t ty = next64(&r) & 1 ? U8 : I8;
+        int64_t ad[4], bd[4];
+        int ar, br;
+        switch (bmode) {
+        case 0: ar = 2; ad[0] = m; ad[1] = k; br = 2; bd[0] = k; bd[1] = n; break;
+        case 1: ar = 2; ad[0] = m; ad[1] = k; br = 3; bd[0] = 2; bd[1] = k; bd[2] = n; break;
+        case 2: ar = 3; ad[0] = 2; ad[1] = m; ad[2] = k; br = 2; bd[0] = k; bd[1] = n; break;
+        case 3: ar = 3; ad[0] = 2; ad[1] = m; ad[2] = k; br = 3; bd[0] = 2; bd[1] = k; bd[2] = n; break;
+        case 4: ar = 3; ad[0] = 1; ad[1] = m; ad[2] = k; br = 3; bd[0] = 3; bd[1] = k; bd[2] = n; break;
+        default: ar = 4; ad[0] = 2; ad[1] = 1; ad[2] = m; ad[3] = k; br = 3; bd[0] = 3; bd[1] = k; bd[2] = n; break;
+        }
+        qmm_tensor a = tens(&p, ta, ar, ad), b = tens(&p, tb, br, bd);
+        qmm_geometry g;
+        qmm_status st;
+        cr_assert_eq(qmm_matmul_geometry(&a, &b, &g, &st), QMM_OK, "%s", st.message);
+        int sdt = (int)rnd(&r, 0, 4);
+        int32_t sty = sdt <= 2 ? QMM_DTYPE_FLOAT : sdt == 3 ? QMM_DTYPE_FLOAT16 : QMM_DTYPE_BFLOAT16;
+        /* 0 per tensor; 1 a per batch; 2 a per row; 3 b per column; 4 b per batch; 5 y per
+           column */
+        int form = rnd(&r, 0, 1) ? 0 : (int)rnd(&r, 1, 5);
+        int64_t dims[4];
+        int rank = 0;
+        if (form == 1 && ar > 2) {
+            for (int d = 0; d < ar; d++)
+                dims[d] = d < ar - 2 ? ad[d] : 1;
+            rank = ar;
+        } else if (form == 2) {
+            dims[0] = m;
+            dims[1] = 1;
+            rank = ar == 2 ? 1 : 2;
+        }
+        qmm_tensor az = tens(&p, ta, rank, dims), as_ = tens(&p, sty, rank, dims);
+        rank = 0;
+        if (form == 3) {
+            dims[0] = n;
+            rank = 1;
+        } else if (form == 4 && br > 2) {
+            dims[0] = bd[0];
+            dims[1] = 1;
+            dims[2] = 1;
+            rank = 3;
+        }
+        qmm_tensor bz = tens(&p, tb, rank, dims), bs = tens(&p, sty, rank, dims);
+        dims[0] = n;
+        rank = form == 5 ? 1 : 0;
+        qmm_tensor yz = tens(&p, ty, rank, dims), ys = tens(&p, sty, rank, dims);
+        int zmode = (int)rnd(&r, 0, 2);
+        qmm_tensor *zs[3] = {&az, &bz, &yz};
+        for (int t = 0; t < 3; t++)
+            for (int64_t e = 0; e < qmm_tensor_numel(zs[t]); e++) {
+                int sgn = zs[t]->dtype == I8;
+                int32_t zv = zmode == 0   ? (int32_t)rnd(&r, sgn ? -128 : 0, sgn ? 127 : 255)
+                             : zmode == 1 ? (next64(&r) & 1 ? (sgn ? -128 : 0) : (sgn ? 127 : 255))
+                                          : (int32_t)rnd(&r, sgn ? -20 : 100, sgn ? 20 : 156);
+                ((uint8_t *)zs[t]->data)[e] = (uint8_t)zv;
+            }
+        /* data: 0 arbitrary, 1 within 3 of the first zero points (small sums, ties), 2 and 3
+           extremes (large sums) */
+        int dmode = (int)rnd(&r, 0, 3);
+        const uint8_t *za = az.data, *zb = bz.data;
+        for (int64_t e = 0; e < qmm_tensor_numel(&a); e++)
+            ((uint8_t *)a.data)[e] = dmode == 1 ? (uint8_t)(za[0] + rnd(&r, -3, 3))
+                                                : (uint8_t)next64(&r);
+        for (int64_t e = 0; e < qmm_tensor_numel(&b); e++)
+            ((uint8_t *)b.data)[e] = dmode == 1 ? (uint8_t)(zb[0] + rnd(&r, -3, 3))
+                                                : (uint8_t)next64(&r);
+        if (dmode >= 2) {
+            fill_q8(&r, &a, dmode == 2 ? (ta == U8 ? 3 : 4) : 1);
+            fill_q8(&r, &b, dmode == 2 ? (tb == U8 ? 3 : 4) : 2);
+        }
+        /* sa * sb / sy: a power of two (ties) or arbitrary, scaled to the data's sums; some
+           saturating, some tiny; a per batch or per row: varying by up to 1/2 */
+        int smode = (int)rnd(&r, 0, 5);
+        double fy = ldexp(1.0, (int)rnd(&r, 0, 6));
+        double fb = smode == 0 ? fy * ldexp(1.0, -(int)rnd(&r, 1, 3))
+                               : fy * (double)rnd(&r, 1 << 23, (1 << 24) - 1) * 0x1p-25;
+        fb = dmode == 0 ? fb * 0x1p-8 : dmode >= 2 ? fb * ldexp(1.0, -(int)rnd(&r, 8, 20)) : fb;
+        for (int64_t e = 0; e < qmm_tensor_numel(&as_); e++)
+            overlap_scale(&r, &as_, e, qmm_tensor_numel(&as_) > 1 ? 3 : 0, 1.0);
+        for (int64_t e = 0; e < qmm_tensor_numel(&bs); e++)
+            overlap_scale(&r, &bs, e, smode == 1 ? 1 : smode == 2 ? 2 : smode >= 4 ? 3 : 0, fb);
+        for (int64_t e = 0; e < qmm_tensor_numel(&ys); e++)
+            overlap_scale(&r, &ys, e, 0, fy);
+        p.call.op = QMM_OP_QLINEARMATMUL;
+        p.call.u.qlinearmatmul =
+            (qmm_qlinearmatmul){.a = a, .a_scale = as_, .a_zero_point = az, .b = b,
+                                .b_scale = bs, .b_zero_point = bz, .y_scale = ys,
+                                .y_zero_point = yz, .y = tens(&p, ty, g.y_rank, g.y_dims),
+                                .opset = sty == QMM_DTYPE_FLOAT && (next64(&r) & 1) ? 10 : 21};
+        snprintf(p.what, sizeof p.what,
+                 "overlapped epilogue, batches: m=%lld k=%lld n=%lld bmode %d ta %d tb %d ty %d "
+                 "form %d zmode %d dmode %d smode %d scale dtype %d",
+                 (long long)m, (long long)k, (long long)n, bmode, (int)ta, (int)tb, (int)ty, form,
+                 zmode, dmode, smode, (int)sty);
+        check_problem(v, 4, &p, seed, i);
+        problem_free(&p);
+    }
+    close_variants(v, 4);
 }
