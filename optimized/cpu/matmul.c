@@ -95,6 +95,9 @@ typedef struct job {
                                      (the variant's kernel_pack): see plan_tasks */
     int raw_a;                    /* full row groups read a uint8 A as it is (the variant's
                                      kernel_raw_a): see plan_tasks */
+    int no_rowsum;                /* b's zero point, shifted as the packing shifts b, is 0 in
+                                     every column: zbp * rowsum is 0, so A's row sums are not
+                                     taken (they are stored as 0) */
     int mr, nr, kg;
     size_t m, k, n, batch;
     size_t kgroups, kp, mpad, npad;
@@ -169,6 +172,10 @@ static void pack_a_task(void *ctx, size_t task, int worker)
         za[i - r0] = (int32_t)zp_at(J->az, &J->maps[P_AZ], J->g, bi, (int64_t)i, 0);
     const uint8_t *src = (const uint8_t *)J->a->data + amat * J->m * J->k + r0 * J->k;
     int32_t *rs = J->rowsum + amat * J->m + r0;
+    if (J->no_rowsum) {
+        memset(rs, 0, (r1 - r0) * sizeof *rs);
+        rs = NULL;
+    }
     if (J->direct || J->smallp) {
         size_t kpairs = (J->k + 1) / 2;
         qmm_opt_gemv_a.pack_a(&qmm_opt_gemv_a, src, J->k, J->a_signed, r1 - r0, J->k, za,
@@ -184,7 +191,7 @@ static void pack_a_task(void *ctx, size_t task, int worker)
         if (r1 - r0 > first)
             qmm_opt_pack_a_rest(J->L, src + first * J->k, J->k, J->a_signed, r1 - r0 - first,
                                 J->k, za + first, J->kgroups, ap + first * J->kgroups,
-                                rs + first, (size_t)J->mr, J->k / 4);
+                                rs ? rs + first : NULL, (size_t)J->mr, J->k / 4);
     } else {
         /* r0 is a multiple of mr (pack_rows is), so chunks start on a group */
         J->L->pack_a(J->L, src, J->k, J->a_signed, r1 - r0, J->k, za, J->kgroups,
@@ -221,16 +228,20 @@ typedef struct block_epilogue {
     int64_t ys_base, yz_base; /* y's parameters for bi, when not per tensor */
 } block_epilogue;
 
+/* What the packing adds to b: packed B' = b - 128 for uint8 b; "unsigned words" B'' and the
+ * small-M path's unsigned form = b + 128 for int8 b. */
+static int shift_b_of(const job *J)
+{
+    return J->L->b_unsigned || J->direct ? (J->b_signed ? 128 : 0) : (J->b_signed ? 0 : -128);
+}
+
 /* w->zbp (b's zero point, shifted as the packing shifted b), w->sb and w->cm (b's scale, and
  * over y's) for the block's columns. A parameter that does not vary along j (col_stride 0) is
  * decoded once: the same values. */
 static void decode_column_params(const job *J, worker_scratch *w, block_epilogue *E)
 {
     const qmm_geometry *g = J->g;
-    /* packed B' = b - 128 for uint8 b; "unsigned words" B'' and the small-M path's unsigned
-     * form = b + 128 for int8 b */
-    int shift_b =
-        J->L->b_unsigned || J->direct ? (J->b_signed ? 128 : 0) : (J->b_signed ? 0 : -128);
+    int shift_b = shift_b_of(J);
     /* per-column parameters: offsets are linear in j (base + col_stride * j) */
     int64_t bz_base = qmm_param_offset(&J->maps[P_BZ], g, E->bi, 0, 0);
     int64_t bs_base = qmm_param_offset(&J->maps[P_BS], g, E->bi, 0, 0);
@@ -789,6 +800,14 @@ static void shape_job(job *J, const qmm_optimized_packed_b *pb)
     J->namat = J->m && J->k ? a_numel / (J->m * J->k) : 1;
     J->nbmat = J->k && J->n ? b_numel / (J->k * J->n) : 1;
     J->a_words = J->direct || J->smallp ? J->m * ((J->k + 1) / 2) : J->mpad * J->kgroups;
+    /* int8 b with a zero point of 0 (absent, or 0 everywhere): the corrections' zbp * rowsum
+     * is 0, so A's row sums are not taken (0.5% of a 1024^3 call, perf) */
+    J->no_rowsum = shift_b_of(J) == 0;
+    if (J->no_rowsum && qmm_tensor_present(J->bz)) {
+        const uint8_t *z = J->bz->data;
+        for (int64_t e = 0; e < qmm_tensor_numel(J->bz) && J->no_rowsum; e++)
+            J->no_rowsum = z[e] == 0;
+    }
 }
 
 /* One scratch block for everything (offsets first, then the block): the packed A and its row

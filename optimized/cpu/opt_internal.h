@@ -137,7 +137,7 @@ typedef void qmm_opt_colsum_ft(const int8_t *b, size_t kgroups, size_t npanels, 
 
 /* Packs rows [0, rows) of an M x K matrix A (row stride lda) into layout L's row groups with
  * kgroups K groups each (qmm_opt_pack_a, qmm_opt_pack_a_tiles); rowsum[r] = sum_k (a - za[r])
- * mod 2^32. */
+ * mod 2^32, unless rowsum is NULL (the caller needs none). */
 typedef void qmm_opt_pack_a_ft(const qmm_opt_layout *L, const uint8_t *a, size_t lda,
                                int a_signed, size_t rows, size_t k, const int32_t *za,
                                size_t kgroups, int32_t *dst, int32_t *rowsum);

@@ -95,7 +95,8 @@ void qmm_opt_pack_a_rest(const qmm_opt_layout *L, const uint8_t *a, size_t lda, 
             }
             const uint8_t *src = a + row * lda;
             int32_t z = za[row];
-            rowsum[row] = (int32_t)row_sum(src, k, a_signed, z);
+            if (rowsum)
+                rowsum[row] = (int32_t)row_sum(src, k, a_signed, z);
             size_t t = (size_t)r < done_rows ? done_t : 0; /* the groups done by the caller */
             if (kg == 4) {
                 for (; t < full; t++) {
@@ -178,7 +179,8 @@ void qmm_opt_pack_a_tiles(const qmm_opt_layout *L, const uint8_t *a, size_t lda,
                 continue;
             }
             const uint8_t *src = a + row * lda;
-            rowsum[row] = (int32_t)row_sum(src, k, a_signed, za[row]);
+            if (rowsum)
+                rowsum[row] = (int32_t)row_sum(src, k, a_signed, za[row]);
             size_t t = 0;
 #if defined(__SSE2__)
             const __m128i vflip = _mm_set1_epi8((char)flip);
