@@ -1276,6 +1276,29 @@ Test(differential, fused_raw_a, .timeout = 600)
     close_variants(v, nt);
 }
 
+/* p's call: the 2-D QLinearMatMul-10 of a (m x k) and b (k x n) into a y of type ty, every
+ * scale and zero point one element (the overlapped epilogue's case). */
+static void qlm_per_tensor(problem *p, qmm_tensor a, qmm_tensor b, int32_t ty, int32_t za,
+                           int32_t zb, int32_t zy, float fa, float fb, float fy)
+{
+    int64_t yd[2] = {a.dims[0], b.dims[1]};
+    qmm_tensor az = tens(p, a.dtype, 0, NULL), bz = tens(p, b.dtype, 0, NULL);
+    qmm_tensor yz = tens(p, ty, 0, NULL);
+    qmm_tensor as_ = tens(p, QMM_DTYPE_FLOAT, 0, NULL), bs = tens(p, QMM_DTYPE_FLOAT, 0, NULL);
+    qmm_tensor ys = tens(p, QMM_DTYPE_FLOAT, 0, NULL);
+    *(uint8_t *)az.data = (uint8_t)za;
+    *(uint8_t *)bz.data = (uint8_t)zb;
+    *(uint8_t *)yz.data = (uint8_t)zy;
+    memcpy(as_.data, &fa, 4);
+    memcpy(bs.data, &fb, 4);
+    memcpy(ys.data, &fy, 4);
+    p->call.op = QMM_OP_QLINEARMATMUL;
+    p->call.u.qlinearmatmul =
+        (qmm_qlinearmatmul){.a = a, .a_scale = as_, .a_zero_point = az, .b = b, .b_scale = bs,
+                            .b_zero_point = bz, .y_scale = ys, .y_zero_point = yz,
+                            .y = tens(p, ty, 2, yd), .opset = 10};
+}
+
 /* The overlapped epilogue (matmul.c): the avx512vnni kernel call of row group g requantizes
  * tile g - 1 beside its multiply-accumulates, on the float first try, and the caller redoes
  * any 16 lanes it left undecided. Per-tensor parameters (the only case it takes), values a
@@ -1301,18 +1324,11 @@ Test(differential, overlapped_epilogue, .timeout = 600)
         int64_t n = PICK(&r, ns);
         int32_t ta = rnd(&r, 0, 3) ? U8 : I8, tb = next64(&r) & 1 ? U8 : I8;
         int32_t ty = next64(&r) & 1 ? U8 : I8;
-        int64_t ad[2] = {m, k}, bd[2] = {k, n}, yd[2] = {m, n};
+        int64_t ad[2] = {m, k}, bd[2] = {k, n};
         qmm_tensor a = tens(&p, ta, 2, ad), b = tens(&p, tb, 2, bd);
-        qmm_tensor az = tens(&p, ta, 0, NULL), bz = tens(&p, tb, 0, NULL);
-        qmm_tensor yz = tens(&p, ty, 0, NULL);
-        qmm_tensor as_ = tens(&p, QMM_DTYPE_FLOAT, 0, NULL), bs = tens(&p, QMM_DTYPE_FLOAT, 0, NULL);
-        qmm_tensor ys = tens(&p, QMM_DTYPE_FLOAT, 0, NULL);
         int32_t za = ta == U8 ? (int32_t)rnd(&r, 3, 252) : (int32_t)rnd(&r, -125, 124);
         int32_t zb = tb == U8 ? (int32_t)rnd(&r, 3, 252) : (int32_t)rnd(&r, -125, 124);
         int32_t zy = ty == U8 ? (int32_t)rnd(&r, 64, 192) : (int32_t)rnd(&r, -64, 64);
-        *(uint8_t *)az.data = (uint8_t)za;
-        *(uint8_t *)bz.data = (uint8_t)zb;
-        *(uint8_t *)yz.data = (uint8_t)zy;
         for (int64_t e = 0; e < m * k; e++)
             ((uint8_t *)a.data)[e] = (uint8_t)(za + (int32_t)rnd(&r, -3, 3));
         for (int64_t e = 0; e < k * n; e++)
@@ -1324,14 +1340,7 @@ Test(differential, overlapped_epilogue, .timeout = 600)
         float fy = (float)ldexp(1.0, (int)rnd(&r, 3, 5)), fa = 1.0f;
         float fb = ties ? fy * (float)ldexp(1.0, -(int)rnd(&r, 1, 2))
                         : fy * (float)rnd(&r, 1 << 23, (1 << 24) - 1) * 0x1p-25f;
-        memcpy(as_.data, &fa, 4);
-        memcpy(bs.data, &fb, 4);
-        memcpy(ys.data, &fy, 4);
-        p.call.op = QMM_OP_QLINEARMATMUL;
-        p.call.u.qlinearmatmul =
-            (qmm_qlinearmatmul){.a = a, .a_scale = as_, .a_zero_point = az, .b = b,
-                                .b_scale = bs, .b_zero_point = bz, .y_scale = ys,
-                                .y_zero_point = yz, .y = tens(&p, ty, 2, yd), .opset = 10};
+        qlm_per_tensor(&p, a, b, ty, za, zb, zy, fa, fb, fy);
         snprintf(p.what, sizeof p.what,
                  "overlapped epilogue m=%lld k=%lld n=%lld ta %d tb %d ty %d za %d zb %d zy %d %s",
                  (long long)m, (long long)k, (long long)n, (int)ta, (int)tb, (int)ty, (int)za,
@@ -1351,13 +1360,8 @@ Test(differential, overlapped_epilogue, .timeout = 600)
         memset(&p, 0, sizeof p);
         int64_t m = 40, n = 64, k = i & 1 ? 1100 : 8;
         int32_t ty = i & 2 ? I8 : U8;
-        int64_t ad[2] = {m, k}, bd[2] = {k, n}, yd[2] = {m, n};
+        int64_t ad[2] = {m, k}, bd[2] = {k, n};
         qmm_tensor a = tens(&p, U8, 2, ad), b = tens(&p, I8, 2, bd);
-        qmm_tensor az = tens(&p, U8, 0, NULL), bz = tens(&p, I8, 0, NULL);
-        qmm_tensor yz = tens(&p, ty, 0, NULL);
-        qmm_tensor as_ = tens(&p, QMM_DTYPE_FLOAT, 0, NULL), bs = tens(&p, QMM_DTYPE_FLOAT, 0, NULL);
-        qmm_tensor ys = tens(&p, QMM_DTYPE_FLOAT, 0, NULL);
-        *(uint8_t *)yz.data = ty == U8 ? 100 : 0;
         uint8_t *ap = a.data;
         int8_t *bp = b.data;
         /* even rows: a = 21 at k = 0, odd rows at k = 1; B's column j is 47 at k = 0 where
@@ -1372,15 +1376,8 @@ Test(differential, overlapped_epilogue, .timeout = 600)
                 bp[kk * n + j] = t0 || t1 ? (int8_t)((kk == 0 && t0) || (kk == 1 && t1) ? 47 : 0)
                                           : (int8_t)rnd(&r, -1, 1);
         }
-        float fa = 1.0f, fb = 0.08483553677797318f, fy = 2.1748745441436768f;
-        memcpy(as_.data, &fa, 4);
-        memcpy(bs.data, &fb, 4);
-        memcpy(ys.data, &fy, 4);
-        p.call.op = QMM_OP_QLINEARMATMUL;
-        p.call.u.qlinearmatmul =
-            (qmm_qlinearmatmul){.a = a, .a_scale = as_, .a_zero_point = az, .b = b,
-                                .b_scale = bs, .b_zero_point = bz, .y_scale = ys,
-                                .y_zero_point = yz, .y = tens(&p, ty, 2, yd), .opset = 10};
+        qlm_per_tensor(&p, a, b, ty, 0, 0, ty == U8 ? 100 : 0, 1.0f, 0.08483553677797318f,
+                       2.1748745441436768f);
         snprintf(p.what, sizeof p.what, "overlapped epilogue, lanes the float try gets wrong: k=%lld y %s",
                  (long long)k, ty == U8 ? "uint8" : "int8");
         check_problem(v, 3, &p, 777, count + i);

@@ -144,15 +144,41 @@ static inline __attribute__((always_inline)) void tile(int R, size_t kgroups, co
         "vpbroadcastd (%[a4],%[lda3]), %%zmm19\n\t" \
         "vpdpbusd %%zmm16, %%zmm19, %%zmm14\n\t" \
         "vpdpbusd %%zmm17, %%zmm19, %%zmm15\n\t"
-/* the K loop's head (label 1; label 2 after it, where %[k] is 0): B's K group at %[b] into
+/* the K loop's head (label L; label L1 after it, where %[k] is 0): B's K group at %[b] into
  * zmm16-17 */
-#define QMM_LOOP_LOADING_B \
+#define QMM_LOOP_HEAD(L, L1) \
         "test %[k], %[k]\n\t" \
-        "jz 2f\n\t" \
+        "jz " L1 "f\n\t" \
         ".p2align 5\n" \
-        "1:\n\t" \
+        L ":\n\t" \
         "vmovdqu64 (%[b]), %%zmm16\n\t" \
         "vmovdqu64 64(%[b]), %%zmm17\n\t"
+#define QMM_LOOP_LOADING_B QMM_LOOP_HEAD("1", "2")
+/* the tile to c */
+#define QMM_STORE_TILE_ONLY \
+        "vmovdqu64 %%zmm0, (%[c])\n\t" \
+        "vmovdqu64 %%zmm1, 64(%[c])\n\t" \
+        "add %[ldcb], %[c]\n\t" \
+        "vmovdqu64 %%zmm2, (%[c])\n\t" \
+        "vmovdqu64 %%zmm3, 64(%[c])\n\t" \
+        "add %[ldcb], %[c]\n\t" \
+        "vmovdqu64 %%zmm4, (%[c])\n\t" \
+        "vmovdqu64 %%zmm5, 64(%[c])\n\t" \
+        "add %[ldcb], %[c]\n\t" \
+        "vmovdqu64 %%zmm6, (%[c])\n\t" \
+        "vmovdqu64 %%zmm7, 64(%[c])\n\t" \
+        "add %[ldcb], %[c]\n\t" \
+        "vmovdqu64 %%zmm8, (%[c])\n\t" \
+        "vmovdqu64 %%zmm9, 64(%[c])\n\t" \
+        "add %[ldcb], %[c]\n\t" \
+        "vmovdqu64 %%zmm10, (%[c])\n\t" \
+        "vmovdqu64 %%zmm11, 64(%[c])\n\t" \
+        "add %[ldcb], %[c]\n\t" \
+        "vmovdqu64 %%zmm12, (%[c])\n\t" \
+        "vmovdqu64 %%zmm13, 64(%[c])\n\t" \
+        "add %[ldcb], %[c]\n\t" \
+        "vmovdqu64 %%zmm14, (%[c])\n\t" \
+        "vmovdqu64 %%zmm15, 64(%[c])\n\t"
 /* the tile to c (added to it when %[acc] is nonzero) */
 #define QMM_STORE_TILE \
         "test %[acc], %[acc]\n\t" \
@@ -182,29 +208,7 @@ static inline __attribute__((always_inline)) void tile(int R, size_t kgroups, co
         "vpaddd (%[t]), %%zmm14, %%zmm14\n\t" \
         "vpaddd 64(%[t]), %%zmm15, %%zmm15\n\t" \
         "3:\n\t" \
-        "vmovdqu64 %%zmm0, (%[c])\n\t" \
-        "vmovdqu64 %%zmm1, 64(%[c])\n\t" \
-        "add %[ldcb], %[c]\n\t" \
-        "vmovdqu64 %%zmm2, (%[c])\n\t" \
-        "vmovdqu64 %%zmm3, 64(%[c])\n\t" \
-        "add %[ldcb], %[c]\n\t" \
-        "vmovdqu64 %%zmm4, (%[c])\n\t" \
-        "vmovdqu64 %%zmm5, 64(%[c])\n\t" \
-        "add %[ldcb], %[c]\n\t" \
-        "vmovdqu64 %%zmm6, (%[c])\n\t" \
-        "vmovdqu64 %%zmm7, 64(%[c])\n\t" \
-        "add %[ldcb], %[c]\n\t" \
-        "vmovdqu64 %%zmm8, (%[c])\n\t" \
-        "vmovdqu64 %%zmm9, 64(%[c])\n\t" \
-        "add %[ldcb], %[c]\n\t" \
-        "vmovdqu64 %%zmm10, (%[c])\n\t" \
-        "vmovdqu64 %%zmm11, 64(%[c])\n\t" \
-        "add %[ldcb], %[c]\n\t" \
-        "vmovdqu64 %%zmm12, (%[c])\n\t" \
-        "vmovdqu64 %%zmm13, 64(%[c])\n\t" \
-        "add %[ldcb], %[c]\n\t" \
-        "vmovdqu64 %%zmm14, (%[c])\n\t" \
-        "vmovdqu64 %%zmm15, 64(%[c])\n\t"
+        QMM_STORE_TILE_ONLY
 #define QMM_ACCUMULATOR_CLOBBERS                                                                \
     "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",   \
         "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19"
@@ -308,12 +312,7 @@ void qmm_gemm_u8s8_8x32c4_rawa__avx512vnni(size_t kgroups, const uint8_t *a, siz
 #define QMM_NARROW_S8(R, OFF) "vpmovsdb %%zmm" R ", " OFF "(%[y])\n\t"
 /* the raw-A K loop over %[k] groups (labels L, L + 1) */
 #define QMM_RAW_A_LOOP(L, L1) \
-        "test %[k], %[k]\n\t" \
-        "jz " L1 "f\n\t" \
-        ".p2align 5\n" \
-        L ":\n\t" \
-        "vmovdqu64 (%[b]), %%zmm16\n\t" \
-        "vmovdqu64 64(%[b]), %%zmm17\n\t" \
+        QMM_LOOP_HEAD(L, L1) \
         QMM_GROUP_PRODUCTS_RAW_A \
         "add $4, %[a]\n\t" \
         "add $4, %[a4]\n\t" \
@@ -323,42 +322,13 @@ void qmm_gemm_u8s8_8x32c4_rawa__avx512vnni(size_t kgroups, const uint8_t *a, siz
         L1 ":\n\t"
 /* ... over packed A words at %[a] */
 #define QMM_PACKED_A_LOOP(L, L1) \
-        "test %[k], %[k]\n\t" \
-        "jz " L1 "f\n\t" \
-        ".p2align 5\n" \
-        L ":\n\t" \
-        "vmovdqu64 (%[b]), %%zmm16\n\t" \
-        "vmovdqu64 64(%[b]), %%zmm17\n\t" \
+        QMM_LOOP_HEAD(L, L1) \
         QMM_GROUP_PRODUCTS \
         "add $32, %[a]\n\t" \
         "add $128, %[b]\n\t" \
         "dec %[k]\n\t" \
         "jnz " L "b\n" \
         L1 ":\n\t"
-#define QMM_STORE_TILE_ONLY \
-        "vmovdqu64 %%zmm0, (%[c])\n\t" \
-        "vmovdqu64 %%zmm1, 64(%[c])\n\t" \
-        "add %[ldcb], %[c]\n\t" \
-        "vmovdqu64 %%zmm2, (%[c])\n\t" \
-        "vmovdqu64 %%zmm3, 64(%[c])\n\t" \
-        "add %[ldcb], %[c]\n\t" \
-        "vmovdqu64 %%zmm4, (%[c])\n\t" \
-        "vmovdqu64 %%zmm5, 64(%[c])\n\t" \
-        "add %[ldcb], %[c]\n\t" \
-        "vmovdqu64 %%zmm6, (%[c])\n\t" \
-        "vmovdqu64 %%zmm7, 64(%[c])\n\t" \
-        "add %[ldcb], %[c]\n\t" \
-        "vmovdqu64 %%zmm8, (%[c])\n\t" \
-        "vmovdqu64 %%zmm9, 64(%[c])\n\t" \
-        "add %[ldcb], %[c]\n\t" \
-        "vmovdqu64 %%zmm10, (%[c])\n\t" \
-        "vmovdqu64 %%zmm11, 64(%[c])\n\t" \
-        "add %[ldcb], %[c]\n\t" \
-        "vmovdqu64 %%zmm12, (%[c])\n\t" \
-        "vmovdqu64 %%zmm13, 64(%[c])\n\t" \
-        "add %[ldcb], %[c]\n\t" \
-        "vmovdqu64 %%zmm14, (%[c])\n\t" \
-        "vmovdqu64 %%zmm15, 64(%[c])\n\t"
 /* The whole kernel: constants, kgroups % 8 groups, then 8 x (one row step, kgroups / 8
  * groups): each step's few dozen instructions issue beside the following multiplies. */
 #define QMM_RQ_BODY(LOOP, NARROW) \
@@ -381,6 +351,17 @@ void qmm_gemm_u8s8_8x32c4_rawa__avx512vnni(size_t kgroups, const uint8_t *a, siz
         "jne 5b\n\t" \
         QMM_STORE_TILE_ONLY
 
+#define QMM_RQ_CLOBBERS                                                                         \
+    "memory", "cc", QMM_ACCUMULATOR_CLOBBERS, "xmm20", "xmm21", "xmm22", "xmm23", "xmm24",      \
+        "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "k1", "k2", "k3"
+
+/* The K loop's eight stretches (one row step before each) and the groups run first. */
+static inline void rq_stretches(qmm_opt_rq_tile *rq, size_t kgroups)
+{
+    rq->seg = (int64_t)(kgroups / 8);
+    rq->rem = (int64_t)(kgroups % 8);
+}
+
 /* the offsets the assembly reads */
 _Static_assert(offsetof(qmm_opt_rq_tile, decided) == 32 && offsetof(qmm_opt_rq_tile, ldy) == 64 &&
                    offsetof(qmm_opt_rq_tile, seg) == 72 && offsetof(qmm_opt_rq_tile, rem) == 80 &&
@@ -400,31 +381,21 @@ void qmm_gemm_u8s8_8x32c4_rawa_rq__avx512vnni(size_t kgroups, const uint8_t *a, 
     const uint8_t *a4 = a + 4 * lda;
     int32_t *cc = c;
     const int32_t *s = sums;
-    rq->seg = (int64_t)(kgroups / 8);
-    rq->rem = (int64_t)(kgroups % 8);
+    rq_stretches(rq, kgroups);
+#define RAW_A_RQ(NARROW)                                                                        \
+    __asm__ volatile(QMM_RQ_BODY(QMM_RAW_A_LOOP, NARROW)                                       \
+                     : [a] "+r"(a), [a4] "+r"(a4), [b] "+r"(b), [k] "+r"(kt), [c] "+r"(cc),    \
+                       [s] "+r"(s), [y] "+r"(y), [i] "+r"(i)                                    \
+                     : [ldcb] "r"(ldcb), [lda] "r"(lda), [lda3] "r"(lda3), [p] "r"(cp),        \
+                       [q] "r"(rq)                                                              \
+                     : QMM_RQ_CLOBBERS)
     if (sat_u8)
-        __asm__ volatile(QMM_RQ_BODY(QMM_RAW_A_LOOP, QMM_NARROW_U8)
-                         : [a] "+r"(a), [a4] "+r"(a4), [b] "+r"(b), [k] "+r"(kt), [c] "+r"(cc),
-                           [s] "+r"(s), [y] "+r"(y), [i] "+r"(i)
-                         : [ldcb] "r"(ldcb), [lda] "r"(lda), [lda3] "r"(lda3), [p] "r"(cp),
-                           [q] "r"(rq)
-                         : "memory", "cc", QMM_ACCUMULATOR_CLOBBERS, "xmm20", "xmm21", "xmm22",
-                           "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29",
-                           "xmm30", "xmm31", "k1", "k2", "k3");
+        RAW_A_RQ(QMM_NARROW_U8);
     else
-        __asm__ volatile(QMM_RQ_BODY(QMM_RAW_A_LOOP, QMM_NARROW_S8)
-                         : [a] "+r"(a), [a4] "+r"(a4), [b] "+r"(b), [k] "+r"(kt), [c] "+r"(cc),
-                           [s] "+r"(s), [y] "+r"(y), [i] "+r"(i)
-                         : [ldcb] "r"(ldcb), [lda] "r"(lda), [lda3] "r"(lda3), [p] "r"(cp),
-                           [q] "r"(rq)
-                         : "memory", "cc", QMM_ACCUMULATOR_CLOBBERS, "xmm20", "xmm21", "xmm22",
-                           "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29",
-                           "xmm30", "xmm31", "k1", "k2", "k3");
+        RAW_A_RQ(QMM_NARROW_S8);
+#undef RAW_A_RQ
 }
 
-#define QMM_RQ_CLOBBERS                                                                         \
-    "memory", "cc", QMM_ACCUMULATOR_CLOBBERS, "xmm20", "xmm21", "xmm22", "xmm23", "xmm24",      \
-        "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "k1", "k2", "k3"
 
 qmm_opt_kernel_rq_ft qmm_gemm_u8s8_8x32c4_rq__avx512vnni; /* kernels.c */
 void qmm_gemm_u8s8_8x32c4_rq__avx512vnni(size_t kgroups, const int32_t *a, const int8_t *b,
@@ -435,20 +406,18 @@ void qmm_gemm_u8s8_8x32c4_rq__avx512vnni(size_t kgroups, const int32_t *a, const
     size_t kt = 0, ldcb = ldc * sizeof(int32_t), i = 0;
     int32_t *cc = c;
     const int32_t *s = sums;
-    rq->seg = (int64_t)(kgroups / 8);
-    rq->rem = (int64_t)(kgroups % 8);
+    rq_stretches(rq, kgroups);
+#define PACKED_A_RQ(NARROW)                                                                     \
+    __asm__ volatile(QMM_RQ_BODY(QMM_PACKED_A_LOOP, NARROW)                                    \
+                     : [a] "+r"(a), [b] "+r"(b), [k] "+r"(kt), [c] "+r"(cc), [s] "+r"(s),      \
+                       [y] "+r"(y), [i] "+r"(i)                                                 \
+                     : [ldcb] "r"(ldcb), [p] "r"(cp), [q] "r"(rq)                              \
+                     : QMM_RQ_CLOBBERS)
     if (sat_u8)
-        __asm__ volatile(QMM_RQ_BODY(QMM_PACKED_A_LOOP, QMM_NARROW_U8)
-                         : [a] "+r"(a), [b] "+r"(b), [k] "+r"(kt), [c] "+r"(cc), [s] "+r"(s),
-                           [y] "+r"(y), [i] "+r"(i)
-                         : [ldcb] "r"(ldcb), [p] "r"(cp), [q] "r"(rq)
-                         : QMM_RQ_CLOBBERS);
+        PACKED_A_RQ(QMM_NARROW_U8);
     else
-        __asm__ volatile(QMM_RQ_BODY(QMM_PACKED_A_LOOP, QMM_NARROW_S8)
-                         : [a] "+r"(a), [b] "+r"(b), [k] "+r"(kt), [c] "+r"(cc), [s] "+r"(s),
-                           [y] "+r"(y), [i] "+r"(i)
-                         : [ldcb] "r"(ldcb), [p] "r"(cp), [q] "r"(rq)
-                         : QMM_RQ_CLOBBERS);
+        PACKED_A_RQ(QMM_NARROW_S8);
+#undef PACKED_A_RQ
 }
 
 /* vpermi2b indices: byte 4c + q of B's register h (columns 16h..16h+15) is row q's byte of
