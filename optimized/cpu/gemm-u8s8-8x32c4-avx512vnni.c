@@ -153,7 +153,25 @@ static inline __attribute__((always_inline)) void tile(int R, size_t kgroups, co
         L ":\n\t" \
         "vmovdqu64 (%[b]), %%zmm16\n\t" \
         "vmovdqu64 64(%[b]), %%zmm17\n\t"
-#define QMM_LOOP_LOADING_B QMM_LOOP_HEAD("1", "2")
+/* the raw-A K loop over %[k] groups (labels L, L + 1) */
+#define QMM_RAW_A_LOOP(L, L1) \
+        QMM_LOOP_HEAD(L, L1) \
+        QMM_GROUP_PRODUCTS_RAW_A \
+        "add $4, %[a]\n\t" \
+        "add $4, %[a4]\n\t" \
+        "add $128, %[b]\n\t" \
+        "dec %[k]\n\t" \
+        "jnz " L "b\n" \
+        L1 ":\n\t"
+/* ... over packed A words at %[a] */
+#define QMM_PACKED_A_LOOP(L, L1) \
+        QMM_LOOP_HEAD(L, L1) \
+        QMM_GROUP_PRODUCTS \
+        "add $32, %[a]\n\t" \
+        "add $128, %[b]\n\t" \
+        "dec %[k]\n\t" \
+        "jnz " L "b\n" \
+        L1 ":\n\t"
 /* the tile to c */
 #define QMM_STORE_TILE_ONLY \
         "vmovdqu64 %%zmm0, (%[c])\n\t" \
@@ -226,13 +244,7 @@ void qmm_gemm_u8s8_8x32c4__avx512vnni(size_t rows, size_t kgroups, const int32_t
     long acc = accumulate;
     __asm__ volatile(
         QMM_ZERO_ACCUMULATORS
-        QMM_LOOP_LOADING_B
-        QMM_GROUP_PRODUCTS
-        "add $32, %[a]\n\t"
-        "add $128, %[b]\n\t"
-        "dec %[k]\n\t"
-        "jnz 1b\n"
-        "2:\n\t"
+        QMM_PACKED_A_LOOP("1", "2")
         QMM_STORE_TILE
         : [a] "+r"(a), [b] "+r"(b), [k] "+r"(kt), [c] "+r"(cp), [t] "=&r"(t)
         : [ldcb] "r"(ldcb), [acc] "r"(acc)
@@ -253,14 +265,7 @@ void qmm_gemm_u8s8_8x32c4_rawa__avx512vnni(size_t kgroups, const uint8_t *a, siz
     long acc = accumulate;
     __asm__ volatile(
         QMM_ZERO_ACCUMULATORS
-        QMM_LOOP_LOADING_B
-        QMM_GROUP_PRODUCTS_RAW_A
-        "add $4, %[a]\n\t"
-        "add $4, %[a4]\n\t"
-        "add $128, %[b]\n\t"
-        "dec %[k]\n\t"
-        "jnz 1b\n"
-        "2:\n\t"
+        QMM_RAW_A_LOOP("1", "2")
         QMM_STORE_TILE
         : [a] "+r"(a), [a4] "+r"(a4), [b] "+r"(b), [k] "+r"(kt), [c] "+r"(cp), [t] "=&r"(t)
         : [ldcb] "r"(ldcb), [acc] "r"(acc), [lda] "r"(lda), [lda3] "r"(lda3)
@@ -270,8 +275,8 @@ void qmm_gemm_u8s8_8x32c4_rawa__avx512vnni(size_t kgroups, const uint8_t *a, siz
 /* One row of the previous tile requantized (qmm_opt_rq_tile): x = sums - zr - zc, then
  * qmm_opt_requant_row_avx512's float first try on columns 0-15 (zmm20-22, k1) and 16-31
  * (zmm23-25, k2), every rounding embedded RNE; the decided masks to rq->decided[row]; the
- * bytes through NARROW(register, offset). Constants: zmm26 lim, zmm27 -lim, zmm28 the half,
- * zmm29 the absolute-value mask, zmm30 zy, zmm31 zero. %[i] is the row. */
+ * bytes through NARROW(register, offset). Constants (rq_const, below): zmm26 lim, zmm27 -lim,
+ * zmm28 the half, zmm29 the absolute-value mask; zmm30 zy, zmm31 zero. %[i] is the row. */
 #define QMM_RQ_ROW(NARROW) \
         "vpbroadcastd (%[q],%[i],4), %%zmm22\n\t" \
         "vmovdqu32 (%[s]), %%zmm20\n\t" \
@@ -310,33 +315,14 @@ void qmm_gemm_u8s8_8x32c4_rawa__avx512vnni(size_t kgroups, const uint8_t *a, siz
         "vpmaxsd %%zmm31, %%zmm" R ", %%zmm" R "\n\t" \
         "vpmovusdb %%zmm" R ", " OFF "(%[y])\n\t"
 #define QMM_NARROW_S8(R, OFF) "vpmovsdb %%zmm" R ", " OFF "(%[y])\n\t"
-/* the raw-A K loop over %[k] groups (labels L, L + 1) */
-#define QMM_RAW_A_LOOP(L, L1) \
-        QMM_LOOP_HEAD(L, L1) \
-        QMM_GROUP_PRODUCTS_RAW_A \
-        "add $4, %[a]\n\t" \
-        "add $4, %[a4]\n\t" \
-        "add $128, %[b]\n\t" \
-        "dec %[k]\n\t" \
-        "jnz " L "b\n" \
-        L1 ":\n\t"
-/* ... over packed A words at %[a] */
-#define QMM_PACKED_A_LOOP(L, L1) \
-        QMM_LOOP_HEAD(L, L1) \
-        QMM_GROUP_PRODUCTS \
-        "add $32, %[a]\n\t" \
-        "add $128, %[b]\n\t" \
-        "dec %[k]\n\t" \
-        "jnz " L "b\n" \
-        L1 ":\n\t"
 /* The whole kernel: constants, kgroups % 8 groups, then 8 x (one row step, kgroups / 8
  * groups): each step's few dozen instructions issue beside the following multiplies. */
 #define QMM_RQ_BODY(LOOP, NARROW) \
-        "vbroadcastss 96(%[q]), %%zmm26\n\t" \
-        "vbroadcastss 100(%[q]), %%zmm27\n\t" \
-        "vbroadcastss 104(%[q]), %%zmm28\n\t" \
-        "vpbroadcastd 108(%[q]), %%zmm29\n\t" \
-        "vpbroadcastd 112(%[q]), %%zmm30\n\t" \
+        "vbroadcastss %[lim], %%zmm26\n\t" \
+        "vbroadcastss %[nlim], %%zmm27\n\t" \
+        "vbroadcastss %[half], %%zmm28\n\t" \
+        "vpbroadcastd %[absmask], %%zmm29\n\t" \
+        "vpbroadcastd 88(%[q]), %%zmm30\n\t" \
         "vpxord %%zmm31, %%zmm31, %%zmm31\n\t" \
         QMM_ZERO_ACCUMULATORS \
         "mov 80(%[q]), %[k]\n\t" \
@@ -351,6 +337,9 @@ void qmm_gemm_u8s8_8x32c4_rawa__avx512vnni(size_t kgroups, const uint8_t *a, siz
         "jne 5b\n\t" \
         QMM_STORE_TILE_ONLY
 
+#define QMM_RQ_CONSTANTS                                                                        \
+    [lim] "m"(rq_const.lim), [nlim] "m"(rq_const.nlim), [half] "m"(rq_const.half),           \
+        [absmask] "m"(rq_const.absmask)
 #define QMM_RQ_CLOBBERS                                                                         \
     "memory", "cc", QMM_ACCUMULATOR_CLOBBERS, "xmm20", "xmm21", "xmm22", "xmm23", "xmm24",      \
         "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "k1", "k2", "k3"
@@ -365,11 +354,15 @@ static inline void rq_stretches(qmm_opt_rq_tile *rq, size_t kgroups)
 /* the offsets the assembly reads */
 _Static_assert(offsetof(qmm_opt_rq_tile, decided) == 32 && offsetof(qmm_opt_rq_tile, ldy) == 64 &&
                    offsetof(qmm_opt_rq_tile, seg) == 72 && offsetof(qmm_opt_rq_tile, rem) == 80 &&
-                   offsetof(qmm_opt_rq_tile, lim) == 96 && offsetof(qmm_opt_rq_tile, nlim) == 100 &&
-                   offsetof(qmm_opt_rq_tile, half) == 104 &&
-                   offsetof(qmm_opt_rq_tile, absmask) == 108 &&
-                   offsetof(qmm_opt_rq_tile, zy) == 112 && sizeof(qmm_opt_rq_tile) == 128,
+                   offsetof(qmm_opt_rq_tile, zy) == 88,
                "qmm_opt_rq_tile's layout is the assembly's");
+
+/* The float first try's constants (opt_internal.h, the same as requant-avx512.c's): the
+ * clamp, the decision's threshold and the absolute value's mask, read by the assembly. */
+static const struct {
+    float lim, nlim, half;
+    uint32_t absmask;
+} rq_const = {QMM_OPT_F32_SAT, -QMM_OPT_F32_SAT, QMM_OPT_F32_HALF, 0x7fffffffu};
 
 qmm_opt_kernel_raw_a_rq_ft qmm_gemm_u8s8_8x32c4_rawa_rq__avx512vnni; /* kernels.c */
 void qmm_gemm_u8s8_8x32c4_rawa_rq__avx512vnni(size_t kgroups, const uint8_t *a, size_t lda,
@@ -387,7 +380,7 @@ void qmm_gemm_u8s8_8x32c4_rawa_rq__avx512vnni(size_t kgroups, const uint8_t *a, 
                      : [a] "+r"(a), [a4] "+r"(a4), [b] "+r"(b), [k] "+r"(kt), [c] "+r"(cc),    \
                        [s] "+r"(s), [y] "+r"(y), [i] "+r"(i)                                    \
                      : [ldcb] "r"(ldcb), [lda] "r"(lda), [lda3] "r"(lda3), [p] "r"(cp),        \
-                       [q] "r"(rq)                                                              \
+                       [q] "r"(rq), QMM_RQ_CONSTANTS                                            \
                      : QMM_RQ_CLOBBERS)
     if (sat_u8)
         RAW_A_RQ(QMM_NARROW_U8);
@@ -395,7 +388,6 @@ void qmm_gemm_u8s8_8x32c4_rawa_rq__avx512vnni(size_t kgroups, const uint8_t *a, 
         RAW_A_RQ(QMM_NARROW_S8);
 #undef RAW_A_RQ
 }
-
 
 qmm_opt_kernel_rq_ft qmm_gemm_u8s8_8x32c4_rq__avx512vnni; /* kernels.c */
 void qmm_gemm_u8s8_8x32c4_rq__avx512vnni(size_t kgroups, const int32_t *a, const int8_t *b,
@@ -411,7 +403,7 @@ void qmm_gemm_u8s8_8x32c4_rq__avx512vnni(size_t kgroups, const int32_t *a, const
     __asm__ volatile(QMM_RQ_BODY(QMM_PACKED_A_LOOP, NARROW)                                    \
                      : [a] "+r"(a), [b] "+r"(b), [k] "+r"(kt), [c] "+r"(cc), [s] "+r"(s),      \
                        [y] "+r"(y), [i] "+r"(i)                                                 \
-                     : [ldcb] "r"(ldcb), [p] "r"(cp), [q] "r"(rq)                              \
+                     : [ldcb] "r"(ldcb), [p] "r"(cp), [q] "r"(rq), QMM_RQ_CONSTANTS          \
                      : QMM_RQ_CLOBBERS)
     if (sat_u8)
         PACKED_A_RQ(QMM_NARROW_U8);

@@ -596,13 +596,8 @@ static overlap overlap_plan(const job *J, worker_scratch *w, const task_block *t
         memcpy(w->ovp + q * 64, w->zc + q * 32, 32 * sizeof(int32_t));
         memcpy(w->ovp + q * 64 + 32, w->mf + q * 32, 32 * sizeof(float));
     }
-    qmm_opt_rq_tile *rq = w->ovq;
-    rq->ldy = (int64_t)J->n;
-    rq->lim = 512.0f;
-    rq->nlim = -512.0f;
-    rq->half = 0.5f - 0x1p-12f;
-    rq->absmask = 0x7fffffffu;
-    rq->zy = J->zy;
+    w->ovq->ldy = (int64_t)J->n;
+    w->ovq->zy = J->zy;
     o.on = 1;
     return o;
 }

@@ -85,13 +85,16 @@ typedef struct qmm_opt_rq_tile {
     int64_t ldy;          /*  64: y's row stride, bytes */
     int64_t seg;          /*  72: K groups per row step (kgroups / 8) */
     int64_t rem;          /*  80: the K groups run before the first step (kgroups % 8) */
-    int64_t pad0;
-    float lim, nlim;      /*  96: 512, -512 */
-    float half;           /* 104: 1/2 - 2^-12 */
-    uint32_t absmask;     /* 108: 0x7fffffff */
-    int32_t zy;           /* 112 */
-    int32_t pad1[3];
+    int32_t zy;           /*  88: y's zero point */
+    int32_t pad;
 } qmm_opt_rq_tile;
+
+/* The single-precision first try of the per-tensor requantizer (docs/optimized.md): v is
+ * clamped to +-QMM_OPT_F32_SAT (beyond it every result saturates), and RNE(v) decides where
+ * |v - RNE(v)| < QMM_OPT_F32_HALF. requant-avx512.c and the overlapped kernels' assembly both
+ * take them from here. */
+#define QMM_OPT_F32_SAT 512.0f
+#define QMM_OPT_F32_HALF (0.5f - 0x1p-12f)
 
 /* kernel_raw_a with accumulate 0, and beside it the previous tile's requantization: its sums
  * at `sums` (row stride ldc, the kernel's), the column corrections and float multipliers of

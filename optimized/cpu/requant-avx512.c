@@ -92,8 +92,8 @@ void qmm_opt_requant_row_avx512(const int32_t *acc, const int32_t *zc, uint32_t 
 {
     enum { RNE = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC };
     const __m512i vzr = _mm512_set1_epi32((int32_t)zr), vzy = _mm512_set1_epi32(zy);
-    const __m512 lim = _mm512_set1_ps(512.0f), nlim = _mm512_set1_ps(-512.0f);
-    const __m512 half = _mm512_set1_ps(0.5f - 0x1p-12f);
+    const __m512 lim = _mm512_set1_ps(QMM_OPT_F32_SAT), nlim = _mm512_set1_ps(-QMM_OPT_F32_SAT);
+    const __m512 half = _mm512_set1_ps(QMM_OPT_F32_HALF);
     size_t j = 0;
     for (; mf && j + 16 <= n; j += 16) {
         __m512i x = corrected16(acc, zc, vzr, j);
