@@ -368,11 +368,12 @@ static void requantize_row_per_element(const job *J, const worker_scratch *w,
     }
 }
 
-/* Corrects, requantizes and stores rows [m0, m1) x columns [j0, j1) of batch bi from `cbuf`
- * (row r - m0, column j - j0, row stride ldc). */
-static void epilogue(const job *J, worker_scratch *w, int64_t bi, size_t m0, size_t m1,
-                     size_t j0, size_t j1, const int32_t *cbuf, size_t ldc,
-                     const int32_t *rowsum, const int32_t *colsum)
+/* The epilogue of block rows [m0, ...) x columns [j0, j1) of batch bi: its column parameters
+ * (decode_column_params) and y's parameter bases; its corrections are planned later
+ * (plan_corrections), once the column sums exist. */
+static block_epilogue epilogue_begin(const job *J, worker_scratch *w, int64_t bi, size_t m0,
+                                     size_t j0, size_t j1, const int32_t *rowsum,
+                                     const int32_t *colsum)
 {
     block_epilogue E = {.bi = bi, .m0 = m0, .j0 = j0, .j1 = j1, .nc = j1 - j0,
                         .rowsum = rowsum, .colsum = colsum,
@@ -383,29 +384,48 @@ static void epilogue(const job *J, worker_scratch *w, int64_t bi, size_t m0, siz
         E.ys_base = qmm_param_offset(&J->maps[P_YS], J->g, bi, 0, 0);
         E.yz_base = qmm_param_offset(&J->maps[P_YZ], J->g, bi, 0, 0);
     }
-    plan_corrections(J, w, &E);
-    float_mults fm = {-1.0, 0};
+    return E;
+}
+
+/* Rows [m0, m1) of block E from `cbuf` (row r - m0, row stride ldc), its corrections planned
+ * (plan_corrections); fm: the float multipliers w->mf holds already, or none. */
+static void epilogue_rows(const job *J, worker_scratch *w, const block_epilogue *E, size_t m0,
+                          size_t m1, const int32_t *cbuf, size_t ldc, float_mults *fm)
+{
+    int64_t bi = E->bi;
     for (size_t i = m0; i < m1; i++) {
         const int32_t *crow = cbuf + (i - m0) * ldc;
-        if (!E.fused)
-            correct_row(J, w, &E, i, crow);
-        size_t yoff = ((size_t)bi * J->m + i) * J->n + j0;
+        if (!E->fused)
+            correct_row(J, w, E, i, crow);
+        size_t yoff = ((size_t)bi * J->m + i) * J->n + E->j0;
         if (J->mmi) {
-            memcpy((int32_t *)J->mmi->y.data + yoff, w->accrow, E.nc * sizeof(int32_t));
+            memcpy((int32_t *)J->mmi->y.data + yoff, w->accrow, E->nc * sizeof(int32_t));
             continue;
         }
         const qmm_qlinearmatmul *c = J->qlm;
         double sa = qmm_scale_decode(c->a_scale.dtype, c->a_scale.data,
                                      qmm_param_offset(&J->maps[P_AS], J->g, bi, (int64_t)i, 0));
         uint8_t *out = (uint8_t *)c->y.data + yoff;
-        if (E.fused)
-            requantize_row_fused(J, w, &E, i, crow, sa, &fm, out);
+        if (E->fused)
+            requantize_row_fused(J, w, E, i, crow, sa, fm, out);
         else if (J->y_per_tensor)
-            J->v->requant_row(w->accrow, NULL, 0, E.nc, NULL, sa, w->sb, w->cm, J->sy, J->zy,
+            J->v->requant_row(w->accrow, NULL, 0, E->nc, NULL, sa, w->sb, w->cm, J->sy, J->zy,
                               J->qmin, J->qmax, out);
         else
-            requantize_row_per_element(J, w, &E, i, sa, out);
+            requantize_row_per_element(J, w, E, i, sa, out);
     }
+}
+
+/* Corrects, requantizes and stores rows [m0, m1) x columns [j0, j1) of batch bi from `cbuf`
+ * (row r - m0, column j - j0, row stride ldc). */
+static void epilogue(const job *J, worker_scratch *w, int64_t bi, size_t m0, size_t m1,
+                     size_t j0, size_t j1, const int32_t *cbuf, size_t ldc,
+                     const int32_t *rowsum, const int32_t *colsum)
+{
+    block_epilogue E = epilogue_begin(J, w, bi, m0, j0, j1, rowsum, colsum);
+    plan_corrections(J, w, &E);
+    float_mults fm = {-1.0, 0};
+    epilogue_rows(J, w, &E, m0, m1, cbuf, ldc, &fm);
 }
 
 /* A compute task's block: batch bi, rows [m0, m1), columns [n0, n1), and its operands. */
@@ -556,13 +576,14 @@ typedef struct overlap {
     int sat_u8;
 } overlap;
 
-/* Whether the chunk [j0, j1) of task t can overlap its epilogue (it needs kernel calls: not
- * with K = 0), and its set-up: the column
- * parameters, corrections and float multipliers (w->zc, w->sb, w->cm, w->mf; the epilogue
- * makes them again for the rows it does), per panel into w->ovp, the constants into w->ovq. */
-static overlap overlap_plan(const job *J, worker_scratch *w, const task_block *t, size_t j0,
-                            size_t j1, size_t kcg)
+/* Whether chunk E (begun: its column parameters decoded) of task t can overlap its epilogue
+ * (it needs kernel calls: not with K = 0), and its set-up: the corrections planned
+ * (plan_corrections: w->zc), the float multipliers (w->mf, and *fm says so for the rows the
+ * epilogue does), both per panel into w->ovp, y's stride and zero point into w->ovq. */
+static overlap overlap_plan(const job *J, worker_scratch *w, const task_block *t,
+                            block_epilogue *E, float_mults *fm, size_t kcg)
 {
+    size_t j0 = E->j0, j1 = E->j1;
     overlap o = {0};
     size_t mr = (size_t)J->mr, g0 = t->m0 / mr, g1 = (t->m1 + mr - 1) / mr;
     if (!J->v->kernel_rq || (J->raw_a && !J->v->kernel_raw_a_rq) || !J->qlm ||
@@ -576,23 +597,19 @@ static overlap overlap_plan(const job *J, worker_scratch *w, const task_block *t
     o.gl = t->m1 - (g1 - 1) * mr == mr ? g1 - 1 : g1 - 2;
     if (g1 < 2 || o.gl <= g0)
         return o;
-    block_epilogue E = {.bi = t->bi, .m0 = t->m0, .j0 = j0, .j1 = j1, .nc = j1 - j0,
-                        .rowsum = t->rowsum, .colsum = J->colsum + t->bmat * J->npad,
-                        .shift_a = J->kg == 4 && J->a_signed,
-                        .zb_const = J->maps[P_BZ].col_stride == 0};
-    decode_column_params(J, w, &E);
-    plan_corrections(J, w, &E);
-    if (!E.fused)
+    plan_corrections(J, w, E);
+    if (!E->fused)
         return o;
     const qmm_qlinearmatmul *c = J->qlm;
     o.sa = qmm_scale_decode(c->a_scale.dtype, c->a_scale.data,
                             qmm_param_offset(&J->maps[P_AS], J->g, t->bi, 0, 0));
-    if (!J->v->requant_mults(o.sa, w->cm, E.nc, w->mf))
+    if (!J->v->requant_mults(o.sa, w->cm, E->nc, w->mf))
         return o;
+    *fm = (float_mults){o.sa, 1};
     /* on the fused path the column sums are made by the first row group's pass over each
      * panel: compute_overlapped forms that panel's zc then */
-    o.zap = zap_at(J, &E, t->m0);
-    for (size_t q = 0; q < E.nc / 32; q++) {
+    o.zap = zap_at(J, E, t->m0);
+    for (size_t q = 0; q < E->nc / 32; q++) {
         memcpy(w->ovp + q * 64, w->zc + q * 32, 32 * sizeof(int32_t));
         memcpy(w->ovp + q * 64 + 32, w->mf + q * 32, 32 * sizeof(float));
     }
@@ -666,7 +683,9 @@ static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
         size_t ldc = (p1 - p0) * nr;
         if (J->kgroups == 0)
             memset(w->cbuf, 0, (g1 - g0) * mr * ldc * sizeof(int32_t));
-        overlap ov = overlap_plan(J, w, t, j0, j1, kcg);
+        block_epilogue E = epilogue_begin(J, w, t->bi, m0, j0, j1, t->rowsum, colsum);
+        float_mults fm = {-1.0, 0};
+        overlap ov = overlap_plan(J, w, t, &E, &fm, kcg);
         for (size_t kc = 0; kc < J->kgroups; kc += kcg) {
             size_t kcn = kc + kcg < J->kgroups ? kcg : J->kgroups - kc;
             size_t raw_groups = J->raw_a ? whole_groups(J, kc, kcn) : 0;
@@ -699,8 +718,10 @@ static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
                 }
             }
         }
+        if (!ov.on) /* after the tiles: on the fused path they made the column sums */
+            plan_corrections(J, w, &E);
         size_t e0 = ov.on ? ov.gl * mr : m0; /* the rows the kernels did not requantize */
-        epilogue(J, w, t->bi, e0, m1, j0, j1, w->cbuf + (e0 - m0) * ldc, ldc, t->rowsum, colsum);
+        epilogue_rows(J, w, &E, e0, m1, w->cbuf + (e0 - m0) * ldc, ldc, &fm);
     }
 }
 
@@ -872,10 +893,9 @@ static void plan_tasks(job *J, int threads, const qmm_optimized_packed_b *pb, in
      * where up to twice as many blocks give them. 512x1024x1024, B input, 2 threads, Zen 4:
      * 176 + 176 + 160 rows -> 4 x 128, 1.028 and 1.040x faster (11 alternating rounds, two
      * runs); 1024^3 (24 tasks) is not touched */
-    size_t nnb0 = ceil_div(J->n, NC_MAX);
-    if (threads > 1 && J->m > 0 && J->batch * J->nmb * nnb0 < (size_t)threads * 8) {
+    if (threads > 1 && J->m > 0 && J->batch * J->nmb * J->nnb < (size_t)threads * 8) {
         for (size_t c = J->nmb; c <= 2 * J->nmb; c++) {
-            if (J->m % (c * (size_t)J->mr) == 0 && (J->batch * c * nnb0) % (size_t)threads == 0) {
+            if (J->m % (c * (size_t)J->mr) == 0 && (J->batch * c * J->nnb) % (size_t)threads == 0) {
                 J->nmb = c;
                 J->mb = J->m / c;
                 break;
