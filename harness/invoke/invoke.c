@@ -90,11 +90,7 @@ int qh_backend_open_isolated(const char *given, const qh_isolation *iso, qh_back
         return 0;
     }
     memset(out, 0, sizeof *out);
-    if (strlen(spec) >= sizeof out->spec) {
-        qh_spec_too_long(err, strlen(spec));
-        return -1;
-    }
-    memcpy(out->spec, spec, strlen(spec) + 1);
+    memcpy(out->spec, spec, strlen(spec) + 1); /* fits: spec is out->spec's size */
     out->is_plugin = plugin;
     out->isolated = 1;
     out->iso = *iso;
