@@ -376,16 +376,16 @@ static qmm_status_code run_resident(qmm_cu_backend *cb, const plan *p, dev *d, q
         CU_TRY(qmm_cu_launch_prep_rows(d->a, p->a_signed, p->namat, p->m, p->k, p->mp, p->kp,
                                        d->ap, d->rs, s),
                "preparing A");
-        CU_TRY(cudaMemsetAsync(d->cs, 0, (size_t)p->nbmat * N * sizeof(int32_t) + 1, s),
+        CU_TRY(cudaMemsetAsync(d->cs, 0, (size_t)p->nbmat * N * sizeof(int32_t), s),
                "clearing column sums");
         CU_TRY(qmm_cu_launch_prep_cols(d->b, p->b_signed, p->nbmat, p->k, p->n, p->np, p->kp,
                                        d->bt, d->cs, s),
                "preparing B");
     } else {
         /* K = 0: every sum is 0 */
-        CU_TRY(cudaMemsetAsync(d->rs, 0, (size_t)p->namat * M * sizeof(int32_t) + 1, s),
+        CU_TRY(cudaMemsetAsync(d->rs, 0, (size_t)p->namat * M * sizeof(int32_t), s),
                "clearing row sums");
-        CU_TRY(cudaMemsetAsync(d->cs, 0, (size_t)p->nbmat * N * sizeof(int32_t) + 1, s),
+        CU_TRY(cudaMemsetAsync(d->cs, 0, (size_t)p->nbmat * N * sizeof(int32_t), s),
                "clearing column sums");
         CU_TRY(cudaMemsetAsync(d->dot, 0, (size_t)(p->mp * p->np) * sizeof(int32_t), s),
                "clearing accumulators");
