@@ -56,6 +56,15 @@ cudaError_t qmm_cu_launch_prep_cols(const uint8_t *src, int is_signed, int64_t n
                                     int64_t k, int64_t n, int64_t n_p, int64_t kp, int8_t *dst,
                                     int32_t *colsum, cudaStream_t s);
 
+/* nmat matrices of rows x cols int8 in cublasLt order `order` (qmm_cu_order_offset; matrix mat
+ * at src + mat * rows * cols) -> ROW matrices of rows_p x ld (matrix mat at dst + mat * rows_p *
+ * ld), zero padded. Used where cuBLASLt has no GEMM for the ordered layouts (Hopper has none for
+ * COL32 / COL4_4R2_8C / COL32_2R_4R4, and its cublasLtMatrixTransform refused those orders as
+ * a source with NOT_SUPPORTED on an H100, 2026-11-28). */
+cudaError_t qmm_cu_launch_order_to_rows(const int8_t *src, int order, int64_t nmat, int64_t rows,
+                                        int64_t cols, int64_t rows_p, int64_t ld, int8_t *dst,
+                                        cudaStream_t s);
+
 /* d[i] += t[i] modulo 2^32, i < count */
 cudaError_t qmm_cu_launch_add(int32_t *d, const int32_t *t, int64_t count, cudaStream_t s);
 

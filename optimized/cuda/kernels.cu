@@ -88,6 +88,23 @@ __global__ void prep_cols_kernel(const uint8_t *src, int is_signed, int64_t nmat
                       colsum + mat * n);
 }
 
+/* nmat matrices of rows x cols int8 in cublasLt order `order` (qmm_cu_order_offset), each
+ * rows * cols bytes -> ROW rows_p x ld, zero padded; one thread per output byte. */
+__global__ void order_to_rows_kernel(const int8_t *src, int order, int64_t nmat, int64_t rows,
+                                     int64_t cols, int64_t rows_p, int64_t ld, int8_t *dst)
+{
+    int64_t total = rows_p * ld;
+    for (int64_t mat = blockIdx.y; mat < nmat; mat += gridDim.y)
+        for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
+             e += (int64_t)gridDim.x * blockDim.x) {
+            int64_t r = e / ld, c = e % ld;
+            dst[mat * total + e] =
+                r < rows && c < cols
+                    ? src[mat * rows * cols + qmm_cu_order_offset(order, r, c, rows, cols)]
+                    : (int8_t)0;
+        }
+}
+
 __global__ void add_kernel(int32_t *d, const int32_t *t, int64_t count)
 {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count;
@@ -146,6 +163,17 @@ extern "C" cudaError_t qmm_cu_launch_prep_cols(const uint8_t *src, int is_signed
     dim3 grid((unsigned int)((kp + kTile - 1) / kTile), blocks_for(n_p, kTile), blocks_for(nmat, 1));
     prep_cols_kernel<<<grid, dim3(kTile, 8), 0, s>>>(src, is_signed, nmat, k, n, n_p, kp, dst,
                                                      colsum);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t qmm_cu_launch_order_to_rows(const int8_t *src, int order, int64_t nmat,
+                                                   int64_t rows, int64_t cols, int64_t rows_p,
+                                                   int64_t ld, int8_t *dst, cudaStream_t s)
+{
+    if (nmat == 0 || rows_p == 0 || ld == 0)
+        return cudaSuccess;
+    dim3 grid(blocks_for(rows_p * ld, 256), blocks_for(nmat, 1));
+    order_to_rows_kernel<<<grid, 256, 0, s>>>(src, order, nmat, rows, cols, rows_p, ld, dst);
     return cudaGetLastError();
 }
 

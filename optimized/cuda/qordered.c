@@ -155,21 +155,6 @@ static qmm_status_code gemm_ordered(qmm_cu_backend *cb, const qo *q, const int8_
     return qmm_cu_lt_matmul(cb, &g, a, bt, d, native, st);
 }
 
-/* dst (ROW order, rows x cols, row stride ld_dst) = src in `order` (int8), by
- * cublasLtMatrixTransform. */
-static qmm_status_code to_row(qmm_cu_backend *cb, const int8_t *src, int32_t order,
-                              int64_t rows, int64_t cols, int8_t *dst, int64_t ld_dst,
-                              qmm_status *st)
-{
-    const qmm_lt_matrix from = {CUDA_R_8I, rows, cols, qmm_lt_order_ld(order, rows, cols), order,
-                                "source layout"};
-    const qmm_lt_matrix to = {CUDA_R_8I, rows, cols, ld_dst, QMM_ORDER_ROW, "ROW layout"};
-    const char *what;
-    cublasStatus_t e = qmm_lt_transform(cb->lt, cb->stream, src, &from, dst, &to,
-                                        "reordering to ROW", &what);
-    return e == CUBLAS_STATUS_SUCCESS ? QMM_OK : qmm_cu_fail_lt(cb, e, what, st);
-}
-
 #define PAD_MN 16
 #define PAD_K 32
 
@@ -241,10 +226,10 @@ static qmm_status_code run_device(qmm_cu_backend *cb, const qo *q, qmm_status *s
     }
     if (!native && k > 0) {
         /* rows form: A (batch x m x k) and B^T (n x k) as zero-padded rows of kp */
-        CU_TRY(cudaMemsetAsync(ap, 0, (size_t)(q->batch * mp * kp), s), "clearing A");
-        CU_TRY(cudaMemsetAsync(bt, 0, (size_t)(q->b_batch * np * kp), s), "clearing B");
         if (!q->col32) {
             /* ROW A and COL B (= row-major B^T) need only padding: the signed "shift" is none */
+            CU_TRY(cudaMemsetAsync(ap, 0, (size_t)(q->batch * mp * kp), s), "clearing A");
+            CU_TRY(cudaMemsetAsync(bt, 0, (size_t)(q->b_batch * np * kp), s), "clearing B");
             CU_TRY(qmm_cu_launch_prep_rows((const uint8_t *)da, 1, q->batch, m, k, mp, kp, ap,
                                            rs, s),
                    "preparing A");
@@ -252,17 +237,11 @@ static qmm_status_code run_device(qmm_cu_backend *cb, const qo *q, qmm_status *s
                                            rs, s),
                    "preparing B");
         } else {
-            for (int64_t bi = 0; bi < q->batch; bi++) {
-                rc = to_row(cb, da + bi * m * k, QMM_ORDER_COL32, m, k, ap + bi * mp * kp, kp,
-                            st);
-                if (rc != QMM_OK)
-                    goto out;
-            }
-            for (int64_t bb = 0; bb < q->b_batch; bb++) {
-                rc = to_row(cb, db + bb * n * k, c->order_b, n, k, bt + bb * np * kp, kp, st);
-                if (rc != QMM_OK)
-                    goto out;
-            }
+            CU_TRY(qmm_cu_launch_order_to_rows(da, QMM_ORDER_COL32, q->batch, m, k, mp, kp, ap,
+                                               s),
+                   "reordering A to ROW");
+            CU_TRY(qmm_cu_launch_order_to_rows(db, c->order_b, q->b_batch, n, k, np, kp, bt, s),
+                   "reordering B to ROW");
         }
     }
     for (int64_t bi = 0; bi < q->batch; bi++) {
@@ -312,25 +291,30 @@ static qmm_status_code run_device(qmm_cu_backend *cb, const qo *q, qmm_status *s
         unsigned int count = 0;
         CU_TRY(cudaMemcpyAsync(&count, dcount, sizeof count, cudaMemcpyDeviceToHost, s),
                "reading the counter");
+        /* this batch's Y comes back now; its undecided elements are decided into it on the host
+         * (all on stream s: a plain cudaMemcpy would run on the legacy stream, which does not
+         * wait for this non-blocking one, and a patch copied back to the device could land
+         * after the final copy read it) */
+        CU_TRY(cudaMemcpyAsync(yhost + bi * m * n, dy + bi * m * n, mn, cudaMemcpyDeviceToHost,
+                               s),
+               "copying Y back");
         CU_TRY(cudaStreamSynchronize(s), "running the epilogue");
         if (count > 0) {
-            CU_TRY(cudaMemcpy(h_off, u_off, count * sizeof *h_off, cudaMemcpyDeviceToHost),
+            CU_TRY(cudaMemcpyAsync(h_off, u_off, count * sizeof *h_off, cudaMemcpyDeviceToHost,
+                                   s),
                    "reading undecided elements");
-            CU_TRY(cudaMemcpy(h_acc, u_acc, count * sizeof *h_acc, cudaMemcpyDeviceToHost),
+            CU_TRY(cudaMemcpyAsync(h_acc, u_acc, count * sizeof *h_acc, cudaMemcpyDeviceToHost,
+                                   s),
                    "reading undecided elements");
-            CU_TRY(cudaMemcpy(h_col, u_col, count * sizeof *h_col, cudaMemcpyDeviceToHost),
+            CU_TRY(cudaMemcpyAsync(h_col, u_col, count * sizeof *h_col, cudaMemcpyDeviceToHost,
+                                   s),
                    "reading undecided elements");
-            CU_TRY(cudaMemcpy(h_c, u_c, count * sizeof *h_c, cudaMemcpyDeviceToHost),
+            CU_TRY(cudaMemcpyAsync(h_c, u_c, count * sizeof *h_c, cudaMemcpyDeviceToHost, s),
                    "reading undecided elements");
-            /* y comes back below; the exact values overwrite the placeholders after that */
-            CU_TRY(cudaMemcpy(yhost + bi * m * n, dy + bi * m * n, mn, cudaMemcpyDeviceToHost),
-                   "copying Y back");
+            CU_TRY(cudaStreamSynchronize(s), "reading undecided elements");
             resolve_undecided(q, yhost + bi * m * n, count, h_off, h_acc, h_col, h_c);
-            CU_TRY(cudaMemcpy(dy + bi * m * n, yhost + bi * m * n, mn, cudaMemcpyHostToDevice),
-                   "patching Y");
         }
     }
-    CU_TRY(cudaMemcpyAsync(yhost, dy, yn, cudaMemcpyDeviceToHost, s), "copying Y back");
     CU_TRY(cudaStreamSynchronize(s), "running the call");
 out:
     cudaStreamSynchronize(s);
