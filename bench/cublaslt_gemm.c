@@ -1,38 +1,68 @@
-/* bench/cublaslt_gemm.c — the GPU benchmark of issue 7 (contract: docs/semantics.md §6): the cuda
+/* bench/cublaslt_gemm.c — the GPU benchmark of issue 28 (contract: docs/semantics.md §6): the cuda
  * backend's exact QLinearMatMul pipeline against a plain cuBLASLt int8 GEMM, both on
- * device-resident data.
+ * device-resident pseudo-random data.
  *
- *   qmm_cublaslt_bench [--reps N] [SIZE ...]        (default sizes 4096 8192: SIZE^3 problems)
+ *   qmm_cublaslt_bench [--reps N] [SHAPE ...]
  *
- * Prints, per size, the plain GEMM's and the pipeline's median time and int8 TOPS
- * (2*M*N*K / time) and the ratio (target >= 70%). Exit 77 when there is no CUDA device.
+ * SHAPE is MxKxN or one number S (S x S x S); the default shapes are 4096, 8192, 1x4096x4096,
+ * 16x4096x4096 and 128x4096x4096. Prints, per shape, the plain GEMM's and the pipeline's median
+ * times and int8 TOPS (2*M*N*K / time), the ratio GEMM / pipeline (the share of cuBLASLt's
+ * throughput the exact pipeline keeps), and the pipeline's stages timed alone: operand
+ * preparation and the epilogue. Exit 77 when there is no CUDA device.
  * `qmmcheck bench --backend cuda --shape ...` measures the same backend end to end through the
  * operator interface, host<->device copies of every call included. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "optimized/qmm_cuda.h"
 
+/* "S" or "MxKxN", every number in 1 .. 2^20 */
+static int parse_shape(const char *s, int64_t dims[3])
+{
+    char *end;
+    for (int i = 0; i < 3; i++) {
+        long long v = strtoll(s, &end, 10);
+        if (end == s || v < 1 || v > (1 << 20))
+            return 0;
+        dims[i] = v;
+        if (i == 0 && *end == '\0') {
+            dims[1] = dims[2] = v;
+            return 1;
+        }
+        if (i < 2 && *end != 'x')
+            return 0;
+        s = end + 1;
+    }
+    return *end == '\0';
+}
+
 int main(int argc, char **argv)
 {
+    static const char *defaults[] = {"4096", "8192", "1x4096x4096", "16x4096x4096",
+                                     "128x4096x4096"};
     int reps = 20;
-    long sizes[16];
-    int nsizes = 0;
+    int64_t shapes[16][3];
+    int nshapes = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
             reps = atoi(argv[++i]);
-        } else if (nsizes < 16 && atol(argv[i]) > 0) {
-            sizes[nsizes++] = atol(argv[i]);
+            if (reps < 1) {
+                fprintf(stderr, "qmm_cublaslt_bench: --reps must be at least 1\n");
+                return 2;
+            }
+        } else if (nshapes < 16 && parse_shape(argv[i], shapes[nshapes])) {
+            nshapes++;
         } else {
-            fprintf(stderr, "usage: qmm_cublaslt_bench [--reps N] [SIZE ...]\n");
+            fprintf(stderr, "usage: qmm_cublaslt_bench [--reps N] [S | MxKxN ...] (at most 16)\n");
             return 2;
         }
     }
-    if (nsizes == 0) {
-        sizes[nsizes++] = 4096;
-        sizes[nsizes++] = 8192;
-    }
+    for (size_t i = 0; nshapes == 0 && i < sizeof defaults / sizeof defaults[0]; i++)
+        parse_shape(defaults[i], shapes[i]);
+    if (nshapes == 0)
+        nshapes = (int)(sizeof defaults / sizeof defaults[0]);
     qmm_status st;
     qmm_backend *be = qmm_cuda_open(QMM_ABI_VERSION, "", &st);
     if (!be) {
@@ -40,25 +70,29 @@ int main(int argc, char **argv)
         return 1;
     }
     int rc = 0;
-    printf("%-8s %12s %10s %12s %10s %8s\n", "size", "cublasLt_ms", "TOPS", "pipeline_ms",
-           "TOPS", "ratio");
-    for (int i = 0; i < nsizes; i++) {
-        int64_t s = sizes[i];
-        double g = 0, f = 0;
-        qmm_status_code c = qmm_cuda_bench_resident(be, s, s, s, reps, &g, &f, &st);
+    printf("%-16s %11s %8s %11s %8s %7s %10s %10s\n", "MxKxN", "cublasLt_ms", "TOPS",
+           "pipeline_ms", "TOPS", "ratio", "prepare_ms", "epilog_ms");
+    for (int i = 0; i < nshapes; i++) {
+        int64_t m = shapes[i][0], k = shapes[i][1], n = shapes[i][2];
+        char name[64];
+        snprintf(name, sizeof name, "%" PRId64 "x%" PRId64 "x%" PRId64, m, k, n);
+        qmm_cuda_bench_times t;
+        qmm_status_code c = qmm_cuda_bench_resident(be, m, k, n, reps, &t, &st);
         if (c == QMM_UNSUPPORTED) {
             printf("qmm_cublaslt_bench: %s: not measured\n", st.message);
             rc = 77;
             break;
         }
         if (c != QMM_OK) {
-            fprintf(stderr, "qmm_cublaslt_bench: %lld: %s\n", (long long)s, st.message);
+            fprintf(stderr, "qmm_cublaslt_bench: %s: %s\n", name, st.message);
             rc = 1;
-            break;
+            continue;
         }
-        double ops = 2.0 * (double)s * (double)s * (double)s;
-        printf("%-8lld %12.3f %10.1f %12.3f %10.1f %7.1f%%\n", (long long)s, g * 1e3,
-               ops / g * 1e-12, f * 1e3, ops / f * 1e-12, 100.0 * g / f);
+        double ops = 2.0 * (double)m * (double)k * (double)n;
+        printf("%-16s %11.4f %8.1f %11.4f %8.1f %6.1f%% %10.4f %10.4f\n", name, t.gemm_s * 1e3,
+               ops / t.gemm_s * 1e-12, t.full_s * 1e3, ops / t.full_s * 1e-12,
+               100.0 * t.gemm_s / t.full_s, t.prepare_s * 1e3, t.epilogue_s * 1e3);
+        fflush(stdout);
     }
     be->close(be);
     return rc;

@@ -35,16 +35,22 @@ extern "C" {
 
 qmm_backend *qmm_cuda_open(uint32_t harness_abi, const char *options, qmm_status *st);
 
-/* Benchmark helper for bench/cublaslt_gemm.c: on device-resident random uint8 A [m,k] and
- * int8 B [k,n] (per-tensor parameters, uint8 y), times `reps` runs of
- *   *gemm_s: a plain cuBLASLt int8 GEMM (int8 x int8 -> int32, the operands already in the
- *            layout it wants): the baseline;
- *   *full_s: this backend's device pipeline (operand shift/transpose with row and column sums,
- *            the same GEMM, the exact epilogue writing uint8 y);
- * both medians in seconds, host transfers excluded. UNSUPPORTED without a device. */
+/* Benchmark helper for bench/cublaslt_gemm.c: on device-resident pseudo-random uint8 A [m,k]
+ * and int8 B [k,n] (per-tensor parameters, uint8 y), the medians of `reps` timed runs (CUDA
+ * events, host transfers excluded), in seconds, of
+ *   gemm_s:     a plain cuBLASLt int8 GEMM (int8 x int8 -> int32, the operands already in the
+ *               layout it wants): the baseline;
+ *   full_s:     this backend's device pipeline: the three stages below in a row;
+ *   prepare_s:  its operand preparation alone (shift, padding, B's transposition, row and
+ *               column sums);
+ *   epilogue_s: its exact epilogue alone (int32 accumulators -> uint8 y).
+ * UNSUPPORTED without a device. */
+typedef struct qmm_cuda_bench_times {
+    double gemm_s, full_s, prepare_s, epilogue_s;
+} qmm_cuda_bench_times;
+
 qmm_status_code qmm_cuda_bench_resident(const qmm_backend *be, int64_t m, int64_t k, int64_t n,
-                                        int reps, double *gemm_s, double *full_s,
-                                        qmm_status *st);
+                                        int reps, qmm_cuda_bench_times *times, qmm_status *st);
 
 #ifdef __cplusplus
 }

@@ -102,8 +102,8 @@ Test(cuda, options)
     memset(&call, 0, sizeof call);
     call.op = QMM_OP_QLINEARMATMUL;
     cr_assert_eq(be->query(be, &call, &st), QMM_OK);
-    double g, f;
-    cr_assert_eq(qmm_cuda_bench_resident(be, 64, 64, 64, 1, &g, &f, &st), QMM_UNSUPPORTED);
+    qmm_cuda_bench_times t;
+    cr_assert_eq(qmm_cuda_bench_resident(be, 64, 64, 64, 1, &t, &st), QMM_UNSUPPORTED);
     be->close(be);
     be = open_cuda("device=7");
     be->close(be);

@@ -365,9 +365,10 @@ static cudaError_t upload(void **dst, const void *src, size_t bytes, cudaStream_
     return e;
 }
 
-/* The device part after operands and parameters are resident: preparation, GEMMs, epilogues.
- * Shared by the operator calls and the resident benchmark. */
-static qmm_status_code run_resident(qmm_cu_backend *cb, const plan *p, dev *d, qmm_status *st)
+/* The device part after operands and parameters are resident, in three stages: operand
+ * preparation, the GEMMs of batch bi, its epilogue. Shared by the operator calls and the
+ * resident benchmark (which times each stage too). */
+static qmm_status_code stage_prepare(qmm_cu_backend *cb, const plan *p, dev *d, qmm_status *st)
 {
     qmm_status_code rc = QMM_OK;
     cudaStream_t s = cb->stream;
@@ -390,24 +391,50 @@ static qmm_status_code run_resident(qmm_cu_backend *cb, const plan *p, dev *d, q
         CU_TRY(cudaMemsetAsync(d->dot, 0, (size_t)(p->mp * p->np) * sizeof(int32_t), s),
                "clearing accumulators");
     }
-    for (int64_t bi = 0; bi < p->batch; bi++) {
-        const int8_t *x = d->ap + p->amat[bi] * p->mp * p->kp;
-        const int8_t *w = d->bt + p->bmat[bi] * p->np * p->kp;
-        for (int64_t k0 = 0; k0 < p->kp; k0 += QMM_CU_KCHUNK) {
-            int64_t kc = p->kp - k0 < QMM_CU_KCHUNK ? p->kp - k0 : QMM_CU_KCHUNK;
-            int32_t *target = k0 == 0 ? d->dot : d->tmp;
-            rc = qmm_cu_gemm_rows(cb, p->mp, p->np, kc, x + k0, p->kp, w + k0, p->kp, target,
-                                  p->np, st);
-            if (rc != QMM_OK)
-                goto out;
-            if (k0 > 0)
-                CU_TRY(qmm_cu_launch_add(d->dot, d->tmp, p->mp * p->np, s), "summing K chunks");
-        }
-        qmm_cu_epi e = epi_args(p, bi, d->dot, p->np, d->rs, d->cs, d->da, d->db, d->sa, d->sb,
-                                d->cm, d->ys, d->yz, d->y);
-        CU_TRY(qmm_cu_launch_epilogue(&e, s), "epilogue");
+out:
+    return rc;
+}
+
+static qmm_status_code stage_gemm(qmm_cu_backend *cb, const plan *p, dev *d, int64_t bi,
+                                  qmm_status *st)
+{
+    qmm_status_code rc = QMM_OK;
+    const int8_t *x = d->ap + p->amat[bi] * p->mp * p->kp;
+    const int8_t *w = d->bt + p->bmat[bi] * p->np * p->kp;
+    for (int64_t k0 = 0; k0 < p->kp; k0 += QMM_CU_KCHUNK) {
+        int64_t kc = p->kp - k0 < QMM_CU_KCHUNK ? p->kp - k0 : QMM_CU_KCHUNK;
+        int32_t *target = k0 == 0 ? d->dot : d->tmp;
+        rc = qmm_cu_gemm_rows(cb, p->mp, p->np, kc, x + k0, p->kp, w + k0, p->kp, target, p->np,
+                              st);
+        if (rc != QMM_OK)
+            goto out;
+        if (k0 > 0)
+            CU_TRY(qmm_cu_launch_add(d->dot, d->tmp, p->mp * p->np, cb->stream),
+                   "summing K chunks");
     }
 out:
+    return rc;
+}
+
+static qmm_status_code stage_epilogue(qmm_cu_backend *cb, const plan *p, dev *d, int64_t bi,
+                                      qmm_status *st)
+{
+    qmm_status_code rc = QMM_OK;
+    qmm_cu_epi e = epi_args(p, bi, d->dot, p->np, d->rs, d->cs, d->da, d->db, d->sa, d->sb,
+                            d->cm, d->ys, d->yz, d->y);
+    CU_TRY(qmm_cu_launch_epilogue(&e, cb->stream), "epilogue");
+out:
+    return rc;
+}
+
+static qmm_status_code run_resident(qmm_cu_backend *cb, const plan *p, dev *d, qmm_status *st)
+{
+    qmm_status_code rc = stage_prepare(cb, p, d, st);
+    for (int64_t bi = 0; bi < p->batch && rc == QMM_OK; bi++) {
+        rc = stage_gemm(cb, p, d, bi, st); /* K = 0: no GEMM, the accumulators are cleared */
+        if (rc == QMM_OK)
+            rc = stage_epilogue(cb, p, d, bi, st);
+    }
     return rc;
 }
 
@@ -579,9 +606,44 @@ static qmm_status_code bench_full(qmm_cu_backend *cb, void *ctx, qmm_status *st)
     return run_resident(cb, b->p, b->d, st);
 }
 
+static qmm_status_code bench_prepare(qmm_cu_backend *cb, void *ctx, qmm_status *st)
+{
+    bench_ctx *b = ctx;
+    return stage_prepare(cb, b->p, b->d, st);
+}
+
+static qmm_status_code bench_epilogue(qmm_cu_backend *cb, void *ctx, qmm_status *st)
+{
+    bench_ctx *b = ctx;
+    return stage_epilogue(cb, b->p, b->d, 0, st);
+}
+
+/* Fills n device bytes with a seeded pseudo-random sequence (splitmix64), through the host:
+ * the benchmark never times constant operands. */
+static qmm_status_code fill_random(qmm_cu_backend *cb, void *dst, size_t n, uint64_t seed,
+                                   qmm_status *st)
+{
+    qmm_status_code rc = QMM_OK;
+    uint8_t *h = malloc(n + 8);
+    if (!h)
+        return qmm_status_oom(st, cb->name, "for the benchmark's operands");
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t z = (seed += 0x9e3779b97f4a7c15u);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+        z ^= z >> 31;
+        memcpy(h + i, &z, 8);
+    }
+    CU_TRY(cudaMemcpy(dst, h, n, cudaMemcpyHostToDevice), "filling an operand");
+    /* from pageable memory the copy may return before it lands, on the legacy stream */
+    CU_TRY(cudaDeviceSynchronize(), "filling an operand");
+out:
+    free(h);
+    return rc;
+}
+
 qmm_status_code qmm_cuda_bench_resident(const qmm_backend *be, int64_t m, int64_t k, int64_t n,
-                                        int reps, double *gemm_s, double *full_s,
-                                        qmm_status *st)
+                                        int reps, qmm_cuda_bench_times *times, qmm_status *st)
 {
     qmm_cu_backend *cb = qmm_cu_from_backend(be);
     if (!cb)
@@ -592,6 +654,7 @@ qmm_status_code qmm_cuda_bench_resident(const qmm_backend *be, int64_t m, int64_
     if (m <= 0 || k <= 0 || n <= 0 || k > QMM_CU_KCHUNK || reps < 1)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT,
                               "bench: need m, n > 0, 0 < k <= %d, reps >= 1", QMM_CU_KCHUNK);
+    memset(times, 0, sizeof *times);
     float sa = 0.0173f, sb = 0.0041f, sy = 0.93f;
     uint8_t za = 131, zb = 0, zy = 128, dummy = 0;
     /* a call whose tensors carry only shapes: the data stays on the device */
@@ -627,14 +690,21 @@ qmm_status_code qmm_cuda_bench_resident(const qmm_backend *be, int64_t m, int64_
     rc = dev_setup(cb, &p, &d, 0, st);
     if (rc != QMM_OK)
         goto out;
-    /* operand contents do not change the timing of an integer GEMM; fill them anyway */
-    CU_TRY(cudaMemsetAsync(d.a, 0x5b, (size_t)(m * k), cb->stream), "filling A");
-    CU_TRY(cudaMemsetAsync(d.b, 0xa7, (size_t)(k * n), cb->stream), "filling B");
+    CU_TRY(cudaStreamSynchronize(cb->stream), "setting up");
+    if ((rc = fill_random(cb, d.a, (size_t)(m * k), 1, st)) != QMM_OK ||
+        (rc = fill_random(cb, d.b, (size_t)(k * n), 2, st)) != QMM_OK)
+        goto out;
     bench_ctx bc = {&p, &d};
     /* the full pipeline first: it also prepares the operands the plain GEMM then reads */
-    rc = time_median(cb, bench_full, &bc, reps, full_s, st);
-    if (rc == QMM_OK)
-        rc = time_median(cb, bench_gemm, &bc, reps, gemm_s, st);
+    struct {
+        bench_fn fn;
+        double *out;
+    } runs[] = {{bench_full, &times->full_s},
+                {bench_gemm, &times->gemm_s},
+                {bench_prepare, &times->prepare_s},
+                {bench_epilogue, &times->epilogue_s}};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0] && rc == QMM_OK; i++)
+        rc = time_median(cb, runs[i].fn, &bc, reps, runs[i].out, st);
 out:
     cudaStreamSynchronize(cb->stream);
     dev_free(&d);
