@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# optimized/cuda/gpu_check.sh — issue 28's checks of the cuda backend on a machine with a GPU, in
+# one command that ends on its own (every step has a time limit), for a short rented GPU:
+#
+#   optimized/cuda/gpu_check.sh [--build DIR] [--out DIR] [--diff-seconds S] [--diff-procs P]
+#                               [--reps N] [--emulate] [--no-bench]
+#
+# --build: a build configured with -DQMM_CUDA=ON (default build-cuda; optimized/cuda/ci.sh makes
+# one). It may have been built on another machine of the same architecture: nothing here uses
+# CMake's absolute paths, and when the loader cannot find the CUDA libraries the usual toolkit
+# and pip locations are searched. Steps, each logged to OUT/NAME.log, one line each in
+# OUT/summary (name, exit status, seconds):
+#   info        nvidia-smi, the libraries the binaries load
+#   bench       qmm_cublaslt_bench twice (plain cuBLASLt int8 GEMM vs the exact pipeline)
+#   bench_e2e   qmmcheck bench, cuda against the optimized CPU backend, alternating
+#   layout      qmm_cuda_layout_check: the five QOrderedMatMul orders vs cublasLtMatrixTransform
+#   test_exact  test_cuda_exact; test_cuda (the device differential and the emulated tests)
+#   vectors     qmmcheck run --backend cuda over every suite in vectors/
+#   determinism the same with --determinism: the device against itself and its host emulation
+#   diff        P processes of `qmmcheck diff --backend reference --backend cuda` for S seconds,
+#               on disjoint problem ranges of one seed; the problems are added up
+#   memcheck    compute-sanitizer memcheck over the vector suites and 300 diff problems
+#   racecheck   compute-sanitizer racecheck over the QOrderedMatMul suite and 300 diff problems
+# --no-bench: leave out bench and bench_e2e (a rerun of the checks after a fix).
+# --emulate: the same steps against `cuda:emulate=1`, with no device (a rehearsal on the CPU:
+# the device-only steps then fail or skip).
+# Exit 0 when every step passed, 1 otherwise; 77 when no CUDA device answers.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=$root/build-cuda
+out=$PWD/gpu-check
+diff_s=150
+procs=$(($(nproc) > 4 ? $(nproc) - 2 : 2))
+reps=50
+be=cuda
+bench=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build) build=$(cd "$2" && pwd) || exit 2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --diff-seconds) diff_s=$2; shift 2 ;;
+    --diff-procs) procs=$2; shift 2 ;;
+    --reps) reps=$2; shift 2 ;;
+    --emulate) be=cuda:emulate=1; shift ;;
+    --no-bench) bench=0; shift ;;
+    *) echo "usage: $0 [--build DIR] [--out DIR] [--diff-seconds S] [--diff-procs P] [--reps N] [--emulate] [--no-bench]" >&2
+       exit 2 ;;
+  esac
+done
+case "$diff_s$procs$reps" in
+  *[!0-9]*) echo "gpu_check: --diff-seconds, --diff-procs and --reps take whole numbers" >&2; exit 2 ;;
+esac
+mkdir -p "$out" || exit 2
+out=$(cd "$out" && pwd)
+q=$build/harness/qmmcheck
+for f in "$q" "$build/tests/test_cuda" "$build/tests/test_cuda_exact" \
+         "$build/optimized/cuda/qmm_cuda_layout_check" "$build/optimized/cuda/qmm_cublaslt_bench"; do
+  [ -x "$f" ] || { echo "gpu_check: $f is missing: build with -DQMM_CUDA=ON first" >&2; exit 2; }
+done
+
+# The CUDA libraries, where the loader does not know them
+if ldd "$q" | grep -q "not found"; then
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/lib \
+           $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null); do
+    for l in "$d" "$d"/nvidia/cu13/lib "$d"/nvidia/cublas/lib "$d"/nvidia/cuda_runtime/lib; do
+      [ -e "$l/libcublasLt.so.13" ] || [ -e "$l/libcudart.so.13" ] &&
+        export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$l
+    done
+  done
+fi
+export QMM_SOURCE_DIR=$root QMMCHECK=$q QMM_VERSION=gpu-check
+cd "$root" || exit 2
+: > "$out/summary"
+failed=0
+# step NAME LIMIT COMMAND...: runs COMMAND (a program or a function of this script) under a time
+# limit, its output in OUT/NAME.log
+step() {
+  local name=$1 limit=$2 t0 rc
+  shift 2
+  t0=$(date +%s)
+  echo "== $name ($(date -u +%H:%M:%S), limit ${limit}s)"
+  timeout -k 10 "$limit" bash -c '"$@"' "$name" "$@" > "$out/$name.log" 2>&1
+  rc=$?
+  printf '%-12s rc=%-3s %4ss\n' "$name" "$rc" "$(($(date +%s) - t0))" | tee -a "$out/summary"
+  [ "$rc" -eq 0 ] || failed=1
+  return "$rc"
+}
+
+info() {
+  nvidia-smi
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.sm,power.limit \
+    --format=csv
+  command -v nvcc > /dev/null && nvcc --version
+  echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+  ldd "$q" | grep -E "cuda|cublas|gmp|not found"
+  ! ldd "$q" "$build/tests/test_cuda" | grep "not found"
+}
+export -f info
+export q out build be
+step info 30 info
+if [ "$be" = cuda ] && ! "$build/optimized/cuda/qmm_cublaslt_bench" 64 > "$out/probe.log" 2>&1; then
+  echo "gpu_check: no usable CUDA device:" >&2
+  cat "$out/probe.log" >&2
+  exit 77
+fi
+
+if [ "$bench" = 1 ]; then
+  step bench 120 bash -c "'$build/optimized/cuda/qmm_cublaslt_bench' --reps $reps &&
+                          echo second run && '$build/optimized/cuda/qmm_cublaslt_bench' --reps $reps"
+  # end to end through the operator interface (host<->device copies included), against the CPU
+  step bench_e2e 120 "$q" bench --backend "$be" --backend optimized --threads "$(nproc)" \
+    --shape 2048x2048x2048 --shape 128x4096x4096 --shape 1x4096x4096 --rounds 5 --reps 10
+fi
+step layout 60 "$build/optimized/cuda/qmm_cuda_layout_check"
+step test_exact 120 bash -c "cd '$build/tests' && ./test_cuda_exact --jobs 4"
+step test_cuda 300 bash -c "cd '$build/tests' && ./test_cuda --jobs 4 --verbose"
+step vectors 120 "$q" run --backend "$be" --vectors vectors --quiet
+step determinism 180 "$q" run --backend "$be" --vectors vectors --quiet --determinism \
+  --variants 'emulate=1;device=0'
+
+# The long differential and the sanitizers, in parallel (they mostly wait on the device)
+diff_one() {
+  "$q" diff --backend reference --backend "$be" --seed 28 --start "$(($1 * 100000000))" \
+    --seconds "$diff_s" --max-diffs 10 --quiet --out "$out/diff-$1"
+}
+diff_all() {
+  local pids=() rc=0 i r
+  for i in $(seq 0 $((procs - 1))); do
+    diff_one "$i" > "$out/diff-$i.out" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}"
+    r=$?
+    if [ "$r" -ne 0 ]; then
+      rc=1
+      echo "diff process $i: exit $r"
+      tail -5 "$out/diff-$i.out"
+    fi
+  done
+  cat "$out"/diff-*.out | grep "DIFF SUMMARY" | awk '
+    { for (f = 1; f <= NF; f++) { split($f, kv, ":"); if (kv[2] ~ /^[0-9]+$/) s[kv[1]] += kv[2] } }
+    END { printf "DIFF TOTAL: problems:%d same:%d differences:%d skipped:%d tolerated:%d\n",
+          s["problems"], s["same"], s["differences"], s["skipped"], s["tolerated"] }'
+  return "$rc"
+}
+cs=$(command -v compute-sanitizer ||
+     ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer \
+        /opt/nvidia/*/compute-sanitizer/compute-sanitizer 2> /dev/null | head -1)
+sanitize() {
+  local tool=$1 suite=$2
+  "$cs" --tool "$tool" --error-exitcode 9 --print-limit 20 \
+    "$q" run --backend "$be" --vectors "$suite" --quiet || return $?
+  "$cs" --tool "$tool" --error-exitcode 9 --print-limit 20 \
+    "$q" diff --backend reference --backend "$be" --seed 29 --count 300 --quiet \
+    --out "$out/sanitize-$tool"
+}
+export -f diff_one diff_all sanitize
+export diff_s procs cs
+pids=()
+(step diff $((diff_s + 60)) diff_all) &
+pids+=($!)
+if [ -n "$cs" ]; then
+  (step memcheck $((diff_s + 30)) sanitize memcheck vectors) &
+  pids+=($!)
+  (step racecheck $((diff_s + 30)) sanitize racecheck vectors/qordered) &
+  pids+=($!)
+else
+  echo "sanitizers   compute-sanitizer not found" | tee -a "$out/summary"
+  failed=1
+fi
+for p in "${pids[@]}"; do
+  wait "$p" || failed=1
+done
+grep -h "DIFF TOTAL" "$out/diff.log"
+# Saved differences, one file (a caller may fetch only a few files)
+if ls -d "$out"/diff-*/ "$out"/sanitize-*/ > /dev/null 2>&1; then
+  tar -C "$out" -czf "$out/saved-cases.tgz" $(cd "$out" && ls -d diff-*/ sanitize-*/ 2>/dev/null) &&
+    rm -rf "$out"/diff-*/ "$out"/sanitize-*/
+fi
+echo "== summary"
+cat "$out/summary"
+grep -h "SUMMARY" "$out/vectors.log" "$out/determinism.log" 2>/dev/null
+cat "$out/bench.log" 2> /dev/null
+tail -12 "$out/bench_e2e.log" 2> /dev/null
+exit "$failed"
