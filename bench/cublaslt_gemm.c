@@ -18,7 +18,7 @@
 
 #include "optimized/qmm_cuda.h"
 
-/* "S" or "MxKxN", every number in 1 .. 2^20 */
+/* "S" or "MxKxN", every number in 1 .. 2^20 (K also at most 65536: one GEMM, no K chunks) */
 static int parse_shape(const char *s, int64_t dims[3])
 {
     char *end;
@@ -29,13 +29,13 @@ static int parse_shape(const char *s, int64_t dims[3])
         dims[i] = v;
         if (i == 0 && *end == '\0') {
             dims[1] = dims[2] = v;
-            return 1;
+            return v <= 65536;
         }
         if (i < 2 && *end != 'x')
             return 0;
         s = end + 1;
     }
-    return *end == '\0';
+    return *end == '\0' && dims[1] <= 65536;
 }
 
 int main(int argc, char **argv)
@@ -55,7 +55,8 @@ int main(int argc, char **argv)
         } else if (nshapes < 16 && parse_shape(argv[i], shapes[nshapes])) {
             nshapes++;
         } else {
-            fprintf(stderr, "usage: qmm_cublaslt_bench [--reps N] [S | MxKxN ...] (at most 16)\n");
+            fprintf(stderr, "qmm_cublaslt_bench: '%s': want --reps N or a shape S or MxKxN "
+                            "(each 1 .. 2^20, K at most 65536; at most 16 shapes)\n", argv[i]);
             return 2;
         }
     }

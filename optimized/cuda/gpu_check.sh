@@ -11,6 +11,7 @@
 # and pip locations are searched. Steps, each logged to OUT/NAME.log, one line each in
 # OUT/summary (name, exit status, seconds):
 #   info        nvidia-smi, the libraries the binaries load
+#   probe       the smallest pipeline on the device (77 there: no device, the check ends with 77)
 #   bench       qmm_cublaslt_bench twice (plain cuBLASLt int8 GEMM vs the exact pipeline)
 #   bench_e2e   qmmcheck bench, cuda against the optimized CPU backend, alternating
 #   layout      qmm_cuda_layout_check: the five QOrderedMatMul orders vs cublasLtMatrixTransform
@@ -47,9 +48,17 @@ while [ $# -gt 0 ]; do
        exit 2 ;;
   esac
 done
-case "$diff_s$procs$reps" in
-  *[!0-9]*) echo "gpu_check: --diff-seconds, --diff-procs and --reps take whole numbers" >&2; exit 2 ;;
-esac
+for v in "$diff_s" "$procs" "$reps"; do
+  case "$v" in
+    "" | *[!0-9]* | 0*) echo "gpu_check: --diff-seconds, --diff-procs and --reps take whole numbers from 1" >&2
+                        exit 2 ;;
+  esac
+done
+# a reused folder would mix an earlier run's logs and saved cases into this run's totals
+if [ -e "$out" ] && [ -n "$(ls -A "$out" 2> /dev/null)" ]; then
+  echo "gpu_check: $out is not empty: give --out a new or empty folder" >&2
+  exit 2
+fi
 mkdir -p "$out" || exit 2
 out=$(cd "$out" && pwd)
 q=$build/harness/qmmcheck
@@ -87,33 +96,44 @@ step() {
 }
 
 info() {
-  nvidia-smi
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.sm,power.limit \
-    --format=csv
+  local rc=0
+  if ! nvidia-smi || ! nvidia-smi --format=csv \
+         --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.sm,power.limit; then
+    echo "nvidia-smi is missing or failed"
+    [ "$be" != cuda ] || rc=1
+  fi
   command -v nvcc > /dev/null && nvcc --version
   echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
   ldd "$q" | grep -E "cuda|cublas|gmp|not found"
-  ! ldd "$q" "$build/tests/test_cuda" | grep "not found"
+  if ldd "$q" "$build/tests/test_cuda" | grep "not found"; then
+    rc=1
+  fi
+  return "$rc"
 }
 export -f info
 export q out build be
 step info 30 info
-if [ "$be" = cuda ] && ! "$build/optimized/cuda/qmm_cublaslt_bench" 64 > "$out/probe.log" 2>&1; then
-  echo "gpu_check: no usable CUDA device:" >&2
-  cat "$out/probe.log" >&2
-  exit 77
+# The smallest pipeline on the device: 77 (no device) ends the check; any other failure is a
+# failed step, and the other steps still run (their logs say more)
+if [ "$be" = cuda ]; then
+  step probe 60 "$build/optimized/cuda/qmm_cublaslt_bench" --reps 1 64
+  if [ "$(awk '$1 == "probe" { print $2 }' "$out/summary")" = rc=77 ]; then
+    echo "gpu_check: no usable CUDA device:" >&2
+    cat "$out/probe.log" >&2
+    exit 77
+  fi
 fi
 
 if [ "$bench" = 1 ]; then
-  step bench 120 bash -c "'$build/optimized/cuda/qmm_cublaslt_bench' --reps $reps &&
-                          echo second run && '$build/optimized/cuda/qmm_cublaslt_bench' --reps $reps"
+  step bench 120 bash -c '"$1" --reps "$2" && echo second run && "$1" --reps "$2"' bench \
+    "$build/optimized/cuda/qmm_cublaslt_bench" "$reps"
   # end to end through the operator interface (host<->device copies included), against the CPU
   step bench_e2e 120 "$q" bench --backend "$be" --backend optimized --threads "$(nproc)" \
     --shape 2048x2048x2048 --shape 128x4096x4096 --shape 1x4096x4096 --rounds 5 --reps 10
 fi
 step layout 60 "$build/optimized/cuda/qmm_cuda_layout_check"
-step test_exact 120 bash -c "cd '$build/tests' && ./test_cuda_exact --jobs 4"
-step test_cuda 300 bash -c "cd '$build/tests' && ./test_cuda --jobs 4 --verbose"
+step test_exact 120 bash -c 'cd "$1" && ./test_cuda_exact --jobs 4' test "$build/tests"
+step test_cuda 300 bash -c 'cd "$1" && ./test_cuda --jobs 4 --verbose' test "$build/tests"
 step vectors 120 "$q" run --backend "$be" --vectors vectors --quiet
 step determinism 180 "$q" run --backend "$be" --vectors vectors --quiet --determinism \
   --variants 'emulate=1;device=0'
@@ -157,13 +177,14 @@ sanitize() {
 }
 export -f diff_one diff_all sanitize
 export diff_s procs cs
+san_s=$((diff_s + 30 > 180 ? diff_s + 30 : 180)) # memcheck over every suite takes about 25 s
 pids=()
 (step diff $((diff_s + 60)) diff_all) &
 pids+=($!)
 if [ -n "$cs" ]; then
-  (step memcheck $((diff_s + 30)) sanitize memcheck vectors) &
+  (step memcheck "$san_s" sanitize memcheck vectors) &
   pids+=($!)
-  (step racecheck $((diff_s + 30)) sanitize racecheck vectors/qordered) &
+  (step racecheck "$san_s" sanitize racecheck vectors/qordered) &
   pids+=($!)
 else
   echo "sanitizers   compute-sanitizer not found" | tee -a "$out/summary"
@@ -174,9 +195,14 @@ for p in "${pids[@]}"; do
 done
 grep -h "DIFF TOTAL" "$out/diff.log"
 # Saved differences, one file (a caller may fetch only a few files)
-if ls -d "$out"/diff-*/ "$out"/sanitize-*/ > /dev/null 2>&1; then
-  tar -C "$out" -czf "$out/saved-cases.tgz" $(cd "$out" && ls -d diff-*/ sanitize-*/ 2>/dev/null) &&
-    rm -rf "$out"/diff-*/ "$out"/sanitize-*/
+saved=()
+for d in "$out"/diff-*/ "$out"/sanitize-*/; do
+  [ -d "$d" ] && saved+=("$(basename "$d")")
+done
+if [ ${#saved[@]} -gt 0 ]; then
+  tar -C "$out" -czf "$out/saved-cases.tgz" "${saved[@]}" &&
+    (cd "$out" && rm -rf "${saved[@]}")
+  echo "saved cases of the differences: $out/saved-cases.tgz (${saved[*]})"
 fi
 echo "== summary"
 cat "$out/summary"

@@ -4,8 +4,9 @@
  *     and the call is the QLinearMatMul GEMM (qmm_cu_gemm_rows) after zero padding.
  *   (A COL32, B COL4_4R2_8C | COL32_2R_4R4, Y COL32): cublasLtMatmul directly on the ordered
  *     layouts (transb = T, int32 accumulators in COL32, so accumulator e belongs to output e).
- *     If cuBLASLt has no algorithm for those orders on this device, cublasLtMatrixTransform
- *     turns A and B^T into ROW order and the first form's GEMM runs instead.
+ *     If cuBLASLt has no algorithm for those orders on this device (an H100 has none), our
+ *     gather kernel (qmm_cu_launch_order_to_rows) turns A and B^T into zero-padded ROW order
+ *     and the first form's GEMM runs instead.
  * The epilogue (epilogue.h, qmm_cu_qord_element) decides nearly every element with a bounded
  * double computation; the rare undecided ones are decided here on the host, exactly, by
  * qmm_cu_qord_exact (exact.c, floating-point expansions). K is split into chunks of
