@@ -14,8 +14,9 @@ Rows: QLinearMatMul u8 a, s8 b, u8 y at 1x4096x4096, 128x768x768, 512x1024x1024,
   process, ours through `qmmcheck bench`).
 
 Ratios are peer time / our time (> 1: ours is faster), the median of the per-round ratios.
-With --update FILE the section for this CPU class (between its markers) is replaced, or added
-before the first "## " section; sections of other classes are left as they are. --json keeps
+With --update FILE the section for this CPU class and model (between its markers, e.g.
+"avx512-vnni, AMD EPYC (family 26 model 2)") is replaced, or added before the first "## "
+section; the sections of other classes and models are left as they are. --json keeps
 every row; --from-json makes the section again from it without measuring.
 
 Time, default size (3 rounds each) on the 2-core Zen 4: 18 minutes measured at load average
@@ -188,6 +189,13 @@ def section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end):
     return "\n".join(lines) + "\n"
 
 
+def section_key(mach):
+    """The section a machine's table goes to: its CPU class and model where the report names
+    the model. Machines of one class differ: an AMD Zen 4 and a Zen 5 are both avx512-vnni, the
+    Zen 5 at twice the int8 rate per cycle, and one must not overwrite the other's table."""
+    return f"{mach['class']}, {mach['cpu']}" if mach.get("cpu") else mach["class"]
+
+
 def update(path, cls, text):
     with open(path) as f:
         doc = f.read()
@@ -229,12 +237,12 @@ def main():
         with open(args.from_json) as f:
             d = json.load(f)
         args.onednn_profile = d.get("onednn_profile")
-        text = section(d["machine"]["class"], d["machine_line"], d["onednn"], d["ort"],
-                       d.get("onnxruntime"), args,
-                       datetime.datetime.fromisoformat(d["began"]), d["load_end"])
+        key = section_key(d["machine"])
+        text = section(key, d["machine_line"], d["onednn"], d["ort"], d.get("onnxruntime"),
+                       args, datetime.datetime.fromisoformat(d["began"]), d["load_end"])
         print(text)
         if args.update:
-            update(args.update, d["machine"]["class"], text)
+            update(args.update, key, text)
         return 0
     began = datetime.datetime.now(datetime.timezone.utc)
     mline, mach = machine(args.qmmcheck)
@@ -262,7 +270,7 @@ def main():
             print(f"table.py: no ONNX Runtime comparison: {e}", file=sys.stderr)
     with open("/proc/loadavg") as f:
         load_end = " ".join(f.read().split()[:3])
-    text = section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end)
+    text = section(section_key(mach), mline, onednn, ort_rows, ort_version, args, began, load_end)
     print(text)
     if args.json:
         with open(args.json, "w") as f:
@@ -271,7 +279,7 @@ def main():
                        "onnxruntime": ort_version, "onednn": onednn, "ort": ort_rows}, f,
                       indent=1)
     if args.update:
-        update(args.update, cls, text)
+        update(args.update, section_key(mach), text)
     return 0
 
 

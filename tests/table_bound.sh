@@ -50,4 +50,21 @@ grep -Fq 'out of reach in this run (ORT bound below 1.05): 8x64x64 T=1 B constan
   fail "the ORT out-of-reach line"
 grep -Fq 'out of reach in this run (bound below 1.05): 8x64x64 T=1 B input (1.0200), 16x64x64 T=1 B constant (1.0496).' "$tmp/out" ||
   fail "the out-of-reach line"
+# --update: one section per CPU class and model; another model's section of the class stays
+python3 - "$tmp/run.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["machine"]["cpu"] = "CPU B"
+json.dump(d, open(sys.argv[1], "w"))
+PY
+printf '# B\n\n<!-- bench/table.py: avx512-vnni, CPU A -->\nold A\n<!-- bench/table.py: avx512-vnni, CPU A end -->\n\n## next\n' > "$tmp/doc.md"
+python3 "$src/bench/table.py" --from-json "$tmp/run.json" --shapes 8x64x64 --threads 1 \
+  --update "$tmp/doc.md" >"$tmp/out" 2>&1 || fail "table.py --from-json --update: exit $?"
+grep -Fq 'old A' "$tmp/doc.md" || fail "CPU A's section was overwritten: $(cat "$tmp/doc.md")"
+grep -Fq '## Issue 29 table: class avx512-vnni, CPU B' "$tmp/doc.md" ||
+  fail "no section for CPU B: $(cat "$tmp/doc.md")"
+python3 "$src/bench/table.py" --from-json "$tmp/run.json" --shapes 8x64x64 --threads 1 \
+  --update "$tmp/doc.md" >"$tmp/out" 2>&1 || fail "table.py --update again: exit $?"
+[ "$(grep -c '^<!-- bench/table.py: avx512-vnni, CPU B -->' "$tmp/doc.md")" = 1 ] ||
+  fail "a second update added CPU B's section again: $(cat "$tmp/doc.md")"
 echo "table_bound: ok"
