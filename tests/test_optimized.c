@@ -970,6 +970,60 @@ Test(prepack, reuse_across_parameters_and_errors)
     be->close(be);
 }
 
+/* Large blocks (bigalloc.c): from 4 MiB up a 2 MiB aligned mapping of its own, below that a
+ * 64-byte aligned heap block; a prepacked B and a call's scratch of that size give the
+ * reference's answer. */
+Test(prepack, large_blocks)
+{
+    void *big = qmm_opt_big_alloc((size_t)5 << 20), *small = qmm_opt_big_alloc(100);
+    cr_assert(big && small);
+#if defined(__linux__)
+    cr_assert_eq((uintptr_t)big % ((uintptr_t)2 << 20), 0, "a 5 MiB block at %p", big);
+#endif
+    cr_assert_eq((uintptr_t)small % 64, 0);
+    memset(big, 0xa5, (size_t)5 << 20);
+    memset(small, 0x5a, 100);
+    qmm_opt_big_free(big, (size_t)5 << 20);
+    qmm_opt_big_free(small, 100);
+    qmm_opt_big_free(NULL, (size_t)5 << 20);
+
+    qmm_backend *be = open_ok("threads=2");
+    rng r = {29};
+    problem p;
+    memset(&p, 0, sizeof p);
+    /* B 1024 x 4160: its packed form (4.3 MB) is a big block; with 8 rows of A, an unpacked B
+     * is packed into a scratch block of about that size too */
+    int64_t ad[2] = {8, 1024}, bd[2] = {1024, 4160}, yd[2] = {8, 4160};
+    qmm_tensor a = tens(&p, U8, 2, ad), b = tens(&p, I8, 2, bd);
+    fill_q8(&r, &a, 0);
+    fill_q8(&r, &b, 0);
+    qmm_tensor az = tens(&p, U8, 0, NULL), bz = tens(&p, I8, 0, NULL);
+    ((uint8_t *)az.data)[0] = 131;
+    ((int8_t *)bz.data)[0] = -3;
+    qmm_tensor y = tens(&p, QMM_DTYPE_INT32, 2, yd), want = tens(&p, QMM_DTYPE_INT32, 2, yd);
+    size_t ybytes = (size_t)yd[0] * (size_t)yd[1] * 4;
+    qmm_status st;
+    qmm_matmulinteger c = {.a = a, .b = b, .a_zero_point = az, .b_zero_point = bz, .y = want};
+    qmm_call call = {.op = QMM_OP_MATMULINTEGER};
+    call.u.matmulinteger = c;
+    cr_assert_eq(qmm_ref_compute(&call, NULL, NULL, &st), QMM_OK, "%s", st.message);
+    c.y = y;
+    for (int round = 0; round < 2; round++) { /* the second call reuses the cached scratch */
+        memset(y.data, 0x77, ybytes);
+        cr_assert_eq(be->matmulinteger(be, &c, &st), QMM_OK, "%s", st.message);
+        cr_assert_eq(memcmp(y.data, want.data, ybytes), 0, "unpacked B, call %d", round);
+    }
+    qmm_optimized_packed_b *pb = qmm_optimized_pack_b(be, &b, &st);
+    cr_assert(pb, "%s", st.message);
+    cr_assert_geq(qmm_opt_packed_b_bytes(pb), (size_t)4 << 20);
+    memset(y.data, 0x77, ybytes);
+    cr_assert_eq(qmm_optimized_matmulinteger_packed(be, &c, pb, &st), QMM_OK, "%s", st.message);
+    cr_assert_eq(memcmp(y.data, want.data, ybytes), 0, "prepacked B");
+    qmm_optimized_packed_b_free(pb);
+    problem_free(&p);
+    be->close(be);
+}
+
 /* ---- dispatch, options ---- */
 
 Test(dispatch, missing_isas_answer_unsupported)

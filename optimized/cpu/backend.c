@@ -99,7 +99,7 @@ static void opt_close(qmm_backend *self)
     qmm_opt_backend *ob = self->impl;
     qmm_opt_pool_destroy(ob->pool);
     pthread_mutex_destroy(&ob->ws_lock);
-    free(ob->ws);
+    qmm_opt_big_free(ob->ws, ob->ws_size);
     free(ob);
 }
 
@@ -226,7 +226,7 @@ void qmm_optimized_packed_b_free(qmm_optimized_packed_b *pb)
 {
     if (!pb)
         return;
-    free(pb->data);
+    qmm_opt_big_free(pb->data, qmm_opt_packed_b_bytes(pb));
     free(pb->colsum);
     free(pb);
 }

@@ -761,9 +761,9 @@ void *qmm_opt_scratch_get(const qmm_opt_backend *cob, size_t bytes, int *cached)
     *cached = 0;
     if (pthread_mutex_trylock(&ob->ws_lock) == 0) {
         if (ob->ws_size < bytes) {
-            free(ob->ws);
+            qmm_opt_big_free(ob->ws, ob->ws_size);
             ob->ws_size = 0;
-            ob->ws = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+            ob->ws = qmm_opt_big_alloc(bytes);
             if (ob->ws)
                 ob->ws_size = bytes;
         }
@@ -1088,7 +1088,7 @@ qmm_status_code qmm_opt_pack_b_all(const qmm_opt_backend *ob, const qmm_tensor *
     pb->nmat = pb->k && pb->n ? (size_t)numel / (pb->k * pb->n) : 1;
     /* 64-byte aligned, as the per-call scratch is: a zmm load or an AMX tile row from a
      * 16-byte aligned panel (what malloc gives) splits a cache line every time */
-    pb->data = aligned_alloc(64, (pb->nmat * pb->kp * pb->npad + 64) & ~(size_t)63);
+    pb->data = qmm_opt_big_alloc(qmm_opt_packed_b_bytes(pb));
     pb->colsum = L->kg == 4 ? aligned_alloc(64, (pb->nmat * pb->npad * sizeof *pb->colsum + 64) &
                                                       ~(size_t)63)
                               : NULL;

@@ -364,6 +364,18 @@ struct qmm_optimized_packed_b {
     int32_t *colsum;           /* nmat * npad, or NULL */
 };
 
+/* The bytes of a packed B's data block. */
+static inline size_t qmm_opt_packed_b_bytes(const qmm_optimized_packed_b *pb)
+{
+    return pb->nmat * pb->kp * pb->npad + 64;
+}
+
+/* A large block, 64-byte aligned at least; from 4 MiB up a mapping of its own, 2 MiB aligned and
+ * marked for transparent huge pages (bigalloc.c). Freed by qmm_opt_big_free with the same
+ * size. */
+void *qmm_opt_big_alloc(size_t bytes);
+void qmm_opt_big_free(void *p, size_t bytes);
+
 typedef struct qmm_opt_backend {
     qmm_backend table;
     const qmm_opt_variant *v;  /* the variant it runs */

@@ -1,0 +1,81 @@
+/* optimized/cpu/bigalloc.c — the large blocks of the CPU backend (a prepacked B, a call's
+ * scratch) on transparent huge pages where the kernel has them.
+ *
+ * From BIG_MIN bytes up a block is a mapping of its own, 2 MiB aligned, marked MADV_HUGEPAGE
+ * before anything touches it, so that its page faults map 2 MiB pages (Linux with THP set to
+ * `madvise` or `always`); a heap block may reuse pages already faulted in small, which the
+ * advice does not change. A 16 MB prepacked B in 4 KiB pages is 4096 TLB entries, streamed
+ * once per M = 1 call. Smaller blocks, and every block elsewhere, are 64-byte aligned heap
+ * blocks. Where the kernel refuses the advice, or QMM_NO_HUGE is set, the pages stay small:
+ * nothing else changes. */
+#define _DEFAULT_SOURCE /* MADV_HUGEPAGE: the build's _POSIX_C_SOURCE alone hides it */
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "optimized/cpu/opt_internal.h"
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+#define HUGE_PAGE ((size_t)2 << 20)
+#define BIG_MIN (2 * HUGE_PAGE)
+
+static int big_block(size_t bytes)
+{
+    return bytes >= BIG_MIN;
+}
+
+static size_t mapped_size(size_t bytes)
+{
+    return (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+}
+
+static void *map_huge(size_t bytes)
+{
+    size_t n = mapped_size(bytes);
+    char *m = mmap(NULL, n + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                   0);
+    if (m == MAP_FAILED)
+        return NULL;
+    /* keep the 2 MiB aligned n bytes inside, give back the rest */
+    char *p = (char *)(((uintptr_t)m + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+    if (p > m)
+        munmap(m, (size_t)(p - m));
+    if (p + n < m + n + HUGE_PAGE)
+        munmap(p + n, (size_t)(m + n + HUGE_PAGE - (p + n)));
+    if (!getenv("QMM_NO_HUGE"))
+        (void)madvise(p, n, MADV_HUGEPAGE); /* advice: where refused, the pages stay small */
+    return p;
+}
+#else
+static int big_block(size_t bytes)
+{
+    (void)bytes;
+    return 0;
+}
+#endif
+
+void *qmm_opt_big_alloc(size_t bytes)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (big_block(bytes))
+        return map_huge(bytes);
+#endif
+    return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+}
+
+void qmm_opt_big_free(void *p, size_t bytes)
+{
+    if (!p)
+        return;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (big_block(bytes)) {
+        munmap(p, mapped_size(bytes));
+        return;
+    }
+#endif
+    free(p);
+}
