@@ -204,8 +204,9 @@ def update(path, cls, text):
         i, j = doc.index(begin), doc.index(end) + len(end) + 1
         doc = doc[:i] + text + doc[j:]
     else:
-        i = doc.find("\n## ")
-        i = len(doc) if i < 0 else i + 1
+        # before the first section: a "## " heading, or another table's marker above its own
+        starts = [j for j in (doc.find("\n## "), doc.find("\n<!-- bench/table.py: ")) if j >= 0]
+        i = min(starts) + 1 if starts else len(doc)
         doc = doc[:i] + text + "\n" + doc[i:]
     with open(path + ".tmp", "w") as f:
         f.write(doc)

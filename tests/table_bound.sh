@@ -57,7 +57,7 @@ d = json.load(open(sys.argv[1]))
 d["machine"]["cpu"] = "CPU B"
 json.dump(d, open(sys.argv[1], "w"))
 PY
-printf '# B\n\n<!-- bench/table.py: avx512-vnni, CPU A -->\nold A\n<!-- bench/table.py: avx512-vnni, CPU A end -->\n\n## next\n' > "$tmp/doc.md"
+printf '# B\n\n<!-- bench/table.py: avx512-vnni, CPU A -->\n## A\nold A\n<!-- bench/table.py: avx512-vnni, CPU A end -->\n\n## next\n' > "$tmp/doc.md"
 python3 "$src/bench/table.py" --from-json "$tmp/run.json" --shapes 8x64x64 --threads 1 \
   --update "$tmp/doc.md" >"$tmp/out" 2>&1 || fail "table.py --from-json --update: exit $?"
 grep -Fq 'old A' "$tmp/doc.md" || fail "CPU A's section was overwritten: $(cat "$tmp/doc.md")"
@@ -67,4 +67,12 @@ python3 "$src/bench/table.py" --from-json "$tmp/run.json" --shapes 8x64x64 --thr
   --update "$tmp/doc.md" >"$tmp/out" 2>&1 || fail "table.py --update again: exit $?"
 [ "$(grep -c '^<!-- bench/table.py: avx512-vnni, CPU B -->' "$tmp/doc.md")" = 1 ] ||
   fail "a second update added CPU B's section again: $(cat "$tmp/doc.md")"
+# the new section went before A's, not between A's marker and its heading
+python3 - "$tmp/doc.md" <<'PY' || fail "CPU B's section is inside CPU A's: $(cat "$tmp/doc.md")"
+import sys
+d = open(sys.argv[1]).read()
+a, a_end = d.index("<!-- bench/table.py: avx512-vnni, CPU A -->"), d.index("CPU A end -->")
+b, b_end = d.index("<!-- bench/table.py: avx512-vnni, CPU B -->"), d.index("CPU B end -->")
+sys.exit(0 if b_end < a and d.index("## A") == a + len("<!-- bench/table.py: avx512-vnni, CPU A -->\n") else 1)
+PY
 echo "table_bound: ok"
