@@ -250,6 +250,25 @@ Test(cpu_emulated, onnxruntime_under_v3_shows_its_avx2_pair_saturation)
     free(out);
 }
 
+/* numpy's OpenBLAS runs the kernels OPENBLAS_CORETYPE names: a core type in the caller's
+ * environment (a machine here had OPENBLAS_CORETYPE=Haswell) is the real CPU's, and under the
+ * emulated Nehalem its AVX2 kernels died of SIGILL at `import numpy`. The class's own core type
+ * goes to the emulated process instead. */
+Test(cpu_emulated, the_callers_openblas_coretype_does_not_reach_an_emulated_process)
+{
+    need_qemu();
+    if (system("cd \"$QMM_SOURCE_DIR\" && .venv/bin/python -c 'import numpy' 2>/dev/null"))
+        cr_skip_test("no .venv with numpy (bash scripts/pydeps.sh makes it)");
+    char *out;
+    int rc = qmmcheck_under(&out, "env OPENBLAS_CORETYPE=Haswell",
+                            "run --cpu x86-64-v2 --backend 'exec:.venv/bin/python "
+                            "peers/onnxruntime/backend.py' --vectors vectors/seeds");
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "Illegal instruction") == NULL, "%s", out);
+    cr_expect(count_lines_with(out, ":PASSED ") > 0, "%s", out);
+    free(out);
+}
+
 Test(cpu_emulated, fuzz_backends_run_under_QMM_FUZZ_CPU)
 {
     need_qemu();

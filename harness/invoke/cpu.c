@@ -39,29 +39,30 @@
 #define V3_HAS "AVX, AVX2, FMA, F16C, BMI1, BMI2, LZCNT, MOVBE, XSAVE, AES, PCLMULQDQ"
 #define AVX512_LACKS "AVX-512 (F, CD, BW, DQ, VL), AVX-512 VNNI, AVX-VNNI, AMX"
 #define TCG_LACKS "qemu-user (7.2) emulates no "
+#define QEMU_HEAD_MAX 7 /* qemu_head's arguments, at most */
 
 /* One row a class. The models print no "TCG doesn't support requested feature" warning under
  * qemu 7.2 (Haswell's TSX, PCID, INVPCID, x2APIC and TSC-deadline bits are taken off: TCG has
  * none of them, and none is a user-space instruction set). */
 static const qh_cpu_target classes[] = {
-    {"native", NULL, "this machine's CPU, as it is", "-", NULL, 0, 0},
+    {"native", NULL, "this machine's CPU, as it is", "-", NULL, 0, 0, NULL},
     {"x86-64-v2", "Nehalem", V2_HAS, V2_LACKS ", " AVX512_LACKS, NULL,
      QH_CPU_F_SSE42 | QH_CPU_F_POPCNT,
-     QH_CPU_F_AVX | QH_CPU_F_AVX2 | QH_CPU_F_FMA | QH_CPU_F_AVX512F},
+     QH_CPU_F_AVX | QH_CPU_F_AVX2 | QH_CPU_F_FMA | QH_CPU_F_AVX512F, "Nehalem"},
     {"x86-64-v3", "Haswell-noTSX,-pcid,-x2apic,-tsc-deadline,-invpcid", "x86-64-v2's, " V3_HAS,
      AVX512_LACKS ", ADX, SHA", NULL,
      QH_CPU_F_SSE42 | QH_CPU_F_POPCNT | QH_CPU_F_AVX | QH_CPU_F_AVX2 | QH_CPU_F_FMA |
          QH_CPU_F_BMI2 | QH_CPU_F_F16C,
-     QH_CPU_F_AVX512F | QH_CPU_F_AVX512VNNI | QH_CPU_F_AVXVNNI | QH_CPU_F_AMX},
+     QH_CPU_F_AVX512F | QH_CPU_F_AVX512VNNI | QH_CPU_F_AVXVNNI | QH_CPU_F_AMX, "Haswell"},
     {"x86-64-v4", NULL, "x86-64-v3's, AVX-512 F, CD, BW, DQ, VL", "AVX-512 VNNI, AMX",
-     TCG_LACKS "AVX-512 instruction", 0, 0},
+     TCG_LACKS "AVX-512 instruction", 0, 0, NULL},
     {"avx-vnni", NULL, "x86-64-v3's, AVX-VNNI", "AVX-512 (F, CD, BW, DQ, VL), AVX-512 VNNI, AMX",
      TCG_LACKS "AVX-VNNI instruction",
-     0, 0},
+     0, 0, NULL},
     {"avx512-vnni", NULL, "x86-64-v4's, AVX-512 VNNI", "AMX",
-     TCG_LACKS "AVX-512 or VNNI instruction", 0, 0},
+     TCG_LACKS "AVX-512 or VNNI instruction", 0, 0, NULL},
     {"amx", NULL, "avx512-vnni's, AMX-TILE, AMX-INT8", "-",
-     TCG_LACKS "AMX or AVX-512 instruction", 0, 0},
+     TCG_LACKS "AMX or AVX-512 instruction", 0, 0, NULL},
 };
 #define N_CLASSES (sizeof classes / sizeof classes[0])
 
@@ -253,15 +254,27 @@ static void drop_qemu_env(void)
     }
 }
 
-/* qemu's arguments before the program: qemu, -cpu MODEL, -L / (no library prefix). */
+/* qemu's arguments before the program: qemu, -cpu MODEL, -L / (no library prefix), and the
+ * class's OpenBLAS core type in the program's environment, over any the caller's environment
+ * holds: a core type chosen for the real CPU is wrong for the emulated one. A machine whose
+ * environment held OPENBLAS_CORETYPE=Haswell (2026-11-28) made numpy's OpenBLAS run its Haswell
+ * kernels under qemu's Nehalem, and every Python peer died of SIGILL at `import numpy`. At most
+ * QEMU_HEAD_MAX of them. */
 static int qemu_head(const qh_cpu_target *c, char **out)
 {
-    out[0] = qemu_path;
-    out[1] = (char *)"-cpu";
-    out[2] = (char *)c->model;
-    out[3] = (char *)"-L";
-    out[4] = (char *)"/";
-    return 5;
+    static char blas[64];
+    int k = 0;
+    out[k++] = qemu_path;
+    out[k++] = (char *)"-cpu";
+    out[k++] = (char *)c->model;
+    out[k++] = (char *)"-L";
+    out[k++] = (char *)"/";
+    if (c->openblas) {
+        snprintf(blas, sizeof blas, "OPENBLAS_CORETYPE=%s", c->openblas);
+        out[k++] = (char *)"-E";
+        out[k++] = blas;
+    }
+    return k;
 }
 
 /* This executable as a path qemu can open after exec: /proc/self/fd/N of an fd left open
@@ -513,7 +526,7 @@ int qh_cpu_qemu_out_of_memory(const char *out, size_t n)
 
 void qh_cpu_exec_worker(const qh_cpu_target *c, const char *spec, char *err, size_t n)
 {
-    char exe[64], *argv[8];
+    char exe[64], *argv[QEMU_HEAD_MAX + 2];
     drop_qemu_env();
     if (setenv("QMM_CPU_WORKER", c->name, 1) != 0 || setenv("QMM_CPU_WORKER_SPEC", spec, 1) != 0 ||
         self_path(exe, sizeof exe, 4) < 0) {
@@ -600,7 +613,7 @@ int qh_cpu_wrap_command(char *const *argv, char **out, size_t max, char *store, 
     size_t nargs = 0;
     while (argv[nargs])
         nargs++;
-    if (!script || !argv0 || nf > 10 || 5 + 3 + nf + nargs > max)
+    if (!script || !argv0 || nf > 10 || QEMU_HEAD_MAX + 3 + nf + nargs > max)
         return errno = E2BIG, -1;
     for (size_t i = 0; i < nf; i++)
         if (!front[i])
