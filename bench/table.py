@@ -193,7 +193,8 @@ def section_key(mach):
     """The section a machine's table goes to: its CPU class and model where the report names
     the model. Machines of one class differ: an AMD Zen 4 and a Zen 5 are both avx512-vnni, the
     Zen 5 at twice the int8 rate per cycle, and one must not overwrite the other's table."""
-    return f"{mach['class']}, {mach['cpu']}" if mach.get("cpu") else mach["class"]
+    key = f"{mach['class']}, {mach['cpu']}" if mach.get("cpu") else mach["class"]
+    return key.replace("--", "-")  # "-->" would end the marker's comment
 
 
 def update(path, cls, text):
@@ -205,8 +206,10 @@ def update(path, cls, text):
         doc = doc[:i] + text + doc[j:]
     else:
         # before the first section: a "## " heading, or another table's marker above its own
-        starts = [j for j in (doc.find("\n## "), doc.find("\n<!-- bench/table.py: ")) if j >= 0]
-        i = min(starts) + 1 if starts else len(doc)
+        first = re.search(r"^(## |<!-- bench/table\.py: )", doc, re.M)
+        i = first.start() if first else len(doc)
+        if i > 0 and doc[i - 1] != "\n":  # a file that does not end with a newline
+            doc, i = doc[:i] + "\n" + doc[i:], i + 1
         doc = doc[:i] + text + "\n" + doc[i:]
     with open(path + ".tmp", "w") as f:
         f.write(doc)

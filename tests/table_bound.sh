@@ -57,7 +57,7 @@ d = json.load(open(sys.argv[1]))
 d["machine"]["cpu"] = "CPU B"
 json.dump(d, open(sys.argv[1], "w"))
 PY
-printf '# B\n\n<!-- bench/table.py: avx512-vnni, CPU A -->\n## A\nold A\n<!-- bench/table.py: avx512-vnni, CPU A end -->\n\n## next\n' > "$tmp/doc.md"
+printf '<!-- bench/table.py: avx512-vnni, CPU A -->\n## A\nold A\n<!-- bench/table.py: avx512-vnni, CPU A end -->\n\n## next\n' > "$tmp/doc.md"
 python3 "$src/bench/table.py" --from-json "$tmp/run.json" --shapes 8x64x64 --threads 1 \
   --update "$tmp/doc.md" >"$tmp/out" 2>&1 || fail "table.py --from-json --update: exit $?"
 grep -Fq 'old A' "$tmp/doc.md" || fail "CPU A's section was overwritten: $(cat "$tmp/doc.md")"

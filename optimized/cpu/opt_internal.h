@@ -375,6 +375,8 @@ static inline size_t qmm_opt_packed_b_bytes(const qmm_optimized_packed_b *pb)
  * size. */
 void *qmm_opt_big_alloc(size_t bytes);
 void qmm_opt_big_free(void *p, size_t bytes);
+/* 1 when a block of `bytes` is such a mapping here (Linux, not QMM_NO_HUGE, not AddressSanitizer) */
+int qmm_opt_big_mapped(size_t bytes);
 
 typedef struct qmm_opt_backend {
     qmm_backend table;
