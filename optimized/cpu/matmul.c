@@ -280,22 +280,18 @@ static uint32_t zap_at(const job *J, const block_epilogue *E, size_t i)
                       (E->shift_a ? 128 : 0));
 }
 
-/* Chooses the block's correction path. The common case — b's zero point constant along j,
- * a's constant along i — needs no multiply per element: zbp*rowsum is one number per row,
- * zap*colsum one row of numbers per block, made here into w->zc (baseline x86-64 has no
- * 32-bit vector multiply, and the per-element products cost as much as the rest of the
- * epilogue). */
-static void plan_corrections(const job *J, worker_scratch *w, block_epilogue *E)
+/* The block's correction path (epilogue_begin chooses it). The common case — b's zero point
+ * constant along j, a's constant along i — needs no multiply per element: zbp*rowsum is one
+ * number per row, zap*colsum one row of numbers per block, made here into w->zc once the column
+ * sums exist (baseline x86-64 has no 32-bit vector multiply, and the per-element products cost
+ * as much as the rest of the epilogue). */
+static void plan_corrections(const job *J, worker_scratch *w, const block_epilogue *E)
 {
-    int za_const = !qmm_tensor_present(J->az) || J->maps[P_AZ].row_stride == 0;
-    E->sums_only = E->zb_const && (!E->colsum || za_const);
     if (E->sums_only && E->colsum) {
         uint32_t zap = zap_at(J, E, E->m0);
         for (size_t jj = 0; jj < E->nc; jj++)
             w->zc[jj] = (int32_t)(zap * (uint32_t)E->colsum[E->j0 + jj]);
     }
-    /* the per-tensor requantizer applies the sums-only corrections itself (one pass less) */
-    E->fused = E->sums_only && J->qlm && J->y_per_tensor;
 }
 
 /* w->accrow = row i's exact accumulators (mod 2^32): crow - zbp*rowsum - zap*colsum. */
@@ -368,9 +364,9 @@ static void requantize_row_per_element(const job *J, const worker_scratch *w,
     }
 }
 
-/* The epilogue of block rows [m0, ...) x columns [j0, j1) of batch bi: its column parameters
- * (decode_column_params) and y's parameter bases; its corrections are planned later
- * (plan_corrections), once the column sums exist. */
+/* The epilogue of block rows [m0, ...) x columns [j0, j1) of batch bi: its correction path,
+ * its column parameters (decode_column_params) and y's parameter bases; its corrections are
+ * made later (plan_corrections), once the column sums exist. */
 static block_epilogue epilogue_begin(const job *J, worker_scratch *w, int64_t bi, size_t m0,
                                      size_t j0, size_t j1, const int32_t *rowsum,
                                      const int32_t *colsum)
@@ -379,6 +375,10 @@ static block_epilogue epilogue_begin(const job *J, worker_scratch *w, int64_t bi
                         .rowsum = rowsum, .colsum = colsum,
                         .shift_a = J->kg == 4 && J->a_signed,
                         .zb_const = J->maps[P_BZ].col_stride == 0};
+    int za_const = !qmm_tensor_present(J->az) || J->maps[P_AZ].row_stride == 0;
+    E.sums_only = E.zb_const && (!colsum || za_const);
+    /* the per-tensor requantizer applies the sums-only corrections itself (one pass less) */
+    E.fused = E.sums_only && J->qlm && J->y_per_tensor;
     decode_column_params(J, w, &E);
     if (J->qlm && !J->y_per_tensor) {
         E.ys_base = qmm_param_offset(&J->maps[P_YS], J->g, bi, 0, 0);
@@ -576,12 +576,13 @@ typedef struct overlap {
     int sat_u8;
 } overlap;
 
-/* Whether chunk E (begun: its column parameters decoded) of task t can overlap its epilogue
- * (it needs kernel calls: not with K = 0), and its set-up: the corrections planned
+/* Whether chunk E (begun: its correction path chosen, its column parameters decoded) of task t
+ * can overlap its epilogue (it needs kernel calls: not with K = 0), and its set-up: the
+ * corrections made
  * (plan_corrections: w->zc), the float multipliers (w->mf, and *fm says so for the rows the
  * epilogue does), both per panel into w->ovp, y's stride and zero point into w->ovq. */
 static overlap overlap_plan(const job *J, worker_scratch *w, const task_block *t,
-                            block_epilogue *E, float_mults *fm, size_t kcg)
+                            const block_epilogue *E, float_mults *fm, size_t kcg)
 {
     size_t j0 = E->j0, j1 = E->j1;
     overlap o = {0};
@@ -597,7 +598,6 @@ static overlap overlap_plan(const job *J, worker_scratch *w, const task_block *t
     o.gl = t->m1 - (g1 - 1) * mr == mr ? g1 - 1 : g1 - 2;
     if (g1 < 2 || o.gl <= g0)
         return o;
-    plan_corrections(J, w, E);
     if (!E->fused)
         return o;
     const qmm_qlinearmatmul *c = J->qlm;
@@ -606,6 +606,7 @@ static overlap overlap_plan(const job *J, worker_scratch *w, const task_block *t
     if (!J->v->requant_mults(o.sa, w->cm, E->nc, w->mf))
         return o;
     *fm = (float_mults){o.sa, 1};
+    plan_corrections(J, w, E);
     /* on the fused path the column sums are made by the first row group's pass over each
      * panel: compute_overlapped forms that panel's zc then */
     o.zap = zap_at(J, E, t->m0);
