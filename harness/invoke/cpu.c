@@ -48,12 +48,14 @@ static const qh_cpu_target classes[] = {
     {"native", NULL, "this machine's CPU, as it is", "-", NULL, 0, 0, NULL},
     {"x86-64-v2", "Nehalem", V2_HAS, V2_LACKS ", " AVX512_LACKS, NULL,
      QH_CPU_F_SSE42 | QH_CPU_F_POPCNT,
-     QH_CPU_F_AVX | QH_CPU_F_AVX2 | QH_CPU_F_FMA | QH_CPU_F_AVX512F, "Nehalem"},
+     QH_CPU_F_AVX | QH_CPU_F_AVX2 | QH_CPU_F_FMA | QH_CPU_F_AVX512F,
+     "OPENBLAS_CORETYPE=Nehalem"},
     {"x86-64-v3", "Haswell-noTSX,-pcid,-x2apic,-tsc-deadline,-invpcid", "x86-64-v2's, " V3_HAS,
      AVX512_LACKS ", ADX, SHA", NULL,
      QH_CPU_F_SSE42 | QH_CPU_F_POPCNT | QH_CPU_F_AVX | QH_CPU_F_AVX2 | QH_CPU_F_FMA |
          QH_CPU_F_BMI2 | QH_CPU_F_F16C,
-     QH_CPU_F_AVX512F | QH_CPU_F_AVX512VNNI | QH_CPU_F_AVXVNNI | QH_CPU_F_AMX, "Haswell"},
+     QH_CPU_F_AVX512F | QH_CPU_F_AVX512VNNI | QH_CPU_F_AVXVNNI | QH_CPU_F_AMX,
+     "OPENBLAS_CORETYPE=Haswell"},
     {"x86-64-v4", NULL, "x86-64-v3's, AVX-512 F, CD, BW, DQ, VL", "AVX-512 VNNI, AMX",
      TCG_LACKS "AVX-512 instruction", 0, 0, NULL},
     {"avx-vnni", NULL, "x86-64-v3's, AVX-VNNI", "AVX-512 (F, CD, BW, DQ, VL), AVX-512 VNNI, AMX",
@@ -262,7 +264,6 @@ static void drop_qemu_env(void)
  * QEMU_HEAD_MAX of them. */
 static int qemu_head(const qh_cpu_target *c, char **out)
 {
-    static char blas[64];
     int k = 0;
     out[k++] = qemu_path;
     out[k++] = (char *)"-cpu";
@@ -270,9 +271,8 @@ static int qemu_head(const qh_cpu_target *c, char **out)
     out[k++] = (char *)"-L";
     out[k++] = (char *)"/";
     if (c->openblas) {
-        snprintf(blas, sizeof blas, "OPENBLAS_CORETYPE=%s", c->openblas);
         out[k++] = (char *)"-E";
-        out[k++] = blas;
+        out[k++] = (char *)c->openblas;
     }
     return k;
 }

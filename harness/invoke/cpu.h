@@ -21,8 +21,8 @@ typedef struct qh_cpu_target {
     const char *lacks;   /* what it lacks that newer CPUs have */
     const char *refused; /* NULL, or why qmmcheck cannot give a process this CPU */
     unsigned need, deny; /* QH_CPU_F_* bits the emulated CPUID must show, and must not */
-    const char *openblas; /* OpenBLAS's core type for this CPU: OPENBLAS_CORETYPE in an emulated
-                             process's environment, over the caller's; or NULL */
+    const char *openblas; /* "OPENBLAS_CORETYPE=TYPE", OpenBLAS's core type for this CPU: in an
+                             emulated process's environment, over the caller's; or NULL */
 } qh_cpu_target;
 
 /* CPUID facts an emulated class must show (need) or must not (deny), checked once a run by an
