@@ -22,10 +22,6 @@
 #include <sys/mman.h>
 #endif
 
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-#define HUGE_PAGE ((size_t)2 << 20)
-#define BIG_MIN (2 * HUGE_PAGE)
-
 #if defined(__SANITIZE_ADDRESS__)
 #define QMM_ASAN 1
 #elif defined(__has_feature)
@@ -34,19 +30,20 @@
 #endif
 #endif
 
+/* huge-page blocks: Linux with MADV_HUGEPAGE, not under AddressSanitizer */
+#if defined(__linux__) && defined(MADV_HUGEPAGE) && !defined(QMM_ASAN)
+#define HAVE_HUGE 1
+#define HUGE_PAGE ((size_t)2 << 20)
+#define BIG_MIN (2 * HUGE_PAGE)
+
 static int big_block(size_t bytes)
 {
-#ifdef QMM_ASAN
-    (void)bytes;
-    return 0;
-#else
     static _Atomic int off = -1; /* QMM_NO_HUGE, read once: alloc and free must agree */
     int o = off;
     if (o < 0)
         off = o = getenv("QMM_NO_HUGE") != NULL;
     /* a size whose 2 MiB rounding would wrap stays with the heap (which refuses it) */
     return !o && bytes >= BIG_MIN && bytes <= SIZE_MAX - 2 * HUGE_PAGE;
-#endif
 }
 
 static size_t mapped_size(size_t bytes)
@@ -85,7 +82,7 @@ int qmm_opt_big_mapped(size_t bytes)
 
 void *qmm_opt_big_alloc(size_t bytes)
 {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
+#ifdef HAVE_HUGE
     if (big_block(bytes))
         return map_huge(bytes);
 #endif
@@ -96,7 +93,7 @@ void qmm_opt_big_free(void *p, size_t bytes)
 {
     if (!p)
         return;
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
+#ifdef HAVE_HUGE
     if (big_block(bytes)) {
         munmap(p, mapped_size(bytes));
         return;
