@@ -1,6 +1,6 @@
 /* bench/cublaslt_gemm.c — the GPU benchmark of issue 28 (contract: docs/semantics.md §6): the cuda
  * backend's exact QLinearMatMul pipeline against a plain cuBLASLt int8 GEMM, both on
- * device-resident pseudo-random data.
+ * device-resident pseudo-random data (the harness's seeded generator).
  *
  *   qmm_cublaslt_bench [--reps N] [SHAPE ...]
  *
@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/base/rng.h"
 #include "optimized/qmm_cuda.h"
 
 /* "S" or "MxKxN", every number in 1 .. 2^20 (K also at most 65536: one GEMM, no K chunks) */
@@ -77,8 +78,24 @@ int main(int argc, char **argv)
         int64_t m = shapes[i][0], k = shapes[i][1], n = shapes[i][2];
         char name[64];
         snprintf(name, sizeof name, "%" PRId64 "x%" PRId64 "x%" PRId64, m, k, n);
+        /* pseudo-random operands: a GEMM is never timed on constant data */
+        uint8_t *a = malloc((size_t)(m * k)), *b = malloc((size_t)(k * n));
+        if (!a || !b) {
+            fprintf(stderr, "qmm_cublaslt_bench: %s: out of memory\n", name);
+            free(a);
+            free(b);
+            rc = 1;
+            continue;
+        }
+        qh_rng r = {(uint64_t)i + 1};
+        for (int64_t e = 0; e < m * k; e++)
+            a[e] = (uint8_t)qh_rng_next(&r);
+        for (int64_t e = 0; e < k * n; e++)
+            b[e] = (uint8_t)qh_rng_next(&r);
         qmm_cuda_bench_times t;
-        qmm_status_code c = qmm_cuda_bench_resident(be, m, k, n, reps, &t, &st);
+        qmm_status_code c = qmm_cuda_bench_resident(be, m, k, n, a, (const int8_t *)b, reps, &t, &st);
+        free(a);
+        free(b);
         if (c == QMM_UNSUPPORTED) {
             printf("qmm_cublaslt_bench: %s: not measured\n", st.message);
             rc = 77;

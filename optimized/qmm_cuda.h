@@ -35,9 +35,9 @@ extern "C" {
 
 qmm_backend *qmm_cuda_open(uint32_t harness_abi, const char *options, qmm_status *st);
 
-/* Benchmark helper for bench/cublaslt_gemm.c: on device-resident pseudo-random uint8 A [m,k]
- * and int8 B [k,n] (per-tensor parameters, uint8 y), the medians of `reps` timed runs (CUDA
- * events, host transfers excluded), in seconds, of
+/* Benchmark helper for bench/cublaslt_gemm.c: with the caller's uint8 A [m,k] and int8 B [k,n]
+ * (host arrays, copied to the device once; per-tensor parameters, uint8 y), the medians of
+ * `reps` timed runs (CUDA events, host transfers excluded), in seconds, of
  *   gemm_s:     a plain cuBLASLt int8 GEMM (int8 x int8 -> int32, the operands already in the
  *               layout it wants): the baseline;
  *   full_s:     this backend's device pipeline: the three stages below in a row;
@@ -50,7 +50,8 @@ typedef struct qmm_cuda_bench_times {
 } qmm_cuda_bench_times;
 
 qmm_status_code qmm_cuda_bench_resident(const qmm_backend *be, int64_t m, int64_t k, int64_t n,
-                                        int reps, qmm_cuda_bench_times *times, qmm_status *st);
+                                        const uint8_t *a, const int8_t *b, int reps,
+                                        qmm_cuda_bench_times *times, qmm_status *st);
 
 #ifdef __cplusplus
 }

@@ -103,7 +103,7 @@ Test(cuda, options)
     call.op = QMM_OP_QLINEARMATMUL;
     cr_assert_eq(be->query(be, &call, &st), QMM_OK);
     qmm_cuda_bench_times t;
-    cr_assert_eq(qmm_cuda_bench_resident(be, 64, 64, 64, 1, &t, &st), QMM_UNSUPPORTED);
+    cr_assert_eq(qmm_cuda_bench_resident(be, 64, 64, 64, NULL, NULL, 1, &t, &st), QMM_UNSUPPORTED);
     be->close(be);
     be = open_cuda("device=7");
     be->close(be);

@@ -618,32 +618,9 @@ static qmm_status_code bench_epilogue(qmm_cu_backend *cb, void *ctx, qmm_status 
     return stage_epilogue(cb, b->p, b->d, 0, st);
 }
 
-/* Fills n device bytes with a seeded pseudo-random sequence (splitmix64), through the host:
- * the benchmark never times constant operands. */
-static qmm_status_code fill_random(qmm_cu_backend *cb, void *dst, size_t n, uint64_t seed,
-                                   qmm_status *st)
-{
-    qmm_status_code rc = QMM_OK;
-    uint8_t *h = malloc(n + 8);
-    if (!h)
-        return qmm_status_oom(st, cb->name, "for the benchmark's operands");
-    for (size_t i = 0; i < n; i += 8) {
-        uint64_t z = (seed += 0x9e3779b97f4a7c15u);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-        z ^= z >> 31;
-        memcpy(h + i, &z, 8);
-    }
-    CU_TRY(cudaMemcpy(dst, h, n, cudaMemcpyHostToDevice), "filling an operand");
-    /* from pageable memory the copy may return before it lands, on the legacy stream */
-    CU_TRY(cudaDeviceSynchronize(), "filling an operand");
-out:
-    free(h);
-    return rc;
-}
-
 qmm_status_code qmm_cuda_bench_resident(const qmm_backend *be, int64_t m, int64_t k, int64_t n,
-                                        int reps, qmm_cuda_bench_times *times, qmm_status *st)
+                                        const uint8_t *a, const int8_t *b, int reps,
+                                        qmm_cuda_bench_times *times, qmm_status *st)
 {
     qmm_cu_backend *cb = qmm_cu_from_backend(be);
     if (!cb)
@@ -657,12 +634,12 @@ qmm_status_code qmm_cuda_bench_resident(const qmm_backend *be, int64_t m, int64_
     memset(times, 0, sizeof *times);
     float sa = 0.0173f, sb = 0.0041f, sy = 0.93f;
     uint8_t za = 131, zb = 0, zy = 128, dummy = 0;
-    /* a call whose tensors carry only shapes: the data stays on the device */
+    /* a call whose y carries only its shape: y stays on the device */
     qmm_qlinearmatmul c = {
-        .a = {QMM_DTYPE_UINT8, 2, {m, k}, &dummy},
+        .a = {QMM_DTYPE_UINT8, 2, {m, k}, (void *)a},
         .a_scale = {QMM_DTYPE_FLOAT, 0, {0}, &sa},
         .a_zero_point = {QMM_DTYPE_UINT8, 0, {0}, &za},
-        .b = {QMM_DTYPE_INT8, 2, {k, n}, &dummy},
+        .b = {QMM_DTYPE_INT8, 2, {k, n}, (void *)b},
         .b_scale = {QMM_DTYPE_FLOAT, 0, {0}, &sb},
         .b_zero_point = {QMM_DTYPE_INT8, 0, {0}, &zb},
         .y_scale = {QMM_DTYPE_FLOAT, 0, {0}, &sy},
@@ -687,13 +664,10 @@ qmm_status_code qmm_cuda_bench_resident(const qmm_backend *be, int64_t m, int64_
     if (rc != QMM_OK)
         goto out;
     CU_TRY(cudaSetDevice(cb->device), "selecting the device");
-    rc = dev_setup(cb, &p, &d, 0, st);
+    rc = dev_setup(cb, &p, &d, 1, st); /* the caller's operands, once */
     if (rc != QMM_OK)
         goto out;
-    CU_TRY(cudaStreamSynchronize(cb->stream), "setting up");
-    if ((rc = fill_random(cb, d.a, (size_t)(m * k), 1, st)) != QMM_OK ||
-        (rc = fill_random(cb, d.b, (size_t)(k * n), 2, st)) != QMM_OK)
-        goto out;
+    CU_TRY(cudaStreamSynchronize(cb->stream), "copying the operands");
     bench_ctx bc = {&p, &d};
     /* the full pipeline first: it also prepares the operands the plain GEMM then reads */
     struct {
