@@ -1223,6 +1223,40 @@ Test(validation, float8_is_computed_after_validating)
 /* One of the values of a static array, drawn uniformly. */
 #define PICK(r, arr) (arr)[rnd((r), 0, (int64_t)(sizeof(arr) / sizeof((arr)[0])) - 1)]
 
+/* A batch-broadcasting form: A's and B's batch dimensions (outermost first, at most two each)
+ * around an m x k A and a k x n B. */
+typedef struct batch_form {
+    int na;
+    int64_t a[2];
+    int nb;
+    int64_t b[2];
+} batch_form;
+
+/* A's and B's dimensions (ad, rank *ar; bd, rank *br) for form f. */
+static void batch_dims(const batch_form *f, int64_t m, int64_t k, int64_t n, int64_t *ad,
+                       int *ar, int64_t *bd, int *br)
+{
+    memcpy(ad, f->a, (size_t)f->na * sizeof *ad);
+    ad[f->na] = m;
+    ad[f->na + 1] = k;
+    *ar = f->na + 2;
+    memcpy(bd, f->b, (size_t)f->nb * sizeof *bd);
+    bd[f->nb] = k;
+    bd[f->nb + 1] = n;
+    *br = f->nb + 2;
+}
+
+/* How many matrix products form f makes (its batch dimensions broadcast). */
+static int64_t batch_count(const batch_form *f)
+{
+    int64_t c = 1;
+    for (int i = 0; i < 2; i++) {
+        int64_t da = i < f->na ? f->a[f->na - 1 - i] : 1, db = i < f->nb ? f->b[f->nb - 1 - i] : 1;
+        c *= da > db ? da : db;
+    }
+    return c;
+}
+
 /* The avx512vnni variant on threads[i] threads into v[i] (prepack[i]: also with a prepacked
  * B), i < n; skips the test where this CPU cannot run it. */
 static void open_avx512vnni(variant *v, const int *threads, const int *prepack, int n)
@@ -1255,6 +1289,9 @@ Test(differential, fused_raw_a, .timeout = 600)
     static const int64_t ms[] = {1, 2, 7, 8, 9, 15, 16, 17, 24, 31, 33, 100, 191, 192};
     static const int64_t ks[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 63, 64, 65, 127, 1023, 1024};
     static const int64_t ns[] = {1, 5, 31, 32, 33, 63, 64, 65, 97, 130};
+    /* 2-D; B batched; A 1 x .. beside B's 3; one each; A's 3 beside B's 2 x 3; B 1 x .. */
+    static const batch_form forms[6] = {{0, {0}, 0, {0}}, {0, {0}, 1, {2}}, {1, {1}, 1, {3}},
+                                        {1, {2}, 1, {2}}, {1, {3}, 2, {2, 3}}, {1, {2}, 1, {1}}};
     int count = QMM_TEST_SANITIZED ? 40 : 300;
     int tl[4] = {1, 2, 3, 5}, nt = 4, pre[4] = {0, 0, 0, 0};
     variant v[4];
@@ -1272,14 +1309,7 @@ Test(differential, fused_raw_a, .timeout = 600)
         int32_t ty = next64(&r) & 1 ? U8 : I8;
         int64_t ad[4], bd[4];
         int ar, br;
-        switch (bmode) {
-        case 0: ar = 2; ad[0] = m; ad[1] = k; br = 2; bd[0] = k; bd[1] = n; break;
-        case 1: ar = 2; ad[0] = m; ad[1] = k; br = 3; bd[0] = 2; bd[1] = k; bd[2] = n; break;
-        case 2: ar = 3; ad[0] = 1; ad[1] = m; ad[2] = k; br = 3; bd[0] = 3; bd[1] = k; bd[2] = n; break;
-        case 3: ar = 3; ad[0] = 2; ad[1] = m; ad[2] = k; br = 3; bd[0] = 2; bd[1] = k; bd[2] = n; break;
-        case 4: ar = 3; ad[0] = 3; ad[1] = m; ad[2] = k; br = 4; bd[0] = 2; bd[1] = 3; bd[2] = k; bd[3] = n; break;
-        default: ar = 3; ad[0] = 2; ad[1] = m; ad[2] = k; br = 3; bd[0] = 1; bd[1] = k; bd[2] = n; break;
-        }
+        batch_dims(&forms[bmode], m, k, n, ad, &ar, bd, &br);
         qmm_tensor a = tens(&p, ta, ar, ad), b = tens(&p, tb, br, bd);
         fill_q8(&r, &a, rnd(&r, 0, 5) == 0 ? (int)rnd(&r, 1, 4) : 0);
         fill_q8(&r, &b, rnd(&r, 0, 5) == 0 ? (int)rnd(&r, 1, 4) : 0);
@@ -1484,6 +1514,9 @@ Test(differential, overlapped_epilogue_batches, .timeout = 600)
     static const int64_t ms[] = {16, 17, 24, 40, 64, 128, 184, 192, 193, 256, 264};
     static const int64_t ks[] = {1, 3, 4, 8, 9, 33, 64, 1024, 1025};
     static const int64_t ns[] = {32, 33, 64, 96, 256, 288};
+    /* 2-D; B batched; A batched; one each; A 1 x .. beside B's 3; A 2 x 1 x .. beside B's 3 */
+    static const batch_form forms[6] = {{0, {0}, 0, {0}}, {0, {0}, 1, {2}}, {1, {2}, 0, {0}},
+                                        {1, {2}, 1, {2}}, {1, {1}, 1, {3}}, {2, {2, 1}, 1, {3}}};
     const char *ce = getenv("QMM_OVERLAP_COUNT"), *se = getenv("QMM_OVERLAP_SEED");
     int count = ce ? atoi(ce) : QMM_TEST_SANITIZED ? 8 : 60;
     unsigned long long seed = se ? strtoull(se, NULL, 10) : 4242;
@@ -1498,21 +1531,14 @@ Test(differential, overlapped_epilogue_batches, .timeout = 600)
         int64_t k = PICK(&r, ks);
         int64_t n = PICK(&r, ns);
         int bmode = (int)rnd(&r, 0, 5);
-        int64_t nbat = bmode == 0 ? 1 : bmode == 4 ? 3 : bmode == 5 ? 6 : 2;
+        int64_t nbat = batch_count(&forms[bmode]);
         while (m * n * k * nbat > 3000000 && k > 8)
             k /= 2;
         int32_t ta = rnd(&r, 0, 3) ? U8 : I8, tb = next64(&r) & 1 ? U8 : I8;
         int32_t ty = next64(&r) & 1 ? U8 : I8;
         int64_t ad[4], bd[4];
         int ar, br;
-        switch (bmode) {
-        case 0: ar = 2; ad[0] = m; ad[1] = k; br = 2; bd[0] = k; bd[1] = n; break;
-        case 1: ar = 2; ad[0] = m; ad[1] = k; br = 3; bd[0] = 2; bd[1] = k; bd[2] = n; break;
-        case 2: ar = 3; ad[0] = 2; ad[1] = m; ad[2] = k; br = 2; bd[0] = k; bd[1] = n; break;
-        case 3: ar = 3; ad[0] = 2; ad[1] = m; ad[2] = k; br = 3; bd[0] = 2; bd[1] = k; bd[2] = n; break;
-        case 4: ar = 3; ad[0] = 1; ad[1] = m; ad[2] = k; br = 3; bd[0] = 3; bd[1] = k; bd[2] = n; break;
-        default: ar = 4; ad[0] = 2; ad[1] = 1; ad[2] = m; ad[3] = k; br = 3; bd[0] = 3; bd[1] = k; bd[2] = n; break;
-        }
+        batch_dims(&forms[bmode], m, k, n, ad, &ar, bd, &br);
         qmm_tensor a = tens(&p, ta, ar, ad), b = tens(&p, tb, br, bd);
         qmm_geometry g;
         qmm_status st;
