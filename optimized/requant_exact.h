@@ -34,8 +34,12 @@
 
 #if defined(__CUDACC__)
 #define QMM_RQ_FN static __host__ __device__ inline
+/* the exact path is rare: one out-of-line copy keeps a kernel's fast loop small (its registers
+ * and instructions), where inlining it once per element it handles would not */
+#define QMM_RQ_COLD_FN static __host__ __device__ __noinline__
 #else
 #define QMM_RQ_FN static inline
+#define QMM_RQ_COLD_FN static inline
 #endif
 
 #if defined(__CUDA_ARCH__)
@@ -142,7 +146,7 @@ QMM_RQ_FN void qmm_rq_split_scale(double s, uint64_t *m, int *e)
 
 /* RNE(acc * sa * sb / sy) exactly, clamped to +-QMM_RQ_SAT (scales positive, finite, each
  * holding a float, float16 or bfloat16 value). */
-QMM_RQ_FN int64_t qmm_rq_exact(int32_t acc, double sa, double sb, double sy)
+QMM_RQ_COLD_FN int64_t qmm_rq_exact(int32_t acc, double sa, double sb, double sy)
 {
     if (acc == 0)
         return 0;

@@ -54,6 +54,7 @@ CU_OPERATOR(qorderedmatmul, qmm_qorderedmatmul)
 
 static void release_device(qmm_cu_backend *cb)
 {
+    qmm_cu_lt_plans_release(cb);
     if (cb->workspace)
         cudaFree(cb->workspace);
     if (cb->lt)

@@ -19,6 +19,20 @@
 extern "C" {
 #endif
 
+/* One GEMM form cuBLASLt was asked about (qmm_cu_lt_matmul): its descriptors and the
+ * heuristic's answer, kept so that a call of the same form creates and asks nothing again. */
+typedef struct qmm_cu_lt_plan {
+    int used;
+    qmm_lt_gemm key;               /* its `what` strings are not part of the key */
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, ld;
+    int found;                     /* 0: cuBLASLt has no algorithm for this form */
+    cublasLtMatmulAlgo_t algo;
+} qmm_cu_lt_plan;
+
+/* Forms kept per backend, replaced oldest first. */
+#define QMM_CU_LT_PLANS 16
+
 typedef struct qmm_cu_backend {
     qmm_backend table;
     int emulate;
@@ -31,6 +45,8 @@ typedef struct qmm_cu_backend {
     cublasLtHandle_t lt;
     void *workspace;
     size_t workspace_size;
+    qmm_cu_lt_plan lt_plans[QMM_CU_LT_PLANS]; /* under `lock` */
+    unsigned int lt_next;                     /* the slot the next new form replaces */
     char name[64];
     char description[256];
 } qmm_cu_backend;
@@ -43,6 +59,11 @@ qmm_cu_backend *qmm_cu_from_backend(const qmm_backend *be);
 #define QMM_CU_KCHUNK 65536
 
 /* ---- kernel launchers (kernels.cu); each returns cudaGetLastError() after the launch ---- */
+
+/* 1 when the environment holds QMM_CUDA_SCALAR_KERNELS (not empty or "0"): the launchers then
+ * use the first, one-byte-a-thread kernels instead of the word-wide ones (prep_rows16,
+ * prep_cols4, epilogue4), for comparing the two on a device. Both compute the same bytes. */
+int qmm_cu_scalar_kernels(void);
 
 /* nmat matrices of rows x k uint8/int8 (row-major, contiguous) -> int8 rows_p x kp (the shift
  * of epilogue.h, zero padded), rowsum[mat * rows + r] = sum_k a' mod 2^32 (rows < `rows`). */
@@ -98,9 +119,14 @@ qmm_status_code qmm_cu_fail_lt(const qmm_cu_backend *cb, cublasStatus_t e, const
 
 /* One cuBLASLt integer GEMM g (lt.h) on the backend's handle, workspace and stream: d = op(a) *
  * op(b), alpha 1, beta 0. *found = 0 (and QMM_OK) when cuBLASLt has no algorithm for it (the
- * heuristic finds none or answers NOT_SUPPORTED); with d NULL only the heuristic is asked. */
+ * heuristic finds none or answers NOT_SUPPORTED); with d NULL only the heuristic is asked.
+ * Descriptors and the heuristic's answer are kept per form (cb->lt_plans); the caller holds
+ * cb->lock. */
 qmm_status_code qmm_cu_lt_matmul(qmm_cu_backend *cb, const qmm_lt_gemm *g, const void *a,
                                  const void *b, int32_t *d, int *found, qmm_status *st);
+
+/* Destroys every kept form's descriptors (backend close). */
+void qmm_cu_lt_plans_release(qmm_cu_backend *cb);
 
 /* D[i][j] = sum_{k < kk} X[i][k] * W[j][k] (int32), all row-major: X is m x kk int8 (row
  * stride ldx), W is n x kk int8 (row stride ldw), D is m x n (row stride ldd). This is

@@ -18,6 +18,7 @@
 #   test_exact  test_cuda_exact; test_cuda (the device differential and the emulated tests)
 #   vectors     qmmcheck run --backend cuda over every suite in vectors/
 #   determinism the same with --determinism: the device against itself and its host emulation
+#   scalar      5000 diff problems with QMM_CUDA_SCALAR_KERNELS=1 (the one-byte-a-thread kernels)
 #   diff        P processes of `qmmcheck diff --backend reference --backend cuda` for S seconds,
 #               on disjoint problem ranges of one seed; the problems are added up
 #   memcheck    compute-sanitizer memcheck over the vector suites and 300 diff problems
@@ -137,6 +138,10 @@ step test_cuda 300 bash -c 'cd "$1" && ./test_cuda --jobs 4 --verbose' test "$bu
 step vectors 120 "$q" run --backend "$be" --vectors vectors --quiet
 step determinism 180 "$q" run --backend "$be" --vectors vectors --quiet --determinism \
   --variants 'emulate=1;device=0'
+# the first, one-byte-a-thread kernels that QMM_CUDA_SCALAR_KERNELS selects (docs/cuda.md): the
+# long differential below checks the word-wide ones, this one keeps the others honest
+step scalar 120 env QMM_CUDA_SCALAR_KERNELS=1 "$q" diff --backend reference --backend "$be" \
+  --seed 30 --count 5000 --quiet
 
 # The long differential and the sanitizers, in parallel (they mostly wait on the device)
 diff_one() {

@@ -269,47 +269,101 @@ qmm_status_code qmm_cu_fail_lt(const qmm_cu_backend *cb, cublasStatus_t e, const
 }
 
 
-qmm_status_code qmm_cu_lt_matmul(qmm_cu_backend *cb, const qmm_lt_gemm *g, const void *a,
-                                 const void *b, int32_t *d, int *found, qmm_status *st)
+static int lt_matrix_equal(const qmm_lt_matrix *x, const qmm_lt_matrix *y)
+{
+    return x->type == y->type && x->rows == y->rows && x->cols == y->cols && x->ld == y->ld &&
+           x->order == y->order;
+}
+
+static int lt_key_equal(const qmm_lt_gemm *x, const qmm_lt_gemm *y)
+{
+    return x->ta == y->ta && x->tb == y->tb && lt_matrix_equal(&x->a, &y->a) &&
+           lt_matrix_equal(&x->b, &y->b) && lt_matrix_equal(&x->d, &y->d);
+}
+
+static void lt_plan_destroy(qmm_cu_lt_plan *e)
+{
+    qmm_lt_layout_destroy(e->ld);
+    qmm_lt_layout_destroy(e->lb);
+    qmm_lt_layout_destroy(e->la);
+    if (e->op)
+        cublasLtMatmulDescDestroy(e->op);
+    memset(e, 0, sizeof *e);
+}
+
+void qmm_cu_lt_plans_release(qmm_cu_backend *cb)
+{
+    for (int i = 0; i < QMM_CU_LT_PLANS; i++)
+        if (cb->lt_plans[i].used)
+            lt_plan_destroy(&cb->lt_plans[i]);
+}
+
+/* A new plan for g in *e: its descriptors and the heuristic's answer. */
+static qmm_status_code lt_plan_make(qmm_cu_backend *cb, const qmm_lt_gemm *g, qmm_cu_lt_plan *e,
+                                    qmm_status *st)
 {
     qmm_status_code rc = QMM_OK;
-    cublasLtMatmulDesc_t op = NULL;
-    cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
     cublasLtMatmulPreference_t pref = NULL;
-    int32_t alpha = 1, beta = 0;
-    *found = 0;
-    LT_TRY(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32I, CUDA_R_32I), "matmul descriptor");
-    LT_TRY(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &g->ta, sizeof g->ta),
+    memset(e, 0, sizeof *e);
+    LT_TRY(cublasLtMatmulDescCreate(&e->op, CUBLAS_COMPUTE_32I, CUDA_R_32I),
+           "matmul descriptor");
+    LT_TRY(cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_TRANSA, &g->ta,
+                                          sizeof g->ta),
            "TRANSA");
-    LT_TRY(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &g->tb, sizeof g->tb),
+    LT_TRY(cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_TRANSB, &g->tb,
+                                          sizeof g->tb),
            "TRANSB");
-    LT_TRY(qmm_lt_layout(&la, &g->a), g->a.what);
-    LT_TRY(qmm_lt_layout(&lb, &g->b), g->b.what);
-    LT_TRY(qmm_lt_layout(&ld, &g->d), g->d.what);
+    LT_TRY(qmm_lt_layout(&e->la, &g->a), g->a.what);
+    LT_TRY(qmm_lt_layout(&e->lb, &g->b), g->b.what);
+    LT_TRY(qmm_lt_layout(&e->ld, &g->d), g->d.what);
     LT_TRY(cublasLtMatmulPreferenceCreate(&pref), "preference");
     LT_TRY(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                 &cb->workspace_size, sizeof cb->workspace_size),
            "workspace preference");
     cublasLtMatmulHeuristicResult_t heur;
     int n = 0;
-    cublasStatus_t he = cublasLtMatmulAlgoGetHeuristic(cb->lt, op, la, lb, ld, ld, pref, 1, &heur,
-                                                       &n);
-    if (he == CUBLAS_STATUS_NOT_SUPPORTED || (he == CUBLAS_STATUS_SUCCESS && n < 1))
-        goto out; /* no algorithm: *found stays 0 */
-    LT_TRY(he, "algorithm heuristic");
-    *found = 1;
-    if (d)
-        LT_TRY(cublasLtMatmul(cb->lt, op, &alpha, a, la, b, lb, &beta, d, ld, d, ld, &heur.algo,
-                              cb->workspace, cb->workspace_size, cb->stream),
-               g->what);
+    cublasStatus_t he = cublasLtMatmulAlgoGetHeuristic(cb->lt, e->op, e->la, e->lb, e->ld, e->ld,
+                                                       pref, 1, &heur, &n);
+    if (he != CUBLAS_STATUS_NOT_SUPPORTED && !(he == CUBLAS_STATUS_SUCCESS && n < 1)) {
+        LT_TRY(he, "algorithm heuristic");
+        e->found = 1;
+        e->algo = heur.algo;
+    } /* else no algorithm: found stays 0, and that answer is kept too */
+    e->key = *g;
+    e->used = 1;
 out:
     if (pref)
         cublasLtMatmulPreferenceDestroy(pref);
-    qmm_lt_layout_destroy(ld);
-    qmm_lt_layout_destroy(lb);
-    qmm_lt_layout_destroy(la);
-    if (op)
-        cublasLtMatmulDescDestroy(op);
+    if (rc != QMM_OK)
+        lt_plan_destroy(e);
+    return rc;
+}
+
+qmm_status_code qmm_cu_lt_matmul(qmm_cu_backend *cb, const qmm_lt_gemm *g, const void *a,
+                                 const void *b, int32_t *d, int *found, qmm_status *st)
+{
+    qmm_status_code rc = QMM_OK;
+    int32_t alpha = 1, beta = 0;
+    qmm_cu_lt_plan *e = NULL;
+    *found = 0;
+    for (int i = 0; i < QMM_CU_LT_PLANS && !e; i++)
+        if (cb->lt_plans[i].used && lt_key_equal(&cb->lt_plans[i].key, g))
+            e = &cb->lt_plans[i];
+    if (!e) {
+        e = &cb->lt_plans[cb->lt_next];
+        cb->lt_next = (cb->lt_next + 1) % QMM_CU_LT_PLANS;
+        if (e->used)
+            lt_plan_destroy(e);
+        rc = lt_plan_make(cb, g, e, st);
+        if (rc != QMM_OK)
+            return rc;
+    }
+    *found = e->found;
+    if (e->found && d)
+        LT_TRY(cublasLtMatmul(cb->lt, e->op, &alpha, a, e->la, b, e->lb, &beta, d, e->ld, d,
+                              e->ld, &e->algo, cb->workspace, cb->workspace_size, cb->stream),
+               g->what);
+out:
     return rc;
 }
 
