@@ -34,12 +34,8 @@
 
 #if defined(__CUDACC__)
 #define QMM_RQ_FN static __host__ __device__ inline
-/* the exact path is rare: one out-of-line copy keeps a kernel's fast loop small (its registers
- * and instructions), where inlining it once per element it handles would not */
-#define QMM_RQ_COLD_FN static __host__ __device__ __noinline__
 #else
 #define QMM_RQ_FN static inline
-#define QMM_RQ_COLD_FN static inline
 #endif
 
 #if defined(__CUDA_ARCH__)
@@ -146,7 +142,7 @@ QMM_RQ_FN void qmm_rq_split_scale(double s, uint64_t *m, int *e)
 
 /* RNE(acc * sa * sb / sy) exactly, clamped to +-QMM_RQ_SAT (scales positive, finite, each
  * holding a float, float16 or bfloat16 value). */
-QMM_RQ_COLD_FN int64_t qmm_rq_exact(int32_t acc, double sa, double sb, double sy)
+QMM_RQ_FN int64_t qmm_rq_exact(int32_t acc, double sa, double sb, double sy)
 {
     if (acc == 0)
         return 0;
@@ -232,15 +228,25 @@ QMM_RQ_FN int qmm_rq_decide(double v, int32_t zy, int32_t qmin, int32_t qmax, in
     return 0;
 }
 
+/* The fast path of the whole rule (acc = 0 included): 1 with *out when it decides, 0 when
+ * qmm_rq_exact must (qmm_rq_requant; a caller may also keep the exact path out of line). */
+QMM_RQ_FN int qmm_rq_fast(int32_t acc, double m, int32_t zy, int32_t qmin, int32_t qmax,
+                          int32_t *out)
+{
+    if (acc == 0) {
+        *out = qmm_rq_clamp_add(0, zy, qmin, qmax);
+        return 1;
+    }
+    return qmm_rq_decide(QMM_RQ_MUL((double)acc, m), zy, qmin, qmax, out);
+}
+
 /* clamp(RNE(acc * sa * sb / sy) + zy, qmin, qmax) exactly, given m: fl(sa * fl(sb / sy)) or
  * fl(fl(sa * sb) / sy) (the header comment's multipliers). */
 QMM_RQ_FN int32_t qmm_rq_requant(int32_t acc, double m, double sa, double sb, double sy,
                                  int32_t zy, int32_t qmin, int32_t qmax)
 {
     int32_t out;
-    if (acc == 0)
-        return qmm_rq_clamp_add(0, zy, qmin, qmax);
-    if (qmm_rq_decide(QMM_RQ_MUL((double)acc, m), zy, qmin, qmax, &out))
+    if (qmm_rq_fast(acc, m, zy, qmin, qmax, &out))
         return out;
     return qmm_rq_clamp_add(qmm_rq_exact(acc, sa, sb, sy), zy, qmin, qmax);
 }

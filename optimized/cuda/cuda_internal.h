@@ -66,7 +66,10 @@ qmm_cu_backend *qmm_cu_from_backend(const qmm_backend *be);
 int qmm_cu_scalar_kernels(void);
 
 /* nmat matrices of rows x k uint8/int8 (row-major, contiguous) -> int8 rows_p x kp (the shift
- * of epilogue.h, zero padded), rowsum[mat * rows + r] = sum_k a' mod 2^32 (rows < `rows`). */
+ * of epilogue.h, zero padded), rowsum[mat * rows + r] = sum_k a' mod 2^32 (rows < `rows`).
+ * 16 bytes a thread where k and kp are multiples of 16 and src, dst 16-byte aligned; else one
+ * byte a thread. (The same holds for the launchers below: each checks what its word-wide
+ * kernel needs and falls back to the one-byte kernel.) */
 cudaError_t qmm_cu_launch_prep_rows(const uint8_t *src, int is_signed, int64_t nmat,
                                     int64_t rows, int64_t k, int64_t rows_p, int64_t kp,
                                     int8_t *dst, int32_t *rowsum, cudaStream_t s);

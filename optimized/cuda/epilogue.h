@@ -61,6 +61,14 @@ QMM_CU_FN int32_t qmm_cu_requant(int32_t acc, double sa, double sb, double sy, d
     return qmm_rq_requant(acc, QMM_CU_MUL(sa, cm), sa, sb, sy, zy, qmin, qmax);
 }
 
+/* qmm_cu_requant's fast path alone: 1 with *out when it decides, 0 when the caller must call
+ * qmm_cu_requant (which then decides exactly). */
+QMM_CU_FN int qmm_cu_requant_fast(int32_t acc, double sa, double cm, int32_t zy, int32_t qmin,
+                                  int32_t qmax, int32_t *out)
+{
+    return qmm_rq_fast(acc, QMM_CU_MUL(sa, cm), zy, qmin, qmax, out);
+}
+
 /* ---- the QLinearMatMul / MatMulInteger epilogue over one batch matrix ---- */
 
 /* Everything one batch's epilogue reads; pointers are device pointers in a kernel and host

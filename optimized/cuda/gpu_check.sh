@@ -18,6 +18,7 @@
 #   test_exact  test_cuda_exact; test_cuda (the device differential and the emulated tests)
 #   vectors     qmmcheck run --backend cuda over every suite in vectors/
 #   determinism the same with --determinism: the device against itself and its host emulation
+#   checked     qmmcheck bench (answers checked) at shapes random problems do not reach
 #   scalar      5000 diff problems with QMM_CUDA_SCALAR_KERNELS=1 (the one-byte-a-thread kernels)
 #   diff        P processes of `qmmcheck diff --backend reference --backend cuda` for S seconds,
 #               on disjoint problem ranges of one seed; the problems are added up
@@ -138,6 +139,18 @@ step test_cuda 300 bash -c 'cd "$1" && ./test_cuda --jobs 4 --verbose' test "$bu
 step vectors 120 "$q" run --backend "$be" --vectors vectors --quiet
 step determinism 180 "$q" run --backend "$be" --vectors vectors --quiet --determinism \
   --variants 'emulate=1;device=0'
+# shapes the random problems do not reach, each answer checked against the reference: M past
+# 512 (16 rows a thread in the epilogue), K past 65536 through the 16-byte A preparation, N not
+# a multiple of 4 (byte stores), for two type mixes
+checked() {
+  local t
+  for t in u8s8u8 s8u8s8; do
+    "$q" bench --backend "$be" --backend optimized --rounds 1 --reps 1 --types "$t" \
+      --shape 600x1024x1028 --shape 520x65600x20 --shape 77x1000x1030 || return $?
+  done
+}
+export -f checked
+step checked 240 checked
 # the first, one-byte-a-thread kernels that QMM_CUDA_SCALAR_KERNELS selects (docs/cuda.md): the
 # long differential below checks the word-wide ones, this one keeps the others honest
 step scalar 120 env QMM_CUDA_SCALAR_KERNELS=1 "$q" diff --backend reference --backend "$be" \

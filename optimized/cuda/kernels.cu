@@ -11,13 +11,15 @@
 
 #include "optimized/cuda/cuda_internal.h"
 
+static int scalar_from_env(void)
+{
+    const char *v = getenv("QMM_CUDA_SCALAR_KERNELS");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
 extern "C" int qmm_cu_scalar_kernels(void)
 {
-    static int scalar = -1; /* read once; a benign race: every reader computes the same value */
-    if (scalar < 0) {
-        const char *v = getenv("QMM_CUDA_SCALAR_KERNELS");
-        scalar = v && *v && strcmp(v, "0") != 0;
-    }
+    static const int scalar = scalar_from_env(); /* read once (a thread-safe initialization) */
     return scalar;
 }
 
@@ -243,6 +245,14 @@ template <typename P> __global__ void epilogue_kernel(P p)
  * (QLinearMatMul) or 16 bytes (MatMulInteger) written where n % 4 == 0. The arithmetic is
  * epilogue.h's, element for element (qmm_cu_correct, qmm_cu_requant). p.ldd % 4 == 0 and the
  * accumulators hold whole padded rows, so the read never leaves them. */
+/* The exact decision of one element, out of line: rare, and inlined once per element of a
+ * four-column thread it made the kernel slower (BENCHMARKS.md, H200). */
+__device__ __noinline__ int32_t requant_cold(int32_t acc, double sa, double sb, double sy,
+                                             double cm, int32_t zy, int32_t qmin, int32_t qmax)
+{
+    return qmm_cu_requant(acc, sa, sb, sy, cm, zy, qmin, qmax);
+}
+
 constexpr int kEpiRows = 16;  /* rows a thread when M is large ... */
 constexpr int kEpiRowsAt = 512; /* ... from this M; below, one row a thread (more threads; on an
                                  * H200 1 row won at M = 16 and 128, 16 rows at M = 1000) */
@@ -274,8 +284,10 @@ template <bool MMI> __global__ void epilogue4_kernel(qmm_cu_epi p, int rows)
             int32_t q[4];
             for (int c = 0; c < 4; c++) {
                 int32_t acc = qmm_cu_correct(dot[c], rs, cs[c], da, db[c], p.k);
-                q[c] = MMI ? acc
-                           : qmm_cu_requant(acc, sa, sb[c], p.sy, cm[c], p.zy, p.qmin, p.qmax);
+                if (MMI)
+                    q[c] = acc;
+                else if (!qmm_cu_requant_fast(acc, sa, cm[c], p.zy, p.qmin, p.qmax, &q[c]))
+                    q[c] = requant_cold(acc, sa, sb[c], p.sy, cm[c], p.zy, p.qmin, p.qmax);
             }
             int64_t o = i * p.n + j;
             if (MMI) {
@@ -298,6 +310,12 @@ template <bool MMI> __global__ void epilogue4_kernel(qmm_cu_epi p, int rows)
         }
 }
 
+/* 1 when every pointer is a multiple of `bytes` (the word-wide kernels' vector accesses) */
+bool aligned(int bytes, const void *x, const void *y)
+{
+    return ((uintptr_t)x | (uintptr_t)y) % (uintptr_t)bytes == 0;
+}
+
 unsigned int blocks_for(int64_t count, int per)
 {
     int64_t b = (count + per - 1) / per;
@@ -315,7 +333,7 @@ extern "C" cudaError_t qmm_cu_launch_prep_rows(const uint8_t *src, int is_signed
         return cudaSuccess;
     /* rows_p and nmat stay far below the grid limits for any matrix that fits in memory */
     dim3 grid((unsigned int)rows_p, blocks_for(nmat, 1));
-    if (k % 16 == 0 && !qmm_cu_scalar_kernels())
+    if (k % 16 == 0 && kp % 16 == 0 && aligned(16, src, dst) && !qmm_cu_scalar_kernels())
         prep_rows16_kernel<<<grid, 128, 0, s>>>(src, is_signed, nmat, rows, k, rows_p, kp, dst,
                                                  rowsum);
     else
@@ -330,7 +348,7 @@ extern "C" cudaError_t qmm_cu_launch_prep_cols(const uint8_t *src, int is_signed
 {
     if (nmat == 0 || n_p == 0 || kp == 0)
         return cudaSuccess;
-    if (n % 4 == 0 && !qmm_cu_scalar_kernels()) {
+    if (n % 4 == 0 && kp % 4 == 0 && aligned(4, src, dst) && !qmm_cu_scalar_kernels()) {
         dim3 grid((unsigned int)((kp + kWide - 1) / kWide), blocks_for(n_p, kWide),
                   blocks_for(nmat, 1));
         prep_cols4_kernel<<<grid, 256, 0, s>>>(src, is_signed, nmat, k, n, n_p, kp, dst, colsum);
@@ -379,7 +397,10 @@ template <typename P> cudaError_t launch_epilogue(void (*kernel)(P), const P *p,
 
 extern "C" cudaError_t qmm_cu_launch_epilogue(const qmm_cu_epi *p, cudaStream_t s)
 {
-    if ((!p->mmi && !p->y_per_tensor) || p->ldd % 4 != 0 || qmm_cu_scalar_kernels())
+    /* its 16-byte reads of dot need dot and ldd 16-byte aligned; its word (16-byte, for
+     * MatMulInteger) writes of y happen only where n % 4 == 0, and need y aligned as well */
+    if ((!p->mmi && !p->y_per_tensor) || p->ldd % 4 != 0 || !aligned(16, p->dot, p->dot) ||
+        (p->n % 4 == 0 && !aligned(p->mmi ? 16 : 4, p->y, p->y)) || qmm_cu_scalar_kernels())
         return launch_epilogue(epilogue_kernel<qmm_cu_epi>, p, s);
     if (p->m == 0 || p->n == 0)
         return cudaSuccess;

@@ -260,6 +260,10 @@ static qmm_status_code run_device(qmm_cu_backend *cb, const qo *q, qmm_status *s
                 rc = gemm_ordered(cb, q, a + (k0 / 32) * 32 * m,
                                   db + bsel * n * k + (k0 / 32) * qmm_lt_order_ld(c->order_b, n, k), kc,
                                   k0 == 0 ? dot : tmp, &nat, st);
+                if (rc == QMM_OK && !nat) /* the first chunk's form had one; this one none */
+                    rc = qmm_status_set(st, QMM_INTERNAL,
+                                        "%s: cuBLASLt has no ordered int8 algorithm for the K "
+                                        "chunk of %lld", cb->name, (long long)kc);
                 if (rc != QMM_OK)
                     goto out;
                 if (k0 > 0)
