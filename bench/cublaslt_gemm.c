@@ -16,27 +16,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/base/clean.h"
+#include "harness/base/numparse.h"
 #include "harness/base/rng.h"
 #include "optimized/qmm_cuda.h"
 
-/* "S" or "MxKxN", every number in 1 .. 2^20 (K also at most 65536: one GEMM, no K chunks) */
+/* "S" (S x S x S) or "MxKxN" (harness/base/numparse.h), every number in 1 .. 2^20 and K at
+ * most 65536 (one GEMM, no K chunks) */
 static int parse_shape(const char *s, int64_t dims[3])
 {
-    char *end;
-    for (int i = 0; i < 3; i++) {
-        long long v = strtoll(s, &end, 10);
-        if (end == s || v < 1 || v > (1 << 20))
+    if (!strchr(s, 'x')) {
+        if (qh_parse_i64(s, 1, 65536, &dims[0]))
             return 0;
-        dims[i] = v;
-        if (i == 0 && *end == '\0') {
-            dims[1] = dims[2] = v;
-            return v <= 65536;
-        }
-        if (i < 2 && *end != 'x')
-            return 0;
-        s = end + 1;
+        dims[1] = dims[2] = dims[0];
+        return 1;
     }
-    return *end == '\0' && dims[1] <= 65536;
+    return qh_parse_shape(s, 1 << 20, dims) == 0 && dims[0] >= 1 && dims[1] >= 1 &&
+           dims[1] <= 65536 && dims[2] >= 1;
 }
 
 int main(int argc, char **argv)
@@ -48,16 +44,18 @@ int main(int argc, char **argv)
     int nshapes = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
-            reps = atoi(argv[++i]);
-            if (reps < 1) {
-                fprintf(stderr, "qmm_cublaslt_bench: --reps must be at least 1\n");
+            if (qh_parse_int(argv[++i], 1, 1000000, &reps)) {
+                fprintf(stderr, "qmm_cublaslt_bench: --reps takes a number from 1 to 1000000\n");
                 return 2;
             }
         } else if (nshapes < 16 && parse_shape(argv[i], shapes[nshapes])) {
             nshapes++;
         } else {
+            char *shown = qh_clean_dup(argv[i], strlen(argv[i]), 64);
             fprintf(stderr, "qmm_cublaslt_bench: '%s': want --reps N or a shape S or MxKxN "
-                            "(each 1 .. 2^20, K at most 65536; at most 16 shapes)\n", argv[i]);
+                            "(each 1 .. 2^20, K at most 65536; at most 16 shapes)\n",
+                    shown ? shown : "?");
+            free(shown);
             return 2;
         }
     }

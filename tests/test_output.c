@@ -137,6 +137,18 @@ Test(numparse, doubles_and_bytes)
     cr_expect_eq(qh_parse_bytes("17179869184G", &b), -1, "overflows 2^64");
 }
 
+Test(numparse, shapes)
+{
+    int64_t d[3] = {7, 7, 7};
+    const char *bad[] = {"", "1x2", "1x2x3x4", "1xx3", "x2x3", "1x2x", "+1x2x3", "1x 2x3",
+                         "1x2x1048577", "-1x2x3", "1X2X3"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_expect_eq(qh_parse_shape(bad[i], 1 << 20, d), -1, "'%s'", bad[i]);
+    cr_expect(d[0] == 7 && d[1] == 7 && d[2] == 7, "a rejected shape leaves out alone");
+    cr_expect_eq(qh_parse_shape("16x4096x0", 1 << 20, d), 0);
+    cr_expect(d[0] == 16 && d[1] == 4096 && d[2] == 0);
+}
+
 /* ---- strbuf.c: report escaping ------------------------------------------------- */
 
 static char *escaped(void (*fn)(qh_sb *, const char *), const char *s)

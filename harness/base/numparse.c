@@ -113,3 +113,25 @@ int qh_parse_bytes(const char *s, uint64_t *out)
     *out = v << shift;
     return 0;
 }
+
+int qh_parse_shape(const char *s, int64_t max, int64_t out[3])
+{
+    char buf[64];
+    int64_t v[3];
+    if (strlen(s) >= sizeof buf)
+        return -1;
+    memcpy(buf, s, strlen(s) + 1);
+    char *part = buf;
+    for (int d = 0; d < 3; d++) {
+        char *x = strchr(part, 'x');
+        if ((d < 2) != (x != NULL))
+            return -1;
+        if (x)
+            *x = '\0';
+        if (qh_parse_i64(part, 0, max, &v[d]))
+            return -1;
+        part = x ? x + 1 : NULL;
+    }
+    memcpy(out, v, sizeof v);
+    return 0;
+}

@@ -18,5 +18,8 @@ int qh_parse_int(const char *s, int min, int max, int *out);
 int qh_parse_double(const char *s, double min, double max, double *out);
 /* A byte count with an optional suffix K, M, G or T (powers of 1024): "512M", "4G", "0". */
 int qh_parse_bytes(const char *s, uint64_t *out);
+/* A matrix-multiply shape "MxKxN": three of qh_parse_i64's numbers, each in 0 .. max, joined
+ * by 'x' ("16x4096x4096"); out[0..2] = M, K, N. */
+int qh_parse_shape(const char *s, int64_t max, int64_t out[3]);
 
 #endif /* QMM_HARNESS_NUMPARSE_H */

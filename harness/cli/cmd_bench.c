@@ -92,27 +92,6 @@ const qh_command qh_bench_usage = {
 #define usage(msg) qh_opt_error(&qh_bench_usage, QH_ERR_USAGE, "%s", (msg))
 #define bad_value(...) qh_opt_bad_value(&qh_bench_usage, QH_ERR_USAGE, __VA_ARGS__)
 
-/* "MxKxN", each part strict (harness/base/numparse.h) and at most 2^20. */
-static int parse_shape(const char *s, int64_t mkn[3])
-{
-    char buf[64];
-    if (strlen(s) >= sizeof buf)
-        return -1;
-    snprintf(buf, sizeof buf, "%s", s);
-    char *part = buf;
-    for (int d = 0; d < 3; d++) {
-        char *x = strchr(part, 'x');
-        if ((d < 2) != (x != NULL))
-            return -1;
-        if (x)
-            *x = '\0';
-        if (qh_parse_i64(part, 0, 1 << 20, &mkn[d]))
-            return -1;
-        part = x ? x + 1 : NULL;
-    }
-    return 0;
-}
-
 static int parse_types(const char *s, int32_t t[3])
 {
     if (strlen(s) != 6)
@@ -1100,7 +1079,7 @@ int qh_cmd_bench(int argc, char **argv)
         case O_SHAPE:
             if (nshapes == BENCH_MAX_SHAPES)
                 return usage("too many --shape options");
-            if (parse_shape(val, shapes[nshapes]))
+            if (qh_parse_shape(val, 1 << 20, shapes[nshapes]))
                 return bad_value(p.name, val, "MxKxN (each 0..1048576)");
             nshapes++;
             break;
