@@ -198,7 +198,7 @@ __global__ void prep_cols4_kernel(const uint8_t *src, int is_signed, int64_t nma
                 uint32_t b3 = (tile[4 * q + 3][jj / 4] >> sh) & 0xffu;
                 uint32_t word = b0 | b1 << 8 | b2 << 16 | b3 << 24;
                 int64_t gj = j0 + jj, gk = k0 + 4 * q;
-                if (gj < n_p && gk < kp) /* kp % 32 == 0: the whole word is inside the row */
+                if (gj < n_p && gk < kp) /* kp % 4 == 0: the whole word is inside the row */
                     *reinterpret_cast<uint32_t *>(out + gj * kp + gk) = word;
                 /* the 16 lanes of column jj are one half-warp (e % 16 == q) */
                 uint32_t sum = (uint32_t)__dp4a((int)word, 0x01010101, 0);
@@ -310,10 +310,10 @@ template <bool MMI> __global__ void epilogue4_kernel(qmm_cu_epi p, int rows)
         }
 }
 
-/* 1 when every pointer is a multiple of `bytes` (the word-wide kernels' vector accesses) */
-bool aligned(int bytes, const void *x, const void *y)
+/* 1 when p is a multiple of `bytes` (the word-wide kernels' vector accesses) */
+bool aligned(const void *p, int bytes)
 {
-    return ((uintptr_t)x | (uintptr_t)y) % (uintptr_t)bytes == 0;
+    return (uintptr_t)p % (uintptr_t)bytes == 0;
 }
 
 unsigned int blocks_for(int64_t count, int per)
@@ -333,7 +333,7 @@ extern "C" cudaError_t qmm_cu_launch_prep_rows(const uint8_t *src, int is_signed
         return cudaSuccess;
     /* rows_p and nmat stay far below the grid limits for any matrix that fits in memory */
     dim3 grid((unsigned int)rows_p, blocks_for(nmat, 1));
-    if (k % 16 == 0 && kp % 16 == 0 && aligned(16, src, dst) && !qmm_cu_scalar_kernels())
+    if (k % 16 == 0 && kp % 16 == 0 && aligned(src, 16) && aligned(dst, 16) && !qmm_cu_scalar_kernels())
         prep_rows16_kernel<<<grid, 128, 0, s>>>(src, is_signed, nmat, rows, k, rows_p, kp, dst,
                                                  rowsum);
     else
@@ -348,7 +348,7 @@ extern "C" cudaError_t qmm_cu_launch_prep_cols(const uint8_t *src, int is_signed
 {
     if (nmat == 0 || n_p == 0 || kp == 0)
         return cudaSuccess;
-    if (n % 4 == 0 && kp % 4 == 0 && aligned(4, src, dst) && !qmm_cu_scalar_kernels()) {
+    if (n % 4 == 0 && kp % 4 == 0 && aligned(src, 4) && aligned(dst, 4) && !qmm_cu_scalar_kernels()) {
         dim3 grid((unsigned int)((kp + kWide - 1) / kWide), blocks_for(n_p, kWide),
                   blocks_for(nmat, 1));
         prep_cols4_kernel<<<grid, 256, 0, s>>>(src, is_signed, nmat, k, n, n_p, kp, dst, colsum);
@@ -399,8 +399,8 @@ extern "C" cudaError_t qmm_cu_launch_epilogue(const qmm_cu_epi *p, cudaStream_t 
 {
     /* its 16-byte reads of dot need dot and ldd 16-byte aligned; its word (16-byte, for
      * MatMulInteger) writes of y happen only where n % 4 == 0, and need y aligned as well */
-    if ((!p->mmi && !p->y_per_tensor) || p->ldd % 4 != 0 || !aligned(16, p->dot, p->dot) ||
-        (p->n % 4 == 0 && !aligned(p->mmi ? 16 : 4, p->y, p->y)) || qmm_cu_scalar_kernels())
+    if ((!p->mmi && !p->y_per_tensor) || p->ldd % 4 != 0 || !aligned(p->dot, 16) ||
+        (p->n % 4 == 0 && !aligned(p->y, p->mmi ? 16 : 4)) || qmm_cu_scalar_kernels())
         return launch_epilogue(epilogue_kernel<qmm_cu_epi>, p, s);
     if (p->m == 0 || p->n == 0)
         return cudaSuccess;

@@ -492,21 +492,15 @@ static qmm_status_code run_resident(qmm_cu_backend *cb, const plan *p, dev *d, q
     return rc;
 }
 
-/* Allocates the device buffers for plan p; uploads operands and parameters when `upload_data`. */
-static qmm_status_code dev_setup(qmm_cu_backend *cb, const plan *p, dev *d, int upload_data,
-                                 qmm_status *st)
+/* Allocates the device buffers for plan p and uploads its operands and parameters. */
+static qmm_status_code dev_setup(qmm_cu_backend *cb, const plan *p, dev *d, qmm_status *st)
 {
     qmm_status_code rc = QMM_OK;
     cudaStream_t s = cb->stream;
     size_t M = (size_t)p->m, N = (size_t)p->n, B = (size_t)p->batch;
     size_t an = (size_t)qmm_tensor_numel(p->a), bn = (size_t)qmm_tensor_numel(p->b);
-    if (upload_data) {
-        CU_TRY(upload((void **)&d->a, p->a->data, an, s), "copying A");
-        CU_TRY(upload((void **)&d->b, p->b->data, bn, s), "copying B");
-    } else {
-        CU_TRY(dalloc((void **)&d->a, an), "A");
-        CU_TRY(dalloc((void **)&d->b, bn), "B");
-    }
+    CU_TRY(upload((void **)&d->a, p->a->data, an, s), "copying A");
+    CU_TRY(upload((void **)&d->b, p->b->data, bn, s), "copying B");
     CU_TRY(dalloc((void **)&d->y, B * M * N * p->ysize), "y");
     CU_TRY(dalloc((void **)&d->ap, (size_t)(p->namat * p->mp * p->kp)), "prepared A");
     CU_TRY(dalloc((void **)&d->bt, (size_t)(p->nbmat * p->np * p->kp)), "prepared B");
@@ -540,7 +534,7 @@ static qmm_status_code run_device(qmm_cu_backend *cb, const plan *p, qmm_status 
     memset(&d, 0, sizeof d);
     size_t ybytes = (size_t)(p->batch * p->m * p->n) * p->ysize;
     CU_TRY(cudaSetDevice(cb->device), "selecting the device");
-    rc = dev_setup(cb, p, &d, 1, st);
+    rc = dev_setup(cb, p, &d, st);
     if (rc != QMM_OK)
         goto out;
     rc = run_resident(cb, p, &d, st);
@@ -718,7 +712,7 @@ qmm_status_code qmm_cuda_bench_resident(const qmm_backend *be, int64_t m, int64_
     if (rc != QMM_OK)
         goto out;
     CU_TRY(cudaSetDevice(cb->device), "selecting the device");
-    rc = dev_setup(cb, &p, &d, 1, st); /* the caller's operands, once */
+    rc = dev_setup(cb, &p, &d, st); /* the caller's operands, once */
     if (rc != QMM_OK)
         goto out;
     CU_TRY(cudaStreamSynchronize(cb->stream), "copying the operands");
