@@ -140,8 +140,9 @@ out:
 
 
 /* COL32 form, natively: D (int32 COL32, m x n) = A (COL32, m x kc) * op_T(B^T (order_b, n x kc)).
- * Sets *native = 0 (and succeeds) when cuBLASLt has no algorithm for these orders; with d NULL
- * only asks. */
+ * With d NULL only asks: *native = 0 (and success) when cuBLASLt has no algorithm for these
+ * orders. With d, a form without one is an error (a later K chunk's width may differ from the
+ * one asked about), as for qmm_cu_gemm_rows. */
 static qmm_status_code gemm_ordered(qmm_cu_backend *cb, const qo *q, const int8_t *a,
                                     const int8_t *bt, int64_t kc, int32_t *d, int *native,
                                     qmm_status *st)
@@ -153,7 +154,12 @@ static qmm_status_code gemm_ordered(qmm_cu_backend *cb, const qo *q, const int8_
          "layout of B"},
         {CUDA_R_32I, q->m, q->n, 32 * q->m, QMM_ORDER_COL32, "layout of the accumulators"},
         "ordered int8 GEMM"};
-    return qmm_cu_lt_matmul(cb, &g, a, bt, d, native, st);
+    qmm_status_code rc = qmm_cu_lt_matmul(cb, &g, a, bt, d, native, st);
+    if (rc == QMM_OK && d && !*native)
+        rc = qmm_status_set(st, QMM_INTERNAL,
+                            "%s: cuBLASLt has no ordered int8 algorithm for %lld x %lld x %lld",
+                            cb->name, (long long)q->m, (long long)kc, (long long)q->n);
+    return rc;
 }
 
 #define PAD_MN 16
@@ -260,10 +266,6 @@ static qmm_status_code run_device(qmm_cu_backend *cb, const qo *q, qmm_status *s
                 rc = gemm_ordered(cb, q, a + (k0 / 32) * 32 * m,
                                   db + bsel * n * k + (k0 / 32) * qmm_lt_order_ld(c->order_b, n, k), kc,
                                   k0 == 0 ? dot : tmp, &nat, st);
-                if (rc == QMM_OK && !nat) /* the first chunk's form had one; this one none */
-                    rc = qmm_status_set(st, QMM_INTERNAL,
-                                        "%s: cuBLASLt has no ordered int8 algorithm for the K "
-                                        "chunk of %lld", cb->name, (long long)kc);
                 if (rc != QMM_OK)
                     goto out;
                 if (k0 > 0)
