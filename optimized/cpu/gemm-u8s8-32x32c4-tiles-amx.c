@@ -108,13 +108,16 @@ void qmm_gemm_u8s8_32x32c4_tiles__amx(size_t rows, size_t kgroups, const int32_t
 /* Rows 0..R-1 (R <= 4, a constant after inlining) with AVX-512 VNNI on the tiles layout:
  * row r's word for K group 16T + u is word 16*(T*MR + r) + u of the block. A tile multiply
  * costs the same for 1 row as for 16, so a few rows (M = 1 on a prepacked B) run as a gemv;
- * K groups alternate between two accumulator sets, as in gemm-u8s8-8x32c4-avx512vnni.c. */
+ * K groups alternate between two accumulator sets, as in gemm-u8s8-8x32c4-avx512vnni.c, and
+ * the loops over r are unrolled by pragma for the same reason as there (at -O2 GCC 12 left
+ * them rolled, the accumulators in memory; not timed on an AMX CPU). */
 static inline __attribute__((always_inline)) void rows_vnni(int R, size_t kgroups,
                                                             const int32_t *a, const int8_t *b,
                                                             int32_t *c, size_t ldc,
                                                             int accumulate)
 {
     __m512i acc[4][2], alt[4][2];
+    #pragma GCC unroll 8
     for (int r = 0; r < R; r++)
         acc[r][0] = acc[r][1] = alt[r][0] = alt[r][1] = _mm512_setzero_si512();
     for (size_t t = 0; t < kgroups; t += KT) {
@@ -125,6 +128,7 @@ static inline __attribute__((always_inline)) void rows_vnni(int R, size_t kgroup
             __m512i b1 = _mm512_loadu_si512((const void *)(bu + 64));
             __m512i b2 = _mm512_loadu_si512((const void *)(bu + 128));
             __m512i b3 = _mm512_loadu_si512((const void *)(bu + 192));
+            #pragma GCC unroll 8
             for (int r = 0; r < R; r++) {
                 __m512i av = _mm512_set1_epi32(at[16 * r + u]);
                 __m512i aw = _mm512_set1_epi32(at[16 * r + u + 1]);
@@ -135,6 +139,7 @@ static inline __attribute__((always_inline)) void rows_vnni(int R, size_t kgroup
             }
         }
     }
+    #pragma GCC unroll 8
     for (int r = 0; r < R; r++) {
         int32_t *p0 = c + (size_t)r * ldc, *p1 = p0 + 16;
         __m512i s0 = _mm512_add_epi32(acc[r][0], alt[r][0]);
