@@ -247,6 +247,59 @@ static void check_kernel_raw_a(const qmm_opt_variant *v, const problem *p, const
     free(ref);
 }
 
+/* kernel_rows_dense, where the variant has one: every partial row group's words gathered
+ * `rows` a K group (as matmul.c does), whole and K split over two calls (the second
+ * accumulating), bit for bit against the layout's kernel on the packed A (want). */
+static void check_dense_rows(const qmm_opt_variant *v, const problem *p, const int32_t *apack,
+                             const int8_t *bpack, size_t kgroups, const int32_t *want,
+                             size_t ldc)
+{
+    if (!v->kernel_rows_dense)
+        return;
+    const qmm_opt_layout *L = v->layout;
+    size_t mr = (size_t)L->mr, nr = (size_t)L->nr, kg = (size_t)L->kg;
+    size_t groups = (p->m + mr - 1) / mr, panels = (p->n + nr - 1) / nr;
+    size_t g = groups - 1, rows = p->m - g * mr; /* the only partial group is the last */
+    if (rows == mr || kgroups == 0)
+        return;
+    int32_t *dense = alloc0(kgroups * rows * sizeof(int32_t));
+    int32_t *tile = alloc0(rows * ldc * sizeof(int32_t));
+    const int32_t *ag = apack + g * kgroups * mr;
+    for (size_t q = 0; q < kgroups; q++)
+        for (size_t r = 0; r < rows; r++)
+            dense[q * rows + r] = ag[q * mr + r];
+    size_t k1 = kgroups / 2;
+    for (size_t pi = 0; pi < panels; pi++) {
+        const int8_t *bp = bpack + pi * kgroups * kg * nr;
+        for (int split = 0; split < 2; split++) {
+            memset(tile, 0x5a, rows * ldc * sizeof(int32_t));
+            if (split) {
+                v->kernel_rows_dense(rows, k1, dense, bp, tile, ldc, 0);
+                v->kernel_rows_dense(rows, kgroups - k1, dense + k1 * rows, bp + k1 * kg * nr,
+                                     tile, ldc, 1);
+            } else {
+                v->kernel_rows_dense(rows, kgroups, dense, bp, tile, ldc, 0);
+            }
+            for (size_t r = 0; r < rows; r++)
+                for (size_t j = 0; j < nr; j++) {
+                    int32_t got = tile[r * ldc + j], exp = want[(g * mr + r) * ldc + pi * nr + j];
+                    if (got != exp)
+                        cr_assert_fail(CASE_FMT ": kernel_rows_dense%s [%zu][%zu] %d, portable "
+                                                "kernel %d",
+                                       CASE_ARGS(v->name, p), split ? " (K in two calls)" : "",
+                                       g * mr + r, pi * nr + j, got, exp);
+                }
+            for (size_t r = 0; r < rows; r++) /* nothing written past the tile's columns */
+                for (size_t j = nr; j < ldc && j < nr + 3; j++)
+                    cr_assert(tile[r * ldc + j] == 0x5a5a5a5a,
+                              CASE_FMT ": kernel_rows_dense wrote past its tile",
+                              CASE_ARGS(v->name, p));
+        }
+    }
+    free(dense);
+    free(tile);
+}
+
 /* The tile kernels: pack with the variant's packers, run `kernel` / `kernel_rows` on every
  * (row group, panel) tile, compare with the layout's portable kernel and the naive sums. */
 static void check_tiles(const qmm_opt_variant *v, const problem *p)
@@ -292,6 +345,7 @@ static void check_tiles(const qmm_opt_variant *v, const problem *p)
         }
     }
     v->task_end();
+    check_dense_rows(v, p, apack, bpack, kgroups, want, ldc);
     check_padding_groups(v, p, kgroups);
     check_kernel_pack(v, p, apack, bpack, kgroups, want, ldc);
     check_kernel_raw_a(v, p, apack, bpack, kgroups);
@@ -512,6 +566,8 @@ Test(ukernel, every_variant_is_complete)
                   "%s: a gemv of its own that no call runs", v->name);
         cr_assert(!L->colsum == !v->colsum, "%s: column sums", v->name);
         cr_assert(!L->gemv_packed == !v->gemv_packed, "%s: small-M packed kernel", v->name);
+        cr_assert(!v->kernel_rows_dense || L->pack_a == qmm_opt_pack_a,
+                  "%s: dense rows gathered from an A qmm_opt_pack_a did not pack", v->name);
     }
 }
 

@@ -10,7 +10,8 @@
 enum { MR = 8, NR = 32 };
 
 /* The tile's first R rows (R a constant after inlining, so the accumulators stay in
- * registers); the packed A advances by MR words per group whatever R is. With R <= 4 the
+ * registers); A holds AS words a K group (MR: the packed A, whatever R is; R: the dense rows
+ * matmul.c gathers for a task of one partial row group). With R <= 4 the
  * k groups alternate between two sets of accumulators (summed at the end: the same sums
  * modulo 2^32): one set would leave only 2R vpdpbusd dependency chains, too few to hide
  * its latency when B streams from cache (M = 1 on a prepacked B).
@@ -18,9 +19,9 @@ enum { MR = 8, NR = 32 };
  * loops of R = 2..7 rolled and kept the accumulators in memory, a load and a store around
  * every vpdpbusd (1x32 ... 7x32 tiles: M = 4 and 7 on a prepacked 4096x4096 B ran 1.6 and
  * 2.3x slower, Zen 5, 7 alternating rounds). */
-static inline __attribute__((always_inline)) void tile(int R, size_t kgroups, const int32_t *a,
-                                                      const int8_t *b, int32_t *c, size_t ldc,
-                                                      int accumulate)
+static inline __attribute__((always_inline)) void tile(int R, int AS, size_t kgroups,
+                                                      const int32_t *a, const int8_t *b,
+                                                      int32_t *c, size_t ldc, int accumulate)
 {
     __m512i acc[MR][2], alt[4][2];
     const int two = R <= 4;
@@ -39,13 +40,13 @@ static inline __attribute__((always_inline)) void tile(int R, size_t kgroups, co
             __m512i b3 = _mm512_loadu_si512((const void *)(b + 192));
             #pragma GCC unroll 8
             for (int r = 0; r < R; r++) {
-                __m512i av = _mm512_set1_epi32(a[r]), aw = _mm512_set1_epi32(a[MR + r]);
+                __m512i av = _mm512_set1_epi32(a[r]), aw = _mm512_set1_epi32(a[AS + r]);
                 acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, b0);
                 acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, b1);
                 alt[r][0] = _mm512_dpbusd_epi32(alt[r][0], aw, b2);
                 alt[r][1] = _mm512_dpbusd_epi32(alt[r][1], aw, b3);
             }
-            a += 2 * MR;
+            a += 2 * (size_t)AS;
             b += 2 * NR * 4;
         }
         #pragma GCC unroll 8
@@ -64,7 +65,7 @@ static inline __attribute__((always_inline)) void tile(int R, size_t kgroups, co
             acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, b0);
             acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, b1);
         }
-        a += MR;
+        a += AS;
         b += NR * 4;
     }
     #pragma GCC unroll 8
@@ -512,14 +513,34 @@ void qmm_gemm_u8s8_rx32c4__avx512vnni(size_t rows, size_t kgroups, const int32_t
                                       const int8_t *b, int32_t *c, size_t ldc, int accumulate)
 {
     switch (rows) {
-    case 1: tile(1, kgroups, a, b, c, ldc, accumulate); break;
-    case 2: tile(2, kgroups, a, b, c, ldc, accumulate); break;
-    case 3: tile(3, kgroups, a, b, c, ldc, accumulate); break;
-    case 4: tile(4, kgroups, a, b, c, ldc, accumulate); break;
-    case 5: tile(5, kgroups, a, b, c, ldc, accumulate); break;
-    case 6: tile(6, kgroups, a, b, c, ldc, accumulate); break;
-    case 7: tile(7, kgroups, a, b, c, ldc, accumulate); break;
-    default: tile(MR, kgroups, a, b, c, ldc, accumulate); break;
+    case 1: tile(1, MR, kgroups, a, b, c, ldc, accumulate); break;
+    case 2: tile(2, MR, kgroups, a, b, c, ldc, accumulate); break;
+    case 3: tile(3, MR, kgroups, a, b, c, ldc, accumulate); break;
+    case 4: tile(4, MR, kgroups, a, b, c, ldc, accumulate); break;
+    case 5: tile(5, MR, kgroups, a, b, c, ldc, accumulate); break;
+    case 6: tile(6, MR, kgroups, a, b, c, ldc, accumulate); break;
+    case 7: tile(7, MR, kgroups, a, b, c, ldc, accumulate); break;
+    default: tile(MR, MR, kgroups, a, b, c, ldc, accumulate); break;
+    }
+}
+
+/* The same on dense rows: A holds `rows` words a K group (1 <= rows < MR). M = 1 on a
+ * prepacked 4096x4096 B reads 4 bytes of A per 128 of B instead of 32: 1.08x faster on one
+ * thread (quartiles 1.00-1.16), 1.06x on two (1.04-1.07); M = 4 the same (Zen 5, 15 and 7
+ * alternating rounds of qmmcheck bench, medians of the per-round ratios). */
+qmm_opt_kernel_ft qmm_gemm_u8s8_rx32c4_dense__avx512vnni; /* kernels.c */
+void qmm_gemm_u8s8_rx32c4_dense__avx512vnni(size_t rows, size_t kgroups, const int32_t *a,
+                                            const int8_t *b, int32_t *c, size_t ldc,
+                                            int accumulate)
+{
+    switch (rows) {
+    case 1: tile(1, 1, kgroups, a, b, c, ldc, accumulate); break;
+    case 2: tile(2, 2, kgroups, a, b, c, ldc, accumulate); break;
+    case 3: tile(3, 3, kgroups, a, b, c, ldc, accumulate); break;
+    case 4: tile(4, 4, kgroups, a, b, c, ldc, accumulate); break;
+    case 5: tile(5, 5, kgroups, a, b, c, ldc, accumulate); break;
+    case 6: tile(6, 6, kgroups, a, b, c, ldc, accumulate); break;
+    default: tile(7, 7, kgroups, a, b, c, ldc, accumulate); break;
     }
 }
 

@@ -69,6 +69,7 @@ qmm_opt_peak_ft qmm_peak_u8s8__avxvnni;
 /* gemm-u8s8-8x32c4-avx512vnni.c */
 qmm_opt_kernel_ft qmm_gemm_u8s8_8x32c4__avx512vnni;
 qmm_opt_kernel_ft qmm_gemm_u8s8_rx32c4__avx512vnni;
+qmm_opt_kernel_ft qmm_gemm_u8s8_rx32c4_dense__avx512vnni;
 qmm_opt_colsum_ft qmm_colsum_s8_32c4__avx512vnni;
 qmm_opt_pack_b_ft qmm_packb_s8_32c4__avx512vnni;
 qmm_opt_kernel_pack_ft qmm_gemm_pack_u8s8_8x32c4__avx512vnni;
@@ -234,6 +235,7 @@ static const qmm_opt_variant table[] = {
     {.name = "avx512vnni", .check = check_avx512vnni, .layout = &quads32,
      KERNEL(qmm_gemm_u8s8_8x32c4__avx512vnni),
      .kernel_rows = X86(qmm_gemm_u8s8_rx32c4__avx512vnni), .gemv_rows = GEMV,
+     .kernel_rows_dense = X86(qmm_gemm_u8s8_rx32c4_dense__avx512vnni),
      /* kernel_pack: dropped at fill where the CPU has no VBMI */
      .kernel_pack = X86(qmm_gemm_pack_u8s8_8x32c4__avx512vnni), .kc = KC_WHOLE,
      .kernel_raw_a = X86(qmm_gemm_u8s8_8x32c4_rawa__avx512vnni),

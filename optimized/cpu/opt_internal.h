@@ -215,8 +215,9 @@ struct qmm_opt_layout {
  * is filled once — from the layout (kernel, gemv_packed, colsum), from the variant's own
  * kernel (kernel_rows), or from the portable variant, row 0 (everything else) — so the driver
  * calls every slot without looking for an empty one. Only `peak` and `peak_loop` stay NULL
- * where a variant has no peak loop, kernel_pack where it has none (an optional fast path),
- * and gemv_packed where its layout has no small-M form;
+ * where a variant has no peak loop, kernel_pack and kernel_rows_dense where it has none
+ * (optional fast paths; so do kernel_raw_a and the rq kernels), and gemv_packed where its
+ * layout has no small-M form;
  * the plain numbers (gemv_rows) are the variant's own. */
 struct qmm_opt_variant {
     const char *name;          /* what isa= names it */
@@ -226,6 +227,10 @@ struct qmm_opt_variant {
     qmm_opt_kernel_ft *kernel; /* full row groups */
     const char *kernel_name;
     qmm_opt_kernel_ft *kernel_rows; /* partial row groups (rows < mr) */
+    qmm_opt_kernel_ft *kernel_rows_dense; /* NULL, or: kernel_rows on A words `rows` a K group
+                                             instead of mr (a task of one partial row group
+                                             gathers them: matmul.c, "dense rows"); only on a
+                                             layout whose A qmm_opt_pack_a packs */
     qmm_opt_kernel_pack_ft *kernel_pack; /* NULL, or: packs B during the first row group's
                                             pass over each panel (matmul.c, "fused") */
     int kc;                    /* k values per K block of the tile loops; 0: matmul.c's KC_K */
