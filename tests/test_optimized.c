@@ -478,9 +478,10 @@ Test(differential, blocking_boundaries, .timeout = 600)
         {40, 8195, 45}, {192, 67, 96}, {193, 67, 33}, {8, 4, 32}, {9, 8192, 64},
         /* ... past 192 rows: B packed in a pass of its own, not by the first row group */
         {200, 130, 97}, {390, 8195, 40},
-        /* dense rows on a prepacked B (avx512vnni): the gathered A past one K block of
-         * 8192 / rows groups (1 row: K > 32768; 7: K > 4680; 3: K > 10920), and within one */
-        {1, 40001, 65}, {7, 5001, 77}, {3, 11001, 40}, {6, 4680, 33},
+        /* dense A on a prepacked B (avx512vnni: M < 8 packed m words a K group): every row
+         * count, long and odd K, a 32-column tail */
+        {1, 40001, 65}, {7, 5001, 77}, {3, 11001, 40}, {6, 4680, 33}, {2, 3, 32}, {4, 9, 31},
+        {5, 4097, 64},
     };
     variant v[MAX_VARIANTS];
     int nv = open_variants(v, MAX_VARIANTS);

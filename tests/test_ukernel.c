@@ -247,9 +247,10 @@ static void check_kernel_raw_a(const qmm_opt_variant *v, const problem *p, const
     free(ref);
 }
 
-/* kernel_rows_dense, where the variant has one: every partial row group's words gathered
- * `rows` a K group (as matmul.c does), whole and K split over two calls (the second
- * accumulating), bit for bit against the layout's kernel on the packed A (want). */
+/* kernel_rows_dense, where the variant has one: the partial row group's words packed `rows`
+ * a K group (the layout's packer with mr = rows, as matmul.c packs an A of fewer rows than a
+ * group), whole and K split over two calls (the second accumulating), bit for bit against
+ * the layout's kernel on the mr-word A (want). */
 static void check_dense_rows(const qmm_opt_variant *v, const problem *p, const int32_t *apack,
                              const int8_t *bpack, size_t kgroups, const int32_t *want,
                              size_t ldc)
@@ -264,10 +265,16 @@ static void check_dense_rows(const qmm_opt_variant *v, const problem *p, const i
         return;
     int32_t *dense = alloc0(kgroups * rows * sizeof(int32_t));
     int32_t *tile = alloc0(rows * ldc * sizeof(int32_t));
-    const int32_t *ag = apack + g * kgroups * mr;
+    qmm_opt_layout Ld = *L;
+    Ld.mr = (int)rows;
+    L->pack_a(&Ld, p->a + g * mr * p->k, p->k, p->a_signed, rows, p->k, p->za + g * mr,
+              kgroups, dense, NULL);
+    const int32_t *ag = apack + g * kgroups * mr; /* the same words, mr a K group */
     for (size_t q = 0; q < kgroups; q++)
         for (size_t r = 0; r < rows; r++)
-            dense[q * rows + r] = ag[q * mr + r];
+            cr_assert(dense[q * rows + r] == ag[q * mr + r],
+                      CASE_FMT ": A packed %zu rows a group differs at K group %zu row %zu",
+                      CASE_ARGS(v->name, p), rows, q, r);
     size_t k1 = kgroups / 2;
     for (size_t pi = 0; pi < panels; pi++) {
         const int8_t *bp = bpack + pi * kgroups * kg * nr;
@@ -567,7 +574,7 @@ Test(ukernel, every_variant_is_complete)
         cr_assert(!L->colsum == !v->colsum, "%s: column sums", v->name);
         cr_assert(!L->gemv_packed == !v->gemv_packed, "%s: small-M packed kernel", v->name);
         cr_assert(!v->kernel_rows_dense || L->pack_a == qmm_opt_pack_a,
-                  "%s: dense rows gathered from an A qmm_opt_pack_a did not pack", v->name);
+                  "%s: a dense A from a packer other than qmm_opt_pack_a", v->name);
     }
 }
 

@@ -10,7 +10,7 @@
 enum { MR = 8, NR = 32 };
 
 /* The tile's first R rows (R a constant after inlining, so the accumulators stay in
- * registers); A holds AS words a K group (MR: the packed A, whatever R is; R: the dense rows
+ * registers); A holds AS words a K group (MR: the packed A, whatever R is; R: the dense A
  * matmul.c gathers for a task of one partial row group). With R <= 4 the
  * k groups alternate between two sets of accumulators (summed at the end: the same sums
  * modulo 2^32): one set would leave only 2R vpdpbusd dependency chains, too few to hide
@@ -524,10 +524,11 @@ void qmm_gemm_u8s8_rx32c4__avx512vnni(size_t rows, size_t kgroups, const int32_t
     }
 }
 
-/* The same on dense rows: A holds `rows` words a K group (1 <= rows < MR). M = 1 on a
- * prepacked 4096x4096 B reads 4 bytes of A per 128 of B instead of 32: 1.08x faster on one
- * thread (quartiles 1.00-1.16), 1.06x on two (1.04-1.07); M = 4 the same (Zen 5, 15 and 7
- * alternating rounds of qmmcheck bench, medians of the per-round ratios). */
+/* The same on dense rows: A holds `rows` words a K group (1 <= rows < MR; matmul.c packs an A
+ * of fewer than MR rows so). M = 1 on a prepacked 4096x4096 B then reads 4 bytes of A per 128
+ * of B instead of 32: 1.11x faster on one thread (quartiles 1.04-1.16), 1.10x on two
+ * (1.08-1.12); M = 4 the same (Zen 5, 15 alternating rounds of qmmcheck bench, medians of
+ * the per-round ratios). */
 qmm_opt_kernel_ft qmm_gemm_u8s8_rx32c4_dense__avx512vnni; /* kernels.c */
 void qmm_gemm_u8s8_rx32c4_dense__avx512vnni(size_t rows, size_t kgroups, const int32_t *a,
                                             const int8_t *b, int32_t *c, size_t ldc,

@@ -37,8 +37,6 @@ enum {
     PACK_ROWS_MAX = 64,
     PACK_COLS = 128, /* columns per B packing task: a multiple of every nr (small tasks keep
                         both threads busy when there are few of them) */
-    DENSE_WORDS = 8192, /* a worker's dense rows of A (32 KB): up to 8192 / rows K groups a
-                           pass (M = 1: K up to 32768 in one pass over each panel) */
 };
 
 /* The plan's parameter maps (ops/qmm_ops.h) under short names. */
@@ -60,16 +58,13 @@ typedef struct worker_scratch {
     float *mf;       /* NC_MAX: (float)(sa * cm[j]) for the float requantizer */
     int32_t *ovp;    /* the overlapped epilogue: per panel of 32 columns, 32 zc then 32 mf */
     qmm_opt_rq_tile *ovq; /* ... and its rows and constants */
-    int32_t *adense; /* DENSE_WORDS: a partial row group's A words, `rows` a K group */
 } worker_scratch;
 
 /* A worker's scratch is one run of WS_BYTES: the pieces above in that order (each size a
  * multiple of 64 bytes, so every piece stays 64-byte aligned). */
 #define WS_BYTES                                                                           \
     ((size_t)MB_MAX * NC_MAX * 4 + 4 * NC_MAX * 4 + 2 * NC_MAX * 8 + 2 * NC_MAX * 4 +          \
-     WS_RQ_BYTES + (size_t)DENSE_WORDS * 4)
-/* the rq tile's bytes, rounded up to keep adense 64-byte aligned */
-#define WS_RQ_BYTES ((sizeof(qmm_opt_rq_tile) + 63) / 64 * 64)
+     sizeof(qmm_opt_rq_tile))
 
 static void worker_scratch_at(worker_scratch *w, char *p)
 {
@@ -83,7 +78,6 @@ static void worker_scratch_at(worker_scratch *w, char *p)
     w->mf = (float *)(void *)(p + 3 * NC_MAX * 4 + 2 * NC_MAX * 8);
     w->ovp = (int32_t *)(void *)(p + 4 * NC_MAX * 4 + 2 * NC_MAX * 8);
     w->ovq = (qmm_opt_rq_tile *)(void *)(p + 6 * NC_MAX * 4 + 2 * NC_MAX * 8);
-    w->adense = (int32_t *)(void *)(p + 6 * NC_MAX * 4 + 2 * NC_MAX * 8 + WS_RQ_BYTES);
 }
 
 typedef struct job {
@@ -101,6 +95,10 @@ typedef struct job {
                                      (the variant's kernel_pack): see plan_tasks */
     int raw_a;                    /* full row groups read a uint8 A as it is (the variant's
                                      kernel_raw_a): see plan_tasks */
+    int dense_a;                  /* A packed m words a K group (ldense), not mr: M < mr on
+                                     the tile path, a variant with kernel_rows_dense, not
+                                     fused (see plan_tasks) */
+    qmm_opt_layout ldense;        /* dense_a: J->L with mr = m */
     int no_rowsum;                /* b's zero point, shifted as the packing shifts b, is 0 in
                                      every column: zbp * rowsum is 0, so A's row sums are not
                                      taken (they are stored as 0) */
@@ -186,6 +184,9 @@ static void pack_a_task(void *ctx, size_t task, int worker)
         size_t kpairs = (J->k + 1) / 2;
         qmm_opt_gemv_a.pack_a(&qmm_opt_gemv_a, src, J->k, J->a_signed, r1 - r0, J->k, za,
                               kpairs, J->apack + amat * J->a_words + r0 * kpairs, rs);
+    } else if (J->dense_a) {
+        J->ldense.pack_a(&J->ldense, src, J->k, J->a_signed, r1 - r0, J->k, za, J->kgroups,
+                         J->apack + amat * J->a_words, rs);
     } else if (J->raw_a) {
         /* the row sums, the partial row group and every group's last K groups: the full
          * groups' whole K groups are read from A itself; on the fused path the first row
@@ -684,16 +685,6 @@ static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
     size_t kcg = m1 - m0 <= mr && J->kgroups > 0 ? J->kgroups
                                                   : (size_t)(J->v->kc ? J->v->kc : KC_K) / kg;
     size_t g0 = m0 / mr, g1 = (m1 + mr - 1) / mr;
-    /* Dense rows: a task of one partial row group (M < mr on a prepacked B, as a rule) on a
-     * variant with kernel_rows_dense gathers its rows' A words, `rows` a K group instead of
-     * mr, once per K block (which then holds at most DENSE_WORDS of them): a gemv on a
-     * streamed B reads 4 bytes of A per K group instead of 4 * mr. Not on the fused path,
-     * whose first row group packs B. */
-    size_t drows = m1 - m0;
-    int dense = J->v->kernel_rows_dense && !J->fused && J->L->pack_a == qmm_opt_pack_a &&
-                drows < mr && J->kgroups > 0;
-    if (dense && kcg > DENSE_WORDS / drows)
-        kcg = DENSE_WORDS / drows;
     for (size_t j0 = t->n0; j0 < t->n1; j0 += NC_MAX) {
         size_t j1 = j0 + NC_MAX < t->n1 ? j0 + NC_MAX : t->n1;
         size_t p0 = j0 / nr, p1 = (j1 + nr - 1) / nr;
@@ -706,12 +697,6 @@ static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
         for (size_t kc = 0; kc < J->kgroups; kc += kcg) {
             size_t kcn = kc + kcg < J->kgroups ? kcg : J->kgroups - kc;
             size_t raw_groups = J->raw_a ? whole_groups(J, kc, kcn) : 0;
-            if (dense) {
-                const int32_t *ag = t->A + g0 * J->kgroups * mr + kc * mr;
-                for (size_t q = 0; q < kcn; q++)
-                    for (size_t r = 0; r < drows; r++)
-                        w->adense[q * drows + r] = ag[q * mr + r];
-            }
             for (size_t p = p0; p < p1; p++) {
                 const int8_t *bp = B + p * J->kp * nr + kc * nr * kg;
                 for (size_t gi = g0; gi < g1; gi++) {
@@ -729,8 +714,9 @@ static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
                     } else if (ov.on && gi > g0 && gi <= ov.gl) {
                         compute_overlapped(J, w, t, &ov, gi, p, p0, j0, ap, bp, raw_groups, cp,
                                            ldc);
-                    } else if (dense) {
-                        J->v->kernel_rows_dense(drows, kcn, w->adense, bp, cp, ldc, kc > 0);
+                    } else if (J->dense_a) { /* m rows, the only group; A m words a K group */
+                        J->v->kernel_rows_dense(rows, kcn, t->A + kc * rows, bp, cp, ldc,
+                                                kc > 0);
                     } else if (J->raw_a && rows == mr && raw_groups > 0) {
                         J->v->kernel_raw_a(raw_groups, t->araw + gi * mr * J->k + kc * kg, J->k,
                                            bp, cp, ldc, kc > 0);
@@ -968,6 +954,17 @@ static void plan_tasks(job *J, int threads, const qmm_optimized_packed_b *pb, in
      * kernel_pack reads packed). Not past RAW_A_K_MAX, where it measured slower (above). */
     J->raw_a = !J->a_signed && J->v->kernel_raw_a && J->kg == 4 && !J->direct && !J->smallp &&
                J->k >= 4 && J->k <= RAW_A_K_MAX;
+    /* Dense A: with fewer rows than a group (M < 8 on a prepacked B, as a rule) and a
+     * variant with kernel_rows_dense, A is packed m words a K group instead of mr (the
+     * layout's packer with mr = m: the same word order) and that kernel reads it: a gemv on
+     * a streamed B then reads 4 bytes of A per K group instead of 4 * mr. Not on the fused
+     * path, whose kernel_pack reads the mr-word A. */
+    J->dense_a = J->v->kernel_rows_dense && J->L->pack_a == qmm_opt_pack_a && !J->fused &&
+                 !J->direct && !J->smallp && J->m < (size_t)J->mr && J->kgroups > 0;
+    if (J->dense_a) {
+        J->ldense = *J->L;
+        J->ldense.mr = (int)J->m;
+    }
 
     J->pack_rows = ceil_div(PACK_ROWS, (size_t)J->mr) * (size_t)J->mr;
     J->a_chunks = ceil_div(J->m, J->pack_rows);

@@ -228,9 +228,9 @@ struct qmm_opt_variant {
     const char *kernel_name;
     qmm_opt_kernel_ft *kernel_rows; /* partial row groups (rows < mr) */
     qmm_opt_kernel_ft *kernel_rows_dense; /* NULL, or: kernel_rows on A words `rows` a K group
-                                             instead of mr (a task of one partial row group
-                                             gathers them: matmul.c, "dense rows"); only on a
-                                             layout whose A qmm_opt_pack_a packs */
+                                             instead of mr (an A of fewer rows than mr is
+                                             packed so: matmul.c, "dense A"); only on a layout
+                                             whose A qmm_opt_pack_a packs */
     qmm_opt_kernel_pack_ft *kernel_pack; /* NULL, or: packs B during the first row group's
                                             pass over each panel (matmul.c, "fused") */
     int kc;                    /* k values per K block of the tile loops; 0: matmul.c's KC_K */
