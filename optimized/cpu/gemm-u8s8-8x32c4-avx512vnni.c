@@ -11,7 +11,7 @@ enum { MR = 8, NR = 32 };
 
 /* The tile's first R rows (R a constant after inlining, so the accumulators stay in
  * registers); A holds AS words a K group (MR: the packed A, whatever R is; R: the dense A
- * matmul.c gathers for a task of one partial row group). With R <= 4 the
+ * matmul.c packs for an A of fewer than MR rows). With R <= 4 the
  * k groups alternate between two sets of accumulators (summed at the end: the same sums
  * modulo 2^32): one set would leave only 2R vpdpbusd dependency chains, too few to hide
  * its latency when B streams from cache (M = 1 on a prepacked B).
