@@ -2,8 +2,10 @@
  * backend's exact QLinearMatMul pipeline against a plain cuBLASLt int8 GEMM, both on
  * device-resident pseudo-random data (the harness's seeded generator).
  *
- *   qmm_cublaslt_bench [--reps N] [SHAPE ...]
+ *   qmm_cublaslt_bench [--reps N] [--options OPTS] [SHAPE ...]
  *
+ * OPTS are the cuda backend's options (`slabs=4`: the pipeline in column slabs on two
+ * streams; docs/cuda.md), printed with the results.
  * SHAPE is MxKxN or one number S (S x S x S); the default shapes are 4096, 8192, 1x4096x4096,
  * 16x4096x4096 and 128x4096x4096. Prints, per shape, the plain GEMM's and the pipeline's median
  * times and int8 TOPS (2*M*N*K / time), the ratio GEMM / pipeline (the share of cuBLASLt's
@@ -40,6 +42,7 @@ int main(int argc, char **argv)
     static const char *defaults[] = {"4096", "8192", "1x4096x4096", "16x4096x4096",
                                      "128x4096x4096"};
     int reps = 20;
+    const char *options = "";
     int64_t shapes[16][3];
     int nshapes = 0;
     for (int i = 1; i < argc; i++) {
@@ -48,12 +51,15 @@ int main(int argc, char **argv)
                 fprintf(stderr, "qmm_cublaslt_bench: --reps takes a number from 1 to 1000000\n");
                 return 2;
             }
+        } else if (strcmp(argv[i], "--options") == 0 && i + 1 < argc) {
+            options = argv[++i];
         } else if (nshapes < 16 && parse_shape(argv[i], shapes[nshapes])) {
             nshapes++;
         } else {
             char *shown = qh_clean_dup(argv[i], strlen(argv[i]), 64);
             fprintf(stderr, "qmm_cublaslt_bench: '%s': want --reps N or a shape S or MxKxN "
-                            "(each 1 .. 2^20, K at most 65536; at most 16 shapes)\n",
+                            "(each 1 .. 2^20, K at most 65536; at most 16 shapes) or "
+                            "--options OPTS\n",
                     shown ? shown : "?");
             free(shown);
             return 2;
@@ -64,11 +70,14 @@ int main(int argc, char **argv)
     if (nshapes == 0)
         nshapes = (int)(sizeof defaults / sizeof defaults[0]);
     qmm_status st;
-    qmm_backend *be = qmm_cuda_open(QMM_ABI_VERSION, "", &st);
+    qmm_backend *be = qmm_cuda_open(QMM_ABI_VERSION, options, &st);
     if (!be) {
-        fprintf(stderr, "qmm_cublaslt_bench: %s\n", st.message);
+        char *shown = qh_clean_dup(st.message, strlen(st.message), 256);
+        fprintf(stderr, "qmm_cublaslt_bench: %s\n", shown ? shown : "cannot open the backend");
+        free(shown);
         return 1;
     }
+    printf("backend %s\n", be->name);
     int rc = 0;
     printf("%-16s %11s %8s %11s %8s %7s %10s %10s\n", "MxKxN", "cublasLt_ms", "TOPS",
            "pipeline_ms", "TOPS", "ratio", "prepare_ms", "epilog_ms");

@@ -90,6 +90,10 @@ Test(cuda, options)
     cr_assert_null(qmm_cuda_open(QMM_ABI_VERSION, "device=x", &st));
     cr_assert_eq(st.code, QMM_INVALID_ARGUMENT);
     cr_assert_null(qmm_cuda_open(QMM_ABI_VERSION, "emulate=2", &st));
+    cr_assert_null(qmm_cuda_open(QMM_ABI_VERSION, "slabs=17", &st));
+    cr_assert_eq(st.code, QMM_INVALID_ARGUMENT);
+    cr_assert(strstr(st.message, "slabs") != NULL, "%s", st.message);
+    cr_assert_null(qmm_cuda_open(QMM_ABI_VERSION, "slabs=-1", &st));
     cr_assert_null(qmm_cuda_open(QMM_ABI_VERSION + 1, "", &st));
     cr_assert_eq(st.code, QMM_UNSUPPORTED);
     char want[128]; /* qmm_backend_abi_check's words, as every backend in the tree */
@@ -106,6 +110,13 @@ Test(cuda, options)
     cr_assert_eq(qmm_cuda_bench_resident(be, 64, 64, 64, NULL, NULL, 1, &t, &st), QMM_UNSUPPORTED);
     be->close(be);
     be = open_cuda("device=7");
+    be->close(be);
+    /* the name holds the options that are not the defaults; slabs 0 and 1 are none */
+    be = open_cuda("emulate=1,slabs=3");
+    cr_assert_str_eq(be->name, "cuda:emulate=1,slabs=3");
+    be->close(be);
+    be = open_cuda("slabs=1,emulate=1");
+    cr_assert_str_eq(be->name, "cuda:emulate=1");
     be->close(be);
 }
 
@@ -221,6 +232,21 @@ Test(cuda, emulated_differential, .init = make_tmp, .fini = remove_tmp)
 {
     free(qmmcheck_expect(0, "diff --backend reference --backend cuda:emulate=1 --seed 11 "
                             "--count 20000 --quiet --out '%s/diff'", tmpdir));
+}
+
+/* Column slabs (slabs=S): the emulation cuts the GEMM and the epilogue into slabs of
+ * multiples of 4 columns (the device's are of 256), so random problems cross slab edges:
+ * every column vector, y and y's parameters offset per slab, y's row stride kept. */
+Test(cuda, emulated_slabs, .init = make_tmp, .fini = remove_tmp)
+{
+    free(qmmcheck_expect(0, "diff --backend reference --backend cuda:emulate=1,slabs=3 "
+                            "--seed 13 --count 20000 --quiet --out '%s/diff'",
+                         tmpdir));
+    char *out;
+    int rc = qmmcheck(&out, "run --backend cuda:emulate=1,slabs=5 --vectors vectors");
+    cr_assert_eq(rc, 0, "exit %d:\n%s", rc, out);
+    cr_assert(strstr(out, "failed:0 ") != NULL, "%s", out);
+    free(out);
 }
 
 /* ---- QOrderedMatMul, emulated: logical problems placed with the layout formulas ---- */

@@ -61,9 +61,19 @@ static void release_device(qmm_cu_backend *cb)
         cublasLtDestroy(cb->lt);
     if (cb->stream)
         cudaStreamDestroy(cb->stream);
+    if (cb->side)
+        cudaStreamDestroy(cb->side);
+    for (int i = 0; i < QMM_CU_SLABS_MAX; i++)
+        if (cb->slab_done[i])
+            cudaEventDestroy(cb->slab_done[i]);
+    if (cb->side_done)
+        cudaEventDestroy(cb->side_done);
+    memset(cb->slab_done, 0, sizeof cb->slab_done);
+    cb->side_done = NULL;
     cb->workspace = NULL;
     cb->lt = NULL;
     cb->stream = NULL;
+    cb->side = NULL;
 }
 
 static void cu_close(qmm_backend *self)
@@ -82,7 +92,7 @@ static void cu_close(qmm_backend *self)
 
 /* key=value options; returns QMM_OK or INVALID_ARGUMENT with the offending option named. */
 static qmm_status_code parse_options(const char *options, int *device, int *emulate,
-                                     qmm_status *st)
+                                     int *slabs, qmm_status *st)
 {
     qmm_option o;
     long val;
@@ -95,12 +105,32 @@ static qmm_status_code parse_options(const char *options, int *device, int *emul
             if (!qmm_option_int(&o, 0, 1, &val))
                 return qmm_option_refuse(st, &o, "emulate must be 0 or 1");
             *emulate = (int)val;
+        } else if (qmm_option_is(&o, "slabs")) {
+            if (!qmm_option_int(&o, 0, QMM_CU_SLABS_MAX, &val))
+                return qmm_option_refuse(st, &o, "slabs must be 0..16");
+            *slabs = (int)val;
         } else {
             return qmm_option_refuse(st, &o,
-                                     "unknown (the cuda backend accepts device=N, emulate=0|1)");
+                                     "unknown (the cuda backend accepts device=N, emulate=0|1, "
+                                     "slabs=0..16)");
         }
     }
     return QMM_OK;
+}
+
+/* The slabs' second stream, at the device's highest priority (its epilogue blocks are then
+ * scheduled ahead of the GEMM's waiting ones), and their events. */
+static cudaError_t open_slab_streams(qmm_cu_backend *cb)
+{
+    int least = 0, greatest = 0;
+    cudaError_t e = cudaDeviceGetStreamPriorityRange(&least, &greatest);
+    if (e == cudaSuccess)
+        e = cudaStreamCreateWithPriority(&cb->side, cudaStreamNonBlocking, greatest);
+    for (int i = 0; i < cb->slabs && e == cudaSuccess; i++)
+        e = cudaEventCreateWithFlags(&cb->slab_done[i], cudaEventDisableTiming);
+    if (e == cudaSuccess)
+        e = cudaEventCreateWithFlags(&cb->side_done, cudaEventDisableTiming);
+    return e;
 }
 
 /* Sets cb->missing when no device can run; otherwise creates the stream, handle, workspace. */
@@ -125,7 +155,8 @@ static qmm_status_code open_device(qmm_cu_backend *cb, qmm_status *st)
     qmm_status_code rc = QMM_OK;
     if ((e = cudaSetDevice(cb->device)) != cudaSuccess ||
         (e = cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking)) != cudaSuccess ||
-        (e = cudaMalloc(&cb->workspace, QMM_CU_WORKSPACE)) != cudaSuccess) {
+        (e = cudaMalloc(&cb->workspace, QMM_CU_WORKSPACE)) != cudaSuccess ||
+        (cb->slabs > 1 && (e = open_slab_streams(cb)) != cudaSuccess)) {
         rc = qmm_cu_fail_cuda(cb, e, "initialising the device", st);
     } else {
         cublasStatus_t le = cublasLtCreate(&cb->lt);
@@ -144,8 +175,8 @@ qmm_backend *qmm_cuda_open(uint32_t harness_abi, const char *options, qmm_status
 {
     if (!qmm_backend_abi_check("cuda", harness_abi, st))
         return NULL;
-    int device = 0, emulate = 0;
-    if (parse_options(options, &device, &emulate, st) != QMM_OK)
+    int device = 0, emulate = 0, slabs = 0;
+    if (parse_options(options, &device, &emulate, &slabs, st) != QMM_OK)
         return NULL;
     qmm_cu_backend *cb = calloc(1, sizeof *cb);
     if (!cb) {
@@ -154,12 +185,17 @@ qmm_backend *qmm_cuda_open(uint32_t harness_abi, const char *options, qmm_status
     }
     cb->device = device;
     cb->emulate = emulate;
+    cb->slabs = slabs > 1 ? slabs : 0;
+    /* the name holds every option that is not the default, so reports tell runs apart */
+    char opts[48] = "";
     if (emulate)
-        snprintf(cb->name, sizeof cb->name, "cuda:emulate=1");
+        snprintf(opts, sizeof opts, "emulate=1");
     else if (device != 0)
-        snprintf(cb->name, sizeof cb->name, "cuda:device=%d", device);
-    else
-        snprintf(cb->name, sizeof cb->name, "cuda");
+        snprintf(opts, sizeof opts, "device=%d", device);
+    if (cb->slabs)
+        snprintf(opts + strlen(opts), sizeof opts - strlen(opts), "%sslabs=%d",
+                 opts[0] ? "," : "", cb->slabs);
+    snprintf(cb->name, sizeof cb->name, "cuda%s%s", opts[0] ? ":" : "", opts);
     if (pthread_mutex_init(&cb->lock, NULL) != 0) {
         free(cb);
         qmm_status_set(st, QMM_INTERNAL, "cuda: cannot create a mutex");

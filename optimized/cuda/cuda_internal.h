@@ -33,6 +33,12 @@ typedef struct qmm_cu_lt_plan {
 /* Forms kept per backend, replaced oldest first. */
 #define QMM_CU_LT_PLANS 16
 
+/* Column slabs (option slabs=S): a batch's GEMM runs in S slabs of columns on the stream, and
+ * each slab's epilogue on a second, higher-priority stream once that slab's GEMM is done, so
+ * that one slab's epilogue can run beside the next slab's GEMM (matmul.c, run_slabs). */
+#define QMM_CU_SLABS_MAX 16
+#define QMM_CU_SLAB_ALIGN 256 /* a device slab's columns: a multiple of this */
+
 typedef struct qmm_cu_backend {
     qmm_backend table;
     int emulate;
@@ -42,6 +48,10 @@ typedef struct qmm_cu_backend {
     pthread_mutex_t lock;    /* device calls one at a time: one stream, handle, workspace */
     int have_lock;
     cudaStream_t stream;
+    int slabs;               /* option slabs=S: 0 or 1, none */
+    cudaStream_t side;       /* the slabs' epilogues (higher priority than `stream`) */
+    cudaEvent_t slab_done[QMM_CU_SLABS_MAX]; /* slab s's GEMM done (on `stream`) */
+    cudaEvent_t side_done;   /* the epilogues so far done (on `side`) */
     cublasLtHandle_t lt;
     void *workspace;
     size_t workspace_size;

@@ -82,7 +82,8 @@ typedef struct qmm_cu_epi {
     const int32_t *colsum; /* sum_k b'_kj */
     const int32_t *da;     /* shift_a - za_i */
     const int32_t *db;     /* shift_b - zb_j */
-    void *y;               /* this batch's output, row-major m x n */
+    void *y;               /* this batch's output, row-major m x n, row i at y + i * ldy */
+    int64_t ldy;           /* row stride of y: n, or the whole row's for a slab of columns */
     int mmi;               /* MatMulInteger: y is int32, the wrapped accumulator */
     /* QLinearMatMul */
     const double *sa;      /* a_scale per row */
@@ -101,7 +102,7 @@ QMM_CU_FN void qmm_cu_epi_element(const qmm_cu_epi *p, int64_t i, int64_t j)
 {
     int32_t acc = qmm_cu_correct(p->dot[i * p->ldd + j], p->rowsum[i], p->colsum[j], p->da[i],
                                  p->db[j], p->k);
-    int64_t o = i * p->n + j;
+    int64_t o = i * p->ldy + j;
     if (p->mmi) {
         ((int32_t *)p->y)[o] = acc;
         return;

@@ -14,17 +14,21 @@
 #   probe       the smallest pipeline on the device (77 there: no device, the check ends with 77)
 #   bench       qmm_cublaslt_bench twice (plain cuBLASLt int8 GEMM vs the exact pipeline)
 #   bench_e2e   qmmcheck bench, cuda against the optimized CPU backend, alternating
+#   slabs       qmm_cublaslt_bench at 8192^3 and 4096^3 with --options slabs=2, 4, 8 and none,
+#               alternating, two rounds (column slabs on two streams: docs/cuda.md)
 #   layout      qmm_cuda_layout_check: the five QOrderedMatMul orders vs cublasLtMatrixTransform
 #   test_exact  test_cuda_exact; test_cuda (the device differential and the emulated tests)
 #   vectors     qmmcheck run --backend cuda over every suite in vectors/
 #   determinism the same with --determinism: the device against itself and its host emulation
 #   checked     qmmcheck bench (answers checked) at shapes random problems do not reach
 #   scalar      5000 diff problems with QMM_CUDA_SCALAR_KERNELS=1 (the one-byte-a-thread kernels)
+#   slabs_check the backend with slabs=4: 3000 diff problems, the vector suites, checked benches
+#               at shapes of several slabs, and one of them under compute-sanitizer memcheck
 #   diff        P processes of `qmmcheck diff --backend reference --backend cuda` for S seconds,
 #               on disjoint problem ranges of one seed; the problems are added up
 #   memcheck    compute-sanitizer memcheck over the vector suites and 300 diff problems
 #   racecheck   compute-sanitizer racecheck over the QOrderedMatMul suite and 300 diff problems
-# --no-bench: leave out bench and bench_e2e (a rerun of the checks after a fix).
+# --no-bench: leave out bench, bench_e2e and slabs (a rerun of the checks after a fix).
 # --emulate: the same steps against `cuda:emulate=1`, with no device (a rehearsal on the CPU:
 # the device-only steps then fail or skip).
 # Exit 0 when every step passed, 1 otherwise; 77 when no CUDA device answers.
@@ -132,6 +136,20 @@ if [ "$bench" = 1 ]; then
   # end to end through the operator interface (host<->device copies included), against the CPU
   step bench_e2e 120 "$q" bench --backend "$be" --backend optimized --threads "$(nproc)" \
     --shape 2048x2048x2048 --shape 128x4096x4096 --shape 1x4096x4096 --rounds 5 --reps 10
+  # column slabs against none, alternating (the ratio column of each line is the answer)
+  slabs_bench() {
+    local r o
+    for r in 1 2; do
+      for o in "" slabs=2 slabs=4 slabs=8; do
+        echo "-- round $r, options '$o'"
+        "$build/optimized/cuda/qmm_cublaslt_bench" --reps "$reps" --options "$o" 8192 4096 ||
+          return $?
+      done
+    done
+  }
+  export -f slabs_bench
+  export reps
+  step slabs 240 slabs_bench
 fi
 step layout 60 "$build/optimized/cuda/qmm_cuda_layout_check"
 step test_exact 120 bash -c 'cd "$1" && ./test_cuda_exact --jobs 4' test "$build/tests"
@@ -155,6 +173,30 @@ step checked 240 checked
 # long differential below checks the word-wide ones, this one keeps the others honest
 step scalar 120 env QMM_CUDA_SCALAR_KERNELS=1 "$q" diff --backend reference --backend "$be" \
   --seed 30 --count 5000 --quiet
+
+# column slabs (docs/cuda.md): the same answers with slabs=4, at shapes of several slabs
+# (random problems are mostly narrower than two device slabs of 256 columns)
+if [ "$be" = cuda ]; then be_slabs=cuda:slabs=4; else be_slabs=cuda:emulate=1,slabs=4; fi
+slabs_check() {
+  local t
+  "$q" diff --backend reference --backend "$be_slabs" --seed 31 --count 3000 --quiet || return $?
+  "$q" run --backend "$be_slabs" --vectors vectors --quiet || return $?
+  for t in u8s8u8 s8u8s8; do
+    "$q" bench --backend "$be_slabs" --backend optimized --rounds 1 --reps 1 --types "$t" \
+      --shape 600x1024x1028 --shape 77x1000x1030 --shape 8x4096x4096 || return $?
+  done
+  if [ -n "$cs" ] && [ "$be" = cuda ]; then
+    "$cs" --tool memcheck --error-exitcode 9 --print-limit 20 \
+      "$q" bench --backend "$be_slabs" --backend optimized --rounds 1 --reps 1 \
+      --shape 600x1024x1028
+  fi
+}
+cs=$(command -v compute-sanitizer ||
+     ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer \
+        /opt/nvidia/*/compute-sanitizer/compute-sanitizer 2> /dev/null | head -1)
+export -f slabs_check
+export be_slabs cs
+step slabs_check 300 slabs_check
 
 # The long differential and the sanitizers, in parallel (they mostly wait on the device)
 diff_one() {
@@ -182,9 +224,6 @@ diff_all() {
           s["problems"], s["same"], s["differences"], s["skipped"], s["tolerated"] }'
   return "$rc"
 }
-cs=$(command -v compute-sanitizer ||
-     ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer \
-        /opt/nvidia/*/compute-sanitizer/compute-sanitizer 2> /dev/null | head -1)
 sanitize() {
   local tool=$1 suite=$2
   "$cs" --tool "$tool" --error-exitcode 9 --print-limit 20 \

@@ -274,7 +274,7 @@ template <bool MMI> __global__ void epilogue4_kernel(qmm_cu_epi p, int rows)
     }
     int64_t i0 = ((int64_t)blockIdx.y * blockDim.y + threadIdx.y) * rows;
     int64_t stride = (int64_t)gridDim.y * blockDim.y * rows;
-    bool whole = nc == 4 && p.n % 4 == 0;
+    bool whole = nc == 4 && p.n % 4 == 0 && p.ldy % 4 == 0;
     for (int64_t ib = i0; ib < p.m; ib += stride)
         for (int64_t i = ib; i < ib + rows && i < p.m; i++) {
             int4 d = *reinterpret_cast<const int4 *>(p.dot + i * p.ldd + j);
@@ -289,7 +289,7 @@ template <bool MMI> __global__ void epilogue4_kernel(qmm_cu_epi p, int rows)
                 else if (!qmm_cu_requant_fast(acc, sa, cm[c], p.zy, p.qmin, p.qmax, &q[c]))
                     q[c] = requant_cold(acc, sa, sb[c], p.sy, cm[c], p.zy, p.qmin, p.qmax);
             }
-            int64_t o = i * p.n + j;
+            int64_t o = i * p.ldy + j;
             if (MMI) {
                 int32_t *y = static_cast<int32_t *>(p.y) + o;
                 if (whole)
@@ -398,9 +398,11 @@ template <typename P> cudaError_t launch_epilogue(void (*kernel)(P), const P *p,
 extern "C" cudaError_t qmm_cu_launch_epilogue(const qmm_cu_epi *p, cudaStream_t s)
 {
     /* its 16-byte reads of dot need dot and ldd 16-byte aligned; its word (16-byte, for
-     * MatMulInteger) writes of y happen only where n % 4 == 0, and need y aligned as well */
+     * MatMulInteger) writes of y happen only where n and ldy % 4 == 0, and need y aligned as
+     * well */
     if ((!p->mmi && !p->y_per_tensor) || p->ldd % 4 != 0 || !aligned(p->dot, 16) ||
-        (p->n % 4 == 0 && !aligned(p->y, p->mmi ? 16 : 4)) || qmm_cu_scalar_kernels())
+        (p->n % 4 == 0 && p->ldy % 4 == 0 && !aligned(p->y, p->mmi ? 16 : 4)) ||
+        qmm_cu_scalar_kernels())
         return launch_epilogue(epilogue_kernel<qmm_cu_epi>, p, s);
     if (p->m == 0 || p->n == 0)
         return cudaSuccess;

@@ -169,6 +169,7 @@ static qmm_cu_epi epi_args(const plan *p, int64_t bi, const int32_t *dot, int64_
     e.da = da + bi * p->m;
     e.db = db + bi * p->n;
     e.y = (uint8_t *)y + (size_t)(bi * p->m * p->n) * p->ysize;
+    e.ldy = p->n;
     e.mmi = p->mmi != NULL;
     if (p->qlm) {
         e.sa = sa + bi * p->m;
@@ -186,6 +187,34 @@ static qmm_cu_epi epi_args(const plan *p, int64_t bi, const int32_t *dot, int64_
         e.qmax = p->qmax;
     }
     return e;
+}
+
+/* The epilogue e narrowed to columns [j0, j1) of its output (a slab): every column vector and
+ * the accumulators, y and y's parameters start at column j0; rows keep their strides. */
+static qmm_cu_epi epi_columns(qmm_cu_epi e, int64_t j0, int64_t j1, size_t ysize)
+{
+    e.n = j1 - j0;
+    e.dot += j0;
+    e.colsum += j0;
+    e.db += j0;
+    if (e.sb)
+        e.sb += j0;
+    if (e.cm)
+        e.cm += j0;
+    e.y = (uint8_t *)e.y + (size_t)j0 * ysize;
+    e.y_base += e.y_cs * j0;
+    return e;
+}
+
+/* Columns a slab when n columns are cut into `slabs` slabs of multiples of `align` columns
+ * (slabs < 2: one slab of all n). */
+static int64_t slab_width(int64_t n, int slabs, int64_t align)
+{
+    if (slabs < 2)
+        return n > 0 ? n : 1;
+    int64_t w = (n + slabs - 1) / slabs;
+    w = (w + align - 1) / align * align;
+    return w > 0 ? w : align;
 }
 
 /* ---- host emulation: the same pipeline, a loop for the GEMM ---- */
@@ -225,21 +254,29 @@ static qmm_status_code run_emulated(const qmm_cu_backend *cb, const plan *p, qmm
     /* A as it is (rows of K), B transposed (its columns as rows of K) */
     emulate_prep(p->a->data, p->a_signed, (size_t)p->namat, M, K, K, 1, ap, rs);
     emulate_prep(p->b->data, p->b_signed, (size_t)p->nbmat, N, K, 1, N, bt, cs);
+    /* with slabs, the GEMM and the epilogue go slab by slab, as on the device, but in slabs
+     * of multiples of 4 columns (the device's are of 256), so that small problems cross
+     * slab boundaries too */
+    int64_t sw = slab_width(p->n, cb->slabs, 4);
     for (int64_t bi = 0; bi < p->batch; bi++) {
         const int8_t *x = ap + (size_t)p->amat[bi] * M * K;
         const int8_t *w = bt + (size_t)p->bmat[bi] * N * K;
-        for (size_t i = 0; i < M; i++)
-            for (size_t j = 0; j < N; j++) {
-                uint32_t s = 0;
-                for (size_t kk = 0; kk < K; kk++)
-                    s += (uint32_t)((int32_t)x[i * K + kk] * (int32_t)w[j * K + kk]);
-                dot[i * N + j] = qmm_rq_wrap(s);
-            }
         qmm_cu_epi e = epi_args(p, bi, dot, p->n, rs, cs, p->da, p->db, p->sa, p->sb, p->cm,
                                 p->ys, p->yz, p->y->data);
-        for (int64_t i = 0; i < p->m; i++)
-            for (int64_t j = 0; j < p->n; j++)
-                qmm_cu_epi_element(&e, i, j);
+        for (int64_t j0 = 0; j0 < p->n; j0 += sw) {
+            int64_t j1 = j0 + sw < p->n ? j0 + sw : p->n;
+            for (size_t i = 0; i < M; i++)
+                for (size_t j = (size_t)j0; j < (size_t)j1; j++) {
+                    uint32_t s = 0;
+                    for (size_t kk = 0; kk < K; kk++)
+                        s += (uint32_t)((int32_t)x[i * K + kk] * (int32_t)w[j * K + kk]);
+                    dot[i * N + j] = qmm_rq_wrap(s);
+                }
+            qmm_cu_epi es = epi_columns(e, j0, j1, p->ysize);
+            for (int64_t i = 0; i < p->m; i++)
+                for (int64_t j = 0; j < es.n; j++)
+                    qmm_cu_epi_element(&es, i, j);
+        }
     }
     rc = qmm_status_ok(st);
 out:
@@ -481,9 +518,58 @@ out:
     return rc;
 }
 
+/* Batch bi in column slabs (cuda_internal.h, QMM_CU_SLABS_MAX): slab s's GEMM on the stream,
+ * then its epilogue on the side stream once an event says that GEMM is done; before the next
+ * batch's GEMMs overwrite the accumulators, and at the end, the stream waits for every
+ * epilogue. Columns in the padded space [0, np) of the GEMM; an epilogue covers the slab's
+ * columns below n. */
+static qmm_status_code stage_slabs(qmm_cu_backend *cb, const plan *p, dev *d, int64_t bi,
+                                   qmm_status *st)
+{
+    qmm_status_code rc = QMM_OK;
+    const int8_t *x = d->ap + p->amat[bi] * p->mp * p->kp;
+    const int8_t *w = d->bt + p->bmat[bi] * p->np * p->kp;
+    qmm_cu_epi e = epi_args(p, bi, d->dot, p->np, d->rs, d->cs, d->da, d->db, d->sa, d->sb,
+                            d->cm, d->ys, d->yz, d->y);
+    int64_t sw = slab_width(p->np, cb->slabs, QMM_CU_SLAB_ALIGN);
+    int s = 0;
+    for (int64_t j0 = 0; j0 < p->np; j0 += sw, s++) {
+        int64_t j1 = j0 + sw < p->np ? j0 + sw : p->np;
+        rc = qmm_cu_gemm_rows(cb, p->mp, j1 - j0, p->kp, x, p->kp, w + j0 * p->kp, p->kp,
+                              d->dot + j0, p->np, st);
+        if (rc != QMM_OK)
+            goto out;
+        if (j0 >= p->n)
+            continue; /* padding columns only */
+        CU_TRY(cudaEventRecord(cb->slab_done[s], cb->stream), "ordering the slabs");
+        CU_TRY(cudaStreamWaitEvent(cb->side, cb->slab_done[s], 0), "ordering the slabs");
+        qmm_cu_epi es = epi_columns(e, j0, j1 < p->n ? j1 : p->n, p->ysize);
+        CU_TRY(qmm_cu_launch_epilogue(&es, cb->side), "epilogue");
+    }
+out:
+    /* also after an error: nothing may still run on the side stream once the caller has
+     * synchronised the stream and frees the buffers */
+    if (cudaEventRecord(cb->side_done, cb->side) == cudaSuccess)
+        cudaStreamWaitEvent(cb->stream, cb->side_done, 0);
+    return rc;
+}
+
+/* Slabs where the backend has them (slabs=S), the GEMM is one K chunk and there is more than
+ * one slab of whole QMM_CU_SLAB_ALIGN columns. */
+static int use_slabs(const qmm_cu_backend *cb, const plan *p)
+{
+    return cb->slabs > 1 && cb->side && p->k > 0 && p->kp <= QMM_CU_KCHUNK &&
+           slab_width(p->np, cb->slabs, QMM_CU_SLAB_ALIGN) < p->np;
+}
+
 static qmm_status_code run_resident(qmm_cu_backend *cb, const plan *p, dev *d, qmm_status *st)
 {
     qmm_status_code rc = stage_prepare(cb, p, d, st);
+    if (rc == QMM_OK && use_slabs(cb, p)) {
+        for (int64_t bi = 0; bi < p->batch && rc == QMM_OK; bi++)
+            rc = stage_slabs(cb, p, d, bi, st);
+        return rc;
+    }
     for (int64_t bi = 0; bi < p->batch && rc == QMM_OK; bi++) {
         rc = stage_gemm(cb, p, d, bi, st); /* K = 0: no GEMM, the accumulators are cleared */
         if (rc == QMM_OK)
@@ -544,8 +630,11 @@ static qmm_status_code run_device(qmm_cu_backend *cb, const plan *p, qmm_status 
            "copying y back");
     CU_TRY(cudaStreamSynchronize(cb->stream), "running the call");
 out:
-    if (rc != QMM_OK)
-        cudaStreamSynchronize(cb->stream); /* nothing may still use the buffers we free */
+    if (rc != QMM_OK) { /* nothing may still use the buffers we free */
+        cudaStreamSynchronize(cb->stream);
+        if (cb->side)
+            cudaStreamSynchronize(cb->side);
+    }
     dev_free(&d);
     return rc;
 }
