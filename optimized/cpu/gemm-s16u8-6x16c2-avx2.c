@@ -15,6 +15,8 @@
  */
 #include <immintrin.h>
 
+#include "optimized/cpu/unroll.h"
+
 #include "optimized/cpu/opt_internal.h"
 
 enum { MR = 6, NR = 16 };
@@ -154,20 +156,20 @@ gemv_stream_rows(size_t rows, size_t np, int odd, const int32_t *a, size_t lda, 
     const __m256i flip = _mm256_set1_epi8(b_signed ? (char)0x80 : 0);
     const __m256i zero = _mm256_setzero_si256();
     __m256i av[4][GEMV_PP];
-    #pragma GCC unroll 4
+    QMM_UNROLL
     for (size_t r = 0; r < rows; r++)
-        #pragma GCC unroll 4
+        QMM_UNROLL
         for (size_t q = 0; q < np; q++)
             av[r][q] = _mm256_set1_epi32(a[r * lda + t0 + q]);
     for (size_t j = 0; j < n32; j += 32) {
         __m256i acc[4][4];
-        #pragma GCC unroll 4
+        QMM_UNROLL
         for (size_t r = 0; r < rows; r++)
-            #pragma GCC unroll 4
+            QMM_UNROLL
             for (size_t v = 0; v < 4; v++)
                 acc[r][v] =
                     _mm256_loadu_si256((const __m256i *)(const void *)(c + r * ldc + j + 8 * v));
-        #pragma GCC unroll 4
+        QMM_UNROLL
         for (size_t q = 0; q < np; q++) {
             __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)(rp[2 * q] + j));
             __m256i x1 = odd ? flip
@@ -180,15 +182,15 @@ gemv_stream_rows(size_t rows, size_t np, int odd, const int32_t *a, size_t lda, 
             __m256i plo = _mm256_unpacklo_epi8(x0, x1), phi = _mm256_unpackhi_epi8(x0, x1);
             __m256i w[4] = {_mm256_unpacklo_epi8(plo, zero), _mm256_unpackhi_epi8(plo, zero),
                             _mm256_unpacklo_epi8(phi, zero), _mm256_unpackhi_epi8(phi, zero)};
-            #pragma GCC unroll 4
+            QMM_UNROLL
             for (size_t r = 0; r < rows; r++)
-                #pragma GCC unroll 4
+                QMM_UNROLL
                 for (size_t v = 0; v < 4; v++)
                     acc[r][v] = _mm256_add_epi32(acc[r][v], _mm256_madd_epi16(av[r][q], w[v]));
         }
-        #pragma GCC unroll 4
+        QMM_UNROLL
         for (size_t r = 0; r < rows; r++)
-            #pragma GCC unroll 4
+            QMM_UNROLL
             for (size_t v = 0; v < 4; v++)
                 _mm256_storeu_si256((__m256i *)(void *)(c + r * ldc + j + 8 * v), acc[r][v]);
     }
@@ -281,33 +283,33 @@ gemvp_block(size_t rows, size_t pp, size_t kpairs, const int32_t *a, size_t lda,
 {
     const __m256i lo = _mm256_set1_epi16(0xff);
     __m256i acc[4][4][2];
-    #pragma GCC unroll 4
+    QMM_UNROLL
     for (size_t r = 0; r < rows; r++)
-        #pragma GCC unroll 4
+        QMM_UNROLL
         for (size_t p = 0; p < pp; p++)
             acc[r][p][0] = acc[r][p][1] = _mm256_setzero_si256();
     for (size_t t = 0; t < kpairs; t++) {
         __m256i w[4][2];
-        #pragma GCC unroll 4
+        QMM_UNROLL
         for (size_t p = 0; p < pp; p++) {
             __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(b + p * pstride +
                                                                             t * 32));
             w[p][0] = _mm256_and_si256(x, lo);
             w[p][1] = _mm256_srli_epi16(x, 8);
         }
-        #pragma GCC unroll 4
+        QMM_UNROLL
         for (size_t r = 0; r < rows; r++) {
             __m256i av = _mm256_set1_epi32(a[r * lda + t]);
-            #pragma GCC unroll 4
+            QMM_UNROLL
             for (size_t p = 0; p < pp; p++) {
                 acc[r][p][0] = _mm256_add_epi32(acc[r][p][0], _mm256_madd_epi16(av, w[p][0]));
                 acc[r][p][1] = _mm256_add_epi32(acc[r][p][1], _mm256_madd_epi16(av, w[p][1]));
             }
         }
     }
-    #pragma GCC unroll 4
+    QMM_UNROLL
     for (size_t r = 0; r < rows; r++)
-        #pragma GCC unroll 4
+        QMM_UNROLL
         for (size_t p = 0; p < pp; p++) {
             _mm256_storeu_si256((__m256i *)(void *)(c + r * ldc + 16 * p), acc[r][p][0]);
             _mm256_storeu_si256((__m256i *)(void *)(c + r * ldc + 16 * p + 8), acc[r][p][1]);

@@ -15,6 +15,8 @@
  * than per kernel call, and releases the tiles at the task's end.
  */
 #include <immintrin.h>
+
+#include "optimized/cpu/unroll.h"
 #include <string.h>
 
 #include "optimized/cpu/opt_internal.h"
@@ -117,7 +119,7 @@ static inline __attribute__((always_inline)) void rows_vnni(int R, size_t kgroup
                                                             int accumulate)
 {
     __m512i acc[4][2], alt[4][2];
-    #pragma GCC unroll 8
+    QMM_UNROLL
     for (int r = 0; r < R; r++)
         acc[r][0] = acc[r][1] = alt[r][0] = alt[r][1] = _mm512_setzero_si512();
     for (size_t t = 0; t < kgroups; t += KT) {
@@ -128,7 +130,7 @@ static inline __attribute__((always_inline)) void rows_vnni(int R, size_t kgroup
             __m512i b1 = _mm512_loadu_si512((const void *)(bu + 64));
             __m512i b2 = _mm512_loadu_si512((const void *)(bu + 128));
             __m512i b3 = _mm512_loadu_si512((const void *)(bu + 192));
-            #pragma GCC unroll 8
+            QMM_UNROLL
             for (int r = 0; r < R; r++) {
                 __m512i av = _mm512_set1_epi32(at[16 * r + u]);
                 __m512i aw = _mm512_set1_epi32(at[16 * r + u + 1]);
@@ -139,7 +141,7 @@ static inline __attribute__((always_inline)) void rows_vnni(int R, size_t kgroup
             }
         }
     }
-    #pragma GCC unroll 8
+    QMM_UNROLL
     for (int r = 0; r < R; r++) {
         int32_t *p0 = c + (size_t)r * ldc, *p1 = p0 + 16;
         __m512i s0 = _mm512_add_epi32(acc[r][0], alt[r][0]);

@@ -6,6 +6,8 @@
  */
 #include <immintrin.h>
 
+#include "optimized/cpu/unroll.h"
+
 #include "optimized/cpu/opt_internal.h"
 
 enum { MR = 6, NR = 16 };
@@ -20,14 +22,14 @@ static inline __attribute__((always_inline)) void tile(int R, size_t kgroups, co
                                                       int accumulate)
 {
     __m256i acc[MR][2];
-    #pragma GCC unroll 8
+    QMM_UNROLL
     for (int r = 0; r < R; r++)
         acc[r][0] = acc[r][1] = _mm256_setzero_si256();
     for (size_t t = 0; t < kgroups; t++) {
         /* columns 0-7 then 8-15, four k per column */
         __m256i b0 = _mm256_loadu_si256((const __m256i *)(const void *)b);
         __m256i b1 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 32));
-        #pragma GCC unroll 8
+        QMM_UNROLL
         for (int r = 0; r < R; r++) {
             __m256i av = _mm256_set1_epi32(a[r]);
             acc[r][0] = _mm256_dpbusd_avx_epi32(acc[r][0], av, b0);
@@ -36,7 +38,7 @@ static inline __attribute__((always_inline)) void tile(int R, size_t kgroups, co
         a += MR;
         b += NR * 4;
     }
-    #pragma GCC unroll 8
+    QMM_UNROLL
     for (int r = 0; r < R; r++) {
         __m256i *p0 = (__m256i *)(void *)(c + (size_t)r * ldc);
         __m256i *p1 = (__m256i *)(void *)(c + (size_t)r * ldc + 8);

@@ -3,6 +3,8 @@
  * registers, one broadcast. vpdpbusd (non-saturating) as in gemm-u8s8-6x16c4-avxvnni.c.
  */
 #include <immintrin.h>
+
+#include "optimized/cpu/unroll.h"
 #include <stddef.h>
 
 #include "optimized/cpu/opt_internal.h"
@@ -25,7 +27,7 @@ static inline __attribute__((always_inline)) void tile(int R, int AS, size_t kgr
 {
     __m512i acc[MR][2], alt[4][2];
     const int two = R <= 4;
-    #pragma GCC unroll 8
+    QMM_UNROLL
     for (int r = 0; r < R; r++) {
         acc[r][0] = acc[r][1] = _mm512_setzero_si512();
         if (two)
@@ -38,7 +40,7 @@ static inline __attribute__((always_inline)) void tile(int R, int AS, size_t kgr
             __m512i b1 = _mm512_loadu_si512((const void *)(b + 64));
             __m512i b2 = _mm512_loadu_si512((const void *)(b + 128));
             __m512i b3 = _mm512_loadu_si512((const void *)(b + 192));
-            #pragma GCC unroll 8
+            QMM_UNROLL
             for (int r = 0; r < R; r++) {
                 __m512i av = _mm512_set1_epi32(a[r]), aw = _mm512_set1_epi32(a[AS + r]);
                 acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, b0);
@@ -49,7 +51,7 @@ static inline __attribute__((always_inline)) void tile(int R, int AS, size_t kgr
             a += 2 * (size_t)AS;
             b += 2 * NR * 4;
         }
-        #pragma GCC unroll 8
+        QMM_UNROLL
         for (int r = 0; r < R; r++) {
             acc[r][0] = _mm512_add_epi32(acc[r][0], alt[r][0]);
             acc[r][1] = _mm512_add_epi32(acc[r][1], alt[r][1]);
@@ -59,7 +61,7 @@ static inline __attribute__((always_inline)) void tile(int R, int AS, size_t kgr
         /* columns 0-15 then 16-31, four k per column */
         __m512i b0 = _mm512_loadu_si512((const void *)b);
         __m512i b1 = _mm512_loadu_si512((const void *)(b + 64));
-        #pragma GCC unroll 8
+        QMM_UNROLL
         for (int r = 0; r < R; r++) {
             __m512i av = _mm512_set1_epi32(a[r]);
             acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, b0);
@@ -68,7 +70,7 @@ static inline __attribute__((always_inline)) void tile(int R, int AS, size_t kgr
         a += AS;
         b += NR * 4;
     }
-    #pragma GCC unroll 8
+    QMM_UNROLL
     for (int r = 0; r < R; r++) {
         int32_t *p0 = c + (size_t)r * ldc, *p1 = c + (size_t)r * ldc + 16;
         if (accumulate) {

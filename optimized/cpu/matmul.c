@@ -954,7 +954,8 @@ static void plan_tasks(job *J, int threads, const qmm_optimized_packed_b *pb, in
      * kernel_pack reads packed). Not past RAW_A_K_MAX, where it measured slower (above). */
     J->raw_a = !J->a_signed && J->v->kernel_raw_a && J->kg == 4 && !J->direct && !J->smallp &&
                J->k >= 4 && J->k <= RAW_A_K_MAX;
-    /* Dense A: with fewer rows than a group (M < 8 on a prepacked B, as a rule) and a
+    /* Dense A: with fewer rows than a group (M < 8 on a prepacked B, or on a B input the
+     * fused path does not pack: broadcast over batches, or no VBMI) and a
      * variant with kernel_rows_dense, A is packed m words a K group instead of mr (the
      * layout's packer with mr = m: the same word order) and that kernel reads it: a gemv on
      * a streamed B then reads 4 bytes of A per K group instead of 4 * mr. Not on the fused

@@ -4,6 +4,8 @@
  * two 255·127 products fits int32: no saturating step). Built with -mavx2 only. */
 #include <immintrin.h>
 
+#include "optimized/cpu/unroll.h"
+
 #include "optimized/cpu/nbits_internal.h"
 
 static inline float hsum8(__m256 v)
@@ -28,27 +30,27 @@ static inline __attribute__((always_inline)) void dot_rows(size_t R, size_t kp,
                                                            float out[16])
 {
     __m256 acc[4][4];
-    #pragma GCC unroll 4
+    QMM_UNROLL
     for (size_t r = 0; r < R; r++)
-        #pragma GCC unroll 4
+        QMM_UNROLL
         for (size_t c = 0; c < 4; c++)
             acc[r][c] = _mm256_setzero_ps();
     for (size_t k = 0; k < kp; k += 8) {
         __m256 bv[4];
-        #pragma GCC unroll 4
+        QMM_UNROLL
         for (size_t c = 0; c < 4; c++)
             bv[c] = _mm256_loadu_ps(b[c] + k);
-        #pragma GCC unroll 4
+        QMM_UNROLL
         for (size_t r = 0; r < R; r++) {
             __m256 av = _mm256_loadu_ps(a[r] + k);
-            #pragma GCC unroll 4
+            QMM_UNROLL
             for (size_t c = 0; c < 4; c++)
                 acc[r][c] = _mm256_add_ps(acc[r][c], _mm256_mul_ps(av, bv[c]));
         }
     }
-    #pragma GCC unroll 4
+    QMM_UNROLL
     for (size_t r = 0; r < R; r++)
-        #pragma GCC unroll 4
+        QMM_UNROLL
         for (size_t c = 0; c < 4; c++)
             out[r * 4 + c] = hsum8(acc[r][c]);
 }

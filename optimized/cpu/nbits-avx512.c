@@ -4,6 +4,8 @@
  * small blocks per vector. Built with -mavx512f -mavx512bw -mavx512vl -mavx512vnni. */
 #include <immintrin.h>
 
+#include "optimized/cpu/unroll.h"
+
 #include "optimized/cpu/nbits_internal.h"
 
 static inline __attribute__((always_inline)) void dot_rows(size_t R, size_t kp,
@@ -12,27 +14,27 @@ static inline __attribute__((always_inline)) void dot_rows(size_t R, size_t kp,
                                                            float out[16])
 {
     __m512 acc[4][4];
-    #pragma GCC unroll 4
+    QMM_UNROLL
     for (size_t r = 0; r < R; r++)
-        #pragma GCC unroll 4
+        QMM_UNROLL
         for (size_t c = 0; c < 4; c++)
             acc[r][c] = _mm512_setzero_ps();
     for (size_t k = 0; k < kp; k += 16) {
         __m512 bv[4];
-        #pragma GCC unroll 4
+        QMM_UNROLL
         for (size_t c = 0; c < 4; c++)
             bv[c] = _mm512_loadu_ps(b[c] + k);
-        #pragma GCC unroll 4
+        QMM_UNROLL
         for (size_t r = 0; r < R; r++) {
             __m512 av = _mm512_loadu_ps(a[r] + k);
-            #pragma GCC unroll 4
+            QMM_UNROLL
             for (size_t c = 0; c < 4; c++)
                 acc[r][c] = _mm512_fmadd_ps(av, bv[c], acc[r][c]);
         }
     }
-    #pragma GCC unroll 4
+    QMM_UNROLL
     for (size_t r = 0; r < R; r++)
-        #pragma GCC unroll 4
+        QMM_UNROLL
         for (size_t c = 0; c < 4; c++)
             out[r * 4 + c] = _mm512_reduce_add_ps(acc[r][c]);
 }
