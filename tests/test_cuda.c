@@ -249,6 +249,101 @@ Test(cuda, emulated_slabs, .init = make_tmp, .fini = remove_tmp)
     free(out);
 }
 
+/* Batched problems of several slabs with parameters of every form the slab offsets touch:
+ * QLinearMatMul with per-row a, per-column b (batched) and per-element y parameters (the
+ * one-element epilogue), and MatMulInteger (int32 y, the four-column kernel's 16-byte stores);
+ * backend `got` against `want`, byte for byte. Batch 3 also checks that a batch's GEMM does not
+ * overwrite the accumulators before the previous batch's slab epilogues read them. */
+static void slab_problems(const char *got, const char *want, uint64_t seed)
+{
+    enum { B = 3, M = 40, K = 520, NMAX = 1030 };
+    static const int64_t widths[] = {1028, 1030, 260};
+    uint64_t s = seed;
+    uint8_t *a = malloc(B * M * K), *b = malloc(B * K * NMAX);
+    enum { YBYTES = B * M * NMAX * 4 + 64 }; /* the largest y and guard bytes */
+    uint8_t *y1 = malloc(YBYTES), *y2 = malloc(YBYTES);
+    uint8_t *yz = malloc(B * M * NMAX), za[B * M], zb[B * NMAX];
+    float *ys = malloc(B * M * NMAX * sizeof *ys), sa[B * M], sb[B * NMAX];
+    cr_assert(a && b && y1 && y2 && yz && ys);
+    for (size_t i = 0; i < (size_t)B * M * K; i++)
+        a[i] = (uint8_t)splitmix64(&s);
+    for (size_t i = 0; i < (size_t)B * K * NMAX; i++)
+        b[i] = (uint8_t)splitmix64(&s);
+    for (size_t i = 0; i < (size_t)B * M; i++) {
+        za[i] = (uint8_t)splitmix64(&s);
+        sa[i] = ldexpf(1.0f + (float)(splitmix64(&s) % 8) / 8, -8);
+    }
+    for (size_t i = 0; i < (size_t)B * NMAX; i++) {
+        zb[i] = (uint8_t)splitmix64(&s);
+        sb[i] = ldexpf(1.0f + (float)(splitmix64(&s) % 8) / 8, -7);
+    }
+    for (size_t i = 0; i < (size_t)B * M * NMAX; i++) {
+        yz[i] = (uint8_t)splitmix64(&s);
+        ys[i] = 0.5f + (float)(splitmix64(&s) % 64) / 8;
+    }
+    qmm_backend *bg = open_cuda(got), *bw = open_cuda(want);
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
+        int64_t n = widths[w];
+        for (int mmi = 0; mmi < 2; mmi++) {
+            qmm_status st;
+            uint8_t *outs[2] = {y1, y2};
+            qmm_backend *bes[2] = {bg, bw};
+            for (int v = 0; v < 2; v++) {
+                memset(outs[v], 0x5a, YBYTES);
+                qmm_status_code rc;
+                if (mmi) {
+                    qmm_matmulinteger c = {
+                        .a = {QMM_DTYPE_UINT8, 3, {B, M, K}, a},
+                        .b = {QMM_DTYPE_INT8, 3, {B, K, n}, b},
+                        .a_zero_point = {QMM_DTYPE_UINT8, 3, {B, M, 1}, za},
+                        .b_zero_point = {QMM_DTYPE_INT8, 3, {B, 1, n}, zb},
+                        .y = {QMM_DTYPE_INT32, 3, {B, M, n}, outs[v]},
+                    };
+                    rc = bes[v]->matmulinteger(bes[v], &c, &st);
+                } else {
+                    qmm_qlinearmatmul c = {
+                        .a = {QMM_DTYPE_UINT8, 3, {B, M, K}, a},
+                        .a_scale = {QMM_DTYPE_FLOAT, 3, {B, M, 1}, sa},
+                        .a_zero_point = {QMM_DTYPE_UINT8, 3, {B, M, 1}, za},
+                        .b = {QMM_DTYPE_INT8, 3, {B, K, n}, b},
+                        .b_scale = {QMM_DTYPE_FLOAT, 3, {B, 1, n}, sb},
+                        .b_zero_point = {QMM_DTYPE_INT8, 3, {B, 1, n}, zb},
+                        .y_scale = {QMM_DTYPE_FLOAT, 3, {B, M, n}, ys},
+                        .y_zero_point = {QMM_DTYPE_UINT8, 3, {B, M, n}, yz},
+                        .y = {QMM_DTYPE_UINT8, 3, {B, M, n}, outs[v]},
+                        .opset = 21,
+                    };
+                    rc = bes[v]->qlinearmatmul(bes[v], &c, &st);
+                }
+                cr_assert_eq(rc, QMM_OK, "%s, n %lld, %s: %s", bes[v]->name, (long long)n,
+                             mmi ? "MatMulInteger" : "QLinearMatMul", st.message);
+            }
+            size_t bytes = (size_t)(B * M * n) * (mmi ? 4 : 1);
+            for (size_t i = 0; i < bytes; i++)
+                if (y1[i] != y2[i])
+                    cr_assert_fail("%s against %s, n %lld, %s: byte %zu differs (%u, %u)", got,
+                                   want, (long long)n, mmi ? "MatMulInteger" : "QLinearMatMul",
+                                   i, y1[i], y2[i]);
+            for (size_t i = bytes; i < bytes + 64; i++)
+                cr_assert(y1[i] == 0x5a && y2[i] == 0x5a, "n %lld: y written past its end",
+                          (long long)n);
+        }
+    }
+    bg->close(bg);
+    bw->close(bw);
+    free(a);
+    free(b);
+    free(y1);
+    free(y2);
+    free(yz);
+    free(ys);
+}
+
+Test(cuda, emulated_slab_problems)
+{
+    slab_problems("emulate=1,slabs=4", "emulate=1", 41);
+}
+
 /* ---- QOrderedMatMul, emulated: logical problems placed with the layout formulas ---- */
 
 static void qordered_case(int order_a, int order_b, int order_y, int64_t m, int64_t k, int64_t n,
@@ -422,6 +517,16 @@ Test(cuda, emulated_long_k)
 }
 
 /* ---- with a device: the real thing ---- */
+
+/* Device slabs (multiples of 256 columns: 1028 and 1030 columns are 2 and 3 slabs of 512 and
+ * 256, 260 two of 256 and 16) against the emulation without slabs */
+Test(cuda, device_slabs)
+{
+    if (!have_device())
+        cr_skip_test("no CUDA device: the device slabs need a GPU");
+    slab_problems("slabs=4", "emulate=1", 42);
+    slab_problems("slabs=2", "emulate=1", 43);
+}
 
 Test(cuda, device_differential, .init = make_tmp, .fini = remove_tmp, .timeout = 600)
 {

@@ -35,7 +35,7 @@ typedef struct qmm_cu_lt_plan {
 
 /* Column slabs (option slabs=S): a batch's GEMM runs in S slabs of columns on the stream, and
  * each slab's epilogue on a second, higher-priority stream once that slab's GEMM is done, so
- * that one slab's epilogue can run beside the next slab's GEMM (matmul.c, run_slabs). */
+ * that one slab's epilogue can run beside the next slab's GEMM (matmul.c, stage_slabs). */
 #define QMM_CU_SLABS_MAX 16
 #define QMM_CU_SLAB_ALIGN 256 /* a device slab's columns: a multiple of this */
 

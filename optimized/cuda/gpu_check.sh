@@ -3,7 +3,7 @@
 # one command that ends on its own (every step has a time limit), for a short rented GPU:
 #
 #   optimized/cuda/gpu_check.sh [--build DIR] [--out DIR] [--diff-seconds S] [--diff-procs P]
-#                               [--reps N] [--emulate] [--no-bench]
+#                               [--reps N] [--emulate] [--no-bench] [--only STEPS]
 #
 # --build: a build configured with -DQMM_CUDA=ON (default build-cuda; optimized/cuda/ci.sh makes
 # one). It may have been built on another machine of the same architecture: nothing here uses
@@ -29,6 +29,8 @@
 #   memcheck    compute-sanitizer memcheck over the vector suites and 300 diff problems
 #   racecheck   compute-sanitizer racecheck over the QOrderedMatMul suite and 300 diff problems
 # --no-bench: leave out bench, bench_e2e and slabs (a rerun of the checks after a fix).
+# --only STEPS: run only these steps (comma-separated names from the list above; info and probe
+# always run), e.g. --only slabs,slabs_check,test_cuda: one short call on a device.
 # --emulate: the same steps against `cuda:emulate=1`, with no device (a rehearsal on the CPU:
 # the device-only steps then fail or skip).
 # Exit 0 when every step passed, 1 otherwise; 77 when no CUDA device answers.
@@ -41,6 +43,7 @@ procs=$(($(nproc) > 4 ? $(nproc) - 2 : 2))
 reps=50
 be=cuda
 bench=1
+only=
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$(cd "$2" && pwd) || exit 2; shift 2 ;;
@@ -50,7 +53,8 @@ while [ $# -gt 0 ]; do
     --reps) reps=$2; shift 2 ;;
     --emulate) be=cuda:emulate=1; shift ;;
     --no-bench) bench=0; shift ;;
-    *) echo "usage: $0 [--build DIR] [--out DIR] [--diff-seconds S] [--diff-procs P] [--reps N] [--emulate] [--no-bench]" >&2
+    --only) only=",$2,"; shift 2 ;;
+    *) echo "usage: $0 [--build DIR] [--out DIR] [--diff-seconds S] [--diff-procs P] [--reps N] [--emulate] [--no-bench] [--only STEPS]" >&2
        exit 2 ;;
   esac
 done
@@ -92,6 +96,11 @@ failed=0
 step() {
   local name=$1 limit=$2 t0 rc
   shift 2
+  case "$name" in info | probe) ;; *)
+    if [ -n "$only" ] && [[ "$only" != *",$name,"* ]]; then
+      return 0 # not asked for (--only)
+    fi ;;
+  esac
   t0=$(date +%s)
   echo "== $name ($(date -u +%H:%M:%S), limit ${limit}s)"
   timeout -k 10 "$limit" bash -c '"$@"' "$name" "$@" > "$out/$name.log" 2>&1
@@ -172,14 +181,15 @@ step checked 240 checked
 # the first, one-byte-a-thread kernels that QMM_CUDA_SCALAR_KERNELS selects (docs/cuda.md): the
 # long differential below checks the word-wide ones, this one keeps the others honest
 step scalar 120 env QMM_CUDA_SCALAR_KERNELS=1 "$q" diff --backend reference --backend "$be" \
-  --seed 30 --count 5000 --quiet
+  --seed 30 --count 5000 --quiet --out "$out/diff-scalar"
 
 # column slabs (docs/cuda.md): the same answers with slabs=4, at shapes of several slabs
 # (random problems are mostly narrower than two device slabs of 256 columns)
 if [ "$be" = cuda ]; then be_slabs=cuda:slabs=4; else be_slabs=cuda:emulate=1,slabs=4; fi
 slabs_check() {
   local t
-  "$q" diff --backend reference --backend "$be_slabs" --seed 31 --count 3000 --quiet || return $?
+  "$q" diff --backend reference --backend "$be_slabs" --seed 31 --count 3000 --quiet \
+    --out "$out/diff-slabs" || return $?
   "$q" run --backend "$be_slabs" --vectors vectors --quiet || return $?
   for t in u8s8u8 s8u8s8; do
     "$q" bench --backend "$be_slabs" --backend optimized --rounds 1 --reps 1 --types "$t" \
@@ -243,14 +253,14 @@ if [ -n "$cs" ]; then
   pids+=($!)
   (step racecheck "$san_s" sanitize racecheck vectors/qordered) &
   pids+=($!)
-else
+elif [ -z "$only" ] || [[ "$only" == *,memcheck,* ]] || [[ "$only" == *,racecheck,* ]]; then
   echo "sanitizers   compute-sanitizer not found" | tee -a "$out/summary"
   failed=1
 fi
 for p in "${pids[@]}"; do
   wait "$p" || failed=1
 done
-grep -h "DIFF TOTAL" "$out/diff.log"
+grep -h "DIFF TOTAL" "$out/diff.log" 2> /dev/null
 # Saved differences, one file (a caller may fetch only a few files)
 saved=()
 for d in "$out"/diff-*/ "$out"/sanitize-*/; do
@@ -265,5 +275,6 @@ echo "== summary"
 cat "$out/summary"
 grep -h "SUMMARY" "$out/vectors.log" "$out/determinism.log" 2>/dev/null
 cat "$out/bench.log" 2> /dev/null
+cat "$out/slabs.log" 2> /dev/null
 tail -12 "$out/bench_e2e.log" 2> /dev/null
 exit "$failed"

@@ -539,19 +539,27 @@ static qmm_status_code stage_slabs(qmm_cu_backend *cb, const plan *p, dev *d, in
                               d->dot + j0, p->np, st);
         if (rc != QMM_OK)
             goto out;
-        if (j0 >= p->n)
-            continue; /* padding columns only */
+        if (j0 >= p->n) /* padding columns only (not with np the next multiple of 16 and */
+            continue;   /* slabs of 256, kept for any other padding) */
         CU_TRY(cudaEventRecord(cb->slab_done[s], cb->stream), "ordering the slabs");
         CU_TRY(cudaStreamWaitEvent(cb->side, cb->slab_done[s], 0), "ordering the slabs");
         qmm_cu_epi es = epi_columns(e, j0, j1 < p->n ? j1 : p->n, p->ysize);
         CU_TRY(qmm_cu_launch_epilogue(&es, cb->side), "epilogue");
     }
-out:
-    /* also after an error: nothing may still run on the side stream once the caller has
-     * synchronised the stream and frees the buffers */
-    if (cudaEventRecord(cb->side_done, cb->side) == cudaSuccess)
-        cudaStreamWaitEvent(cb->stream, cb->side_done, 0);
+out: {
+    /* also after an error: the stream waits for the side stream, so that the copy of y and
+     * the caller's synchronisation cover every epilogue; where that ordering itself fails,
+     * the side stream is waited for here and the call fails */
+    cudaError_t ce = cudaEventRecord(cb->side_done, cb->side);
+    if (ce == cudaSuccess)
+        ce = cudaStreamWaitEvent(cb->stream, cb->side_done, 0);
+    if (ce != cudaSuccess) {
+        cudaStreamSynchronize(cb->side);
+        if (rc == QMM_OK)
+            rc = qmm_cu_fail_cuda(cb, ce, "ordering the slabs", st);
+    }
     return rc;
+}
 }
 
 /* Slabs where the backend has them (slabs=S), the GEMM is one K chunk and there is more than
@@ -818,6 +826,8 @@ qmm_status_code qmm_cuda_bench_resident(const qmm_backend *be, int64_t m, int64_
         rc = time_median(cb, runs[i].fn, &bc, reps, runs[i].out, st);
 out:
     cudaStreamSynchronize(cb->stream);
+    if (cb->side)
+        cudaStreamSynchronize(cb->side);
     dev_free(&d);
     plan_free(&p);
     pthread_mutex_unlock(&cb->lock);
