@@ -15,9 +15,8 @@
  */
 #include <immintrin.h>
 
-#include "optimized/cpu/unroll.h"
-
 #include "optimized/cpu/opt_internal.h"
+#include "optimized/cpu/unroll.h"
 
 enum { MR = 6, NR = 16 };
 

@@ -15,11 +15,10 @@
  * than per kernel call, and releases the tiles at the task's end.
  */
 #include <immintrin.h>
-
-#include "optimized/cpu/unroll.h"
 #include <string.h>
 
 #include "optimized/cpu/opt_internal.h"
+#include "optimized/cpu/unroll.h"
 
 enum { MR = 32, NR = 32, KT = 16 /* K groups per tile */ };
 

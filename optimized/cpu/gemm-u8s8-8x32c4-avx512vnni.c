@@ -3,11 +3,10 @@
  * registers, one broadcast. vpdpbusd (non-saturating) as in gemm-u8s8-6x16c4-avxvnni.c.
  */
 #include <immintrin.h>
-
-#include "optimized/cpu/unroll.h"
 #include <stddef.h>
 
 #include "optimized/cpu/opt_internal.h"
+#include "optimized/cpu/unroll.h"
 
 enum { MR = 8, NR = 32 };
 

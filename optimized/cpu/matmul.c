@@ -95,10 +95,9 @@ typedef struct job {
                                      (the variant's kernel_pack): see plan_tasks */
     int raw_a;                    /* full row groups read a uint8 A as it is (the variant's
                                      kernel_raw_a): see plan_tasks */
-    int dense_a;                  /* A packed m words a K group (ldense), not mr: M < mr on
-                                     the tile path, a variant with kernel_rows_dense, not
-                                     fused (see plan_tasks) */
-    qmm_opt_layout ldense;        /* dense_a: J->L with mr = m */
+    int dense_a;                  /* A packed m words a K group, not mr: M < mr on the tile
+                                     path, a variant with kernel_rows_dense, not fused (see
+                                     plan_tasks) */
     int no_rowsum;                /* b's zero point, shifted as the packing shifts b, is 0 in
                                      every column: zbp * rowsum is 0, so A's row sums are not
                                      taken (they are stored as 0) */
@@ -185,8 +184,11 @@ static void pack_a_task(void *ctx, size_t task, int worker)
         qmm_opt_gemv_a.pack_a(&qmm_opt_gemv_a, src, J->k, J->a_signed, r1 - r0, J->k, za,
                               kpairs, J->apack + amat * J->a_words + r0 * kpairs, rs);
     } else if (J->dense_a) {
-        J->ldense.pack_a(&J->ldense, src, J->k, J->a_signed, r1 - r0, J->k, za, J->kgroups,
-                         J->apack + amat * J->a_words, rs);
+        /* the layout's packer with groups of m rows: one group, m words a K group */
+        qmm_opt_layout dense = *J->L;
+        dense.mr = (int)J->m;
+        dense.pack_a(&dense, src, J->k, J->a_signed, r1 - r0, J->k, za, J->kgroups,
+                     J->apack + amat * J->a_words, rs);
     } else if (J->raw_a) {
         /* the row sums, the partial row group and every group's last K groups: the full
          * groups' whole K groups are read from A itself; on the fused path the first row
@@ -962,10 +964,6 @@ static void plan_tasks(job *J, int threads, const qmm_optimized_packed_b *pb, in
      * path, whose kernel_pack reads the mr-word A. */
     J->dense_a = J->v->kernel_rows_dense && J->L->pack_a == qmm_opt_pack_a && !J->fused &&
                  !J->direct && !J->smallp && J->m < (size_t)J->mr && J->kgroups > 0;
-    if (J->dense_a) {
-        J->ldense = *J->L;
-        J->ldense.mr = (int)J->m;
-    }
 
     J->pack_rows = ceil_div(PACK_ROWS, (size_t)J->mr) * (size_t)J->mr;
     J->a_chunks = ceil_div(J->m, J->pack_rows);

@@ -4,9 +4,8 @@
  * two 255·127 products fits int32: no saturating step). Built with -mavx2 only. */
 #include <immintrin.h>
 
-#include "optimized/cpu/unroll.h"
-
 #include "optimized/cpu/nbits_internal.h"
+#include "optimized/cpu/unroll.h"
 
 static inline float hsum8(__m256 v)
 {

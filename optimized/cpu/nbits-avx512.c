@@ -4,9 +4,8 @@
  * small blocks per vector. Built with -mavx512f -mavx512bw -mavx512vl -mavx512vnni. */
 #include <immintrin.h>
 
-#include "optimized/cpu/unroll.h"
-
 #include "optimized/cpu/nbits_internal.h"
+#include "optimized/cpu/unroll.h"
 
 static inline __attribute__((always_inline)) void dot_rows(size_t R, size_t kp,
                                                            const float *const a[4],
