@@ -523,6 +523,22 @@ out:
  * batch's GEMMs overwrite the accumulators, and at the end, the stream waits for every
  * epilogue. Columns in the padded space [0, np) of the GEMM; an epilogue covers the slab's
  * columns below n. */
+/* The stream waits for everything queued on the side stream so far (after an error too, so
+ * that the copy of y and the caller's synchronisation cover every epilogue); where that
+ * ordering itself fails, the side stream is waited for here and rc becomes that failure. */
+static qmm_status_code join_side(qmm_cu_backend *cb, qmm_status_code rc, qmm_status *st)
+{
+    cudaError_t e = cudaEventRecord(cb->side_done, cb->side);
+    if (e == cudaSuccess)
+        e = cudaStreamWaitEvent(cb->stream, cb->side_done, 0);
+    if (e != cudaSuccess) {
+        cudaStreamSynchronize(cb->side);
+        if (rc == QMM_OK)
+            rc = qmm_cu_fail_cuda(cb, e, "ordering the slabs", st);
+    }
+    return rc;
+}
+
 static qmm_status_code stage_slabs(qmm_cu_backend *cb, const plan *p, dev *d, int64_t bi,
                                    qmm_status *st)
 {
@@ -546,20 +562,8 @@ static qmm_status_code stage_slabs(qmm_cu_backend *cb, const plan *p, dev *d, in
         qmm_cu_epi es = epi_columns(e, j0, j1 < p->n ? j1 : p->n, p->ysize);
         CU_TRY(qmm_cu_launch_epilogue(&es, cb->side), "epilogue");
     }
-out: {
-    /* also after an error: the stream waits for the side stream, so that the copy of y and
-     * the caller's synchronisation cover every epilogue; where that ordering itself fails,
-     * the side stream is waited for here and the call fails */
-    cudaError_t ce = cudaEventRecord(cb->side_done, cb->side);
-    if (ce == cudaSuccess)
-        ce = cudaStreamWaitEvent(cb->stream, cb->side_done, 0);
-    if (ce != cudaSuccess) {
-        cudaStreamSynchronize(cb->side);
-        if (rc == QMM_OK)
-            rc = qmm_cu_fail_cuda(cb, ce, "ordering the slabs", st);
-    }
-    return rc;
-}
+out:
+    return join_side(cb, rc, st);
 }
 
 /* Slabs where the backend has them (slabs=S), the GEMM is one K chunk and there is more than
