@@ -8,6 +8,7 @@
  * the optimized backend always produces it (identical to the exact one unless the exact
  * accumulator leaves int32, which needs K >= 33026).
  */
+#define _DEFAULT_SOURCE 1 /* MAP_ANONYMOUS (guard_tails) */
 #include <criterion/criterion.h>
 #include <gmp.h>
 #include <math.h>
@@ -15,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "optimized/cpu/opt_internal.h"
 #include "optimized/qmm_optimized.h"
@@ -59,23 +62,46 @@ static int64_t rnd(rng *r, int64_t lo, int64_t hi)
 typedef struct problem {
     qmm_call call;
     void *bufs[24];
+    void *maps[24];     /* guard_tails: the mapping of each buffer (else NULL) */
+    size_t maplen[24];
     int nbufs;
     char what[256]; /* a one-line description for failure messages */
 } problem;
 
+/* When set, every buffer ends where an inaccessible page begins: a backend reading (or
+ * writing) past the end of a tensor faults. Inline assembly is not instrumented by ASan, so
+ * this is the check on the assembly kernels' reads. */
+static int guard_tails;
+
 static void *pbuf(problem *p, size_t bytes)
 {
-    void *b = calloc(1, bytes ? bytes : 1);
-    cr_assert(b, "out of memory");
     cr_assert(p->nbufs < 24);
+    void *b;
+    p->maps[p->nbufs] = NULL;
+    if (guard_tails) {
+        size_t pg = (size_t)sysconf(_SC_PAGESIZE), len = (bytes + pg - 1) / pg * pg + pg;
+        char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        cr_assert(m != MAP_FAILED, "mmap of %zu bytes failed", len);
+        cr_assert(mprotect(m + len - pg, pg, PROT_NONE) == 0);
+        b = m + len - pg - bytes;
+        p->maps[p->nbufs] = m;
+        p->maplen[p->nbufs] = len;
+    } else {
+        b = calloc(1, bytes ? bytes : 1);
+        cr_assert(b, "out of memory");
+    }
     p->bufs[p->nbufs++] = b;
     return b;
 }
 
 static void problem_free(problem *p)
 {
-    for (int i = 0; i < p->nbufs; i++)
-        free(p->bufs[i]);
+    for (int i = 0; i < p->nbufs; i++) {
+        if (p->maps[i])
+            munmap(p->maps[i], p->maplen[i]);
+        else
+            free(p->bufs[i]);
+    }
     p->nbufs = 0;
 }
 
@@ -461,6 +487,40 @@ Test(differential, random_problems, .timeout = 600)
     close_variants(v, nv);
 }
 
+/* A QLinearMatMul of shape m x k x n (opset 10): a's type, b's and y's from bits 0-2 of
+ * `types`, per-row a and per-column b parameters, per-tensor y; operands drawn by fill_q8
+ * (`extreme`: its mode for a, b's shifted by the types). */
+static void shape_problem(rng *r, problem *p, const int64_t shape[3], int types, int extreme)
+{
+    memset(p, 0, sizeof *p);
+    int32_t ta = types & 1 ? I8 : U8, tb = types & 2 ? I8 : U8, ty = types & 4 ? I8 : U8;
+    int64_t ad[2] = {shape[0], shape[1]}, bd[2] = {shape[1], shape[2]};
+    int64_t yd[2] = {shape[0], shape[2]};
+    qmm_tensor a = tens(p, ta, 2, ad), b = tens(p, tb, 2, bd);
+    fill_q8(r, &a, extreme);
+    fill_q8(r, &b, (extreme + types) % 5);
+    int64_t md[1] = {shape[0]}, nd[2] = {1, shape[2]};
+    qmm_tensor as_ = tens(p, QMM_DTYPE_FLOAT, 1, md), az = tens(p, ta, 1, md);
+    qmm_tensor bs = tens(p, QMM_DTYPE_FLOAT, 2, nd), bz = tens(p, tb, 2, nd);
+    qmm_tensor ys = tens(p, QMM_DTYPE_FLOAT, 0, NULL), yz = tens(p, ty, 0, NULL);
+    fill_q8(r, &az, 0);
+    fill_q8(r, &bz, 0);
+    fill_q8(r, &yz, 0);
+    for (int64_t i = 0; i < md[0]; i++)
+        put_scale(r, &as_, i, 2);
+    for (int64_t i = 0; i < nd[1]; i++)
+        put_scale(r, &bs, i, 2);
+    float fy = 0.5f;
+    memcpy(ys.data, &fy, 4);
+    p->call.op = QMM_OP_QLINEARMATMUL;
+    p->call.u.qlinearmatmul =
+        (qmm_qlinearmatmul){.a = a, .a_scale = as_, .a_zero_point = az, .b = b,
+                            .b_scale = bs, .b_zero_point = bz, .y_scale = ys,
+                            .y_zero_point = yz, .y = tens(p, ty, 2, yd), .opset = 10};
+    snprintf(p->what, sizeof p->what, "boundary shape %lldx%lldx%lld types %d",
+             (long long)ad[0], (long long)ad[1], (long long)bd[1], types);
+}
+
 /* Shapes chosen to cross every blocking boundary: K past KC (512) and odd, N past NC (256)
  * and not a multiple of 16 or 32, M not a multiple of 6 or 8 and past the 96-row task
  * block, the small-M path (M <= 4) with long rows. */
@@ -490,38 +550,39 @@ Test(differential, blocking_boundaries, .timeout = 600)
     for (int s = 0; s < count; s++) {
         for (int types = 0; types < 8; types++) {
             problem p;
-            memset(&p, 0, sizeof p);
-            int32_t ta = types & 1 ? I8 : U8, tb = types & 2 ? I8 : U8, ty = types & 4 ? I8 : U8;
-            int64_t ad[2] = {shapes[s][0], shapes[s][1]}, bd[2] = {shapes[s][1], shapes[s][2]};
-            int64_t yd[2] = {shapes[s][0], shapes[s][2]};
-            qmm_tensor a = tens(&p, ta, 2, ad), b = tens(&p, tb, 2, bd);
-            int extreme = s >= 9 ? (s + types) % 5 : 0;
-            fill_q8(&r, &a, extreme);
-            fill_q8(&r, &b, (extreme + types) % 5);
-            int64_t md[1] = {shapes[s][0]}, nd[2] = {1, shapes[s][2]};
-            qmm_tensor as_ = tens(&p, QMM_DTYPE_FLOAT, 1, md), az = tens(&p, ta, 1, md);
-            qmm_tensor bs = tens(&p, QMM_DTYPE_FLOAT, 2, nd), bz = tens(&p, tb, 2, nd);
-            qmm_tensor ys = tens(&p, QMM_DTYPE_FLOAT, 0, NULL), yz = tens(&p, ty, 0, NULL);
-            fill_q8(&r, &az, 0);
-            fill_q8(&r, &bz, 0);
-            fill_q8(&r, &yz, 0);
-            for (int64_t i = 0; i < md[0]; i++)
-                put_scale(&r, &as_, i, 2);
-            for (int64_t i = 0; i < nd[1]; i++)
-                put_scale(&r, &bs, i, 2);
-            float fy = 0.5f;
-            memcpy(ys.data, &fy, 4);
-            p.call.op = QMM_OP_QLINEARMATMUL;
-            p.call.u.qlinearmatmul =
-                (qmm_qlinearmatmul){.a = a, .a_scale = as_, .a_zero_point = az, .b = b,
-                                    .b_scale = bs, .b_zero_point = bz, .y_scale = ys,
-                                    .y_zero_point = yz, .y = tens(&p, ty, 2, yd), .opset = 10};
-            snprintf(p.what, sizeof p.what, "boundary shape %lldx%lldx%lld types %d",
-                     (long long)ad[0], (long long)ad[1], (long long)bd[1], types);
+            shape_problem(&r, &p, shapes[s], types, s >= 9 ? (s + types) % 5 : 0);
             check_problem(v, nv, &p, 7, s * 8 + types);
             problem_free(&p);
         }
     }
+    close_variants(v, nv);
+}
+
+/* The fused path's panel pairs (avx512vnni's kernel_pack reads 64 bytes of each B row to
+ * pack two panels) with every buffer ending at an inaccessible page and N ending in a
+ * partial or an odd panel: pairing a partial panel, or any read past b's end, faults. */
+Test(differential, fused_pairs_inside_b, .timeout = 600)
+{
+    static const int64_t ms[] = {5, 8, 33, 192};
+    static const int64_t ks[] = {3, 4, 64, 1001};
+    static const int64_t ns[] = {33, 48, 63, 64, 65, 96, 97, 127, 160, 200, 257, 300};
+    variant v[MAX_VARIANTS];
+    int nv = open_variants(v, MAX_VARIANTS);
+    rng r = {11};
+    guard_tails = 1;
+    int i = 0;
+    for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
+        for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
+            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++, i++) {
+                if (QMM_TEST_SANITIZED && i % 5 != 0)
+                    continue;
+                int64_t shape[3] = {ms[mi], ks[ki], ns[ni]};
+                problem p;
+                shape_problem(&r, &p, shape, i % 8, 0);
+                check_problem(v, nv, &p, 11, i);
+                problem_free(&p);
+            }
+    guard_tails = 0;
     close_variants(v, nv);
 }
 

@@ -165,9 +165,10 @@ static void check_padding_groups(const qmm_opt_variant *v, const problem *p, siz
 }
 
 /* kernel_pack (where the variant has one) on every row group and whole panel, over B's
- * whole K groups: the same panel bytes as pack_b, the column sums of its layout, the tile of
- * the layout's portable kernel (`want`, over all kgroups, where K is whole) or of `kernel`;
- * and with accumulate, both added. */
+ * whole K groups, packing one panel and two (the second at a stride past its bytes, so that
+ * a stride misread shows): the same panel bytes as pack_b, the column sums of its layout, the
+ * tile of the layout's portable kernel (`want`, over all kgroups, where K is whole) or of
+ * `kernel`; and with accumulate, both added. */
 static void check_kernel_pack(const qmm_opt_variant *v, const problem *p, const int32_t *apack,
                               const int8_t *bpack, size_t kgroups, const int32_t *want,
                               size_t ldc)
@@ -177,34 +178,44 @@ static void check_kernel_pack(const qmm_opt_variant *v, const problem *p, const 
     if (!v->kernel_pack || whole == 0)
         return;
     size_t groups = (p->m + mr - 1) / mr, pbytes = kgroups * 4 * nr;
-    int8_t *panel = alloc0(whole * 4 * nr);
+    size_t wbytes = whole * 4 * nr, pstride = wbytes + 64;
+    int8_t *panel = alloc0(2 * pstride);
     int32_t *tile = alloc0(mr * nr * sizeof(int32_t)), *ref = alloc0(mr * nr * sizeof(int32_t));
-    int32_t sums[64], ref_sums[64];
+    int32_t sums[128], ref_sums[128];
     const char *name = v->name;
+    for (size_t panels = 1; panels <= 2; panels++)
     for (size_t g = 0; g < groups; g++)
-        for (size_t pi = 0; (pi + 1) * nr <= p->n; pi++) {
+        for (size_t pi = 0; (pi + panels) * nr <= p->n; pi++) {
             const int32_t *ag = apack + g * kgroups * mr;
             const int8_t *bp = bpack + pi * pbytes;
-            memset(panel, 0x5a, whole * 4 * nr);
+            memset(panel, 0x5a, 2 * pstride);
             for (int acc = 0; acc < 2; acc++)
-                v->kernel_pack(whole, ag, p->b + pi * nr, p->n, p->b_signed, panel, sums, tile,
-                               nr, acc);
+                v->kernel_pack(whole, ag, p->b + pi * nr, p->n, p->b_signed, panels, panel,
+                               pstride, sums, tile, nr, acc);
             v->kernel(mr, whole, ag, bp, ref, nr, 0);
-            L->colsum(bp, whole, 1, pbytes, ref_sums);
-            cr_assert(memcmp(panel, bp, whole * 4 * nr) == 0,
-                      CASE_FMT ": kernel_pack's panel %zu differs from pack_b's",
-                      CASE_ARGS(name, p), pi);
-            for (size_t j = 0; j < nr; j++)
+            for (size_t q = 0; q < panels; q++) {
+                L->colsum(bp + q * pbytes, whole, 1, pbytes, ref_sums + q * nr);
+                cr_assert(memcmp(panel + q * pstride, bp + q * pbytes, wbytes) == 0,
+                          CASE_FMT ": kernel_pack's panel %zu (of %zu) differs from pack_b's",
+                          CASE_ARGS(name, p), pi + q, panels);
+                for (size_t j = 0; j < 64 && q == 0; j++)
+                    cr_assert(panel[wbytes + j] == 0x5a,
+                              CASE_FMT ": kernel_pack wrote past panel %zu's bytes",
+                              CASE_ARGS(name, p), pi);
+            }
+            for (size_t j = 0; j < panels * nr; j++)
                 cr_assert(sums[j] == (int32_t)(2u * (uint32_t)ref_sums[j]),
-                          CASE_FMT ": kernel_pack's column sum %zu (twice) %d, colsum %d",
-                          CASE_ARGS(name, p), pi * nr + j, sums[j], ref_sums[j]);
+                          CASE_FMT ": kernel_pack's column sum %zu (twice, %zu panels) %d, "
+                                   "colsum %d",
+                          CASE_ARGS(name, p), pi * nr + j, panels, sums[j], ref_sums[j]);
             for (size_t r = 0; r < mr; r++)
                 for (size_t j = 0; j < nr; j++) {
                     uint32_t twice = 2u * (uint32_t)ref[r * nr + j];
                     cr_assert(tile[r * nr + j] == (int32_t)twice,
-                              CASE_FMT ": kernel_pack [%zu][%zu] (twice) %d, kernel %d",
-                              CASE_ARGS(name, p), g * mr + r, pi * nr + j, tile[r * nr + j],
-                              ref[r * nr + j]);
+                              CASE_FMT ": kernel_pack [%zu][%zu] (twice, %zu panels) %d, "
+                                       "kernel %d",
+                              CASE_ARGS(name, p), g * mr + r, pi * nr + j, panels,
+                              tile[r * nr + j], ref[r * nr + j]);
                     if (whole == kgroups && g * mr + r < p->m)
                         cr_assert(ref[r * nr + j] == want[(g * mr + r) * ldc + pi * nr + j],
                                   CASE_FMT ": kernel [%zu][%zu] %d, portable kernel %d",

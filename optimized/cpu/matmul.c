@@ -58,6 +58,7 @@ typedef struct worker_scratch {
     float *mf;       /* NC_MAX: (float)(sa * cm[j]) for the float requantizer */
     int32_t *ovp;    /* the overlapped epilogue: per panel of 32 columns, 32 zc then 32 mf */
     qmm_opt_rq_tile *ovq; /* ... and its rows and constants */
+    int8_t *panels;  /* the fused path's B panels, two of kp x nr bytes (carve_scratch) */
 } worker_scratch;
 
 /* A worker's scratch is one run of WS_BYTES: the pieces above in that order (each size a
@@ -78,6 +79,7 @@ static void worker_scratch_at(worker_scratch *w, char *p)
     w->mf = (float *)(void *)(p + 3 * NC_MAX * 4 + 2 * NC_MAX * 8);
     w->ovp = (int32_t *)(void *)(p + 4 * NC_MAX * 4 + 2 * NC_MAX * 8);
     w->ovq = (qmm_opt_rq_tile *)(void *)(p + 6 * NC_MAX * 4 + 2 * NC_MAX * 8);
+    w->panels = NULL; /* the fused path's: carve_scratch */
 }
 
 typedef struct job {
@@ -513,33 +515,45 @@ static size_t whole_groups(const job *J, size_t kc, size_t kcn)
     return kc >= whole ? 0 : (kc + kcn < whole ? kcn : whole - kc);
 }
 
-/* The fused path's first row group on panel p of B matrix bmat, K block [kc, kc + kcn): the
- * variant's kernel_pack over the block's whole K groups of a whole panel (packing them into
- * J->bpack_own as it computes), pack_b and the kernel over the rest (the last, partial K
- * group; a partial panel). */
-static void pack_and_compute(const job *J, size_t bmat, size_t p, size_t kc, size_t kcn,
-                             const int32_t *ap, int32_t *cp, size_t ldc)
+/* The fused path's first row group on panel p of B matrix bmat, K block [kc, kc + kcn), and
+ * with `panels` 2 the packing of panel p + 1 too: the variant's kernel_pack over the block's
+ * whole K groups of whole panels (packing them into bp, panel p + 1 at bp + pstride, as it
+ * computes), pack_b and the kernel over the rest (the last, partial K group; a partial
+ * panel). */
+static void pack_and_compute(const job *J, int8_t *bp, size_t pstride, size_t bmat, size_t p,
+                             size_t panels, size_t kc, size_t kcn, const int32_t *ap,
+                             int32_t *cp, size_t ldc)
 {
     size_t nr = (size_t)J->nr, mr = (size_t)J->mr, j0 = p * nr;
     const uint8_t *braw = J->braw + bmat * J->k * J->n;
-    int8_t *bp = J->bpack_own + bmat * J->kp * J->npad + p * J->kp * nr + kc * nr * 4;
     int32_t *colsum = J->colsum_own + bmat * J->npad + j0;
     size_t gn = j0 + nr <= J->n ? whole_groups(J, kc, kcn) : 0;
     if (gn > 0)
-        J->v->kernel_pack(gn, ap, braw + 4 * kc * J->n + j0, J->n, J->b_signed, bp, colsum, cp,
-                          ldc, kc > 0);
+        J->v->kernel_pack(gn, ap, braw + 4 * kc * J->n + j0, J->n, J->b_signed, panels, bp,
+                          pstride, colsum, cp, ldc, kc > 0);
     size_t g = kc + gn, rest = kcn - gn;
     if (rest == 0)
         return;
-    /* pack_b from row 4g; its sums stored, or added to what came before */
-    int32_t sums[64];
+    /* pack_b from row 4g, panel by panel; its sums stored, or added to what came before */
     size_t row0 = 4 * g;
-    J->v->pack_b(J->v, braw + row0 * J->n, J->n, J->b_signed, J->k > row0 ? J->k - row0 : 0,
-                 rest, j0, j0 + nr < J->n ? j0 + nr : J->n, bp + gn * nr * 4,
-                 g > 0 ? sums : colsum);
-    for (size_t j = 0; g > 0 && j < nr; j++)
-        colsum[j] = (int32_t)((uint32_t)colsum[j] + (uint32_t)sums[j]);
+    for (size_t q = 0; q < panels; q++) {
+        int32_t sums[64], *cq = colsum + q * nr;
+        size_t jq = j0 + q * nr;
+        J->v->pack_b(J->v, braw + row0 * J->n, J->n, J->b_signed,
+                     J->k > row0 ? J->k - row0 : 0, rest, jq, jq + nr < J->n ? jq + nr : J->n,
+                     bp + q * pstride + gn * nr * 4, g > 0 ? sums : cq);
+        for (size_t j = 0; g > 0 && j < nr; j++)
+            cq[j] = (int32_t)((uint32_t)cq[j] + (uint32_t)sums[j]);
+    }
     J->v->kernel(mr, rest, ap + gn * mr, bp + gn * nr * 4, cp, ldc, g > 0);
+}
+
+/* On the fused path, whether panel p (an even one of its column chunk [p0, p1)) packs
+ * panel p + 1 too: both whole and in the chunk. Panel p + 1 then sits in the second of the
+ * worker's two panel buffers, and its first row group only multiplies. */
+static int packs_pair(const job *J, size_t p, size_t p1)
+{
+    return p + 1 < p1 && (p + 2) * (size_t)J->nr <= J->n;
 }
 
 /* A request for the line at p, for writing. An asm statement, not __builtin_prefetch: GCC 12
@@ -678,7 +692,9 @@ static void compute_overlapped(const job *J, worker_scratch *w, const task_block
  * each NC_MAX column chunk's sums go through the epilogue. */
 static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
 {
-    const int8_t *B = J->bpack + t->bmat * J->kp * J->npad;
+    /* the fused path packs B panel by panel into the worker's two panel buffers (slot
+     * (p - p0) % 2), each read by the row groups of its panel only */
+    const int8_t *B = J->fused ? w->panels : J->bpack + t->bmat * J->kp * J->npad;
     const int32_t *colsum = J->colsum ? J->colsum + t->bmat * J->npad : NULL;
     size_t m0 = t->m0, m1 = t->m1;
     size_t mr = (size_t)J->mr, nr = (size_t)J->nr, kg = (size_t)J->kg;
@@ -700,7 +716,10 @@ static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
             size_t kcn = kc + kcg < J->kgroups ? kcg : J->kgroups - kc;
             size_t raw_groups = J->raw_a ? whole_groups(J, kc, kcn) : 0;
             for (size_t p = p0; p < p1; p++) {
-                const int8_t *bp = B + p * J->kp * nr + kc * nr * kg;
+                size_t slot = J->fused ? (p - p0) % 2 : p;
+                const int8_t *bp = B + slot * J->kp * nr + kc * nr * kg;
+                /* fused: an odd panel of the chunk was packed beside the one before it */
+                int packed = (p - p0) % 2 == 1 && packs_pair(J, p - 1, p1);
                 for (size_t gi = g0; gi < g1; gi++) {
                     const int32_t *ap = t->A + gi * J->kgroups * mr + kc * mr;
                     int32_t *cp = w->cbuf + (gi - g0) * mr * ldc + (p - p0) * nr;
@@ -711,8 +730,11 @@ static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
                        4: 1.025x faster than with its 8 lines asked for here) */
                     if (kc + kcn == J->kgroups && p == p1 - 1 && !(ov.on && gi < ov.gl))
                         prefetch_y(J, t->bi, gi * mr, rows, j0, j1 - j0);
-                    if (J->fused && gi == g0) {
-                        pack_and_compute(J, t->bmat, p, kc, kcn, ap, cp, ldc);
+                    if (J->fused && gi == g0 && !packed) {
+                        pack_and_compute(J, w->panels + slot * J->kp * nr + kc * nr * kg,
+                                         J->kp * nr, t->bmat, p,
+                                         (p - p0) % 2 == 0 && packs_pair(J, p, p1) ? 2 : 1, kc,
+                                         kcn, ap, cp, ldc);
                     } else if (ov.on && gi > g0 && gi <= ov.gl) {
                         compute_overlapped(J, w, t, &ov, gi, p, p0, j0, ap, bp, raw_groups, cp,
                                            ldc);
@@ -837,6 +859,18 @@ static void shape_job(job *J, const qmm_optimized_packed_b *pb)
         for (int64_t e = 0; e < qmm_tensor_numel(J->bz) && J->no_rowsum; e++)
             J->no_rowsum = z[e] == 0;
     }
+    /* Fused packing: with one row block (M <= MB_MAX) and a B matrix per batch, each B panel
+     * belongs to exactly one task, whose first row group packs it with the variant's
+     * kernel_pack while computing (the shuffles run beside the multiplies) instead of a
+     * packing pass first, into one of two panel buffers of its worker (B is not kept: each
+     * panel is read by its task's row groups right after it is packed, and a small buffer
+     * stays in L2 where a packed copy of B was written back to memory; with panel pairs,
+     * docs/optimized.md: 128x4096x4096 1.22x faster at T = 1, Zen 5). Past MB_MAX rows the packing pass stays: a phase of kernel_pack
+     * tasks over the first row group measured no better at 2048^3 (kernel_pack 2.84% of the
+     * samples against the packer's 2.00%: at n = 2048 its four strided rows a group wait on
+     * memory; T = 1, Zen 4, perf record). */
+    J->fused = pb == NULL && !J->direct && J->v->kernel_pack && J->kg == 4 &&
+               J->m <= MB_MAX && J->nbmat == J->batch && J->k > 0;
 }
 
 /* One scratch block for everything (offsets first, then the block): the packed A and its row
@@ -852,7 +886,9 @@ static char *carve_scratch(const qmm_opt_backend *ob, job *J, int own_b, int *ca
     o_ws = carve(&off, (size_t)threads * sizeof *J->ws);
     o_wsb = carve(&off, (size_t)threads * WS_BYTES);
     if (own_b) {
-        o_bpack = carve(&off, J->nbmat * J->kp * J->npad + 1);
+        /* fused: two panels a worker (shape_job); else the whole packed B */
+        o_bpack = carve(&off, J->fused ? (size_t)threads * 2 * J->kp * (size_t)J->nr + 1
+                                       : J->nbmat * J->kp * J->npad + 1);
         if (J->kg == 4)
             o_colsum = carve(&off, J->nbmat * J->npad * sizeof *J->colsum_own);
     }
@@ -867,6 +903,8 @@ static char *carve_scratch(const qmm_opt_backend *ob, job *J, int own_b, int *ca
         worker_scratch_at(&J->ws[t], blk + o_wsb + (size_t)t * WS_BYTES);
     if (own_b) {
         J->bpack_own = (int8_t *)(blk + o_bpack);
+        for (int t = 0; J->fused && t < threads; t++)
+            J->ws[t].panels = J->bpack_own + (size_t)t * 2 * J->kp * (size_t)J->nr;
         J->colsum_own = J->kg == 4 ? (int32_t *)(void *)(blk + o_colsum) : NULL;
     }
     return blk;
@@ -926,16 +964,9 @@ static void plan_tasks(job *J, int threads, const qmm_optimized_packed_b *pb, in
         size_t nb = ceil_div(ceil_div(J->n, want), 16) * 16;
         J->nb = nb < 64 ? 64 : nb > NC_MAX ? NC_MAX : nb;
     }
-    /* Fused packing: with one row block (M <= MB_MAX) and a B matrix per batch, each B panel
-     * belongs to exactly one task, whose first row group packs it with the variant's
-     * kernel_pack while computing (the shuffles run beside the multiplies) instead of a
-     * packing pass first; column blocks of n / (2 threads), whole panels, >= 64 columns
-     * (wider than NC_MAX: compute_tiles walks a block in NC_MAX chunks). Past MB_MAX rows
-     * the packing pass stays: a phase of kernel_pack tasks over the first row group measured
-     * no better at 2048^3 (kernel_pack 2.84% of the samples against the packer's 2.00%: at
-     * n = 2048 its four strided rows a group wait on memory; T = 1, Zen 4, perf record). */
-    J->fused = own_b && J->v->kernel_pack && J->kg == 4 && J->m <= MB_MAX &&
-               J->nbmat == J->batch && J->k > 0;
+    /* Fused packing (shape_job): one row block; column blocks of n / (2 threads), whole
+     * panels, >= 64 columns (wider than NC_MAX: compute_tiles walks a block in NC_MAX
+     * chunks) */
     if (J->fused) {
         J->nmb = 1;
         J->mb = ceil_div(J->m, (size_t)J->mr) * (size_t)J->mr;

@@ -60,11 +60,14 @@ typedef void qmm_opt_kernel_ft(size_t rows, size_t kgroups, const int32_t *a, co
  * B's `kgroups` K groups read from 4 * kgroups whole rows of 32 columns at braw (row stride
  * ldb) instead of from a packed panel; it also writes those groups into the panel at bpack
  * (the layout's quads, a uint8 B flipped to int8 as pack_b flips it) and stores (accumulate:
- * adds) the 32 column sums of what it packed at colsum. The caller packs partial K groups,
- * padding groups and partial panels itself. */
+ * adds) the 32 column sums of what it packed at colsum. With `panels` 2 it packs the next 32
+ * columns too (whole, like the first) into the panel at bpack + pstride and their sums at
+ * colsum + 32, without multiplying them. The caller packs partial K groups, padding groups
+ * and partial panels itself. */
 typedef void qmm_opt_kernel_pack_ft(size_t kgroups, const int32_t *a, const uint8_t *braw,
-                                    size_t ldb, int b_signed, int8_t *bpack, int32_t *colsum,
-                                    int32_t *c, size_t ldc, int accumulate);
+                                    size_t ldb, int b_signed, size_t panels, int8_t *bpack,
+                                    size_t pstride, int32_t *colsum, int32_t *c, size_t ldc,
+                                    int accumulate);
 
 /* The tile kernel on A as it is (a variant's kernel_raw_a; uint8 A only): what `kernel`
  * computes for a full row group over `kgroups` whole K groups, row r's word of group t being
