@@ -582,6 +582,16 @@ Test(differential, fused_pairs_inside_b, .timeout = 600)
                 check_problem(v, nv, &p, 11, i);
                 problem_free(&p);
             }
+    /* K past the 8192-value K block: a pair packed again in the second block (accumulating
+     * its column sums), whole groups there and not */
+    static const int64_t long_k[][3] = {{5, 9001, 64}, {33, 9001, 97}, {8, 8195, 160},
+                                        {17, 16389, 130}};
+    for (size_t s = 0; s < sizeof long_k / sizeof long_k[0]; s++, i++) {
+        problem p;
+        shape_problem(&r, &p, long_k[s], i % 8, 0);
+        check_problem(v, nv, &p, 11, i);
+        problem_free(&p);
+    }
     guard_tails = 0;
     close_variants(v, nv);
 }
