@@ -189,6 +189,8 @@ static void check_kernel_pack(const qmm_opt_variant *v, const problem *p, const 
             const int32_t *ag = apack + g * kgroups * mr;
             const int8_t *bp = bpack + pi * pbytes;
             memset(panel, 0x5a, 2 * pstride);
+            for (size_t j = 0; j < 128; j++)
+                sums[j] = 0x5a5a5a5a;
             for (int acc = 0; acc < 2; acc++)
                 v->kernel_pack(whole, ag, p->b + pi * nr, p->n, p->b_signed, panels, panel,
                                pstride, sums, tile, nr, acc);
@@ -203,6 +205,15 @@ static void check_kernel_pack(const qmm_opt_variant *v, const problem *p, const 
                               CASE_FMT ": kernel_pack wrote past panel %zu's bytes",
                               CASE_ARGS(name, p), pi);
             }
+            /* one panel: nothing at the second panel's place, nor its sums */
+            for (size_t j = 0; j < wbytes && panels == 1; j++)
+                cr_assert(panel[pstride + j] == 0x5a,
+                          CASE_FMT ": kernel_pack of one panel wrote a second (panel %zu)",
+                          CASE_ARGS(name, p), pi);
+            for (size_t j = panels * nr; j < 128; j++)
+                cr_assert(sums[j] == 0x5a5a5a5a,
+                          CASE_FMT ": kernel_pack of %zu panel(s) wrote column sum %zu",
+                          CASE_ARGS(name, p), panels, j);
             for (size_t j = 0; j < panels * nr; j++)
                 cr_assert(sums[j] == (int32_t)(2u * (uint32_t)ref_sums[j]),
                           CASE_FMT ": kernel_pack's column sum %zu (twice, %zu panels) %d, "

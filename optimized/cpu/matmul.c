@@ -550,7 +550,8 @@ static void pack_and_compute(const job *J, int8_t *bp, size_t pstride, size_t bm
 
 /* On the fused path, whether panel p (an even one of its column chunk [p0, p1)) packs
  * panel p + 1 too: both whole and in the chunk. Panel p + 1 then sits in the second of the
- * worker's two panel buffers, and its first row group only multiplies. */
+ * worker's two panel buffers, and its first row group only multiplies. (In the chunk: a
+ * panel past it is another task's, whose column sums this one would then write beside it.) */
 static int packs_pair(const job *J, size_t p, size_t p1)
 {
     return p + 1 < p1 && (p + 2) * (size_t)J->nr <= J->n;
@@ -865,10 +866,10 @@ static void shape_job(job *J, const qmm_optimized_packed_b *pb)
      * packing pass first, into one of two panel buffers of its worker (B is not kept: each
      * panel is read by its task's row groups right after it is packed, and a small buffer
      * stays in L2 where a packed copy of B was written back to memory; with panel pairs,
-     * docs/optimized.md: 128x4096x4096 1.22x faster at T = 1, Zen 5). Past MB_MAX rows the packing pass stays: a phase of kernel_pack
-     * tasks over the first row group measured no better at 2048^3 (kernel_pack 2.84% of the
-     * samples against the packer's 2.00%: at n = 2048 its four strided rows a group wait on
-     * memory; T = 1, Zen 4, perf record). */
+     * docs/optimized.md: 128x4096x4096 1.22x faster at T = 1, Zen 5). Past MB_MAX rows the
+     * packing pass stays: a phase of kernel_pack tasks over the first row group measured no
+     * better at 2048^3 (kernel_pack 2.84% of the samples against the packer's 2.00%: at
+     * n = 2048 its four strided rows a group wait on memory; T = 1, Zen 4, perf record). */
     J->fused = pb == NULL && !J->direct && J->v->kernel_pack && J->kg == 4 &&
                J->m <= MB_MAX && J->nbmat == J->batch && J->k > 0;
 }
