@@ -32,15 +32,16 @@ enum {
                                    or 2 of 384, 0.274 with 3 of 256 (Zen 4) */
     NC_MAX = 256,  /* columns per task and per chunk: a multiple of every nr (16, 32) */
     KC_K = 512,    /* k values per K block: B panel slice nr*KC bytes stays in L1 */
-    FUSED_KC = 1024,      /* the fused path's K block where K > FUSED_KC_PAST: B read as it is
+    FUSED_KC = 1024,      /* the fused path's K block where K >= FUSED_KC_FROM: B read as it is
                              in row bands of 1024, one panel pair after another, instead of
                              all K rows a pass. Zen 5, T = 1 unless said, before/after, 5-7
                              rounds: 32x4096x11008 1.21 (T = 2 1.20), 16x4096x4096 1.11,
                              64x11008x4096 1.04, 64x4096x4096 1.01, 96x4096x4096 1.03,
-                             192x4096x4096 1.06, 128x4096x4096 T = 2 0.985 and 1.056 (two
-                             runs); at K = 3072 0.97-1.01 and at K = 2048 0.96-0.98, so not
-                             there (the blocks cost the overlapped epilogue, which needs one) */
-    FUSED_KC_PAST = 3072,
+                             192x4096x4096 1.06, 128x4096x4096 1.02 (T = 2 1.01; two earlier
+                             T = 2 runs 0.985 and 1.056); at K = 3072 0.97-1.01 and at K = 2048
+                             0.96-0.98, so not below 4096, where nothing was measured between
+                             (the blocks cost the overlapped epilogue, which needs one) */
+    FUSED_KC_FROM = 4096,
     GEMV_ACC = 4096, /* small M, unpacked B: int32 sums per task (rows x columns): 16 KB, L1 */
     PACK_ROWS = 48,  /* rows per A packing task, rounded up to a multiple of mr */
     PACK_ROWS_MAX = 64,
@@ -712,7 +713,7 @@ static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
      * single row group has nothing to reuse it for, and reads each panel in one pass */
     size_t kcg = m1 - m0 <= mr && J->kgroups > 0 ? J->kgroups
                                                   : (size_t)(J->v->kc ? J->v->kc : KC_K) / kg;
-    if (J->fused && J->k > FUSED_KC_PAST && m1 - m0 > mr && kcg > FUSED_KC / kg)
+    if (J->fused && J->k >= FUSED_KC_FROM && m1 - m0 > mr && kcg > FUSED_KC / kg)
         kcg = FUSED_KC / kg;
     size_t g0 = m0 / mr, g1 = (m1 + mr - 1) / mr;
     for (size_t j0 = t->n0; j0 < t->n1; j0 += NC_MAX) {
