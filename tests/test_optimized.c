@@ -521,6 +521,16 @@ static void shape_problem(rng *r, problem *p, const int64_t shape[3], int types,
              (long long)ad[0], (long long)ad[1], (long long)bd[1], types);
 }
 
+/* shape_problem's problem through check_problem (case `index` of `seed`) */
+static void check_shape(variant *v, int nv, rng *r, const int64_t shape[3], int types,
+                        int extreme, unsigned long long seed, int index)
+{
+    problem p;
+    shape_problem(r, &p, shape, types, extreme);
+    check_problem(v, nv, &p, seed, index);
+    problem_free(&p);
+}
+
 /* Shapes chosen to cross every blocking boundary: K past KC (512) and odd, N past NC (256)
  * and not a multiple of 16 or 32, M not a multiple of 6 or 8 and past the 96-row task
  * block, the small-M path (M <= 4) with long rows. */
@@ -548,12 +558,9 @@ Test(differential, blocking_boundaries, .timeout = 600)
     rng r = {7};
     int count = QMM_TEST_SANITIZED ? 4 : (int)(sizeof shapes / sizeof shapes[0]);
     for (int s = 0; s < count; s++) {
-        for (int types = 0; types < 8; types++) {
-            problem p;
-            shape_problem(&r, &p, shapes[s], types, s >= 9 ? (s + types) % 5 : 0);
-            check_problem(v, nv, &p, 7, s * 8 + types);
-            problem_free(&p);
-        }
+        for (int types = 0; types < 8; types++)
+            check_shape(v, nv, &r, shapes[s], types, s >= 9 ? (s + types) % 5 : 0, 7,
+                        s * 8 + types);
     }
     close_variants(v, nv);
 }
@@ -577,21 +584,14 @@ Test(differential, fused_pairs_inside_b, .timeout = 600)
                 if (QMM_TEST_SANITIZED && i % 5 != 0)
                     continue;
                 int64_t shape[3] = {ms[mi], ks[ki], ns[ni]};
-                problem p;
-                shape_problem(&r, &p, shape, i % 8, 0);
-                check_problem(v, nv, &p, 11, i);
-                problem_free(&p);
+                check_shape(v, nv, &r, shape, i % 8, 0, 11, i);
             }
     /* K past the 8192-value K block: a pair packed again in the second block (accumulating
      * its column sums), whole groups there and not */
     static const int64_t long_k[][3] = {{5, 9001, 64}, {33, 9001, 97}, {8, 8195, 160},
                                         {17, 16389, 130}};
-    for (size_t s = 0; s < sizeof long_k / sizeof long_k[0]; s++, i++) {
-        problem p;
-        shape_problem(&r, &p, long_k[s], i % 8, 0);
-        check_problem(v, nv, &p, 11, i);
-        problem_free(&p);
-    }
+    for (size_t s = 0; s < sizeof long_k / sizeof long_k[0]; s++, i++)
+        check_shape(v, nv, &r, long_k[s], i % 8, 0, 11, i);
     guard_tails = 0;
     close_variants(v, nv);
 }
@@ -1474,7 +1474,8 @@ Test(differential, overlapped_epilogue, .timeout = 600)
     static const int64_t ms[] = {16, 23, 24, 25, 40, 100, 192, 193, 200};
     /* K from 4096: the fused path (B input, T = 2) walks K in blocks, where the overlapped
      * epilogue must stay off */
-    static const int64_t ks[] = {0, 4, 7, 64, 65, 768, 1024, 1025, 1100, 2048, 4096, 4097, 5119};
+    static const int64_t ks[] = {0,    4,    7,    64,   65,   768, 1024,
+                                 1025, 1100, 2048, 4096, 4097, 5119};
     static const int64_t ns[] = {32, 64, 96, 256, 288};
     int count = QMM_TEST_SANITIZED ? 12 : 150;
     static const int tl[3] = {1, 2, 3}, pre[3] = {1, 0, 1};

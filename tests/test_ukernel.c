@@ -164,6 +164,72 @@ static void check_padding_groups(const qmm_opt_variant *v, const problem *p, siz
     free(colsum);
 }
 
+/* One kernel_pack call checked: row group g (A at ag), panels from pi (`panels` of them, the
+ * second at pstride in the buffer `panel` of 2 * pstride bytes), against pack_b's panels at bp
+ * (pbytes apart), the layout's column sums and `kernel`; `want` as check_kernel_pack says. */
+typedef struct pack_case {
+    const qmm_opt_variant *v;
+    const problem *p;
+    size_t kgroups, whole, ldc, pbytes, pstride;
+    const int32_t *want;
+    int8_t *panel;
+    int32_t *tile, *ref;
+} pack_case;
+
+static void check_pack_call(const pack_case *pc, size_t panels, size_t g, size_t pi,
+                            const int32_t *ag, const int8_t *bp)
+{
+    const qmm_opt_variant *v = pc->v;
+    const qmm_opt_layout *L = v->layout;
+    const problem *p = pc->p;
+    const char *name = v->name;
+    size_t mr = (size_t)L->mr, nr = (size_t)L->nr, whole = pc->whole, pbytes = pc->pbytes;
+    size_t wbytes = whole * 4 * nr, pstride = pc->pstride;
+    int8_t *panel = pc->panel;
+    int32_t *tile = pc->tile, *ref = pc->ref, sums[128], ref_sums[128];
+    memset(panel, 0x5a, 2 * pstride);
+    for (size_t j = 0; j < 128; j++)
+        sums[j] = 0x5a5a5a5a;
+    for (int acc = 0; acc < 2; acc++)
+        v->kernel_pack(whole, ag, p->b + pi * nr, p->n, p->b_signed, panels, panel, pstride,
+                       sums, tile, nr, acc);
+    v->kernel(mr, whole, ag, bp, ref, nr, 0);
+    for (size_t q = 0; q < panels; q++) {
+        L->colsum(bp + q * pbytes, whole, 1, pbytes, ref_sums + q * nr);
+        cr_assert(memcmp(panel + q * pstride, bp + q * pbytes, wbytes) == 0,
+                  CASE_FMT ": kernel_pack's panel %zu (of %zu) differs from pack_b's",
+                  CASE_ARGS(name, p), pi + q, panels);
+    }
+    for (size_t j = 0; j < 64; j++)
+        cr_assert(panel[wbytes + j] == 0x5a, CASE_FMT ": kernel_pack wrote past panel %zu's bytes",
+                  CASE_ARGS(name, p), pi);
+    /* one panel: nothing at the second panel's place, nor its sums */
+    for (size_t j = 0; j < wbytes && panels == 1; j++)
+        cr_assert(panel[pstride + j] == 0x5a,
+                  CASE_FMT ": kernel_pack of one panel wrote a second (panel %zu)",
+                  CASE_ARGS(name, p), pi);
+    for (size_t j = panels * nr; j < 128; j++)
+        cr_assert(sums[j] == 0x5a5a5a5a,
+                  CASE_FMT ": kernel_pack of %zu panel(s) wrote column sum %zu",
+                  CASE_ARGS(name, p), panels, j);
+    for (size_t j = 0; j < panels * nr; j++)
+        cr_assert(sums[j] == (int32_t)(2u * (uint32_t)ref_sums[j]),
+                  CASE_FMT ": kernel_pack's column sum %zu (twice, %zu panels) %d, colsum %d",
+                  CASE_ARGS(name, p), pi * nr + j, panels, sums[j], ref_sums[j]);
+    for (size_t r = 0; r < mr; r++)
+        for (size_t j = 0; j < nr; j++) {
+            size_t i = g * mr + r, jj = pi * nr + j;
+            uint32_t twice = 2u * (uint32_t)ref[r * nr + j];
+            cr_assert(tile[r * nr + j] == (int32_t)twice,
+                      CASE_FMT ": kernel_pack [%zu][%zu] (twice, %zu panels) %d, kernel %d",
+                      CASE_ARGS(name, p), i, jj, panels, tile[r * nr + j], ref[r * nr + j]);
+            if (whole == pc->kgroups && i < p->m)
+                cr_assert(ref[r * nr + j] == pc->want[i * pc->ldc + jj],
+                          CASE_FMT ": kernel [%zu][%zu] %d, portable kernel %d",
+                          CASE_ARGS(name, p), i, jj, ref[r * nr + j], pc->want[i * pc->ldc + jj]);
+        }
+}
+
 /* kernel_pack (where the variant has one) on every row group and whole panel, over B's
  * whole K groups, packing one panel and two (the second at a stride past its bytes, so that
  * a stride misread shows): the same panel bytes as pack_b, the column sums of its layout, the
@@ -177,66 +243,19 @@ static void check_kernel_pack(const qmm_opt_variant *v, const problem *p, const 
     size_t mr = (size_t)L->mr, nr = (size_t)L->nr, whole = p->k / 4;
     if (!v->kernel_pack || whole == 0)
         return;
-    size_t groups = (p->m + mr - 1) / mr, pbytes = kgroups * 4 * nr;
-    size_t wbytes = whole * 4 * nr, pstride = wbytes + 64;
-    int8_t *panel = alloc0(2 * pstride);
-    int32_t *tile = alloc0(mr * nr * sizeof(int32_t)), *ref = alloc0(mr * nr * sizeof(int32_t));
-    int32_t sums[128], ref_sums[128];
-    const char *name = v->name;
+    size_t pstride = whole * 4 * nr + 64;
+    pack_case pc = {.v = v, .p = p, .kgroups = kgroups, .whole = whole, .ldc = ldc,
+                    .pbytes = kgroups * 4 * nr, .pstride = pstride, .want = want,
+                    .panel = alloc0(2 * pstride), .tile = alloc0(mr * nr * sizeof(int32_t)),
+                    .ref = alloc0(mr * nr * sizeof(int32_t))};
     for (size_t panels = 1; panels <= 2; panels++)
-    for (size_t g = 0; g < groups; g++)
-        for (size_t pi = 0; (pi + panels) * nr <= p->n; pi++) {
-            const int32_t *ag = apack + g * kgroups * mr;
-            const int8_t *bp = bpack + pi * pbytes;
-            memset(panel, 0x5a, 2 * pstride);
-            for (size_t j = 0; j < 128; j++)
-                sums[j] = 0x5a5a5a5a;
-            for (int acc = 0; acc < 2; acc++)
-                v->kernel_pack(whole, ag, p->b + pi * nr, p->n, p->b_signed, panels, panel,
-                               pstride, sums, tile, nr, acc);
-            v->kernel(mr, whole, ag, bp, ref, nr, 0);
-            for (size_t q = 0; q < panels; q++) {
-                L->colsum(bp + q * pbytes, whole, 1, pbytes, ref_sums + q * nr);
-                cr_assert(memcmp(panel + q * pstride, bp + q * pbytes, wbytes) == 0,
-                          CASE_FMT ": kernel_pack's panel %zu (of %zu) differs from pack_b's",
-                          CASE_ARGS(name, p), pi + q, panels);
-                for (size_t j = 0; j < 64 && q == 0; j++)
-                    cr_assert(panel[wbytes + j] == 0x5a,
-                              CASE_FMT ": kernel_pack wrote past panel %zu's bytes",
-                              CASE_ARGS(name, p), pi);
-            }
-            /* one panel: nothing at the second panel's place, nor its sums */
-            for (size_t j = 0; j < wbytes && panels == 1; j++)
-                cr_assert(panel[pstride + j] == 0x5a,
-                          CASE_FMT ": kernel_pack of one panel wrote a second (panel %zu)",
-                          CASE_ARGS(name, p), pi);
-            for (size_t j = panels * nr; j < 128; j++)
-                cr_assert(sums[j] == 0x5a5a5a5a,
-                          CASE_FMT ": kernel_pack of %zu panel(s) wrote column sum %zu",
-                          CASE_ARGS(name, p), panels, j);
-            for (size_t j = 0; j < panels * nr; j++)
-                cr_assert(sums[j] == (int32_t)(2u * (uint32_t)ref_sums[j]),
-                          CASE_FMT ": kernel_pack's column sum %zu (twice, %zu panels) %d, "
-                                   "colsum %d",
-                          CASE_ARGS(name, p), pi * nr + j, panels, sums[j], ref_sums[j]);
-            for (size_t r = 0; r < mr; r++)
-                for (size_t j = 0; j < nr; j++) {
-                    uint32_t twice = 2u * (uint32_t)ref[r * nr + j];
-                    cr_assert(tile[r * nr + j] == (int32_t)twice,
-                              CASE_FMT ": kernel_pack [%zu][%zu] (twice, %zu panels) %d, "
-                                       "kernel %d",
-                              CASE_ARGS(name, p), g * mr + r, pi * nr + j, panels,
-                              tile[r * nr + j], ref[r * nr + j]);
-                    if (whole == kgroups && g * mr + r < p->m)
-                        cr_assert(ref[r * nr + j] == want[(g * mr + r) * ldc + pi * nr + j],
-                                  CASE_FMT ": kernel [%zu][%zu] %d, portable kernel %d",
-                                  CASE_ARGS(name, p), g * mr + r, pi * nr + j,
-                                  ref[r * nr + j], want[(g * mr + r) * ldc + pi * nr + j]);
-                }
-        }
-    free(panel);
-    free(tile);
-    free(ref);
+        for (size_t g = 0; g < (p->m + mr - 1) / mr; g++)
+            for (size_t pi = 0; (pi + panels) * nr <= p->n; pi++)
+                check_pack_call(&pc, panels, g, pi, apack + g * kgroups * mr,
+                                bpack + pi * pc.pbytes);
+    free(pc.panel);
+    free(pc.tile);
+    free(pc.ref);
 }
 
 /* kernel_raw_a (where the variant has one; uint8 A) on every full row group and panel over

@@ -558,13 +558,16 @@ static void pack_and_compute(const job *J, int8_t *bp, size_t pstride, size_t bm
     J->v->kernel(mr, rest, ap + gn * mr, bp + gn * nr * 4, cp, ldc, g > 0);
 }
 
-/* On the fused path, whether panel p (an even one of its column chunk [p0, p1)) packs
- * panel p + 1 too: both whole and in the chunk. Panel p + 1 then sits in the second of the
- * worker's two panel buffers, and its first row group only multiplies. (In the chunk: a
- * panel past it is another task's, whose column sums this one would then write beside it.) */
-static int packs_pair(const job *J, size_t p, size_t p1)
+/* On the fused path, how many panels the first row group on panel p of the column chunk
+ * [p0, p1) packs: 2 where p is an even one of the chunk and it and p + 1 are whole and in the
+ * chunk (panel p + 1 then sits in the second of the worker's two panel buffers), 0 for that
+ * p + 1 (its first row group only multiplies), else 1. (In the chunk: a panel past it is
+ * another task's, whose column sums this one would then write beside it.) */
+static size_t fused_panels(const job *J, size_t p, size_t p0, size_t p1)
 {
-    return p + 1 < p1 && (p + 2) * (size_t)J->nr <= J->n;
+    size_t first = p - (p - p0) % 2; /* the pair's first panel */
+    int pair = first + 1 < p1 && (first + 2) * (size_t)J->nr <= J->n;
+    return !pair ? 1 : p == first ? 2 : 0;
 }
 
 /* A request for the line at p, for writing. An asm statement, not __builtin_prefetch: GCC 12
@@ -703,9 +706,8 @@ static void compute_overlapped(const job *J, worker_scratch *w, const task_block
  * each NC_MAX column chunk's sums go through the epilogue. */
 static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
 {
-    /* the fused path packs B panel by panel into the worker's two panel buffers (slot
-     * (p - p0) % 2), each read by the row groups of its panel only */
-    const int8_t *B = J->fused ? w->panels : J->bpack + t->bmat * J->kp * J->npad;
+    /* the packed B; the fused path packs panel by panel into the worker's panel buffers */
+    const int8_t *B = J->fused ? NULL : J->bpack + t->bmat * J->kp * J->npad;
     const int32_t *colsum = J->colsum ? J->colsum + t->bmat * J->npad : NULL;
     size_t m0 = t->m0, m1 = t->m1;
     size_t mr = (size_t)J->mr, nr = (size_t)J->nr, kg = (size_t)J->kg;
@@ -729,10 +731,12 @@ static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
             size_t kcn = kc + kcg < J->kgroups ? kcg : J->kgroups - kc;
             size_t raw_groups = J->raw_a ? whole_groups(J, kc, kcn) : 0;
             for (size_t p = p0; p < p1; p++) {
-                size_t slot = J->fused ? (p - p0) % 2 : p;
-                const int8_t *bp = B + slot * J->kp * nr + kc * nr * kg;
-                /* fused: an odd panel of the chunk was packed beside the one before it */
-                int packed = (p - p0) % 2 == 1 && packs_pair(J, p - 1, p1);
+                /* fused: the worker's buffer slot (p - p0) % 2, which the first row group
+                   packs (panels > 0) */
+                int8_t *own = J->fused ? w->panels + (p - p0) % 2 * J->kp * nr + kc * nr * kg
+                                       : NULL;
+                const int8_t *bp = own ? own : B + p * J->kp * nr + kc * nr * kg;
+                size_t panels = J->fused ? fused_panels(J, p, p0, p1) : 0;
                 for (size_t gi = g0; gi < g1; gi++) {
                     const int32_t *ap = t->A + gi * J->kgroups * mr + kc * mr;
                     int32_t *cp = w->cbuf + (gi - g0) * mr * ldc + (p - p0) * nr;
@@ -743,11 +747,9 @@ static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
                        4: 1.025x faster than with its 8 lines asked for here) */
                     if (kc + kcn == J->kgroups && p == p1 - 1 && !(ov.on && gi < ov.gl))
                         prefetch_y(J, t->bi, gi * mr, rows, j0, j1 - j0);
-                    if (J->fused && gi == g0 && !packed) {
-                        pack_and_compute(J, w->panels + slot * J->kp * nr + kc * nr * kg,
-                                         J->kp * nr, t->bmat, p,
-                                         (p - p0) % 2 == 0 && packs_pair(J, p, p1) ? 2 : 1, kc,
-                                         kcn, ap, cp, ldc);
+                    if (panels > 0 && gi == g0) {
+                        pack_and_compute(J, own, J->kp * nr, t->bmat, p, panels, kc, kcn, ap,
+                                         cp, ldc);
                     } else if (ov.on && gi > g0 && gi <= ov.gl) {
                         compute_overlapped(J, w, t, &ov, gi, p, p0, j0, ap, bp, raw_groups, cp,
                                            ldc);
@@ -898,9 +900,10 @@ static char *carve_scratch(const qmm_opt_backend *ob, job *J, int own_b, int *ca
     o_rowsum = carve(&off, J->namat * J->m * sizeof *J->rowsum);
     o_ws = carve(&off, (size_t)threads * sizeof *J->ws);
     o_wsb = carve(&off, (size_t)threads * WS_BYTES);
+    size_t panels_bytes = 2 * J->kp * (size_t)J->nr; /* fused: a worker's two panels */
     if (own_b) {
         /* fused: two panels a worker (shape_job); else the whole packed B */
-        o_bpack = carve(&off, J->fused ? (size_t)threads * 2 * J->kp * (size_t)J->nr + 1
+        o_bpack = carve(&off, J->fused ? (size_t)threads * panels_bytes + 1
                                        : J->nbmat * J->kp * J->npad + 1);
         if (J->kg == 4)
             o_colsum = carve(&off, J->nbmat * J->npad * sizeof *J->colsum_own);
@@ -917,7 +920,7 @@ static char *carve_scratch(const qmm_opt_backend *ob, job *J, int own_b, int *ca
     if (own_b) {
         J->bpack_own = (int8_t *)(blk + o_bpack);
         for (int t = 0; J->fused && t < threads; t++)
-            J->ws[t].panels = J->bpack_own + (size_t)t * 2 * J->kp * (size_t)J->nr;
+            J->ws[t].panels = J->bpack_own + (size_t)t * panels_bytes;
         J->colsum_own = J->kg == 4 ? (int32_t *)(void *)(blk + o_colsum) : NULL;
     }
     return blk;
