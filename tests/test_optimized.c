@@ -395,21 +395,29 @@ typedef struct variant {
 /* room for every variant on 1, 2 and 3 threads, and auto */
 enum { MAX_VARIANTS = 32 };
 
+static int open_variants_with(variant *v, int max, const char *extra);
+
 static int open_variants(variant *v, int max)
+{
+    return open_variants_with(v, max, "");
+}
+
+/* ... each spec followed by the options `extra` (",raw_a_k=0", or "") */
+static int open_variants_with(variant *v, int max, const char *extra)
 {
     /* every variant of the table (the portable one single-threaded), on 1, 2 and 3
      * threads (an odd count splits work unevenly), and auto; the 3-thread runs without a
      * prepacked B, the others with one too */
-    char specs[MAX_VARIANTS][48];
+    char specs[MAX_VARIANTS][96];
     int prepack[MAX_VARIANTS];
     size_t nspecs = 0;
     const char *isa;
     for (int i = 0; (isa = qmm_optimized_variant_name(i)) && nspecs + 4 <= MAX_VARIANTS; i++)
         for (int t = 1; t <= (i ? 3 : 1); t++) {
-            snprintf(specs[nspecs], sizeof specs[0], "isa=%s,threads=%d", isa, t);
+            snprintf(specs[nspecs], sizeof specs[0], "isa=%s,threads=%d%s", isa, t, extra);
             prepack[nspecs++] = i && t < 3;
         }
-    snprintf(specs[nspecs], sizeof specs[0], "isa=auto,threads=3");
+    snprintf(specs[nspecs], sizeof specs[0], "isa=auto,threads=3%s", extra);
     prepack[nspecs++] = 1;
     int n = 0;
     for (size_t i = 0; i < nspecs && n < max; i++) {
@@ -594,6 +602,36 @@ Test(differential, fused_pairs_inside_b, .timeout = 600)
         check_shape(v, nv, &r, long_k[s], i % 8, 0, 11, i);
     guard_tails = 0;
     close_variants(v, nv);
+}
+
+/* Raw A (a variant's kernel_raw_a reads a uint8 A as it is) at every K, whatever this CPU
+ * model's own limit (kernels.c's tuning table; raw_a_k= sets it): K past 1024, the K blocks of
+ * the fused path (K >= 4096, M <= 192: the rows read from K block kc on), K past the variant's
+ * block, the last partial K group; with every buffer ending at an inaccessible page. raw_a_k=0
+ * (A always packed) runs the same problems. */
+Test(differential, raw_a_at_every_k, .timeout = 600)
+{
+    static const int64_t shapes[][3] = {
+        {16, 1025, 64}, {100, 2051, 97}, {200, 2048, 40},  {9, 4096, 64},
+        {64, 4099, 33}, {192, 5003, 96}, {193, 4097, 32},  {40, 8197, 45},
+        {24, 16389, 70}, {300, 3001, 33},
+    };
+    static const char *const limits[] = {",raw_a_k=2147483647", ",raw_a_k=0"};
+    rng r = {29};
+    guard_tails = 1;
+    int i = 0;
+    for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++) {
+        variant v[MAX_VARIANTS];
+        int nv = open_variants_with(v, MAX_VARIANTS, limits[l]);
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++, i++) {
+            if (QMM_TEST_SANITIZED && s % 3 != 0)
+                continue;
+            /* a uint8 (types bit 0 clear): raw A's; b and y's types in turn */
+            check_shape(v, nv, &r, shapes[s], 2 * (i % 4), s % 5, 29, i);
+        }
+        close_variants(v, nv);
+    }
+    guard_tails = 0;
 }
 
 /* K >= 33026: exact accumulators leave int32; both sides must give the wrapped result. */
@@ -1220,6 +1258,14 @@ Test(dispatch, options_and_environment)
     qmm_backend *be = open_ok("threads=2");
     cr_assert_str_eq(qmm_optimized_variant_of(be), "scalar");
     cr_assert_eq(qmm_optimized_threads(be), 2);
+    be->close(be);
+    /* raw_a_k= (the K limit of reading A as it is) names itself; out of range is refused */
+    cr_assert_null(qmm_optimized_open(QMM_ABI_VERSION, "raw_a_k=-1", &st));
+    cr_assert_str_eq(st.message, "option 'raw_a_k=-1': raw_a_k must be 0..2147483647");
+    cr_assert_null(qmm_optimized_open(QMM_ABI_VERSION, "raw_a_k=2147483648", &st));
+    cr_assert_eq(st.code, QMM_INVALID_ARGUMENT);
+    be = open_ok("threads=1,raw_a_k=0");
+    cr_assert_str_eq(be->name, "optimized:isa=scalar,threads=1,raw_a_k=0");
     be->close(be);
     /* an explicit isa= wins over the environment: any variant but the environment's */
     const char *other = qmm_optimized_variant_name(1);

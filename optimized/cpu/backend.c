@@ -109,7 +109,7 @@ static int is_ours(const qmm_backend *be)
 }
 
 static qmm_status_code parse_options(const char *options, int *isa, int *threads,
-                                     qmm_status *st)
+                                     long *raw_a_k, qmm_status *st)
 {
     qmm_option o;
     long n;
@@ -124,9 +124,13 @@ static qmm_status_code parse_options(const char *options, int *isa, int *threads
             if (!qmm_option_int(&o, 1, 256, &n))
                 return qmm_option_refuse(st, &o, "threads must be 1..256");
             *threads = (int)n;
+        } else if (qmm_option_is(&o, "raw_a_k")) {
+            if (!qmm_option_int(&o, 0, 2147483647, &n))
+                return qmm_option_refuse(st, &o, "raw_a_k must be 0..2147483647");
+            *raw_a_k = n;
         } else {
             return qmm_option_refuse(st, &o, "unknown (the optimized backend accepts isa=%s, "
-                                             "threads=N)",
+                                             "threads=N, raw_a_k=K)",
                                      isa_choices(choices, sizeof choices, "|", "|"));
         }
     }
@@ -138,7 +142,8 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
     if (!qmm_backend_abi_check("optimized", harness_abi, st))
         return NULL;
     int isa = -1, threads = 0;
-    if (parse_options(options, &isa, &threads, st) != QMM_OK)
+    long raw_a_k = -1;
+    if (parse_options(options, &isa, &threads, &raw_a_k, st) != QMM_OK)
         return NULL;
     if (isa == -1) {
         const char *env = getenv("QMM_ISA");
@@ -167,7 +172,15 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
     ob->v = qmm_opt_variant_at(isa);
     ob->missing = qmm_opt_variant_missing(isa);
     ob->threads = threads;
-    snprintf(ob->name, sizeof ob->name, "optimized:isa=%s,threads=%d", ob->v->name, threads);
+    /* raw_a_k= (tests, measurements) names itself; the CPU model's value does not: it
+     * changes no answer */
+    ob->raw_a_k_max = raw_a_k >= 0 ? (size_t)raw_a_k : qmm_opt_raw_a_k_max();
+    if (raw_a_k >= 0)
+        snprintf(ob->name, sizeof ob->name, "optimized:isa=%s,threads=%d,raw_a_k=%ld",
+                 ob->v->name, threads, raw_a_k);
+    else
+        snprintf(ob->name, sizeof ob->name, "optimized:isa=%s,threads=%d", ob->v->name,
+                 threads);
     snprintf(ob->description, sizeof ob->description,
              "optimized CPU backend: %s microkernels (%dx%d), %d thread(s), exact "
              "requantization, profile spec%s%s",

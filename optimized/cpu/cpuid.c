@@ -78,6 +78,24 @@ static const char *grant_tiles(void)
 }
 #endif
 
+/* This CPU's vendor letter ('A' AuthenticAMD, 'I' GenuineIntel, '?' other) and display
+ * family / model from CPUID leaves 0 and 1; 0 where CPUID says nothing (not x86). */
+int qmm_opt_cpu_identity(char *vendor, unsigned *family, unsigned *model)
+{
+    uint32_t r[4];
+    if (!qmm_opt_cpuid(0, 0, r))
+        return 0;
+    /* "AuthenticAMD" / "GenuineIntel": EBX holds the first four letters */
+    *vendor = r[1] == 0x68747541u ? 'A' : r[1] == 0x756e6547u ? 'I' : '?';
+    if (!qmm_opt_cpuid(1, 0, r))
+        return 0;
+    unsigned base = (r[0] >> 8) & 0xf, ext = (r[0] >> 20) & 0xff;
+    unsigned mod = (r[0] >> 4) & 0xf, extmod = (r[0] >> 16) & 0xf;
+    *family = base == 0xf ? base + ext : base;
+    *model = base == 0x6 || base == 0xf ? (extmod << 4) | mod : mod;
+    return 1;
+}
+
 static const char *tiles_granted;
 static pthread_once_t tiles_once = PTHREAD_ONCE_INIT;
 

@@ -23,10 +23,6 @@ enum {
     MB_MAX = 192,  /* rows per task: a multiple of every mr (6, 8, 32) */
     MB_FEW = 96,   /* ... when MB_MAX would leave fewer than TASKS_PER_THREAD tasks a thread */
     TASKS_PER_THREAD = 4,
-    RAW_A_K_MAX = 1024, /* raw A up to this K: T = 1, constant B, Zen 4, six alternations
-                           against packed A, medians: 512x1024x1024 2.55 vs 2.67 ms, 1024^3
-                           5.31 vs 5.35; but 2048^3 42.4 vs 42.05, 2048x2000x2048 40.45 vs
-                           40.05 (eight 2 KB rows a tile: the eight streams lose to one) */
     FUSED_TASKS_PER_THREAD = 2, /* the fused path's column blocks: 128x768x768, 2 threads,
                                    0.206 ms with 8 tasks of 96 columns, 0.196 with 4 of 192
                                    or 2 of 384, 0.274 with 3 of 256 (Zen 4) */
@@ -943,8 +939,11 @@ static void pick_a_matrices(job *J)
 
 /* The task grid: rows in near-equal blocks of at most MB_MAX, columns in NC_MAX chunks
  * (small-M: narrower column blocks so that every thread has work), and the packing tasks. */
-static void plan_tasks(job *J, int threads, const qmm_optimized_packed_b *pb, int own_b)
+static void plan_tasks(job *J, const qmm_opt_backend *ob, const qmm_optimized_packed_b *pb,
+                       int own_b)
 {
+    int threads = ob->threads;
+    size_t raw_a_k_max = ob->raw_a_k_max;
     J->nnb = ceil_div(J->n, NC_MAX);
     /* big row blocks read each B column chunk fewer times (AMX at 2048^3: ~6% faster than
      * 96 rows); small problems keep more, smaller tasks so that every thread has some */
@@ -1000,9 +999,9 @@ static void plan_tasks(job *J, int threads, const qmm_optimized_packed_b *pb, in
     /* Raw A: a uint8 A's full row groups are read as they are by the variant's kernel_raw_a
      * (no packing pass over A; the packer still takes the row sums, the partial row group and
      * the last, partial K group; on the fused path also the first row group, which
-     * kernel_pack reads packed). Not past RAW_A_K_MAX, where it measured slower (above). */
+     * kernel_pack reads packed). Not past the backend's raw_a_k_max (kernels.c: by CPU model). */
     J->raw_a = !J->a_signed && J->v->kernel_raw_a && J->kg == 4 && !J->direct && !J->smallp &&
-               J->k >= 4 && J->k <= RAW_A_K_MAX;
+               J->k >= 4 && J->k <= raw_a_k_max;
     /* Dense A: with fewer rows than a group (M < 8 on a prepacked B, or on a B input the
      * fused path does not pack: broadcast over batches, or no VBMI) and a
      * variant with kernel_rows_dense, A is packed m words a K group instead of mr (the
@@ -1047,7 +1046,7 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
         J->bpack = J->bpack_own;
         J->colsum = J->colsum_own;
     }
-    plan_tasks(J, ob->threads, pb, own_b);
+    plan_tasks(J, ob, pb, own_b);
     qmm_opt_pool_run(ob->pool, J->namat * J->a_chunks + J->nbmat * J->b_chunks, pack_task, J);
     qmm_opt_pool_run(ob->pool, J->batch * J->nmb * J->nnb, compute_task, J);
     qmm_opt_scratch_put(ob, blk, cached);

@@ -40,6 +40,10 @@ uint64_t qmm_opt_os_xstate(void);
  * NULL when granted, else why not. */
 const char *qmm_opt_os_grant_tiles(void);
 
+/* This CPU's vendor letter ('A' AuthenticAMD, 'I' GenuineIntel, '?' other) and display
+ * family / model (CPUID leaves 0 and 1); 0 where CPUID says nothing. */
+int qmm_opt_cpu_identity(char *vendor, unsigned *family, unsigned *model);
+
 /* ---- microkernels ---- */
 
 typedef struct qmm_opt_layout qmm_opt_layout;
@@ -276,6 +280,11 @@ const char *qmm_opt_variant_missing(int i);
 int qmm_opt_variant_find(const char *name, size_t len); /* the variant isa=name picks, or -1 */
 int qmm_opt_variant_auto(void); /* the variant isa=auto picks: the last this CPU runs */
 
+/* Tuning that differs between CPU models running one variant (kernels.c's table of measured
+ * values, docs/optimized.md "Tuning by CPU model"): the largest K at which a uint8 A is read
+ * as it is by a variant's kernel_raw_a (no packing pass over A). */
+size_t qmm_opt_raw_a_k_max(void);
+
 /* The A of the small-M kernels (gemv, gemv_packed): int16 pairs a - za, one row a group. */
 extern const qmm_opt_layout qmm_opt_gemv_a;
 
@@ -395,6 +404,7 @@ typedef struct qmm_opt_backend {
     /* A call's scratch (packed operands, per-thread sums), kept between calls so that
      * repeated calls do not fault in fresh pages: grown as needed, freed at close. A call
      * that finds it in use by another call allocates its own. */
+    size_t raw_a_k_max; /* raw A up to this K: option raw_a_k=, else qmm_opt_raw_a_k_max() */
     pthread_mutex_t ws_lock;
     void *ws;
     size_t ws_size;

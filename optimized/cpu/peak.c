@@ -100,29 +100,12 @@ static const rate_row rates[] = {
 
 enum { NRATES = sizeof rates / sizeof rates[0] };
 
-/* This CPU's vendor letter and display family / model from CPUID leaf 0 and 1. */
-static int cpu_identity(char *vendor, unsigned *family, unsigned *model)
-{
-    uint32_t r[4];
-    if (!qmm_opt_cpuid(0, 0, r))
-        return 0;
-    /* "AuthenticAMD" / "GenuineIntel": EBX holds the first four letters */
-    *vendor = r[1] == 0x68747541u ? 'A' : r[1] == 0x756e6547u ? 'I' : '?';
-    if (!qmm_opt_cpuid(1, 0, r))
-        return 0;
-    unsigned base = (r[0] >> 8) & 0xf, ext = (r[0] >> 20) & 0xff;
-    unsigned mod = (r[0] >> 4) & 0xf, extmod = (r[0] >> 16) & 0xf;
-    *family = base == 0xf ? base + ext : base;
-    *model = base == 0x6 || base == 0xf ? (extmod << 4) | mod : mod;
-    return 1;
-}
-
 static const rate_row *published_rate(const char *isa, char *id, size_t idsize)
 {
     char vendor;
     unsigned family, model;
     snprintf(id, idsize, "unknown");
-    if (!cpu_identity(&vendor, &family, &model))
+    if (!qmm_opt_cpu_identity(&vendor, &family, &model))
         return NULL;
     snprintf(id, idsize, "%s family %u model %u",
              vendor == 'A' ? "AuthenticAMD" : vendor == 'I' ? "GenuineIntel" : "other vendor",
