@@ -554,7 +554,8 @@ Test(differential, blocking_boundaries, .timeout = 600)
          * K past its 8192-value block and odd, whole and partial panels, one K group,
          * M at 192 and just past it */
         {40, 8195, 45}, {192, 67, 96}, {193, 67, 33}, {8, 4, 32}, {9, 8192, 64},
-        /* ... past 192 rows: B packed in a pass of its own, not by the first row group */
+        /* ... past 192 rows: B packed in a pass of its own, or by row block 0 (the wide
+         * fused path, where the CPU model's tuning has it) */
         {200, 130, 97}, {390, 8195, 40},
         /* dense A on a prepacked B (avx512vnni: M < 8 packed m words a K group): every row
          * count, long and odd K, a 32-column tail */
@@ -600,6 +601,38 @@ Test(differential, fused_pairs_inside_b, .timeout = 600)
                                         {17, 16389, 130}};
     for (size_t s = 0; s < sizeof long_k / sizeof long_k[0]; s++, i++)
         check_shape(v, nv, &r, long_k[s], i % 8, 0, 11, i);
+    guard_tails = 0;
+    close_variants(v, nv);
+}
+
+/* The wide fused path (past 192 rows, B input: row block 0's tasks pack B as they compute,
+ * the other row blocks read it; fuse_wide=1 turns it on whatever this CPU model's tuning)
+ * with every buffer ending at an inaccessible page: partial and odd last panels, one K group
+ * and a partial one, the K blocks of K >= 4096, K past the variant's block, and column
+ * block counts that 1, 2 and 3 threads divide or not (then the packing pass runs). */
+Test(differential, wide_fused_inside_b, .timeout = 600)
+{
+    static const int64_t ms[] = {193, 390};
+    static const int64_t ks[] = {3, 64, 1001};
+    static const int64_t ns[] = {33, 63, 96, 97, 257, 300, 513};
+    static const int64_t long_k[][3] = {{200, 4099, 97}, {390, 8195, 40}, {193, 4096, 300},
+                                        {777, 1025, 513}, {400, 5, 800}};
+    variant v[MAX_VARIANTS];
+    int nv = open_variants_with(v, MAX_VARIANTS, ",fuse_wide=1");
+    rng r = {31};
+    guard_tails = 1;
+    int i = 0;
+    for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
+        for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
+            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++, i++) {
+                if (QMM_TEST_SANITIZED && i % 5 != 0)
+                    continue;
+                int64_t shape[3] = {ms[mi], ks[ki], ns[ni]};
+                check_shape(v, nv, &r, shape, i % 8, 0, 31, i);
+            }
+    for (size_t s = 0; s < sizeof long_k / sizeof long_k[0]; s++, i++)
+        if (!QMM_TEST_SANITIZED || s % 2 == 0)
+            check_shape(v, nv, &r, long_k[s], i % 8, s % 5, 31, i);
     guard_tails = 0;
     close_variants(v, nv);
 }
@@ -1266,6 +1299,13 @@ Test(dispatch, options_and_environment)
     cr_assert_eq(st.code, QMM_INVALID_ARGUMENT);
     be = open_ok("threads=1,raw_a_k=0");
     cr_assert_str_eq(be->name, "optimized:isa=scalar,threads=1,raw_a_k=0");
+    be->close(be);
+    cr_assert_null(qmm_optimized_open(QMM_ABI_VERSION, "fuse_wide=2", &st));
+    cr_assert_str_eq(st.message, "option 'fuse_wide=2': fuse_wide must be 0 or 1");
+    /* the longest name: every option at its longest */
+    be = open_ok("isa=avx512vnni,threads=256,raw_a_k=2147483647,fuse_wide=1");
+    cr_assert_str_eq(be->name,
+                     "optimized:isa=avx512vnni,threads=256,raw_a_k=2147483647,fuse_wide=1");
     be->close(be);
     /* an explicit isa= wins over the environment: any variant but the environment's */
     const char *other = qmm_optimized_variant_name(1);

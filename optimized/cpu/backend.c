@@ -109,7 +109,7 @@ static int is_ours(const qmm_backend *be)
 }
 
 static qmm_status_code parse_options(const char *options, int *isa, int *threads,
-                                     long *raw_a_k, qmm_status *st)
+                                     long *raw_a_k, int *fuse_wide, qmm_status *st)
 {
     qmm_option o;
     long n;
@@ -128,9 +128,13 @@ static qmm_status_code parse_options(const char *options, int *isa, int *threads
             if (!qmm_option_int(&o, 0, 2147483647, &n))
                 return qmm_option_refuse(st, &o, "raw_a_k must be 0..2147483647");
             *raw_a_k = n;
+        } else if (qmm_option_is(&o, "fuse_wide")) {
+            if (!qmm_option_int(&o, 0, 1, &n))
+                return qmm_option_refuse(st, &o, "fuse_wide must be 0 or 1");
+            *fuse_wide = (int)n;
         } else {
             return qmm_option_refuse(st, &o, "unknown (the optimized backend accepts isa=%s, "
-                                             "threads=N, raw_a_k=K)",
+                                             "threads=N, raw_a_k=K, fuse_wide=0|1)",
                                      isa_choices(choices, sizeof choices, "|", "|"));
         }
     }
@@ -143,7 +147,8 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
         return NULL;
     int isa = -1, threads = 0;
     long raw_a_k = -1;
-    if (parse_options(options, &isa, &threads, &raw_a_k, st) != QMM_OK)
+    int fuse_wide = -1;
+    if (parse_options(options, &isa, &threads, &raw_a_k, &fuse_wide, st) != QMM_OK)
         return NULL;
     if (isa == -1) {
         const char *env = getenv("QMM_ISA");
@@ -172,15 +177,19 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
     ob->v = qmm_opt_variant_at(isa);
     ob->missing = qmm_opt_variant_missing(isa);
     ob->threads = threads;
-    /* raw_a_k= (tests, measurements) names itself; the CPU model's value does not: it
-     * changes no answer */
-    ob->raw_a_k_max = raw_a_k >= 0 ? (size_t)raw_a_k : qmm_opt_raw_a_k_max();
+    /* the tuning options (tests, measurements) name themselves; the CPU model's values do
+     * not: they change no answer */
+    qmm_opt_tuning tune = qmm_opt_tuning_of_cpu();
+    ob->raw_a_k_max = raw_a_k >= 0 ? (size_t)raw_a_k : tune.raw_a_k_max;
+    ob->fuse_wide = fuse_wide >= 0 ? fuse_wide : tune.fuse_wide;
+    char tuned[48] = "";
     if (raw_a_k >= 0)
-        snprintf(ob->name, sizeof ob->name, "optimized:isa=%s,threads=%d,raw_a_k=%ld",
-                 ob->v->name, threads, raw_a_k);
-    else
-        snprintf(ob->name, sizeof ob->name, "optimized:isa=%s,threads=%d", ob->v->name,
-                 threads);
+        snprintf(tuned, sizeof tuned, ",raw_a_k=%ld", raw_a_k);
+    if (fuse_wide >= 0)
+        snprintf(tuned + strlen(tuned), sizeof tuned - strlen(tuned), ",fuse_wide=%d",
+                 fuse_wide);
+    snprintf(ob->name, sizeof ob->name, "optimized:isa=%s,threads=%d%s", ob->v->name, threads,
+             tuned);
     snprintf(ob->description, sizeof ob->description,
              "optimized CPU backend: %s microkernels (%dx%d), %d thread(s), exact "
              "requantization, profile spec%s%s",

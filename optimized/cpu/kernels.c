@@ -355,35 +355,38 @@ int qmm_opt_variant_auto(void)
  * Where CPUs that run the same variant want different blocking, the measured value, with
  * the CPU it was measured on (docs/optimized.md "Tuning by CPU model"); a CPU not listed
  * gets the default. Every value gives the same answers: only the time changes. */
-enum {
-    /* raw A up to K = 1024: Zen 4, T = 1, constant B, six alternations against packed A,
-       medians: 512x1024x1024 2.55 vs 2.67 ms, 1024^3 5.31 vs 5.35; but 2048^3 42.4 vs
-       42.05, 2048x2000x2048 40.45 vs 40.05 (eight 2 KB rows a tile: the eight streams lost
-       to one) */
-    RAW_A_K_MAX_DEFAULT = 1024,
-};
+
+/* raw A up to K = 1024: Zen 4, T = 1, constant B, six alternations against packed A, medians:
+ * 512x1024x1024 2.55 vs 2.67 ms, 1024^3 5.31 vs 5.35; but 2048^3 42.4 vs 42.05,
+ * 2048x2000x2048 40.45 vs 40.05 (eight 2 KB rows a tile: the eight streams lost to one). The
+ * wide fused path off: not measured since panel pairs but on Zen 5. */
+static const qmm_opt_tuning tuning_default = {1024, 0};
 
 static const struct cpu_tuning {
     char vendor;     /* 'A' AuthenticAMD, 'I' GenuineIntel */
     unsigned family; /* display family */
     const char *cpu;
-    size_t raw_a_k_max;
+    qmm_opt_tuning tuning;
 } tunings[] = {
-    /* Zen 5 (EPYC family 1Ah model 2, 48 KB L1D): raw A against packed A, builds alternating,
-       T = 1 unless said, B input unless said, 5-7 rounds, median per-round ratios: 2048^3
-       1.031 (constant B 1.020, T = 2 1.022), 2048x3000x2048 1.037, 1024x2048x1024 1.033,
-       512x2048x2048 1.020, 384x4096x1024 1.031, 256x8192x512 1.060; on the fused path (M <=
-       192) no change: 128x2048x2048 0.997, 64x2048x4096 1.001, 128x4096x4096 0.992 */
-    {'A', 0x1a, "AMD Zen 5", 8192},
+    /* Zen 5 (EPYC family 1Ah model 2, 48 KB L1D), builds alternating, T = 1 unless said, B
+       input unless said, 5-7 rounds, median per-round ratios.
+       Raw A up to 8192 against packed A past 1024: 2048^3 1.031 (constant B 1.020, T = 2
+       1.022), 2048x3000x2048 1.037, 1024x2048x1024 1.033, 512x2048x2048 1.020, 384x4096x1024
+       1.031, 256x8192x512 1.060; on the fused path (M <= 192) no change: 128x2048x2048
+       0.997, 64x2048x4096 1.001, 128x4096x4096 0.992.
+       The wide fused path against the packing pass: 512x4096x4096 1.107, 256x1024x1024
+       1.031, 1024x1024x4096 T = 2 1.028, 512x1024x1024 1.021 (T = 2 1.011), 384x768x768
+       1.013, 1024^3 1.007 (T = 2 1.005), 2048^3 1.008 (T = 2 1.008) */
+    {'A', 0x1a, "AMD Zen 5", {8192, 1}},
 };
 
-size_t qmm_opt_raw_a_k_max(void)
+qmm_opt_tuning qmm_opt_tuning_of_cpu(void)
 {
     char vendor;
     unsigned family, model;
     if (qmm_opt_cpu_identity(&vendor, &family, &model))
         for (size_t i = 0; i < sizeof tunings / sizeof tunings[0]; i++)
             if (tunings[i].vendor == vendor && tunings[i].family == family)
-                return tunings[i].raw_a_k_max;
-    return RAW_A_K_MAX_DEFAULT;
+                return tunings[i].tuning;
+    return tuning_default;
 }

@@ -101,6 +101,10 @@ typedef struct job {
     int smallp;                   /* small-M path on a prepacked "pairs" B */
     int fused;                    /* B is packed by the compute tasks' first row group
                                      (the variant's kernel_pack): see plan_tasks */
+    int wide;                     /* ... past MB_MAX rows: by the first row block's tasks
+                                     into the whole packed B (phase 1), which the other row
+                                     blocks' tasks read (phase 2): see shape_job */
+    int phase;                    /* wide: the compute run under way, 1 or 2; else 0 */
     int raw_a;                    /* full row groups read a uint8 A as it is (the variant's
                                      kernel_raw_a): see plan_tasks */
     int dense_a;                  /* A packed m words a K group, not mr: M < mr on the tile
@@ -457,17 +461,21 @@ typedef struct task_block {
 
 static task_block task_block_of(const job *J, size_t task)
 {
+    /* the wide fused path's phase 1 runs row block 0 of every column block, phase 2 the
+     * other row blocks */
+    size_t nmb = J->phase == 1 ? 1 : J->phase == 2 ? J->nmb - 1 : J->nmb;
+    size_t mb0 = J->phase == 2 ? 1 : 0;
     size_t mb_i, nb_i, rest;
     if (J->rows_first) {
-        mb_i = task % J->nmb;
-        rest = task / J->nmb;
+        mb_i = mb0 + task % nmb;
+        rest = task / nmb;
         nb_i = rest % J->nnb;
         rest /= J->nnb;
     } else {
         nb_i = task % J->nnb;
         rest = task / J->nnb;
-        mb_i = rest % J->nmb;
-        rest /= J->nmb;
+        mb_i = mb0 + rest % nmb;
+        rest /= nmb;
     }
     task_block t;
     t.bi = (int64_t)rest;
@@ -564,6 +572,13 @@ static size_t fused_panels(const job *J, size_t p, size_t p0, size_t p1)
     size_t first = p - (p - p0) % 2; /* the pair's first panel */
     int pair = first + 1 < p1 && (first + 2) * (size_t)J->nr <= J->n;
     return !pair ? 1 : p == first ? 2 : 0;
+}
+
+/* Whether this call's tasks pack B as they compute: the fused path, but not the wide fused
+ * path's phase 2 (which reads what phase 1 packed). */
+static int packs_b(const job *J)
+{
+    return J->fused && J->phase != 2;
 }
 
 /* A request for the line at p, for writing. An asm statement, not __builtin_prefetch: GCC 12
@@ -663,7 +678,7 @@ static void compute_overlapped(const job *J, worker_scratch *w, const task_block
     size_t mr = (size_t)J->mr, g0 = t->m0 / mr, q = p - p0;
     qmm_opt_rq_tile *rq = w->ovq;
     size_t r0 = (gi - 1) * mr;
-    if (J->fused && gi == g0 + 1) {
+    if (packs_b(J) && gi == g0 + 1) {
         const int32_t *colsum = J->colsum + t->bmat * J->npad + p * 32;
         for (size_t jj = 0; jj < 32; jj++) {
             w->zc[q * 32 + jj] = (int32_t)(o->zap * (uint32_t)colsum[jj]);
@@ -702,8 +717,10 @@ static void compute_overlapped(const job *J, worker_scratch *w, const task_block
  * each NC_MAX column chunk's sums go through the epilogue. */
 static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
 {
-    /* the packed B; the fused path packs panel by panel into the worker's panel buffers */
-    const int8_t *B = J->fused ? NULL : J->bpack + t->bmat * J->kp * J->npad;
+    /* the packed B; the fused path packs panel by panel into the worker's panel buffers,
+     * the wide one into the packed B */
+    int packs = packs_b(J);
+    int8_t *B = J->fused && !J->wide ? NULL : (int8_t *)J->bpack + t->bmat * J->kp * J->npad;
     const int32_t *colsum = J->colsum ? J->colsum + t->bmat * J->npad : NULL;
     size_t m0 = t->m0, m1 = t->m1;
     size_t mr = (size_t)J->mr, nr = (size_t)J->nr, kg = (size_t)J->kg;
@@ -711,7 +728,7 @@ static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
      * single row group has nothing to reuse it for, and reads each panel in one pass */
     size_t kcg = m1 - m0 <= mr && J->kgroups > 0 ? J->kgroups
                                                   : (size_t)(J->v->kc ? J->v->kc : KC_K) / kg;
-    if (J->fused && J->k >= FUSED_KC_FROM && m1 - m0 > mr && kcg > FUSED_KC / kg)
+    if (packs && J->k >= FUSED_KC_FROM && m1 - m0 > mr && kcg > FUSED_KC / kg)
         kcg = FUSED_KC / kg;
     size_t g0 = m0 / mr, g1 = (m1 + mr - 1) / mr;
     for (size_t j0 = t->n0; j0 < t->n1; j0 += NC_MAX) {
@@ -728,11 +745,13 @@ static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
             size_t raw_groups = J->raw_a ? whole_groups(J, kc, kcn) : 0;
             for (size_t p = p0; p < p1; p++) {
                 /* fused: the worker's buffer slot (p - p0) % 2, which the first row group
-                   packs (panels > 0) */
-                int8_t *own = J->fused ? w->panels + (p - p0) % 2 * J->kp * nr + kc * nr * kg
-                                       : NULL;
-                const int8_t *bp = own ? own : B + p * J->kp * nr + kc * nr * kg;
-                size_t panels = J->fused ? fused_panels(J, p, p0, p1) : 0;
+                   packs (panels > 0); wide: panel p of the packed B (panel p + 1 follows
+                   it, as slot 1 follows slot 0) */
+                int8_t *own = J->fused && !J->wide
+                                  ? w->panels + (p - p0) % 2 * J->kp * nr + kc * nr * kg
+                                  : B + p * J->kp * nr + kc * nr * kg;
+                const int8_t *bp = own;
+                size_t panels = packs ? fused_panels(J, p, p0, p1) : 0;
                 for (size_t gi = g0; gi < g1; gi++) {
                     const int32_t *ap = t->A + gi * J->kgroups * mr + kc * mr;
                     int32_t *cp = w->cbuf + (gi - g0) * mr * ldc + (p - p0) * nr;
@@ -846,7 +865,7 @@ static void pack_task(void *ctx, size_t task, int worker)
 /* The call's sizes and path: the layout's tile, the packed K, and whether small M streams B as
  * it is (direct) or reads a prepacked B whose panels the small-M kernels read (smallp: the
  * "unsigned words" layout; other layouts run their tile kernel on the rows). */
-static void shape_job(job *J, const qmm_optimized_packed_b *pb)
+static void shape_job(job *J, const qmm_opt_backend *ob, const qmm_optimized_packed_b *pb)
 {
     J->a_signed = J->a->dtype == QMM_DTYPE_INT8;
     J->b_signed = J->b->dtype == QMM_DTYPE_INT8;
@@ -876,12 +895,18 @@ static void shape_job(job *J, const qmm_optimized_packed_b *pb)
      * packing pass first, into one of two panel buffers of its worker (B is not kept: each
      * panel is read by its task's row groups right after it is packed, and a small buffer
      * stays in L2 where a packed copy of B was written back to memory; with panel pairs,
-     * docs/optimized.md: 128x4096x4096 1.22x faster at T = 1, Zen 5). Past MB_MAX rows the
-     * packing pass stays: a phase of kernel_pack tasks over the first row group measured no
-     * better at 2048^3 (kernel_pack 2.84% of the samples against the packer's 2.00%: at
-     * n = 2048 its four strided rows a group wait on memory; T = 1, Zen 4, perf record). */
-    J->fused = pb == NULL && !J->direct && J->v->kernel_pack && J->kg == 4 &&
-               J->m <= MB_MAX && J->nbmat == J->batch && J->k > 0;
+     * docs/optimized.md: 128x4096x4096 1.22x faster at T = 1, Zen 5).
+     * Past MB_MAX rows, where the CPU model's tuning says so (ob->fuse_wide, kernels.c), the
+     * wide fused path: row block 0's tasks pack B into the whole packed B as they compute
+     * (phase 1, one task per column block and batch), then the other row blocks read it
+     * (phase 2); only where phase 1's tasks divide among the threads (384x768x768 T = 2, 3
+     * tasks: 0.865x). Elsewhere the packing pass stays (Zen 4, before panel pairs: no better
+     * at 2048^3, kernel_pack 2.84% of the samples against the packer's 2.00%). */
+    int fusable = pb == NULL && !J->direct && J->v->kernel_pack && J->kg == 4 &&
+                  J->nbmat == J->batch && J->k > 0;
+    J->wide = fusable && J->m > MB_MAX && ob->fuse_wide &&
+              J->batch * ceil_div(J->n, NC_MAX) % (size_t)ob->threads == 0;
+    J->fused = fusable && (J->m <= MB_MAX || J->wide);
 }
 
 /* One scratch block for everything (offsets first, then the block): the packed A and its row
@@ -899,7 +924,7 @@ static char *carve_scratch(const qmm_opt_backend *ob, job *J, int own_b, int *ca
     size_t panels_bytes = 2 * J->kp * (size_t)J->nr; /* fused: a worker's two panels */
     if (own_b) {
         /* fused: two panels a worker (shape_job); else the whole packed B */
-        o_bpack = carve(&off, J->fused ? (size_t)threads * panels_bytes + 1
+        o_bpack = carve(&off, J->fused && !J->wide ? (size_t)threads * panels_bytes + 1
                                        : J->nbmat * J->kp * J->npad + 1);
         if (J->kg == 4)
             o_colsum = carve(&off, J->nbmat * J->npad * sizeof *J->colsum_own);
@@ -915,7 +940,7 @@ static char *carve_scratch(const qmm_opt_backend *ob, job *J, int own_b, int *ca
         worker_scratch_at(&J->ws[t], blk + o_wsb + (size_t)t * WS_BYTES);
     if (own_b) {
         J->bpack_own = (int8_t *)(blk + o_bpack);
-        for (int t = 0; J->fused && t < threads; t++)
+        for (int t = 0; J->fused && !J->wide && t < threads; t++)
             J->ws[t].panels = J->bpack_own + (size_t)t * panels_bytes;
         J->colsum_own = J->kg == 4 ? (int32_t *)(void *)(blk + o_colsum) : NULL;
     }
@@ -982,7 +1007,7 @@ static void plan_tasks(job *J, const qmm_opt_backend *ob, const qmm_optimized_pa
     /* Fused packing (shape_job): one row block; column blocks of n / (2 threads), whole
      * panels, >= 64 columns (wider than NC_MAX: compute_tiles walks a block in NC_MAX
      * chunks) */
-    if (J->fused) {
+    if (J->fused && !J->wide) {
         J->nmb = 1;
         J->mb = ceil_div(J->m, (size_t)J->mr) * (size_t)J->mr;
         size_t nb = ceil_div(ceil_div(J->n, (size_t)threads * FUSED_TASKS_PER_THREAD),
@@ -1032,7 +1057,7 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
     J->batch = (size_t)g->batch;
     if (J->m == 0 || J->n == 0 || J->batch == 0)
         return qmm_status_ok(st); /* an empty output: nothing to write */
-    shape_job(J, pb);
+    shape_job(J, ob, pb);
     int own_b = !pb && !J->direct;
     int cached;
     char *blk = carve_scratch(ob, J, own_b, &cached);
@@ -1048,7 +1073,14 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
     }
     plan_tasks(J, ob, pb, own_b);
     qmm_opt_pool_run(ob->pool, J->namat * J->a_chunks + J->nbmat * J->b_chunks, pack_task, J);
-    qmm_opt_pool_run(ob->pool, J->batch * J->nmb * J->nnb, compute_task, J);
+    if (J->wide) { /* row block 0 packs B as it computes; then the other row blocks */
+        J->phase = 1;
+        qmm_opt_pool_run(ob->pool, J->batch * J->nnb, compute_task, J);
+        J->phase = 2;
+        qmm_opt_pool_run(ob->pool, J->batch * (J->nmb - 1) * J->nnb, compute_task, J);
+    } else {
+        qmm_opt_pool_run(ob->pool, J->batch * J->nmb * J->nnb, compute_task, J);
+    }
     qmm_opt_scratch_put(ob, blk, cached);
     return qmm_status_ok(st);
 }

@@ -281,9 +281,14 @@ int qmm_opt_variant_find(const char *name, size_t len); /* the variant isa=name 
 int qmm_opt_variant_auto(void); /* the variant isa=auto picks: the last this CPU runs */
 
 /* Tuning that differs between CPU models running one variant (kernels.c's table of measured
- * values, docs/optimized.md "Tuning by CPU model"): the largest K at which a uint8 A is read
- * as it is by a variant's kernel_raw_a (no packing pass over A). */
-size_t qmm_opt_raw_a_k_max(void);
+ * values, docs/optimized.md "Tuning by CPU model"); no value changes an answer. */
+typedef struct qmm_opt_tuning {
+    size_t raw_a_k_max; /* the largest K at which a uint8 A is read as it is by a variant's
+                           kernel_raw_a (no packing pass over A) */
+    int fuse_wide;      /* past 192 rows, B input: packed by the first row block's
+                           kernel_pack (the wide fused path), not in a pass of its own */
+} qmm_opt_tuning;
+qmm_opt_tuning qmm_opt_tuning_of_cpu(void);
 
 /* The A of the small-M kernels (gemv, gemv_packed): int16 pairs a - za, one row a group. */
 extern const qmm_opt_layout qmm_opt_gemv_a;
@@ -404,11 +409,12 @@ typedef struct qmm_opt_backend {
     /* A call's scratch (packed operands, per-thread sums), kept between calls so that
      * repeated calls do not fault in fresh pages: grown as needed, freed at close. A call
      * that finds it in use by another call allocates its own. */
-    size_t raw_a_k_max; /* raw A up to this K: option raw_a_k=, else qmm_opt_raw_a_k_max() */
+    size_t raw_a_k_max; /* raw A up to this K: option raw_a_k=, else the CPU model's */
+    int fuse_wide;      /* the wide fused path: option fuse_wide=, else the CPU model's */
     pthread_mutex_t ws_lock;
     void *ws;
     size_t ws_size;
-    char name[64];
+    char name[96];
     char description[192];
 } qmm_opt_backend;
 
