@@ -574,6 +574,26 @@ Test(differential, blocking_boundaries, .timeout = 600)
     close_variants(v, nv);
 }
 
+/* Every M x K x N of the three lists through check_shape (types in turn, every fifth shape
+ * under sanitizers), with every buffer ending at an inaccessible page; *i counts the
+ * shapes (case indices of `seed`). */
+static void check_grid(variant *v, int nv, rng *r, const int64_t *ms, size_t nm,
+                       const int64_t *ks, size_t nk, const int64_t *ns, size_t nn,
+                       unsigned long long seed, int *i)
+{
+    guard_tails = 1;
+    for (size_t mi = 0; mi < nm; mi++)
+        for (size_t ki = 0; ki < nk; ki++)
+            for (size_t ni = 0; ni < nn; ni++, (*i)++) {
+                if (QMM_TEST_SANITIZED && *i % 5 != 0)
+                    continue;
+                int64_t shape[3] = {ms[mi], ks[ki], ns[ni]};
+                check_shape(v, nv, r, shape, *i % 8, 0, seed, *i);
+            }
+}
+
+#define COUNT(x) (sizeof(x) / sizeof((x)[0]))
+
 /* The fused path's panel pairs (avx512vnni's kernel_pack reads 64 bytes of each B row to
  * pack two panels) with every buffer ending at an inaccessible page and N ending in a
  * partial or an odd panel: pairing a partial panel, or any read past b's end, faults. */
@@ -585,16 +605,8 @@ Test(differential, fused_pairs_inside_b, .timeout = 600)
     variant v[MAX_VARIANTS];
     int nv = open_variants(v, MAX_VARIANTS);
     rng r = {11};
-    guard_tails = 1;
     int i = 0;
-    for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
-        for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
-            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++, i++) {
-                if (QMM_TEST_SANITIZED && i % 5 != 0)
-                    continue;
-                int64_t shape[3] = {ms[mi], ks[ki], ns[ni]};
-                check_shape(v, nv, &r, shape, i % 8, 0, 11, i);
-            }
+    check_grid(v, nv, &r, ms, COUNT(ms), ks, COUNT(ks), ns, COUNT(ns), 11, &i);
     /* K past the 8192-value K block: a pair packed again in the second block (accumulating
      * its column sums), whole groups there and not */
     static const int64_t long_k[][3] = {{5, 9001, 64}, {33, 9001, 97}, {8, 8195, 160},
@@ -620,16 +632,8 @@ Test(differential, wide_fused_inside_b, .timeout = 600)
     variant v[MAX_VARIANTS];
     int nv = open_variants_with(v, MAX_VARIANTS, ",fuse_wide=1");
     rng r = {31};
-    guard_tails = 1;
     int i = 0;
-    for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
-        for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
-            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++, i++) {
-                if (QMM_TEST_SANITIZED && i % 5 != 0)
-                    continue;
-                int64_t shape[3] = {ms[mi], ks[ki], ns[ni]};
-                check_shape(v, nv, &r, shape, i % 8, 0, 31, i);
-            }
+    check_grid(v, nv, &r, ms, COUNT(ms), ks, COUNT(ks), ns, COUNT(ns), 31, &i);
     for (size_t s = 0; s < sizeof long_k / sizeof long_k[0]; s++, i++)
         if (!QMM_TEST_SANITIZED || s % 2 == 0)
             check_shape(v, nv, &r, long_k[s], i % 8, s % 5, 31, i);
