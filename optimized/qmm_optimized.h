@@ -12,6 +12,12 @@
  *                  the best this CPU has; the environment variable QMM_ISA, when set,
  *                  replaces auto); an unknown name's error message lists them all
  *   threads=N      worker threads, 1..256 (default: online CPUs)
+ *   raw_a_k=K      0..2147483647: the largest K at which a uint8 A is read as it is (no
+ *                  packing pass over A); default: this CPU model's (docs/optimized.md,
+ *                  "Tuning by CPU model")
+ *   fuse_wide=0|1  past 192 rows with B as input, B packed by the first row block's
+ *                  kernels (1) or in a pass of its own (0); default: this CPU model's
+ * raw_a_k= and fuse_wide= change the time, never an answer, and appear in the backend's name.
  * Asking for a variant the CPU lacks is not an error: the open succeeds and every query answers
  * UNSUPPORTED with the reason, so no illegal instruction is ever executed.
  *

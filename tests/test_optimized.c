@@ -1322,6 +1322,56 @@ Test(dispatch, options_and_environment)
     unsetenv("QMM_ISA");
 }
 
+/* The tuning options change the path a call runs (the backend's path counts say which), never
+ * its answer: a 400x2048x512 QLinearMatMul with a uint8 A and B as input. */
+Test(dispatch, tuning_options_take_effect)
+{
+    static const struct {
+        const char *options;
+        unsigned long wide, raw_a;
+    } runs[] = {
+        {"isa=avx512vnni,threads=2,fuse_wide=1,raw_a_k=2147483647", 1, 1},
+        {"isa=avx512vnni,threads=2,fuse_wide=0,raw_a_k=0", 0, 0},
+        {"isa=avx512vnni,threads=2,fuse_wide=1,raw_a_k=2047", 1, 0},
+        /* two column blocks (batch 1, N = 512) on 3 threads: the packing pass */
+        {"isa=avx512vnni,threads=3,fuse_wide=1,raw_a_k=2048", 0, 1},
+    };
+    const int64_t shape[3] = {400, 2048, 512};
+    rng r = {43};
+    problem p;
+    shape_problem(&r, &p, shape, 2, 0); /* uint8 a, int8 b, uint8 y */
+    size_t bytes = out_bytes(&p.call);
+    void *want = calloc(1, bytes + 1), *got = calloc(1, bytes + 1);
+    cr_assert(want && got);
+    int overflow = 0;
+    run_reference(&p, want, &overflow);
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        qmm_backend *be = open_ok(runs[i].options);
+        const qmm_opt_backend *ob = be->impl;
+        qmm_call probe;
+        memset(&probe, 0, sizeof probe);
+        probe.op = QMM_OP_QLINEARMATMUL;
+        qmm_status st;
+        if (be->query(be, &probe, &st) != QMM_OK || !ob->v->kernel_pack) {
+            be->close(be);
+            free(want);
+            free(got);
+            problem_free(&p);
+            cr_skip_test("no avx512vnni with VBMI (kernel_pack) on this CPU");
+        }
+        run_backend(be, &p, NULL, got);
+        compare(be->name, &p, want, got, 43, (int)i);
+        cr_assert_eq(ob->paths->calls, 1, "%s", runs[i].options);
+        cr_assert_eq(ob->paths->wide, runs[i].wide, "%s: wide", runs[i].options);
+        cr_assert_eq(ob->paths->fused, runs[i].wide, "%s: fused", runs[i].options);
+        cr_assert_eq(ob->paths->raw_a, runs[i].raw_a, "%s: raw A", runs[i].options);
+        be->close(be);
+    }
+    free(want);
+    free(got);
+    problem_free(&p);
+}
+
 Test(validation, invalid_input_is_rejected_like_the_reference)
 {
     qmm_backend *be = open_ok("");
@@ -1424,11 +1474,13 @@ static int64_t batch_count(const batch_form *f)
 
 /* The avx512vnni variant on threads[i] threads into v[i] (prepack[i]: also with a prepacked
  * B), i < n; skips the test where this CPU cannot run it. */
-static void open_avx512vnni(variant *v, const int *threads, const int *prepack, int n)
+static void open_avx512vnni_with(variant *v, const int *threads, const int *prepack,
+                                 const char *const *extra, int n)
 {
     for (int i = 0; i < n; i++) {
-        char spec[64];
-        snprintf(spec, sizeof spec, "isa=avx512vnni,threads=%d", threads[i]);
+        char spec[96];
+        snprintf(spec, sizeof spec, "isa=avx512vnni,threads=%d%s", threads[i],
+                 extra ? extra[i] : "");
         qmm_status st;
         v[i].be = qmm_optimized_open(QMM_ABI_VERSION, spec, &st);
         cr_assert(v[i].be, "%s", st.message);
@@ -1442,6 +1494,11 @@ static void open_avx512vnni(variant *v, const int *threads, const int *prepack, 
             cr_skip_test("the avx512vnni variant does not run on this CPU: %s", st.message);
         }
     }
+}
+
+static void open_avx512vnni(variant *v, const int *threads, const int *prepack, int n)
+{
+    open_avx512vnni_with(v, threads, prepack, NULL, n);
 }
 
 /* The avx512vnni fused path with raw A (M <= 192, a B per batch not prepacked, uint8 A,
@@ -1689,8 +1746,12 @@ Test(differential, overlapped_epilogue_batches, .timeout = 600)
     int count = ce ? atoi(ce) : QMM_TEST_SANITIZED ? 8 : 60;
     unsigned long long seed = se ? strtoull(se, NULL, 10) : 4242;
     static const int tl[4] = {1, 2, 4, 6}, pre[4] = {1, 0, 1, 0};
+    /* past 192 rows with B input: the wide fused path and the packing pass, whatever this
+     * CPU model's tuning */
+    static const char *const wide[4] = {",fuse_wide=1", ",fuse_wide=0", ",fuse_wide=1",
+                                        ",fuse_wide=0"};
     variant v[4];
-    open_avx512vnni(v, tl, pre, 4);
+    open_avx512vnni_with(v, tl, pre, wide, 4);
     rng r = {seed};
     for (int i = 0; i < count; i++) {
         problem p;

@@ -174,6 +174,7 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
         return NULL;
     }
     pthread_mutex_init(&ob->ws_lock, NULL);
+    ob->paths = &ob->counted;
     ob->v = qmm_opt_variant_at(isa);
     ob->missing = qmm_opt_variant_missing(isa);
     ob->threads = threads;

@@ -374,9 +374,11 @@ static const struct cpu_tuning {
        1.022), 2048x3000x2048 1.037, 1024x2048x1024 1.033, 512x2048x2048 1.020, 384x4096x1024
        1.031, 256x8192x512 1.060; on the fused path (M <= 192) no change: 128x2048x2048
        0.997, 64x2048x4096 1.001, 128x4096x4096 0.992.
-       The wide fused path against the packing pass: 512x4096x4096 1.107, 256x1024x1024
-       1.031, 1024x1024x4096 T = 2 1.028, 512x1024x1024 1.021 (T = 2 1.011), 384x768x768
-       1.013, 1024^3 1.007 (T = 2 1.005), 2048^3 1.008 (T = 2 1.008) */
+       The wide fused path against the packing pass (docs/optimized.md, "Fused packing"):
+       512x4096x4096 1.107, 384x768x768 1.019, 512x1024x1024 1.018 (T = 2 1.013), 1024^3
+       T = 2 1.012, 2048^3 T = 2 1.000, 1024x4096x1024 1.002; a first build without the rule
+       on the threads: 256x1024x1024 1.031, 1024x1024x4096 T = 2 1.028, 1024^3 1.007, 2048^3
+       1.008 */
     {'A', 0x1a, "AMD Zen 5", {8192, 1}},
 };
 

@@ -13,6 +13,7 @@
  * panels of nr columns (kept in L1 while every mr-row group of the A block streams past),
  * then mr-row groups; int32 partial sums live in a per-thread buffer between K blocks.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1072,6 +1073,14 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
         J->colsum = J->colsum_own;
     }
     plan_tasks(J, ob, pb, own_b);
+    if (!J->direct && !J->smallp) {
+        atomic_fetch_add_explicit(&ob->paths->calls, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&ob->paths->fused, (unsigned long)J->fused,
+                                  memory_order_relaxed);
+        atomic_fetch_add_explicit(&ob->paths->wide, (unsigned long)J->wide, memory_order_relaxed);
+        atomic_fetch_add_explicit(&ob->paths->raw_a, (unsigned long)J->raw_a,
+                                  memory_order_relaxed);
+    }
     qmm_opt_pool_run(ob->pool, J->namat * J->a_chunks + J->nbmat * J->b_chunks, pack_task, J);
     if (J->wide) { /* row block 0 packs B as it computes; then the other row blocks */
         J->phase = 1;

@@ -400,17 +400,30 @@ void qmm_opt_big_free(void *p, size_t bytes);
 /* 1 when a block of `bytes` is such a mapping here (Linux, not QMM_NO_HUGE, not AddressSanitizer) */
 int qmm_opt_big_mapped(size_t bytes);
 
+/* How many of a backend's integer GEMM calls (QLinearMatMul, MatMulInteger) ran each path,
+ * counted as they are planned: what shows that a tuning option took effect (the tests read
+ * it; no answer depends on it). */
+typedef struct qmm_opt_paths {
+    _Atomic unsigned long calls; /* calls planned on the tile path (not small M) */
+    _Atomic unsigned long fused; /* ... B packed by the first row group (narrow or wide) */
+    _Atomic unsigned long wide;  /* ... the wide fused path (phase 1, then phase 2) */
+    _Atomic unsigned long raw_a; /* ... A read as it is by kernel_raw_a */
+} qmm_opt_paths;
+
 typedef struct qmm_opt_backend {
     qmm_backend table;
     const qmm_opt_variant *v;  /* the variant it runs */
     const char *missing;       /* non-NULL: this CPU cannot run `v`, and why */
     qmm_opt_pool *pool;
     int threads;
+    size_t raw_a_k_max; /* raw A up to this K: option raw_a_k=, else the CPU model's */
+    int fuse_wide;      /* the wide fused path: option fuse_wide=, else the CPU model's */
+    qmm_opt_paths *paths; /* &counted, writable through a const backend: what the calls ran
+                             (matmul.c's run_job counts them) */
+    qmm_opt_paths counted;
     /* A call's scratch (packed operands, per-thread sums), kept between calls so that
      * repeated calls do not fault in fresh pages: grown as needed, freed at close. A call
      * that finds it in use by another call allocates its own. */
-    size_t raw_a_k_max; /* raw A up to this K: option raw_a_k=, else the CPU model's */
-    int fuse_wide;      /* the wide fused path: option fuse_wide=, else the CPU model's */
     pthread_mutex_t ws_lock;
     void *ws;
     size_t ws_size;
