@@ -285,7 +285,8 @@ void qmm_gemm_u8s8_8x32c4_rawa__avx512vnni(size_t kgroups, const uint8_t *a, siz
 
 /* One row of the previous tile requantized (qmm_opt_rq_tile): x = sums - zr - zc, then
  * qmm_opt_requant_row_avx512's float first try on columns 0-15 (zmm20-22, k1) and 16-31
- * (zmm23-25, k2), every rounding embedded RNE; the decided masks to rq->decided[row]; the
+ * (zmm23-25, k2), every rounding embedded RNE; the decided masks to rq->decided[row] (and
+ * ANDed into k4, stored to rq->all_decided after the last row); the
  * bytes through NARROW(register, offset). Constants (rq_const, below): zmm26 lim, zmm27 -lim,
  * zmm28 the half, zmm29 the absolute-value mask; zmm30 zy, zmm31 zero. %[i] is the row. */
 #define QMM_RQ_ROW(NARROW) \
@@ -320,6 +321,7 @@ void qmm_gemm_u8s8_8x32c4_rawa__avx512vnni(size_t kgroups, const uint8_t *a, siz
         NARROW("23", "16") \
         "kunpckwd %%k1, %%k2, %%k3\n\t" \
         "kmovd %%k3, 32(%[q],%[i],4)\n\t" \
+        "kandd %%k3, %%k4, %%k4\n\t" \
         "add %[ldcb], %[s]\n\t" \
         "add 64(%[q]), %[y]\n\t"
 #define QMM_NARROW_U8(R, OFF) \
@@ -335,6 +337,7 @@ void qmm_gemm_u8s8_8x32c4_rawa__avx512vnni(size_t kgroups, const uint8_t *a, siz
         "vpbroadcastd %[absmask], %%zmm29\n\t" \
         "vpbroadcastd 88(%[q]), %%zmm30\n\t" \
         "vpxord %%zmm31, %%zmm31, %%zmm31\n\t" \
+        "kxnord %%k4, %%k4, %%k4\n\t" \
         QMM_ZERO_ACCUMULATORS \
         "mov 80(%[q]), %[k]\n\t" \
         LOOP("1", "2") \
@@ -346,6 +349,7 @@ void qmm_gemm_u8s8_8x32c4_rawa__avx512vnni(size_t kgroups, const uint8_t *a, siz
         "inc %[i]\n\t" \
         "cmp $8, %[i]\n\t" \
         "jne 5b\n\t" \
+        "kmovd %%k4, 92(%[q])\n\t" \
         QMM_STORE_TILE_ONLY
 
 #define QMM_RQ_CONSTANTS                                                                        \
@@ -353,7 +357,7 @@ void qmm_gemm_u8s8_8x32c4_rawa__avx512vnni(size_t kgroups, const uint8_t *a, siz
         [absmask] "m"(rq_const.absmask)
 #define QMM_RQ_CLOBBERS                                                                         \
     "memory", "cc", QMM_ACCUMULATOR_CLOBBERS, "xmm20", "xmm21", "xmm22", "xmm23", "xmm24",      \
-        "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "k1", "k2", "k3"
+        "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "k1", "k2", "k3", "k4"
 
 /* The K loop's eight stretches (one row step before each) and the groups run first. */
 static inline void rq_stretches(qmm_opt_rq_tile *rq, size_t kgroups)
@@ -365,7 +369,8 @@ static inline void rq_stretches(qmm_opt_rq_tile *rq, size_t kgroups)
 /* the offsets the assembly reads */
 _Static_assert(offsetof(qmm_opt_rq_tile, decided) == 32 && offsetof(qmm_opt_rq_tile, ldy) == 64 &&
                    offsetof(qmm_opt_rq_tile, seg) == 72 && offsetof(qmm_opt_rq_tile, rem) == 80 &&
-                   offsetof(qmm_opt_rq_tile, zy) == 88,
+                   offsetof(qmm_opt_rq_tile, zy) == 88 &&
+                   offsetof(qmm_opt_rq_tile, all_decided) == 92,
                "qmm_opt_rq_tile's layout is the assembly's");
 
 /* The float first try's constants (opt_internal.h, the same as requant-avx512.c's): the

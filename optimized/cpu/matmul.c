@@ -64,6 +64,7 @@ typedef struct worker_scratch {
     double *sb, *cm; /* NC_MAX each */
     float *mf;       /* NC_MAX: (float)(sa * cm[j]) for the float requantizer */
     int32_t *ovp;    /* the overlapped epilogue: per panel of 32 columns, 32 zc then 32 mf */
+    int32_t *ovzr;   /* ... MB_MAX: per row of the task, zbp * rowsum (overlap_plan) */
     qmm_opt_rq_tile *ovq; /* ... and its rows and constants */
     int8_t *panels;  /* the fused path's B panels, two of kp x nr bytes (carve_scratch) */
 } worker_scratch;
@@ -72,7 +73,7 @@ typedef struct worker_scratch {
  * multiple of 64 bytes, so every piece stays 64-byte aligned). */
 #define WS_BYTES                                                                           \
     ((size_t)MB_MAX * NC_MAX * 4 + 4 * NC_MAX * 4 + 2 * NC_MAX * 8 + 2 * NC_MAX * 4 +          \
-     sizeof(qmm_opt_rq_tile))
+     MB_MAX * 4 + sizeof(qmm_opt_rq_tile))
 
 static void worker_scratch_at(worker_scratch *w, char *p)
 {
@@ -85,7 +86,8 @@ static void worker_scratch_at(worker_scratch *w, char *p)
     w->cm = (double *)(void *)(p + 3 * NC_MAX * 4 + NC_MAX * 8);
     w->mf = (float *)(void *)(p + 3 * NC_MAX * 4 + 2 * NC_MAX * 8);
     w->ovp = (int32_t *)(void *)(p + 4 * NC_MAX * 4 + 2 * NC_MAX * 8);
-    w->ovq = (qmm_opt_rq_tile *)(void *)(p + 6 * NC_MAX * 4 + 2 * NC_MAX * 8);
+    w->ovzr = (int32_t *)(void *)(p + 6 * NC_MAX * 4 + 2 * NC_MAX * 8);
+    w->ovq = (qmm_opt_rq_tile *)(void *)(p + 6 * NC_MAX * 4 + 2 * NC_MAX * 8 + MB_MAX * 4);
     w->panels = NULL; /* the fused path's: carve_scratch */
 }
 
@@ -665,6 +667,9 @@ static overlap overlap_plan(const job *J, worker_scratch *w, const task_block *t
     }
     w->ovq->ldy = (int64_t)J->n;
     w->ovq->zy = J->zy;
+    uint32_t zbp = (uint32_t)w->zbp[0];
+    for (size_t i = t->m0; i < t->m1; i++)
+        w->ovzr[i - t->m0] = (int32_t)(zbp * (uint32_t)t->rowsum[i]);
     o.on = 1;
     return o;
 }
@@ -686,9 +691,7 @@ static void compute_overlapped(const job *J, worker_scratch *w, const task_block
             w->ovp[q * 64 + jj] = w->zc[q * 32 + jj];
         }
     }
-    uint32_t zbp = (uint32_t)w->zbp[0];
-    for (size_t r = 0; r < mr; r++)
-        rq->zr[r] = (int32_t)(zbp * (uint32_t)t->rowsum[r0 + r]);
+    memcpy(rq->zr, w->ovzr + (r0 - t->m0), sizeof rq->zr);
     const int32_t *sums = w->cbuf + (gi - 1 - g0) * mr * ldc + q * 32;
     uint8_t *y = (uint8_t *)J->qlm->y.data + ((size_t)t->bi * J->m + r0) * J->n + p * 32;
     if (raw_groups == 0) {
@@ -700,7 +703,7 @@ static void compute_overlapped(const job *J, worker_scratch *w, const task_block
             J->v->kernel(mr, J->kgroups - raw_groups, ap + raw_groups * mr,
                          bp + raw_groups * 32 * 4, cp, ldc, 1);
     }
-    for (size_t r = 0; r < mr; r++) {
+    for (size_t r = 0; r < mr && rq->all_decided != 0xffffffffu; r++) {
         if (rq->decided[r] == 0xffffffffu)
             continue;
         for (size_t h = 0; h < 2; h++) {

@@ -93,7 +93,8 @@ typedef struct qmm_opt_rq_tile {
     int64_t seg;          /*  72: K groups per row step (kgroups / 8) */
     int64_t rem;          /*  80: the K groups run before the first step (kgroups % 8) */
     int32_t zy;           /*  88: y's zero point */
-    int32_t pad;
+    uint32_t all_decided; /*  92: out: decided[0] & ... & decided[7] (one load tells the
+                               caller that no row needs requantizing again) */
 } qmm_opt_rq_tile;
 
 /* The single-precision first try of the per-tensor requantizer (docs/optimized.md): v is
