@@ -25,6 +25,8 @@
 #include "reference/qmm_reference.h"
 #include "tests/rng_support.h"
 
+#define COUNT(x) (sizeof(x) / sizeof((x)[0]))
+
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
 #define QMM_TEST_SANITIZED 1
@@ -575,13 +577,11 @@ Test(differential, blocking_boundaries, .timeout = 600)
 }
 
 /* Every M x K x N of the three lists through check_shape (types in turn, every fifth shape
- * under sanitizers), with every buffer ending at an inaccessible page; *i counts the
- * shapes (case indices of `seed`). */
+ * under sanitizers); *i counts the shapes (case indices of `seed`). */
 static void check_grid(variant *v, int nv, rng *r, const int64_t *ms, size_t nm,
                        const int64_t *ks, size_t nk, const int64_t *ns, size_t nn,
                        unsigned long long seed, int *i)
 {
-    guard_tails = 1;
     for (size_t mi = 0; mi < nm; mi++)
         for (size_t ki = 0; ki < nk; ki++)
             for (size_t ni = 0; ni < nn; ni++, (*i)++) {
@@ -591,8 +591,6 @@ static void check_grid(variant *v, int nv, rng *r, const int64_t *ms, size_t nm,
                 check_shape(v, nv, r, shape, *i % 8, 0, seed, *i);
             }
 }
-
-#define COUNT(x) (sizeof(x) / sizeof((x)[0]))
 
 /* The fused path's panel pairs (avx512vnni's kernel_pack reads 64 bytes of each B row to
  * pack two panels) with every buffer ending at an inaccessible page and N ending in a
@@ -606,12 +604,13 @@ Test(differential, fused_pairs_inside_b, .timeout = 600)
     int nv = open_variants(v, MAX_VARIANTS);
     rng r = {11};
     int i = 0;
+    guard_tails = 1;
     check_grid(v, nv, &r, ms, COUNT(ms), ks, COUNT(ks), ns, COUNT(ns), 11, &i);
     /* K past the 8192-value K block: a pair packed again in the second block (accumulating
      * its column sums), whole groups there and not */
     static const int64_t long_k[][3] = {{5, 9001, 64}, {33, 9001, 97}, {8, 8195, 160},
                                         {17, 16389, 130}};
-    for (size_t s = 0; s < sizeof long_k / sizeof long_k[0]; s++, i++)
+    for (size_t s = 0; s < COUNT(long_k); s++, i++)
         check_shape(v, nv, &r, long_k[s], i % 8, 0, 11, i);
     guard_tails = 0;
     close_variants(v, nv);
@@ -633,8 +632,9 @@ Test(differential, wide_fused_inside_b, .timeout = 600)
     int nv = open_variants_with(v, MAX_VARIANTS, ",fuse_wide=1");
     rng r = {31};
     int i = 0;
+    guard_tails = 1;
     check_grid(v, nv, &r, ms, COUNT(ms), ks, COUNT(ks), ns, COUNT(ns), 31, &i);
-    for (size_t s = 0; s < sizeof long_k / sizeof long_k[0]; s++, i++)
+    for (size_t s = 0; s < COUNT(long_k); s++, i++)
         if (!QMM_TEST_SANITIZED || s % 2 == 0)
             check_shape(v, nv, &r, long_k[s], i % 8, s % 5, 31, i);
     guard_tails = 0;
@@ -657,10 +657,10 @@ Test(differential, raw_a_at_every_k, .timeout = 600)
     rng r = {29};
     guard_tails = 1;
     int i = 0;
-    for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++) {
+    for (size_t l = 0; l < COUNT(limits); l++) {
         variant v[MAX_VARIANTS];
         int nv = open_variants_with(v, MAX_VARIANTS, limits[l]);
-        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++, i++) {
+        for (size_t s = 0; s < COUNT(shapes); s++, i++) {
             if (QMM_TEST_SANITIZED && s % 3 != 0)
                 continue;
             /* a uint8 (types bit 0 clear): raw A's; b and y's types in turn */
@@ -1345,7 +1345,7 @@ Test(dispatch, tuning_options_take_effect)
     cr_assert(want && got);
     int overflow = 0;
     run_reference(&p, want, &overflow);
-    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+    for (size_t i = 0; i < COUNT(runs); i++) {
         qmm_backend *be = open_ok(runs[i].options);
         const qmm_opt_backend *ob = be->impl;
         qmm_call probe;
@@ -1361,10 +1361,10 @@ Test(dispatch, tuning_options_take_effect)
         }
         run_backend(be, &p, NULL, got);
         compare(be->name, &p, want, got, 43, (int)i);
-        cr_assert_eq(ob->paths->calls, 1, "%s", runs[i].options);
-        cr_assert_eq(ob->paths->wide, runs[i].wide, "%s: wide", runs[i].options);
-        cr_assert_eq(ob->paths->fused, runs[i].wide, "%s: fused", runs[i].options);
-        cr_assert_eq(ob->paths->raw_a, runs[i].raw_a, "%s: raw A", runs[i].options);
+        cr_assert_eq(ob->paths.calls, 1, "%s", runs[i].options);
+        cr_assert_eq(ob->paths.wide, runs[i].wide, "%s: wide", runs[i].options);
+        cr_assert_eq(ob->paths.fused, runs[i].wide, "%s: fused", runs[i].options);
+        cr_assert_eq(ob->paths.raw_a, runs[i].raw_a, "%s: raw A", runs[i].options);
         be->close(be);
     }
     free(want);

@@ -174,15 +174,16 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
         return NULL;
     }
     pthread_mutex_init(&ob->ws_lock, NULL);
-    ob->paths = &ob->counted;
     ob->v = qmm_opt_variant_at(isa);
     ob->missing = qmm_opt_variant_missing(isa);
     ob->threads = threads;
     /* the tuning options (tests, measurements) name themselves; the CPU model's values do
      * not: they change no answer */
-    qmm_opt_tuning tune = qmm_opt_tuning_of_cpu();
-    ob->raw_a_k_max = raw_a_k >= 0 ? (size_t)raw_a_k : tune.raw_a_k_max;
-    ob->fuse_wide = fuse_wide >= 0 ? fuse_wide : tune.fuse_wide;
+    ob->tuning = qmm_opt_tuning_of_cpu();
+    if (raw_a_k >= 0)
+        ob->tuning.raw_a_k_max = (size_t)raw_a_k;
+    if (fuse_wide >= 0)
+        ob->tuning.fuse_wide = fuse_wide;
     char tuned[48] = "";
     if (raw_a_k >= 0)
         snprintf(tuned, sizeof tuned, ",raw_a_k=%ld", raw_a_k);

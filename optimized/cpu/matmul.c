@@ -584,6 +584,13 @@ static int packs_b(const job *J)
     return J->fused && J->phase != 2;
 }
 
+/* The narrow fused path: B packed into each worker's two panel buffers, not kept (the wide one
+ * packs into the call's packed B). */
+static int packs_into_buffers(const job *J)
+{
+    return J->fused && !J->wide;
+}
+
 /* A request for the line at p, for writing. An asm statement, not __builtin_prefetch: GCC 12
  * at -O2 deems a function whose only effects are __builtin_prefetch calls free of effects and
  * deletes its calls. prefetchw on x86-64 (0F 0D /1: a no-op where the CPU lacks it). */
@@ -721,10 +728,10 @@ static void compute_overlapped(const job *J, worker_scratch *w, const task_block
  * each NC_MAX column chunk's sums go through the epilogue. */
 static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
 {
-    /* the packed B; the fused path packs panel by panel into the worker's panel buffers,
-     * the wide one into the packed B */
+    /* the packed B (written by the wide fused path's phase 1: J->bpack is then the call's own
+     * J->bpack_own); the narrow fused path packs into the worker's panel buffers instead */
     int packs = packs_b(J);
-    int8_t *B = J->fused && !J->wide ? NULL : (int8_t *)J->bpack + t->bmat * J->kp * J->npad;
+    int8_t *B = packs_into_buffers(J) ? NULL : (int8_t *)J->bpack + t->bmat * J->kp * J->npad;
     const int32_t *colsum = J->colsum ? J->colsum + t->bmat * J->npad : NULL;
     size_t m0 = t->m0, m1 = t->m1;
     size_t mr = (size_t)J->mr, nr = (size_t)J->nr, kg = (size_t)J->kg;
@@ -748,10 +755,12 @@ static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
             size_t kcn = kc + kcg < J->kgroups ? kcg : J->kgroups - kc;
             size_t raw_groups = J->raw_a ? whole_groups(J, kc, kcn) : 0;
             for (size_t p = p0; p < p1; p++) {
-                /* fused: the worker's buffer slot (p - p0) % 2, which the first row group
-                   packs (panels > 0); wide: panel p of the packed B (panel p + 1 follows
-                   it, as slot 1 follows slot 0) */
-                int8_t *own = J->fused && !J->wide
+                /* narrow fused: the worker's buffer slot (p - p0) % 2, which the first row
+                   group packs (panels > 0); else panel p of the packed B (wide: packed there,
+                   panel p + 1 after it as slot 1 follows slot 0). Written out here: a
+                   helper giving the same address measured 0.987-0.996x this (128x768x768
+                   and 1024^3, T = 1, Zen 5, three builds alternating) */
+                int8_t *own = packs_into_buffers(J)
                                   ? w->panels + (p - p0) % 2 * J->kp * nr + kc * nr * kg
                                   : B + p * J->kp * nr + kc * nr * kg;
                 const int8_t *bp = own;
@@ -826,7 +835,7 @@ static size_t carve(size_t *off, size_t bytes)
  * `bytes` if smaller), else a block of its own. NULL when out of memory. */
 void *qmm_opt_scratch_get(const qmm_opt_backend *cob, size_t bytes, int *cached)
 {
-    qmm_opt_backend *ob = (qmm_opt_backend *)cob; /* the cache is the only mutable state */
+    qmm_opt_backend *ob = (qmm_opt_backend *)cob; /* mutable: the cache, and the path counts */
     *cached = 0;
     if (pthread_mutex_trylock(&ob->ws_lock) == 0) {
         if (ob->ws_size < bytes) {
@@ -900,7 +909,7 @@ static void shape_job(job *J, const qmm_opt_backend *ob, const qmm_optimized_pac
      * panel is read by its task's row groups right after it is packed, and a small buffer
      * stays in L2 where a packed copy of B was written back to memory; with panel pairs,
      * docs/optimized.md: 128x4096x4096 1.22x faster at T = 1, Zen 5).
-     * Past MB_MAX rows, where the CPU model's tuning says so (ob->fuse_wide, kernels.c), the
+     * Past MB_MAX rows, where the CPU model's tuning says so (fuse_wide, kernels.c), the
      * wide fused path: row block 0's tasks pack B into the whole packed B as they compute
      * (phase 1, one task per column block and batch), then the other row blocks read it
      * (phase 2); only where phase 1's tasks divide among the threads (384x768x768 T = 2, 3
@@ -908,7 +917,7 @@ static void shape_job(job *J, const qmm_opt_backend *ob, const qmm_optimized_pac
      * at 2048^3, kernel_pack 2.84% of the samples against the packer's 2.00%). */
     int fusable = pb == NULL && !J->direct && J->v->kernel_pack && J->kg == 4 &&
                   J->nbmat == J->batch && J->k > 0;
-    J->wide = fusable && J->m > MB_MAX && ob->fuse_wide &&
+    J->wide = fusable && J->m > MB_MAX && ob->tuning.fuse_wide &&
               J->batch * ceil_div(J->n, NC_MAX) % (size_t)ob->threads == 0;
     J->fused = fusable && (J->m <= MB_MAX || J->wide);
 }
@@ -928,7 +937,7 @@ static char *carve_scratch(const qmm_opt_backend *ob, job *J, int own_b, int *ca
     size_t panels_bytes = 2 * J->kp * (size_t)J->nr; /* fused: a worker's two panels */
     if (own_b) {
         /* fused: two panels a worker (shape_job); else the whole packed B */
-        o_bpack = carve(&off, J->fused && !J->wide ? (size_t)threads * panels_bytes + 1
+        o_bpack = carve(&off, packs_into_buffers(J) ? (size_t)threads * panels_bytes + 1
                                        : J->nbmat * J->kp * J->npad + 1);
         if (J->kg == 4)
             o_colsum = carve(&off, J->nbmat * J->npad * sizeof *J->colsum_own);
@@ -944,7 +953,7 @@ static char *carve_scratch(const qmm_opt_backend *ob, job *J, int own_b, int *ca
         worker_scratch_at(&J->ws[t], blk + o_wsb + (size_t)t * WS_BYTES);
     if (own_b) {
         J->bpack_own = (int8_t *)(blk + o_bpack);
-        for (int t = 0; J->fused && !J->wide && t < threads; t++)
+        for (int t = 0; packs_into_buffers(J) && t < threads; t++)
             J->ws[t].panels = J->bpack_own + (size_t)t * panels_bytes;
         J->colsum_own = J->kg == 4 ? (int32_t *)(void *)(blk + o_colsum) : NULL;
     }
@@ -972,7 +981,6 @@ static void plan_tasks(job *J, const qmm_opt_backend *ob, const qmm_optimized_pa
                        int own_b)
 {
     int threads = ob->threads;
-    size_t raw_a_k_max = ob->raw_a_k_max;
     J->nnb = ceil_div(J->n, NC_MAX);
     /* big row blocks read each B column chunk fewer times (AMX at 2048^3: ~6% faster than
      * 96 rows); small problems keep more, smaller tasks so that every thread has some */
@@ -1011,7 +1019,7 @@ static void plan_tasks(job *J, const qmm_opt_backend *ob, const qmm_optimized_pa
     /* Fused packing (shape_job): one row block; column blocks of n / (2 threads), whole
      * panels, >= 64 columns (wider than NC_MAX: compute_tiles walks a block in NC_MAX
      * chunks) */
-    if (J->fused && !J->wide) {
+    if (packs_into_buffers(J)) {
         J->nmb = 1;
         J->mb = ceil_div(J->m, (size_t)J->mr) * (size_t)J->mr;
         size_t nb = ceil_div(ceil_div(J->n, (size_t)threads * FUSED_TASKS_PER_THREAD),
@@ -1030,7 +1038,7 @@ static void plan_tasks(job *J, const qmm_opt_backend *ob, const qmm_optimized_pa
      * the last, partial K group; on the fused path also the first row group, which
      * kernel_pack reads packed). Not past the backend's raw_a_k_max (kernels.c: by CPU model). */
     J->raw_a = !J->a_signed && J->v->kernel_raw_a && J->kg == 4 && !J->direct && !J->smallp &&
-               J->k >= 4 && J->k <= raw_a_k_max;
+               J->k >= 4 && J->k <= ob->tuning.raw_a_k_max;
     /* Dense A: with fewer rows than a group (M < 8 on a prepacked B, or on a B input the
      * fused path does not pack: broadcast over batches, or no VBMI) and a
      * variant with kernel_rows_dense, A is packed m words a K group instead of mr (the
@@ -1043,6 +1051,18 @@ static void plan_tasks(job *J, const qmm_opt_backend *ob, const qmm_optimized_pa
     J->pack_rows = ceil_div(PACK_ROWS, (size_t)J->mr) * (size_t)J->mr;
     J->a_chunks = ceil_div(J->m, J->pack_rows);
     J->b_chunks = own_b && !J->fused ? ceil_div(J->n, PACK_COLS) : 0;
+}
+
+/* The backend's path counts (qmm_opt_paths) for a call planned on the tile path. */
+static void count_paths(const qmm_opt_backend *cob, const job *J)
+{
+    if (J->direct || J->smallp)
+        return;
+    qmm_opt_paths *c = &((qmm_opt_backend *)cob)->paths; /* mutable, as the scratch cache */
+    atomic_fetch_add_explicit(&c->calls, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->fused, (unsigned long)J->fused, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->wide, (unsigned long)J->wide, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->raw_a, (unsigned long)J->raw_a, memory_order_relaxed);
 }
 
 /* Runs a validated call. `pb` is a prepacked B or NULL. */
@@ -1076,14 +1096,7 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
         J->colsum = J->colsum_own;
     }
     plan_tasks(J, ob, pb, own_b);
-    if (!J->direct && !J->smallp) {
-        atomic_fetch_add_explicit(&ob->paths->calls, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&ob->paths->fused, (unsigned long)J->fused,
-                                  memory_order_relaxed);
-        atomic_fetch_add_explicit(&ob->paths->wide, (unsigned long)J->wide, memory_order_relaxed);
-        atomic_fetch_add_explicit(&ob->paths->raw_a, (unsigned long)J->raw_a,
-                                  memory_order_relaxed);
-    }
+    count_paths(ob, J);
     qmm_opt_pool_run(ob->pool, J->namat * J->a_chunks + J->nbmat * J->b_chunks, pack_task, J);
     if (J->wide) { /* row block 0 packs B as it computes; then the other row blocks */
         J->phase = 1;

@@ -417,11 +417,8 @@ typedef struct qmm_opt_backend {
     const char *missing;       /* non-NULL: this CPU cannot run `v`, and why */
     qmm_opt_pool *pool;
     int threads;
-    size_t raw_a_k_max; /* raw A up to this K: option raw_a_k=, else the CPU model's */
-    int fuse_wide;      /* the wide fused path: option fuse_wide=, else the CPU model's */
-    qmm_opt_paths *paths; /* &counted, writable through a const backend: what the calls ran
-                             (matmul.c's run_job counts them) */
-    qmm_opt_paths counted;
+    qmm_opt_tuning tuning; /* the CPU model's, each value replaced by its option if given */
+    qmm_opt_paths paths;   /* what the calls ran (matmul.c's run_job counts them) */
     /* A call's scratch (packed operands, per-thread sums), kept between calls so that
      * repeated calls do not fault in fresh pages: grown as needed, freed at close. A call
      * that finds it in use by another call allocates its own. */
