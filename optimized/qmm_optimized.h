@@ -17,7 +17,10 @@
  *                  "Tuning by CPU model")
  *   fuse_wide=0|1  past 192 rows with B as input, B packed by the first row block's
  *                  kernels (1) or in a pass of its own (0); default: this CPU model's
- * raw_a_k= and fuse_wide= change the time, never an answer, and appear in the backend's name.
+ *   row_block=R    1..288: the most rows of A one compute task takes (past it the rows are
+ *                  split into near-equal blocks); default: this CPU model's
+ * raw_a_k=, fuse_wide= and row_block= change the time, never an answer, and appear in the
+ * backend's name.
  * Asking for a variant the CPU lacks is not an error: the open succeeds and every query answers
  * UNSUPPORTED with the reason, so no illegal instruction is ever executed.
  *

@@ -641,6 +641,41 @@ Test(differential, wide_fused_inside_b, .timeout = 600)
     close_variants(v, nv);
 }
 
+/* For each options string of `extras`, every variant opened with it runs problem s of
+ * `shapes` (every third under the sanitizers) with every buffer ending at an inaccessible
+ * page: problem i (counted across the strings) of types (i * type_step) % 8, operands of
+ * extreme form s % 5, drawn from `seed`. */
+static void check_shapes_under(const char *const *extras, size_t ne, const int64_t (*shapes)[3],
+                               size_t n, int type_step, unsigned long long seed)
+{
+    rng r = {seed};
+    guard_tails = 1;
+    int i = 0;
+    for (size_t e = 0; e < ne; e++) {
+        variant v[MAX_VARIANTS];
+        int nv = open_variants_with(v, MAX_VARIANTS, extras[e]);
+        for (size_t s = 0; s < n; s++, i++)
+            if (!QMM_TEST_SANITIZED || s % 3 == 0)
+                check_shape(v, nv, &r, shapes[s], (i * type_step) % 8, (int)(s % 5), seed, i);
+        close_variants(v, nv);
+    }
+    guard_tails = 0;
+}
+
+/* Row blocks of every size the option allows (row_block=R: the most rows a task takes; the
+ * CPU model's value otherwise, kernels.c), with every buffer ending at an inaccessible page:
+ * a block of one row group (R below every mr), blocks that are not whole row groups (100:
+ * rounded up to 102 or 104 rows), 256 and the cap 288 (258 rows with mr = 6), M a block and
+ * one row past it, B as input (the wide fused path: fuse_wide=1) and prepacked. */
+Test(differential, row_blocks_of_every_size, .timeout = 600)
+{
+    static const int64_t shapes[][3] = {{289, 67, 97}, {577, 130, 300}, {1024, 9, 33},
+                                        {256, 64, 513}, {300, 1001, 64}, {776, 5, 40}};
+    static const char *const blocks[] = {",row_block=1", ",row_block=100",
+                                         ",row_block=256,fuse_wide=1", ",row_block=288"};
+    check_shapes_under(blocks, COUNT(blocks), shapes, COUNT(shapes), 1, 37);
+}
+
 /* Raw A (a variant's kernel_raw_a reads a uint8 A as it is) at every K, whatever this CPU
  * model's own limit (kernels.c's tuning table; raw_a_k= sets it): K past 1024, the K blocks of
  * the fused path (K >= 4096, M <= 192: the rows read from K block kc on), K past the variant's
@@ -654,21 +689,8 @@ Test(differential, raw_a_at_every_k, .timeout = 600)
         {24, 16389, 70}, {300, 3001, 33},
     };
     static const char *const limits[] = {",raw_a_k=2147483647", ",raw_a_k=0"};
-    rng r = {29};
-    guard_tails = 1;
-    int i = 0;
-    for (size_t l = 0; l < COUNT(limits); l++) {
-        variant v[MAX_VARIANTS];
-        int nv = open_variants_with(v, MAX_VARIANTS, limits[l]);
-        for (size_t s = 0; s < COUNT(shapes); s++, i++) {
-            if (QMM_TEST_SANITIZED && s % 3 != 0)
-                continue;
-            /* a uint8 (types bit 0 clear): raw A's; b and y's types in turn */
-            check_shape(v, nv, &r, shapes[s], 2 * (i % 4), s % 5, 29, i);
-        }
-        close_variants(v, nv);
-    }
-    guard_tails = 0;
+    /* a uint8 (types bit 0 clear, type step 2): raw A's; b and y's types in turn */
+    check_shapes_under(limits, COUNT(limits), shapes, COUNT(shapes), 2, 29);
 }
 
 /* K >= 33026: exact accumulators leave int32; both sides must give the wrapped result. */
@@ -1306,10 +1328,14 @@ Test(dispatch, options_and_environment)
     be->close(be);
     cr_assert_null(qmm_optimized_open(QMM_ABI_VERSION, "fuse_wide=2", &st));
     cr_assert_str_eq(st.message, "option 'fuse_wide=2': fuse_wide must be 0 or 1");
+    cr_assert_null(qmm_optimized_open(QMM_ABI_VERSION, "row_block=0", &st));
+    cr_assert_str_eq(st.message, "option 'row_block=0': row_block must be 1..288");
+    cr_assert_null(qmm_optimized_open(QMM_ABI_VERSION, "row_block=289", &st));
+    cr_assert_eq(st.code, QMM_INVALID_ARGUMENT);
     /* the longest name: every option at its longest */
-    be = open_ok("isa=avx512vnni,threads=256,raw_a_k=2147483647,fuse_wide=1");
-    cr_assert_str_eq(be->name,
-                     "optimized:isa=avx512vnni,threads=256,raw_a_k=2147483647,fuse_wide=1");
+    be = open_ok("isa=avx512vnni,threads=256,raw_a_k=2147483647,fuse_wide=1,row_block=288");
+    cr_assert_str_eq(be->name, "optimized:isa=avx512vnni,threads=256,raw_a_k=2147483647,"
+                               "fuse_wide=1,row_block=288");
     be->close(be);
     /* an explicit isa= wins over the environment: any variant but the environment's */
     const char *other = qmm_optimized_variant_name(1);
@@ -1367,6 +1393,53 @@ Test(dispatch, tuning_options_take_effect)
         cr_assert_eq(ob->paths.raw_a, runs[i].raw_a, "%s: raw A", runs[i].options);
         be->close(be);
     }
+    free(want);
+    free(got);
+    problem_free(&p);
+}
+
+/* row_block= sets the row blocks a call is planned in, on every variant this CPU runs: a
+ * 1024x64x64 call on one thread (one column block) in 11, 6, 4 and 4 blocks for 100, 192,
+ * 256 and 288 rows (each block rounded up to whole row groups of the variant's mr, 6, 8 or
+ * 32: 96, 176 / 174 / 192, 256 / 258 rows), every answer the reference's. */
+Test(dispatch, row_block_option_sets_the_blocks)
+{
+    static const struct {
+        int rows;
+        unsigned long blocks;
+    } runs[] = {{100, 11}, {192, 6}, {256, 4}, {288, 4}};
+    const int64_t shape[3] = {1024, 64, 64};
+    rng r = {47};
+    problem p;
+    shape_problem(&r, &p, shape, 2, 0);
+    size_t bytes = out_bytes(&p.call);
+    void *want = calloc(1, bytes + 1), *got = calloc(1, bytes + 1);
+    cr_assert(want && got);
+    int overflow = 0, ran = 0;
+    run_reference(&p, want, &overflow);
+    const char *isa;
+    for (int v = 0; (isa = qmm_optimized_variant_name(v)); v++)
+        for (size_t i = 0; i < COUNT(runs); i++) {
+            char opt[96];
+            snprintf(opt, sizeof opt, "isa=%s,threads=1,row_block=%d", isa, runs[i].rows);
+            qmm_backend *be = open_ok(opt);
+            const qmm_opt_backend *ob = be->impl;
+            qmm_call probe;
+            memset(&probe, 0, sizeof probe);
+            probe.op = QMM_OP_QLINEARMATMUL;
+            qmm_status st;
+            if (be->query(be, &probe, &st) == QMM_OK) {
+                memset(got, 0, bytes);
+                run_backend(be, &p, NULL, got);
+                compare(be->name, &p, want, got, 47, (int)i);
+                cr_assert_eq(ob->paths.calls, 1, "%s", opt);
+                cr_assert_eq(ob->paths.row_blocks, runs[i].blocks, "%s: %lu row blocks", opt,
+                             (unsigned long)ob->paths.row_blocks);
+                ran++;
+            }
+            be->close(be);
+        }
+    cr_assert_gt(ran, 0);
     free(want);
     free(got);
     problem_free(&p);

@@ -109,7 +109,8 @@ static int is_ours(const qmm_backend *be)
 }
 
 static qmm_status_code parse_options(const char *options, int *isa, int *threads,
-                                     long *raw_a_k, int *fuse_wide, qmm_status *st)
+                                     long *raw_a_k, int *fuse_wide, long *row_block,
+                                     qmm_status *st)
 {
     qmm_option o;
     long n;
@@ -132,9 +133,15 @@ static qmm_status_code parse_options(const char *options, int *isa, int *threads
             if (!qmm_option_int(&o, 0, 1, &n))
                 return qmm_option_refuse(st, &o, "fuse_wide must be 0 or 1");
             *fuse_wide = (int)n;
+        } else if (qmm_option_is(&o, "row_block")) {
+            if (!qmm_option_int(&o, 1, QMM_OPT_ROW_BLOCK_CAP, &n))
+                return qmm_option_refuse(st, &o, "row_block must be 1..%d",
+                                         QMM_OPT_ROW_BLOCK_CAP);
+            *row_block = n;
         } else {
             return qmm_option_refuse(st, &o, "unknown (the optimized backend accepts isa=%s, "
-                                             "threads=N, raw_a_k=K, fuse_wide=0|1)",
+                                             "threads=N, raw_a_k=K, fuse_wide=0|1, "
+                                             "row_block=R)",
                                      isa_choices(choices, sizeof choices, "|", "|"));
         }
     }
@@ -148,7 +155,8 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
     int isa = -1, threads = 0;
     long raw_a_k = -1;
     int fuse_wide = -1;
-    if (parse_options(options, &isa, &threads, &raw_a_k, &fuse_wide, st) != QMM_OK)
+    long row_block = -1;
+    if (parse_options(options, &isa, &threads, &raw_a_k, &fuse_wide, &row_block, st) != QMM_OK)
         return NULL;
     if (isa == -1) {
         const char *env = getenv("QMM_ISA");
@@ -184,12 +192,17 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
         ob->tuning.raw_a_k_max = (size_t)raw_a_k;
     if (fuse_wide >= 0)
         ob->tuning.fuse_wide = fuse_wide;
-    char tuned[48] = "";
+    if (row_block >= 0)
+        ob->tuning.row_block = (size_t)row_block;
+    char tuned[64] = "";
     if (raw_a_k >= 0)
         snprintf(tuned, sizeof tuned, ",raw_a_k=%ld", raw_a_k);
     if (fuse_wide >= 0)
         snprintf(tuned + strlen(tuned), sizeof tuned - strlen(tuned), ",fuse_wide=%d",
                  fuse_wide);
+    if (row_block >= 0)
+        snprintf(tuned + strlen(tuned), sizeof tuned - strlen(tuned), ",row_block=%ld",
+                 row_block);
     snprintf(ob->name, sizeof ob->name, "optimized:isa=%s,threads=%d%s", ob->v->name, threads,
              tuned);
     snprintf(ob->description, sizeof ob->description,

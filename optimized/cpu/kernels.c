@@ -359,8 +359,10 @@ int qmm_opt_variant_auto(void)
 /* raw A up to K = 1024: Zen 4, T = 1, constant B, six alternations against packed A, medians:
  * 512x1024x1024 2.55 vs 2.67 ms, 1024^3 5.31 vs 5.35; but 2048^3 42.4 vs 42.05,
  * 2048x2000x2048 40.45 vs 40.05 (eight 2 KB rows a tile: the eight streams lost to one). The
- * wide fused path off: not measured since panel pairs but on Zen 5. */
-static const qmm_opt_tuning tuning_default = {1024, 0};
+ * wide fused path off: not measured since panel pairs but on Zen 5. Row blocks of up to 192
+ * rows: AMX (2 threads) at 2048^3 ~6% faster than 96 (matmul.c, plan_tasks); larger blocks
+ * measured on Zen 5 only. */
+static const qmm_opt_tuning tuning_default = {1024, 0, 192};
 
 static const struct cpu_tuning {
     char vendor;     /* 'A' AuthenticAMD, 'I' GenuineIntel */
@@ -378,8 +380,11 @@ static const struct cpu_tuning {
        512x4096x4096 1.107, 384x768x768 1.019, 512x1024x1024 1.018 (T = 2 1.013), 1024^3
        T = 2 1.012, 2048^3 T = 2 1.000, 1024x4096x1024 1.002; a first build without the rule
        on the threads: 256x1024x1024 1.031, 1024x1024x4096 T = 2 1.028, 1024^3 1.007, 2048^3
-       1.008 */
-    {'A', 0x1a, "AMD Zen 5", {8192, 1}},
+       1.008.
+       Row blocks of up to 256 rows against 192 (builds of one tree alternating, 7-11 rounds):
+       1024^3 1.002 and 1.004 (T = 2 1.014, B constant 1.001, T = 2 1.009), 512x1024x1024
+       1.007 (T = 2 1.002), 2048^3 1.004 (B constant 1.006), 512x4096x4096 1.009 */
+    {'A', 0x1a, "AMD Zen 5", {8192, 1, 256}},
 };
 
 qmm_opt_tuning qmm_opt_tuning_of_cpu(void)

@@ -21,8 +21,12 @@
 #include "ops/qmm_ops.h"
 
 enum {
-    MB_MAX = 192,  /* rows per task: a multiple of every mr (6, 8, 32) */
-    MB_FEW = 96,   /* ... when MB_MAX would leave fewer than TASKS_PER_THREAD tasks a thread */
+    MB_MAX = 192,  /* the narrow fused path's rows (one row block), and past them the wide
+                      one's; the rows a task takes are the CPU model's row_block (kernels.c,
+                      192 unless measured otherwise), at most MB_CAP */
+    MB_CAP = QMM_OPT_ROW_BLOCK_CAP, /* the most rows a task has: each worker's sums */
+    MB_FEW = 96,   /* ... when row_block would leave fewer than TASKS_PER_THREAD tasks a
+                      thread */
     TASKS_PER_THREAD = 4,
     FUSED_TASKS_PER_THREAD = 2, /* the fused path's column blocks: 128x768x768, 2 threads,
                                    0.206 ms with 8 tasks of 96 columns, 0.196 with 4 of 192
@@ -57,14 +61,14 @@ enum {
 };
 
 typedef struct worker_scratch {
-    int32_t *cbuf;   /* MB_MAX x NC_MAX partial sums */
+    int32_t *cbuf;   /* MB_CAP x NC_MAX partial sums */
     int32_t *accrow; /* NC_MAX corrected accumulators */
     int32_t *zbp;    /* NC_MAX */
     int32_t *zc;     /* NC_MAX: zap * colsum for a zero point constant along i */
     double *sb, *cm; /* NC_MAX each */
     float *mf;       /* NC_MAX: (float)(sa * cm[j]) for the float requantizer */
     int32_t *ovp;    /* the overlapped epilogue: per panel of 32 columns, 32 zc then 32 mf */
-    int32_t *ovzr;   /* ... MB_MAX: per row of the task, zbp * rowsum (overlap_plan) */
+    int32_t *ovzr;   /* ... MB_CAP: per row of the task, zbp * rowsum (overlap_plan) */
     qmm_opt_rq_tile *ovq; /* ... and its rows and constants */
     int8_t *panels;  /* the fused path's B panels, two of kp x nr bytes (carve_scratch) */
 } worker_scratch;
@@ -72,13 +76,13 @@ typedef struct worker_scratch {
 /* A worker's scratch is one run of WS_BYTES: the pieces above in that order (each size a
  * multiple of 64 bytes, so every piece stays 64-byte aligned). */
 #define WS_BYTES                                                                           \
-    ((size_t)MB_MAX * NC_MAX * 4 + 4 * NC_MAX * 4 + 2 * NC_MAX * 8 + 2 * NC_MAX * 4 +          \
-     MB_MAX * 4 + sizeof(qmm_opt_rq_tile))
+    ((size_t)MB_CAP * NC_MAX * 4 + 4 * NC_MAX * 4 + 2 * NC_MAX * 8 + 2 * NC_MAX * 4 +          \
+     MB_CAP * 4 + sizeof(qmm_opt_rq_tile))
 
 static void worker_scratch_at(worker_scratch *w, char *p)
 {
     w->cbuf = (int32_t *)(void *)p;
-    p += (size_t)MB_MAX * NC_MAX * 4;
+    p += (size_t)MB_CAP * NC_MAX * 4;
     w->accrow = (int32_t *)(void *)p;
     w->zbp = (int32_t *)(void *)(p + NC_MAX * 4);
     w->zc = (int32_t *)(void *)(p + 2 * NC_MAX * 4);
@@ -87,7 +91,7 @@ static void worker_scratch_at(worker_scratch *w, char *p)
     w->mf = (float *)(void *)(p + 3 * NC_MAX * 4 + 2 * NC_MAX * 8);
     w->ovp = (int32_t *)(void *)(p + 4 * NC_MAX * 4 + 2 * NC_MAX * 8);
     w->ovzr = (int32_t *)(void *)(p + 6 * NC_MAX * 4 + 2 * NC_MAX * 8);
-    w->ovq = (qmm_opt_rq_tile *)(void *)(p + 6 * NC_MAX * 4 + 2 * NC_MAX * 8 + MB_MAX * 4);
+    w->ovq = (qmm_opt_rq_tile *)(void *)(p + 6 * NC_MAX * 4 + 2 * NC_MAX * 8 + MB_CAP * 4);
     w->panels = NULL; /* the fused path's: carve_scratch */
 }
 
@@ -975,19 +979,22 @@ static void pick_a_matrices(job *J)
             J->amat_rep[i] = 0; /* unused by any batch (cannot happen): pack it anyway */
 }
 
-/* The task grid: rows in near-equal blocks of at most MB_MAX, columns in NC_MAX chunks
+/* The task grid: rows in near-equal blocks of at most row_block, columns in NC_MAX chunks
  * (small-M: narrower column blocks so that every thread has work), and the packing tasks. */
 static void plan_tasks(job *J, const qmm_opt_backend *ob, const qmm_optimized_packed_b *pb,
                        int own_b)
 {
     int threads = ob->threads;
     J->nnb = ceil_div(J->n, NC_MAX);
-    /* big row blocks read each B column chunk fewer times (AMX at 2048^3: ~6% faster than
-     * 96 rows); small problems keep more, smaller tasks so that every thread has some */
-    size_t mb_max = J->batch * ceil_div(J->m, MB_MAX) * J->nnb >=
-                            (size_t)threads * TASKS_PER_THREAD
-                        ? MB_MAX
-                        : MB_FEW;
+    /* big row blocks read each B column chunk fewer times (AMX at 2048^3: 192 rows ~6%
+     * faster than 96; the CPU model's row_block, kernels.c); small problems keep more,
+     * smaller tasks so that every thread has some. A block rounded up to whole row groups
+     * stays within MB_CAP, a multiple of every mr. */
+    size_t rb = ob->tuning.row_block < 1 ? 1 : ob->tuning.row_block > MB_CAP ? MB_CAP
+                                                                          : ob->tuning.row_block;
+    size_t mb_max = J->batch * ceil_div(J->m, rb) * J->nnb >= (size_t)threads * TASKS_PER_THREAD
+                        ? rb
+                        : rb < MB_FEW ? rb : MB_FEW;
     J->nmb = ceil_div(J->m, mb_max);
     J->mb = ceil_div(ceil_div(J->m, J->nmb), (size_t)J->mr) * (size_t)J->mr;
     J->nmb = ceil_div(J->m, J->mb);
@@ -1063,6 +1070,7 @@ static void count_paths(const qmm_opt_backend *cob, const job *J)
     atomic_fetch_add_explicit(&c->fused, (unsigned long)J->fused, memory_order_relaxed);
     atomic_fetch_add_explicit(&c->wide, (unsigned long)J->wide, memory_order_relaxed);
     atomic_fetch_add_explicit(&c->raw_a, (unsigned long)J->raw_a, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->row_blocks, (unsigned long)J->nmb, memory_order_relaxed);
 }
 
 /* Runs a validated call. `pb` is a prepacked B or NULL. */

@@ -288,7 +288,12 @@ typedef struct qmm_opt_tuning {
                            kernel_raw_a (no packing pass over A) */
     int fuse_wide;      /* past 192 rows, B input: packed by the first row block's
                            kernel_pack (the wide fused path), not in a pass of its own */
+    size_t row_block;   /* the most rows of A one compute task takes (1..QMM_OPT_ROW_BLOCK_CAP):
+                           past it the rows are split into near-equal blocks */
 } qmm_opt_tuning;
+/* The largest row_block (matmul.c sizes each worker's sums for it): a multiple of every
+ * layout's mr (6, 8, 32), so that a block rounded up to whole row groups stays within it. */
+#define QMM_OPT_ROW_BLOCK_CAP 288
 qmm_opt_tuning qmm_opt_tuning_of_cpu(void);
 
 /* The A of the small-M kernels (gemv, gemv_packed): int16 pairs a - za, one row a group. */
@@ -409,6 +414,7 @@ typedef struct qmm_opt_paths {
     _Atomic unsigned long fused; /* ... B packed by the first row group (narrow or wide) */
     _Atomic unsigned long wide;  /* ... the wide fused path (phase 1, then phase 2) */
     _Atomic unsigned long raw_a; /* ... A read as it is by kernel_raw_a */
+    _Atomic unsigned long row_blocks; /* ... their row blocks, summed over the calls */
 } qmm_opt_paths;
 
 typedef struct qmm_opt_backend {
