@@ -18,7 +18,8 @@
  *   fuse_wide=0|1  past 192 rows with B as input, B packed by the first row block's
  *                  kernels (1) or in a pass of its own (0); default: this CPU model's
  *   row_block=R    1..288: the most rows of A one compute task takes (past it the rows are
- *                  split into near-equal blocks); default: this CPU model's
+ *                  split into near-equal blocks; the fused path of up to 192 rows with B
+ *                  as input keeps them in one); default: this CPU model's
  * raw_a_k=, fuse_wide= and row_block= change the time, never an answer, and appear in the
  * backend's name.
  * Asking for a variant the CPU lacks is not an error: the open succeeds and every query answers

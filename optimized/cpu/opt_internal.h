@@ -289,7 +289,8 @@ typedef struct qmm_opt_tuning {
     int fuse_wide;      /* past 192 rows, B input: packed by the first row block's
                            kernel_pack (the wide fused path), not in a pass of its own */
     size_t row_block;   /* the most rows of A one compute task takes (1..QMM_OPT_ROW_BLOCK_CAP):
-                           past it the rows are split into near-equal blocks */
+                           past it the rows are split into near-equal blocks (the narrow
+                           fused path, up to 192 rows with B as input, keeps one block) */
 } qmm_opt_tuning;
 /* The largest row_block (matmul.c sizes each worker's sums for it): a multiple of every
  * layout's mr (6, 8, 32), so that a block rounded up to whole row groups stays within it. */
