@@ -74,10 +74,14 @@ typedef struct worker_scratch {
 } worker_scratch;
 
 /* A worker's scratch is one run of WS_BYTES: the pieces above in that order (each size a
- * multiple of 64 bytes, so every piece stays 64-byte aligned). */
+ * multiple of 64 bytes, so every piece stays 64-byte aligned), the run rounded up to 64 bytes
+ * so that the next worker's starts aligned too (the rq tile's 96 bytes left every other
+ * worker's sums 32-byte aligned until 2026-11-28: its zmm stores split across lines). */
 #define WS_BYTES                                                                           \
-    ((size_t)MB_CAP * NC_MAX * 4 + 4 * NC_MAX * 4 + 2 * NC_MAX * 8 + 2 * NC_MAX * 4 +          \
-     MB_CAP * 4 + sizeof(qmm_opt_rq_tile))
+    (((size_t)MB_CAP * NC_MAX * 4 + 4 * NC_MAX * 4 + 2 * NC_MAX * 8 + 2 * NC_MAX * 4 +         \
+      MB_CAP * 4 + sizeof(qmm_opt_rq_tile) + 63) & ~(size_t)63)
+
+_Static_assert(WS_BYTES % 64 == 0, "each worker's scratch starts 64-byte aligned");
 
 static void worker_scratch_at(worker_scratch *w, char *p)
 {
