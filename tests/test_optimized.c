@@ -641,6 +641,54 @@ Test(differential, wide_fused_inside_b, .timeout = 600)
     close_variants(v, nv);
 }
 
+/* The wide fused path in one pool run (wide_task_of, matmul.c): a task past row block 0
+ * reads the B that its column block's row block 0 packs, maybe on another thread, which
+ * may still be packing it. More threads than cores and row blocks of one row group make
+ * threads start late and take each other's tasks: each call is compared with the reference,
+ * 500 calls a problem. (Without the wait, 2026-11-29: it failed within the first calls.) */
+Test(differential, wide_fused_tasks_taken_by_other_threads, .timeout = 600)
+{
+    static const int64_t shapes[][3] = {{200, 64, 2048}, {264, 36, 1024}, {193, 5, 4096}};
+    rng r = {41};
+    int i = 0;
+    const char *isa;
+    for (int vi = 1; (isa = qmm_optimized_variant_name(vi)); vi++) {
+        for (int threads = 4; threads <= 8; threads *= 2) {
+            char spec[96];
+            snprintf(spec, sizeof spec, "isa=%s,threads=%d,fuse_wide=1,row_block=8", isa,
+                     threads);
+            qmm_status st;
+            variant v = {qmm_optimized_open(QMM_ABI_VERSION, spec, &st), 0};
+            cr_assert(v.be, "open %s: %s", spec, st.message);
+            qmm_call probe;
+            memset(&probe, 0, sizeof probe);
+            probe.op = QMM_OP_QLINEARMATMUL;
+            if (v.be->query(v.be, &probe, &st) != QMM_OK) { /* not on this CPU */
+                v.be->close(v.be);
+                continue;
+            }
+            for (size_t s = 0; s < COUNT(shapes); s++, i++) {
+                problem p;
+                shape_problem(&r, &p, shapes[s], i % 8, 0);
+                size_t bytes = out_bytes(&p.call);
+                void *want = calloc(1, bytes + 1), *got = calloc(1, bytes + 1);
+                cr_assert(want && got);
+                int overflow = 0;
+                run_reference(&p, want, &overflow);
+                for (int c = 0; c < (QMM_TEST_SANITIZED ? 50 : 500); c++) {
+                    memset(got, 0xa5, bytes);
+                    run_backend(v.be, &p, NULL, got);
+                    compare(v.be->name, &p, want, got, 41, i);
+                }
+                free(want);
+                free(got);
+                problem_free(&p);
+            }
+            close_variants(&v, 1);
+        }
+    }
+}
+
 /* For each options string of `extras`, every variant opened with it runs problem s of
  * `shapes` (every third under the sanitizers) with every buffer ending at an inaccessible
  * page: problem i (counted across the strings) of types (i * type_step) % 8, operands of

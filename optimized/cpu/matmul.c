@@ -13,6 +13,7 @@
  * panels of nr columns (kept in L1 while every mr-row group of the A block streams past),
  * then mr-row groups; int32 partial sums live in a per-thread buffer between K blocks.
  */
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,9 +114,10 @@ typedef struct job {
     int fused;                    /* B is packed by the compute tasks' first row group
                                      (the variant's kernel_pack): see plan_tasks */
     int wide;                     /* ... past MB_MAX rows: by the first row block's tasks
-                                     into the whole packed B (phase 1), which the other row
-                                     blocks' tasks read (phase 2): see shape_job */
-    int phase;                    /* wide: the compute run under way, 1 or 2; else 0 */
+                                     into the whole packed B, which the other row blocks'
+                                     tasks read: see shape_job and wide_task_of */
+    atomic_int *packed;           /* wide: per batch and column block, 1 once its row block
+                                     0 has packed it (carve_scratch) */
     int raw_a;                    /* full row groups read a uint8 A as it is (the variant's
                                      kernel_raw_a): see plan_tasks */
     int dense_a;                  /* A packed m words a K group, not mr: M < mr on the tile
@@ -125,6 +127,7 @@ typedef struct job {
                                      every column: zbp * rowsum is 0, so A's row sums are not
                                      taken (they are stored as 0) */
     int mr, nr, kg;
+    int threads;                  /* the backend's */
     size_t m, k, n, batch;
     size_t kgroups, kp, mpad, npad;
     /* A */
@@ -464,32 +467,60 @@ static void epilogue(const job *J, worker_scratch *w, int64_t bi, size_t m0, siz
 typedef struct task_block {
     int64_t bi;
     size_t m0, m1, n0, n1;
+    int packs;             /* the task packs B as it computes (packs_b) */
+    size_t cb;             /* wide: its batch and column block, bi * nnb + the block */
     size_t bmat;
     const int32_t *A;      /* the packed A matrix of bi */
     const uint8_t *araw;   /* A of bi as it is */
     const int32_t *rowsum; /* its row sums */
 } task_block;
 
+/* The wide fused path's task order, one pool run: the batch's column blocks (cb = bi * nnb +
+ * the block) fall into one group per thread, each group's tasks contiguous, so that the
+ * pool's home ranges (threadpool.c) give every thread one group: first row block 0 of each of
+ * its blocks (which pack B), then the other row blocks in the task order of the call (rows
+ * first: one column block's row blocks after another). A task past row block 0 reads what
+ * its column block's row block 0 packed, a task with a lower index of the same group: the
+ * thread that claimed it has finished it or is running it (a thread waits only for a task
+ * that waits for none, so nothing deadlocks, and on one thread the order alone suffices).
+ * Until 2026-11-29 the row blocks 0 ran in a pool run of their own and the others in a
+ * second: every thread then waited at the end of the first for the slower one. */
+static void wide_task_of(const job *J, size_t task, size_t *mb_i, size_t *cb)
+{
+    size_t s = J->batch * J->nnb / (size_t)J->threads, rest = J->nmb - 1;
+    size_t grp = task / (s * J->nmb), r = task % (s * J->nmb);
+    if (r < s) {
+        *mb_i = 0;
+        *cb = grp * s + r;
+        return;
+    }
+    r -= s;
+    *mb_i = 1 + (J->rows_first ? r % rest : r / s);
+    *cb = grp * s + (J->rows_first ? r / rest : r % s);
+}
+
 static task_block task_block_of(const job *J, size_t task)
 {
-    /* the wide fused path's phase 1 runs row block 0 of every column block, phase 2 the
-     * other row blocks */
-    size_t nmb = J->phase == 1 ? 1 : J->phase == 2 ? J->nmb - 1 : J->nmb;
-    size_t mb0 = J->phase == 2 ? 1 : 0;
-    size_t mb_i, nb_i, rest;
-    if (J->rows_first) {
-        mb_i = mb0 + task % nmb;
-        rest = task / nmb;
+    size_t mb_i, nb_i, rest, cb = 0;
+    if (J->wide) {
+        wide_task_of(J, task, &mb_i, &cb);
+        nb_i = cb % J->nnb;
+        rest = cb / J->nnb;
+    } else if (J->rows_first) {
+        mb_i = task % J->nmb;
+        rest = task / J->nmb;
         nb_i = rest % J->nnb;
         rest /= J->nnb;
     } else {
         nb_i = task % J->nnb;
         rest = task / J->nnb;
-        mb_i = mb0 + rest % nmb;
-        rest /= nmb;
+        mb_i = rest % J->nmb;
+        rest /= J->nmb;
     }
     task_block t;
     t.bi = (int64_t)rest;
+    t.cb = cb;
+    t.packs = J->fused && (!J->wide || mb_i == 0);
     t.m0 = mb_i * J->mb;
     t.m1 = t.m0 + J->mb < J->m ? t.m0 + J->mb : J->m;
     t.n0 = nb_i * J->nb;
@@ -583,13 +614,6 @@ static size_t fused_panels(const job *J, size_t p, size_t p0, size_t p1)
     size_t first = p - (p - p0) % 2; /* the pair's first panel */
     int pair = first + 1 < p1 && (first + 2) * (size_t)J->nr <= J->n;
     return !pair ? 1 : p == first ? 2 : 0;
-}
-
-/* Whether this call's tasks pack B as they compute: the fused path, but not the wide fused
- * path's phase 2 (which reads what phase 1 packed). */
-static int packs_b(const job *J)
-{
-    return J->fused && J->phase != 2;
 }
 
 /* The narrow fused path: B packed into each worker's two panel buffers, not kept (the wide one
@@ -699,7 +723,7 @@ static void compute_overlapped(const job *J, worker_scratch *w, const task_block
     size_t mr = (size_t)J->mr, g0 = t->m0 / mr, q = p - p0;
     qmm_opt_rq_tile *rq = w->ovq;
     size_t r0 = (gi - 1) * mr;
-    if (packs_b(J) && gi == g0 + 1) {
+    if (t->packs && gi == g0 + 1) {
         const int32_t *colsum = J->colsum + t->bmat * J->npad + p * 32;
         for (size_t jj = 0; jj < 32; jj++) {
             w->zc[q * 32 + jj] = (int32_t)(o->zap * (uint32_t)colsum[jj]);
@@ -736,9 +760,9 @@ static void compute_overlapped(const job *J, worker_scratch *w, const task_block
  * each NC_MAX column chunk's sums go through the epilogue. */
 static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
 {
-    /* the packed B (written by the wide fused path's phase 1: J->bpack is then the call's own
-     * J->bpack_own); the narrow fused path packs into the worker's panel buffers instead */
-    int packs = packs_b(J);
+    /* the packed B (written by the wide fused path's row block 0: J->bpack is then the call's
+     * own J->bpack_own); the narrow fused path packs into the worker's panel buffers instead */
+    int packs = t->packs;
     int8_t *B = packs_into_buffers(J) ? NULL : (int8_t *)J->bpack + t->bmat * J->kp * J->npad;
     const int32_t *colsum = J->colsum ? J->colsum + t->bmat * J->npad : NULL;
     size_t m0 = t->m0, m1 = t->m1;
@@ -811,6 +835,21 @@ static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
     }
 }
 
+/* Waits until row block 0 of the wide fused path's column block cb has packed it: rarely
+ * at all (the thread that claimed that task before this one is running it), so a pause per
+ * look, and a yield now and then in case that thread waits for a core this one holds. */
+static void wait_packed(const job *J, size_t cb)
+{
+    for (unsigned spins = 1; !atomic_load_explicit(&J->packed[cb], memory_order_acquire);
+         spins++) {
+#if defined(__x86_64__)
+        __asm__ volatile("pause");
+#endif
+        if (spins % 4096 == 0)
+            sched_yield();
+    }
+}
+
 static void compute_task(void *ctx, size_t task, int worker)
 {
     job *J = ctx;
@@ -824,9 +863,13 @@ static void compute_task(void *ctx, size_t task, int worker)
         compute_small_packed(J, w, &t);
         return;
     }
+    if (J->wide && !t.packs) /* its column block's row block 0 packs B: wide_task_of */
+        wait_packed(J, t.cb);
     J->v->task_begin();
     compute_tiles(J, w, &t);
     J->v->task_end();
+    if (J->wide && t.packs)
+        atomic_store_explicit(&J->packed[t.cb], 1, memory_order_release);
 }
 
 /* ---- setup ---- */
@@ -919,9 +962,9 @@ static void shape_job(job *J, const qmm_opt_backend *ob, const qmm_optimized_pac
      * docs/optimized.md: 128x4096x4096 1.22x faster at T = 1, Zen 5).
      * Past MB_MAX rows, where the CPU model's tuning says so (fuse_wide, kernels.c), the
      * wide fused path: row block 0's tasks pack B into the whole packed B as they compute
-     * (phase 1, one task per column block and batch), then the other row blocks read it
-     * (phase 2); only where phase 1's tasks divide among the threads (384x768x768 T = 2, 3
-     * tasks: 0.865x). Elsewhere the packing pass stays (Zen 4, before panel pairs: no better
+     * (one task per column block and batch), the other row blocks read it (wide_task_of);
+     * only where the column blocks divide among the threads (384x768x768 T = 2, 3 blocks:
+     * 0.865x). Elsewhere the packing pass stays (Zen 4, before panel pairs: no better
      * at 2048^3, kernel_pack 2.84% of the samples against the packer's 2.00%). */
     int fusable = pb == NULL && !J->direct && J->v->kernel_pack && J->kg == 4 &&
                   J->nbmat == J->batch && J->k > 0;
@@ -936,12 +979,13 @@ static void shape_job(job *J, const qmm_opt_backend *ob, const qmm_optimized_pac
 static char *carve_scratch(const qmm_opt_backend *ob, job *J, int own_b, int *cached)
 {
     int threads = ob->threads;
-    size_t off = 0, o_rep, o_apack, o_rowsum, o_ws, o_wsb, o_bpack = 0, o_colsum = 0;
+    size_t off = 0, o_rep, o_apack, o_rowsum, o_ws, o_wsb, o_bpack = 0, o_colsum = 0, o_packed;
     o_rep = carve(&off, J->namat * sizeof *J->amat_rep);
     o_apack = carve(&off, (J->namat * J->a_words + 1) * sizeof *J->apack);
     o_rowsum = carve(&off, J->namat * J->m * sizeof *J->rowsum);
     o_ws = carve(&off, (size_t)threads * sizeof *J->ws);
     o_wsb = carve(&off, (size_t)threads * WS_BYTES);
+    o_packed = carve(&off, J->wide ? J->batch * ceil_div(J->n, NC_MAX) * sizeof *J->packed : 0);
     size_t panels_bytes = 2 * J->kp * (size_t)J->nr; /* fused: a worker's two panels */
     if (own_b) {
         /* fused: two panels a worker (shape_job); else the whole packed B */
@@ -957,6 +1001,7 @@ static char *carve_scratch(const qmm_opt_backend *ob, job *J, int own_b, int *ca
     J->apack = (int32_t *)(void *)(blk + o_apack);
     J->rowsum = (int32_t *)(void *)(blk + o_rowsum);
     J->ws = (worker_scratch *)(void *)(blk + o_ws);
+    J->packed = (atomic_int *)(void *)(blk + o_packed);
     for (int t = 0; t < threads; t++)
         worker_scratch_at(&J->ws[t], blk + o_wsb + (size_t)t * WS_BYTES);
     if (own_b) {
@@ -1087,6 +1132,7 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
     J->mr = J->L->mr;
     J->nr = J->L->nr;
     J->kg = J->L->kg;
+    J->threads = ob->threads;
     J->m = (size_t)g->m;
     J->k = (size_t)g->k;
     J->n = (size_t)g->n;
@@ -1110,14 +1156,9 @@ static qmm_status_code run_job(const qmm_opt_backend *ob, job *J,
     plan_tasks(J, ob, pb, own_b);
     count_paths(ob, J);
     qmm_opt_pool_run(ob->pool, J->namat * J->a_chunks + J->nbmat * J->b_chunks, pack_task, J);
-    if (J->wide) { /* row block 0 packs B as it computes; then the other row blocks */
-        J->phase = 1;
-        qmm_opt_pool_run(ob->pool, J->batch * J->nnb, compute_task, J);
-        J->phase = 2;
-        qmm_opt_pool_run(ob->pool, J->batch * (J->nmb - 1) * J->nnb, compute_task, J);
-    } else {
-        qmm_opt_pool_run(ob->pool, J->batch * J->nmb * J->nnb, compute_task, J);
-    }
+    for (size_t i = 0; J->wide && i < J->batch * J->nnb; i++)
+        atomic_store_explicit(&J->packed[i], 0, memory_order_relaxed);
+    qmm_opt_pool_run(ob->pool, J->batch * J->nmb * J->nnb, compute_task, J);
     qmm_opt_scratch_put(ob, blk, cached);
     return qmm_status_ok(st);
 }
