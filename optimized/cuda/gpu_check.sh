@@ -260,7 +260,9 @@ fi
 for p in "${pids[@]}"; do
   wait "$p" || failed=1
 done
-grep -h "DIFF TOTAL" "$out/diff.log" 2> /dev/null
+# the long differential's total into the summary, which the caller's output ends with (on
+# 2026-11-28 it was printed here, before the long bench logs, and cut from a returned tail)
+grep -h "DIFF TOTAL" "$out/diff.log" 2> /dev/null >> "$out/summary"
 # Saved differences, one file (a caller may fetch only a few files)
 saved=()
 for d in "$out"/diff-*/ "$out"/sanitize-*/; do
