@@ -19,6 +19,11 @@ With --update FILE the section for this CPU class and model (between its markers
 section; the sections of other classes and models are left as they are. --json keeps
 every row; --from-json makes the section again from it without measuring.
 
+--isa avx2 | avxvnni: a lower class's code on this machine, ours (QMM_ISA) against oneDNN's
+(ONEDNN_MAX_CPU_ISA), with the bound against that ISA's own loop; ONNX Runtime has no such
+switch, so no ORT rows. A section of its own ("avx2 code on avx512-vnni, CPU"): it shows both
+libraries' code for that class on this machine's pipes, not a machine of that class.
+
 Time, default size (3 rounds each) on the 2-core Zen 4: 18 minutes measured at load average
 10-18 (2026-11-27); on an idle machine about 7 (the reference's checks of 2048^3, about 45 s per
 profile and thread count, are 3 of them; ORT's rows about 3). --shapes and --threads narrow it.
@@ -26,6 +31,7 @@ profile and thread count, are 3 of them; ORT's rows about 3). --shapes and --thr
 import argparse
 import datetime
 import json
+import math
 import os
 import re
 import subprocess
@@ -40,10 +46,35 @@ SHAPES = ["1x4096x4096", "128x768x768", "512x1024x1024", "1024x1024x1024", "2048
 # there are judged under spec's accumulation with oneDNN's requantization
 ONEDNN_PROFILE = {"avx2": "onednn-fp32+onednn-avx2",
                   "avx512-vnni": "onednn-fp32+onednn-avx512-vnni"}
+# --isa: a lower class's code on this machine. Ours through QMM_ISA, oneDNN through its
+# ONEDNN_MAX_CPU_ISA (its dispatch then takes that ISA's kernels: ONEDNN_VERBOSE names it),
+# judged under the profile of that code's arithmetic (vpdpbusd on ymm sums as on zmm). ORT
+# has no such switch: its rows are left out.
+CAPPED = {"avx2": ("AVX2", "onednn-fp32+onednn-avx2"),
+          "avxvnni": ("AVX2_VNNI", "onednn-fp32+onednn-avx512-vnni")}
 
 
-def run_onednn(qmmcheck, shapes, threads, rounds, profile):
-    """One `qmmcheck bench` of ours and oneDNN; returns its JSON report."""
+def capped_env(isa):
+    """The environment that runs ISA's code on this machine (--isa), or None."""
+    if not isa:
+        return None
+    env = dict(os.environ)
+    env["QMM_ISA"] = isa
+    env["ONEDNN_MAX_CPU_ISA"] = CAPPED[isa][0]
+    return env
+
+
+def isa_peaks(qmmcheck, threads):
+    """`qmmcheck bench --peak --threads T`'s rate of each ISA's loop, GOPS by ISA name."""
+    out = subprocess.run([qmmcheck, "bench", "--peak", "--threads", str(threads)],
+                         capture_output=True, text=True, check=True).stdout
+    return {m.group(1): float(m.group(2))
+            for m in re.finditer(r"^peak isa=(\S+) threads=\d+ ([0-9.]+) GOPS", out, re.M)}
+
+
+def run_onednn(qmmcheck, shapes, threads, rounds, profile, isa=None):
+    """One `qmmcheck bench` of ours and oneDNN; returns its JSON report (with --isa the peak
+    rate of that ISA's loop beside it, as `isa_peak_gops`)."""
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "r.json")
         cmd = [qmmcheck, "bench", "--backend", "optimized", "--backend", "onednn",
@@ -52,11 +83,18 @@ def run_onednn(qmmcheck, shapes, threads, rounds, profile):
         for s in shapes:
             cmd += ["--shape", s]
         print("$ " + " ".join(cmd), file=sys.stderr, flush=True)
-        rc = subprocess.run(cmd, stdout=sys.stderr).returncode
+        env = capped_env(isa)
+        if env:
+            print(f"  (QMM_ISA={env['QMM_ISA']} ONEDNN_MAX_CPU_ISA={env['ONEDNN_MAX_CPU_ISA']})",
+                  file=sys.stderr, flush=True)
+        rc = subprocess.run(cmd, stdout=sys.stderr, env=env).returncode
         if rc not in (0, 1):  # 1: a backend FAILED, which the rows show
             sys.exit(f"table.py: qmmcheck bench exited {rc}")
         with open(path) as f:
-            return json.load(f)
+            rep = json.load(f)
+        if isa:
+            rep["isa_peak_gops"] = isa_peaks(qmmcheck, threads).get(isa)
+        return rep
 
 
 def machine(qmmcheck):
@@ -95,10 +133,25 @@ def section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end):
     mark = f"<!-- bench/table.py: {cls} -->"
     cmd = (f".venv/bin/python bench/table.py --qmmcheck build/harness/qmmcheck --rounds "
            f"{args.rounds} --ort-rounds {args.ort_rounds} --update BENCHMARKS.md")
-    lines = [mark, f"## Issue 29 table: class {cls} (bench/table.py, {began:%Y-%m-%d %H:%M} UTC)",
+    title = f"class {cls}"
+    if args.isa:
+        cmd = (f".venv/bin/python bench/table.py --qmmcheck build/harness/qmmcheck --isa "
+               f"{args.isa} --rounds {args.rounds} --update BENCHMARKS.md")
+        title = cls
+    lines = [mark, f"## Issue 29 table: {title} (bench/table.py, {began:%Y-%m-%d %H:%M} UTC)",
              "",
              f"`{mline}` (at the start; load average at the end {load_end}). "
              f"{build_type(args.qmmcheck)} build, commit {git_commit()}."]
+    if args.isa:
+        env, _ = CAPPED[args.isa]
+        lines += ["", f"**{args.isa} code on a machine of a higher class**: ours with "
+                  f"`QMM_ISA={args.isa}`, oneDNN with `ONEDNN_MAX_CPU_ISA={env}`. It shows the "
+                  "two libraries' code for that class side by side, on this machine's "
+                  "pipes and caches, not a machine of that class (whose pipes differ: a Zen 3 "
+                  "runs vpmaddwd on fewer of them). ONNX Runtime has no such switch: no ORT "
+                  f"rows. bound and % of peak are against the {args.isa} loop of `qmmcheck "
+                  "bench --peak --threads T` (run once per thread count, after the rounds).",
+                  ""]
     peers = []
     if onednn:
         desc = next((b["description"] for b in onednn[0]["backends"] if b["name"] == "onednn"),
@@ -140,10 +193,17 @@ def section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end):
               "| bound | ours % of peak | ours ms (ORT run) | ORT ms | ORT/ours (per round) "
               "| ORT bound |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    by = {}
+    by, isa_peak = {}, {}
     for rep in onednn:
+        isa_peak[rep["threads"]] = rep.get("isa_peak_gops")
         for r in rep["results"]:
             by.setdefault((r["shape"], rep["threads"], r["b"]), {})[r["backend"].split(":")[0]] = r
+    if args.isa:  # the bound and % of peak against that ISA's loop, not this CPU's best
+        for (shape, t, b), cell in by.items():
+            ops = 2 * math.prod(int(d) for d in shape.split("x"))
+            for r in cell.values():
+                ok = r.get("status") == "PASSED" and r.get("median_s") and isa_peak.get(t)
+                r["bound"] = isa_peak[t] * 1e9 * r["median_s"] / ops if ok else None
     ort_by = {(r["shape"], r["threads"], "constant" if r["b"] == "const" else "input"): r
               for r in ort_rows}
     reach = {"oneDNN": [], "ORT": []}  # rows out of reach, per peer
@@ -189,11 +249,14 @@ def section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end):
     return "\n".join(lines) + "\n"
 
 
-def section_key(mach):
+def section_key(mach, isa=None):
     """The section a machine's table goes to: its CPU class and model where the report names
     the model. Machines of one class differ: an AMD Zen 4 and a Zen 5 are both avx512-vnni, the
-    Zen 5 at twice the int8 rate per cycle, and one must not overwrite the other's table."""
+    Zen 5 at twice the int8 rate per cycle, and one must not overwrite the other's table. With
+    --isa: that ISA's code on this class and model, a section of its own."""
     key = f"{mach['class']}, {mach['cpu']}" if mach.get("cpu") else mach["class"]
+    if isa:
+        key = f"{isa} code on {key}"
     return key.replace("--", "-")  # "-->" would end the marker's comment
 
 
@@ -227,6 +290,9 @@ def main():
                     "(default: the one docs/profiles.md gives for this CPU class)")
     ap.add_argument("--no-onednn", action="store_true")
     ap.add_argument("--no-ort", action="store_true")
+    ap.add_argument("--isa", choices=sorted(CAPPED),
+                    help="a lower class's code on this machine: ours (QMM_ISA) against oneDNN "
+                    "(ONEDNN_MAX_CPU_ISA), no ORT rows; a section of its own")
     ap.add_argument("--update", metavar="FILE", help="replace this class's section of FILE")
     ap.add_argument("--json", help="also write every row here")
     ap.add_argument("--from-json", metavar="FILE",
@@ -241,7 +307,8 @@ def main():
         with open(args.from_json) as f:
             d = json.load(f)
         args.onednn_profile = d.get("onednn_profile")
-        key = section_key(d["machine"])
+        args.isa = d.get("isa")
+        key = section_key(d["machine"], args.isa)
         text = section(key, d["machine_line"], d["onednn"], d["ort"], d.get("onnxruntime"),
                        args, datetime.datetime.fromisoformat(d["began"]), d["load_end"])
         print(text)
@@ -256,14 +323,15 @@ def main():
     peer = os.path.join(os.path.dirname(os.path.abspath(args.qmmcheck)), "..", "peers",
                         "onednn", "libqmm_peer_onednn.so")
     if not args.no_onednn and os.path.exists(peer):
-        args.onednn_profile = args.onednn_profile or ONEDNN_PROFILE.get(cls, "onednn-fp32")
+        args.onednn_profile = (args.onednn_profile or (CAPPED[args.isa][1] if args.isa else
+                               ONEDNN_PROFILE.get(cls, "onednn-fp32")))
         for t in args.threads:
             onednn.append(run_onednn(args.qmmcheck, args.shapes, t, args.rounds,
-                                     args.onednn_profile))
+                                     args.onednn_profile, args.isa))
     elif not args.no_onednn:
         print(f"table.py: no oneDNN peer at {peer}: its columns stay empty", file=sys.stderr)
     ort_rows, ort_version = [], None
-    if not args.no_ort:
+    if not args.no_ort and not args.isa:
         try:
             sys.path.insert(0, HERE)
             import ort_compare  # noqa: E402 (exits naming what is missing)
@@ -274,16 +342,17 @@ def main():
             print(f"table.py: no ONNX Runtime comparison: {e}", file=sys.stderr)
     with open("/proc/loadavg") as f:
         load_end = " ".join(f.read().split()[:3])
-    text = section(section_key(mach), mline, onednn, ort_rows, ort_version, args, began, load_end)
+    text = section(section_key(mach, args.isa), mline, onednn, ort_rows, ort_version, args, began, load_end)
     print(text)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": mach, "machine_line": mline, "began": began.isoformat(),
                        "load_end": load_end, "onednn_profile": args.onednn_profile,
+                       "isa": args.isa,
                        "onnxruntime": ort_version, "onednn": onednn, "ort": ort_rows}, f,
                       indent=1)
     if args.update:
-        update(args.update, section_key(mach), text)
+        update(args.update, section_key(mach, args.isa), text)
     return 0
 
 

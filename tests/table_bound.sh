@@ -75,4 +75,22 @@ a, a_end = d.index("<!-- bench/table.py: avx512-vnni, CPU A -->"), d.index("CPU 
 b, b_end = d.index("<!-- bench/table.py: avx512-vnni, CPU B -->"), d.index("CPU B end -->")
 sys.exit(0 if b_end < a and d.index("## A") == a + len("<!-- bench/table.py: avx512-vnni, CPU A -->\n") else 1)
 PY
+# --isa (a lower class's code here): bound and % of peak against that ISA's loop
+# (isa_peak_gops), whatever the report's own bound; a section of its own beside the class's
+python3 - "$tmp/run.json" "$tmp/isa.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["isa"], d["ort"] = "avx2", []
+d["onednn"][0]["isa_peak_gops"] = 1.25 * 2 * 8 * 64 * 64 / 1e6  # ours at 1 ms: bound 1.25
+json.dump(d, open(sys.argv[2], "w"))
+PY
+python3 "$src/bench/table.py" --from-json "$tmp/isa.json" --shapes 8x64x64 --threads 1 \
+  --update "$tmp/doc.md" >"$tmp/out" 2>&1 || fail "table.py --from-json of an --isa run: exit $?"
+grep -Fq '| 8x64x64 | 1 | input | 1.000 | 1.010 | **1.01** (1.00, 1.02) | 1.00 | 1.26 | 80% | — | — | — | — |' "$tmp/out" ||
+  fail "--isa: the bound against the avx2 loop (1.26 for oneDNN at 1.01 ms, ours 80%)"
+grep -Fq 'ONEDNN_MAX_CPU_ISA=AVX2' "$tmp/out" || fail "--isa: the section does not say how oneDNN was capped"
+grep -Fq '## Issue 29 table: avx2 code on avx512-vnni, CPU B' "$tmp/doc.md" ||
+  fail "--isa: no section of its own: $(cat "$tmp/doc.md")"
+[ "$(grep -c '^<!-- bench/table.py: avx512-vnni, CPU B -->' "$tmp/doc.md")" = 1 ] ||
+  fail "--isa replaced or doubled the class's own section: $(cat "$tmp/doc.md")"
 echo "table_bound: ok"
