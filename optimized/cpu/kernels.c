@@ -220,7 +220,8 @@ static const qmm_opt_variant table[] = {
     {.name = "avx2", .check = check_avx2, .layout = &unsigned_words,
      KERNEL(qmm_gemm_s16u8_6x16c2__avx2), .gemv_rows = GEMV,
      .gemv = X86(qmm_gemv_s16u8_r4__avx2), .gemv_packed = X86(qmm_gemv_s16u8_r4x16c2__avx2),
-     .requant_row = X86(qmm_opt_requant_row_avx2), .peak = X86(qmm_peak_s16s16__avx2),
+     .requant_mults = qmm_opt_requant_mults_f32, .requant_row = X86(qmm_opt_requant_row_avx2),
+     .peak = X86(qmm_peak_s16s16__avx2),
      F64(qmm_gemm_f64_6x8__avx2, 8),
      .peak_loop = "avx2: ymm vpmaddwd + vpaddd (the AVX2 kernel's exact int16 sequence), "
                   "12 independent chains"},
@@ -228,7 +229,7 @@ static const qmm_opt_variant table[] = {
     {.name = "avxvnni", .check = check_avxvnni, .layout = &quads16,
      KERNEL(qmm_gemm_u8s8_6x16c4__avxvnni), .kernel_rows = X86(qmm_gemm_u8s8_rx16c4__avxvnni),
      .gemv_rows = GEMV, .gemv = X86(qmm_gemv_s16u8_r4__avx2),
-     .requant_row = X86(qmm_opt_requant_row_avx2),
+     .requant_mults = qmm_opt_requant_mults_f32, .requant_row = X86(qmm_opt_requant_row_avx2),
      .colsum = X86(qmm_colsum_s8_16c4__avxvnni), .peak = X86(qmm_peak_u8s8__avxvnni),
      F64(qmm_gemm_f64_6x8__avx2, 8),
      .peak_loop = "avxvnni: ymm vpdpbusd, 12 independent chains"},

@@ -351,8 +351,10 @@ qmm_opt_pack_panels_ft qmm_opt_pack_b;
  * portable variant's requant_mults makes none). */
 qmm_opt_requant_row_ft qmm_opt_requant_row;
 
-/* qmm_opt_requant_row eight elements at a time (requant-avx2.c): the same results; mf is not
- * read. */
+/* qmm_opt_requant_row eight elements at a time (requant-avx2.c): the same results. With mf
+ * (qmm_opt_requant_mults_f32's) each block of 8 is tried in single precision first, as in
+ * requant-avx512.c; blocks it cannot decide, and every block without mf, take the double
+ * path. */
 qmm_opt_requant_row_ft qmm_opt_requant_row_avx2;
 
 /* qmm_opt_requant_row sixteen elements at a time (requant-avx512.c): the same results. With
