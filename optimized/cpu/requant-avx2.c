@@ -91,15 +91,20 @@ void qmm_opt_requant_row_avx2(const int32_t *acc, const int32_t *zc, uint32_t zr
                               const float *mf, double sa, const double *sb, const double *cm,
                               double sy, int32_t zy, int32_t qmin, int32_t qmax, uint8_t *out)
 {
-    const __m128i vzr = _mm_set1_epi32((int32_t)zr);
-    const __m128i vzy = _mm_set1_epi32(zy), vmin = _mm_set1_epi32(qmin),
-                  vmax = _mm_set1_epi32(qmax);
+    const __m256i vzr = _mm256_set1_epi32((int32_t)zr), vzy = _mm256_set1_epi32(zy);
+    const __m256i vmin = _mm256_set1_epi32(qmin), vmax = _mm256_set1_epi32(qmax);
     const __m256 lim = _mm256_set1_ps(QMM_OPT_F32_SAT), nlim = _mm256_set1_ps(-QMM_OPT_F32_SAT);
     const __m256 half = _mm256_set1_ps(QMM_OPT_F32_HALF), sign = _mm256_set1_ps(-0.0f);
     int is_signed = qmin < 0;
+    /* y's whole uint8 or int8 range: the saturating packs below are the clamp (|q| <= 2^9 +
+     * 255 fits int16) */
+    int full = (qmin == 0 && qmax == 255) || (qmin == -128 && qmax == 127);
     size_t j = 0;
     for (; mf && j + 8 <= n; j += 8) {
-        __m256i x = _mm256_setr_m128i(corrected4(acc, zc, vzr, j), corrected4(acc, zc, vzr, j + 4));
+        __m256i x = _mm256_sub_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(acc + j)),
+                                     vzr);
+        if (zc)
+            x = _mm256_sub_epi32(x, _mm256_loadu_si256((const __m256i *)(const void *)(zc + j)));
         __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(x), _mm256_loadu_ps(mf + j));
         v = _mm256_min_ps(_mm256_max_ps(v, nlim), lim);
         __m256 r = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -109,12 +114,14 @@ void qmm_opt_requant_row_avx2(const int32_t *acc, const int32_t *zc, uint32_t zr
                      out + j);
             continue;
         }
-        __m256i q = _mm256_cvtps_epi32(r); /* an integer within +-2^9: exact */
-        __m128i q0 = _mm_min_epi32(_mm_max_epi32(_mm_add_epi32(_mm256_castsi256_si128(q), vzy),
-                                                 vmin), vmax);
-        __m128i q1 = _mm_min_epi32(
-            _mm_max_epi32(_mm_add_epi32(_mm256_extracti128_si256(q, 1), vzy), vmin), vmax);
-        store8(q0, q1, is_signed, out + j);
+        __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(r), vzy); /* r within +-2^9: exact */
+        if (!full)
+            q = _mm256_min_epi32(_mm256_max_epi32(q, vmin), vmax);
+        /* int16s in 64-bit pieces [q0-3 q0-3 | q4-7 q4-7], then q0-7 in order */
+        __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(q, q), 0xd8);
+        __m128i w8 = _mm256_castsi256_si128(w);
+        __m128i b = is_signed ? _mm_packs_epi16(w8, w8) : _mm_packus_epi16(w8, w8);
+        _mm_storel_epi64((__m128i *)(void *)(out + j), b);
     }
     if (j < n)
         rows_f64(acc + j, zc ? zc + j : NULL, zr, n - j, sa, sb + j, cm + j, sy, zy, qmin, qmax,
