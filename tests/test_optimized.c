@@ -1131,6 +1131,57 @@ Test(rounding, row_requantizers_agree_with_the_exact_rule)
 
 /* ---- prepack API ---- */
 
+/* Every variant's B packer (its pack_b: a SIMD one packs and sums in one pass) against the
+ * layout's scalar packer and the variant's column sums, byte for byte: uint8 and int8 B, every
+ * K up to 13 (whole and partial K groups, an odd group count), longer K, column ranges with
+ * partial and odd last panels, a range that starts inside the matrix, and a row stride wider
+ * than the columns packed. */
+Test(prepack, pack_b_matches_the_layout_packer)
+{
+    static const size_t ks[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 64, 65, 130};
+    static const size_t ranges[][3] = {{0, 16, 16}, {0, 32, 40}, {0, 64, 64}, {0, 47, 47},
+                                       {32, 96, 100}, {16, 33, 33}, {0, 96, 130}};
+    rng r = {43};
+    int checked = 0;
+    for (int i = 0; qmm_opt_variant_at(i); i++) {
+        const qmm_opt_variant *v = qmm_opt_variant_at(i);
+        const qmm_opt_layout *L = v->layout;
+        if (qmm_opt_variant_missing(i) || !v->colsum)
+            continue; /* the pairs layouts have no column sums */
+        for (size_t ki = 0; ki < COUNT(ks); ki++)
+            for (size_t ri = 0; ri < COUNT(ranges); ri++)
+                for (int b_signed = 0; b_signed < 2; b_signed++) {
+                    size_t k = ks[ki], j0 = ranges[ri][0], j1 = ranges[ri][1];
+                    size_t ldb = ranges[ri][2], nr = (size_t)L->nr;
+                    size_t kg = (size_t)L->kg, ka = (size_t)L->kalign;
+                    size_t kgroups = ((k + kg - 1) / kg + ka - 1) / ka * ka; /* the driver's */
+                    size_t npan = (j1 - j0 + nr - 1) / nr;
+                    size_t bytes = npan * kgroups * (size_t)L->kg * nr;
+                    uint8_t *b = malloc(k * ldb);
+                    int8_t *want = malloc(bytes), *got = malloc(bytes);
+                    int32_t *wsum = malloc(npan * nr * sizeof *wsum);
+                    int32_t *gsum = malloc(npan * nr * sizeof *gsum);
+                    cr_assert(b && want && got && wsum && gsum);
+                    for (size_t e = 0; e < k * ldb; e++)
+                        b[e] = (uint8_t)next64(&r);
+                    memset(want, 0x5a, bytes);
+                    memset(got, 0xa5, bytes);
+                    qmm_opt_pack_b_sums(v, b, ldb, b_signed, k, kgroups, j0, j1, want, wsum);
+                    v->pack_b(v, b, ldb, b_signed, k, kgroups, j0, j1, got, gsum);
+                    cr_assert(memcmp(want, got, bytes) == 0,
+                              "%s: packed B differs (k %zu, columns %zu-%zu of %zu, %s)",
+                              v->name, k, j0, j1, ldb, b_signed ? "int8" : "uint8");
+                    for (size_t j = 0; j < j1 - j0; j++)
+                        cr_assert_eq(wsum[j], gsum[j],
+                                     "%s: column sum %zu differs (k %zu, columns %zu-%zu)",
+                                     v->name, j, k, j0, j1);
+                    free(b), free(want), free(got), free(wsum), free(gsum);
+                    checked++;
+                }
+    }
+    cr_assert_gt(checked, 0, "no variant with column sums on this CPU");
+}
+
 Test(prepack, reuse_across_parameters_and_errors)
 {
     qmm_backend *be = open_ok("threads=2");

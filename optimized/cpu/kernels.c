@@ -64,6 +64,7 @@ qmm_opt_peak_ft qmm_peak_s16s16__avx2;
 qmm_opt_kernel_ft qmm_gemm_u8s8_6x16c4__avxvnni;
 qmm_opt_kernel_ft qmm_gemm_u8s8_rx16c4__avxvnni;
 qmm_opt_colsum_ft qmm_colsum_s8_16c4__avxvnni;
+qmm_opt_pack_b_ft qmm_packb_s8_16c4__avxvnni;
 qmm_opt_peak_ft qmm_peak_u8s8__avxvnni;
 
 /* gemm-u8s8-8x32c4-avx512vnni.c */
@@ -230,7 +231,8 @@ static const qmm_opt_variant table[] = {
      KERNEL(qmm_gemm_u8s8_6x16c4__avxvnni), .kernel_rows = X86(qmm_gemm_u8s8_rx16c4__avxvnni),
      .gemv_rows = GEMV, .gemv = X86(qmm_gemv_s16u8_r4__avx2),
      .requant_mults = qmm_opt_requant_mults_f32, .requant_row = X86(qmm_opt_requant_row_avx2),
-     .colsum = X86(qmm_colsum_s8_16c4__avxvnni), .peak = X86(qmm_peak_u8s8__avxvnni),
+     .colsum = X86(qmm_colsum_s8_16c4__avxvnni), .pack_b = X86(qmm_packb_s8_16c4__avxvnni),
+     .peak = X86(qmm_peak_u8s8__avxvnni),
      F64(qmm_gemm_f64_6x8__avx2, 8),
      .peak_loop = "avxvnni: ymm vpdpbusd, 12 independent chains"},
     {.name = "avx512vnni", .check = check_avx512vnni, .layout = &quads32,
