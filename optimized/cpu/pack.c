@@ -156,6 +156,53 @@ void qmm_opt_pack_a(const qmm_opt_layout *L, const uint8_t *a, size_t lda, int a
             }
         }
     }
+    /* pairs: rows in twos, 16 bytes of each (8 int16 pairs a - z) at once; the words of the
+     * two rows interleaved, so that each k pair's two words go out in one 8-byte store
+     * (before: a scalar loop, 3.4% of the samples of a 1024^3 T = 1 call with QMM_ISA=avx2,
+     * Zen 5) */
+    if (L->kg == 2) {
+        size_t full = k / 2, groups = (rows + (size_t)mr - 1) / (size_t)mr;
+        tq = full / 8 * 8;
+        const __m128i zero = _mm_setzero_si128();
+        for (size_t g = 0; g < groups; g++) {
+            int32_t *gd = dst + g * kgroups * (size_t)mr;
+            size_t in_group = rows - g * (size_t)mr < (size_t)mr ? rows - g * (size_t)mr
+                                                                 : (size_t)mr;
+            for (size_t r0 = 0; r0 < in_group / 2 * 2; r0 += 2) {
+                size_t row = g * (size_t)mr + r0;
+                const uint8_t *s0 = a + row * lda;
+                const __m128i z0 = _mm_set1_epi16((short)za[row]);
+                const __m128i z1 = _mm_set1_epi16((short)za[row + 1]);
+                for (size_t t = 0; t < tq; t += 8) {
+                    __m128i x0 = _mm_loadu_si128((const __m128i *)(const void *)(s0 + 2 * t));
+                    __m128i x1 =
+                        _mm_loadu_si128((const __m128i *)(const void *)(s0 + lda + 2 * t));
+                    /* int16 values: zero-extended, or sign-extended (int8: the byte in the
+                     * high half, shifted down arithmetically) */
+                    __m128i l0 = a_signed ? _mm_srai_epi16(_mm_unpacklo_epi8(x0, x0), 8)
+                                          : _mm_unpacklo_epi8(x0, zero);
+                    __m128i h0 = a_signed ? _mm_srai_epi16(_mm_unpackhi_epi8(x0, x0), 8)
+                                          : _mm_unpackhi_epi8(x0, zero);
+                    __m128i l1 = a_signed ? _mm_srai_epi16(_mm_unpacklo_epi8(x1, x1), 8)
+                                          : _mm_unpacklo_epi8(x1, zero);
+                    __m128i h1 = a_signed ? _mm_srai_epi16(_mm_unpackhi_epi8(x1, x1), 8)
+                                          : _mm_unpackhi_epi8(x1, zero);
+                    /* a - z modulo 2^16: the word's halves (pairs 0-3 in l, 4-7 in h) */
+                    l0 = _mm_sub_epi16(l0, z0), h0 = _mm_sub_epi16(h0, z0);
+                    l1 = _mm_sub_epi16(l1, z1), h1 = _mm_sub_epi16(h1, z1);
+                    __m128i w[4] = {_mm_unpacklo_epi32(l0, l1), _mm_unpackhi_epi32(l0, l1),
+                                    _mm_unpacklo_epi32(h0, h1), _mm_unpackhi_epi32(h0, h1)};
+                    for (size_t q = 0; q < 4; q++) {
+                        int32_t *o = gd + (t + 2 * q) * (size_t)mr + r0;
+                        _mm_storel_epi64((__m128i *)(void *)o, w[q]);
+                        _mm_storel_epi64((__m128i *)(void *)(o + mr), _mm_unpackhi_epi64(w[q], w[q]));
+                    }
+                }
+            }
+        }
+        qmm_opt_pack_a_rest(L, a, lda, a_signed, rows, k, za, kgroups, dst, rowsum, 2, tq);
+        return;
+    }
 #endif
     qmm_opt_pack_a_rest(L, a, lda, a_signed, rows, k, za, kgroups, dst, rowsum, 4, tq);
 }
