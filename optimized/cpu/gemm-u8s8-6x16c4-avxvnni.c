@@ -5,18 +5,23 @@
  * modulo 2^32. The layout is the one pack.c's generic loop defines.
  */
 #include <immintrin.h>
+#include <string.h>
 
 #include "optimized/cpu/opt_internal.h"
 #include "optimized/cpu/unroll.h"
 
 enum { MR = 6, NR = 16 };
 
-/* The tile's first R rows (R a constant after inlining); A advances by MR words per group.
+/* The tile's first R rows (R a constant after inlining); A advances by MR words per group,
+ * or, with RAW (a constant after inlining), the four bytes of each row of araw (a uint8 A as
+ * it is, row stride lda) are broadcast from the row itself (the packed word is those bytes).
  * The loops over r are unrolled by pragma: at -O2 GCC 12 kept them rolled, with the
  * accumulators in memory (a load and a store around every vpdpbusd), for every R, the full
  * 6-row tile included: 1024^3 and 128x768x768 ran 2.6x slower (isa=avxvnni on a Zen 5, one
  * thread, 5 alternating rounds). */
-static inline __attribute__((always_inline)) void tile(int R, size_t kgroups, const int32_t *a,
+static inline __attribute__((always_inline)) void tile(int R, int RAW, size_t kgroups,
+                                                      const int32_t *a, const uint8_t *araw,
+                                                      size_t lda,
                                                       const int8_t *b, int32_t *c, size_t ldc,
                                                       int accumulate)
 {
@@ -30,11 +35,19 @@ static inline __attribute__((always_inline)) void tile(int R, size_t kgroups, co
         __m256i b1 = _mm256_loadu_si256((const __m256i *)(const void *)(b + 32));
         QMM_UNROLL
         for (int r = 0; r < R; r++) {
-            __m256i av = _mm256_set1_epi32(a[r]);
+            int32_t w;
+            if (RAW)
+                memcpy(&w, araw + (size_t)r * lda, 4);
+            else
+                w = a[r];
+            __m256i av = _mm256_set1_epi32(w);
             acc[r][0] = _mm256_dpbusd_avx_epi32(acc[r][0], av, b0);
             acc[r][1] = _mm256_dpbusd_avx_epi32(acc[r][1], av, b1);
         }
-        a += MR;
+        if (RAW)
+            araw += 4;
+        else
+            a += MR;
         b += NR * 4;
     }
     QMM_UNROLL
@@ -55,7 +68,16 @@ void qmm_gemm_u8s8_6x16c4__avxvnni(size_t rows, size_t kgroups, const int32_t *a
                                    const int8_t *b, int32_t *c, size_t ldc, int accumulate)
 {
     (void)rows; /* MR: partial groups take qmm_gemm_u8s8_rx16c4__avxvnni */
-    tile(MR, kgroups, a, b, c, ldc, accumulate);
+    tile(MR, 0, kgroups, a, NULL, 0, b, c, ldc, accumulate);
+}
+
+/* The 6x16 kernel on a uint8 A as it is (row stride lda): no packing pass over A's full row
+ * groups (the driver's raw A, matmul.c). */
+qmm_opt_kernel_raw_a_ft qmm_gemm_u8s8_6x16c4_rawa__avxvnni; /* kernels.c */
+void qmm_gemm_u8s8_6x16c4_rawa__avxvnni(size_t kgroups, const uint8_t *a, size_t lda,
+                                        const int8_t *b, int32_t *c, size_t ldc, int accumulate)
+{
+    tile(MR, 1, kgroups, NULL, a, lda, b, c, ldc, accumulate);
 }
 
 /* Partial groups: the last rows of M, and M < 6 with a prepacked B. */
@@ -64,12 +86,12 @@ void qmm_gemm_u8s8_rx16c4__avxvnni(size_t rows, size_t kgroups, const int32_t *a
                                    const int8_t *b, int32_t *c, size_t ldc, int accumulate)
 {
     switch (rows) {
-    case 1: tile(1, kgroups, a, b, c, ldc, accumulate); break;
-    case 2: tile(2, kgroups, a, b, c, ldc, accumulate); break;
-    case 3: tile(3, kgroups, a, b, c, ldc, accumulate); break;
-    case 4: tile(4, kgroups, a, b, c, ldc, accumulate); break;
-    case 5: tile(5, kgroups, a, b, c, ldc, accumulate); break;
-    default: tile(MR, kgroups, a, b, c, ldc, accumulate); break;
+    case 1: tile(1, 0, kgroups, a, NULL, 0, b, c, ldc, accumulate); break;
+    case 2: tile(2, 0, kgroups, a, NULL, 0, b, c, ldc, accumulate); break;
+    case 3: tile(3, 0, kgroups, a, NULL, 0, b, c, ldc, accumulate); break;
+    case 4: tile(4, 0, kgroups, a, NULL, 0, b, c, ldc, accumulate); break;
+    case 5: tile(5, 0, kgroups, a, NULL, 0, b, c, ldc, accumulate); break;
+    default: tile(MR, 0, kgroups, a, NULL, 0, b, c, ldc, accumulate); break;
     }
 }
 

@@ -65,6 +65,7 @@ qmm_opt_kernel_ft qmm_gemm_u8s8_6x16c4__avxvnni;
 qmm_opt_kernel_ft qmm_gemm_u8s8_rx16c4__avxvnni;
 qmm_opt_colsum_ft qmm_colsum_s8_16c4__avxvnni;
 qmm_opt_pack_b_ft qmm_packb_s8_16c4__avxvnni;
+qmm_opt_kernel_raw_a_ft qmm_gemm_u8s8_6x16c4_rawa__avxvnni;
 qmm_opt_peak_ft qmm_peak_u8s8__avxvnni;
 
 /* gemm-u8s8-8x32c4-avx512vnni.c */
@@ -229,6 +230,7 @@ static const qmm_opt_variant table[] = {
     /* the VNNI layouts are quads: small M on a prepacked B runs the kernel on its rows only */
     {.name = "avxvnni", .check = check_avxvnni, .layout = &quads16,
      KERNEL(qmm_gemm_u8s8_6x16c4__avxvnni), .kernel_rows = X86(qmm_gemm_u8s8_rx16c4__avxvnni),
+     .kernel_raw_a = X86(qmm_gemm_u8s8_6x16c4_rawa__avxvnni),
      .gemv_rows = GEMV, .gemv = X86(qmm_gemv_s16u8_r4__avx2),
      .requant_mults = qmm_opt_requant_mults_f32, .requant_row = X86(qmm_opt_requant_row_avx2),
      .colsum = X86(qmm_colsum_s8_16c4__avxvnni), .pack_b = X86(qmm_packb_s8_16c4__avxvnni),
