@@ -636,10 +636,11 @@ Test(ukernel, variants_inherit_from_the_portable_one)
     cr_assert_geq(avx2, 1);
     const qmm_opt_variant *v = qmm_opt_variant_at(avx2);
     /* the AVX2 kernel is its own partial-rows kernel, and the layout's small-M form its
-     * gemv_packed's specification; column sums and a float first try it has none of */
+     * gemv_packed's specification; column sums it has none of; its float first try
+     * (requant-avx2.c, since 2026-11-29) takes the range-checked multipliers */
     cr_assert_eq(v->kernel_rows, v->kernel);
     cr_assert_eq(v->pack_b, qmm_opt_pack_b_sums);
-    cr_assert_eq(v->requant_mults, qmm_opt_requant_mults_none);
+    cr_assert_eq(v->requant_mults, qmm_opt_requant_mults_f32);
     cr_assert_eq(v->task_begin, qmm_opt_task_none);
     cr_assert_null(v->colsum);
 }
