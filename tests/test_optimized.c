@@ -742,6 +742,64 @@ Test(differential, raw_a_at_every_k, .timeout = 600)
 }
 
 /* K >= 33026: exact accumulators leave int32; both sides must give the wrapped result. */
+/* b's scale and zero point per batch ([B, 1, 1]: constant along the columns, different in
+ * each product) with one a scale: the driver decodes a parameter constant along j once and
+ * keeps it, and the float multipliers made from it, over a call's column chunks while the
+ * values stay the same (matmul.c, decode_column_params and make_mults); each batch must
+ * still get its own. N past two chunks of 256 with a partial third, M on the one-row-group
+ * path (1, 3, 8), past it and past the overlapped epilogue's 16 rows, every variant, B
+ * prepacked and not, A broadcast over B's three batches or one per batch, uint8 and int8
+ * y, the batches' scales and zero points both different, or only one of them. A cache
+ * kept over batches without comparing the scale, or the zero point, fails it. */
+Test(differential, per_batch_b_params_constant_along_columns, .timeout = 600)
+{
+    const unsigned long long seed = 9127;
+    static const int64_t ms[] = {1, 3, 8, 9, 24};
+    variant v[MAX_VARIANTS];
+    int nv = open_variants(v, MAX_VARIANTS);
+    cr_assert(nv >= 1);
+    rng r = {seed};
+    for (int i = 0; i < 20; i++) {
+        problem p;
+        memset(&p, 0, sizeof p);
+        int64_t m = ms[i % 5], k = i % 2 ? 64 : 37, n = 600, nb = 3;
+        int a_batched = (i / 5) % 2;
+        int32_t ta = i % 3 ? U8 : I8, tb = i % 4 < 2 ? I8 : U8, ty = i % 2 ? U8 : I8;
+        int64_t ad[3] = {nb, m, k}, bd[3] = {nb, k, n}, yd[3] = {nb, m, n}, pd[3] = {nb, 1, 1};
+        qmm_tensor a = a_batched ? tens(&p, ta, 3, ad) : tens(&p, ta, 2, ad + 1);
+        qmm_tensor b = tens(&p, tb, 3, bd);
+        fill_q8(&r, &a, 0);
+        fill_q8(&r, &b, 0);
+        qmm_tensor as_ = tens(&p, QMM_DTYPE_FLOAT, 0, NULL), az = tens(&p, ta, 0, NULL);
+        qmm_tensor bs = tens(&p, QMM_DTYPE_FLOAT, 3, pd), bz = tens(&p, tb, 3, pd);
+        qmm_tensor ys = tens(&p, QMM_DTYPE_FLOAT, 0, NULL), yz = tens(&p, ty, 0, NULL);
+        fill_q8(&r, &az, 0);
+        fill_q8(&r, &yz, 0);
+        float fa = 0.02f, fy = 0.75f;
+        memcpy(as_.data, &fa, 4);
+        memcpy(ys.data, &fy, 4);
+        for (int64_t j = 0; j < nb; j++) {
+            /* the batches' scales a factor of 3 apart (the results differ) and their zero
+               points apart; or one scale; or one zero point */
+            int sdiff = i % 3 != 1, zdiff = i % 3 != 2;
+            float fb = 0.004f * (float)(!sdiff ? 1 : j == 1 ? 3 : j == 2 ? 9 : 1);
+            int64_t zj = zdiff ? j : 0;
+            memcpy((char *)bs.data + 4 * j, &fb, 4);
+            ((uint8_t *)bz.data)[j] = (uint8_t)(tb == I8 ? 40 * (zj - 1) : 100 + 30 * zj);
+        }
+        p.call.op = QMM_OP_QLINEARMATMUL;
+        p.call.u.qlinearmatmul =
+            (qmm_qlinearmatmul){.a = a, .a_scale = as_, .a_zero_point = az, .b = b,
+                                .b_scale = bs, .b_zero_point = bz, .y_scale = ys,
+                                .y_zero_point = yz, .y = tens(&p, ty, 3, yd), .opset = 10};
+        snprintf(p.what, sizeof p.what, "%s%lldx%lldx%lld, 3 batches of b parameters",
+                 a_batched ? "3 x " : "", (long long)m, (long long)k, (long long)n);
+        check_problem(v, nv, &p, seed, i);
+        problem_free(&p);
+    }
+    close_variants(v, nv);
+}
+
 Test(differential, int32_wraparound, .timeout = 600)
 {
     variant v[MAX_VARIANTS];
