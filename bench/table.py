@@ -129,7 +129,7 @@ def fmt_ms(s):
     return "—" if s is None else f"{1e3 * s:.3f}"
 
 
-def section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end):
+def section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end, build, commit):
     mark = f"<!-- bench/table.py: {cls} -->"
     cmd = (f".venv/bin/python bench/table.py --qmmcheck build/harness/qmmcheck --rounds "
            f"{args.rounds} --ort-rounds {args.ort_rounds} --update BENCHMARKS.md")
@@ -141,7 +141,7 @@ def section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end):
     lines = [mark, f"## Issue 29 table: {title} (bench/table.py, {began:%Y-%m-%d %H:%M} UTC)",
              "",
              f"`{mline}` (at the start; load average at the end {load_end}). "
-             f"{build_type(args.qmmcheck)} build, commit {git_commit()}."]
+             f"{build} build, commit {commit}."]
     if args.isa:
         env, _ = CAPPED[args.isa]
         lines += ["", f"**{args.isa} code on a machine of a higher class**: ours with "
@@ -308,9 +308,18 @@ def main():
             d = json.load(f)
         args.onednn_profile = d.get("onednn_profile")
         args.isa = d.get("isa")
+        # what the run recorded, not this command's defaults: its rounds (a --json from
+        # before they were recorded: counted from its per-round ratios), build and commit
+        def counted(rows):
+            return max((len(r.get("round_ratio") or []) for r in rows), default=0)
+        args.rounds = d.get("rounds") or counted(
+            [r for rep in d["onednn"] for r in rep.get("results", [])]) or args.rounds
+        args.ort_rounds = d.get("ort_rounds") or counted(d["ort"]) or args.ort_rounds
         key = section_key(d["machine"], args.isa)
         text = section(key, d["machine_line"], d["onednn"], d["ort"], d.get("onnxruntime"),
-                       args, datetime.datetime.fromisoformat(d["began"]), d["load_end"])
+                       args, datetime.datetime.fromisoformat(d["began"]), d["load_end"],
+                       d.get("build", "an unrecorded"),
+                       d.get("commit", f"not recorded in {os.path.basename(args.from_json)}"))
         print(text)
         if args.update:
             update(args.update, key, text)
@@ -342,13 +351,16 @@ def main():
             print(f"table.py: no ONNX Runtime comparison: {e}", file=sys.stderr)
     with open("/proc/loadavg") as f:
         load_end = " ".join(f.read().split()[:3])
-    text = section(section_key(mach, args.isa), mline, onednn, ort_rows, ort_version, args, began, load_end)
+    build, commit = build_type(args.qmmcheck), git_commit()
+    text = section(section_key(mach, args.isa), mline, onednn, ort_rows, ort_version, args, began,
+                   load_end, build, commit)
     print(text)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": mach, "machine_line": mline, "began": began.isoformat(),
                        "load_end": load_end, "onednn_profile": args.onednn_profile,
-                       "isa": args.isa,
+                       "isa": args.isa, "rounds": args.rounds, "ort_rounds": args.ort_rounds,
+                       "build": build, "commit": commit,
                        "onnxruntime": ort_version, "onednn": onednn, "ort": ort_rows}, f,
                       indent=1)
     if args.update:

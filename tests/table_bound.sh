@@ -93,4 +93,23 @@ grep -Fq '## Issue 29 table: avx2 code on avx512-vnni, CPU B' "$tmp/doc.md" ||
   fail "--isa: no section of its own: $(cat "$tmp/doc.md")"
 [ "$(grep -c '^<!-- bench/table.py: avx512-vnni, CPU B -->' "$tmp/doc.md")" = 1 ] ||
   fail "--isa replaced or doubled the class's own section: $(cat "$tmp/doc.md")"
+# what a section says of its run comes from the run: its rounds (counted from the per-round
+# ratios of a --json that did not record them: 2 here), build and commit; not the defaults of
+# the command that renders it, nor the checkout's HEAD at that time
+python3 "$src/bench/table.py" --from-json "$tmp/run.json" --shapes 8x64x64 --threads 1 \
+  >"$tmp/out" 2>&1 || fail "table.py --from-json: exit $?"
+grep -Fq -- '--rounds 2 --ort-rounds 1 --update' "$tmp/out" ||
+  fail "an unrecorded run's rounds: 2 oneDNN rounds and 1 ORT round, counted"
+grep -Fq '2 rounds alternating with ours' "$tmp/out" || fail "the peers line's rounds"
+grep -Fq 'commit not recorded in run.json' "$tmp/out" || fail "an unrecorded commit named as such"
+python3 - "$tmp/run.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d.update(rounds=7, ort_rounds=5, build="Release", commit="abc1234")
+json.dump(d, open(sys.argv[1], "w"))
+PY
+python3 "$src/bench/table.py" --from-json "$tmp/run.json" --shapes 8x64x64 --threads 1 \
+  >"$tmp/out" 2>&1 || fail "table.py --from-json: exit $?"
+grep -Fq -- '--rounds 7 --ort-rounds 5 --update' "$tmp/out" || fail "the recorded rounds"
+grep -Fq 'Release build, commit abc1234.' "$tmp/out" || fail "the recorded build and commit"
 echo "table_bound: ok"
