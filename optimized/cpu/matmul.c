@@ -79,11 +79,12 @@ typedef struct worker_scratch {
     int8_t *panels;  /* the fused path's B panels, two of kp x nr bytes (carve_scratch) */
     /* b's zero point and scale constant along j: the first cp_n entries of zbp, sb and cm
      * hold cp_zbp and cp_sb (and cp_sb / sy) already, and the first mf_n of mf the float
-     * multiplier of mf_sa and mf_cm; 0: none. Reset with each call's scratch, and kept over
-     * its column chunks, whose values are then the same (decode_column_params, make_mults) */
+     * multiplier of mf_sa and that cm (decode_column_params clears mf_n whenever it writes
+     * cm); 0: none. Reset with each call's scratch, and kept over its column chunks, whose
+     * values are then the same (decode_column_params, make_mults) */
     size_t cp_n, mf_n;
     int32_t cp_zbp;
-    double cp_sb, mf_sa, mf_cm;
+    double cp_sb, mf_sa;
 } worker_scratch;
 
 /* A worker's scratch is one run of WS_BYTES: the pieces above in that order (each size a
@@ -301,69 +302,61 @@ static int shift_b_of(const job *J)
 /* w->zbp (b's zero point, shifted as the packing shifted b), w->sb and w->cm (b's scale, and
  * over y's) for the block's columns. A parameter that does not vary along j (col_stride 0) is
  * decoded once: the same values. */
+/* b's zero point (as stored) and scale at column j of the matrix whose parameters begin at
+ * base (their offsets are linear in j: base + col_stride * j) */
+static int32_t zb_col(const job *J, int64_t base, size_t j)
+{
+    if (!qmm_tensor_present(J->bz))
+        return 0;
+    uint8_t v = ((const uint8_t *)J->bz->data)[base + J->maps[P_BZ].col_stride * (int64_t)j];
+    return J->bz->dtype == QMM_DTYPE_INT8 ? (int32_t)(int8_t)v : (int32_t)v;
+}
+
+static double sb_col(const job *J, int64_t base, size_t j)
+{
+    return qmm_scale_decode(J->qlm->b_scale.dtype, J->qlm->b_scale.data,
+                            base + J->maps[P_BS].col_stride * (int64_t)j);
+}
+
 static void decode_column_params(const job *J, worker_scratch *w, block_epilogue *E)
 {
     const qmm_geometry *g = J->g;
     int shift_b = shift_b_of(J);
-    /* per-column parameters: offsets are linear in j (base + col_stride * j) */
     int64_t bz_base = qmm_param_offset(&J->maps[P_BZ], g, E->bi, 0, 0);
     int64_t bs_base = qmm_param_offset(&J->maps[P_BS], g, E->bi, 0, 0);
-    const uint8_t *bzp = qmm_tensor_present(J->bz) ? J->bz->data : NULL;
     size_t j0 = E->j0, nc = E->nc;
-    if (E->zb_const && (!J->qlm || E->sb_const)) {
-        /* decoded once, copied into every column: a column chunk of the call that had the
-         * same values left them there (the per-column loop below cost 30% of an M = 1,
-         * K = 4, N = 4096 call, its 16 chunks each decoding and storing 256 columns) */
-        int32_t zb = 0;
-        double sb = 0;
-        if (bzp) {
-            uint8_t v = bzp[bz_base + J->maps[P_BZ].col_stride * (int64_t)j0];
-            zb = J->bz->dtype == QMM_DTYPE_INT8 ? (int32_t)(int8_t)v : (int32_t)v;
-        }
-        zb += shift_b;
-        if (J->qlm)
-            sb = qmm_scale_decode(J->qlm->b_scale.dtype, J->qlm->b_scale.data,
-                                  bs_base + J->maps[P_BS].col_stride * (int64_t)j0);
-        if (w->cp_n >= nc && w->cp_zbp == zb && same_double(w->cp_sb, sb))
-            return;
-        w->mf_n = 0;
-        w->zbp[0] = zb;
+    if (nc == 0)
+        return;
+    /* a parameter constant along j is decoded once and copied into every column; where both
+     * are, a column chunk of the call that had the same values left them there (the
+     * per-column loop cost 30% of an M = 1, K = 4, N = 4096 call, its 16 chunks each decoding
+     * and storing 256 columns) */
+    int32_t zb = zb_col(J, bz_base, j0) + shift_b;
+    double sb = J->qlm ? sb_col(J, bs_base, j0) : 0;
+    int both = E->zb_const && (!J->qlm || E->sb_const);
+    if (both && w->cp_n >= nc && w->cp_zbp == zb && same_double(w->cp_sb, sb))
+        return;
+    w->zbp[0] = zb;
+    if (E->zb_const)
         fill_run(w->zbp, sizeof *w->zbp, nc);
-        if (J->qlm) {
-            w->sb[0] = sb;
-            w->cm[0] = sb / J->sy;
+    for (size_t j = j0 + 1; !E->zb_const && j < E->j1; j++)
+        w->zbp[j - j0] = zb_col(J, bz_base, j) + shift_b;
+    if (J->qlm) {
+        w->sb[0] = sb;
+        w->cm[0] = sb / J->sy;
+        if (E->sb_const) {
             fill_run(w->sb, sizeof *w->sb, nc);
             fill_run(w->cm, sizeof *w->cm, nc);
         }
-        w->cp_n = nc;
-        w->cp_zbp = zb;
-        w->cp_sb = sb;
-        return;
-    }
-    w->cp_n = w->mf_n = 0;
-    for (size_t j = j0; j < E->j1; j++) {
-        if (j == j0 || !E->zb_const) {
-            int32_t zb = 0;
-            if (bzp) {
-                uint8_t v = bzp[bz_base + J->maps[P_BZ].col_stride * (int64_t)j];
-                zb = J->bz->dtype == QMM_DTYPE_INT8 ? (int32_t)(int8_t)v : (int32_t)v;
-            }
-            w->zbp[j - j0] = zb + shift_b;
-        } else {
-            w->zbp[j - j0] = w->zbp[0];
-        }
-        if (J->qlm) {
-            if (j == j0 || !E->sb_const) {
-                w->sb[j - j0] = qmm_scale_decode(J->qlm->b_scale.dtype, J->qlm->b_scale.data,
-                                                 bs_base +
-                                                     J->maps[P_BS].col_stride * (int64_t)j);
-                w->cm[j - j0] = w->sb[j - j0] / J->sy;
-            } else {
-                w->sb[j - j0] = w->sb[0];
-                w->cm[j - j0] = w->cm[0];
-            }
+        for (size_t j = j0 + 1; !E->sb_const && j < E->j1; j++) {
+            w->sb[j - j0] = sb_col(J, bs_base, j);
+            w->cm[j - j0] = w->sb[j - j0] / J->sy;
         }
     }
+    w->mf_n = 0; /* made from the cm just written */
+    w->cp_n = both ? nc : 0;
+    w->cp_zbp = zb;
+    w->cp_sb = sb;
 }
 
 /* a's zero point (+128 for a quads A of int8 a) at row i */
@@ -428,7 +421,7 @@ static int make_mults(const job *J, worker_scratch *w, const block_epilogue *E, 
         w->mf_n = 0;
         return J->v->requant_mults(sa, w->cm, nc, w->mf);
     }
-    if (w->mf_n >= nc && same_double(w->mf_sa, sa) && same_double(w->mf_cm, w->cm[0]))
+    if (w->mf_n >= nc && same_double(w->mf_sa, sa)) /* cm unchanged since: see above */
         return 1;
     w->mf_n = 0;
     if (!J->v->requant_mults(sa, w->cm, 1, w->mf))
@@ -436,7 +429,6 @@ static int make_mults(const job *J, worker_scratch *w, const block_epilogue *E, 
     fill_run(w->mf, sizeof *w->mf, nc);
     w->mf_n = nc;
     w->mf_sa = sa;
-    w->mf_cm = w->cm[0];
     return 1;
 }
 
@@ -921,8 +913,9 @@ static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
            arrive while it runs (not on the fused path, whose B is packed as it is read) */
         if (B && m1 - m0 <= mr && j1 < t->n1) {
             const char *nb = (const char *)(B + p1 * J->kp * nr);
-            size_t left = (J->nbmat - t->bmat) * J->kp * J->npad - p1 * J->kp * nr;
-            for (size_t o = 0; o < NEXT_CHUNK_PF && o < left; o += 64)
+            size_t jn = j1 + NC_MAX < t->n1 ? j1 + NC_MAX : t->n1; /* the next chunk's end */
+            size_t next = (ceil_div(jn, nr) - p1) * J->kp * nr;      /* its panels' bytes */
+            for (size_t o = 0; o < NEXT_CHUNK_PF && o < next; o += 64)
                 prefetch_line(nb + o, INTO_L2);
         }
         if (!ov.on) /* after the tiles: on the fused path they made the column sums */
