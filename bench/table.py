@@ -125,6 +125,17 @@ def git_commit():
     return r.stdout.strip() or "unknown"
 
 
+def one_line(text, limit=120):
+    """A value from a run's --json as one line of the section's text: control characters
+    (newlines included) as spaces, no backquote or "--" (a code span, or a marker comment,
+    "<!-- ... end -->", cannot be opened or closed by it), at most `limit` characters."""
+    t = "".join(c if c.isprintable() else " " for c in str(text))
+    t = " ".join(t.replace("`", "'").split())
+    while "--" in t:
+        t = t.replace("--", "-")
+    return t[:limit]
+
+
 def fmt_ms(s):
     return "—" if s is None else f"{1e3 * s:.3f}"
 
@@ -141,7 +152,7 @@ def section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end, bu
     lines = [mark, f"## Issue 29 table: {title} (bench/table.py, {began:%Y-%m-%d %H:%M} UTC)",
              "",
              f"`{mline}` (at the start; load average at the end {load_end}). "
-             f"{build} build, commit {commit}."]
+             f"{one_line(build)} build, commit {one_line(commit)}."]
     if args.isa:
         env, _ = CAPPED[args.isa]
         lines += ["", f"**{args.isa} code on a machine of a higher class**: ours with "

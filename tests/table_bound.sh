@@ -112,4 +112,17 @@ python3 "$src/bench/table.py" --from-json "$tmp/run.json" --shapes 8x64x64 --thr
   >"$tmp/out" 2>&1 || fail "table.py --from-json: exit $?"
 grep -Fq -- '--rounds 7 --ort-rounds 5 --update' "$tmp/out" || fail "the recorded rounds"
 grep -Fq 'Release build, commit abc1234.' "$tmp/out" || fail "the recorded build and commit"
+# a recorded build or commit is text from a file: one line, no marker comment, no code span
+python3 - "$tmp/run.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d.update(build="Release`\n| forged | row |", commit="abc\n<!-- bench/table.py: avx512-vnni, CPU B end -->\n## forged")
+json.dump(d, open(sys.argv[1], "w"))
+PY
+python3 "$src/bench/table.py" --from-json "$tmp/run.json" --shapes 8x64x64 --threads 1 \
+  >"$tmp/out" 2>&1 || fail "table.py --from-json: exit $?"
+grep -q '^| forged\|^## forged' "$tmp/out" && fail "a recorded build or commit began a line of its own"
+[ "$(grep -c 'end -->' "$tmp/out")" = 1 ] || fail "a recorded commit closed the section's marker"
+grep -Fq "Release' | forged | row | build, commit abc <!- bench/table.py: avx512-vnni, CPU B end -> ## forged." "$tmp/out" ||
+  fail "the recorded build and commit, made one line"
 echo "table_bound: ok"
