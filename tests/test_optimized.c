@@ -1940,35 +1940,43 @@ Test(differential, overlapped_epilogue, .timeout = 600)
  * lanes, at each of the tile's 8 x 32 places in turn: a 16x8x32 QLinearMatMul, whose tile 0
  * is requantized inside row group 1's kernel call, raw A (threads 1-3) and packed A
  * (raw_a_k=0), a just-packed and a prepacked B, uint8 and int8 y. Where one row, or one half
- * of the tile, is left out of the tile's AND (all_decided), or stored before the last row, or
- * the caller reads one half of it, the redo is skipped for that lane and it rounds the wrong
- * way: three such changes passed every test before this one (found by a review, 2026-11-28). */
+ * of the tile, is left out of the tile's AND (word 8 of its masks), or stored before the last
+ * row, or the caller reads one half of it, the redo is skipped for that lane and it rounds the
+ * wrong way: three such changes passed every test before this one (found by a review, 2026-11-28).
+ * And the same lane in the third tile of a 40-row A, inside a run of four tiles of one call. */
 Test(differential, overlapped_epilogue_single_traps, .timeout = 600)
 {
     static const int tl[4] = {1, 1, 2, 3}, pre[4] = {1, 0, 0, 1};
     static const char *const ex[4] = {"", ",raw_a_k=0", "", ",raw_a_k=0"};
     variant v[4];
     open_avx512vnni_with(v, tl, pre, ex, 4);
-    for (int row = 0; row < 8; row++)
-        for (int col = 0; col < 32; col++)
-            for (int ty = 0; ty < 2; ty++) {
-                if (QMM_TEST_SANITIZED && (row * 32 + col) % 7 != 0)
-                    continue;
-                problem p;
-                memset(&p, 0, sizeof p);
-                int64_t ad[2] = {16, 8}, bd[2] = {8, 32};
-                qmm_tensor a = tens(&p, U8, 2, ad), b = tens(&p, I8, 2, bd);
-                memset(a.data, 0, 16 * 8);
-                memset(b.data, 0, 8 * 32);
-                ((uint8_t *)a.data)[row * 8] = 21;
-                ((int8_t *)b.data)[col] = 47;
-                qlm_per_tensor(&p, a, b, ty ? I8 : U8, 0, 0, ty ? 0 : 100, 1.0f,
-                               0.08483553677797318f, 2.1748745441436768f);
-                snprintf(p.what, sizeof p.what, "one wrong-float lane at row %d column %d, y %s",
-                         row, col, ty ? "int8" : "uint8");
-                check_problem(v, 4, &p, 0, row * 64 + col * 2 + ty);
-                problem_free(&p);
-            }
+    /* M = 16: the lane in tile 0, which the second row group's call requantizes alone; M =
+     * 40: in tile 2 of 5, the third of the four tiles one run kernel call requantizes (its
+     * masks, rows and sums at their place in the run) */
+    for (int tg = 0; tg <= 2; tg += 2)
+        for (int row = 0; row < 8; row++)
+            for (int col = 0; col < 32; col++)
+                for (int ty = 0; ty < 2; ty++) {
+                    if (QMM_TEST_SANITIZED && (row * 32 + col) % 7 != 0)
+                        continue;
+                    if (tg > 0 && (row * 32 + col + ty) % 3 != 0)
+                        continue;
+                    problem p;
+                    memset(&p, 0, sizeof p);
+                    int64_t m = tg ? 40 : 16, ad[2] = {m, 8}, bd[2] = {8, 32};
+                    qmm_tensor a = tens(&p, U8, 2, ad), b = tens(&p, I8, 2, bd);
+                    memset(a.data, 0, (size_t)m * 8);
+                    memset(b.data, 0, 8 * 32);
+                    ((uint8_t *)a.data)[(tg * 8 + row) * 8] = 21;
+                    ((int8_t *)b.data)[col] = 47;
+                    qlm_per_tensor(&p, a, b, ty ? I8 : U8, 0, 0, ty ? 0 : 100, 1.0f,
+                                   0.08483553677797318f, 2.1748745441436768f);
+                    snprintf(p.what, sizeof p.what,
+                             "one wrong-float lane at row %d column %d of M = %d, y %s",
+                             tg * 8 + row, col, (int)m, ty ? "int8" : "uint8");
+                    check_problem(v, 4, &p, 0, tg * 1024 + row * 64 + col * 2 + ty);
+                    problem_free(&p);
+                }
     close_variants(v, 4);
 }
 

@@ -16,6 +16,7 @@
  */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,6 +289,123 @@ static void check_kernel_raw_a(const qmm_opt_variant *v, const problem *p, const
     free(ref);
 }
 
+/* The overlapped kernels (kernel_rq on the packed A; kernel_raw_a_rq on A as it is, K a
+ * multiple of 4), one call down one panel of `groups` row groups: tiles 1 .. groups - 1 are
+ * multiplied, tile 0's sums (made by `kernel`) and then each multiplied tile's but the last
+ * requantized beside the next. Checked: every multiplied tile's sums against the layout's
+ * kernel; each requantized tile's masks (word 8 the AND of the rows' words 0-7; a tie, which
+ * the float try cannot decide, never marked decided); every lane marked decided against the
+ * exact rule on x = sums - zr(row) - zc(column), taking zr from the tile's own rows; and
+ * nothing written past the 32 columns of y, into the last tile's rows of y, or past the tiles
+ * of c. The multipliers are powers of two (x * m exact): 2^-12 (results in range, ties where x
+ * = 2048 mod 4096) and 2^-3 (most saturate). */
+static void check_rq_run_case(const qmm_opt_variant *v, const problem *p, const int32_t *apack,
+                              const int8_t *bpack, size_t kgroups, size_t pi, int raw, int sat_u8,
+                              uint64_t *seed)
+{
+    const qmm_opt_layout *L = v->layout;
+    size_t mr = (size_t)L->mr, nr = (size_t)L->nr, groups = p->m / mr;
+    size_t ldc = nr + 3, ldy = nr + 5, rows = groups * mr;
+    int32_t *c = alloc0(rows * ldc * sizeof(int32_t)), *want = alloc0(rows * ldc * 4);
+    int32_t *zr = alloc0(rows * sizeof(int32_t)), *cp = alloc0(2 * nr * sizeof(int32_t));
+    uint32_t *dec = alloc0(groups * 16 * sizeof(uint32_t));
+    uint8_t *y = alloc0(rows * ldy);
+    float *mf = (float *)(void *)(cp + nr);
+    const int8_t *bp = bpack + pi * kgroups * 4 * nr;
+    int32_t zy = sat_u8 ? 7 : -3, qmin = sat_u8 ? 0 : -128, qmax = sat_u8 ? 255 : 127;
+    for (size_t j = 0; j < nr; j++) {
+        cp[j] = (int32_t)(splitmix64(seed) % 2001) - 1000;
+        mf[j] = j % 2 ? 0x1p-12f : 0x1p-3f;
+    }
+    for (size_t i = 0; i < rows; i++)
+        zr[i] = (int32_t)(splitmix64(seed) % 100001) - 50000;
+    memset(c, 0x5a, rows * ldc * sizeof(int32_t));
+    memset(y, 0x5a, rows * ldy);
+    memset(dec, 0x5a, groups * 16 * sizeof(uint32_t));
+    for (size_t g = 0; g < groups; g++)
+        L->kernel(mr, kgroups, apack + g * kgroups * mr, bp, want + g * mr * ldc, ldc, 0);
+    qmm_opt_rq_tile rq;
+    memset(&rq, 0, sizeof rq);
+    rq.ldy = (int64_t)ldy;
+    rq.zy = zy;
+    rq.zr_rows = zr;
+    rq.decided_out = dec;
+    v->task_begin();
+    v->kernel(mr, kgroups, apack, bp, c, ldc, 0); /* tile 0 */
+    if (raw)
+        v->kernel_raw_a_rq(groups - 1, kgroups, p->a + mr * p->k, p->k, bp, c + mr * ldc, ldc, cp,
+                           y, &rq, sat_u8);
+    else
+        v->kernel_rq(groups - 1, kgroups, apack + kgroups * mr, bp, c + mr * ldc, ldc, cp, y, &rq,
+                     sat_u8);
+    v->task_end();
+    const char *name = v->name, *form = raw ? "kernel_raw_a_rq" : "kernel_rq";
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < ldc; j++) {
+            int32_t got = c[i * ldc + j];
+            if (j >= nr ? got != 0x5a5a5a5a : got != want[i * ldc + j])
+                cr_assert_fail(CASE_FMT ": %s, %zu tiles, panel %zu: sums [%zu][%zu] %d, want %d",
+                               CASE_ARGS(name, p), form, groups - 1, pi, i, j, got,
+                               j >= nr ? 0x5a5a5a5a : want[i * ldc + j]);
+        }
+    for (size_t t = 0; t + 1 < groups; t++) {
+        uint32_t all = 0xffffffffu;
+        for (size_t r = 0; r < mr; r++) {
+            size_t i = t * mr + r;
+            uint32_t d = dec[16 * t + r];
+            all &= d;
+            for (size_t j = 0; j < nr; j++) {
+                int32_t x = qmm_rq_wrap((uint32_t)c[i * ldc + j] - (uint32_t)zr[i] -
+                                        (uint32_t)cp[j]);
+                double vv = (double)x * (double)mf[j], rne = nearbyint(vv);
+                double q = rne + zy < qmin ? qmin : rne + zy > qmax ? qmax : rne + zy;
+                int tie = fabs(vv - floor(vv) - 0.5) == 0.0 && fabs(vv) < 512.0;
+                int got = sat_u8 ? (int)y[i * ldy + j] : (int)(int8_t)y[i * ldy + j];
+                if ((d >> j) & 1u) {
+                    if (tie)
+                        cr_assert_fail(CASE_FMT ": %s, tile %zu row %zu column %zu: a tie "
+                                                "(x = %d) marked decided",
+                                       CASE_ARGS(name, p), form, t, r, j, x);
+                    if (got != (int)q)
+                        cr_assert_fail(CASE_FMT ": %s, tile %zu row %zu column %zu (x = %d, m "
+                                                "= %g): y %d, exact %d",
+                                       CASE_ARGS(name, p), form, t, r, j, x, (double)mf[j], got,
+                                       (int)q);
+                }
+            }
+            for (size_t j = nr; j < ldy; j++)
+                cr_assert(y[i * ldy + j] == 0x5a, CASE_FMT ": %s wrote y past its 32 columns",
+                          CASE_ARGS(name, p), form);
+        }
+        cr_assert(dec[16 * t + 8] == all,
+                  CASE_FMT ": %s, tile %zu: the tile's word %#x, the AND of its rows %#x",
+                  CASE_ARGS(name, p), form, t, dec[16 * t + 8], all);
+    }
+    for (size_t i = (groups - 1) * mr; i < rows; i++)
+        for (size_t j = 0; j < ldy; j++)
+            cr_assert(y[i * ldy + j] == 0x5a, CASE_FMT ": %s wrote the last tile's y (row %zu)",
+                      CASE_ARGS(name, p), form, i);
+    free(c);
+    free(want);
+    free(zr);
+    free(cp);
+    free(dec);
+    free(y);
+}
+
+static void check_rq_run(const qmm_opt_variant *v, const problem *p, const int32_t *apack,
+                         const int8_t *bpack, size_t kgroups, uint64_t *seed)
+{
+    size_t mr = (size_t)v->layout->mr, nr = (size_t)v->layout->nr;
+    if (!v->kernel_rq || p->m / mr < 2 || kgroups == 0)
+        return;
+    for (size_t pi = 0; pi < (p->n + nr - 1) / nr; pi++)
+        for (int raw = 0; raw < 2; raw++)
+            for (int sat = 0; sat < 2; sat++)
+                if (!raw || (v->kernel_raw_a_rq && !p->a_signed && p->k % 4 == 0))
+                    check_rq_run_case(v, p, apack, bpack, kgroups, pi, raw, sat, seed);
+}
+
 /* kernel_rows_dense, where the variant has one: the partial row group's words packed `rows`
  * a K group (the layout's packer with mr = rows, as matmul.c packs an A of fewer rows than a
  * group), whole and K split over two calls (the second accumulating), bit for bit against
@@ -397,6 +515,8 @@ static void check_tiles(const qmm_opt_variant *v, const problem *p)
     check_padding_groups(v, p, kgroups);
     check_kernel_pack(v, p, apack, bpack, kgroups, want, ldc);
     check_kernel_raw_a(v, p, apack, bpack, kgroups);
+    uint64_t rq_seed = p->m * 31 + p->n * 7 + p->k;
+    check_rq_run(v, p, apack, bpack, kgroups, &rq_seed);
 
     /* the quads layouts' correction terms (opt_internal.h): zap = za (+128 for int8 a);
      * zbp = zb (-128 for uint8 b) for "pairs" and quads, zb (+128 for int8 b) for "unsigned
@@ -551,6 +671,12 @@ static void check_variant(int i)
     for (size_t ki = 0; ki < COUNT(long_ks); ki++) {
         check_shape(v, 1, nr + 1, long_ks[ki], 1, &seed);
         check_shape(v, mr + 1, 2, long_ks[ki], 1, &seed);
+    }
+    /* runs of overlapped tiles (check_rq_run): four, K groups around the row steps' 8 */
+    if (v->kernel_rq) {
+        const size_t run_ks[] = {4, 28, 32, 36, 62, 64, 260, 1024};
+        for (size_t ki = 0; ki < COUNT(run_ks); ki++)
+            check_shape(v, 5 * mr + 3, 2 * nr, run_ks[ki], 1, &seed);
     }
 
     /* the small-M kernels take 1..4 rows; columns across their 32-column blocks and tails */

@@ -284,15 +284,23 @@ void qmm_gemm_u8s8_8x32c4_rawa__avx512vnni(size_t kgroups, const uint8_t *a, siz
         : "memory", "cc", QMM_ACCUMULATOR_CLOBBERS);
 }
 
-/* The whole kernel: constants, kgroups % 8 groups, then 8 x (one row step, kgroups / 8
- * groups): each step's few dozen instructions issue beside the following multiplies. */
-#define QMM_RQ_BODY(LOOP, NARROW) \
+/* The whole kernel: constants; then per tile (label 6): the requantized tile's zr copied in,
+ * kgroups % 8 groups, 8 x (one row step, kgroups / 8 groups): each step's few dozen
+ * instructions issue beside the following multiplies; its masks copied out, the tile stored,
+ * and A, B and c moved to the next tile (ANEXT: A's step; s and y have moved 8 rows with the
+ * row steps). */
+#define QMM_RQ_BODY(LOOP, NARROW, ANEXT) \
         "vbroadcastss %[lim], %%zmm26\n\t" \
         "vbroadcastss %[nlim], %%zmm27\n\t" \
         "vbroadcastss %[half], %%zmm28\n\t" \
         "vpbroadcastd %[absmask], %%zmm29\n\t" \
         "vpbroadcastd 88(%[q]), %%zmm30\n\t" \
-        "vpxord %%zmm31, %%zmm31, %%zmm31\n\t" \
+        "vpxord %%zmm31, %%zmm31, %%zmm31\n" \
+        "6:\n\t" \
+        "mov 112(%[q]), %[k]\n\t" \
+        "vmovdqu32 (%[k]), %%ymm20\n\t" \
+        "vmovdqu32 %%ymm20, (%[q])\n\t" \
+        "addq $32, 112(%[q])\n\t" \
         "kxnord %%k4, %%k4, %%k4\n\t" \
         QMM_ZERO_ACCUMULATORS \
         "mov 80(%[q]), %[k]\n\t" \
@@ -305,8 +313,17 @@ void qmm_gemm_u8s8_8x32c4_rawa__avx512vnni(size_t kgroups, const uint8_t *a, siz
         "inc %[i]\n\t" \
         "cmp $8, %[i]\n\t" \
         "jne 5b\n\t" \
-        "kmovd %%k4, 92(%[q])\n\t" \
-        QMM_STORE_TILE_ONLY
+        "mov 120(%[q]), %[k]\n\t" \
+        "vmovdqu32 32(%[q]), %%ymm20\n\t" \
+        "vmovdqu32 %%ymm20, (%[k])\n\t" \
+        "kmovd %%k4, 32(%[k])\n\t" \
+        "addq $64, 120(%[q])\n\t" \
+        QMM_STORE_TILE_ONLY \
+        "add %[ldcb], %[c]\n\t" \
+        ANEXT \
+        "mov 128(%[q]), %[b]\n\t" \
+        "decq 96(%[q])\n\t" \
+        "jnz 6b\n\t"
 
 #define QMM_RQ_CONSTANTS                                                                        \
     [lim] "m"(rq_const.lim), [nlim] "m"(rq_const.nlim), [half] "m"(rq_const.half),           \
@@ -314,19 +331,33 @@ void qmm_gemm_u8s8_8x32c4_rawa__avx512vnni(size_t kgroups, const uint8_t *a, siz
 #define QMM_RQ_CLOBBERS                                                                         \
     "memory", "cc", QMM_ACCUMULATOR_CLOBBERS, "xmm20", "xmm21", "xmm22", "xmm23", "xmm24",      \
         "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "k1", "k2", "k3", "k4"
+#define QMM_RAW_A_NEXT                                                                          \
+        "add 104(%[q]), %[a]\n\t"                                                               \
+        "add 104(%[q]), %[a4]\n\t"
 
-/* The K loop's eight stretches (one row step before each) and the groups run first. */
-static inline void rq_stretches(qmm_opt_rq_tile *rq, size_t kgroups)
+/* The run's working fields: the K loop's eight stretches (one row step before each) and the
+ * groups run first, the tiles, A's step, and where the zr and masks of each tile are. */
+static inline void rq_begin(qmm_opt_rq_tile *rq, size_t tiles, size_t kgroups, int64_t astep,
+                            const int8_t *b)
 {
     rq->seg = (int64_t)(kgroups / 8);
     rq->rem = (int64_t)(kgroups % 8);
+    rq->tiles_left = (int64_t)tiles;
+    rq->astep = astep;
+    rq->zr_next = rq->zr_rows;
+    rq->dec_next = rq->decided_out;
+    rq->b0 = b;
 }
 
 /* the offsets the assembly reads */
 _Static_assert(offsetof(qmm_opt_rq_tile, decided) == 32 && offsetof(qmm_opt_rq_tile, ldy) == 64 &&
                    offsetof(qmm_opt_rq_tile, seg) == 72 && offsetof(qmm_opt_rq_tile, rem) == 80 &&
                    offsetof(qmm_opt_rq_tile, zy) == 88 &&
-                   offsetof(qmm_opt_rq_tile, all_decided) == 92,
+                   offsetof(qmm_opt_rq_tile, tiles_left) == 96 &&
+                   offsetof(qmm_opt_rq_tile, astep) == 104 &&
+                   offsetof(qmm_opt_rq_tile, zr_next) == 112 &&
+                   offsetof(qmm_opt_rq_tile, dec_next) == 120 &&
+                   offsetof(qmm_opt_rq_tile, b0) == 128,
                "qmm_opt_rq_tile's layout is the assembly's");
 
 /* The float first try's constants (opt_internal.h, the same as requant-avx512.c's): the
@@ -337,18 +368,20 @@ static const struct {
 } rq_const = {QMM_OPT_F32_SAT, -QMM_OPT_F32_SAT, QMM_OPT_F32_HALF, 0x7fffffffu};
 
 qmm_opt_kernel_raw_a_rq_ft qmm_gemm_u8s8_8x32c4_rawa_rq__avx512vnni; /* kernels.c */
-void qmm_gemm_u8s8_8x32c4_rawa_rq__avx512vnni(size_t kgroups, const uint8_t *a, size_t lda,
-                                              const int8_t *b, int32_t *c, size_t ldc,
-                                              const int32_t *sums, const int32_t *cp, uint8_t *y,
+void qmm_gemm_u8s8_8x32c4_rawa_rq__avx512vnni(size_t tiles, size_t kgroups, const uint8_t *a,
+                                              size_t lda, const int8_t *b, int32_t *c,
+                                              size_t ldc, const int32_t *cp, uint8_t *y,
                                               qmm_opt_rq_tile *rq, int sat_u8)
 {
+    if (tiles == 0)
+        return;
     size_t kt = 0, ldcb = ldc * sizeof(int32_t), lda3 = 3 * lda, i = 0;
     const uint8_t *a4 = a + 4 * lda;
     int32_t *cc = c;
-    const int32_t *s = sums;
-    rq_stretches(rq, kgroups);
+    const int32_t *s = c - 8 * ldc;
+    rq_begin(rq, tiles, kgroups, (int64_t)(8 * lda) - (int64_t)(4 * kgroups), b);
 #define RAW_A_RQ(NARROW)                                                                        \
-    __asm__ volatile(QMM_RQ_BODY(QMM_RAW_A_LOOP, NARROW)                                       \
+    __asm__ volatile(QMM_RQ_BODY(QMM_RAW_A_LOOP, NARROW, QMM_RAW_A_NEXT)                       \
                      : [a] "+r"(a), [a4] "+r"(a4), [b] "+r"(b), [k] "+r"(kt), [c] "+r"(cc),    \
                        [s] "+r"(s), [y] "+r"(y), [i] "+r"(i)                                    \
                      : [ldcb] "r"(ldcb), [lda] "r"(lda), [lda3] "r"(lda3), [p] "r"(cp),        \
@@ -362,17 +395,20 @@ void qmm_gemm_u8s8_8x32c4_rawa_rq__avx512vnni(size_t kgroups, const uint8_t *a, 
 }
 
 qmm_opt_kernel_rq_ft qmm_gemm_u8s8_8x32c4_rq__avx512vnni; /* kernels.c */
-void qmm_gemm_u8s8_8x32c4_rq__avx512vnni(size_t kgroups, const int32_t *a, const int8_t *b,
-                                         int32_t *c, size_t ldc, const int32_t *sums,
+void qmm_gemm_u8s8_8x32c4_rq__avx512vnni(size_t tiles, size_t kgroups, const int32_t *a,
+                                         const int8_t *b, int32_t *c, size_t ldc,
                                          const int32_t *cp, uint8_t *y, qmm_opt_rq_tile *rq,
                                          int sat_u8)
 {
+    if (tiles == 0)
+        return;
     size_t kt = 0, ldcb = ldc * sizeof(int32_t), i = 0;
     int32_t *cc = c;
-    const int32_t *s = sums;
-    rq_stretches(rq, kgroups);
+    const int32_t *s = c - 8 * ldc;
+    /* the packed A's next tile follows the K loop's last group */
+    rq_begin(rq, tiles, kgroups, 0, b);
 #define PACKED_A_RQ(NARROW)                                                                     \
-    __asm__ volatile(QMM_RQ_BODY(QMM_PACKED_A_LOOP, NARROW)                                    \
+    __asm__ volatile(QMM_RQ_BODY(QMM_PACKED_A_LOOP, NARROW, "")                                \
                      : [a] "+r"(a), [b] "+r"(b), [k] "+r"(kt), [c] "+r"(cc), [s] "+r"(s),      \
                        [y] "+r"(y), [i] "+r"(i)                                                 \
                      : [ldcb] "r"(ldcb), [p] "r"(cp), [q] "r"(rq), QMM_RQ_CONSTANTS          \

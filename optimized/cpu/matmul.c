@@ -75,6 +75,7 @@ typedef struct worker_scratch {
     float *mf;       /* NC_MAX: (float)(sa * cm[j]) for the float requantizer */
     int32_t *ovp;    /* the overlapped epilogue: per panel of 32 columns, 32 zc then 32 mf */
     int32_t *ovzr;   /* ... MB_CAP: per row of the task, zbp * rowsum (overlap_plan) */
+    uint32_t *ovdec; /* ... MB_CAP / 8 x 16: a run's decided masks (qmm_opt_rq_tile) */
     qmm_opt_rq_tile *ovq; /* ... and its rows and constants */
     int8_t *panels;  /* the fused path's B panels, two of kp x nr bytes (carve_scratch) */
     /* b's zero point and scale constant along j: the first cp_n entries of zbp, sb and cm
@@ -93,7 +94,7 @@ typedef struct worker_scratch {
  * worker's sums 32-byte aligned until 2026-11-28: its zmm stores split across lines). */
 #define WS_BYTES                                                                           \
     (((size_t)MB_CAP * NC_MAX * 4 + 4 * NC_MAX * 4 + 2 * NC_MAX * 8 + 2 * NC_MAX * 4 +         \
-      MB_CAP * 4 + sizeof(qmm_opt_rq_tile) + 63) & ~(size_t)63)
+      MB_CAP * 4 + MB_CAP * 8 + sizeof(qmm_opt_rq_tile) + 63) & ~(size_t)63)
 
 _Static_assert(WS_BYTES % 64 == 0, "each worker's scratch starts 64-byte aligned");
 
@@ -109,7 +110,8 @@ static void worker_scratch_at(worker_scratch *w, char *p)
     w->mf = (float *)(void *)(p + 3 * NC_MAX * 4 + 2 * NC_MAX * 8);
     w->ovp = (int32_t *)(void *)(p + 4 * NC_MAX * 4 + 2 * NC_MAX * 8);
     w->ovzr = (int32_t *)(void *)(p + 6 * NC_MAX * 4 + 2 * NC_MAX * 8);
-    w->ovq = (qmm_opt_rq_tile *)(void *)(p + 6 * NC_MAX * 4 + 2 * NC_MAX * 8 + MB_CAP * 4);
+    w->ovdec = (uint32_t *)(void *)(p + 6 * NC_MAX * 4 + 2 * NC_MAX * 8 + MB_CAP * 4);
+    w->ovq = (qmm_opt_rq_tile *)(void *)(p + 6 * NC_MAX * 4 + 2 * NC_MAX * 8 + MB_CAP * 12);
     w->panels = NULL; /* the fused path's: carve_scratch */
     w->cp_n = w->mf_n = 0;
 }
@@ -793,12 +795,14 @@ static overlap overlap_plan(const job *J, worker_scratch *w, const task_block *t
     return o;
 }
 
-/* Row group gi's kernel call on panel p with the overlapped requantization of tile
- * (gi - 1, p), then the exact path for any 16 lanes the float try left undecided. */
+/* Row groups gi .. gi + run - 1's kernel calls on panel p (one call of the run kernel), with
+ * the overlapped requantization of tiles (gi - 1 .. gi + run - 2, p), then the exact path for
+ * any 16 lanes the float try left undecided. A run of more than one tile needs the whole K in
+ * one kernel call (no partial last K group to add after each tile). */
 static void compute_overlapped(const job *J, worker_scratch *w, const task_block *t,
-                               const overlap *o, size_t gi, size_t p, size_t p0, size_t j0,
-                               const int32_t *ap, const int8_t *bp, size_t raw_groups,
-                               int32_t *cp, size_t ldc)
+                               const overlap *o, size_t gi, size_t run, size_t p, size_t p0,
+                               size_t j0, const int32_t *ap, const int8_t *bp,
+                               size_t raw_groups, int32_t *cp, size_t ldc)
 {
     size_t mr = (size_t)J->mr, g0 = t->m0 / mr, q = p - p0;
     qmm_opt_rq_tile *rq = w->ovq;
@@ -810,28 +814,36 @@ static void compute_overlapped(const job *J, worker_scratch *w, const task_block
             w->ovp[q * 64 + jj] = w->zc[q * 32 + jj];
         }
     }
-    memcpy(rq->zr, w->ovzr + (r0 - t->m0), sizeof rq->zr);
-    const int32_t *sums = w->cbuf + (gi - 1 - g0) * mr * ldc + q * 32;
+    rq->zr_rows = w->ovzr + (r0 - t->m0);
+    rq->decided_out = w->ovdec;
     uint8_t *y = (uint8_t *)J->qlm->y.data + ((size_t)t->bi * J->m + r0) * J->n + p * 32;
     if (raw_groups == 0) {
-        J->v->kernel_rq(J->kgroups, ap, bp, cp, ldc, sums, w->ovp + q * 64, y, rq, o->sat_u8);
+        J->v->kernel_rq(run, J->kgroups, ap, bp, cp, ldc, w->ovp + q * 64, y, rq, o->sat_u8);
     } else {
-        J->v->kernel_raw_a_rq(raw_groups, t->araw + gi * mr * J->k, J->k, bp, cp, ldc, sums,
+        J->v->kernel_raw_a_rq(run, raw_groups, t->araw + gi * mr * J->k, J->k, bp, cp, ldc,
                               w->ovp + q * 64, y, rq, o->sat_u8);
-        if (raw_groups < J->kgroups) /* the last, partial K group: packed */
+        if (raw_groups < J->kgroups) /* the last, partial K group: packed (run is 1) */
             J->v->kernel(mr, J->kgroups - raw_groups, ap + raw_groups * mr,
                          bp + raw_groups * 32 * 4, cp, ldc, 1);
     }
-    for (size_t r = 0; r < mr && rq->all_decided != 0xffffffffu; r++) {
-        if (rq->decided[r] == 0xffffffffu)
+    for (size_t tt = 0; tt < run; tt++) {
+        const uint32_t *dec = w->ovdec + 16 * tt;
+        if (dec[8] == 0xffffffffu)
             continue;
-        for (size_t h = 0; h < 2; h++) {
-            if (((rq->decided[r] >> (16 * h)) & 0xffffu) == 0xffffu)
+        const int32_t *sums = cp + ((ptrdiff_t)tt - 1) * (ptrdiff_t)(mr * ldc);
+        size_t rt = r0 + tt * mr;
+        for (size_t r = 0; r < mr; r++) {
+            if (dec[r] == 0xffffffffu)
                 continue;
-            size_t jj = p * 32 - j0 + 16 * h;
-            J->v->requant_row(sums + r * ldc + 16 * h, w->zc + jj, (uint32_t)rq->zr[r], 16, NULL,
-                              o->sa, w->sb + jj, w->cm + jj, J->sy, J->zy, J->qmin, J->qmax,
-                              y + r * J->n + 16 * h);
+            for (size_t h = 0; h < 2; h++) {
+                if (((dec[r] >> (16 * h)) & 0xffffu) == 0xffffu)
+                    continue;
+                size_t jj = p * 32 - j0 + 16 * h;
+                J->v->requant_row(sums + r * ldc + 16 * h, w->zc + jj,
+                                  (uint32_t)w->ovzr[rt + r - t->m0], 16, NULL, o->sa,
+                                  w->sb + jj, w->cm + jj, J->sy, J->zy, J->qmin, J->qmax,
+                                  y + (tt * mr + r) * J->n + 16 * h);
+            }
         }
     }
 }
@@ -885,14 +897,23 @@ static void compute_tiles(const job *J, worker_scratch *w, const task_block *t)
                     /* a tile requantized by the next call is not prefetched: its stores,
                        spread over that call, wait on nothing (2048^3 T = 1, constant B, Zen
                        4: 1.025x faster than with its 8 lines asked for here) */
-                    if (kc + kcn == J->kgroups && p == p1 - 1 && !(ov.on && gi < ov.gl))
-                        prefetch_y(J, t->bi, gi * mr, rows, j0, j1 - j0);
+                    /* the overlapped row groups: one run (whole K in the call) or one */
+                    size_t run = ov.on && gi > g0 && gi <= ov.gl
+                                     ? (raw_groups == 0 || raw_groups == J->kgroups
+                                            ? ov.gl - gi + 1
+                                            : 1)
+                                     : 0;
+                    size_t gy = run > 0 ? gi + run - 1 : gi; /* the last row group called */
+                    if (kc + kcn == J->kgroups && p == p1 - 1 && !(ov.on && gy < ov.gl))
+                        prefetch_y(J, t->bi, gy * mr, m1 - gy * mr < mr ? m1 - gy * mr : mr,
+                                   j0, j1 - j0);
                     if (panels > 0 && gi == g0) {
                         pack_and_compute(J, own, J->kp * nr, t->bmat, p, panels, kc, kcn, ap,
                                          cp, ldc);
-                    } else if (ov.on && gi > g0 && gi <= ov.gl) {
-                        compute_overlapped(J, w, t, &ov, gi, p, p0, j0, ap, bp, raw_groups, cp,
-                                           ldc);
+                    } else if (run > 0) {
+                        compute_overlapped(J, w, t, &ov, gi, run, p, p0, j0, ap, bp, raw_groups,
+                                           cp, ldc);
+                        gi = gy;
                     } else if (J->dense_a) { /* m rows, the only group; A m words a K group */
                         J->v->kernel_rows_dense(rows, kcn, t->A + kc * rows, bp, cp, ldc,
                                                 kc > 0);

@@ -83,18 +83,31 @@ typedef void qmm_opt_kernel_raw_a_ft(size_t kgroups, const uint8_t *a, size_t ld
 /* The requantization a kernel_raw_a_rq call performs beside its multiply-accumulates: the
  * previous tile's 8 x 32 sums (complete) to y, on the float first try of the per-tensor
  * requantizer (qmm_opt_requant_row_avx512's decisions, lane for lane), while the vector pipes
- * the multiplies leave idle run it. Laid out for the kernel's assembly: keep the offsets. */
+ * the multiplies leave idle run it. A call runs a column of `tiles` tiles of one panel, so
+ * that the driver's work between two tiles is not paid per tile. Laid out for the kernel's
+ * assembly: keep the offsets. */
 typedef struct qmm_opt_rq_tile {
-    int32_t zr[8];        /*   0: per row, zbp * rowsum (subtracted, wrapping) */
-    uint32_t decided[8];  /*  32: out, per row: bit l of the low half set when lane l of
-                               columns 0-15 was decided, the high half columns 16-31; a row
-                               with a clear bit must be requantized again by the caller */
-    int64_t ldy;          /*  64: y's row stride, bytes */
-    int64_t seg;          /*  72: K groups per row step (kgroups / 8) */
-    int64_t rem;          /*  80: the K groups run before the first step (kgroups % 8) */
-    int32_t zy;           /*  88: y's zero point */
-    uint32_t all_decided; /*  92: out: decided[0] & ... & decided[7] (one load tells the
-                               caller that no row needs requantizing again) */
+    int32_t zr[8];        /*   0: the kernel's: the rows' zr of the tile it requantizes */
+    uint32_t decided[8];  /*  32: the kernel's: that tile's decided masks as they form */
+    int64_t ldy;          /*  64: in: y's row stride, bytes */
+    int64_t seg;          /*  72: the kernel's: K groups per row step (kgroups / 8) */
+    int64_t rem;          /*  80: the kernel's: the K groups run before the first step */
+    int32_t zy;           /*  88: in: y's zero point */
+    int32_t pad;          /*  92 */
+    int64_t tiles_left;   /*  96: the kernel's: tiles still to run */
+    int64_t astep;        /* 104: the kernel's: bytes from a tile's A after its K loop to the
+                               next tile's */
+    const int32_t *zr_next; /* 112: the kernel's: the next requantized tile's zr */
+    uint32_t *dec_next;     /* 120: the kernel's: where its masks go */
+    const int8_t *b0;       /* 128: the kernel's: the panel, read again by each tile */
+    const int32_t *zr_rows; /* 136: in: per row, zbp * rowsum (subtracted, wrapping), from
+                                 the first requantized tile's first row on (8 a tile) */
+    uint32_t *decided_out;  /* 144: out: per requantized tile t, 16 words at 16t: word r (r <
+                                 8) row r's decided mask (bit l of the low half set when lane
+                                 l of columns 0-15 was decided, the high half columns 16-31;
+                                 a row with a clear bit must be requantized again by the
+                                 caller), word 8 the AND of the 8 (one load tells the caller
+                                 that no row of the tile needs it) */
 } qmm_opt_rq_tile;
 
 /* The single-precision first try of the per-tensor requantizer (docs/optimized.md): v is
@@ -104,21 +117,24 @@ typedef struct qmm_opt_rq_tile {
 #define QMM_OPT_F32_SAT 512.0f
 #define QMM_OPT_F32_HALF (0.5f - 0x1p-12f)
 
-/* kernel_raw_a with accumulate 0, and beside it the previous tile's requantization: its sums
- * at `sums` (row stride ldc, the kernel's), the column corrections and float multipliers of
- * its 32 columns at `cp` (32 int32 zc, then 32 float mf), its rows' zr and the constants in
- * `rq`, the 32 bytes of each of its 8 rows written at y (row stride rq->ldy); sat_u8 picks
- * the narrowing (uint8 y over 0..255 or int8 y over -128..127: the saturating narrowing is
- * the clamp). */
-typedef void qmm_opt_kernel_raw_a_rq_ft(size_t kgroups, const uint8_t *a, size_t lda,
-                                        const int8_t *b, int32_t *c, size_t ldc,
-                                        const int32_t *sums, const int32_t *cp, uint8_t *y,
-                                        qmm_opt_rq_tile *rq, int sat_u8);
+/* `tiles` (>= 1) calls of kernel_raw_a with accumulate 0 down one panel: tile t's rows at a
+ * + 8t lda, its sums to c + 8t ldc; and beside tile t the requantization of the tile before
+ * it (t = 0: the tile whose sums lie just above c, at c - 8 ldc, complete): the column
+ * corrections and float multipliers of its 32 columns at `cp` (32 int32 zc, then 32 float
+ * mf), its rows' zr and the constants in `rq`, the 32 bytes of each of its 8 rows written
+ * from y on (tile t - 1's first row at y + 8t ldy; row stride rq->ldy), its masks to
+ * rq->decided_out. The last tile's sums are left for the caller. sat_u8 picks the narrowing
+ * (uint8 y over 0..255 or int8 y over -128..127: the saturating narrowing is the clamp). */
+typedef void qmm_opt_kernel_raw_a_rq_ft(size_t tiles, size_t kgroups, const uint8_t *a,
+                                        size_t lda, const int8_t *b, int32_t *c, size_t ldc,
+                                        const int32_t *cp, uint8_t *y, qmm_opt_rq_tile *rq,
+                                        int sat_u8);
 
-/* The same beside the packed-A tile kernel (`kernel` with accumulate 0). */
-typedef void qmm_opt_kernel_rq_ft(size_t kgroups, const int32_t *a, const int8_t *b, int32_t *c,
-                                  size_t ldc, const int32_t *sums, const int32_t *cp, uint8_t *y,
-                                  qmm_opt_rq_tile *rq, int sat_u8);
+/* The same beside the packed-A tile kernel (`kernel` with accumulate 0): tile t's A at a +
+ * 8t kgroups words. */
+typedef void qmm_opt_kernel_rq_ft(size_t tiles, size_t kgroups, const int32_t *a,
+                                  const int8_t *b, int32_t *c, size_t ldc, const int32_t *cp,
+                                  uint8_t *y, qmm_opt_rq_tile *rq, int sat_u8);
 
 /* The most rows a small-M kernel (gemv, gemv_packed) takes. */
 #define QMM_OPT_GEMV_MAX_ROWS 4

@@ -12,7 +12,7 @@
 /* One row of the previous tile requantized (qmm_opt_rq_tile): x = sums - zr - zc, then
  * qmm_opt_requant_row_avx512's float first try on columns 0-15 (zmm20-22, k1) and 16-31
  * (zmm23-25, k2), every rounding embedded RNE; the decided masks to rq->decided[row] (and
- * ANDed into k4, stored to rq->all_decided after the last row); the
+ * ANDed into k4, which the kernel stores with them after the last row); the
  * bytes through NARROW(register, offset). Constants (the kernels' rq_const): zmm26 lim, zmm27 -lim,
  * zmm28 the half, zmm29 the absolute-value mask; zmm30 zy, zmm31 zero. %[i] is the row. */
 #define QMM_RQ_ROW(NARROW) \
