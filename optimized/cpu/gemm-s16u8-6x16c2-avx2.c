@@ -25,6 +25,43 @@ static const uint16_t lo_bytes[16] __attribute__((aligned(32))) = {
     0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
     0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
+/* One k pair of the 6x16 tile (the loop of qmm_gemm_s16u8_6x16c2__avx2): A's six pair words at
+ * byte offset OA (a string: an assembler expression) from %[a], B's 32 bytes at OB from %[b] */
+#define QMM_AVX2_PAIR(OA, OB) \
+        "vmovdqu " OB "(%[b]), %%ymm13\n\t" \
+        "vpand %[mask], %%ymm13, %%ymm12\n\t" \
+        "vpsrlw $8, %%ymm13, %%ymm13\n\t" \
+        "vbroadcastss " OA "+0(%[a]), %%ymm14\n\t" \
+        "vpmaddwd %%ymm12, %%ymm14, %%ymm15\n\t" \
+        "vpaddd %%ymm15, %%ymm0, %%ymm0\n\t" \
+        "vpmaddwd %%ymm13, %%ymm14, %%ymm15\n\t" \
+        "vpaddd %%ymm15, %%ymm1, %%ymm1\n\t" \
+        "vbroadcastss " OA "+4(%[a]), %%ymm14\n\t" \
+        "vpmaddwd %%ymm12, %%ymm14, %%ymm15\n\t" \
+        "vpaddd %%ymm15, %%ymm2, %%ymm2\n\t" \
+        "vpmaddwd %%ymm13, %%ymm14, %%ymm15\n\t" \
+        "vpaddd %%ymm15, %%ymm3, %%ymm3\n\t" \
+        "vbroadcastss " OA "+8(%[a]), %%ymm14\n\t" \
+        "vpmaddwd %%ymm12, %%ymm14, %%ymm15\n\t" \
+        "vpaddd %%ymm15, %%ymm4, %%ymm4\n\t" \
+        "vpmaddwd %%ymm13, %%ymm14, %%ymm15\n\t" \
+        "vpaddd %%ymm15, %%ymm5, %%ymm5\n\t" \
+        "vbroadcastss " OA "+12(%[a]), %%ymm14\n\t" \
+        "vpmaddwd %%ymm12, %%ymm14, %%ymm15\n\t" \
+        "vpaddd %%ymm15, %%ymm6, %%ymm6\n\t" \
+        "vpmaddwd %%ymm13, %%ymm14, %%ymm15\n\t" \
+        "vpaddd %%ymm15, %%ymm7, %%ymm7\n\t" \
+        "vbroadcastss " OA "+16(%[a]), %%ymm14\n\t" \
+        "vpmaddwd %%ymm12, %%ymm14, %%ymm15\n\t" \
+        "vpaddd %%ymm15, %%ymm8, %%ymm8\n\t" \
+        "vpmaddwd %%ymm13, %%ymm14, %%ymm15\n\t" \
+        "vpaddd %%ymm15, %%ymm9, %%ymm9\n\t" \
+        "vbroadcastss " OA "+20(%[a]), %%ymm14\n\t" \
+        "vpmaddwd %%ymm12, %%ymm14, %%ymm15\n\t" \
+        "vpaddd %%ymm15, %%ymm10, %%ymm10\n\t" \
+        "vpmaddwd %%ymm13, %%ymm14, %%ymm15\n\t" \
+        "vpaddd %%ymm15, %%ymm11, %%ymm11\n\t"
+
 qmm_opt_kernel_ft qmm_gemm_s16u8_6x16c2__avx2; /* kernels.c */
 void qmm_gemm_s16u8_6x16c2__avx2(size_t rows, size_t kgroups, const int32_t *a, const int8_t *b,
                                  int32_t *c, size_t ldc, int accumulate)
@@ -54,44 +91,20 @@ void qmm_gemm_s16u8_6x16c2__avx2(size_t rows, size_t kgroups, const int32_t *a, 
         "vpxor %%xmm11, %%xmm11, %%xmm11\n\t"
         "test %[k], %[k]\n\t"
         "jz 2f\n\t"
-        ".p2align 5\n"
-        "1:\n\t"
-        "vmovdqu (%[b]), %%ymm13\n\t"
-        "vpand %[mask], %%ymm13, %%ymm12\n\t"
-        "vpsrlw $8, %%ymm13, %%ymm13\n\t"
-        "vbroadcastss (%[a]), %%ymm14\n\t"
-        "vpmaddwd %%ymm12, %%ymm14, %%ymm15\n\t"
-        "vpaddd %%ymm15, %%ymm0, %%ymm0\n\t"
-        "vpmaddwd %%ymm13, %%ymm14, %%ymm15\n\t"
-        "vpaddd %%ymm15, %%ymm1, %%ymm1\n\t"
-        "vbroadcastss 4(%[a]), %%ymm14\n\t"
-        "vpmaddwd %%ymm12, %%ymm14, %%ymm15\n\t"
-        "vpaddd %%ymm15, %%ymm2, %%ymm2\n\t"
-        "vpmaddwd %%ymm13, %%ymm14, %%ymm15\n\t"
-        "vpaddd %%ymm15, %%ymm3, %%ymm3\n\t"
-        "vbroadcastss 8(%[a]), %%ymm14\n\t"
-        "vpmaddwd %%ymm12, %%ymm14, %%ymm15\n\t"
-        "vpaddd %%ymm15, %%ymm4, %%ymm4\n\t"
-        "vpmaddwd %%ymm13, %%ymm14, %%ymm15\n\t"
-        "vpaddd %%ymm15, %%ymm5, %%ymm5\n\t"
-        "vbroadcastss 12(%[a]), %%ymm14\n\t"
-        "vpmaddwd %%ymm12, %%ymm14, %%ymm15\n\t"
-        "vpaddd %%ymm15, %%ymm6, %%ymm6\n\t"
-        "vpmaddwd %%ymm13, %%ymm14, %%ymm15\n\t"
-        "vpaddd %%ymm15, %%ymm7, %%ymm7\n\t"
-        "vbroadcastss 16(%[a]), %%ymm14\n\t"
-        "vpmaddwd %%ymm12, %%ymm14, %%ymm15\n\t"
-        "vpaddd %%ymm15, %%ymm8, %%ymm8\n\t"
-        "vpmaddwd %%ymm13, %%ymm14, %%ymm15\n\t"
-        "vpaddd %%ymm15, %%ymm9, %%ymm9\n\t"
-        "vbroadcastss 20(%[a]), %%ymm14\n\t"
-        "vpmaddwd %%ymm12, %%ymm14, %%ymm15\n\t"
-        "vpaddd %%ymm15, %%ymm10, %%ymm10\n\t"
-        "vpmaddwd %%ymm13, %%ymm14, %%ymm15\n\t"
-        "vpaddd %%ymm15, %%ymm11, %%ymm11\n\t"
+        "test $1, %[k]\n\t"
+        "jz 1f\n\t"
+        QMM_AVX2_PAIR("0", "0")
         "add $24, %[a]\n\t"
         "add $32, %[b]\n\t"
         "dec %[k]\n\t"
+        "jz 2f\n\t"
+        ".p2align 5\n"
+        "1:\n\t"
+        QMM_AVX2_PAIR("0", "0")
+        QMM_AVX2_PAIR("24", "32")
+        "add $48, %[a]\n\t"
+        "add $64, %[b]\n\t"
+        "sub $2, %[k]\n\t"
         "jnz 1b\n"
         "2:\n\t"
         "vmovdqa %%ymm0, 0(%[t])\n\t"
