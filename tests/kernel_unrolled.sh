@@ -4,7 +4,8 @@
 # multiply-add instructions (vpdpbusd; vpmaddwd for the AVX2 gemvs) as its unrolled tiles need
 # (one per accumulator per K step), which a
 # loop over rows that the compiler left rolled does not (it ran the accumulators through memory
-# and was 1.6-3.9x slower: optimized/cpu/unroll.h). CMake registers it for optimized x86-64
+# and was 1.6-3.9x slower: optimized/cpu/unroll.h); and the assembly tile kernels' K loops run
+# two K groups a turn (1.4-4.2% faster, docs/optimized.md). CMake registers it for optimized x86-64
 # builds without link-time optimization (whose archive holds no machine code), where every
 # function below must be present; 77 (skip) only without objdump.
 set -euo pipefail
@@ -31,6 +32,14 @@ want=(
   "qmm_gemm_u8s8_rx32c4_tiles__amx vpdpbusd 40"
   "qmm_gemv_s16u8_r4__avx2 vpmaddwd 480"
   "qmm_gemv_s16u8_r4x16c2__avx2 vpmaddwd 48"
+  # the assembly K loops two groups a turn (QMM_K_LOOP, QMM_AVX2_PAIR): the odd group's
+  # products plus twice that; the overlapped kernels hold it twice (uint8 and int8 y) for
+  # their first loop and their stretches
+  "qmm_gemm_u8s8_8x32c4__avx512vnni vpdpbusd 48"
+  "qmm_gemm_u8s8_8x32c4_rawa__avx512vnni vpdpbusd 48"
+  "qmm_gemm_u8s8_8x32c4_rawa_rq__avx512vnni vpdpbusd 192"
+  "qmm_gemm_u8s8_8x32c4_rq__avx512vnni vpdpbusd 192"
+  "qmm_gemm_s16u8_6x16c2__avx2 vpmaddwd 36"
 )
 bad=0
 for w in "${want[@]}"; do
