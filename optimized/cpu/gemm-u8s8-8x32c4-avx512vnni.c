@@ -162,14 +162,14 @@ static inline __attribute__((always_inline)) void tile(int R, int AS, size_t kgr
 #define QMM_B_AT(O) \
         "vmovdqu64 " O "(%[b]), %%zmm16\n\t" \
         "vmovdqu64 " O "+64(%[b]), %%zmm17\n\t"
-/* The K loop over %[k] groups, two a turn (one first when %[k] is odd; label 8, and L1 after
- * the loop): GROUP(O) the products with A's words O bytes on, A_STEP(N) A's pointers moved N
+/* The K loop over %[k] groups, two a turn (one first when %[k] is odd; labels 8 and, after
+ * the loop, 9: an asm statement may hold several such loops, each jump finds its own): GROUP(O) the products with A's words O bytes on, A_STEP(N) A's pointers moved N
  * groups. Two groups a turn: the run of overlapped tiles at 1024^3 (eight stretches of 32
  * groups a tile) ran 1.2-1.6% faster than with one, the plain raw-A kernel 0.5% (Zen 5, the
  * kernels alone in the driver's order, alternating in one process) */
-#define QMM_K_LOOP(L1, GROUP, A_STEP, ONE, TWO) \
+#define QMM_K_LOOP(GROUP, A_STEP, ONE, TWO) \
         "test %[k], %[k]\n\t" \
-        "jz " L1 "f\n\t" \
+        "jz 9f\n\t" \
         "test $1, %[k]\n\t" \
         "jz 8f\n\t" \
         QMM_B_AT("0") \
@@ -177,7 +177,7 @@ static inline __attribute__((always_inline)) void tile(int R, int AS, size_t kgr
         A_STEP(ONE) \
         "add $128, %[b]\n\t" \
         "dec %[k]\n\t" \
-        "jz " L1 "f\n\t" \
+        "jz 9f\n\t" \
         ".p2align 5\n" \
         "8:\n\t" \
         QMM_B_AT("0") \
@@ -188,17 +188,17 @@ static inline __attribute__((always_inline)) void tile(int R, int AS, size_t kgr
         "add $256, %[b]\n\t" \
         "sub $2, %[k]\n\t" \
         "jnz 8b\n" \
-        L1 ":\n\t"
+        "9:\n\t"
 #define QMM_RAW_A_STEP(N) \
         "add $" N ", %[a]\n\t" \
         "add $" N ", %[a4]\n\t"
 #define QMM_PACKED_A_STEP(N) "add $" N ", %[a]\n\t"
-/* the raw-A K loop over %[k] groups (label L unused: the signature the kernels share) */
-#define QMM_RAW_A_LOOP(L, L1) \
-        QMM_K_LOOP(L1, QMM_GROUP_PRODUCTS_RAW_A_AT, QMM_RAW_A_STEP, "4", "8")
+/* the raw-A K loop over %[k] groups */
+#define QMM_RAW_A_LOOP \
+        QMM_K_LOOP(QMM_GROUP_PRODUCTS_RAW_A_AT, QMM_RAW_A_STEP, "4", "8")
 /* ... over packed A words at %[a] */
-#define QMM_PACKED_A_LOOP(L, L1) \
-        QMM_K_LOOP(L1, QMM_GROUP_PRODUCTS_AT, QMM_PACKED_A_STEP, "32", "64")
+#define QMM_PACKED_A_LOOP \
+        QMM_K_LOOP(QMM_GROUP_PRODUCTS_AT, QMM_PACKED_A_STEP, "32", "64")
 /* the tile to c */
 #define QMM_STORE_TILE_ONLY \
         "vmovdqu64 %%zmm0, (%[c])\n\t" \
@@ -271,7 +271,7 @@ void qmm_gemm_u8s8_8x32c4__avx512vnni(size_t rows, size_t kgroups, const int32_t
     long acc = accumulate;
     __asm__ volatile(
         QMM_ZERO_ACCUMULATORS
-        QMM_PACKED_A_LOOP("1", "2")
+        QMM_PACKED_A_LOOP
         QMM_STORE_TILE
         : [a] "+r"(a), [b] "+r"(b), [k] "+r"(kt), [c] "+r"(cp), [t] "=&r"(t)
         : [ldcb] "r"(ldcb), [acc] "r"(acc)
@@ -292,7 +292,7 @@ void qmm_gemm_u8s8_8x32c4_rawa__avx512vnni(size_t kgroups, const uint8_t *a, siz
     long acc = accumulate;
     __asm__ volatile(
         QMM_ZERO_ACCUMULATORS
-        QMM_RAW_A_LOOP("1", "2")
+        QMM_RAW_A_LOOP
         QMM_STORE_TILE
         : [a] "+r"(a), [a4] "+r"(a4), [b] "+r"(b), [k] "+r"(kt), [c] "+r"(cp), [t] "=&r"(t)
         : [ldcb] "r"(ldcb), [acc] "r"(acc), [lda] "r"(lda), [lda3] "r"(lda3)
@@ -319,12 +319,12 @@ void qmm_gemm_u8s8_8x32c4_rawa__avx512vnni(size_t kgroups, const uint8_t *a, siz
         "kxnord %%k4, %%k4, %%k4\n\t" \
         QMM_ZERO_ACCUMULATORS \
         "mov 80(%[q]), %[k]\n\t" \
-        LOOP("1", "2") \
+        LOOP \
         "xor %[i], %[i]\n" \
         "5:\n\t" \
         QMM_RQ_ROW(NARROW) \
         "mov 72(%[q]), %[k]\n\t" \
-        LOOP("3", "4") \
+        LOOP \
         "inc %[i]\n\t" \
         "cmp $8, %[i]\n\t" \
         "jne 5b\n\t" \
