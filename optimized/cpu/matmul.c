@@ -112,6 +112,7 @@ static void worker_scratch_at(worker_scratch *w, char *p)
     w->ovzr = (int32_t *)(void *)(p + 6 * NC_MAX * 4 + 2 * NC_MAX * 8);
     w->ovdec = (uint32_t *)(void *)(p + 6 * NC_MAX * 4 + 2 * NC_MAX * 8 + MB_CAP * 4);
     w->ovq = (qmm_opt_rq_tile *)(void *)(p + 6 * NC_MAX * 4 + 2 * NC_MAX * 8 + MB_CAP * 12);
+    w->ovq->decided_out = w->ovdec; /* the worker's: every run's masks go there */
     w->panels = NULL; /* the fused path's: carve_scratch */
     w->cp_n = w->mf_n = 0;
 }
@@ -795,6 +796,24 @@ static overlap overlap_plan(const job *J, worker_scratch *w, const task_block *t
     return o;
 }
 
+/* One requantized tile's 16-lane halves with a lane the float try left undecided (a clear bit
+ * in the row's mask dec[r]) again through the row function's exact path: its sums (row
+ * stride ldc), its rows' zr, its 32 columns from jt in the chunk, its rows of y. */
+static void redo_undecided(const job *J, const worker_scratch *w, const overlap *o,
+                           const uint32_t *dec, const int32_t *sums, size_t ldc,
+                           const int32_t *zr, size_t jt, uint8_t *y)
+{
+    for (size_t r = 0; r < (size_t)J->mr; r++)
+        for (size_t h = 0; h < 2; h++) {
+            if (((dec[r] >> (16 * h)) & 0xffffu) == 0xffffu)
+                continue;
+            size_t jj = jt + 16 * h;
+            J->v->requant_row(sums + r * ldc + 16 * h, w->zc + jj, (uint32_t)zr[r], 16, NULL,
+                              o->sa, w->sb + jj, w->cm + jj, J->sy, J->zy, J->qmin, J->qmax,
+                              y + r * J->n + 16 * h);
+        }
+}
+
 /* Row groups gi .. gi + run - 1's kernel calls on panel p (one call of the run kernel), with
  * the overlapped requantization of tiles (gi - 1 .. gi + run - 2, p), then the exact path for
  * any 16 lanes the float try left undecided. A run of more than one tile needs the whole K in
@@ -815,7 +834,6 @@ static void compute_overlapped(const job *J, worker_scratch *w, const task_block
         }
     }
     rq->zr_rows = w->ovzr + (r0 - t->m0);
-    rq->decided_out = w->ovdec;
     uint8_t *y = (uint8_t *)J->qlm->y.data + ((size_t)t->bi * J->m + r0) * J->n + p * 32;
     if (raw_groups == 0) {
         J->v->kernel_rq(run, J->kgroups, ap, bp, cp, ldc, w->ovp + q * 64, y, rq, o->sat_u8);
@@ -826,26 +844,12 @@ static void compute_overlapped(const job *J, worker_scratch *w, const task_block
             J->v->kernel(mr, J->kgroups - raw_groups, ap + raw_groups * mr,
                          bp + raw_groups * 32 * 4, cp, ldc, 1);
     }
-    for (size_t tt = 0; tt < run; tt++) {
-        const uint32_t *dec = w->ovdec + 16 * tt;
-        if (dec[8] == 0xffffffffu)
-            continue;
-        const int32_t *sums = cp + ((ptrdiff_t)tt - 1) * (ptrdiff_t)(mr * ldc);
-        size_t rt = r0 + tt * mr;
-        for (size_t r = 0; r < mr; r++) {
-            if (dec[r] == 0xffffffffu)
-                continue;
-            for (size_t h = 0; h < 2; h++) {
-                if (((dec[r] >> (16 * h)) & 0xffffu) == 0xffffu)
-                    continue;
-                size_t jj = p * 32 - j0 + 16 * h;
-                J->v->requant_row(sums + r * ldc + 16 * h, w->zc + jj,
-                                  (uint32_t)w->ovzr[rt + r - t->m0], 16, NULL, o->sa,
-                                  w->sb + jj, w->cm + jj, J->sy, J->zy, J->qmin, J->qmax,
-                                  y + (tt * mr + r) * J->n + 16 * h);
-            }
-        }
-    }
+    for (size_t tt = 0; tt < run; tt++)
+        if (w->ovdec[16 * tt + 8] != 0xffffffffu) /* the tile's AND */
+            redo_undecided(J, w, o, w->ovdec + 16 * tt,
+                           cp + ((ptrdiff_t)tt - 1) * (ptrdiff_t)(mr * ldc), ldc,
+                           w->ovzr + (r0 + tt * mr - t->m0), p * 32 - j0,
+                           y + tt * mr * J->n);
 }
 
 /* The tile kernels over the packed operands, in the blocking order of the file comment;
