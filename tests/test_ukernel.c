@@ -295,7 +295,7 @@ static void check_kernel_raw_a(const qmm_opt_variant *v, const problem *p, const
  * requantized beside the next. Checked: every multiplied tile's sums against the layout's
  * kernel; each requantized tile's masks (word 8 the AND of the rows' words 0-7; a tie, which
  * the float try cannot decide, never marked decided); every lane marked decided against the
- * exact rule on x = sums - zr(row) - zc(column), taking zr from the tile's own rows; and
+ * exact row function (qmm_opt_requant_row) on the tile's sums with zr from its own rows; and
  * nothing written past the 32 columns of y, into the last tile's rows of y, or past the tiles
  * of c. The multipliers are powers of two (x * m exact): 2^-12 (results in range, ties where x
  * = 2048 mod 4096) and 2^-3 (most saturate). */
@@ -348,29 +348,35 @@ static void check_rq_run_case(const qmm_opt_variant *v, const problem *p, const 
                                CASE_ARGS(name, p), form, groups - 1, pi, i, j, got,
                                j >= nr ? 0x5a5a5a5a : want[i * ldc + j]);
         }
+    double m[32]; /* the multipliers as the exact row function takes them (sa = sy = 1) */
+    cr_assert(nr <= 32, "%s: a %zu-column panel for the 32-column overlapped kernels", v->name, nr);
+    for (size_t j = 0; j < nr; j++)
+        m[j] = (double)mf[j];
     for (size_t t = 0; t + 1 < groups; t++) {
         uint32_t all = 0xffffffffu;
         for (size_t r = 0; r < mr; r++) {
             size_t i = t * mr + r;
             uint32_t d = dec[16 * t + r];
             all &= d;
+            uint8_t exact[32];
+            qmm_opt_requant_row(c + i * ldc, cp, (uint32_t)zr[i], nr, NULL, 1.0, m, m, 1.0, zy,
+                                qmin, qmax, exact);
             for (size_t j = 0; j < nr; j++) {
                 int32_t x = qmm_rq_wrap((uint32_t)c[i * ldc + j] - (uint32_t)zr[i] -
                                         (uint32_t)cp[j]);
-                double vv = (double)x * (double)mf[j], rne = nearbyint(vv);
-                double q = rne + zy < qmin ? qmin : rne + zy > qmax ? qmax : rne + zy;
+                double vv = (double)x * m[j]; /* exact: m is a power of two */
                 int tie = fabs(vv - floor(vv) - 0.5) == 0.0 && fabs(vv) < 512.0;
+                int q = sat_u8 ? (int)exact[j] : (int)(int8_t)exact[j];
                 int got = sat_u8 ? (int)y[i * ldy + j] : (int)(int8_t)y[i * ldy + j];
                 if ((d >> j) & 1u) {
                     if (tie)
                         cr_assert_fail(CASE_FMT ": %s, tile %zu row %zu column %zu: a tie "
                                                 "(x = %d) marked decided",
                                        CASE_ARGS(name, p), form, t, r, j, x);
-                    if (got != (int)q)
+                    if (got != q)
                         cr_assert_fail(CASE_FMT ": %s, tile %zu row %zu column %zu (x = %d, m "
                                                 "= %g): y %d, exact %d",
-                                       CASE_ARGS(name, p), form, t, r, j, x, (double)mf[j], got,
-                                       (int)q);
+                                       CASE_ARGS(name, p), form, t, r, j, x, m[j], got, q);
                 }
             }
             for (size_t j = nr; j < ldy; j++)
