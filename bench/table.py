@@ -126,9 +126,11 @@ def git_commit():
 
 
 def one_line(text, limit=120):
-    """A value from a run's --json as one line of the section's text: control characters
-    (newlines included) as spaces, no backquote or "--" (a code span, or a marker comment,
-    "<!-- ... end -->", cannot be opened or closed by it), at most `limit` characters."""
+    """A value from a run's --json (or from a report) as one line of the section's text:
+    control characters (newlines included) as spaces, no backquote or "--" (a code span, or a
+    marker comment, "<!-- ... end -->", cannot be opened or closed by it), at most `limit`
+    characters. Every text the section takes from a run goes through it (section, section_key);
+    a table cell also loses "|" (table_cell)."""
     t = "".join(c if c.isprintable() else " " for c in str(text))
     t = " ".join(t.replace("`", "'").split())
     while "--" in t:
@@ -136,11 +138,19 @@ def one_line(text, limit=120):
     return t[:limit]
 
 
+def table_cell(text):
+    """A status from a run as one table cell: one_line, and no "|" to add a column."""
+    return one_line(text, 40).replace("|", "/")
+
+
 def fmt_ms(s):
     return "—" if s is None else f"{1e3 * s:.3f}"
 
 
 def section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end, build, commit):
+    mline, load_end = one_line(mline, 300), one_line(load_end, 60)
+    ort_version = one_line(ort_version, 60)
+    build, commit, profile = one_line(build), one_line(commit), one_line(args.onednn_profile)
     mark = f"<!-- bench/table.py: {cls} -->"
     cmd = (f".venv/bin/python bench/table.py --qmmcheck build/harness/qmmcheck --rounds "
            f"{args.rounds} --ort-rounds {args.ort_rounds} --update BENCHMARKS.md")
@@ -152,7 +162,7 @@ def section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end, bu
     lines = [mark, f"## Issue 29 table: {title} (bench/table.py, {began:%Y-%m-%d %H:%M} UTC)",
              "",
              f"`{mline}` (at the start; load average at the end {load_end}). "
-             f"{one_line(build)} build, commit {one_line(commit)}."]
+             f"{build} build, commit {commit}."]
     if args.isa:
         env, _ = CAPPED[args.isa]
         lines += ["", f"**{args.isa} code on a machine of a higher class**: ours with "
@@ -165,9 +175,9 @@ def section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end, bu
                   ""]
     peers = []
     if onednn:
-        desc = next((b["description"] for b in onednn[0]["backends"] if b["name"] == "onednn"),
-                    "oneDNN")
-        peers.append(f"oneDNN: {desc}, judged under profile `{args.onednn_profile}`, "
+        desc = one_line(next((b["description"] for b in onednn[0]["backends"]
+                              if b["name"] == "onednn"), "oneDNN"), 200)
+        peers.append(f"oneDNN: {desc}, judged under profile `{profile}`, "
                      f"{args.rounds} rounds alternating with ours in one `qmmcheck bench` "
                      "(its B is passed on every call: it has no prepack, so its `constant` rows "
                      "time the same call as `input`)")
@@ -235,7 +245,7 @@ def section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end, bu
                 o = ort_by.get((shape, t, b))
                 row = [shape, str(t), b]
                 row.append(fmt_ms(ours["median_s"]) if ours and ours["status"] == "PASSED"
-                           else (ours["status"] if ours else "—"))
+                           else (table_cell(ours["status"]) if ours else "—"))
                 if dn and dn["status"] == "PASSED":
                     row.append(fmt_ms(dn["median_s"]))
                     rr = ", ".join(f"{x:.2f}" for x in dn["round_ratio"])
@@ -243,7 +253,7 @@ def section(cls, mline, onednn, ort_rows, ort_version, args, began, load_end, bu
                     row.append(f"{dn['cpu_ratio']:.2f}" if dn.get("cpu_ratio") else "—")
                     row.append(bound_cell("oneDNN", dn, f"{shape} T={t} B {b}"))
                 else:
-                    row += [dn["status"] if dn else "—", "—", "—", "—"]
+                    row += [table_cell(dn["status"]) if dn else "—", "—", "—", "—"]
                 row.append(f"{100 / ours['bound']:.0f}%" if ours and ours.get("bound") else "—")
                 if o:
                     rr = ", ".join(f"{x:.2f}" for x in o["round_ratio"])
@@ -268,7 +278,7 @@ def section_key(mach, isa=None):
     key = f"{mach['class']}, {mach['cpu']}" if mach.get("cpu") else mach["class"]
     if isa:
         key = f"{isa} code on {key}"
-    return key.replace("--", "-")  # "-->" would end the marker's comment
+    return one_line(key, 200)  # one line, no "-->" to end the marker's comment
 
 
 def update(path, cls, text):

@@ -125,4 +125,27 @@ grep -q '^| forged\|^## forged' "$tmp/out" && fail "a recorded build or commit b
 [ "$(grep -c 'end -->' "$tmp/out")" = 1 ] || fail "a recorded commit closed the section's marker"
 grep -Fq "Release' | forged | row | build, commit abc <!- bench/table.py: avx512-vnni, CPU B end -> ## forged." "$tmp/out" ||
   fail "the recorded build and commit, made one line"
+# every other text the section takes from a run is cleaned the same way: the machine line, the
+# CPU's name (the section's marker), the peer's description, profile and version, a status
+python3 - "$tmp/run.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d.update(build="Release", commit="abc1234", onednn_profile="p`\n| forged | profile |",
+         onnxruntime="1.0\n## forged version", load_end="0.1\n| forged | load |",
+         machine_line="machine: test\n| forged | machine |\n2 CPU(s) online, load average 0.1")
+d["machine"]["cpu"] = "CPU C\n## forged cpu --"
+d["onednn"][0]["backends"][0]["description"] = "x\n<!-- bench/table.py: avx512-vnni, CPU B end -->"
+for r in d["onednn"][0]["results"]:
+    if r["backend"] == "onednn" and r["shape"] == "8x64x64" and r["b"] == "input":
+        r["status"] = "FAILED | forged | cell"
+json.dump(d, open(sys.argv[1], "w"))
+PY
+python3 "$src/bench/table.py" --from-json "$tmp/run.json" --shapes 8x64x64 --threads 1 \
+  >"$tmp/out" 2>&1 || fail "table.py --from-json: exit $?"
+grep -q '^| forged\|^## forged' "$tmp/out" && fail "a run's text began a line of its own"
+[ "$(grep -c 'end -->' "$tmp/out")" = 1 ] || fail "a run's text closed the section's marker"
+grep -Fq '<!-- bench/table.py: avx512-vnni, CPU C ## forged cpu - -->' "$tmp/out" ||
+  fail "the CPU's name in the marker, made one line"
+grep -Fq '| 8x64x64 | 1 | input | 1.000 | FAILED / forged / cell | — | — | — |' "$tmp/out" ||
+  fail "a status with | as one cell"
 echo "table_bound: ok"
