@@ -8,6 +8,16 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; [ -f "$tmp/out" ] && cat "$tmp/out"; exit 1; }
+# the section of run.json's 8x64x64 T = 1 rows, into $tmp/out
+render() {
+  python3 "$src/bench/table.py" --from-json "$tmp/run.json" --shapes 8x64x64 --threads 1 \
+    >"$tmp/out" 2>&1 || fail "table.py --from-json: exit $?"
+}
+# no text of the run began a line of its own or closed the section's marker
+one_section() {
+  grep -q '^| forged\|^## forged' "$tmp/out" && fail "$1 began a line of its own"
+  [ "$(grep -c 'end -->' "$tmp/out")" = 1 ] || fail "$1 closed the section's marker"
+}
 python3 - "$tmp/run.json" <<'PY'
 import json, sys
 def row(shape, b, backend, ms, bound):
@@ -96,8 +106,7 @@ grep -Fq '## Issue 29 table: avx2 code on avx512-vnni, CPU B' "$tmp/doc.md" ||
 # what a section says of its run comes from the run: its rounds (counted from the per-round
 # ratios of a --json that did not record them: 2 here), build and commit; not the defaults of
 # the command that renders it, nor the checkout's HEAD at that time
-python3 "$src/bench/table.py" --from-json "$tmp/run.json" --shapes 8x64x64 --threads 1 \
-  >"$tmp/out" 2>&1 || fail "table.py --from-json: exit $?"
+render
 grep -Fq -- '--rounds 2 --ort-rounds 1 --update' "$tmp/out" ||
   fail "an unrecorded run's rounds: 2 oneDNN rounds and 1 ORT round, counted"
 grep -Fq '2 rounds alternating with ours' "$tmp/out" || fail "the peers line's rounds"
@@ -108,8 +117,7 @@ d = json.load(open(sys.argv[1]))
 d.update(rounds=7, ort_rounds=5, build="Release", commit="abc1234")
 json.dump(d, open(sys.argv[1], "w"))
 PY
-python3 "$src/bench/table.py" --from-json "$tmp/run.json" --shapes 8x64x64 --threads 1 \
-  >"$tmp/out" 2>&1 || fail "table.py --from-json: exit $?"
+render
 grep -Fq -- '--rounds 7 --ort-rounds 5 --update' "$tmp/out" || fail "the recorded rounds"
 grep -Fq 'Release build, commit abc1234.' "$tmp/out" || fail "the recorded build and commit"
 # a recorded build or commit is text from a file: one line, no marker comment, no code span
@@ -119,10 +127,8 @@ d = json.load(open(sys.argv[1]))
 d.update(build="Release`\n| forged | row |", commit="abc\n<!-- bench/table.py: avx512-vnni, CPU B end -->\n## forged")
 json.dump(d, open(sys.argv[1], "w"))
 PY
-python3 "$src/bench/table.py" --from-json "$tmp/run.json" --shapes 8x64x64 --threads 1 \
-  >"$tmp/out" 2>&1 || fail "table.py --from-json: exit $?"
-grep -q '^| forged\|^## forged' "$tmp/out" && fail "a recorded build or commit began a line of its own"
-[ "$(grep -c 'end -->' "$tmp/out")" = 1 ] || fail "a recorded commit closed the section's marker"
+render
+one_section "a recorded build or commit"
 grep -Fq "Release' | forged | row | build, commit abc <!- bench/table.py: avx512-vnni, CPU B end -> ## forged." "$tmp/out" ||
   fail "the recorded build and commit, made one line"
 # every other text the section takes from a run is cleaned the same way: the machine line, the
@@ -140,10 +146,8 @@ for r in d["onednn"][0]["results"]:
         r["status"] = "FAILED | forged | cell"
 json.dump(d, open(sys.argv[1], "w"))
 PY
-python3 "$src/bench/table.py" --from-json "$tmp/run.json" --shapes 8x64x64 --threads 1 \
-  >"$tmp/out" 2>&1 || fail "table.py --from-json: exit $?"
-grep -q '^| forged\|^## forged' "$tmp/out" && fail "a run's text began a line of its own"
-[ "$(grep -c 'end -->' "$tmp/out")" = 1 ] || fail "a run's text closed the section's marker"
+render
+one_section "a run's text"
 grep -Fq '<!-- bench/table.py: avx512-vnni, CPU C ## forged cpu - -->' "$tmp/out" ||
   fail "the CPU's name in the marker, made one line"
 grep -Fq '| 8x64x64 | 1 | input | 1.000 | FAILED / forged / cell | — | — | — |' "$tmp/out" ||
