@@ -361,10 +361,10 @@ int qmm_opt_variant_auto(void)
  * the CPU it was measured on (docs/optimized.md "Tuning by CPU model"); a CPU not listed
  * gets the default. Every value gives the same answers: only the time changes. */
 
-/* raw A up to K = 1024: Zen 4, T = 1, constant B, six alternations against packed A, medians:
- * 512x1024x1024 2.55 vs 2.67 ms, 1024^3 5.31 vs 5.35; but 2048^3 42.4 vs 42.05,
- * 2048x2000x2048 40.45 vs 40.05 (eight 2 KB rows a tile: the eight streams lost to one). The
- * wide fused path off: not measured since panel pairs but on Zen 5. Row blocks of up to 192
+/* raw A up to K = 1024: the first Zen 4 measurement (2026-11-27, kernels of then), T = 1,
+ * constant B, six alternations against packed A, medians: 512x1024x1024 2.55 vs 2.67 ms,
+ * 1024^3 5.31 vs 5.35; but 2048^3 42.4 vs 42.05. The wide fused path off: Zen 4 before panel
+ * pairs no better at 2048^3 (and "Zen 4" below). Row blocks of up to 192
  * rows: AMX (2 threads) at 2048^3 ~6% faster than 96 (matmul.c, plan_tasks); larger blocks
  * measured on Zen 5 only. */
 static const qmm_opt_tuning tuning_default = {1024, 0, 192};
@@ -390,6 +390,16 @@ static const struct cpu_tuning {
        1024^3 1.002 and 1.004 (T = 2 1.014, B constant 1.001, T = 2 1.009), 512x1024x1024
        1.007 (T = 2 1.002), 2048^3 1.004 (B constant 1.006), 512x4096x4096 1.009 */
     {'A', 0x1a, "AMD Zen 5", {8192, 1, 256}},
+    /* Zen 4 (EPYC family 19h model 11h, 32 KB L1D), 2026-11-29, the kernels of 195929c1: one
+       `qmmcheck bench` run per shape timing the options alternating (21 rounds, median
+       per-round ratio), T = 1, B input unless said. Raw A up to 8192 against 1024: 2048^3
+       1.010 (T = 2 1.014, B constant 1.007), 1024x2048x1024 1.026, 512x4096x1024 1.017,
+       256x8192x512 1.040, 2048x4096x512 1.070; the fused path (M <= 192) the same within
+       noise: 128x2048x2048 1.007, 64x2048x4096 0.999, 128x4096x4096 1.019, 192x1536x1536
+       1.011. The wide fused path (31 rounds): 1024^3 0.995, 512x1024x1024 1.005; row blocks of
+       256: 1024^3 1.005, 512x1024x1024 1.001 — no change, so neither is taken. Family 19h is
+       Zen 3 too, whose variant (avx2) reads no raw A: the row changes Zen 4 alone. */
+    {'A', 0x19, "AMD Zen 4", {8192, 0, 192}},
 };
 
 qmm_opt_tuning qmm_opt_tuning_of_cpu(void)
