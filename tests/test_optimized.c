@@ -1739,7 +1739,8 @@ static void open_avx512vnni(variant *v, const int *threads, const int *prepack, 
 }
 
 /* The avx512vnni fused path with raw A (M <= 192, a B per batch not prepacked, uint8 A,
- * 4 <= K <= 1024: the first row group packed for kernel_pack, the others read as they are)
+ * 4 <= K <= 1024, within every CPU model's raw-A limit: the first row group packed for
+ * kernel_pack, the others read as they are)
  * on 1, 2, 3 and 5 threads: row counts around the 8-row group, K around the 4-value group, N
  * around the 32-column panel, A 2-D or broadcast over B's batches or one per batch, every
  * zero point and scale form, MatMulInteger too; and B broadcast (not fused) beside them. */
@@ -1862,9 +1863,12 @@ Test(differential, overlapped_epilogue, .timeout = 600)
                                  1025, 1100, 2048, 4096, 4097, 5119};
     static const int64_t ns[] = {32, 64, 96, 256, 288};
     int count = QMM_TEST_SANITIZED ? 12 : 150;
-    static const int tl[3] = {1, 2, 3}, pre[3] = {1, 0, 1};
-    variant v[3];
-    open_avx512vnni(v, tl, pre, 3);
+    /* the fourth packs A whatever the CPU model's raw-A limit (8192 on Zen 4 and Zen 5 since
+     * 2026-11-29: the other three then read a uint8 A as it is at every K here) */
+    static const int tl[4] = {1, 2, 3, 2}, pre[4] = {1, 0, 1, 0};
+    static const char *const ex[4] = {"", "", "", ",raw_a_k=0"};
+    variant v[4];
+    open_avx512vnni_with(v, tl, pre, ex, 4);
     rng r = {777};
     for (int i = 0; i < count; i++) {
         problem p;
@@ -1895,7 +1899,7 @@ Test(differential, overlapped_epilogue, .timeout = 600)
                  "overlapped epilogue m=%lld k=%lld n=%lld ta %d tb %d ty %d za %d zb %d zy %d %s",
                  (long long)m, (long long)k, (long long)n, (int)ta, (int)tb, (int)ty, (int)za,
                  (int)zb, (int)zy, ties ? "ties" : "arbitrary scale");
-        check_problem(v, 3, &p, 777, i);
+        check_problem(v, 4, &p, 777, i);
         problem_free(&p);
     }
     /* Lanes the float try gets wrong: acc = 987 = 21 * 47 with sa = 1, these float sb and
@@ -1930,10 +1934,10 @@ Test(differential, overlapped_epilogue, .timeout = 600)
                        2.1748745441436768f);
         snprintf(p.what, sizeof p.what, "overlapped epilogue, lanes the float try gets wrong: k=%lld y %s",
                  (long long)k, ty == U8 ? "uint8" : "int8");
-        check_problem(v, 3, &p, 777, count + i);
+        check_problem(v, 4, &p, 777, count + i);
         problem_free(&p);
     }
-    close_variants(v, 3);
+    close_variants(v, 4);
 }
 
 /* One lane the float try gets wrong (acc = 987, as above) in a tile of otherwise decided
