@@ -1863,8 +1863,8 @@ Test(differential, overlapped_epilogue, .timeout = 600)
                                  1025, 1100, 2048, 4096, 4097, 5119};
     static const int64_t ns[] = {32, 64, 96, 256, 288};
     int count = QMM_TEST_SANITIZED ? 12 : 150;
-    /* the fourth packs A whatever the CPU model's raw-A limit (8192 on Zen 4 and Zen 5 since
-     * 2026-11-29: the other three then read a uint8 A as it is at every K here) */
+    /* the fourth packs A whatever the CPU model's raw-A limit (8192 on Zen 5, and on Zen 4
+     * since 2026-11-29: the other three then read a uint8 A as it is at every K here) */
     static const int tl[4] = {1, 2, 3, 2}, pre[4] = {1, 0, 1, 0};
     static const char *const ex[4] = {"", "", "", ",raw_a_k=0"};
     variant v[4];

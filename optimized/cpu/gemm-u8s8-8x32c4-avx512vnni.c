@@ -163,8 +163,9 @@ static inline __attribute__((always_inline)) void tile(int R, int AS, size_t kgr
         "vmovdqu64 " O "(%[b]), %%zmm16\n\t" \
         "vmovdqu64 " O "+64(%[b]), %%zmm17\n\t"
 /* The K loop over %[k] groups, two a turn (one first when %[k] is odd; labels 8 and, after
- * the loop, 9: an asm statement may hold several such loops, each jump finds its own): GROUP(O) the products with A's words O bytes on, A_STEP(N) A's pointers moved N
- * groups. Two groups a turn: the run of overlapped tiles at 1024^3 (eight stretches of 32
+ * the loop, 9: an asm statement may hold several such loops, each jump finds its own):
+ * GROUP(O) the products with A's words O bytes on, A_STEP(N) A's pointers moved N groups.
+ * Two groups a turn: the run of overlapped tiles at 1024^3 (eight stretches of 32
  * groups a tile) ran 1.2-1.6% faster than with one, the plain raw-A kernel 0.5% (Zen 5, the
  * kernels alone in the driver's order, alternating in one process) */
 #define QMM_K_LOOP(GROUP, A_STEP, ONE, TWO) \
