@@ -26,7 +26,7 @@
 
 enum {
     O_BACKEND, O_SEED, O_COUNT, O_SECONDS, O_OUT, O_PROFILE, O_PROBLEM, O_START, O_MAX_DIFFS,
-    O_ONLY, O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_QUIET, O_REDUCE, O_ALLOW_EMPTY, O_CPU
+    O_ONLY, O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_START_TIMEOUT, O_QUIET, O_REDUCE, O_ALLOW_EMPTY, O_CPU
 };
 static const qh_option diff_options[] = {
     {O_BACKEND, "--backend", 'b', "SPEC", 0, "a backend to compare (give exactly two)"},
@@ -42,6 +42,7 @@ static const qh_option diff_options[] = {
     {O_ISOLATE, "--isolate", 0, NULL, 0, "run both backends in forked workers"},
     {O_NO_ISOLATE, "--no-isolate", 0, NULL, 0, "run plugins in process too"},
     {O_TIMEOUT, "--timeout", 0, "S", 0, "seconds an isolated call may take (default 30)"},
+    {O_START_TIMEOUT, "--start-timeout", 0, "S", 0, QH_START_TIMEOUT_HELP},
     {O_QUIET, "--quiet", 'q', NULL, 0, "no progress on stderr"},
     {O_REDUCE, "--reduce", 0, NULL, 0, "reduce each saved case beside it (DIR/problem-I-reduced)"},
     {O_ALLOW_EMPTY, "--allow-empty", 0, NULL, 0, "a diff that compared no problem exits 0, not 3"},
@@ -94,6 +95,7 @@ typedef struct diff_opts {
     const char *profile;
     int isolate; /* -1: plugins only */
     double timeout_s;
+    double start_s; /* --start-timeout as qh_isolation.start_s (0: the default) */
     int quiet;
     const char *cpu_arg;          /* --cpu as given, for the __REPRO: line */
     const qh_cpu_target *cpu[2];   /* A's and B's class (harness/invoke/cpu.h); NULL: none given */
@@ -695,6 +697,10 @@ int qh_cmd_diff(int argc, char **argv)
             }
             break;
         }
+        case O_START_TIMEOUT:
+            if (qh_opt_start_timeout(val, &o.start_s))
+                return bad_value(a, val, "seconds >= 0 (0: none)");
+            break;
         case O_SEED: o.seed = u; o.have_seed = 1; break;
         case O_COUNT: o.count = u; o.have_count = 1; break;
         case O_START: o.start = u; break;
@@ -724,7 +730,7 @@ int qh_cmd_diff(int argc, char **argv)
     qh_backend be[2];
     for (int k = 0; k < 2; k++) {
         qh_error err;
-        qh_isolation iso = {.isolate = o.isolate, .timeout_s = o.timeout_s,
+        qh_isolation iso = {.isolate = o.isolate, .timeout_s = o.timeout_s, .start_s = o.start_s,
                             .memory_limit = QH_MEMORY_LIMIT_DEFAULT, .cpu = o.cpu[k]};
         if (qh_backend_open_isolated(o.spec[k], &iso, &be[k], &err) != 0) {
             char *c = qh_clean_dup(err.msg, strlen(err.msg), 0); /* it quotes the spec */

@@ -25,17 +25,21 @@ typedef struct fp_opts {
     const char *report; /* json:FILE */
     int isolate;        /* -1: plugins isolated, built-ins not; 0 never; 1 always */
     double timeout_s;
+    double start_s; /* --start-timeout as qh_isolation.start_s (0: the default) */
     int verbose;
     const qh_cpu_target *cpu; /* --cpu (harness/invoke/cpu.h); NULL: none given */
 } fp_opts;
 
-enum { O_BACKEND, O_REPORT, O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_VERBOSE, O_CPU };
+enum {
+    O_BACKEND, O_REPORT, O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_START_TIMEOUT, O_VERBOSE, O_CPU
+};
 static const qh_option fp_options[] = {
     {O_BACKEND, "--backend", 'b', "SPEC", 0, "the backend to fingerprint"},
     {O_REPORT, "--report", 0, "json:FILE", 0, "also write the result as JSON"},
     {O_ISOLATE, "--isolate", 0, NULL, 0, "run the backend in a forked worker"},
     {O_NO_ISOLATE, "--no-isolate", 0, NULL, 0, "run a plugin in process"},
     {O_TIMEOUT, "--timeout", 0, "S", 0, "seconds an isolated call may take (default 30; 0: none)"},
+    {O_START_TIMEOUT, "--start-timeout", 0, "S", 0, QH_START_TIMEOUT_HELP},
     {O_VERBOSE, "--verbose", 'v', NULL, 0, "print why each case of the suite is there"},
     {O_CPU, "--cpu", 0, "CLASS", 0, "run the backend as that CPU runs it, under qemu (list --cpus)"},
     {0, NULL, 0, NULL, 0, NULL},
@@ -87,6 +91,10 @@ static int parse(int argc, char **argv, fp_opts *o, int *done)
         case O_TIMEOUT:
             if (qh_parse_double(val, 0, 1e6, &o->timeout_s))
                 return fp_usage("--timeout %s: expected seconds >= 0 (0: none)", val);
+            break;
+        case O_START_TIMEOUT:
+            if (qh_opt_start_timeout(val, &o->start_s))
+                return fp_usage("--start-timeout %s: expected seconds >= 0 (0: none)", val);
             break;
         case O_ISOLATE: o->isolate = 1; break;
         case O_NO_ISOLATE: o->isolate = 0; break;
@@ -352,7 +360,7 @@ int qh_cmd_fingerprint(int argc, char **argv)
         return rc;
     qh_backend be;
     qh_error err;
-    qh_isolation iso = {.isolate = o.isolate, .timeout_s = o.timeout_s,
+    qh_isolation iso = {.isolate = o.isolate, .timeout_s = o.timeout_s, .start_s = o.start_s,
                         .memory_limit = QH_MEMORY_LIMIT_DEFAULT, .cpu = o.cpu};
     if (qh_backend_open_isolated(o.backend, &iso, &be, &err) != 0) {
         fprintf(stderr, "qmmcheck: %s\n%s", err.msg, qh_open_printed());

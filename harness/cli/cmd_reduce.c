@@ -18,7 +18,7 @@
 
 enum {
     O_BACKEND = 1, O_OUT, O_PROFILE, O_MAX_TRIES, O_SECONDS, O_DATA_SET, O_ISOLATE,
-    O_NO_ISOLATE, O_TIMEOUT, O_QUIET, O_CONFIRM, O_CPU
+    O_NO_ISOLATE, O_TIMEOUT, O_START_TIMEOUT, O_QUIET, O_CONFIRM, O_CPU
 };
 static const qh_option reduce_options[] = {
     {O_BACKEND, "--backend", 'b', "SPEC", 0, "the backend the case fails against (one)"},
@@ -32,6 +32,7 @@ static const qh_option reduce_options[] = {
     {O_ISOLATE, "--isolate", 0, NULL, 0, "call the backend in a forked worker (plugins: default)"},
     {O_NO_ISOLATE, "--no-isolate", 0, NULL, 0, "call the backend in this process"},
     {O_TIMEOUT, "--timeout", 0, "S", 0, "seconds a call may take in the worker (default 30)"},
+    {O_START_TIMEOUT, "--start-timeout", 0, "S", 0, QH_START_TIMEOUT_HELP},
     {O_QUIET, "--quiet", 'q', NULL, 0, "no progress line"},
     {O_CPU, "--cpu", 0, "CLASS", 0, "run the backend as that CPU runs it, under qemu (list --cpus)"},
     {0, NULL, 0, NULL, 0, NULL}};
@@ -58,6 +59,7 @@ typedef struct reduce_args {
     const char *dir, *spec, *out, *profile;
     int isolate, quiet, data_set;
     double timeout_s;
+    double start_s; /* --start-timeout as qh_isolation.start_s (0: the default) */
     const qh_cpu_target *cpu; /* --cpu (harness/invoke/cpu.h); NULL: none given */
     qh_reduce_opts ro;
 } reduce_args;
@@ -101,6 +103,10 @@ static int parse(int argc, char **argv, reduce_args *a, int *done)
                 return usage("%s: expected seconds >= 0", p.name);
             *(id == O_SECONDS ? &a->ro.seconds : &a->timeout_s) = v;
             break;
+        case O_START_TIMEOUT:
+            if (qh_opt_start_timeout(val, &a->start_s))
+                return usage("--start-timeout %s: expected seconds >= 0 (0: none)", val);
+            break;
         case O_MAX_TRIES:
         case O_DATA_SET:
             if (qh_parse_u64(val, id == O_MAX_TRIES ? UINT64_MAX : 1000000, &u) != 0)
@@ -143,7 +149,7 @@ int qh_cmd_reduce(int argc, char **argv)
     qh_interrupt_install(); /* before the backend opens (interrupt.h) */
     qh_backend be;
     qh_error err;
-    qh_isolation iso = {.isolate = a.isolate, .timeout_s = a.timeout_s,
+    qh_isolation iso = {.isolate = a.isolate, .timeout_s = a.timeout_s, .start_s = a.start_s,
                         .memory_limit = QH_MEMORY_LIMIT_DEFAULT, .cpu = a.cpu};
     if (qh_backend_open_isolated(a.spec, &iso, &be, &err) != 0) {
         char *c = qh_clean_dup(err.msg, strlen(err.msg), 0); /* it quotes the spec */

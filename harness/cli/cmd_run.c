@@ -57,6 +57,7 @@ typedef struct opts {
     int data_set;
     int isolate;          /* -1: plugins isolated, built-ins not; 0 never; 1 always */
     double timeout_s;
+    double start_s;       /* --start-timeout as qh_isolation.start_s (0: the default) */
     uint64_t memory_limit; /* per isolated worker; 0 none; QH_MEMORY_LIMIT_DEFAULT */
     int max_skipped;      /* -1: no limit */
     int determinism;
@@ -93,7 +94,7 @@ static int usage_error_in(const char *cmd, const char *fmt, const char *arg)
 enum { RUN = 1, LIST = 2, REPRO = 4 };
 enum {
     O_BACKEND, O_VECTORS, O_REPORT, O_FILTER, O_PROFILE, O_XFAIL, O_XFAIL_STRICT, O_SHARD,
-    O_DATA_SET, O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_MEMORY_LIMIT, O_MAX_SKIPPED,
+    O_DATA_SET, O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_START_TIMEOUT, O_MEMORY_LIMIT, O_MAX_SKIPPED,
     O_ALLOW_EMPTY, O_DETERMINISM, O_VARIANTS, O_QUIET, O_VERBOSE, O_BACKENDS, O_PROFILES,
     O_CPU, O_CPUS, O_TAG, O_TAGS
 };
@@ -120,6 +121,7 @@ static const qh_option run_options[] = {
     {O_NO_ISOLATE, "--no-isolate", 0, NULL, RUN | REPRO, "run plugins in process too"},
     {O_TIMEOUT, "--timeout", 0, "S", RUN | REPRO,
      "seconds an isolated call may take (default 30; 0: none)"},
+    {O_START_TIMEOUT, "--start-timeout", 0, "S", RUN | REPRO, QH_START_TIMEOUT_HELP},
     {O_MEMORY_LIMIT, "--memory-limit", 0, "BYTES", RUN | REPRO,
      "an isolated worker's address space, e.g. 512M (0: none)"},
     {O_MAX_SKIPPED, "--max-skipped", 0, "N", RUN, "fail when more than N cases are SKIPPED"},
@@ -252,6 +254,10 @@ static int parse_opts(const qh_command *cmd, int argc, char **argv, opts *o, int
         case O_TIMEOUT:
             if (qh_parse_double(val, 0, 1e6, &o->timeout_s))
                 return usage_error("--timeout %s: expected seconds >= 0 (0: none)", val);
+            break;
+        case O_START_TIMEOUT:
+            if (qh_opt_start_timeout(val, &o->start_s))
+                return usage_error("--start-timeout %s: expected seconds >= 0 (0: none)", val);
             break;
         case O_MEMORY_LIMIT:
             if (qh_parse_bytes(val, &o->memory_limit))
@@ -454,10 +460,11 @@ static void print_result(const qh_result *r, const qh_case_ref *ref, const char 
     free(repro);
 }
 
-/* How the options isolate a backend (--isolate/--no-isolate, --timeout, --memory-limit). */
+/* How the options isolate a backend (--isolate/--no-isolate, --timeout, --start-timeout,
+ * --memory-limit). */
 static qh_isolation isolation_of(const opts *o)
 {
-    return (qh_isolation){.isolate = o->isolate, .timeout_s = o->timeout_s,
+    return (qh_isolation){.isolate = o->isolate, .timeout_s = o->timeout_s, .start_s = o->start_s,
                           .memory_limit = o->memory_limit};
 }
 

@@ -2,6 +2,8 @@
  * made from the same table (harness/cli/options.h). */
 #include "harness/cli/options.h"
 
+#include "harness/base/numparse.h"
+
 #include <string.h>
 
 #include "harness/base/clean.h"
@@ -146,4 +148,13 @@ int qh_opt_bad_value(const qh_command *cmd, int how, const char *option, const c
     char msg[512];
     snprintf(msg, sizeof msg, "%s %s: expected %s", option, value, want);
     return qh_opt_error(cmd, how, "%s", msg);
+}
+
+int qh_opt_start_timeout(const char *val, double *start_s)
+{
+    double v;
+    if (qh_parse_double(val, 0, 1e6, &v))
+        return -1;
+    *start_s = v > 0 ? v : -1;
+    return 0;
 }

@@ -67,6 +67,13 @@ int qh_opt_error(const qh_command *cmd, int how, const char *fmt, const char *ar
  * an argument, a path or a file's text: harness/base/clean.h), then a newline. */
 void qh_eprint_clean(const char *prefix, const char *msg);
 
+/* --start-timeout S, which run, diff, reduce and fingerprint take alike: its help line, and
+ * its value as qh_isolation.start_s (harness/invoke/backends.h): S seconds, or -1 for S = 0
+ * (none). Returns 0, or -1 when S is not a number of seconds >= 0. */
+#define QH_START_TIMEOUT_HELP \
+    "seconds a worker's start may take (default --timeout's, at least 10; 0: none)"
+int qh_opt_start_timeout(const char *val, double *start_s);
+
 /* qh_opt_error's "OPTION VALUE: expected WANT". */
 int qh_opt_bad_value(const qh_command *cmd, int how, const char *option, const char *value,
                      const char *want);

@@ -18,7 +18,10 @@
 /* How a backend is isolated. */
 typedef struct qh_isolation {
     int isolate;           /* -1: plugins isolated, built-ins not; 0 never; 1 always */
-    double timeout_s;      /* limit for open, query and close in the worker; <= 0 for none */
+    double timeout_s;      /* limit for each call, query and close in the worker; <= 0 for none */
+    double start_s;        /* --start-timeout: a worker's start (its process and the backend's
+                            * open); 0: the default (timeout_s, at least QH_START_S); < 0: none
+                            * (harness/invoke/cpu.h, qh_cpu_start_timeout) */
     uint64_t memory_limit; /* per worker, bytes; 0 for none; QH_MEMORY_LIMIT_DEFAULT */
     const struct qh_cpu_target *cpu; /* --cpu: the class the worker's backend runs under
                                      * (harness/invoke/cpu.h); NULL for native */

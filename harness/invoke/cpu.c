@@ -125,9 +125,13 @@ double qh_cpu_timeout(const qh_cpu_target *c, double t)
     return qh_cpu_emulated(c) ? t * QH_CPU_TIMEOUT_FACTOR : t;
 }
 
-double qh_cpu_start_timeout(const qh_cpu_target *c, double t)
+double qh_cpu_start_timeout(const qh_cpu_target *c, double timeout_s, double start_s)
 {
-    return qh_cpu_emulated(c) && t > 0 && t < QH_CPU_START_S ? QH_CPU_START_S : t;
+    if (start_s != 0)
+        return start_s > 0 ? qh_cpu_timeout(c, start_s) : 0;
+    double t = qh_cpu_timeout(c, timeout_s), least = qh_cpu_emulated(c) ? QH_CPU_START_S
+                                                                        : QH_START_S;
+    return t <= 0 ? 0 : t < least ? least : t;
 }
 
 /* ---- the emulated CPU's facts ------------------------------------------------------------ */

@@ -50,9 +50,13 @@ enum {
  * translation cache and tables (about 150 MiB), which RLIMIT_DATA counts. */
 #define QH_CPU_QEMU_ALLOWANCE ((unsigned long long)256 << 20)
 
-/* How long a worker's start (its hello) may take under the class when a call may take `t`
- * (already scaled): at least QH_CPU_START_S when emulated; `t` for native; 0 (none) stays 0. */
-double qh_cpu_start_timeout(const qh_cpu_target *c, double t);
+/* How long a worker's start (its process, its libraries, the backend's open: the hello) may
+ * take under the class, in seconds, scaled; 0 for none. `start_s` is qh_isolation's: > 0 the
+ * user's --start-timeout (scaled like every timeout), < 0 none; 0 the default: the call's
+ * `timeout_s` scaled, at least QH_START_S natively and QH_CPU_START_S emulated (none when
+ * `timeout_s` is none). A start is not a call: its time is the machine's (a fork on a loaded
+ * machine, an interpreter importing its modules), not the backend's arithmetic. */
+double qh_cpu_start_timeout(const qh_cpu_target *c, double timeout_s, double start_s);
 
 /* The name a saved case's qmm.meta `cpu_class` gives the class (harness/io/cpuclass.h): an
  * emulated class's own, this machine's detected class for native; NULL when no --cpu was
@@ -68,8 +72,11 @@ int qh_cpu_emulated(const qh_cpu_target *c);
 /* The class's name for lines and reports: "native" for NULL. */
 const char *qh_cpu_name(const qh_cpu_target *c);
 
-/* A worker's start under an emulated class (qemu loading this executable's libraries, an
- * exec: interpreter importing its modules) may take at least this long, whatever --timeout. */
+/* By default a worker's start may take at least this long, whatever --timeout: natively
+ * (a fork or an interpreter's imports on a loaded machine: a 0.5 s --timeout once killed a
+ * plugin's worker in its start under `ctest -j2`), and under an emulated class (qemu loading
+ * this executable's libraries, an exec: interpreter importing its modules). */
+#define QH_START_S 10.0
 #define QH_CPU_START_S 60.0
 
 /* `--cpu LIST`: comma-separated class names, each given once. Fills out[0..max) and returns

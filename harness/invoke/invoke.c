@@ -418,11 +418,16 @@ static void explain(qh_backend *b, int w, const char *what, double timeout, char
     char how[160];
     worker_end(b, how, sizeof how);
     const char *sep = what[0] ? ": " : "";
-    char scaled[96] = ""; /* the timeout an emulated class gets, said where it ends a wait */
-    if (qh_cpu_emulated(b->iso.cpu))
-        snprintf(scaled, sizeof scaled, " (--timeout x %d under emulation, CPU class %s%s)",
-                 QH_CPU_TIMEOUT_FACTOR, qh_cpu_name(b->iso.cpu),
-                 strcmp(what, "qmm_backend_open") == 0 ? "; a start at least 60 s" : "");
+    /* which limit ended the wait: a start's (--start-timeout) or an emulated call's */
+    char scaled[112] = "";
+    int emulated = qh_cpu_emulated(b->iso.cpu);
+    if (strcmp(what, "qmm_backend_open") == 0)
+        snprintf(scaled, sizeof scaled, " (a worker's start%s%s; --start-timeout)",
+                 emulated ? " under emulation, CPU class " : "",
+                 emulated ? qh_cpu_name(b->iso.cpu) : "");
+    else if (emulated)
+        snprintf(scaled, sizeof scaled, " (--timeout x %d under emulation, CPU class %s)",
+                 QH_CPU_TIMEOUT_FACTOR, qh_cpu_name(b->iso.cpu));
     b->why_cause = w == W_HUNG ? QH_CAUSE_NO_ANSWER : w == W_INTR ? QH_CAUSE_NONE
                    : b->qemu_oom ? QH_CAUSE_EMULATOR_OOM : b->end_cause;
     b->why_arg = b->why_cause == b->end_cause ? b->end_arg : 0;
@@ -491,7 +496,7 @@ static int worker_hello(qh_backend *b, double deadline, double timeout, wire_hel
 int qh_worker_open(qh_backend *b, qh_error *err)
 {
     b->worker_fd = b->worker_out = -1;
-    double t = qh_cpu_start_timeout(b->iso.cpu, qh_cpu_timeout(b->iso.cpu, b->iso.timeout_s));
+    double t = qh_cpu_start_timeout(b->iso.cpu, b->iso.timeout_s, b->iso.start_s);
     wire_hello h;
     int w = worker_hello(b, deadline_after(t), t, &h, b->broken, sizeof b->broken);
     if (w != W_READY) {
@@ -613,14 +618,13 @@ static int invoke_isolated(qh_backend *b, const qmm_call *call, double timeout,
     if (b->worker_pid > 0 && between_calls(b, out))
         return 0;
     if (b->worker_pid <= 0) {
-        /* a fresh worker re-opens the backend, within this call's time (an emulated one
-         * within its start's, and then the call has its own: harness/invoke/cpu.h) */
+        /* a fresh worker re-opens the backend within a start's time, and then the call has
+         * its own (harness/invoke/cpu.h, qh_cpu_start_timeout) */
         wire_hello h;
-        double start = qh_cpu_start_timeout(b->iso.cpu, timeout);
-        int w = worker_hello(b, start != timeout ? deadline_after(start) : deadline, start, &h,
-                             out->problem, sizeof out->problem);
-        if (start != timeout)
-            deadline = deadline_after(timeout);
+        double start = qh_cpu_start_timeout(b->iso.cpu, b->iso.timeout_s, b->iso.start_s);
+        int w = worker_hello(b, deadline_after(start), start, &h, out->problem,
+                             sizeof out->problem);
+        deadline = deadline_after(timeout);
         int refused = w == W_READY && !h.ok;
         if (refused) {
             snprintf(out->problem, sizeof out->problem,
