@@ -126,3 +126,18 @@ Test(diff_cli, the_float_output_operators_are_drawn_and_judged_by_their_rule)
     cr_expect(strstr(out, "DIFF SUMMARY: problems:0 ") == NULL, "dequantizelinear: none drawn");
     free(out);
 }
+
+/* One problem in a hundred has K from 1025 to 8192 (every one stopped at 300, so diff never
+ * reached the optimized backend's raw A past K = 1024, nor float8's longest sums): a plugin
+ * wrong only where K >= 1025 (flaky's min-k) differs within 3000 problems of seed 1, on
+ * QLinearMatMul and MatMulInteger alike. */
+Test(diff_cli, long_k_problems_are_drawn)
+{
+    char *out = qmmcheck_expect(1, "diff --backend reference --backend '%s:min-k=1025' --seed 1 "
+                                "--count 3000 -q --max-diffs 1000 --out '%s/d'",
+                                env("QMM_FLAKY_PLUGIN"), tmpdir);
+    expect_in(out, "QLinearMatMul opset");
+    expect_in(out, "MatMulInteger");
+    cr_expect(strstr(out, " differences:0 ") == NULL, "%s", out);
+    free(out);
+}

@@ -424,12 +424,22 @@ static void pick_op(qh_problem *p, qh_rng *r, int qlm, int32_t *sdt)
     qh_problem_init(p, qlm ? QMM_OP_QLINEARMATMUL : QMM_OP_MATMULINTEGER, opset);
 }
 
+/* The budget's bounds (qh_random_opts): outputs, and batch*M*N*K multiplies. */
+static int64_t max_outputs_of(const qh_random_opts *o)
+{
+    return o && o->max_outputs > 0 ? o->max_outputs : 4096;
+}
+
+static int64_t max_macs_of(const qh_random_opts *o)
+{
+    return o && o->max_macs > 0 ? o->max_macs : (int64_t)1 << 20;
+}
+
 /* Halves the largest of m, k, n until the problem is cheap enough for the exact reference. */
 static void shrink_to_budget(const qh_random_opts *o, int32_t ra, int32_t rb, int64_t batch,
                              int64_t *m, int64_t *k, int64_t *n)
 {
-    int64_t max_out = o && o->max_outputs > 0 ? o->max_outputs : 4096;
-    int64_t max_macs = o && o->max_macs > 0 ? o->max_macs : (int64_t)1 << 20;
+    int64_t max_out = max_outputs_of(o), max_macs = max_macs_of(o);
     for (;;) {
         int64_t mm = ra == 1 ? 1 : *m, nn = rb == 1 ? 1 : *n;
         if (batch * mm * nn <= max_out && batch * mm * nn * (*k ? *k : 1) <= max_macs)
@@ -455,12 +465,36 @@ static void pick_batch_dims(qh_rng *r, operand_plan *x, const int64_t *bd, int32
     }
 }
 
+/* One problem in LONG_K_IN has a long K, 1025 to 8192 (pick_dim's stop at 300), with
+ * M <= 16 and M x N <= 255 (at most 2^18 multiplies: the reference's exact sums make a long
+ * problem cost as much as a hundred others: diff ran 1.27x longer for them, 1.5x with
+ * 2^20), which the default budget keeps whole: past 1024 is where the optimized
+ * backend reads a uint8 A as it is (raw A, docs/optimized.md) and float8 sums grow longest.
+ * Drawn from a stream of its own beside `r` (which it does not advance), so that every other
+ * problem of a seed is what it was before the long ones came (2026-11-29); only where the
+ * budget is the default's or larger (an edge suite's smaller budget draws none). */
+enum { LONG_K_IN = 100 };
+
+static void long_k(const qh_rng *r, const qh_random_opts *o, int64_t *m, int64_t *k, int64_t *n)
+{
+    if (max_outputs_of(o) < 255 || max_macs_of(o) < (int64_t)1 << 20)
+        return;
+    qh_rng side = {r->s ^ 0x4c4f4e474b4b4b4bu};
+    if (!qh_rng_chance(&side, 1, LONG_K_IN))
+        return;
+    *m = qh_rng_range(&side, 1, 16);
+    *n = qh_rng_range(&side, 1, 255 / *m < 32 ? 255 / *m : 32);
+    int64_t most = ((int64_t)1 << 18) / (*m * *n);
+    *k = qh_rng_range(&side, 1025, most < 8192 ? most : 8192);
+}
+
 /* Ranks and dims of a and b (their types already set); returns K. */
 static int64_t pick_shapes(qh_rng *r, const qh_random_opts *o, operand_plan *a, operand_plan *b)
 {
     a->rank = pick_rank(r);
     b->rank = pick_rank(r);
     int64_t m = pick_dim(r), k = pick_dim(r), n = pick_dim(r);
+    long_k(r, o, &m, &k, &n);
     int32_t ba = a->rank >= 2 ? a->rank - 2 : 0, bb = b->rank >= 2 ? b->rank - 2 : 0;
     int32_t br = ba > bb ? ba : bb;
     int64_t bd[QMM_MAX_RANK];
@@ -713,8 +747,7 @@ static void qom_shapes(qh_rng *r, const qh_random_opts *o, int col32, operand_pl
     if (col32) {
         k = 32 * qh_rng_range(r, qh_rng_chance(r, 1, 20) ? 0 : 1, 2);
         n = 32 * qh_rng_range(r, 1, 2);
-        int64_t max_out = o && o->max_outputs > 0 ? o->max_outputs : 4096;
-        int64_t max_macs = o && o->max_macs > 0 ? o->max_macs : (int64_t)1 << 20;
+        int64_t max_out = max_outputs_of(o), max_macs = max_macs_of(o);
         while (m > 1 && (batch * m * n > max_out || batch * m * n * (k ? k : 1) > max_macs))
             m /= 2;
     } else {
