@@ -631,7 +631,8 @@ typedef enum acc_when {
     WHEN_ALWAYS,
     WHEN_Y_ZERO_POINTS,   /* QLinearMatMul with a y_zero_point of more than one element */
     WHEN_S8_A_ZERO_POINT, /* a int8 with a non-zero a or b zero point */
-    WHEN_MATMULINTEGER,   /* MatMulInteger, whose output is the int32 itself */
+    WHEN_MATMULINTEGER_ZP, /* MatMulInteger (whose output is the int32 itself) given a or b's
+                              zero point, whatever its value */
 } acc_when;
 
 #define ACC_RULES 3
@@ -668,8 +669,8 @@ static const struct acc_row {
       {WHEN_ALWAYS, ACC_PAIRSAT16_S8SHIFT}}},
     {"onednn-avx512-vnni",
      "oneDNN 2.6 matmul with AVX-512 VNNI: exact, wrapped; MatMulInteger's int32 output "
-     "passes through float32 (rounded past 2^24, at most 2147483520)",
-     {{WHEN_MATMULINTEGER, ACC_WRAP32_VIA_F32}, {WHEN_ALWAYS, ACC_WRAP32}}},
+     "given a zero point passes through float32 (rounded past 2^24, at most 2147483520)",
+     {{WHEN_MATMULINTEGER_ZP, ACC_WRAP32_VIA_F32}, {WHEN_ALWAYS, ACC_WRAP32}}},
 };
 #define N_ACC ((int)(sizeof accs / sizeof accs[0]))
 
@@ -688,8 +689,10 @@ static acc_model acc_of(const struct acc_row *row, qmm_op_kind op, const qmm_ten
         if (r->when == WHEN_S8_A_ZERO_POINT)
             holds = a->dtype == QMM_DTYPE_INT8 &&
                     (nonzero_zero_point(a_zero_point) || nonzero_zero_point(b_zero_point));
-        if (r->when == WHEN_MATMULINTEGER)
-            holds = op == QMM_OP_MATMULINTEGER;
+        if (r->when == WHEN_MATMULINTEGER_ZP)
+            holds = op == QMM_OP_MATMULINTEGER &&
+                    ((a_zero_point && qmm_tensor_present(a_zero_point)) ||
+                     (b_zero_point && qmm_tensor_present(b_zero_point)));
         if (holds)
             return r->model;
     }

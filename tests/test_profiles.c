@@ -706,6 +706,31 @@ Test(profiles, onednn_avx512_vnni_passes_matmulinteger_through_float32)
     memset(b, 127, K);
     cr_expect_eq(mmi_named("spec+onednn-avx512-vnni", S8, a, S8, b, K, 0, 0), -161306128);
     cr_expect_eq(mmi_named("onednn-fp32", S8, a, S8, b, K, 0, 0), -161306129);
+    /* ... but only given a zero point (zero or not, a's or b's: oneDNN's zero-point attribute
+     * takes that path): without one its int32 is the exact sum (measured 2026-11-29, the
+     * first long-K problem diff drew, seed 14 problem 349766: u8s8, K = 2599, -19988175; the
+     * profile had said -19988176; vectors/peers/onednn/matmulinteger-int32-exact-without-zero-
+     * points) */
+    qmm_profile vz;
+    cr_assert(qmm_profile_from_name("onednn-fp32+onednn-avx512-vnni", &vz));
+    int32_t y = 0;
+    uint8_t zero = 0;
+    qmm_call c;
+    memset(&c, 0, sizeof c);
+    c.op = QMM_OP_MATMULINTEGER;
+    c.u.matmulinteger.a = mk(S8, a, 2, 1, K);
+    c.u.matmulinteger.b = mk(S8, b, 2, K, 1);
+    c.u.matmulinteger.y = mk(QMM_DTYPE_INT32, &y, 2, 1, 1);
+    qmm_status st;
+    cr_assert_eq(qmm_ref_compute_profile(&c, vz, &st), QMM_OK, "%s", st.message);
+    cr_expect_eq(y, -161306129, "no zero point: exact");
+    c.u.matmulinteger.b_zero_point = mk(S8, &zero, 0);
+    cr_assert_eq(qmm_ref_compute_profile(&c, vz, &st), QMM_OK, "%s", st.message);
+    cr_expect_eq(y, -161306128, "b's zero point alone: through float32");
+    memset(&c.u.matmulinteger.b_zero_point, 0, sizeof c.u.matmulinteger.b_zero_point);
+    c.u.matmulinteger.a_zero_point = mk(S8, &zero, 0);
+    cr_assert_eq(qmm_ref_compute_profile(&c, vz, &st), QMM_OK, "%s", st.message);
+    cr_expect_eq(y, -161306128, "a's zero point alone: through float32");
     /* -128*-128 131071 times, then -128*-127 and -5*-16: 2147483600, whose float32 is 2^31:
      * saturated to 2147483520, the largest float32 below it */
     memset(a, 0x80, K2 + 2);
