@@ -734,9 +734,13 @@ Test(differential, raw_a_at_every_k, .timeout = 600)
     static const int64_t shapes[][3] = {
         {16, 1025, 64}, {100, 2051, 97}, {200, 2048, 40},  {9, 4096, 64},
         {64, 4099, 33}, {192, 5003, 96}, {193, 4097, 32},  {40, 8197, 45},
-        {24, 16389, 70}, {300, 3001, 33},
+        {24, 16389, 70}, {300, 3001, 33}, {776, 1030, 300},
     };
-    static const char *const limits[] = {",raw_a_k=2147483647", ",raw_a_k=0"};
+    /* ... and columns first (cols_first_from=1: each A row block kept across B's column
+     * chunks, on one thread; the CPU model's value otherwise): 776x1030x300 has 5 row blocks
+     * and 2 column chunks */
+    static const char *const limits[] = {",raw_a_k=2147483647", ",raw_a_k=0",
+                                         ",raw_a_k=2147483647,cols_first_from=1"};
     /* a uint8 (types bit 0 clear, type step 2): raw A's; b and y's types in turn */
     check_shapes_under(limits, COUNT(limits), shapes, COUNT(shapes), 2, 29);
 }
@@ -1496,10 +1500,14 @@ Test(dispatch, options_and_environment)
     cr_assert_str_eq(st.message, "option 'row_block=0': row_block must be 1..288");
     cr_assert_null(qmm_optimized_open(QMM_ABI_VERSION, "row_block=289", &st));
     cr_assert_eq(st.code, QMM_INVALID_ARGUMENT);
+    cr_assert_null(qmm_optimized_open(QMM_ABI_VERSION, "cols_first_from=-1", &st));
+    cr_assert_str_eq(st.message, "option 'cols_first_from=-1': cols_first_from must be "
+                                 "0..2147483647");
     /* the longest name: every option at its longest */
-    be = open_ok("isa=avx512vnni,threads=256,raw_a_k=2147483647,fuse_wide=1,row_block=288");
+    be = open_ok("isa=avx512vnni,threads=256,raw_a_k=2147483647,fuse_wide=1,row_block=288,"
+                 "cols_first_from=2147483647");
     cr_assert_str_eq(be->name, "optimized:isa=avx512vnni,threads=256,raw_a_k=2147483647,"
-                               "fuse_wide=1,row_block=288");
+                               "fuse_wide=1,row_block=288,cols_first_from=2147483647");
     be->close(be);
     /* an explicit isa= wins over the environment: any variant but the environment's */
     const char *other = qmm_optimized_variant_name(1);

@@ -110,7 +110,7 @@ static int is_ours(const qmm_backend *be)
 
 static qmm_status_code parse_options(const char *options, int *isa, int *threads,
                                      long *raw_a_k, int *fuse_wide, long *row_block,
-                                     qmm_status *st)
+                                     long *cols_first, qmm_status *st)
 {
     qmm_option o;
     long n;
@@ -138,10 +138,14 @@ static qmm_status_code parse_options(const char *options, int *isa, int *threads
                 return qmm_option_refuse(st, &o, "row_block must be 1..%d",
                                          QMM_OPT_ROW_BLOCK_CAP);
             *row_block = n;
+        } else if (qmm_option_is(&o, "cols_first_from")) {
+            if (!qmm_option_int(&o, 0, 2147483647, &n))
+                return qmm_option_refuse(st, &o, "cols_first_from must be 0..2147483647");
+            *cols_first = n;
         } else {
             return qmm_option_refuse(st, &o, "unknown (the optimized backend accepts isa=%s, "
                                              "threads=N, raw_a_k=K, fuse_wide=0|1, "
-                                             "row_block=R)",
+                                             "row_block=R, cols_first_from=BYTES)",
                                      isa_choices(choices, sizeof choices, "|", "|"));
         }
     }
@@ -155,8 +159,9 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
     int isa = -1, threads = 0;
     long raw_a_k = -1;
     int fuse_wide = -1;
-    long row_block = -1;
-    if (parse_options(options, &isa, &threads, &raw_a_k, &fuse_wide, &row_block, st) != QMM_OK)
+    long row_block = -1, cols_first = -1;
+    if (parse_options(options, &isa, &threads, &raw_a_k, &fuse_wide, &row_block, &cols_first,
+                      st) != QMM_OK)
         return NULL;
     if (isa == -1) {
         const char *env = getenv("QMM_ISA");
@@ -194,7 +199,9 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
         ob->tuning.fuse_wide = fuse_wide;
     if (row_block >= 0)
         ob->tuning.row_block = (size_t)row_block;
-    char tuned[64] = "";
+    if (cols_first >= 0)
+        ob->tuning.cols_first_from = (size_t)cols_first;
+    char tuned[96] = "";
     if (raw_a_k >= 0)
         snprintf(tuned, sizeof tuned, ",raw_a_k=%ld", raw_a_k);
     if (fuse_wide >= 0)
@@ -203,6 +210,9 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
     if (row_block >= 0)
         snprintf(tuned + strlen(tuned), sizeof tuned - strlen(tuned), ",row_block=%ld",
                  row_block);
+    if (cols_first >= 0)
+        snprintf(tuned + strlen(tuned), sizeof tuned - strlen(tuned), ",cols_first_from=%ld",
+                 cols_first);
     snprintf(ob->name, sizeof ob->name, "optimized:isa=%s,threads=%d%s", ob->v->name, threads,
              tuned);
     snprintf(ob->description, sizeof ob->description,

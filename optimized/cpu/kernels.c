@@ -367,7 +367,7 @@ int qmm_opt_variant_auto(void)
  * pairs no better at 2048^3 (and "Zen 4" below). Row blocks of up to 192
  * rows: AMX (2 threads) at 2048^3 ~6% faster than 96 (matmul.c, plan_tasks); larger blocks
  * measured on Zen 5 only. */
-static const qmm_opt_tuning tuning_default = {1024, 0, 192};
+static const qmm_opt_tuning tuning_default = {1024, 0, 192, 0};
 
 static const struct cpu_tuning {
     char vendor;     /* 'A' AuthenticAMD, 'I' GenuineIntel */
@@ -389,7 +389,7 @@ static const struct cpu_tuning {
        Row blocks of up to 256 rows against 192 (builds of one tree alternating, 7-11 rounds):
        1024^3 1.002 and 1.004 (T = 2 1.014, B constant 1.001, T = 2 1.009), 512x1024x1024
        1.007 (T = 2 1.002), 2048^3 1.004 (B constant 1.006), 512x4096x4096 1.009 */
-    {'A', 0x1a, "AMD Zen 5", {8192, 1, 256}},
+    {'A', 0x1a, "AMD Zen 5", {8192, 1, 256, 0}},
     /* Zen 4 (EPYC family 19h model 11h, 32 KB L1D), 2026-11-29, the kernels of 195929c1: one
        `qmmcheck bench` run per shape timing the options alternating (21 rounds, median
        per-round ratio), T = 1, B input unless said. Raw A up to 8192 against 1024: 2048^3
@@ -397,9 +397,13 @@ static const struct cpu_tuning {
        256x8192x512 1.040, 2048x4096x512 1.070; the fused path (M <= 192) the same within
        noise: 128x2048x2048 1.007, 64x2048x4096 0.999, 128x4096x4096 1.019, 192x1536x1536
        1.011. The wide fused path (31 rounds): 1024^3 0.995, 512x1024x1024 1.005; row blocks of
-       256: 1024^3 1.005, 512x1024x1024 1.001 — no change, so neither is taken. Family 19h is
-       Zen 3 too, whose variant (avx2) reads no raw A: the row changes Zen 4 alone. */
-    {'A', 0x19, "AMD Zen 4", {8192, 0, 192}},
+       256: 1024^3 1.005, 512x1024x1024 1.001 — no change, so neither is taken. Columns first
+       with raw A on one thread where an A row block and a B chunk pass 512 KB (the same way,
+       9-11 rounds, rows first / columns first): 2048^3 1.021 and 1.019 (B constant 1.019,
+       1.009), 2048x2048x1024 1.019 (1.022); 1024x2048x1024 0.997, 1536^3 1.000 (the pair past
+       512 KB, nothing gained); docs/optimized.md. Family 19h is Zen 3 too, whose variant
+       (avx2) reads no raw A: the row changes Zen 4 alone. */
+    {'A', 0x19, "AMD Zen 4", {8192, 0, 192, 524288}},
 };
 
 qmm_opt_tuning qmm_opt_tuning_of_cpu(void)

@@ -1198,18 +1198,26 @@ static void plan_tasks(job *J, const qmm_opt_backend *ob, const qmm_optimized_pa
         J->nb = nb < 2 * (size_t)J->nr ? 2 * (size_t)J->nr : nb;
     }
     J->nnb = ceil_div(J->n, J->nb);
-    /* Task order. Rows first: consecutive tasks share a B column block (kept in L2) and
-     * stream A blocks; columns first: the reverse. Measured with AMX (2 threads): rows first
-     * is 9% faster at 2048^3 and 5% at 128x768x768 with a prepacked B, 5% slower at
-     * 128x768x768 when B was just packed by the call (its blocks are spread over both cores'
-     * caches), the same elsewhere. */
-    J->rows_first = pb != NULL || J->nmb >= 4;
     /* Raw A: a uint8 A's full row groups are read as they are by the variant's kernel_raw_a
      * (no packing pass over A; the packer still takes the row sums, the partial row group and
      * the last, partial K group; on the fused path also the first row group, which
      * kernel_pack reads packed). Not past the backend's raw_a_k_max (kernels.c: by CPU model). */
     J->raw_a = !J->a_signed && J->v->kernel_raw_a && J->kg == 4 && !J->direct && !J->smallp &&
                J->k >= 4 && J->k <= ob->tuning.raw_a_k_max;
+    /* Task order. Rows first: consecutive tasks share a B column block (kept in L2) and
+     * stream A blocks; columns first: the reverse. Measured with AMX (2 threads): rows first
+     * is 9% faster at 2048^3 and 5% at 128x768x768 with a prepacked B, 5% slower at
+     * 128x768x768 when B was just packed by the call (its blocks are spread over both cores'
+     * caches), the same elsewhere.
+     * Except with raw A on one thread where the CPU model says so (cols_first_from,
+     * kernels.c): a raw A row group is 8 rows a K apart, streams the prefetchers follow worse
+     * than a B panel's one, so where an A row block and a B column chunk crowd L2 together the
+     * A block is kept and B's chunks stream past (Zen 4, 2048^3 T = 1: 1.02x; two threads
+     * lose: docs/optimized.md, "Tuning by CPU model") */
+    size_t ab_bytes = J->mb * J->k + (J->nb < J->n ? J->nb : J->n) * J->kp;
+    J->rows_first = (pb != NULL || J->nmb >= 4) &&
+                    !(J->raw_a && threads == 1 && ob->tuning.cols_first_from > 0 &&
+                      ab_bytes >= ob->tuning.cols_first_from);
     /* Dense A: with fewer rows than a group (M < 8 on a prepacked B, or on a B input the
      * fused path does not pack: broadcast over batches, or no VBMI) and a
      * variant with kernel_rows_dense, A is packed m words a K group instead of mr (the

@@ -307,6 +307,9 @@ typedef struct qmm_opt_tuning {
     size_t row_block;   /* the most rows of A one compute task takes (1..QMM_OPT_ROW_BLOCK_CAP):
                            past it the rows are split into near-equal blocks (the narrow
                            fused path, up to 192 rows with B as input, keeps one block) */
+    size_t cols_first_from; /* with raw A: tasks walk B's column chunks first (an A row block
+                               kept in L2 across them) where an A row block and a B column
+                               chunk take at least this many bytes together; 0 never */
 } qmm_opt_tuning;
 /* The largest row_block (matmul.c sizes each worker's sums for it): a multiple of every
  * layout's mr (6, 8, 32), so that a block rounded up to whole row groups stays within it. */
@@ -450,7 +453,7 @@ typedef struct qmm_opt_backend {
     pthread_mutex_t ws_lock;
     void *ws;
     size_t ws_size;
-    char name[96];
+    char name[160];
     char description[192];
 } qmm_opt_backend;
 
