@@ -303,6 +303,23 @@ Test(exec, a_restart_after_a_hang_gets_a_starts_time)
     free(out);
 }
 
+/* A process that crashes, or exits after each answer, is started afresh inside its worker
+ * within the next call: the worker says so first (START_MAGIC, harness/invoke/wire.h) and the
+ * call gets a start's time more (it had the call's 0.3 s: the next case was TIMEOUT). */
+Test(exec, a_process_restarted_within_a_call_gets_a_starts_time)
+{
+    char *out = qmmcheck_expect(1, "run --timeout 0.3 --backend 'exec:sh -c \"sleep 1; exec "
+                                "%s crash-once=%s/crashed\"' --vectors " MI_RANDOM, child(),
+                                tmpdir);
+    cr_expect_eq(count_lines_with(out, ":CRASHED"), 1, "%s", out);
+    cr_expect_eq(count_lines_with(out, ":PASSED"), 3, "%s", out);
+    free(out);
+    out = qmmcheck_expect(0, "run --timeout 0.3 --backend 'exec:sh -c \"sleep 1; exec %s "
+                          "exit-after-answer\"' --vectors " MI_RANDOM, child());
+    cr_expect_eq(count_lines_with(out, ":PASSED"), 4, "%s", out);
+    free(out);
+}
+
 /* By default a start gets --timeout's time but at least 10 s: a hello that hangs under
  * --timeout 1 is killed after 10 s, and the line names the limit that ended it. */
 Test(exec, a_start_gets_at_least_ten_seconds_by_default)

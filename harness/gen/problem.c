@@ -472,7 +472,9 @@ static void pick_batch_dims(qh_rng *r, operand_plan *x, const int64_t *bd, int32
  * backend reads a uint8 A as it is (raw A, docs/optimized.md) and float8 sums grow longest.
  * Drawn from a stream of its own beside `r` (which it does not advance), so that every other
  * problem of a seed is what it was before the long ones came (2026-11-29); only where the
- * budget is the default's or larger (an edge suite's smaller budget draws none). */
+ * budget holds such a problem (255 outputs and 2^20 multiplies: an edge suite's smaller
+ * budget draws none). Batch dims can still take it past the budget, which then halves K,
+ * sometimes below 1025. */
 enum { LONG_K_IN = 100 };
 
 static void long_k(const qh_rng *r, const qh_random_opts *o, int64_t *m, int64_t *k, int64_t *n)

@@ -60,6 +60,8 @@ typedef struct exec_state {
     qh_cause end_cause;          /* the same as a code (QH_CAUSE_NONE: not reaped yet) */
     int32_t end_arg;
     int fd;                      /* our end of its stdin/stdout; -1 when no process */
+    void (*on_restart)(void *);  /* qh_exec_on_restart's: before a fresh process's start */
+    void *on_restart_ctx;
     int peer;                    /* its end, kept open: what it left unread of a request */
     int err;                     /* its stderr (read end); -1 when passed (in a worker) */
     char *cap;                   /* its stderr since the last qh_exec_take_output */
@@ -637,6 +639,8 @@ static int ensure_process(exec_state *s, char *why, size_t n)
         stop_process(s);
     if (s->fd >= 0)
         return XC_OK;
+    if (s->on_restart)
+        s->on_restart(s->on_restart_ctx);
     int r = start(s, e, sizeof e);
     if (r != XC_OK)
         snprintf(why, n, "restarting the backend process failed: %s", e);
@@ -972,6 +976,17 @@ qh_invoke_outcome qh_exec_take_event(const qmm_backend *be, char *problem, size_
     s->query_event = 0;
     pthread_mutex_unlock(&s->mu);
     return ev;
+}
+
+void qh_exec_on_restart(qmm_backend *be, void (*fn)(void *ctx), void *ctx)
+{
+    if (!be || be->query != exec_query)
+        return;
+    exec_state *s = be->impl;
+    pthread_mutex_lock(&s->mu);
+    s->on_restart = fn;
+    s->on_restart_ctx = ctx;
+    pthread_mutex_unlock(&s->mu);
 }
 
 qh_invoke_outcome qh_exec_finish(const qmm_backend *be, char *why, size_t n)

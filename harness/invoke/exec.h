@@ -36,6 +36,12 @@ qmm_backend *qh_exec_open(uint32_t harness_abi, const char *rest, qmm_status *st
 qh_invoke_outcome qh_exec_take_event(const qmm_backend *be, char *problem, size_t n,
                                      qh_cause *cause, int32_t *cause_arg);
 
+/* fn(ctx) is called before the backend starts a fresh process within a query or call (the one
+ * before it ended after answering, or was replaced): an isolated worker tells its parent so
+ * that the start is held to a start's limit, not the call's (harness/invoke/worker.c). Any
+ * other table: nothing. */
+void qh_exec_on_restart(qmm_backend *be, void (*fn)(void *ctx), void *ctx);
+
 /* Asks the process to close (it has 2 s to answer) and ends it; the table's close does the
  * same when this was not called. QH_RETURNED, or QH_DIED / QH_MALFORMED / QH_HUNG /
  * QH_INTERRUPTED with `problem` ("close: ...") when the process died before answering,

@@ -64,6 +64,10 @@ typedef struct wire_reply {
 #define REQ_MAGIC 0x514d4d51u   /* "QMMQ" */
 #define REP_MAGIC 0x524d4d51u   /* "QMMR" */
 #define BASE_MAGIC 0x424d4d51u  /* "QMMB" */
+/* A wire_reply with this magic and the call's seq, before the call's own reply: the worker's
+ * exec: backend is starting a fresh process within the call (its last one ended after
+ * answering), so the parent gives the call a start's time more (qh_cpu_start_timeout) */
+#define START_MAGIC 0x534d4d51u /* "QMMS" */
 
 /* The tensors of a call in node order, the output last: pointers into `c` and the names the
  * guards report (the inputs' ONNX names from ops/operator.h, then "y"). Returns how many (0 for an empty call). */

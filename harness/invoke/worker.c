@@ -75,6 +75,17 @@ static void report_fault(int fd, int32_t cause_arg, const char *sentence)
     (void)write_full(fd, &r, sizeof r);
 }
 
+/* qh_exec_on_restart's hook: tells the parent, before the call's reply, that the exec:
+ * process is starting afresh within the call (START_MAGIC, wire.h) */
+static void notify_restart(void *ctx)
+{
+    wire_reply r;
+    memset(&r, 0, sizeof r);
+    r.magic = START_MAGIC;
+    r.seq = w_seq;
+    (void)write_full(*(int *)ctx, &r, sizeof r);
+}
+
 /* The request header, and the memfd that comes with it. */
 static int recv_request(int fd, wire_request *rq, int *memfd)
 {
@@ -245,6 +256,9 @@ static void worker_main(const char *spec, int fd)
     }
     h.ok = 1;
     h.has_query = b.table.query != NULL;
+    static int parent_fd;
+    parent_fd = fd;
+    qh_exec_on_restart(b.be, notify_restart, &parent_fd);
     if (write_full(fd, &h, sizeof h) != 0)
         _exit(0);
     while (serve_one(&b, fd) == 0) {
