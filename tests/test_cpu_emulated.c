@@ -149,6 +149,14 @@ Test(cpu_emulated, isolation_holds_under_emulation)
     expect_in(out, "1:TIMEOUT onnx-doc-matmulinteger (no answer within 1 s (--timeout x 20 under "
                    "emulation, CPU class x86-64-v2); worker killed)");
     free(out);
+    /* a start that hangs past a given --start-timeout, scaled the same way, says that too */
+    rc = qmmcheck_under(&out, "timeout -s KILL 60", "run --cpu x86-64-v2 --start-timeout 0.05 "
+                        "--backend 'exec:sleep 30' vectors/seeds/onnx-doc-matmulinteger");
+    cr_expect_eq(rc, 1, "%s", out);
+    expect_in(out, "1:ERROR onnx-doc-matmulinteger (qmm_backend_open: no answer within 1 s (a "
+                   "worker's start under emulation, CPU class x86-64-v2: --start-timeout x 20); "
+                   "worker killed)");
+    free(out);
     /* the guards name what was touched: SIGSEGV's address and REG_ERR come through qemu */
     rc = qmmcheck(&out, "run --cpu x86-64-v3 --backend '%s:mode=far_write' "
                         "vectors/seeds/onnx-doc-matmulinteger", env("QMM_GUARD_PLUGIN"));

@@ -421,7 +421,10 @@ static void explain(qh_backend *b, int w, const char *what, double timeout, char
     /* which limit ended the wait: a start's (--start-timeout) or an emulated call's */
     char scaled[112] = "";
     int emulated = qh_cpu_emulated(b->iso.cpu);
-    if (strcmp(what, "qmm_backend_open") == 0)
+    if (strcmp(what, "qmm_backend_open") == 0 && emulated && b->iso.start_s > 0)
+        snprintf(scaled, sizeof scaled, " (a worker's start under emulation, CPU class %s: "
+                 "--start-timeout x %d)", qh_cpu_name(b->iso.cpu), QH_CPU_TIMEOUT_FACTOR);
+    else if (strcmp(what, "qmm_backend_open") == 0)
         snprintf(scaled, sizeof scaled, " (a worker's start%s%s; --start-timeout)",
                  emulated ? " under emulation, CPU class " : "",
                  emulated ? qh_cpu_name(b->iso.cpu) : "");
