@@ -163,6 +163,13 @@ static double deadline_after(double timeout)
 
 enum { W_READY = 0, W_DIED = -1, W_HUNG = -2, W_INTR = -3 };
 
+/* The limit of a worker's start, or of an exec: process's start within a call, scaled for
+ * the backend's CPU class; 0 for none (harness/invoke/cpu.h, qh_cpu_start_timeout). */
+static double start_limit(const qh_backend *b)
+{
+    return qh_cpu_start_timeout(b->iso.cpu, b->iso.timeout_s, b->iso.start_s);
+}
+
 static void capture(qh_backend *b, const char *p, size_t n)
 {
     if (!b->captured)
@@ -499,7 +506,7 @@ static int worker_hello(qh_backend *b, double deadline, double timeout, wire_hel
 int qh_worker_open(qh_backend *b, qh_error *err)
 {
     b->worker_fd = b->worker_out = -1;
-    double t = qh_cpu_start_timeout(b->iso.cpu, b->iso.timeout_s, b->iso.start_s);
+    double t = start_limit(b);
     wire_hello h;
     int w = worker_hello(b, deadline_after(t), t, &h, b->broken, sizeof b->broken);
     if (w != W_READY) {
@@ -624,7 +631,7 @@ static int invoke_isolated(qh_backend *b, const qmm_call *call, double timeout,
         /* a fresh worker re-opens the backend within a start's time, and then the call has
          * its own (harness/invoke/cpu.h, qh_cpu_start_timeout) */
         wire_hello h;
-        double start = qh_cpu_start_timeout(b->iso.cpu, b->iso.timeout_s, b->iso.start_s);
+        double start = start_limit(b);
         int w = worker_hello(b, deadline_after(start), start, &h, out->problem,
                              sizeof out->problem);
         deadline = deadline_after(timeout);
@@ -658,7 +665,7 @@ static int invoke_isolated(qh_backend *b, const qmm_call *call, double timeout,
     /* the exec: process is starting afresh within the call: a start's time more (wire.h) */
     for (int notices = 0; w == W_READY && rep.magic == START_MAGIC && rep.seq == b->seq &&
                           notices < 2; notices++) {
-        double start = qh_cpu_start_timeout(b->iso.cpu, b->iso.timeout_s, b->iso.start_s);
+        double start = start_limit(b);
         timeout = start > 0 && timeout > 0 ? start + timeout : 0;
         deadline = deadline_after(timeout);
         w = recv_all(b, &rep, sizeof rep, deadline);
