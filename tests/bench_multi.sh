@@ -4,7 +4,9 @@
 # reference before timing, rounds alternating in the order given, medians and ratios against the
 # first; a wrong backend (the fake plugin's zeros) FAILED with no time and no ratio, one that
 # passes the check and then answers otherwise (flaky right=1) FAILED after its first round, a
-# failed first backend gives nobody a ratio; the JSON report says the same.
+# failed first backend gives nobody a ratio; the JSON report says the same. A FAILED line names
+# its first mismatch and the profiles that give the backend's values; a large shape's reference
+# answer is announced, and a wrong backend there costs no profile's whole output.
 set -euo pipefail
 qmmcheck=$1 fake=$2 flaky=$3
 tmp=$(mktemp -d)
@@ -34,7 +36,7 @@ grep -q '^bound: in each round the peak loop (' "$tmp/out" || fail "no bound lin
 [ "$(grep -c '^peak-round [123] 3x40x5 threads=1 b=input [0-9.]* GOPS$' "$tmp/out")" = 3 ] ||
   fail "not one peak per round"
 line=$(grep '^result .* fake ' "$tmp/out")
-case "$line" in *"FAILED (errors:15 total:15): no time, no ratio") ;; *) fail "fake: '$line'" ;; esac
+case "$line" in *"FAILED (errors:15 total:15; first y[0,0] (index 0): got 0, expected "*"; no profile gives these values): no time, no ratio") ;; *) fail "fake: '$line'" ;; esac
 case "$line" in *median=*|*ratio=*) fail "a FAILED backend got a time or ratio: '$line'" ;; esac
 python3 - "$tmp/r.json" <<'PY' || fail "JSON report"
 import json, sys
@@ -56,6 +58,23 @@ for name in ("optimized", "reference"):
     assert len(x["round_bound"]) == 3
 assert r["fake"]["bound"] is None and r["fake"]["round_peak_gops"] == []
 PY
+
+# a FAILED line names the profiles that give what the backend wrote, for --profile
+rc=0
+bench --backend optimized --backend reference:profile=truncation --rounds 1 || rc=$?
+[ "$rc" = 1 ] || fail "truncation judged under spec: exit $rc"
+grep -Eq '^check 3x40x5 .* reference:profile=truncation FAILED \(errors:[0-9]+ total:15; first y\[[0-9,]+\] \(index [0-9]+\): got [0-9]+, expected [0-9]+; got matches: truncation; --profile B=PROFILE judges a backend under one; profile spec\)$' "$tmp/out" ||
+  fail "truncation's check line names no profile"
+# a large shape: the reference's answer announced before it is computed (seconds), and a wrong
+# backend's profiles compared at its kept mismatches only (30 whole outputs were minutes)
+rc=0
+"$qmmcheck" bench --shape 1024x1024x1024 --threads 1 --reps 2 --rounds 1 --backend optimized \
+  --backend "$fake:mode=zeros" >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" = 1 ] || fail "1024^3 with a wrong backend: exit $rc ($(cat "$tmp/err"))"
+grep -q "^qmmcheck bench: 1024x1024x1024: computing the reference's answer under profile spec first (1.1e+09 units of work" "$tmp/err" ||
+  fail "no announcement: $(cat "$tmp/err")"
+grep -Eq '^check 1024x1024x1024 .* fake FAILED \(errors:1048576 total:1048576; first y\[0,0\]' "$tmp/out" ||
+  fail "1024^3 fake's check line"
 
 # right at the check, wrong in the timed calls: FAILED after round 1, no ratio
 rc=0

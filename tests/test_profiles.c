@@ -794,6 +794,75 @@ Test(profiles, the_simplest_explanation_drops_combinations_whose_base_matches)
     cr_expect_eq(qh_profiles_simplest(0), 0);
 }
 
+/* Which profiles give a wrong answer is the reference's work once per profile (30): on
+ * a large output that was minutes (2048^3: 30 x 35 s, `qmmcheck bench` silent the while).
+ * Past QH_MATCH_MAX_WORK only the parts holding the kept mismatches are computed, and the
+ * text and the report say so. 128x8192x128: every element's acc*scale is 0.5 + y's zero
+ * point 1: onnx-ref 2, spec and ort-fp32 1. */
+Test(profiles, a_large_output_is_matched_at_its_kept_mismatches_only, .timeout = 60)
+{
+    prob p;
+    const int64_t ad[2] = {128, 8192}, bd[2] = {8192, 128};
+    prob_init(&p, U8, F32, 2, ad, bd, NULL, NULL, 1, 1.0 / 16384, 1.0, 1.0, 0, 0, 1);
+    qh_expectation e;
+    cr_assert_eq(qh_expect(&p.call, "onnx-ref", &e), 0, "%s", e.message);
+    cr_assert_eq(e.code, QMM_OK);
+    cr_assert_eq(qh_tensor_int(&e.exact, 0), 2);
+    qmm_tensor got = p.call.u.qlinearmatmul.y;
+    memset(p.y, 1, 128 * 128); /* what spec gives */
+    qh_invocation inv;
+    memset(&inv, 0, sizeof inv);
+    inv.outcome = QH_RETURNED;
+    inv.code = QMM_OK;
+    inv.y = got;
+    qh_verdict v;
+    qh_verdict_init(&v);
+    qh_judge_opts o = {.text = 1, .fill = 0xa5};
+    qh_judge(&e, &inv, NULL, &o, &v);
+    cr_expect_eq(v.status, QH_FAILED);
+    cr_expect_eq(v.errors, 128 * 128);
+    cr_assert_eq(v.n_mismatches, QH_COMPARE_KEEP);
+    cr_expect(v.mismatches[0].models_known);
+    cr_expect(v.mismatches[0].models_kept, "the match was over the kept mismatches only");
+    cr_expect(v.mismatches[0].models >> SPEC & 1);
+    cr_expect_eq(v.mismatches[0].models >> ONNX & 1, 0);
+    cr_expect(strstr(v.detail.s, "; got matches (judged at the kept mismatches only: the whole "
+                                 "output under every profile is too much work): spec") != NULL,
+              "%s", v.detail.s);
+    qh_verdict_free(&v);
+    /* from a comparison alone (the fuzz target's path): the same text */
+    qh_compare cmp;
+    qh_compare_outputs(&e.exact, NULL, &got, &cmp);
+    qh_sb b = {0};
+    qh_explain_mismatches(&b, &e, &got, &cmp, 2);
+    cr_expect(strstr(b.s, "(judged at the kept mismatches only") != NULL, "%s", b.s);
+    qh_sb_free(&b);
+    qh_expectation_free(&e);
+    prob_free(&p);
+}
+
+/* A small output is still matched whole: the text names no scope. */
+Test(profiles, a_small_output_is_matched_whole)
+{
+    prob p;
+    const int64_t ad[2] = {4, 64}, bd[2] = {64, 4};
+    prob_init(&p, U8, F32, 2, ad, bd, NULL, NULL, 1, 1.0 / 128, 1.0, 1.0, 0, 0, 1);
+    qh_expectation e;
+    cr_assert_eq(qh_expect(&p.call, "onnx-ref", &e), 0, "%s", e.message);
+    cr_assert_eq(qh_tensor_int(&e.exact, 0), 2);
+    qmm_tensor got = p.call.u.qlinearmatmul.y;
+    memset(p.y, 1, 16);
+    qh_compare cmp;
+    qh_compare_outputs(&e.exact, NULL, &got, &cmp);
+    qh_sb b = {0};
+    qh_explain_mismatches(&b, &e, &got, &cmp, 2);
+    cr_expect(strstr(b.s, "; got matches: spec") != NULL, "%s", b.s);
+    cr_expect(strstr(b.s, "kept mismatches only") == NULL, "%s", b.s);
+    qh_sb_free(&b);
+    qh_expectation_free(&e);
+    prob_free(&p);
+}
+
 Test(profiles, expectation_under_a_profile)
 {
     prob p;

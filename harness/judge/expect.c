@@ -61,7 +61,7 @@ static int out_of_memory(qh_expectation *e, const char *what)
  * inputs). */
 static unsigned char no_output[16];
 
-int qh_expect_work_check(const qmm_call *call, char *msg, size_t size)
+int64_t qh_expect_work(const qmm_call *call)
 {
     const qmm_op_desc *d = qmm_call_desc(call);
     if (!d)
@@ -75,14 +75,28 @@ int qh_expect_work_check(const qmm_call *call, char *msg, size_t size)
     const qmm_tensor *y = qmm_call_output_c(call);
     int64_t k = a->rank > 0 ? a->dims[a->rank - 1] : 1;
     int64_t elements = qmm_tensor_numel(y);
-    /* elements x (k + QH_WORK_PER_ELEMENT) > QH_MAX_WORK, without overflowing */
-    if (elements == 0 || k <= QH_MAX_WORK / elements - QH_WORK_PER_ELEMENT)
+    /* elements x (k + QH_WORK_PER_ELEMENT), saturating */
+    if (elements == 0)
         return 0;
-    long double work = (long double)elements * ((long double)k + QH_WORK_PER_ELEMENT);
+    if (k > INT64_MAX / elements - QH_WORK_PER_ELEMENT)
+        return INT64_MAX;
+    return elements * (k + QH_WORK_PER_ELEMENT);
+}
+
+int qh_expect_work_check(const qmm_call *call, char *msg, size_t size)
+{
+    int64_t work = qh_expect_work(call);
+    if (work <= QH_MAX_WORK)
+        return 0;
+    const qmm_op_desc *d = qmm_call_desc(call);
+    const qmm_tensor *a = qmm_call_input_c(call, d->a_input);
+    int64_t k = a->rank > 0 ? a->dims[a->rank - 1] : 1;
+    int64_t elements = qmm_tensor_numel(qmm_call_output_c(call));
     snprintf(msg, size,
              "the reference's work for this case, %lld output elements x (K %lld + %d), is "
              "%.3Lg units, over the limit of %lld (QH_MAX_WORK; docs/formats.md, "
-             "\"Limits\")", (long long)elements, (long long)k, QH_WORK_PER_ELEMENT, work,
+             "\"Limits\")", (long long)elements, (long long)k, QH_WORK_PER_ELEMENT,
+             (long double)elements * ((long double)k + QH_WORK_PER_ELEMENT),
              (long long)QH_MAX_WORK);
     return -1;
 }
@@ -209,6 +223,36 @@ static int compute_part(qh_expectation *e, qmm_profile p, const qmm_ref_part *pa
     return 0;
 }
 
+/* Computes the parts of `per` elements (the last one clamped to y) that begin at first[0 ..
+ * nparts), or with first NULL every part from 0, in turn, calling fn with each. */
+static void scan_parts(qh_expectation *e, const int64_t *first, int64_t nparts, int64_t per,
+                       qh_expect_part_fn *fn, void *ctx)
+{
+    int64_t n = qmm_tensor_numel(&e->exact);
+    size_t bytes = (size_t)per * qmm_dtype_size(e->exact.dtype);
+    void *exact = malloc(bytes), *wrapped = NULL;
+    if (!exact) {
+        e->code = QMM_OUT_OF_MEMORY;
+        snprintf(e->message, sizeof e->message, "cannot allocate a part of the expected output "
+                 "(%zu bytes)", bytes);
+        return;
+    }
+    if (!first)
+        nparts = (n + per - 1) / per;
+    qmm_profile p = profile_of(e);
+    for (int64_t i = 0; i < nparts; i++) {
+        int64_t f = first ? first[i] : i * per;
+        qmm_ref_part part = {f, n - f < per ? n - f : per};
+        int overflow = 0;
+        if (compute_part(e, p, &part, exact, &wrapped, bytes, &overflow) != 0)
+            break;
+        e->overflow |= overflow;
+        fn(ctx, part.first, part.count, exact, overflow ? wrapped : NULL);
+    }
+    free(exact);
+    free(wrapped);
+}
+
 void qh_expect_scan(qh_expectation *e, int64_t part_elements, qh_expect_part_fn *fn, void *ctx)
 {
     int64_t n = qmm_tensor_numel(&e->exact);
@@ -218,27 +262,39 @@ void qh_expect_scan(qh_expectation *e, int64_t part_elements, qh_expect_part_fn 
     int64_t unit = qmm_ref_part_unit(&e->call);
     int64_t per = part_elements > 0 ? part_elements : QH_EXPECT_PART_BYTES / (int64_t)es;
     per = per < unit ? unit : per / unit * unit;
-    if (per > n)
-        per = n;
-    size_t bytes = (size_t)per * es;
-    void *exact = malloc(bytes), *wrapped = NULL;
-    if (!exact) {
+    scan_parts(e, NULL, 0, per > n ? n : per, fn, ctx);
+}
+
+int64_t qh_expect_parts_at(const qmm_call *call, const int64_t *at, int n, int64_t *first)
+{
+    const qmm_tensor *y = qmm_call_output_c(call);
+    int64_t unit = qmm_ref_part_unit(call), total = y ? qmm_tensor_numel(y) : 0, parts = 0;
+    for (int i = 0; i < n; i++) {
+        if (at[i] < 0 || at[i] >= total)
+            continue;
+        int64_t f = at[i] / unit * unit;
+        if (parts == 0 || first[parts - 1] != f)
+            first[parts++] = f;
+    }
+    return parts;
+}
+
+void qh_expect_scan_at(qh_expectation *e, const int64_t *at, int n, qh_expect_part_fn *fn,
+                       void *ctx)
+{
+    int64_t n_el = qmm_tensor_numel(&e->exact);
+    if (e->code != QMM_OK || n_el <= 0 || qmm_dtype_size(e->exact.dtype) == 0 || n <= 0)
+        return;
+    int64_t *first = malloc((size_t)n * sizeof *first);
+    if (!first) {
         e->code = QMM_OUT_OF_MEMORY;
-        snprintf(e->message, sizeof e->message, "cannot allocate a part of the expected output "
-                 "(%zu bytes)", bytes);
+        snprintf(e->message, sizeof e->message, "cannot allocate %d part indices", n);
         return;
     }
-    qmm_profile p = profile_of(e);
-    for (int64_t first = 0; first < n; first += per) {
-        qmm_ref_part part = {first, n - first < per ? n - first : per};
-        int overflow = 0;
-        if (compute_part(e, p, &part, exact, &wrapped, bytes, &overflow) != 0)
-            break;
-        e->overflow |= overflow;
-        fn(ctx, part.first, part.count, exact, overflow ? wrapped : NULL);
-    }
-    free(exact);
-    free(wrapped);
+    int64_t unit = qmm_ref_part_unit(&e->call);
+    scan_parts(e, first, qh_expect_parts_at(&e->call, at, n, first), unit < n_el ? unit : n_el,
+               fn, ctx);
+    free(first);
 }
 
 void qh_expectation_free(qh_expectation *e)

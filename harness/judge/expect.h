@@ -40,6 +40,10 @@ void qh_print_profiles(FILE *out);
 #define QH_MAX_WORK ((int64_t)1 << 34)
 #define QH_WORK_PER_ELEMENT 64
 
+/* The reference's work for `call` in those units (0 for an invalid call; INT64_MAX where it
+ * does not fit). */
+int64_t qh_expect_work(const qmm_call *call);
+
 /* 0 when the reference's work for `call` is within QH_MAX_WORK (or the call is invalid: the
  * reference rejects it before any work); otherwise -1 with a message naming the limit. */
 int qh_expect_work_check(const qmm_call *call, char *msg, size_t size);
@@ -73,6 +77,15 @@ typedef void qh_expect_part_fn(void *ctx, int64_t first, int64_t count, const vo
  * e->code and e->message set to it. e->overflow says whether an element overflowed. */
 #define QH_EXPECT_PART_BYTES ((int64_t)16 << 20)
 void qh_expect_scan(qh_expectation *e, int64_t part_elements, qh_expect_part_fn *fn, void *ctx);
+
+/* Only the parts holding the output indices `at` (n of them, ascending): each the smallest
+ * part the layout allows (one element; a whole matrix where qmm_ref_part_unit says so),
+ * computed and passed to `fn` as qh_expect_scan does, ascending, each once. For a question about
+ * a few elements of a large output (which profiles give them: harness/judge/judge.c).
+ * qh_expect_parts_at: those parts' first indices into first[] (room for n), their count. */
+int64_t qh_expect_parts_at(const qmm_call *call, const int64_t *at, int n, int64_t *first);
+void qh_expect_scan_at(qh_expectation *e, const int64_t *at, int n, qh_expect_part_fn *fn,
+                       void *ctx);
 
 /* How many expectations were planned or computed for a call (qh_expect, qh_expect_plan) in
  * this process: a test and `QMM_DEBUG_EXPECT=1 qmmcheck run` (which prints it) show that a

@@ -315,9 +315,18 @@ static void sb_mismatch_coord(qh_sb *b, const qh_mismatch *m)
 /* Which profiles give `got`'s value at each kept mismatch: every profile's expectation is
  * computed a part at a time (a whole output per profile, not one element: the Orion profile's
  * refusals depend on every element), and only its values at the kept indices are looked at.
- * Computed on the first mismatch that asks for it and reused for the others. */
+ * Computed on the first mismatch that asks for it and reused for the others.
+ * That is the reference's work once per profile (30): where it would pass
+ * QH_MATCH_MAX_WORK, only the parts holding the kept mismatches are computed (MATCH_KEPT: a
+ * profile whose refusal would come from another element is then not ruled out, and the text
+ * says the match was judged at the mismatches only), and where even those would, none
+ * (MATCH_NONE). 2048^3 under one profile is about 35 s of the reference's on a Zen 4, and
+ * QH_MATCH_MAX_WORK (all profiles together) about 4 s. */
+#define QH_MATCH_MAX_WORK ((int64_t)1 << 30)
+typedef enum { MATCH_WHOLE, MATCH_KEPT, MATCH_NONE } match_scope;
 typedef struct profile_matches {
     int computed;
+    match_scope scope;
     const qh_verdict *v;
     const qmm_tensor *got;
     int profile;
@@ -341,18 +350,45 @@ static void match_part(void *ctx, int64_t first, int64_t count, const void *exac
     }
 }
 
+/* The match's scope for this call and these mismatches (`at`, n of them). */
+static match_scope match_scope_of(const qmm_call *call, const int64_t *at, int n)
+{
+    int64_t per_profile = QH_MATCH_MAX_WORK / qmm_profile_count();
+    int64_t work = qh_expect_work(call);
+    if (work <= per_profile)
+        return MATCH_WHOLE;
+    const qmm_tensor *y = qmm_call_output_c(call);
+    int64_t elements = y ? qmm_tensor_numel(y) : 0, first[QH_COMPARE_KEEP];
+    if (elements <= 0)
+        return MATCH_NONE;
+    int64_t unit = qmm_ref_part_unit(call);
+    int64_t parts = qh_expect_parts_at(call, at, n, first);
+    /* parts x unit elements of work / elements each (work fits int64: no overflow below) */
+    long double kept = (long double)parts * (long double)(unit < elements ? unit : elements) *
+                       ((long double)work / (long double)elements);
+    return kept <= (long double)per_profile ? MATCH_KEPT : MATCH_NONE;
+}
+
 static void profile_matches_compute(profile_matches *pm, const qmm_call *call)
 {
     if (pm->computed)
         return;
     pm->computed = 1;
-    for (int p = 0; p < qmm_profile_count(); p++) {
+    int64_t at[QH_COMPARE_KEEP];
+    int n = pm->v->n_mismatches;
+    for (int k = 0; k < n; k++)
+        at[k] = pm->v->mismatches[k].index;
+    pm->scope = match_scope_of(call, at, n);
+    for (int p = 0; pm->scope != MATCH_NONE && p < qmm_profile_count(); p++) {
         qh_expectation x;
         if (qh_expect_plan(call, qmm_profile_name((qmm_profile)p), &x) == 0) {
             uint64_t before[QH_COMPARE_KEEP];
             memcpy(before, pm->bits, sizeof before);
             pm->profile = p;
-            qh_expect_scan(&x, 0, match_part, pm);
+            if (pm->scope == MATCH_WHOLE)
+                qh_expect_scan(&x, 0, match_part, pm);
+            else
+                qh_expect_scan_at(&x, at, n, match_part, pm);
             if (x.code != QMM_OK) /* the profile refuses the call: it is not listed */
                 memcpy(pm->bits, before, sizeof before);
         }
@@ -382,25 +418,46 @@ static uint64_t case_models(profile_matches *pm, const qh_expectation *e)
     return named;
 }
 
+/* Mismatch k's profiles from pm (computed here if not yet): the case's (named), this
+ * element's (here) and the match's scope. */
+static void models_of(profile_matches *pm, const qh_expectation *e, int32_t k, uint64_t *named,
+                      uint64_t *here, match_scope *scope)
+{
+    *named = case_models(pm, e);
+    *here = pm->bits[k];
+    *scope = pm->scope;
+}
+
 /* "; got matches: onnx-ref, ort-fp32", or "; got matches no known profile" where no profile
- * gives this element's value. */
+ * gives this element's value (from the mismatch where keep_models put them there, else from
+ * pm); with the scope where it is not the whole output. */
 static void sb_profiles_giving(qh_sb *b, const qh_mismatch *m, profile_matches *pm,
                                const qh_expectation *e, int32_t k)
 {
-    uint64_t named = m->models_known ? m->models : case_models(pm, e);
+    uint64_t named = m->models, here = m->models_here;
+    match_scope scope = m->models_kept ? MATCH_KEPT : MATCH_WHOLE;
+    if (!m->models_known)
+        models_of(pm, e, k, &named, &here, &scope);
+    if (scope == MATCH_NONE) {
+        if (k == 0)
+            qh_sb_puts(b, "; the profiles were not compared (the reference's work under each, "
+                          "even at the kept mismatches only, is over QH_MATCH_MAX_WORK)");
+        return;
+    }
     int n = 0;
+    const char *intro = scope == MATCH_KEPT
+                            ? "; got matches (judged at the kept mismatches only: the whole "
+                              "output under every profile is too much work): "
+                            : "; got matches: ";
     for (int p = 0; p < qmm_profile_count(); p++)
         if (named >> p & 1)
-            qh_sb_printf(b, "%s%s", n++ ? ", " : "; got matches: ",
-                         qmm_profile_name((qmm_profile)p));
-    if (n == 0) {
-        profile_matches_compute(pm, &e->call);
-        if (pm->bits[k] == 0)
-            qh_sb_puts(b, "; got matches no known profile");
-    }
+            qh_sb_printf(b, "%s%s", n++ ? ", " : intro, qmm_profile_name((qmm_profile)p));
+    if (n == 0 && here == 0)
+        qh_sb_puts(b, "; got matches no known profile");
 }
 
-/* Each kept mismatch's matching profiles as data (the JSON report's "models"). */
+/* Each kept mismatch's matching profiles as data (the JSON report's "models"); none where
+ * they were not compared (MATCH_NONE). */
 static void keep_models(const qh_expectation *e, const qmm_tensor *got, qh_verdict *v)
 {
     profile_matches pm;
@@ -408,9 +465,11 @@ static void keep_models(const qh_expectation *e, const qmm_tensor *got, qh_verdi
     pm.v = v;
     pm.got = got;
     uint64_t named = case_models(&pm, e);
-    for (int32_t k = 0; k < v->n_mismatches; k++) {
+    for (int32_t k = 0; pm.scope != MATCH_NONE && k < v->n_mismatches; k++) {
         v->mismatches[k].models = named;
+        v->mismatches[k].models_here = pm.bits[k];
         v->mismatches[k].models_known = 1;
+        v->mismatches[k].models_kept = pm.scope == MATCH_KEPT;
     }
 }
 

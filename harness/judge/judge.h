@@ -97,6 +97,9 @@ typedef struct qh_mismatch {
      * "got matches:" names them; known only where the judge made the detail (opts.text). */
     int models_known;
     uint64_t models;
+    uint64_t models_here; /* the profiles that give `got` at this element (known as models) */
+    int models_kept; /* the profiles were judged at the kept mismatches only (a large output:
+                        harness/judge/judge.c, QH_MATCH_MAX_WORK) */
     int range;
     qh_bounded accepted;
 } qh_mismatch;

@@ -204,6 +204,8 @@ static void json_mismatch(qh_sb *b, const qh_mismatch *m)
         qh_sb_puts(b, ", \"models\": [");
         qh_report_models(b, m, "\"");
         qh_sb_puts(b, "]");
+        if (m->models_kept)
+            qh_sb_puts(b, ", \"models_scope\": \"kept mismatches\"");
     }
     qh_sb_puts(b, "}");
 }
