@@ -291,6 +291,40 @@ Test(exec, a_slow_start_is_not_held_to_the_call_timeout)
     free(out);
 }
 
+/* A `__REPRO:` line judges as the run did: it carries the isolation options that were not left
+ * at their defaults. A process that answers right 1.5 s late is TIMEOUT under --timeout 0.5;
+ * the line (before: `qmmcheck repro --backend SPEC DIR`, which PASSED it under the default 30 s)
+ * gives TIMEOUT again. diff's line carries them too. */
+Test(exec, a_repro_line_carries_the_isolation_options, .timeout = 120)
+{
+    char *out = qmmcheck_expect(1, "run --timeout 0.5 --start-timeout 5 --memory-limit 2G "
+                                "--backend 'exec:%s slow=1.5' --filter 13-u8s8 --vectors "
+                                MI_RANDOM, child());
+    cr_assert_eq(count_lines_with(out, ":TIMEOUT"), 1, "%s", out);
+    const char *at = strstr(out, "__REPRO: qmmcheck repro ");
+    cr_assert(at, "%s", out);
+    char line[4096];
+    snprintf(line, sizeof line, "%.*s", (int)strcspn(at + 18, "\n"), at + 18);
+    cr_expect(strstr(line, " --timeout 0.5 --start-timeout 5 --memory-limit 2147483648 ") != NULL,
+              "%s", line);
+    free(out);
+    out = qmmcheck_expect(1, "%s", line);
+    cr_expect_eq(count_lines_with(out, ":TIMEOUT"), 1, "the repro line: %s\n%s", line, out);
+    free(out);
+    /* defaults are not written */
+    out = qmmcheck_expect(0, "run --backend 'exec:%s ok' --filter 13-u8s8 --vectors " MI_RANDOM,
+                          child());
+    cr_expect(strstr(out, "--timeout") == NULL && strstr(out, "--memory-limit") == NULL, "%s",
+              out);
+    free(out);
+    out = qmmcheck_expect(1, "diff --timeout 0.5 --start-timeout 5 --backend reference "
+                          "--backend 'exec:%s slow=1.5' --seed 3 --count 1 --out %s/dr", child(),
+                          tmpdir);
+    expect_in(out, " --seed 3 --problem 0 --timeout 0.5 --start-timeout 5");
+    expect_in(out, "slow=1.5' --timeout 0.5 --start-timeout 5 "); /* the saved case's line */
+    free(out);
+}
+
 /* After a call hangs and its worker is killed, the next case's fresh worker starts within a
  * start's time and then has the call's own: one TIMEOUT, the rest PASSED (the restart had the
  * call's 1 s, and every later case failed in its start). */

@@ -324,7 +324,7 @@ static void reduce_saved(const diff_opts *o, qh_backend *be, const qh_invoke_opt
             rc = qh_reduce_write(out, &r, &be[k], &ro, &mk, prov, note, sizeof note, &err);
         if (rc == 0) {
             print_note(note);
-            char *text = qh_reduce_report(&r, out, be[k].spec, o->profile, "    ");
+            char *text = qh_reduce_report(&r, out, &be[k], o->profile, "    ");
             text = qh_cpu_repro_in(text, o->cpu[k] ? qh_cpu_name(o->cpu[k]) : NULL);
             fputs(text ? text : "    (out of memory)\n", stdout);
             free(text);
@@ -378,6 +378,7 @@ static void report_difference(const diff_opts *o, qh_backend *be, const qh_invok
     qh_sb_puts(&line, " --backend ");
     qh_sb_shell_word(&line, be[1].spec);
     qh_sb_printf(&line, " --seed %llu --problem %llu", o->seed, index);
+    qh_repro_isolation(&line, &be[0].iso);
     if (o->cpu_arg) {
         qh_sb_puts(&line, " --cpu ");
         qh_sb_shell_word(&line, o->cpu_arg);
@@ -471,23 +472,17 @@ static void report_difference(const diff_opts *o, qh_backend *be, const qh_invok
         printf("    could not save the case: %s\n", c ? c : "");
         free(c);
     } else {
+        /* the case's repro line as run prints it (B's spec, --cpu and isolation options) */
+        qh_case_ref ref = {.dir = (char *)dir, .name = (char *)dir, .data_set = 0};
+        char *repro = qh_cpu_repro(qh_repro_command(&ref, be[1].spec, o->profile, &be[1].iso),
+                                   o->cpu[1] ? qh_cpu_name(o->cpu[1]) : NULL);
         qh_sb r = {0};
         qh_sb_puts(&r, "    saved ");
         qh_sb_shell_word(&r, dir);
-        qh_sb_puts(&r, " (qmmcheck repro");
-        if (o->cpu[1])
-            qh_sb_printf(&r, " --cpu %s", qh_cpu_name(o->cpu[1]));
-        qh_sb_puts(&r, " --backend ");
-        qh_sb_shell_word(&r, be[1].spec);
-        if (o->profile) {
-            qh_sb_puts(&r, " --profile ");
-            qh_sb_shell_word(&r, o->profile);
-        }
-        qh_sb_puts(&r, " ");
-        qh_sb_shell_word(&r, dir);
-        qh_sb_puts(&r, ")");
+        qh_sb_printf(&r, " (%s)", repro ? repro : "");
         printf("%s\n", r.s ? r.s : "");
         qh_sb_free(&r);
+        free(repro);
         print_note(note);
         if (o->reduce)
             reduce_saved(o, be, io, dir, &m);
@@ -632,7 +627,7 @@ int qh_cmd_diff(int argc, char **argv)
     diff_opts o;
     memset(&o, 0, sizeof o);
     o.isolate = -1;
-    o.timeout_s = 30;
+    o.timeout_s = QH_TIMEOUT_S_DEFAULT;
     o.max_diffs = 100;
     int n_spec = 0;
     qh_opt_parser parser;

@@ -62,7 +62,7 @@ static int parse(int argc, char **argv, fp_opts *o, int *done)
 {
     memset(o, 0, sizeof *o);
     o->isolate = -1;
-    o->timeout_s = 30;
+    o->timeout_s = QH_TIMEOUT_S_DEFAULT;
     *done = 0;
     qh_opt_parser p;
     qh_opt_init(&p, &qh_fingerprint_usage, argc, argv);

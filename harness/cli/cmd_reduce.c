@@ -69,7 +69,7 @@ static int parse(int argc, char **argv, reduce_args *a, int *done)
 {
     memset(a, 0, sizeof *a);
     a->isolate = -1;
-    a->timeout_s = 30;
+    a->timeout_s = QH_TIMEOUT_S_DEFAULT;
     a->ro.max_tries = 5000;
     a->ro.seconds = 600;
     qh_opt_parser p;
@@ -253,7 +253,7 @@ int qh_cmd_reduce(int argc, char **argv)
             if (note[0])
                 printf("reduce: %s\n", n ? n : note);
             free(n);
-            char *text = qh_reduce_report(&r, out, be.spec, a.ro.profile, "");
+            char *text = qh_reduce_report(&r, out, &be, a.ro.profile, "");
             text = qh_cpu_repro_in(text, a.cpu ? qh_cpu_name(a.cpu) : NULL);
             fputs(text ? text : "(out of memory)\n", stdout);
             free(text);

@@ -200,7 +200,7 @@ static int parse_opts(const qh_command *cmd, int argc, char **argv, opts *o, int
 {
     memset(o, 0, sizeof *o);
     o->isolate = -1;
-    o->timeout_s = 30;
+    o->timeout_s = QH_TIMEOUT_S_DEFAULT;
     o->memory_limit = QH_MEMORY_LIMIT_DEFAULT;
     o->max_skipped = -1;
     *done = 0;
@@ -383,6 +383,7 @@ static int finish_backend(qh_backend *be, qh_result *row, int64_t number)
                  row->summary ? row->summary : "", row->cpu ? " --cpu " : "",
                  row->cpu ? row->cpu : "");
     qh_sb_shell_word(&line, be->spec);
+    qh_repro_isolation(&line, &be->iso);
     qh_sb_puts(&line, " --vectors DIR");
     printf("%s\n", line.s ? line.s : "");
     qh_sb_free(&line);
@@ -441,11 +442,11 @@ static void put_detail(const char *d)
 
 /* The case line (docs/formats.md): name and summary cleaned here, whatever produced them. */
 static void print_result(const qh_result *r, const qh_case_ref *ref, const char *profile,
-                         int quiet)
+                         const qh_isolation *iso, int quiet)
 {
     if (quiet && (r->status == QH_PASSED || r->status == QH_SKIPPED))
         return; /* --quiet: skips are counted per suite (print_skips) */
-    char *repro = qh_cpu_repro(qh_repro_command(ref, r->backend, profile), r->cpu);
+    char *repro = qh_cpu_repro(qh_repro_command(ref, r->backend, profile, iso), r->cpu);
     printf("%lld:%s ", (long long)r->number, qh_case_status_name(r->status));
     put_clean(r->name, strlen(r->name), 0, stdout);
     if (r->summary && r->summary[0]) {
@@ -590,8 +591,9 @@ static int prepare_run(int argc, char **argv, run_state *r, int *done)
  * (TIMEOUT for an open that hung, CRASHED for one that died, ERROR otherwise), printed at
  * once (even with --quiet: it is never a pass) and counted. */
 static void variant_row(run_state *r, const char *spec, qh_case_status status, const char *why,
-                        const qh_cpu_target *cpu)
+                        const qh_isolation *iso)
 {
+    const qh_cpu_target *cpu = iso->cpu;
     qh_result *row = &r->results[r->k];
     memset(row, 0, sizeof *row);
     row->number = (int64_t)r->k + 1;
@@ -607,6 +609,7 @@ static void variant_row(run_state *r, const char *spec, qh_case_status status, c
                  row->summary ? row->summary : "", row->cpu ? " --cpu " : "",
                  row->cpu ? row->cpu : "");
     qh_sb_shell_word(&line, spec);
+    qh_repro_isolation(&line, iso);
     qh_sb_puts(&line, " --vectors DIR");
     printf("%s\n", line.s ? line.s : "");
     fflush(stdout);
@@ -661,7 +664,7 @@ static int open_variants(run_state *r, int j)
             status = QH_CRASHED;
         /* an interrupted open is neither: the SUMMARY line says the run was interrupted */
         if (!refused && !(opened && out[n].broken_how == QH_INTERRUPTED))
-            variant_row(r, spec, status, why, r->bes[j].iso.cpu);
+            variant_row(r, spec, status, why, &r->bes[j].iso);
         if (opened)
             qh_backend_close(&out[n]);
     }
@@ -720,7 +723,7 @@ static void run_cases(run_state *r)
                 res->marks = NULL;
             }
             qh_progress_hide(&pr);
-            print_result(res, &r->list.items[i], r->o.profile, r->o.quiet);
+            print_result(res, &r->list.items[i], r->o.profile, &r->bes[j].iso, r->o.quiet);
             qh_progress_show(&pr);
             r->k++;
             qh_progress_update(&pr, r->k, total, failures, -1);
@@ -1175,7 +1178,7 @@ int qh_cmd_repro(int argc, char **argv)
     eo.invoke.timeout_s = o.timeout_s;
     qh_eval_case(&ref, &be, &eo, &r);
     r.number = 1;
-    print_result(&r, &ref, o.profile, 0);
+    print_result(&r, &ref, o.profile, &be.iso, 0);
     int bad = qh_case_status_is_bad(r.status);
     qh_result_free(&r);
     qh_backend_close(&be);

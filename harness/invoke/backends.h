@@ -27,6 +27,9 @@ typedef struct qh_isolation {
                                      * (harness/invoke/cpu.h); NULL for native */
 } qh_isolation;
 
+/* --timeout's default, seconds (run, repro, diff, reduce, fingerprint). */
+#define QH_TIMEOUT_S_DEFAULT 30.0
+
 /* Half the machine's physical memory, resolved when a worker starts. */
 #define QH_MEMORY_LIMIT_DEFAULT UINT64_MAX
 

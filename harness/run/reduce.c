@@ -950,7 +950,7 @@ int qh_reduce_write(const char *dir, qh_reduce_result *r, qh_backend *b,
     return qh_case_stage_publish(&st, note, note_size, err);
 }
 
-char *qh_reduce_report(const qh_reduce_result *r, const char *dir, const char *spec,
+char *qh_reduce_report(const qh_reduce_result *r, const char *dir, const qh_backend *be,
                        const char *profile, const char *indent)
 {
     qh_sb b = {0};
@@ -962,7 +962,7 @@ char *qh_reduce_report(const qh_reduce_result *r, const char *dir, const char *s
     qh_problem_describe(&r->best, desc, sizeof desc);
     qh_sb_printf(&b, "%s    %s\n", indent, desc);
     qh_case_ref ref = {.dir = (char *)dir, .name = (char *)dir, .data_set = 0};
-    char *repro = qh_repro_command(&ref, spec, profile);
+    char *repro = qh_repro_command(&ref, be->spec, profile, &be->iso);
     qh_sb line = {0};
     qh_sb_printf(&line, "%s %s (%s) __REPRO: %s", qh_case_status_name(r->status), dir,
                  r->summary, repro ? repro : "");

@@ -112,8 +112,8 @@ int qh_reduce_write(const char *dir, qh_reduce_result *r, qh_backend *b,
 
 /* What reduce prints for a case written to `dir`, each line after `indent`: "REDUCED <before> -> <after> in N tries
  * ...", the inputs, and "<STATUS> <dir> (<summary>) __REPRO: qmmcheck repro ..." (run's repro
- * line), each line cleaned and ended by a newline. malloc'd; NULL when memory runs out. */
-char *qh_reduce_report(const qh_reduce_result *r, const char *dir, const char *spec,
+ * line: be's spec and isolation options), each line cleaned and ended by a newline. malloc'd; NULL when memory runs out. */
+char *qh_reduce_report(const qh_reduce_result *r, const char *dir, const qh_backend *be,
                        const char *profile, const char *indent);
 
 #endif /* QMM_HARNESS_REDUCE_H */

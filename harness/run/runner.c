@@ -34,7 +34,22 @@ void qh_result_free(qh_result *r)
 }
 
 
-char *qh_repro_command(const qh_case_ref *ref, const char *backend_spec, const char *profile)
+void qh_repro_isolation(qh_sb *b, const qh_isolation *iso)
+{
+    if (!iso)
+        return;
+    if (iso->isolate >= 0)
+        qh_sb_puts(b, iso->isolate ? " --isolate" : " --no-isolate");
+    if (iso->timeout_s != QH_TIMEOUT_S_DEFAULT)
+        qh_sb_printf(b, " --timeout %.15g", iso->timeout_s > 0 ? iso->timeout_s : 0.0);
+    if (iso->start_s != 0)
+        qh_sb_printf(b, " --start-timeout %.15g", iso->start_s > 0 ? iso->start_s : 0.0);
+    if (iso->memory_limit != QH_MEMORY_LIMIT_DEFAULT)
+        qh_sb_printf(b, " --memory-limit %llu", (unsigned long long)iso->memory_limit);
+}
+
+char *qh_repro_command(const qh_case_ref *ref, const char *backend_spec, const char *profile,
+                       const qh_isolation *iso)
 {
     qh_sb b = {0};
     qh_sb_puts(&b, "qmmcheck repro --backend ");
@@ -43,6 +58,7 @@ char *qh_repro_command(const qh_case_ref *ref, const char *backend_spec, const c
         qh_sb_puts(&b, " --profile ");
         qh_sb_shell_word(&b, profile);
     }
+    qh_repro_isolation(&b, iso);
     if (ref->data_set > 0)
         qh_sb_printf(&b, " --data-set %d", ref->data_set);
     qh_sb_puts(&b, " ");

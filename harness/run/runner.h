@@ -103,8 +103,17 @@ void qh_xfail_apply(qh_xfail *x, const char *backend_name, qh_result *res);
 int qh_xfail_stale(const qh_xfail *x, int32_t i, char *buf, size_t size);
 void qh_xfail_free(qh_xfail *x);
 
-/* The `__REPRO:` command for a case, shell-quoted (profile NULL or "spec": not named).
- * Returns malloc'd text. */
-char *qh_repro_command(const qh_case_ref *ref, const char *backend_spec, const char *profile);
+/* The `__REPRO:` command for a case, shell-quoted (profile NULL or "spec": not named), with
+ * the isolation options that judged it (iso NULL: none; qh_repro_isolation). Returns
+ * malloc'd text. */
+char *qh_repro_command(const qh_case_ref *ref, const char *backend_spec, const char *profile,
+                       const qh_isolation *iso);
+
+/* The isolation options a `__REPRO:` line carries so that it judges as the run did: each one
+ * that was not left at its default (--isolate or --no-isolate, --timeout, --start-timeout,
+ * --memory-limit), as given (the --cpu scaling is applied again by the command that reads
+ * them), each with a leading space. A TIMEOUT under --timeout 0.5 or a CRASHED under
+ * --memory-limit 64M reproduces only with them. */
+void qh_repro_isolation(qh_sb *b, const qh_isolation *iso);
 
 #endif /* QMM_HARNESS_RUNNER_H */

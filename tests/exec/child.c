@@ -5,6 +5,7 @@
  *   ok                  answers like the reference
  *   crash-once=PATH     the first call (while PATH does not exist) dies of SIGSEGV
  *   hang-once=PATH      the first call (while PATH does not exist) never answers
+ *   slow=S              answers every call like the reference, S seconds late
  *   exit-on-call        every call exits with status 7 before answering
  *   forge               prints forged case lines on stderr and in its message (INTERNAL)
  *   forge-stdout        writes forged case lines on its stdout: the protocol channel
@@ -231,6 +232,11 @@ static void answer_call(request *r, const qmm_backend *ref)
     if (once("hang-once="))
         for (;;)
             pause();
+    if (strncmp(mode, "slow=", 5) == 0) {
+        double s = atof(mode + 5);
+        struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
     int spare = once("spare-once=");
     int wrong = !spare && strncmp(mode, "spare-once=", 11) == 0;
     if (strcmp(mode, "exit-on-call") == 0)
