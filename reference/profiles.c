@@ -817,6 +817,8 @@ static const struct req_row {
     const char *own_accumulation;
     /* non-NULL: a wrong rule (no implementation means to compute it), in a few words */
     const char *wrong;
+    /* its answer on a part depends on the whole call (qmm_profile_whole_call) */
+    int whole_call;
 } reqs[] = {
     [QMM_PROFILE_SPEC] = {.name = "spec",
                           .what = "exact rational requantization, RNE, zero point after "
@@ -839,6 +841,7 @@ static const struct req_row {
         .name = "orion-fp16x16",
         .what = "Orion's qlinear_matmul: sign-magnitude Q16.16, each step truncated",
         .own = qlm_orion,
+        .whole_call = 1, /* a panic anywhere, dequantized inputs whole (orion_dequantize) */
         .mmi_no_counterpart = "MatMulInteger has no Orion counterpart",
         .unsupported_types = orion_types,
         .float8 = "float8: Orion's qlinear_matmul is int8 only",
@@ -1016,6 +1019,12 @@ qmm_profile qmm_profile_base(qmm_profile p)
 {
     const struct profile_entry *e = entry_of(p);
     return e ? (qmm_profile)e->req : p; /* the bases are the first profiles, in row order */
+}
+
+int qmm_profile_whole_call(qmm_profile p)
+{
+    const struct profile_entry *e = entry_of(p);
+    return e ? reqs[e->req].whole_call : 0;
 }
 
 const char *qmm_profile_wrong(qmm_profile p)

@@ -86,6 +86,13 @@ int qmm_profile_why_not(const char *name, char *buf, size_t size);
  * one of those); p when out of range. */
 qmm_profile qmm_profile_base(qmm_profile p);
 
+/* 1 when p's answer on a part of the output depends on the whole call: it refuses the call
+ * for any element or input (orion-fp16x16 panics on an overflow anywhere, used or not) and
+ * sets its whole inputs up for each part, so a part computed alone neither rules its refusal
+ * out nor costs a part's share of the work (harness/judge/judge.c, the kept mismatches'
+ * match). */
+int qmm_profile_whole_call(qmm_profile p);
+
 /* NULL for a profile some implementation computes; for a wrong rule (ties-away, truncation,
  * wrap, zp-before-rounding, float64: the spec with one requantization step changed, a mistake kernels
  * make, defined for QLinearMatMul's integer forms only), what it does in a few words: "ties

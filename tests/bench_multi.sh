@@ -36,7 +36,7 @@ grep -q '^bound: in each round the peak loop (' "$tmp/out" || fail "no bound lin
 [ "$(grep -c '^peak-round [123] 3x40x5 threads=1 b=input [0-9.]* GOPS$' "$tmp/out")" = 3 ] ||
   fail "not one peak per round"
 line=$(grep '^result .* fake ' "$tmp/out")
-case "$line" in *"FAILED (errors:15 total:15; first y[0,0] (index 0): got 0, expected "*"; no profile gives these values): no time, no ratio") ;; *) fail "fake: '$line'" ;; esac
+case "$line" in *"FAILED (errors:15 total:15; y[0,0] (index 0): expected "*", got 0; acc "*"; got matches no known profile): no time, no ratio") ;; *) fail "fake: '$line'" ;; esac
 case "$line" in *median=*|*ratio=*) fail "a FAILED backend got a time or ratio: '$line'" ;; esac
 python3 - "$tmp/r.json" <<'PY' || fail "JSON report"
 import json, sys
@@ -63,8 +63,15 @@ PY
 rc=0
 bench --backend optimized --backend reference:profile=truncation --rounds 1 || rc=$?
 [ "$rc" = 1 ] || fail "truncation judged under spec: exit $rc"
-grep -Eq '^check 3x40x5 .* reference:profile=truncation FAILED \(errors:[0-9]+ total:15; first y\[[0-9,]+\] \(index [0-9]+\): got [0-9]+, expected [0-9]+; got matches: truncation; --profile B=PROFILE judges a backend under one; profile spec\)$' "$tmp/out" ||
+grep -Eq '^check 3x40x5 .* reference:profile=truncation FAILED \(errors:[0-9]+ total:15; y\[[0-9,]+\] \(index [0-9]+\): expected [0-9]+, got [0-9]+; acc -?[0-9]+; acc\*scale = [-0-9.]+; got matches: truncation; --profile B=PROFILE judges a backend under one; profile spec\)$' "$tmp/out" ||
   fail "truncation's check line names no profile"
+# one mismatch names no profile (a coincidence) and does not say that none gives it
+rc=0
+"$qmmcheck" bench --shape 1x3x1 --threads 1 --reps 1 --rounds 1 --backend optimized \
+  --backend reference:profile=truncation >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" = 1 ] || fail "1x3x1 truncation: exit $rc"
+grep -Eq '^check 1x3x1 .* reference:profile=truncation FAILED \(errors:1 total:1; y\[0,0\] \(index 0\): expected [0-9]+, got [0-9]+; acc -?[0-9]+; acc\*scale = [-0-9.]+; profile spec\)$' "$tmp/out" ||
+  fail "1x3x1 truncation's check line"
 # a large shape: the reference's answer announced before it is computed (seconds), and a wrong
 # backend's profiles compared at its kept mismatches only (30 whole outputs were minutes)
 rc=0
@@ -73,7 +80,7 @@ rc=0
 [ "$rc" = 1 ] || fail "1024^3 with a wrong backend: exit $rc ($(cat "$tmp/err"))"
 grep -q "^qmmcheck bench: 1024x1024x1024: computing the reference's answer under profile spec first (1.1e+09 units of work" "$tmp/err" ||
   fail "no announcement: $(cat "$tmp/err")"
-grep -Eq '^check 1024x1024x1024 .* fake FAILED \(errors:1048576 total:1048576; first y\[0,0\]' "$tmp/out" ||
+grep -Eq '^check 1024x1024x1024 .* fake FAILED \(errors:1048576 total:1048576; y\[0,0\] \(index 0\): expected [0-9]+, got 0; acc -?[0-9]+; .* \(judged at the kept mismatches only' "$tmp/out" ||
   fail "1024^3 fake's check line"
 
 # right at the check, wrong in the timed calls: FAILED after round 1, no ratio

@@ -311,6 +311,17 @@ Test(exec, a_repro_line_carries_the_isolation_options, .timeout = 120)
     out = qmmcheck_expect(1, "%s", line);
     cr_expect_eq(count_lines_with(out, ":TIMEOUT"), 1, "the repro line: %s\n%s", line, out);
     free(out);
+    /* seconds are written as decimals, which the options read back (not %g's 1e-05) */
+    out = qmmcheck_expect(1, "run --timeout 0.00001 --backend 'exec:%s slow=0.5' --filter "
+                          "13-u8s8 --vectors " MI_RANDOM, child());
+    at = strstr(out, "__REPRO: qmmcheck repro ");
+    cr_assert(at, "%s", out);
+    snprintf(line, sizeof line, "%.*s", (int)strcspn(at + 18, "\n"), at + 18);
+    cr_expect(strstr(line, " --timeout 0.00001 ") != NULL, "%s", line);
+    free(out);
+    out = qmmcheck_expect(1, "%s", line);
+    cr_expect_eq(count_lines_with(out, ":TIMEOUT"), 1, "the repro line: %s\n%s", line, out);
+    free(out);
     /* defaults are not written */
     out = qmmcheck_expect(0, "run --backend 'exec:%s ok' --filter 13-u8s8 --vectors " MI_RANDOM,
                           child());

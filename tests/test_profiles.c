@@ -796,29 +796,42 @@ Test(profiles, the_simplest_explanation_drops_combinations_whose_base_matches)
 
 /* Which profiles give a wrong answer is the reference's work once per profile (30): on
  * a large output that was minutes (2048^3: 30 x 35 s, `qmmcheck bench` silent the while).
- * Past QH_MATCH_MAX_WORK only the parts holding the kept mismatches are computed, and the
- * text and the report say so. 128x8192x128: every element's acc*scale is 0.5 + y's zero
- * point 1: onnx-ref 2, spec and ort-fp32 1. */
-Test(profiles, a_large_output_is_matched_at_its_kept_mismatches_only, .timeout = 60)
+ * Past QH_MATCH_MAX_WORK only the parts holding the kept mismatches are computed, without the
+ * profiles whose answer depends on the whole call (orion-fp16x16: a panic anywhere; it sets
+ * its whole inputs up for each part), and the text and the report say so, once.
+ * s8 128x8192x128 of ones: every element's acc*scale is 0.5 + y's zero point 1: onnx-ref 2,
+ * spec and ort-fp32 1. */
+static void prob_ties(prob *p, int64_t m, int64_t k, int64_t n)
 {
-    prob p;
-    const int64_t ad[2] = {128, 8192}, bd[2] = {8192, 128};
-    prob_init(&p, U8, F32, 2, ad, bd, NULL, NULL, 1, 1.0 / 16384, 1.0, 1.0, 0, 0, 1);
-    qh_expectation e;
-    cr_assert_eq(qh_expect(&p.call, "onnx-ref", &e), 0, "%s", e.message);
-    cr_assert_eq(e.code, QMM_OK);
-    cr_assert_eq(qh_tensor_int(&e.exact, 0), 2);
-    qmm_tensor got = p.call.u.qlinearmatmul.y;
-    memset(p.y, 1, 128 * 128); /* what spec gives */
+    const int64_t ad[2] = {m, k}, bd[2] = {k, n};
+    prob_init(p, S8, F32, 2, ad, bd, NULL, NULL, 1, 0.5 / (double)k, 1.0, 1.0, 0, 0, 1);
+}
+
+/* The judge's verdict on `got` (y of p filled with `value`) against e. */
+static void judge_filled(prob *p, const qh_expectation *e, int value, qh_verdict *v)
+{
+    qmm_tensor got = p->call.u.qlinearmatmul.y;
+    memset(p->y, value, (size_t)qmm_tensor_numel(&got));
     qh_invocation inv;
     memset(&inv, 0, sizeof inv);
     inv.outcome = QH_RETURNED;
     inv.code = QMM_OK;
     inv.y = got;
-    qh_verdict v;
-    qh_verdict_init(&v);
+    qh_verdict_init(v);
     qh_judge_opts o = {.text = 1, .fill = 0xa5};
-    qh_judge(&e, &inv, NULL, &o, &v);
+    qh_judge(e, &inv, NULL, &o, v);
+}
+
+Test(profiles, a_large_output_is_matched_at_its_kept_mismatches_only, .timeout = 60)
+{
+    prob p;
+    prob_ties(&p, 128, 8192, 128);
+    qh_expectation e;
+    cr_assert_eq(qh_expect(&p.call, "onnx-ref", &e), 0, "%s", e.message);
+    cr_assert_eq(e.code, QMM_OK);
+    cr_assert_eq(qh_tensor_int(&e.exact, 0), 2);
+    qh_verdict v;
+    judge_filled(&p, &e, 1, &v); /* what spec gives */
     cr_expect_eq(v.status, QH_FAILED);
     cr_expect_eq(v.errors, 128 * 128);
     cr_assert_eq(v.n_mismatches, QH_COMPARE_KEEP);
@@ -826,11 +839,18 @@ Test(profiles, a_large_output_is_matched_at_its_kept_mismatches_only, .timeout =
     cr_expect(v.mismatches[0].models_kept, "the match was over the kept mismatches only");
     cr_expect(v.mismatches[0].models >> SPEC & 1);
     cr_expect_eq(v.mismatches[0].models >> ONNX & 1, 0);
+    cr_expect_eq(v.mismatches[0].models_unjudged, (uint64_t)1 << ORION);
     cr_expect(strstr(v.detail.s, "; got matches (judged at the kept mismatches only: the whole "
-                                 "output under every profile is too much work): spec") != NULL,
+                                 "output under every profile is too much work; not compared: "
+                                 "orion-fp16x16): spec, ") != NULL,
               "%s", v.detail.s);
+    const char *second = strchr(v.detail.s, '\n');
+    cr_expect(second && strstr(second, "kept mismatches only") == NULL,
+              "the scope once, on the first mismatch: %s", v.detail.s);
+    cr_expect(second && strstr(second, "; got matches: spec, ") != NULL, "%s", v.detail.s);
     qh_verdict_free(&v);
     /* from a comparison alone (the fuzz target's path): the same text */
+    qmm_tensor got = p.call.u.qlinearmatmul.y;
     qh_compare cmp;
     qh_compare_outputs(&e.exact, NULL, &got, &cmp);
     qh_sb b = {0};
@@ -839,6 +859,51 @@ Test(profiles, a_large_output_is_matched_at_its_kept_mismatches_only, .timeout =
     qh_sb_free(&b);
     qh_expectation_free(&e);
     prob_free(&p);
+}
+
+/* Where even the kept mismatches' parts are too much work (16 elements of K = 2^22 under 30
+ * profiles), no profile is compared, and the text says so; the report has no models. */
+Test(profiles, an_output_too_long_to_match_even_at_its_mismatches_is_not_matched, .timeout = 60)
+{
+    prob p;
+    prob_ties(&p, 1, (int64_t)1 << 22, 16);
+    qh_expectation e;
+    cr_assert_eq(qh_expect(&p.call, "onnx-ref", &e), 0, "%s", e.message);
+    cr_assert_eq(qh_tensor_int(&e.exact, 0), 2);
+    qh_verdict v;
+    judge_filled(&p, &e, 1, &v);
+    cr_expect_eq(v.errors, 16);
+    cr_expect_eq(v.mismatches[0].models_known, 0);
+    cr_expect(strstr(v.detail.s, "; the profiles were not compared (their work together, even "
+                                 "at the kept mismatches only, is over QH_MATCH_MAX_WORK)\n") !=
+                  NULL,
+              "%s", v.detail.s);
+    cr_expect(strstr(v.detail.s, "got matches") == NULL, "%s", v.detail.s);
+    qh_verdict_free(&v);
+    qh_expectation_free(&e);
+    prob_free(&p);
+}
+
+/* DequantizeLinear sums nothing: its work is its elements', not x's last dimension times
+ * them (a 512x65536 call was refused as 2.2e12 units, over QH_MAX_WORK). */
+Test(profiles, dequantizelinear_work_is_per_element)
+{
+    size_t n = 512 * 65536;
+    int8_t *x = calloc(n, 1);
+    float *y = malloc(n * sizeof *y), one = 1.0f;
+    cr_assert(x && y);
+    qmm_call c;
+    qmm_call_init(&c, QMM_OP_DEQUANTIZELINEAR, 21);
+    qmm_dequantizelinear *d = &c.u.dequantizelinear;
+    d->x = mk(S8, x, 2, 512, 65536);
+    d->x_scale = mk(F32, &one, 0);
+    d->y = mk(F32, y, 2, 512, 65536);
+    d->axis = 1;
+    cr_expect_eq(qh_expect_work(&c), (int64_t)n * QH_WORK_PER_ELEMENT);
+    char msg[512];
+    cr_expect_eq(qh_expect_work_check(&c, msg, sizeof msg), 0, "%s", msg);
+    free(x);
+    free(y);
 }
 
 /* A small output is still matched whole: the text names no scope. */
@@ -1203,6 +1268,41 @@ static void write_case(const char *dir, int32_t q, int av, int zy, int stored)
         unsigned char y = (unsigned char)(stored & 0xff);
         write_tensor(set, "output_0.pb", q, 2, d11, &y, "y");
     }
+}
+
+/* run on a large case (s8 128x8192x128 of ones, ties): the onnx-ref backend judged under spec
+ * is FAILED, its profiles compared at the kept mismatches only, the text says so once and names
+ * orion-fp16x16 as not compared, and the JSON report says the same and is valid. */
+Test(cli, a_large_case_names_its_profiles_from_the_kept_mismatches, .timeout = 120)
+{
+    prob p;
+    prob_ties(&p, 128, 8192, 128);
+    char dir[512], json[600];
+    snprintf(dir, sizeof dir, "%s/large", tmpdir);
+    snprintf(json, sizeof json, "%s/large.json", tmpdir);
+    qh_model *m = calloc(1, sizeof *m);
+    cr_assert(m);
+    qh_call_model(&p.call, &p.call.u.qlinearmatmul.y, 1, m);
+    snprintf(m->graph_name, sizeof m->graph_name, "large");
+    qh_error err;
+    cr_assert(qh_call_write_dir(dir, &p.call, m, NULL, NULL, &err) == 0, "%s", err.msg);
+    free(m);
+    prob_free(&p);
+    char *out = qmmcheck_expect(1, "run --backend reference:profile=onnx-ref --vectors '%s' "
+                                   "--report 'json:%s'", dir, json);
+    expect_in(out, "expected 1, got 2; acc 8192; acc*scale = 0.5; got matches (judged at the "
+                   "kept mismatches only: the whole output under every profile is too much work; "
+                   "not compared: orion-fp16x16): onnx-ref, onednn-fp32, ties-away, "
+                   "zp-before-rounding\n");
+    cr_expect_eq(count_lines_with(out, "kept mismatches only"), 1, "%s", out);
+    free(out);
+    char *rep = slurp(json);
+    cr_assert(rep);
+    expect_in(rep, "\"models\": [\"onnx-ref\", \"onednn-fp32\", \"ties-away\", "
+                   "\"zp-before-rounding\"], \"models_scope\": \"kept mismatches\", "
+                   "\"models_not_compared\": [\"orion-fp16x16\"]}");
+    free(rep);
+    expect_json_valid(json);
 }
 
 Test(cli, run_and_repro_under_a_profile)

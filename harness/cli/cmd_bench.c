@@ -596,21 +596,17 @@ static void mb_check(mb_backend *b, bench_problem *p, qmm_optimized_packed_b *pb
     qh_judge(e, &inv, NULL, &o, &v);
     s->status = v.status == QH_PASSED ? QH_PASSED
                 : v.status == QH_SKIPPED ? QH_SKIPPED : QH_FAILED;
-    /* the first mismatch and the profiles that give what the backend wrote: which --profile
-       would judge it (the judge compares them at the kept mismatches only where the output
-       is large) */
+    /* the judge's line for the first mismatch (harness/judge/judge.c: its values, and the
+       profiles that give what the backend wrote, judged at the kept mismatches only where the
+       output is large), and where a profile is named, how to judge under it */
     qh_sb w = {0};
     qh_sb_puts(&w, v.summary.s ? v.summary.s : "");
-    if (v.first.s && v.first.s[0])
-        qh_sb_printf(&w, "; first %s", v.first.s);
-    if (v.n_mismatches > 0 && v.mismatches[0].models_known) {
-        qh_sb_puts(&w, v.mismatches[0].models ? "; got matches: " : "; no profile gives these values");
-        qh_report_models(&w, &v.mismatches[0], "");
-        if (v.mismatches[0].models && v.mismatches[0].models_kept)
-            qh_sb_puts(&w, " (judged at the kept mismatches only)");
-        if (v.mismatches[0].models)
-            qh_sb_puts(&w, "; --profile B=PROFILE judges a backend under one");
-    }
+    const char *d = v.detail.s ? v.detail.s : "";
+    d += strspn(d, " ");
+    if (v.n_mismatches > 0 && d[0])
+        qh_sb_printf(&w, "; %.*s", (int)strcspn(d, "\n"), d);
+    if (v.n_mismatches > 0 && v.mismatches[0].models_known && v.mismatches[0].models)
+        qh_sb_puts(&w, "; --profile B=PROFILE judges a backend under one");
     snprintf(s->why, sizeof s->why, "%s", w.s ? w.s : "");
     qh_sb_free(&w);
     qh_verdict_free(&v);
@@ -815,7 +811,7 @@ static int mb_shape(mb_run *r, const int64_t mkn[3], const int *modes, int nmode
         /* the reference is deliberately simple: a large shape takes it a while (2048^3 about
            35 s on a Zen 4), which is said before it starts rather than left silent */
         int64_t work = qh_expect_work(&p.call);
-        if (work >= BENCH_SAY_WORK)
+        if (work >= BENCH_SAY_WORK && work <= QH_MAX_WORK) /* past it: refused below */
             fprintf(stderr,
                     "qmmcheck bench: %lldx%lldx%lld: computing the reference's answer under "
                     "profile %s first (%.2g units of work; docs/formats.md, \"Limits\") ...\n",

@@ -243,6 +243,13 @@ int qh_cmd_reduce(int argc, char **argv)
             qh_sb_printf(&prov, " --cpu %s", qh_cpu_name(a.cpu));
         qh_sb_puts(&prov, " --backend ");
         qh_sb_shell_word(&prov, be.spec);
+        if (a.profile) {
+            qh_sb_puts(&prov, " --profile ");
+            qh_sb_shell_word(&prov, a.profile);
+        }
+        qh_repro_isolation(&prov, &be.iso); /* as the reduction judged it */
+        if (a.data_set > 0)
+            qh_sb_printf(&prov, " --data-set %d", a.data_set);
         qh_sb_puts(&prov, " ");
         qh_sb_shell_word(&prov, a.dir);
         char note[sizeof err.msg];

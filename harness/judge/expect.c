@@ -61,6 +61,16 @@ static int out_of_memory(qh_expectation *e, const char *what)
  * inputs). */
 static unsigned char no_output[16];
 
+/* The multiply-adds an output element sums: A's last dimension for the products, none for
+ * DequantizeLinear (elementwise: its "a" is x, whose last dimension it does not sum over). */
+static int64_t qh_expect_k(const qmm_call *call)
+{
+    if (call->op == QMM_OP_DEQUANTIZELINEAR)
+        return 0;
+    const qmm_tensor *a = qmm_call_input_c(call, qmm_call_desc(call)->a_input);
+    return a->rank > 0 ? a->dims[a->rank - 1] : 1;
+}
+
 int64_t qh_expect_work(const qmm_call *call)
 {
     const qmm_op_desc *d = qmm_call_desc(call);
@@ -71,10 +81,8 @@ int64_t qh_expect_work(const qmm_call *call)
     qmm_status st;
     if (d->validate(&v, &st) != QMM_OK)
         return 0; /* rejected before any work */
-    const qmm_tensor *a = qmm_call_input_c(call, d->a_input);
-    const qmm_tensor *y = qmm_call_output_c(call);
-    int64_t k = a->rank > 0 ? a->dims[a->rank - 1] : 1;
-    int64_t elements = qmm_tensor_numel(y);
+    int64_t k = qh_expect_k(call);
+    int64_t elements = qmm_tensor_numel(qmm_call_output_c(call));
     /* elements x (k + QH_WORK_PER_ELEMENT), saturating */
     if (elements == 0)
         return 0;
@@ -88,9 +96,7 @@ int qh_expect_work_check(const qmm_call *call, char *msg, size_t size)
     int64_t work = qh_expect_work(call);
     if (work <= QH_MAX_WORK)
         return 0;
-    const qmm_op_desc *d = qmm_call_desc(call);
-    const qmm_tensor *a = qmm_call_input_c(call, d->a_input);
-    int64_t k = a->rank > 0 ? a->dims[a->rank - 1] : 1;
+    int64_t k = qh_expect_k(call);
     int64_t elements = qmm_tensor_numel(qmm_call_output_c(call));
     snprintf(msg, size,
              "the reference's work for this case, %lld output elements x (K %lld + %d), is "

@@ -317,16 +317,18 @@ static void sb_mismatch_coord(qh_sb *b, const qh_mismatch *m)
  * refusals depend on every element), and only its values at the kept indices are looked at.
  * Computed on the first mismatch that asks for it and reused for the others.
  * That is the reference's work once per profile (30): where it would pass
- * QH_MATCH_MAX_WORK, only the parts holding the kept mismatches are computed (MATCH_KEPT: a
- * profile whose refusal would come from another element is then not ruled out, and the text
- * says the match was judged at the mismatches only), and where even those would, none
- * (MATCH_NONE). 2048^3 under one profile is about 35 s of the reference's on a Zen 4, and
- * QH_MATCH_MAX_WORK (all profiles together) about 4 s. */
+ * QH_MATCH_MAX_WORK, only the parts holding the kept mismatches are computed (MATCH_KEPT),
+ * without the profiles whose answer on a part depends on the whole call
+ * (qmm_profile_whole_call: orion-fp16x16, which a part neither rules out nor computes at a
+ * part's cost), which are then "not compared"; the text says both. Where even those parts
+ * would pass it, no profile is compared (MATCH_NONE). 2048^3 under one profile is about 35 s
+ * of the reference's on a Zen 4, and QH_MATCH_MAX_WORK (all profiles together) about 4 s. */
 #define QH_MATCH_MAX_WORK ((int64_t)1 << 30)
 typedef enum { MATCH_WHOLE, MATCH_KEPT, MATCH_NONE } match_scope;
 typedef struct profile_matches {
     int computed;
     match_scope scope;
+    uint64_t unjudged; /* MATCH_KEPT: the profiles left out (bit p: profile p) */
     const qh_verdict *v;
     const qmm_tensor *got;
     int profile;
@@ -380,6 +382,12 @@ static void profile_matches_compute(profile_matches *pm, const qmm_call *call)
         at[k] = pm->v->mismatches[k].index;
     pm->scope = match_scope_of(call, at, n);
     for (int p = 0; pm->scope != MATCH_NONE && p < qmm_profile_count(); p++) {
+        if (pm->scope == MATCH_KEPT && qmm_profile_whole_call((qmm_profile)p)) {
+            qmm_status st;
+            if (qmm_ref_profile_supports(call, (qmm_profile)p, &st) == QMM_OK)
+                pm->unjudged |= (uint64_t)1 << p;
+            continue;
+        }
         qh_expectation x;
         if (qh_expect_plan(call, qmm_profile_name((qmm_profile)p), &x) == 0) {
             uint64_t before[QH_COMPARE_KEEP];
@@ -418,42 +426,61 @@ static uint64_t case_models(profile_matches *pm, const qh_expectation *e)
     return named;
 }
 
-/* Mismatch k's profiles from pm (computed here if not yet): the case's (named), this
- * element's (here) and the match's scope. */
-static void models_of(profile_matches *pm, const qh_expectation *e, int32_t k, uint64_t *named,
-                      uint64_t *here, match_scope *scope)
+/* What the match says at one mismatch: the case's profiles, this element's, the scope and
+ * the profiles left out. */
+typedef struct match_at {
+    uint64_t named, here, unjudged;
+    match_scope scope;
+} match_at;
+
+/* Mismatch k's match: from the mismatch where keep_models put it there, else from pm
+ * (computed here if not yet). */
+static match_at match_of(const qh_mismatch *m, profile_matches *pm, const qh_expectation *e,
+                         int32_t k)
 {
-    *named = case_models(pm, e);
-    *here = pm->bits[k];
-    *scope = pm->scope;
+    if (m->models_known)
+        return (match_at){m->models, m->models_here, m->models_unjudged,
+                          m->models_kept ? MATCH_KEPT : MATCH_WHOLE};
+    uint64_t named = case_models(pm, e);
+    return (match_at){named, pm->bits[k], pm->unjudged, pm->scope};
 }
 
 /* "; got matches: onnx-ref, ort-fp32", or "; got matches no known profile" where no profile
- * gives this element's value (from the mismatch where keep_models put them there, else from
- * pm); with the scope where it is not the whole output. */
+ * gives this element's value; on the first mismatch, the scope where it is not the whole
+ * output: " (judged at the kept mismatches only; orion-fp16x16 not compared)". */
 static void sb_profiles_giving(qh_sb *b, const qh_mismatch *m, profile_matches *pm,
                                const qh_expectation *e, int32_t k)
 {
-    uint64_t named = m->models, here = m->models_here;
-    match_scope scope = m->models_kept ? MATCH_KEPT : MATCH_WHOLE;
-    if (!m->models_known)
-        models_of(pm, e, k, &named, &here, &scope);
-    if (scope == MATCH_NONE) {
+    match_at r = match_of(m, pm, e, k);
+    if (r.scope == MATCH_NONE) {
         if (k == 0)
-            qh_sb_puts(b, "; the profiles were not compared (the reference's work under each, "
-                          "even at the kept mismatches only, is over QH_MATCH_MAX_WORK)");
+            qh_sb_puts(b, "; the profiles were not compared (their work together, even at the "
+                          "kept mismatches only, is over QH_MATCH_MAX_WORK)");
         return;
     }
+    qh_sb scope = {0};
+    if (r.scope == MATCH_KEPT && k == 0) {
+        qh_sb_puts(&scope, " (judged at the kept mismatches only: the whole output under every "
+                           "profile is too much work");
+        for (int p = 0, c = 0; p < qmm_profile_count(); p++)
+            if (r.unjudged >> p & 1)
+                qh_sb_printf(&scope, "%s%s", c++ ? ", " : "; not compared: ",
+                             qmm_profile_name((qmm_profile)p));
+        qh_sb_puts(&scope, ")");
+    }
+    const char *sc = scope.s ? scope.s : "";
     int n = 0;
-    const char *intro = scope == MATCH_KEPT
-                            ? "; got matches (judged at the kept mismatches only: the whole "
-                              "output under every profile is too much work): "
-                            : "; got matches: ";
     for (int p = 0; p < qmm_profile_count(); p++)
-        if (named >> p & 1)
-            qh_sb_printf(b, "%s%s", n++ ? ", " : intro, qmm_profile_name((qmm_profile)p));
-    if (n == 0 && here == 0)
-        qh_sb_puts(b, "; got matches no known profile");
+        if (r.named >> p & 1) {
+            if (n++ == 0)
+                qh_sb_printf(b, "; got matches%s: ", sc);
+            else
+                qh_sb_puts(b, ", ");
+            qh_sb_puts(b, qmm_profile_name((qmm_profile)p));
+        }
+    if (n == 0 && r.here == 0)
+        qh_sb_printf(b, "; got matches no known profile%s", sc);
+    qh_sb_free(&scope);
 }
 
 /* Each kept mismatch's matching profiles as data (the JSON report's "models"); none where
@@ -466,10 +493,12 @@ static void keep_models(const qh_expectation *e, const qmm_tensor *got, qh_verdi
     pm.got = got;
     uint64_t named = case_models(&pm, e);
     for (int32_t k = 0; pm.scope != MATCH_NONE && k < v->n_mismatches; k++) {
-        v->mismatches[k].models = named;
-        v->mismatches[k].models_here = pm.bits[k];
-        v->mismatches[k].models_known = 1;
-        v->mismatches[k].models_kept = pm.scope == MATCH_KEPT;
+        qh_mismatch *m = &v->mismatches[k];
+        m->models = named;
+        m->models_here = pm.bits[k];
+        m->models_unjudged = pm.unjudged;
+        m->models_known = 1;
+        m->models_kept = pm.scope == MATCH_KEPT;
     }
 }
 

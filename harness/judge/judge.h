@@ -98,6 +98,8 @@ typedef struct qh_mismatch {
     int models_known;
     uint64_t models;
     uint64_t models_here; /* the profiles that give `got` at this element (known as models) */
+    uint64_t models_unjudged; /* with models_kept: the profiles not compared
+                                 (qmm_profile_whole_call) */
     int models_kept; /* the profiles were judged at the kept mismatches only (a large output:
                         harness/judge/judge.c, QH_MATCH_MAX_WORK) */
     int range;

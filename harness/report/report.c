@@ -206,6 +206,12 @@ static void json_mismatch(qh_sb *b, const qh_mismatch *m)
         qh_sb_puts(b, "]");
         if (m->models_kept)
             qh_sb_puts(b, ", \"models_scope\": \"kept mismatches\"");
+        for (int p = 0, k = 0; m->models_kept && p < qmm_profile_count() && p < 64; p++)
+            if (m->models_unjudged >> p & 1)
+                qh_sb_printf(b, "%s\"%s\"", k++ ? ", " : ", \"models_not_compared\": [",
+                             qmm_profile_name((qmm_profile)p));
+        if (m->models_kept && m->models_unjudged)
+            qh_sb_puts(b, "]");
     }
     qh_sb_puts(b, "}");
 }

@@ -3,6 +3,7 @@
 #include "harness/run/runner.h"
 
 #include <fnmatch.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -34,16 +35,37 @@ void qh_result_free(qh_result *r)
 }
 
 
+/* Seconds as the options read them back: decimal, never an exponent (--timeout 0.00001 is
+ * "1e-05" in %g, which qh_parse_double refuses). */
+static void sb_seconds(qh_sb *b, double v)
+{
+    char t[64];
+    snprintf(t, sizeof t, "%.15g", v);
+    if (strpbrk(t, "eE")) {
+        snprintf(t, sizeof t, "%.20f", v);
+        char *end = t + strlen(t);
+        while (end > t && end[-1] == '0')
+            *--end = '\0';
+        if (end > t && end[-1] == '.')
+            *--end = '\0';
+    }
+    qh_sb_puts(b, t);
+}
+
 void qh_repro_isolation(qh_sb *b, const qh_isolation *iso)
 {
     if (!iso)
         return;
     if (iso->isolate >= 0)
         qh_sb_puts(b, iso->isolate ? " --isolate" : " --no-isolate");
-    if (iso->timeout_s != QH_TIMEOUT_S_DEFAULT)
-        qh_sb_printf(b, " --timeout %.15g", iso->timeout_s > 0 ? iso->timeout_s : 0.0);
-    if (iso->start_s != 0)
-        qh_sb_printf(b, " --start-timeout %.15g", iso->start_s > 0 ? iso->start_s : 0.0);
+    if (iso->timeout_s != QH_TIMEOUT_S_DEFAULT) {
+        qh_sb_puts(b, " --timeout ");
+        sb_seconds(b, iso->timeout_s > 0 ? iso->timeout_s : 0.0);
+    }
+    if (iso->start_s != 0) {
+        qh_sb_puts(b, " --start-timeout ");
+        sb_seconds(b, iso->start_s > 0 ? iso->start_s : 0.0);
+    }
     if (iso->memory_limit != QH_MEMORY_LIMIT_DEFAULT)
         qh_sb_printf(b, " --memory-limit %llu", (unsigned long long)iso->memory_limit);
 }
