@@ -330,6 +330,7 @@ static const qmm_op_desc table[] = {
                    OPT(dequantizelinear.x_zero_point, "x_zero_point")},
         .a_input = 0,
         .b_input = 1, /* no second operand: the scale stands in (edge tags, reduction) */
+        .elementwise = 1,
         .output_name = "y",
         .output_offset = AT(dequantizelinear.y),
         .output_dtype = QMM_DTYPE_UNDEFINED,

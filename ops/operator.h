@@ -67,6 +67,9 @@ typedef struct qmm_op_desc {
     int32_t n_inputs;
     qmm_op_input inputs[QMM_MAX_OP_INPUTS];
     int32_t a_input, b_input; /* which inputs are the matrix operands */
+    int elementwise;          /* y element by element from x (DequantizeLinear): an output
+                               * element sums nothing, where a product sums a's last dimension
+                               * (the harness's count of the reference's work) */
     const char *output_name;
     size_t output_offset; /* of y's qmm_tensor in qmm_call */
     int32_t output_dtype; /* y's element type, or QMM_DTYPE_UNDEFINED when it is ... */

@@ -89,8 +89,8 @@ qmm_profile qmm_profile_base(qmm_profile p);
 /* 1 when p's answer on a part of the output depends on the whole call: it refuses the call
  * for any element or input (orion-fp16x16 panics on an overflow anywhere, used or not) and
  * sets its whole inputs up for each part, so a part computed alone neither rules its refusal
- * out nor costs a part's share of the work (harness/judge/judge.c, the kept mismatches'
- * match). */
+ * out nor costs a part's share of the work (a harness comparing profiles on a few elements
+ * leaves such a profile out). */
 int qmm_profile_whole_call(qmm_profile p);
 
 /* NULL for a profile some implementation computes; for a wrong rule (ties-away, truncation,

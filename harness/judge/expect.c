@@ -61,13 +61,15 @@ static int out_of_memory(qh_expectation *e, const char *what)
  * inputs). */
 static unsigned char no_output[16];
 
-/* The multiply-adds an output element sums: A's last dimension for the products, none for
- * DequantizeLinear (elementwise: its "a" is x, whose last dimension it does not sum over). */
+/* The multiply-adds an output element sums: A's last dimension for the products, none for an
+ * elementwise operator (DequantizeLinear: its "a" is x, whose last dimension it does not sum
+ * over). */
 static int64_t qh_expect_k(const qmm_call *call)
 {
-    if (call->op == QMM_OP_DEQUANTIZELINEAR)
+    const qmm_op_desc *d = qmm_call_desc(call);
+    if (d->elementwise)
         return 0;
-    const qmm_tensor *a = qmm_call_input_c(call, qmm_call_desc(call)->a_input);
+    const qmm_tensor *a = qmm_call_input_c(call, d->a_input);
     return a->rank > 0 ? a->dims[a->rank - 1] : 1;
 }
 
