@@ -322,6 +322,15 @@ Test(exec, a_repro_line_carries_the_isolation_options, .timeout = 120)
     out = qmmcheck_expect(1, "%s", line);
     cr_expect_eq(count_lines_with(out, ":TIMEOUT"), 1, "the repro line: %s\n%s", line, out);
     free(out);
+    /* a value below %.20f's reach keeps its digits ("0" would mean no limit) */
+    out = qmmcheck_expect(1, "run --timeout 0.00000000000000000000001 --backend 'exec:%s ok' "
+                          "--filter 13-u8s8 --vectors " MI_RANDOM, child());
+    expect_in(out, " --timeout 0.00000000000000000000001 ");
+    free(out);
+    /* every command takes the same --timeout range, so one's line is another's input */
+    out = qmmcheck_expect(2, "diff --timeout 5000000 --backend reference --backend reference "
+                          "--seed 1 --count 1");
+    free(out);
     /* defaults are not written */
     out = qmmcheck_expect(0, "run --backend 'exec:%s ok' --filter 13-u8s8 --vectors " MI_RANDOM,
                           child());

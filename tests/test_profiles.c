@@ -857,6 +857,17 @@ Test(profiles, a_large_output_is_matched_at_its_kept_mismatches_only, .timeout =
     qh_explain_mismatches(&b, &e, &got, &cmp, 2);
     cr_expect(strstr(b.s, "(judged at the kept mismatches only") != NULL, "%s", b.s);
     qh_sb_free(&b);
+    /* one mismatch names no profile (a coincidence), and its line still says the scope */
+    memcpy(p.y, e.exact.data, 128 * 128);
+    p.y[5] = 1;
+    qh_compare_outputs(&e.exact, NULL, &got, &cmp);
+    cr_assert_eq(cmp.errors, 1);
+    qh_explain_mismatches(&b, &e, &got, &cmp, 2);
+    cr_expect(strstr(b.s, "; no profile named (judged at the kept mismatches only: the whole "
+                          "output under every profile is too much work; not compared: "
+                          "orion-fp16x16)\n") != NULL,
+              "%s", b.s);
+    qh_sb_free(&b);
     qh_expectation_free(&e);
     prob_free(&p);
 }

@@ -682,7 +682,7 @@ int qh_cmd_diff(int argc, char **argv)
         case O_SECONDS:
         case O_TIMEOUT: {
             double v;
-            if (qh_parse_double(val, 0, 1e7, &v))
+            if (qh_parse_double(val, 0, QH_TIMEOUT_S_MAX, &v))
                 return bad_value(a, val, "seconds >= 0");
             if (id == O_SECONDS) {
                 o.seconds = v;

@@ -89,7 +89,7 @@ static int parse(int argc, char **argv, fp_opts *o, int *done)
             break;
         }
         case O_TIMEOUT:
-            if (qh_parse_double(val, 0, 1e6, &o->timeout_s))
+            if (qh_parse_double(val, 0, QH_TIMEOUT_S_MAX, &o->timeout_s))
                 return fp_usage("--timeout %s: expected seconds >= 0 (0: none)", val);
             break;
         case O_START_TIMEOUT:

@@ -99,7 +99,7 @@ static int parse(int argc, char **argv, reduce_args *a, int *done)
             break;
         case O_SECONDS:
         case O_TIMEOUT:
-            if (qh_parse_double(val, 0, 1e7, &v))
+            if (qh_parse_double(val, 0, QH_TIMEOUT_S_MAX, &v))
                 return usage("%s: expected seconds >= 0", p.name);
             *(id == O_SECONDS ? &a->ro.seconds : &a->timeout_s) = v;
             break;

@@ -252,7 +252,7 @@ static int parse_opts(const qh_command *cmd, int argc, char **argv, opts *o, int
         case O_ISOLATE: o->isolate = 1; break;
         case O_NO_ISOLATE: o->isolate = 0; break;
         case O_TIMEOUT:
-            if (qh_parse_double(val, 0, 1e6, &o->timeout_s))
+            if (qh_parse_double(val, 0, QH_TIMEOUT_S_MAX, &o->timeout_s))
                 return usage_error("--timeout %s: expected seconds >= 0 (0: none)", val);
             break;
         case O_START_TIMEOUT:

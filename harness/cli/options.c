@@ -3,6 +3,7 @@
 #include "harness/cli/options.h"
 
 #include "harness/base/numparse.h"
+#include "harness/invoke/backends.h"
 
 #include <string.h>
 
@@ -153,7 +154,7 @@ int qh_opt_bad_value(const qh_command *cmd, int how, const char *option, const c
 int qh_opt_start_timeout(const char *val, double *start_s)
 {
     double v;
-    if (qh_parse_double(val, 0, 1e6, &v))
+    if (qh_parse_double(val, 0, QH_TIMEOUT_S_MAX, &v))
         return -1;
     *start_s = v > 0 ? v : -1;
     return 0;

@@ -27,8 +27,10 @@ typedef struct qh_isolation {
                                      * (harness/invoke/cpu.h); NULL for native */
 } qh_isolation;
 
-/* --timeout's default, seconds (run, repro, diff, reduce, fingerprint). */
+/* --timeout's default, and the most --timeout and --start-timeout take, seconds (run, repro,
+ * diff, reduce, fingerprint alike: a __REPRO: line one command prints, another reads). */
 #define QH_TIMEOUT_S_DEFAULT 30.0
+#define QH_TIMEOUT_S_MAX 1e6
 
 /* Half the machine's physical memory, resolved when a worker starts. */
 #define QH_MEMORY_LIMIT_DEFAULT UINT64_MAX

@@ -480,6 +480,8 @@ static void sb_profiles_giving(qh_sb *b, const qh_mismatch *m, profile_matches *
         }
     if (n == 0 && r.here == 0)
         qh_sb_printf(b, "; got matches no known profile%s", sc);
+    else if (n == 0 && sc[0]) /* nothing named (fewer than 2 mismatches): the scope still */
+        qh_sb_printf(b, "; no profile named%s", sc);
     qh_sb_free(&scope);
 }
 

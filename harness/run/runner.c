@@ -36,18 +36,15 @@ void qh_result_free(qh_result *r)
 
 
 /* Seconds as the options read them back: decimal, never an exponent (--timeout 0.00001 is
- * "1e-05" in %g, which qh_parse_double refuses). */
+ * "1e-05" in %g, which qh_parse_double refuses), with the fewest digits that give v again
+ * (0.3, not 0.29999999999999999; a tiny value keeps its digits, never "0", which means none). */
 static void sb_seconds(qh_sb *b, double v)
 {
-    char t[64];
-    snprintf(t, sizeof t, "%.15g", v);
-    if (strpbrk(t, "eE")) {
-        snprintf(t, sizeof t, "%.20f", v);
-        char *end = t + strlen(t);
-        while (end > t && end[-1] == '0')
-            *--end = '\0';
-        if (end > t && end[-1] == '.')
-            *--end = '\0';
+    char t[400];
+    for (int d = 0; d <= 340; d++) {
+        snprintf(t, sizeof t, "%.*f", d, v);
+        if (strtod(t, NULL) == v)
+            break;
     }
     qh_sb_puts(b, t);
 }
