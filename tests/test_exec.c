@@ -291,6 +291,21 @@ Test(exec, a_slow_start_is_not_held_to_the_call_timeout)
     free(out);
 }
 
+/* The first `__REPRO:` line of `out` (which this frees) holds `options` and, run again, is
+ * TIMEOUT again. */
+static void rerun_repro_line(char *out, const char *options)
+{
+    const char *at = strstr(out, "__REPRO: qmmcheck repro ");
+    cr_assert(at, "%s", out);
+    char line[4096];
+    snprintf(line, sizeof line, "%.*s", (int)strcspn(at + 18, "\n"), at + 18);
+    cr_expect(strstr(line, options) != NULL, "%s", line);
+    free(out);
+    out = qmmcheck_expect(1, "%s", line);
+    cr_expect_eq(count_lines_with(out, ":TIMEOUT"), 1, "the repro line: %s\n%s", line, out);
+    free(out);
+}
+
 /* A `__REPRO:` line judges as the run did: it carries the isolation options that were not left
  * at their defaults. A process that answers right 1.5 s late is TIMEOUT under --timeout 0.5;
  * the line (before: `qmmcheck repro --backend SPEC DIR`, which PASSED it under the default 30 s)
@@ -301,27 +316,11 @@ Test(exec, a_repro_line_carries_the_isolation_options, .timeout = 120)
                                 "--backend 'exec:%s slow=1.5' --filter 13-u8s8 --vectors "
                                 MI_RANDOM, child());
     cr_assert_eq(count_lines_with(out, ":TIMEOUT"), 1, "%s", out);
-    const char *at = strstr(out, "__REPRO: qmmcheck repro ");
-    cr_assert(at, "%s", out);
-    char line[4096];
-    snprintf(line, sizeof line, "%.*s", (int)strcspn(at + 18, "\n"), at + 18);
-    cr_expect(strstr(line, " --timeout 0.5 --start-timeout 5 --memory-limit 2147483648 ") != NULL,
-              "%s", line);
-    free(out);
-    out = qmmcheck_expect(1, "%s", line);
-    cr_expect_eq(count_lines_with(out, ":TIMEOUT"), 1, "the repro line: %s\n%s", line, out);
-    free(out);
+    rerun_repro_line(out, " --timeout 0.5 --start-timeout 5 --memory-limit 2147483648 ");
     /* seconds are written as decimals, which the options read back (not %g's 1e-05) */
     out = qmmcheck_expect(1, "run --timeout 0.00001 --backend 'exec:%s slow=0.5' --filter "
                           "13-u8s8 --vectors " MI_RANDOM, child());
-    at = strstr(out, "__REPRO: qmmcheck repro ");
-    cr_assert(at, "%s", out);
-    snprintf(line, sizeof line, "%.*s", (int)strcspn(at + 18, "\n"), at + 18);
-    cr_expect(strstr(line, " --timeout 0.00001 ") != NULL, "%s", line);
-    free(out);
-    out = qmmcheck_expect(1, "%s", line);
-    cr_expect_eq(count_lines_with(out, ":TIMEOUT"), 1, "the repro line: %s\n%s", line, out);
-    free(out);
+    rerun_repro_line(out, " --timeout 0.00001 ");
     /* a value below %.20f's reach keeps its digits ("0" would mean no limit) */
     out = qmmcheck_expect(1, "run --timeout 0.00000000000000000000001 --backend 'exec:%s ok' "
                           "--filter 13-u8s8 --vectors " MI_RANDOM, child());
