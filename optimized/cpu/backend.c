@@ -1,6 +1,7 @@
 /* optimized/cpu/backend.c — the optimized backend as a qmm_backend table: option parsing,
  * the variant's selection from the variant table (kernels.c; QMM_ISA / isa= override), the
  * persistent pool, and the prepack API entry points. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,15 +109,48 @@ static int is_ours(const qmm_backend *be)
     return be && be->qlinearmatmul == opt_qlinearmatmul && be->impl;
 }
 
+/* The tuning options (tests, measurements): each sets one field of the CPU model's tuning
+ * (kernels.c), is parsed, applied and named in the backend's name from this one table. */
+static const struct tuning_option {
+    const char *name, *value; /* the option, and its value in the usage text */
+    long min, max;
+    size_t offset; /* of its field in qmm_opt_tuning: a size_t, or an int where max is 1 */
+} tuning_options[] = {
+    {"raw_a_k", "K", 0, 2147483647, offsetof(qmm_opt_tuning, raw_a_k_max)},
+    {"fuse_wide", "0|1", 0, 1, offsetof(qmm_opt_tuning, fuse_wide)},
+    {"row_block", "R", 1, QMM_OPT_ROW_BLOCK_CAP, offsetof(qmm_opt_tuning, row_block)},
+    {"cols_first_from", "BYTES", 0, 2147483647, offsetof(qmm_opt_tuning, cols_first_from)},
+};
+enum { TUNING_OPTIONS = sizeof tuning_options / sizeof tuning_options[0] };
+
+static void tuning_set(qmm_opt_tuning *t, const struct tuning_option *o, long v)
+{
+    char *field = (char *)t + o->offset;
+    if (o->max == 1)
+        *(int *)(void *)field = (int)v;
+    else
+        *(size_t *)(void *)field = (size_t)v;
+}
+
+/* isa=, threads= and the tuning options (tuned[i]: -1 where not given) */
 static qmm_status_code parse_options(const char *options, int *isa, int *threads,
-                                     long *raw_a_k, int *fuse_wide, long *row_block,
-                                     long *cols_first, qmm_status *st)
+                                     long tuned[TUNING_OPTIONS], qmm_status *st)
 {
     qmm_option o;
     long n;
     char choices[128];
     for (const char *p = options; qmm_option_next(&p, &o);) {
-        if (qmm_option_is(&o, "isa")) {
+        size_t i = 0;
+        while (i < TUNING_OPTIONS && !qmm_option_is(&o, tuning_options[i].name))
+            i++;
+        if (i < TUNING_OPTIONS) {
+            const struct tuning_option *t = &tuning_options[i];
+            if (!qmm_option_int(&o, t->min, t->max, &n))
+                return t->max == 1 ? qmm_option_refuse(st, &o, "%s must be 0 or 1", t->name)
+                                   : qmm_option_refuse(st, &o, "%s must be %ld..%ld", t->name,
+                                                       t->min, t->max);
+            tuned[i] = n;
+        } else if (qmm_option_is(&o, "isa")) {
             *isa = parse_isa(o.value, (size_t)o.value_len);
             if (*isa == -2)
                 return qmm_option_refuse(st, &o, "unknown ISA (%s)",
@@ -125,28 +159,14 @@ static qmm_status_code parse_options(const char *options, int *isa, int *threads
             if (!qmm_option_int(&o, 1, 256, &n))
                 return qmm_option_refuse(st, &o, "threads must be 1..256");
             *threads = (int)n;
-        } else if (qmm_option_is(&o, "raw_a_k")) {
-            if (!qmm_option_int(&o, 0, 2147483647, &n))
-                return qmm_option_refuse(st, &o, "raw_a_k must be 0..2147483647");
-            *raw_a_k = n;
-        } else if (qmm_option_is(&o, "fuse_wide")) {
-            if (!qmm_option_int(&o, 0, 1, &n))
-                return qmm_option_refuse(st, &o, "fuse_wide must be 0 or 1");
-            *fuse_wide = (int)n;
-        } else if (qmm_option_is(&o, "row_block")) {
-            if (!qmm_option_int(&o, 1, QMM_OPT_ROW_BLOCK_CAP, &n))
-                return qmm_option_refuse(st, &o, "row_block must be 1..%d",
-                                         QMM_OPT_ROW_BLOCK_CAP);
-            *row_block = n;
-        } else if (qmm_option_is(&o, "cols_first_from")) {
-            if (!qmm_option_int(&o, 0, 2147483647, &n))
-                return qmm_option_refuse(st, &o, "cols_first_from must be 0..2147483647");
-            *cols_first = n;
         } else {
+            char usage[160] = "";
+            for (size_t j = 0; j < TUNING_OPTIONS; j++)
+                snprintf(usage + strlen(usage), sizeof usage - strlen(usage), ", %s=%s",
+                         tuning_options[j].name, tuning_options[j].value);
             return qmm_option_refuse(st, &o, "unknown (the optimized backend accepts isa=%s, "
-                                             "threads=N, raw_a_k=K, fuse_wide=0|1, "
-                                             "row_block=R, cols_first_from=BYTES)",
-                                     isa_choices(choices, sizeof choices, "|", "|"));
+                                             "threads=N%s)",
+                                     isa_choices(choices, sizeof choices, "|", "|"), usage);
         }
     }
     return QMM_OK;
@@ -157,11 +177,10 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
     if (!qmm_backend_abi_check("optimized", harness_abi, st))
         return NULL;
     int isa = -1, threads = 0;
-    long raw_a_k = -1;
-    int fuse_wide = -1;
-    long row_block = -1, cols_first = -1;
-    if (parse_options(options, &isa, &threads, &raw_a_k, &fuse_wide, &row_block, &cols_first,
-                      st) != QMM_OK)
+    long given[TUNING_OPTIONS];
+    for (size_t i = 0; i < TUNING_OPTIONS; i++)
+        given[i] = -1;
+    if (parse_options(options, &isa, &threads, given, st) != QMM_OK)
         return NULL;
     if (isa == -1) {
         const char *env = getenv("QMM_ISA");
@@ -193,26 +212,13 @@ qmm_backend *qmm_optimized_open(uint32_t harness_abi, const char *options, qmm_s
     /* the tuning options (tests, measurements) name themselves; the CPU model's values do
      * not: they change no answer */
     ob->tuning = qmm_opt_tuning_of_cpu();
-    if (raw_a_k >= 0)
-        ob->tuning.raw_a_k_max = (size_t)raw_a_k;
-    if (fuse_wide >= 0)
-        ob->tuning.fuse_wide = fuse_wide;
-    if (row_block >= 0)
-        ob->tuning.row_block = (size_t)row_block;
-    if (cols_first >= 0)
-        ob->tuning.cols_first_from = (size_t)cols_first;
     char tuned[96] = "";
-    if (raw_a_k >= 0)
-        snprintf(tuned, sizeof tuned, ",raw_a_k=%ld", raw_a_k);
-    if (fuse_wide >= 0)
-        snprintf(tuned + strlen(tuned), sizeof tuned - strlen(tuned), ",fuse_wide=%d",
-                 fuse_wide);
-    if (row_block >= 0)
-        snprintf(tuned + strlen(tuned), sizeof tuned - strlen(tuned), ",row_block=%ld",
-                 row_block);
-    if (cols_first >= 0)
-        snprintf(tuned + strlen(tuned), sizeof tuned - strlen(tuned), ",cols_first_from=%ld",
-                 cols_first);
+    for (size_t i = 0; i < TUNING_OPTIONS; i++)
+        if (given[i] >= 0) {
+            tuning_set(&ob->tuning, &tuning_options[i], given[i]);
+            snprintf(tuned + strlen(tuned), sizeof tuned - strlen(tuned), ",%s=%ld",
+                     tuning_options[i].name, given[i]);
+        }
     snprintf(ob->name, sizeof ob->name, "optimized:isa=%s,threads=%d%s", ob->v->name, threads,
              tuned);
     snprintf(ob->description, sizeof ob->description,
