@@ -445,7 +445,7 @@ int main(int argc, char **argv)
             qh_case_list list = {0};
             qh_error err;
             roots++;
-            if (qh_discover(argv[i], &list, &err) != 0) {
+            if (qh_discover(argv[i], &list, NULL, &err) != 0) {
                 fprintf(stderr, "make_corpus: %s\n", err.msg);
                 return 1;
             }

@@ -64,7 +64,7 @@ static inline void discover_committed(const char *tree, qh_case_list *list)
     snprintf(root, sizeof root, "%s/%s", src, tree);
     qh_error err;
     memset(list, 0, sizeof *list);
-    cr_assert_eq(qh_discover(root, list, &err), 0, "%s", err.msg);
+    cr_assert_eq(qh_discover(root, list, NULL, &err), 0, "%s", err.msg);
     cr_assert_gt(list->count, 0, "no case under %s", root);
 }
 

@@ -440,6 +440,74 @@ Test(cli_out, sigterm_writes_both_reports_and_exits_143)
     expect_junit_valid(xml);
 }
 
+/* A signal while the trees are still being searched (a wide tree takes a while): the run
+ * ends at once with 143 and writes its reports, empty and marked interrupted, where the old
+ * reports are already gone (before, the handlers came after the search: the signal killed
+ * the process, nothing written). The signal is sent once the old report has been removed,
+ * which happens just before the search. */
+Test(cli_out, a_signal_while_the_trees_are_searched_still_writes_the_reports)
+{
+    char wide[512], json[512], xml[512];
+    snprintf(wide, sizeof wide, "%s/wide", tmpdir);
+    snprintf(json, sizeof json, "%s/r.json", tmpdir);
+    snprintf(xml, sizeof xml, "%s/r.xml", tmpdir);
+    cr_assert(mkdir(wide, 0755) == 0);
+    for (int i = 0; i < 30000; i++) {
+        char d[600];
+        snprintf(d, sizeof d, "%s/d%05d", wide, i);
+        cr_assert(mkdir(d, 0755) == 0, "%s", d);
+    }
+    FILE *old = fopen(json, "w");
+    cr_assert(old);
+    fputs("{\"old\": 1}\n", old);
+    fclose(old);
+    FILE *f;
+    pid_t pid = qmmcheck_start(&f, "run --backend reference --vectors %s --report json:%s "
+                                   "--report junit:%s", wide, json, xml);
+    for (int i = 0; i < 20000 && access(json, F_OK) == 0; i++) {
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    char *summary = expect_interrupted(pid, f, NULL);
+    cr_expect(strncmp(summary, "SUMMARY: total:0 ", 17) == 0, "%s", summary);
+    free(summary);
+    cr_expect_eq(python_check("import json,sys; r=json.load(open(sys.argv[1])); "
+                              "assert r[\"interrupted\"] == \"SIGTERM\", r.get(\"interrupted\"); "
+                              "assert r[\"summary\"][\"total\"] == 0 == len(r[\"cases\"])", json),
+                 0, "the JSON report");
+    expect_json_valid(json);
+    expect_junit_valid(xml);
+}
+
+/* A standard output whose reader goes away (`| head -c 1`) does not end the run before its
+ * reports: the run goes on, exits with its verdict (0), writes both reports whole and says on
+ * stderr that its output could not be written (before: SIGPIPE, 141, no report). */
+Test(cli_out, a_closed_standard_output_does_not_lose_the_reports)
+{
+    char json[512], xml[512], err[512], rcfile[512], cmd[4096];
+    snprintf(json, sizeof json, "%s/r.json", tmpdir);
+    snprintf(xml, sizeof xml, "%s/r.xml", tmpdir);
+    snprintf(err, sizeof err, "%s/err.txt", tmpdir);
+    snprintf(rcfile, sizeof rcfile, "%s/rc.txt", tmpdir);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && { '%s' run --backend reference --vectors vectors --report json:%s "
+             "--report junit:%s 2>'%s'; echo $? >'%s'; } | head -c 1 >/dev/null",
+             env("QMM_SOURCE_DIR"), env("QMMCHECK"), json, xml, err, rcfile);
+    cr_assert(system(cmd) != -1);
+    char *rc = slurp(rcfile), *said = slurp(err);
+    cr_expect_str_eq(rc, "0\n", "exit status %s; stderr:\n%s", rc, said);
+    expect_in(said, "standard output could not be written (closed?): the case lines are not "
+                    "all there; the reports are complete");
+    cr_expect_eq(python_check("import json,sys; r=json.load(open(sys.argv[1])); "
+                              "assert r[\"summary\"][\"total\"] == len(r[\"cases\"]) > 900, "
+                              "r[\"summary\"]; assert \"interrupted\" not in r", json),
+                 0, "the JSON report");
+    expect_json_valid(json);
+    expect_junit_valid(xml);
+    free(rc);
+    free(said);
+}
+
 /* JUnit as CI servers read it (Jenkins xUnit's junit-10.xsd): no `skipped` on <testsuites>,
  * timestamp and hostname on <testsuite>, a plugin's class its file name (isolated: its table
  * is in the worker) or its table's name (in process) and never a path, the same case from two

@@ -322,7 +322,7 @@ static int collect(const opts *o, const qh_xfail *xf, unsigned char *xf_where,
     qh_case_list all = {0};
     for (int i = 0; i < o->n_vectors; i++) {
         qh_error err;
-        if (qh_discover(o->vectors[i], &all, &err) != 0) {
+        if (qh_discover(o->vectors[i], &all, &qh_interrupted, &err) != 0) {
             qh_eprint_clean("qmmcheck: ", err.msg);
             qh_case_list_free(&all);
             if (o->filter)
@@ -336,7 +336,7 @@ static int collect(const opts *o, const qh_xfail *xf, unsigned char *xf_where,
     found->filtered = found->tagged = 0;
     for (size_t i = 0; i < all.count; i++) {
         qh_case_ref *r = &all.items[i];
-        int keep = !o->filter || regexec(&re, r->name, 0, NULL, 0) == 0;
+        int keep = !qh_interrupted && (!o->filter || regexec(&re, r->name, 0, NULL, 0) == 0);
         found->filtered += (size_t)keep;
         keep = keep && qh_case_tag_selected(r, o->tags, o->n_tags);
         found->tagged += (size_t)keep;
@@ -1015,10 +1015,15 @@ int qh_cmd_run(int argc, char **argv)
     run_state r;
     memset(&r, 0, sizeof r);
     int done;
+    /* before the search of the trees, which can take long (and after which the old reports
+     * are gone): a signal then ends the search, and the run writes its (empty) reports */
+    qh_interrupt_install();
+    /* a standard output whose reader went away (| head) must not kill the run before its
+     * reports are written: its writes fail instead, and the run says so at the end */
+    signal(SIGPIPE, SIG_IGN);
     int rc = prepare_run(argc, argv, &r, &done);
     if (rc || done)
         return rc;
-    qh_interrupt_install(); /* before the backends open (interrupt.h) */
     rc = open_backends(&r.o, r.bes);
     if (rc) {
         qh_case_list_free(&r.list);
@@ -1045,6 +1050,10 @@ int qh_cmd_run(int argc, char **argv)
     summarize(&r, sig, t0);
     int exit_code = exit_status(&r, sig);
     exit_code = write_reports(&r, argc, argv, exit_code);
+    if (fflush(stdout) != 0 || ferror(stdout))
+        fprintf(stderr, "qmmcheck: standard output could not be written (closed?): the case "
+                        "lines are not all there%s\n",
+                r.o.n_reports ? "; the reports are complete" : "");
     free_run(&r);
     return sig ? 128 + sig : exit_code;
 }

@@ -8,6 +8,7 @@
 #ifndef QMM_HARNESS_CASE_H
 #define QMM_HARNESS_CASE_H
 
+#include <signal.h>
 #include <stddef.h>
 
 #include "harness/base/call.h"
@@ -50,8 +51,11 @@ typedef struct qh_case_list {
  * symlinks back up the tree add nothing). `root` may itself be a case directory. A directory
  * with any model.onnx entry is a case directory. What cannot be searched below the root (too
  * deep, unreadable, a badly named data set) is appended as a ref with `problem` set, whose
- * load fails naming it. -1 with err only when root itself cannot be read. */
-int qh_discover(const char *root, qh_case_list *list, qh_error *err);
+ * load fails naming it. -1 with err only when root itself cannot be read. `stop` (NULL:
+ * none) is looked at before each directory: once nonzero (a signal), the search ends where
+ * it is, with 0 and the cases found so far. */
+int qh_discover(const char *root, qh_case_list *list, const volatile sig_atomic_t *stop,
+                qh_error *err);
 void qh_case_list_free(qh_case_list *list);
 
 /* ---- loading (case_load.c) ---- */

@@ -62,6 +62,7 @@ static int cmp_int(const void *a, const void *b)
 typedef struct walker {
     qh_case_list *l;
     qh_error *err;
+    const volatile sig_atomic_t *stop;
     struct seen_dir {
         dev_t dev;
         ino_t ino;
@@ -206,6 +207,8 @@ static int is_symlink_in(const char *dir, const char *e)
 static int walk(walker *w, const char *dir, const char *name, int depth)
 {
     struct stat st;
+    if (w->stop && *w->stop)
+        return 0; /* interrupted: the caller says so */
     if (stat(dir, &st) != 0)
         return push_problem(w, dir, name, QH_REF_UNREADABLE, errno);
     int seen = seen_before(w, &st);
@@ -248,7 +251,8 @@ static int walk(walker *w, const char *dir, const char *name, int depth)
     return rc;
 }
 
-int qh_discover(const char *root, qh_case_list *list, qh_error *err)
+int qh_discover(const char *root, qh_case_list *list, const volatile sig_atomic_t *stop,
+                qh_error *err)
 {
     if (!qh_path_is_dir(root)) {
         snprintf(err->msg, sizeof err->msg, "%s: %s", root,
@@ -271,7 +275,7 @@ int qh_discover(const char *root, qh_case_list *list, qh_error *err)
             start--;
         snprintf(name, sizeof name, "%.*s", (int)(len - start), root + start);
     }
-    walker w = {list, err, NULL, 0, 0};
+    walker w = {list, err, stop, NULL, 0, 0};
     int rc = walk(&w, root, name, 0);
     free(w.seen);
     return rc;
