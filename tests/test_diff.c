@@ -31,6 +31,27 @@ Test(diff_cli, a_case_saved_over_an_earlier_one_replaces_it_whole)
     qmmcheck_expect_in(0, "total:1 passed:1 ", "run --backend reference --vectors '%s/d'", tmpdir);
 }
 
+/* The saved case's line names the backend the reference disagrees with, A or B, so that
+ * running it fails as the diff did (it named B always: with the wrong backend as A, the line
+ * ran the reference and PASSED). */
+Test(diff_cli, the_saved_case_line_names_the_backend_the_reference_disagrees_with)
+{
+    const char *fake = env("QMM_FAKE_PLUGIN");
+    char want[1024];
+    for (int wrong = 0; wrong < 2; wrong++) {
+        char *out = qmmcheck_expect(1, "diff --backend '%s' --backend '%s' --seed 1 --count 1 -q "
+                                    "--out '%s/d%d'", wrong == 0 ? fake : "reference",
+                                    wrong == 0 ? "reference" : fake, tmpdir, wrong);
+        expect_in(out, wrong == 0 ? "reference (spec) agrees with B" : "agrees with A");
+        snprintf(want, sizeof want, "saved %s/d%d/problem-0 (qmmcheck repro --backend %s %s/d%d/"
+                 "problem-0)", tmpdir, wrong, fake, tmpdir, wrong);
+        expect_in(out, want);
+        free(out);
+        qmmcheck_expect_in(1, "1:FAILED ", "repro --backend '%s' '%s/d%d/problem-0'", fake,
+                           tmpdir, wrong);
+    }
+}
+
 /* A directory at DIR/problem-I that is not a case qmmcheck wrote is left alone, and the
  * difference says the case could not be saved. */
 Test(diff_cli, a_directory_that_is_not_a_saved_case_is_left_alone)

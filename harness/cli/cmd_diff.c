@@ -362,16 +362,18 @@ static void report_difference(const diff_opts *o, qh_backend *be, const qh_invok
         qh_sb_printf(&line, "; %lld of %lld elements differ", (long long)cmp.errors,
                      (long long)cmp.total);
     }
-    /* which of the two the reference sides with */
+    /* which of the two the reference sides with; the saved case's line names the other (B
+       when it sides with neither or both, or cannot say) */
     const char *prof = o->profile ? o->profile : "spec";
+    int fails = 1;
     if (have_e) {
-        if (e->code != QMM_OK) {
+        int ok[2] = {qh_judge_passes(e, &inv[0]), qh_judge_passes(e, &inv[1])};
+        fails = ok[1] && !ok[0] ? 0 : 1;
+        if (e->code != QMM_OK)
             qh_sb_printf(&line, "; reference (%s): %s", prof, qmm_status_name(e->code));
-        } else {
-            int ok[2] = {qh_judge_passes(e, &inv[0]), qh_judge_passes(e, &inv[1])};
+        else
             qh_sb_printf(&line, "; reference (%s) agrees with %s", prof,
                          ok[0] && ok[1] ? "both" : ok[0] ? "A" : ok[1] ? "B" : "neither");
-        }
     }
     qh_sb_puts(&line, " __REPRO: qmmcheck diff --backend ");
     qh_sb_shell_word(&line, be[0].spec);
@@ -447,8 +449,8 @@ static void report_difference(const diff_opts *o, qh_backend *be, const qh_invok
     m.n_tags++;
     snprintf(m.provenance, sizeof m.provenance, "qmmcheck diff --seed %llu --problem %llu%s%s",
              o->seed, index, o->cpu_arg ? " --cpu " : "", o->cpu_arg ? o->cpu_arg : "");
-    if (qh_cpu_meta_class(o->cpu[1])) /* the class B's answer, which the repro runs, came from */
-        snprintf(m.cpu_class, sizeof m.cpu_class, "%s", qh_cpu_meta_class(o->cpu[1]));
+    if (qh_cpu_meta_class(o->cpu[fails])) /* the class the failing answer came from */
+        snprintf(m.cpu_class, sizeof m.cpu_class, "%s", qh_cpu_meta_class(o->cpu[fails]));
     /* the backends' messages are untrusted: one clean line, cut at a character boundary */
     qh_clean_into(m.description, sizeof m.description, vals.s ? vals.s : "", vals.len, 0);
     qh_sb_free(&vals);
@@ -472,10 +474,12 @@ static void report_difference(const diff_opts *o, qh_backend *be, const qh_invok
         printf("    could not save the case: %s\n", c ? c : "");
         free(c);
     } else {
-        /* the case's repro line as run prints it (B's spec, --cpu and isolation options) */
+        /* the case's repro line as run prints it, for the backend the reference disagrees
+           with (its spec, --cpu and isolation options): that line then fails as the diff did */
         qh_case_ref ref = {.dir = (char *)dir, .name = (char *)dir, .data_set = 0};
-        char *repro = qh_cpu_repro(qh_repro_command(&ref, be[1].spec, o->profile, &be[1].iso),
-                                   o->cpu[1] ? qh_cpu_name(o->cpu[1]) : NULL);
+        char *repro = qh_cpu_repro(
+            qh_repro_command(&ref, be[fails].spec, o->profile, &be[fails].iso),
+            o->cpu[fails] ? qh_cpu_name(o->cpu[fails]) : NULL);
         qh_sb r = {0};
         qh_sb_puts(&r, "    saved ");
         qh_sb_shell_word(&r, dir);
