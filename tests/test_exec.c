@@ -414,6 +414,35 @@ Test(exec, a_hello_that_hangs_shows_what_the_process_printed)
     free(out);
 }
 
+/* fingerprint asks each case twice: a backend right on the first ask and one bit off on the
+ * second (mode alternate) is not deterministic, which no profile is: exit 5, every case
+ * UNSTABLE with how the answers differ, the JSON's kind and counts (before, it was asked once
+ * and named spec, exit 0). */
+Test(exec, fingerprint_of_a_backend_that_answers_otherwise_when_asked_again)
+{
+    char json[600];
+    snprintf(json, sizeof json, "%s/fp.json", tmpdir);
+    char *out = qmmcheck_expect(5, "fingerprint --backend 'exec:%s alternate' --report json:%s",
+                                child(), json);
+    expect_in(out, "verdict: not deterministic (118 of 118 cases answered otherwise when asked "
+                   "again; the first, tie-odd-zp-u8: asked again, it differs from the first run "
+                   "at 1 of 1 elements (first at index 0: ");
+    cr_expect_eq(count_lines_with(out, " UNSTABLE "), 118, "%s", out);
+    free(out);
+    char *j = slurp(json);
+    expect_in(j, "\"unstable\": 118,");
+    expect_in(j, "\"verdict\": \"not-deterministic\",\n  \"kind\": \"not-deterministic\"");
+    expect_in(j, "\"asked_again\": \"asked again, it differs from the first run");
+    free(j);
+    /* a deterministic backend: every case the same when asked again */
+    out = qmmcheck_expect(0, "fingerprint --backend 'exec:%s ok' --report json:%s", child(), json);
+    free(out);
+    j = slurp(json);
+    expect_in(j, "\"unstable\": 0,");
+    cr_expect_eq(count_lines_with(j, "\"asked_again\": \"same\""), 118, "%s", j);
+    free(j);
+}
+
 /* The same hello in diff and fingerprint: the error names the backend that could not run
  * (diff: A or B, its spec) and ends with what it printed, cleaned. */
 Test(exec, diff_and_fingerprint_name_a_hello_that_hangs_with_what_it_printed)

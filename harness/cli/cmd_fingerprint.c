@@ -51,8 +51,10 @@ const qh_command qh_fingerprint_usage = {
     "A verdict names a profile only when it matches every case the backend answered, every other\n"
     "candidate fails one, and at least 3 cases decided; a wrong rule (ties-away, truncation, wrap,\n"
     "zp-before-rounding, float64) is named as one. Otherwise the verdict is inconclusive, naming\n"
-    "the forms whose cases would decide. Exit status: 0 a profile named; 1 the harness failed;\n"
-    "2 usage; 4 inconclusive; 5 a wrong rule or none (no profile matches every case).",
+    "the forms whose cases would decide. Each case is asked twice: a backend that answers one\n"
+    "otherwise the second time is not deterministic, which no profile is. Exit status: 0 a\n"
+    "profile named; 1 the harness failed; 2 usage; 4 inconclusive; 5 a wrong rule, none (no\n"
+    "profile matches every case) or not deterministic.",
     fp_options, 0};
 
 #define fp_usage(...) qh_opt_error(&qh_fingerprint_usage, QH_ERR_HINT, __VA_ARGS__)
@@ -180,7 +182,7 @@ static void sb_profile_list(qh_sb *b, qh_profile_set mask, const char *sep, int 
 
 static const char *answer_name(const qh_fp_case_result *cr)
 {
-    return cr->returned ? qmm_status_name(cr->code) : "DID-NOT-RETURN";
+    return cr->unstable ? "UNSTABLE" : cr->returned ? qmm_status_name(cr->code) : "DID-NOT-RETURN";
 }
 
 /* The combinations (REQ+ACC) that match some case their requantization under the default
@@ -228,6 +230,8 @@ static void print_text(const qh_backend *be, const qh_fp_suite *s, const qh_fp_r
         if (verbose)
             qh_sb_printf(&line, "\n      (%s)%s%s", s->cases[i].why, cr->problem[0] ? " " : "",
                          cr->problem);
+        if (cr->unstable) /* always: it is the verdict's evidence */
+            qh_sb_printf(&line, "\n      %s", cr->again);
         printf("%s\n", line.s ? line.s : "");
         qh_sb_free(&line);
     }
@@ -250,7 +254,14 @@ static void print_text(const qh_backend *be, const qh_fp_suite *s, const qh_fp_r
         printf("  (%d REQUANTIZATION+ACCUMULATION profiles not shown: each matches only where "
                "its requantization alone does; --verbose or --report json lists them)\n",
                hidden);
-    if (d->kind == QH_FP_INCONCLUSIVE) {
+    if (d->kind == QH_FP_UNSTABLE) {
+        size_t first = 0;
+        while (first < r->n_cases && !r->cases[first].unstable)
+            first++;
+        printf("verdict: not deterministic (%lld of %zu cases answered otherwise when asked "
+               "again; the first, %s: %s)\n",
+               (long long)r->unstable, s->count, s->cases[first].name, r->cases[first].again);
+    } else if (d->kind == QH_FP_INCONCLUSIVE) {
         if (d->judged == 0)
             printf("verdict: inconclusive (no case could be judged)\n");
         else if (strchr(verdict, ',')) {
@@ -290,7 +301,8 @@ static void print_text(const qh_backend *be, const qh_fp_suite *s, const qh_fp_r
     }
 }
 
-static const char *const kind_names[] = {"profile", "wrong-rule", "none", "inconclusive"};
+static const char *const kind_names[] = {"profile", "wrong-rule", "none", "inconclusive",
+                                         "not-deterministic"};
 
 static int write_json(const char *spec, const qh_backend *be, const qh_fp_suite *s,
                       const qh_fp_result *r, const qh_fp_decision *d, const char *verdict,
@@ -299,16 +311,18 @@ static int write_json(const char *spec, const qh_backend *be, const qh_fp_suite 
     qh_sb b = {0};
     qh_sb_puts(&b, "{\n  \"backend\": \"");
     qh_sb_json(&b, be->spec);
-    qh_sb_printf(&b, "\",\n  \"cases\": %zu,\n  \"skipped\": %lld,\n  \"profiles\": {", s->count,
-                 (long long)r->skipped);
+    qh_sb_printf(&b, "\",\n  \"cases\": %zu,\n  \"skipped\": %lld,\n  \"unstable\": %lld,"
+                 "\n  \"profiles\": {", s->count, (long long)r->skipped, (long long)r->unstable);
     for (int p = 0; p < qmm_profile_count(); p++)
         qh_sb_printf(&b, "%s\n    \"%s\": {\"matched\": %lld, \"total\": %lld}", p ? "," : "",
                      qmm_profile_name((qmm_profile)p), (long long)r->score[p].matched,
                      (long long)r->score[p].total);
     qh_sb_printf(&b, "\n  },\n  \"verdict\": \"%s\",\n  \"kind\": \"%s\",\n  \"judged\": %lld,"
                  "\n  \"deciding\": %lld,\n  \"deciding_forms\": \"",
-                 d->kind == QH_FP_INCONCLUSIVE ? "inconclusive" : verdict, kind_names[d->kind],
-                 (long long)d->judged, (long long)d->deciding);
+                 d->kind == QH_FP_INCONCLUSIVE ? "inconclusive"
+                 : d->kind == QH_FP_UNSTABLE   ? "not-deterministic"
+                                               : verdict,
+                 kind_names[d->kind], (long long)d->judged, (long long)d->deciding);
     qh_sb_json(&b, d->forms);
     qh_sb_puts(&b, "\",\n  \"matching\": [");
     sb_profile_list(&b, r->matching_all, ", ", 1);
@@ -333,6 +347,8 @@ static int write_json(const char *spec, const qh_backend *be, const qh_fp_suite 
         sb_profile_list(&b, cr->skipped ? 0 : cr->matched, ", ", 1);
         qh_sb_puts(&b, "], \"message\": \"");
         qh_sb_json(&b, cr->problem);
+        qh_sb_puts(&b, "\", \"asked_again\": \"");
+        qh_sb_json(&b, cr->unstable ? cr->again : "same");
         qh_sb_puts(&b, "\"}");
     }
     qh_sb_puts(&b, "\n  ]\n}\n");

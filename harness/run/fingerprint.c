@@ -574,12 +574,33 @@ static int score_case(qh_backend *b, const qh_fp_case *c, const qh_expectation *
             rc = -1;
         }
     }
-    qh_invocation inv;
+    qh_invocation inv, again;
     memset(&inv, 0, sizeof inv);
-    if (rc == 0 && qh_invoke(b, &c->oc.call, o, &inv) != 0) {
-        snprintf(err, err_size, "%s: %s", c->name, inv.problem);
-        qh_append_call_printed(err, err_size, &inv); /* what it printed (an open that hung) */
-        rc = -1;
+    memset(&again, 0, sizeof again);
+    for (int ask = 0; ask < 2 && rc == 0; ask++) {
+        qh_invocation *to = ask ? &again : &inv;
+        if (qh_invoke(b, &c->oc.call, o, to) != 0) {
+            snprintf(err, err_size, "%s: %s", c->name, to->problem);
+            qh_append_call_printed(err, err_size, to); /* what it printed (an open that hung) */
+            rc = -1;
+        }
+    }
+    if (rc == 0) {
+        qh_verdict v;
+        qh_verdict_init(&v);
+        /* two calls that did not return (crashed, hung) are the same non-answer */
+        if (inv.outcome != QH_RETURNED && again.outcome != QH_RETURNED)
+            ;
+        else if (inv.outcome != QH_RETURNED)
+            snprintf(cr->again, sizeof cr->again, "asked again, it answered %s; the first call "
+                     "did not return", qmm_status_name(again.code));
+        else if (qh_judge_again(&inv, &again, "asked again, it", &v)) {
+            const char *t = v.summary.s ? v.summary.s : "";
+            size_t skip = strncmp(t, "not deterministic: ", 19) == 0 ? 19 : 0;
+            qh_clean_into(cr->again, sizeof cr->again, t + skip, v.summary.len - skip, 0);
+        }
+        cr->unstable = cr->again[0] != '\0';
+        qh_verdict_free(&v);
     }
     if (rc == 0) {
         cr->returned = inv.outcome == QH_RETURNED;
@@ -593,11 +614,12 @@ static int score_case(qh_backend *b, const qh_fp_case *c, const qh_expectation *
                 continue;
             cr->applicable |= QH_PROFILE_BIT(p);
             /* the judge decides, as in run */
-            if (cr->returned && !cr->skipped && qh_judge_passes(&ex[p], &inv))
+            if (cr->returned && !cr->skipped && !cr->unstable && qh_judge_passes(&ex[p], &inv))
                 cr->matched |= QH_PROFILE_BIT(p);
         }
     }
     qh_invocation_free(&inv);
+    qh_invocation_free(&again);
     return rc;
 }
 
@@ -617,10 +639,12 @@ int qh_fingerprint_run(qh_backend *b, const qh_fp_suite *s, const qh_invoke_opts
         if (score_case(b, &s->cases[i], &s->expect[i * (size_t)s->n_profiles], o, cr, err,
                        err_size) != 0)
             return -1;
-        if (cr->skipped) {
+        r->unstable += cr->unstable;
+        if (cr->skipped && !cr->unstable) {
             r->skipped++;
             continue;
         }
+        cr->skipped = cr->skipped && !cr->unstable; /* UNSUPPORTED once, not twice: judged */
         for (int p = 0; p < qmm_profile_count(); p++) {
             if (!(cr->applicable & QH_PROFILE_BIT(p)))
                 continue;
@@ -727,7 +751,9 @@ void qh_fp_decide(const qh_fp_suite *s, const qh_fp_result *r, qh_fp_decision *d
     int n_left = 0;
     for (int p = 0; p < qmm_profile_count(); p++)
         n_left += (int)((d->left >> p) & 1u);
-    if (d->judged == 0 || n_left > 1 || (n_left == 1 && d->deciding < QH_FP_MIN_DECIDING))
+    if (r->unstable > 0)
+        d->kind = QH_FP_UNSTABLE;
+    else if (d->judged == 0 || n_left > 1 || (n_left == 1 && d->deciding < QH_FP_MIN_DECIDING))
         d->kind = QH_FP_INCONCLUSIVE;
     else if (n_left == 0)
         d->kind = QH_FP_NONE;

@@ -54,6 +54,9 @@ typedef struct qh_fp_case_result {
     qh_profile_set applicable;   /* profile p defines this case (not UNSUPPORTED) */
     qh_profile_set matched;      /* the backend's answer is profile p's */
     char problem[256];           /* the backend's message, or why the call did not return */
+    int unstable;                /* asked again, it answered otherwise (status or a byte):
+                                    it matches no profile (each is one deterministic answer) */
+    char again[256];             /* ... how the second answer differed */
 } qh_fp_case_result;
 
 typedef struct qh_fp_score {
@@ -66,10 +69,13 @@ typedef struct qh_fp_result {
     int64_t skipped;
     qh_fp_score score[QMM_PROFILE_MAX];
     qh_profile_set matching_all; /* total > 0 and matched == total */
+    int64_t unstable;            /* cases answered otherwise when asked again */
     int closest;                 /* the best matched/total when none matches all; -1: none */
 } qh_fp_result;
 
-/* Runs every case through the backend and scores each profile:
+/* Runs every case through the backend, twice (a backend whose answers change from call to
+ * call is not any profile: the two answers must be the same, or the case is `unstable` and
+ * matches nothing), and scores each profile:
  * - a case the backend answers UNSUPPORTED is skipped for every profile;
  * - a case a profile answers UNSUPPORTED for (orion-fp16x16 on uint8) is not in its total;
  * - otherwise it matches when both return OK with equal outputs (spec also accepts the
@@ -103,6 +109,8 @@ typedef enum qh_fp_kind {
     QH_FP_WRONG,        /* one wrong rule (qmm_profile_wrong) explains it */
     QH_FP_NONE,         /* no profile explains every judged case */
     QH_FP_INCONCLUSIVE, /* several do, or too few cases decided, or none was judged */
+    QH_FP_UNSTABLE,     /* some case was answered otherwise when asked again: no profile
+                           (each is one deterministic answer) can explain the backend */
 } qh_fp_kind;
 
 /* The command's exit status for each kind (docs/profiles.md, "Fingerprint"). */

@@ -30,6 +30,8 @@
  *                       one 1 MB line (long-line)
  *   close=HOW           on close: segv (SIGSEGV), exit9 (exit status 9), garbage (a malformed
  *                       answer) or silent (never answers)
+ *   alternate           answers like the reference on odd calls (1st, 3rd, ...) and with the
+ *                       low bit of the output's first byte flipped on even ones
  *
  * Every reply repeats its request's id (docs/exec-protocol.md, version 2), but for wrong-id.
  */
@@ -291,6 +293,9 @@ static void answer_call(request *r, const qmm_backend *ref)
     if (wrong && code == QMM_OK && y.dtype == QMM_DTYPE_INT32)
         for (int64_t i = 0; i < n; i++)
             ((int32_t *)y.data)[i] += 1;
+    static long calls;
+    if (strcmp(mode, "alternate") == 0 && ++calls % 2 == 0 && code == QMM_OK && bytes > 0)
+        ((uint8_t *)y.data)[0] ^= 1;
     put_reply_head(&b, 3, code, st.message);
     if (code == QMM_OK) {
         uint8_t *t;
