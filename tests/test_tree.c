@@ -348,6 +348,81 @@ Test(tree, missing_node_input_names_the_field)
     expect_one_error(vec, "q", "q/model.onnx: NodeProto.input: QLinearMatMul: 7 inputs, expected 8");
 }
 
+/* ---- the node's output and the graph's declarations ---------------------------------- */
+
+static void second_output(qh_model *m)
+{
+    strcpy(m->outputs[m->n_outputs++], "z");
+}
+
+static void no_output(qh_model *m)
+{
+    m->n_outputs = 0;
+}
+
+static void unnamed_output(qh_model *m)
+{
+    m->outputs[0][0] = '\0';
+}
+
+/* Each was PASSED: nothing compared the node's outputs with the operator's one. */
+Test(tree, a_node_without_exactly_one_named_output_is_an_error)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    edit_model("q", second_output);
+    expect_one_error(vec, "q", "q/model.onnx: the node has 2 outputs (QLinearMatMul has one)");
+    edit_model("q", no_output);
+    expect_one_error(vec, "q", "q/model.onnx: the node has 0 outputs (QLinearMatMul has one)");
+    copy_case(QLINEAR, "r");
+    edit_model("r", unnamed_output);
+    char *out;
+    cr_expect_eq(run_tree(&out, path_in("%s/vec/%s", "r"), ""), 1, "%s", out);
+    expect_in(out, "r/model.onnx: the node has 1 output, unnamed (QLinearMatMul has one)");
+    free(out);
+}
+
+/* An output_1.pb beside output_0.pb was judged by no one (the case PASSED). */
+Test(tree, a_second_output_file_is_an_error)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd '%s/q/test_data_set_0' && cp output_0.pb output_1.pb", vec);
+    cr_assert(system(cmd) == 0);
+    expect_one_error(vec, "q", "q/test_data_set_0: 2 output files for the node's one output");
+}
+
+static void declare_a_float(qh_model *m)
+{
+    cr_assert_gt(m->n_graph_inputs, 0);
+    cr_assert_str_eq(m->graph_inputs[0].name, m->inputs[0]);
+    m->graph_inputs[0].elem_type = QMM_DTYPE_FLOAT;
+}
+
+static void declare_y_longer(qh_model *m)
+{
+    cr_assert_gt(m->n_graph_outputs, 0);
+    m->graph_outputs[0].rank = 2;
+    m->graph_outputs[0].dims[0] = -1; /* a symbolic dimension: any */
+    m->graph_outputs[0].dims[1] = 99;
+}
+
+/* A model that declares its inputs and output otherwise than its files hold is not the case
+ * its files are (ONNX Runtime refuses it): each was PASSED. */
+Test(tree, files_that_are_not_what_the_graph_declares_are_an_error)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    edit_model("q", declare_a_float);
+    expect_one_error(vec, "q", "q/model.onnx: graph input a is declared FLOAT, "
+                               "test_data_set_0/input_0.pb holds UINT8");
+    copy_case(QLINEAR, "r");
+    edit_model("r", declare_y_longer);
+    char *out;
+    cr_expect_eq(run_tree(&out, path_in("%s/vec/%s", "r"), ""), 1, "%s", out);
+    expect_in(out, "r/model.onnx: graph output y is declared [?,99], test_data_set_0/output_0.pb "
+                   "holds [2,3]");
+    free(out);
+}
+
 /* ---- the source tree's layering (docs/architecture.md §1) ---------------------------------- */
 
 /* Set by the walk below: one line per #include of a reference/ header or gmp.h under

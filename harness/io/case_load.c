@@ -2,6 +2,7 @@
  * sidecar, input_N.pb and output_N.pb numbered from 0 without gaps, and the call they make
  * (node_call.c). */
 #include "harness/io/case.h"
+#include "harness/io/onnx_proto.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -150,6 +151,45 @@ static int check_profile(const char *meta_path, const qh_meta *m, qh_error *err)
 
 _Static_assert(QH_MAX_IO <= QH_CALL_MAX_BUFS, "a case's call owns every input buffer");
 
+/* A tensor file against what the graph declares for its name (`what`: "input", "output"),
+ * where the graph declares it: its type, and every dimension given as a number. 0, or -1 with
+ * err naming the model, the declaration and the file. */
+static int check_declared(const qh_value_info *decl, int32_t n_decl, const char *name,
+                          const char *what, const qmm_tensor *t, const char *model_path,
+                          const char *file, qh_error *err)
+{
+    for (int32_t i = 0; i < n_decl; i++) {
+        const qh_value_info *v = &decl[i];
+        if (strcmp(v->name, name) != 0)
+            continue;
+        if (v->elem_type != 0 && v->elem_type != t->dtype) {
+            snprintf(err->msg, sizeof err->msg, "%s: graph %s %s is declared %s, %s holds %s",
+                     model_path, what, name, qh_onnx_dtype_name(v->elem_type), file,
+                     qh_onnx_dtype_name(t->dtype));
+            return -1;
+        }
+        int bad = v->rank >= 0 && v->rank != t->rank;
+        for (int32_t d = 0; !bad && v->rank >= 0 && d < v->rank; d++)
+            bad = v->dims[d] >= 0 && v->dims[d] != t->dims[d];
+        if (bad) {
+            char want[160] = "", have[160] = "";
+            size_t lw = 0, lh = 0;
+            for (int32_t d = 0; d < v->rank && lw < sizeof want; d++)
+                lw += (size_t)(v->dims[d] >= 0
+                                   ? snprintf(want + lw, sizeof want - lw, "%s%lld", d ? "," : "",
+                                              (long long)v->dims[d])
+                                   : snprintf(want + lw, sizeof want - lw, "%s?", d ? "," : ""));
+            for (int32_t d = 0; d < t->rank && lh < sizeof have; d++)
+                lh += (size_t)snprintf(have + lh, sizeof have - lh, "%s%lld", d ? "," : "",
+                                       (long long)t->dims[d]);
+            snprintf(err->msg, sizeof err->msg, "%s: graph %s %s is declared [%s], %s holds [%s]",
+                     model_path, what, name, want, file, have);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int qh_case_load(const qh_case_ref *ref, qh_case *c, qh_error *err)
 {
     memset(c, 0, sizeof *c);
@@ -203,6 +243,39 @@ int qh_case_load(const qh_case_ref *ref, qh_case *c, qh_error *err)
                  "%s/test_data_set_%d: %d input files for %d node inputs", ref->dir,
                  ref->data_set, c->n_inputs, next);
         goto done;
+    }
+    /* every operator here has one output: a node with none, two or an unnamed one is not a
+     * case of it, and an output file past output_0.pb would be judged by no one */
+    if (c->model.n_outputs != 1 || c->model.outputs[0][0] == '\0') {
+        snprintf(err->msg, sizeof err->msg, "%s: the node has %d output%s%s (%s has one)",
+                 model_path, c->model.n_outputs, c->model.n_outputs == 1 ? "" : "s",
+                 c->model.n_outputs == 1 ? ", unnamed" : "", c->model.op_type);
+        goto done;
+    }
+    if (c->n_outputs > 1) {
+        snprintf(err->msg, sizeof err->msg,
+                 "%s/test_data_set_%d: %d output files for the node's one output", ref->dir,
+                 ref->data_set, c->n_outputs);
+        goto done;
+    }
+    /* the files are what the graph says they are, where it says */
+    for (int32_t i = 0, k = 0; i < c->model.n_inputs; i++) {
+        if (c->model.inputs[i][0] == '\0')
+            continue;
+        char file[64];
+        snprintf(file, sizeof file, "test_data_set_%d/input_%d.pb", ref->data_set, k);
+        if (check_declared(c->model.graph_inputs, c->model.n_graph_inputs, c->model.inputs[i],
+                           "input", in[i], model_path, file, err) != 0)
+            goto done;
+        k++;
+    }
+    if (c->n_outputs == 1) {
+        char file[64];
+        snprintf(file, sizeof file, "test_data_set_%d/output_0.pb", ref->data_set);
+        if (check_declared(c->model.graph_outputs, c->model.n_graph_outputs,
+                           c->model.outputs[0], "output", &c->outputs[0].t, model_path, file,
+                           err) != 0)
+            goto done;
     }
     c->opset = qh_model_opset(&c->model, c->model.domain);
     if (qh_call_build_node(c->model.op_type, c->model.domain, c->opset, in, c->model.n_inputs,
