@@ -262,6 +262,41 @@ Test(exec, determinism_variants_reach_the_process_in_its_hello)
     free(out);
 }
 
+/* A call made again (to find unwritten elements, or as a --determinism variant) that crashes
+ * is CRASHED, as the first would be, which --xfail does not waive; it was FAILED "not
+ * deterministic", which an --xfail entry for the case turned into XFAIL and exit 0. */
+Test(exec, a_second_call_that_crashes_is_crashed_even_under_xfail)
+{
+    char xf[600];
+    snprintf(xf, sizeof xf, "%s/xfail.txt", tmpdir);
+    FILE *f = fopen(xf, "w");
+    cr_assert(f);
+    fputs("13-u8s8\n", f);
+    fclose(f);
+    char *out = qmmcheck_expect(1, "run --xfail %s --backend 'exec:%s fill-then-segv' --filter "
+                                "13-u8s8 --vectors " MI_RANDOM, xf, child());
+    cr_expect_eq(count_lines_with(out, ":CRASHED 13-u8s8 (a second run (to find unwritten "
+                                       "elements): "), 1, "%s", out);
+    cr_expect_eq(count_lines_with(out, "XFAIL"), 0, "%s", out);
+    free(out);
+    out = qmmcheck_expect(1, "run --xfail %s --determinism --variants threads=2 --backend "
+                          "'exec:%s segv-on-options' --filter 13-u8s8 --vectors " MI_RANDOM, xf,
+                          child());
+    cr_expect_eq(count_lines_with(out, ":CRASHED 13-u8s8 (exec,threads=2:"), 1, "%s", out);
+    cr_expect_eq(count_lines_with(out, "XFAIL"), 0, "%s", out);
+    /* its __REPRO: line carries --determinism and --variants, and crashes again (repro made
+       no variant's call: it PASSED) */
+    const char *at = strstr(out, "__REPRO: qmmcheck repro ");
+    cr_assert(at, "%s", out);
+    char line[4096];
+    snprintf(line, sizeof line, "%.*s", (int)strcspn(at + 18, "\n"), at + 18);
+    cr_expect(strstr(line, " --determinism --variants threads=2") != NULL, "%s", line);
+    free(out);
+    out = qmmcheck_expect(1, "%s", line);
+    cr_expect_eq(count_lines_with(out, ":CRASHED "), 1, "the repro line: %s\n%s", line, out);
+    free(out);
+}
+
 Test(exec, diff_fingerprint_and_repro_run_it)
 {
     char *out = qmmcheck_expect(0, "diff --backend reference --backend 'exec:%s ok' --seed 3 "
@@ -425,14 +460,14 @@ Test(exec, fingerprint_of_a_backend_that_answers_otherwise_when_asked_again)
     char *out = qmmcheck_expect(5, "fingerprint --backend 'exec:%s alternate' --report json:%s",
                                 child(), json);
     expect_in(out, "verdict: not deterministic (118 of 118 cases answered otherwise when asked "
-                   "again; the first, tie-odd-zp-u8: asked again, it differs from the first run "
+                   "again; the first, tie-odd-zp-u8: asked again differs from the first run "
                    "at 1 of 1 elements (first at index 0: ");
     cr_expect_eq(count_lines_with(out, " UNSTABLE "), 118, "%s", out);
     free(out);
     char *j = slurp(json);
     expect_in(j, "\"unstable\": 118,");
     expect_in(j, "\"verdict\": \"not-deterministic\",\n  \"kind\": \"not-deterministic\"");
-    expect_in(j, "\"asked_again\": \"asked again, it differs from the first run");
+    expect_in(j, "\"asked_again\": \"asked again differs from the first run");
     free(j);
     /* a deterministic backend: every case the same when asked again */
     out = qmmcheck_expect(0, "fingerprint --backend 'exec:%s ok' --report json:%s", child(), json);

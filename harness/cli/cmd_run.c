@@ -37,6 +37,7 @@
 #define MAX_MULTI 64
 _Static_assert(MAX_MULTI <= QH_EVAL_MAX, "one case is judged against every backend at once");
 #define MAX_VARIANTS 8 /* --determinism variants per backend */
+#define QH_DETERMINISM_VARIANTS "threads=1;threads=2;threads=3" /* without --variants */
 #define MAX_CPUS 8     /* --cpu classes */
 
 typedef struct opts {
@@ -126,9 +127,9 @@ static const qh_option run_options[] = {
      "an isolated worker's address space, e.g. 512M (0: none)"},
     {O_MAX_SKIPPED, "--max-skipped", 0, "N", RUN, "fail when more than N cases are SKIPPED"},
     {O_ALLOW_EMPTY, "--allow-empty", 0, NULL, RUN, "a run that judged no case exits 0, not 3"},
-    {O_DETERMINISM, "--determinism", 0, NULL, RUN,
+    {O_DETERMINISM, "--determinism", 0, NULL, RUN | REPRO,
      "also check each backend gives the same bytes in variants"},
-    {O_VARIANTS, "--variants", 0, "LIST", RUN,
+    {O_VARIANTS, "--variants", 0, "LIST", RUN | REPRO,
      "--determinism's option sets, e.g. 'threads=1;threads=2'"},
     {O_BACKENDS, "--backends", 0, NULL, LIST, "list the built-in backends instead of cases"},
     {O_TAGS, "--tags", 0, NULL, LIST,
@@ -158,7 +159,7 @@ const qh_command qh_list_usage = {
     "list the cases under the vector trees (name, tab, directory), or the built-in backends",
     NULL, run_options, LIST};
 const qh_command qh_repro_usage = {
-    "repro", "[--backend SPEC] [--data-set N] [--profile NAME] CASE_DIR",
+    "repro", "[--backend SPEC] [--data-set N] [--profile NAME] [--determinism [--variants LIST]] CASE_DIR",
     "judge one case against one backend (default reference), in full detail", NULL,
     run_options, REPRO};
 
@@ -441,12 +442,36 @@ static void put_detail(const char *d)
 }
 
 /* The case line (docs/formats.md): name and summary cleaned here, whatever produced them. */
+/* The --determinism options a case line's repro command carries ("" without them): the
+ * verdict may come from a variant's call, which repro makes only when asked to. */
+static void determinism_words(const opts *o, char *out, size_t size)
+{
+    out[0] = '\0';
+    if (!o->determinism)
+        return;
+    qh_sb b = {0};
+    qh_sb_puts(&b, " --determinism");
+    if (o->variants) {
+        qh_sb_puts(&b, " --variants ");
+        qh_sb_shell_word(&b, o->variants);
+    }
+    snprintf(out, size, "%s", b.s ? b.s : "");
+    qh_sb_free(&b);
+}
+
 static void print_result(const qh_result *r, const qh_case_ref *ref, const char *profile,
-                         const qh_isolation *iso, int quiet)
+                         const qh_isolation *iso, const char *determinism, int quiet)
 {
     if (quiet && (r->status == QH_PASSED || r->status == QH_SKIPPED))
         return; /* --quiet: skips are counted per suite (print_skips) */
     char *repro = qh_cpu_repro(qh_repro_command(ref, r->backend, profile, iso), r->cpu);
+    if (repro && determinism[0]) { /* options after the case directory, as --cpu's */
+        qh_sb b = {0};
+        qh_sb_puts(&b, repro);
+        qh_sb_puts(&b, determinism);
+        free(repro);
+        repro = qh_sb_take(&b);
+    }
     printf("%lld:%s ", (long long)r->number, qh_case_status_name(r->status));
     put_clean(r->name, strlen(r->name), 0, stdout);
     if (r->summary && r->summary[0]) {
@@ -629,7 +654,7 @@ static int open_variants(run_state *r, int j)
     const opts *o = &r->o;
     qh_backend *out = r->variants[j];
     char list[1024];
-    snprintf(list, sizeof list, "%s", o->variants ? o->variants : "threads=1;threads=2;threads=3");
+    snprintf(list, sizeof list, "%s", o->variants ? o->variants : QH_DETERMINISM_VARIANTS);
     int n = 0;
     for (char *save = NULL, *v = strtok_r(list, ";", &save); v && n < MAX_VARIANTS;
          v = strtok_r(NULL, ";", &save)) {
@@ -696,6 +721,8 @@ static void run_cases(run_state *r)
 {
     qh_progress pr;
     qh_progress_start(&pr, r->o.quiet, "cases", "failed");
+    char det[1024];
+    determinism_words(&r->o, det, sizeof det);
     uint64_t total = (uint64_t)r->list.count * (uint64_t)r->o.n_backends, failures = 0;
     for (size_t i = 0; i < r->list.count && !qh_interrupted; i++) {
         /* every backend judged at once: the case loaded and its expectation computed once */
@@ -723,7 +750,7 @@ static void run_cases(run_state *r)
                 res->marks = NULL;
             }
             qh_progress_hide(&pr);
-            print_result(res, &r->list.items[i], r->o.profile, &r->bes[j].iso, r->o.quiet);
+            print_result(res, &r->list.items[i], r->o.profile, &r->bes[j].iso, det, r->o.quiet);
             qh_progress_show(&pr);
             r->k++;
             qh_progress_update(&pr, r->k, total, failures, -1);
@@ -1185,11 +1212,54 @@ int qh_cmd_repro(int argc, char **argv)
     qh_eval_opts eo = {.verbose = 1, .profile = o.profile};
     eo.invoke.isolate = be.isolated;
     eo.invoke.timeout_s = o.timeout_s;
+    /* --determinism: the variants as run opens them; one that cannot open ends the repro
+     * (run's "<variant>" row) */
+    qh_backend variants[MAX_VARIANTS];
+    int n_variants = 0;
+    if (o.determinism) {
+        char list[1024];
+        snprintf(list, sizeof list, "%s", o.variants ? o.variants : QH_DETERMINISM_VARIANTS);
+        for (char *save = NULL, *v = strtok_r(list, ";", &save); v && n_variants < MAX_VARIANTS;
+             v = strtok_r(NULL, ";", &save)) {
+            char spec[2048];
+            variant_spec(be.spec, v, spec, sizeof spec);
+            qh_error err;
+            qh_isolation iso = be.iso;
+            qh_backend *vb = &variants[n_variants];
+            int opened = qh_backend_open_isolated(spec, &iso, vb, &err) == 0;
+            const char *why = !opened ? err.msg : vb->broken[0] ? vb->broken : NULL;
+            if (!why) {
+                n_variants++;
+                continue;
+            }
+            int refused = !opened && vb->refused; /* an option it does not know: left out */
+            fputs("qmmcheck: repro: --determinism: variant ", stderr);
+            put_clean(spec, strlen(spec), 0, stderr);
+            fprintf(stderr, " %s: ", refused ? "left out" : "cannot be opened");
+            put_clean(why, strlen(why), 0, stderr);
+            fputs("\n", stderr);
+            if (opened)
+                qh_backend_close(vb);
+            if (refused)
+                continue;
+            for (int i = 0; i < n_variants; i++)
+                qh_backend_close(&variants[i]);
+            qh_backend_close(&be);
+            return EXIT_BAD;
+        }
+        eo.determinism = 1;
+        eo.variants = variants;
+        eo.n_variants = n_variants;
+    }
     qh_eval_case(&ref, &be, &eo, &r);
     r.number = 1;
-    print_result(&r, &ref, o.profile, &be.iso, 0);
+    char det[1024];
+    determinism_words(&o, det, sizeof det);
+    print_result(&r, &ref, o.profile, &be.iso, det, 0);
     int bad = qh_case_status_is_bad(r.status);
     qh_result_free(&r);
+    for (int i = 0; i < n_variants; i++)
+        qh_backend_close(&variants[i]);
     qh_backend_close(&be);
     return bad ? EXIT_BAD : 0;
 }

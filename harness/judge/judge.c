@@ -628,6 +628,22 @@ static int judge_abnormal(const qh_invocation *inv, qh_verdict *v)
     return 1;
 }
 
+/* A second call of the case (`who`: which, in the text) that did not return normally is
+ * judged as the first call would be: CRASHED, TIMEOUT, ERROR (malformed, interrupted) or
+ * FAILED (misbehaved), never "not deterministic", which --xfail could waive. 1 with v set;
+ * 0 when it returned. */
+static int judge_abnormal_again(const qh_invocation *again, const char *who, qh_verdict *v)
+{
+    if (again->outcome == QH_RETURNED)
+        return 0;
+    qh_sb_printf(&v->summary, "%s: ", who);
+    if (judge_abnormal(again, v))
+        return 1;
+    /* an outcome judge_abnormal does not know: an error, never a pass */
+    from_invocation(v, QH_ERROR, QH_REASON_MALFORMED, again);
+    return 1;
+}
+
 /* The reference rejects the input: the backend must answer INVALID_ARGUMENT too. */
 static void judge_invalid(const qh_expectation *e, const qh_invocation *inv,
                           const qh_judge_opts *o, qh_verdict *v)
@@ -694,18 +710,20 @@ static int judge_unwritten(const qh_invocation *first, const qh_judge_opts *o, q
     if (!o->rerun || i0 >= n)
         return 0;
     qh_invocation again;
-    clean_text t;
     if (o->rerun(o->rerun_ctx, fill2, &again) != 0) {
         qh_judge_not_run("", again.problem, sizeof again.problem, v);
         qh_invocation_free(&again);
         return 1;
     }
-    if (again.outcome != QH_RETURNED || again.code != QMM_OK) {
+    if (judge_abnormal_again(&again, "a second run (to find unwritten elements)", v)) {
+        qh_invocation_free(&again);
+        return 1;
+    }
+    if (again.code != QMM_OK) {
         set(v, QH_FAILED, QH_REASON_NOT_DETERMINISTIC);
         qh_sb_printf(&v->summary,
-                     "not deterministic: a second run (to find unwritten elements) answered %s%s",
-                     again.outcome == QH_RETURNED ? qmm_status_name(again.code) : "abnormally: ",
-                     again.outcome == QH_RETURNED ? "" : CLEAN(t, again.problem));
+                     "not deterministic: a second run (to find unwritten elements) answered %s",
+                     qmm_status_name(again.code));
         qh_invocation_free(&again);
         return 1;
     }
@@ -854,15 +872,13 @@ int qh_judge_passes(const qh_expectation *e, const qh_invocation *inv)
 int qh_judge_again(const qh_invocation *first, const qh_invocation *again, const char *who,
                    qh_verdict *v)
 {
-    clean_text t;
     size_t bytes = (size_t)qmm_tensor_numel(&first->y) * qmm_dtype_size(first->y.dtype);
-    if (again->outcome != QH_RETURNED || again->code != first->code) {
+    if (judge_abnormal_again(again, who, v))
+        return 1;
+    if (again->code != first->code) {
         set(v, QH_FAILED, QH_REASON_NOT_DETERMINISTIC);
-        qh_sb_printf(&v->summary, "not deterministic: %s answered %s%s%s, the first run %s",
-                     who, again->outcome == QH_RETURNED ? qmm_status_name(again->code) : "",
-                     again->outcome == QH_RETURNED ? "" : "abnormally: ",
-                     again->outcome == QH_RETURNED ? "" : CLEAN(t, again->problem),
-                     qmm_status_name(first->code));
+        qh_sb_printf(&v->summary, "not deterministic: %s answered %s, the first run %s", who,
+                     qmm_status_name(again->code), qmm_status_name(first->code));
         return 1;
     }
     if (first->code == QMM_OK && bytes && memcmp(first->y.data, again->y.data, bytes) != 0) {

@@ -594,7 +594,7 @@ static int score_case(qh_backend *b, const qh_fp_case *c, const qh_expectation *
         else if (inv.outcome != QH_RETURNED)
             snprintf(cr->again, sizeof cr->again, "asked again, it answered %s; the first call "
                      "did not return", qmm_status_name(again.code));
-        else if (qh_judge_again(&inv, &again, "asked again, it", &v)) {
+        else if (qh_judge_again(&inv, &again, "asked again", &v)) {
             const char *t = v.summary.s ? v.summary.s : "";
             size_t skip = strncmp(t, "not deterministic: ", 19) == 0 ? 19 : 0;
             qh_clean_into(cr->again, sizeof cr->again, t + skip, v.summary.len - skip, 0);

@@ -32,6 +32,11 @@
  *                       answer) or silent (never answers)
  *   alternate           answers like the reference on odd calls (1st, 3rd, ...) and with the
  *                       low bit of the output's first byte flipped on even ones
+ *   fill-then-segv      answers odd calls OK with every output byte 0xa5 (qmmcheck's fill:
+ *                       it calls again to find unwritten elements) and dies of SIGSEGV on even
+ *                       ones
+ *   segv-on-options     in a process whose hello carried options (a --determinism variant),
+ *                       every call dies of SIGSEGV
  *
  * Every reply repeats its request's id (docs/exec-protocol.md, version 2), but for wrong-id.
  */
@@ -225,10 +230,17 @@ static void put_reply_head(qh_pb_buf *b, int64_t kind, int64_t status, const cha
         qh_pb_put_string_field(b, 6, message);
 }
 
+static int hello_had_options; /* segv-on-options */
+
 static void answer_call(request *r, const qmm_backend *ref)
 {
     qh_pb_buf b;
     qh_pb_buf_init(&b);
+    static long answered;
+    int even = ++answered % 2 == 0;
+    if ((strcmp(mode, "fill-then-segv") == 0 && even) ||
+        (strcmp(mode, "segv-on-options") == 0 && hello_had_options))
+        signal(SIGSEGV, SIG_DFL), raise(SIGSEGV);
     if (once("crash-once="))
         signal(SIGSEGV, SIG_DFL), raise(SIGSEGV); /* a sanitizer's handler would exit instead */
     if (once("hang-once="))
@@ -293,9 +305,10 @@ static void answer_call(request *r, const qmm_backend *ref)
     if (wrong && code == QMM_OK && y.dtype == QMM_DTYPE_INT32)
         for (int64_t i = 0; i < n; i++)
             ((int32_t *)y.data)[i] += 1;
-    static long calls;
-    if (strcmp(mode, "alternate") == 0 && ++calls % 2 == 0 && code == QMM_OK && bytes > 0)
+    if (strcmp(mode, "alternate") == 0 && even && code == QMM_OK && bytes > 0)
         ((uint8_t *)y.data)[0] ^= 1;
+    if (strcmp(mode, "fill-then-segv") == 0 && code == QMM_OK)
+        memset(y.data, 0xa5, bytes);
     put_reply_head(&b, 3, code, st.message);
     if (code == QMM_OK) {
         uint8_t *t;
@@ -414,6 +427,7 @@ int main(int argc, char **argv)
                 for (;;)
                     pause();
             }
+            hello_had_options = r.has_options;
             int refuse = r.has_options && strcmp(mode, "refuse-options") == 0;
             put_reply_head(&b, 1, refuse ? QMM_INVALID_ARGUMENT : QMM_OK,
                            refuse ? "no options known" : "");
