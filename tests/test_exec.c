@@ -711,6 +711,25 @@ Test(exec, a_process_that_exits_after_each_answer_is_restarted_for_the_next_case
     expect_passes_either_way("exit-after-answer");
 }
 
+/* A process that ends after each answer and, every other time, without reading the request:
+ * each request takes two fresh processes (one because the last ended, one for the resend),
+ * a call's query and run four, each announced to the parent by the worker; the parent took
+ * two, read the third as a garbled reply and killed the worker: CRASHED "killed by SIGKILL"
+ * (3 of these 4 cases), where --no-isolate passed them. */
+Test(exec, a_call_that_starts_four_fresh_processes_passes_isolated)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/roles", tmpdir);
+    const char *isolation[] = {"", "--no-isolate"};
+    for (int i = 0; i < 2; i++) {
+        unlink(path);
+        char *out = qmmcheck_expect(0, "run %s --backend 'exec:%s restart-twice=%s' --vectors "
+                                    MI_RANDOM, isolation[i], child(), path);
+        cr_expect_eq(count_lines_with(out, ":PASSED"), 4, "%s", out);
+        free(out);
+    }
+}
+
 Test(exec, a_request_the_process_died_without_reading_is_resent_once)
 {
     /* each process answers one call, then ends 0.3 s later: the next query reaches it alive

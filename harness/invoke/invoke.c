@@ -664,7 +664,7 @@ static int invoke_isolated(qh_backend *b, const qmm_call *call, double timeout,
         w = recv_all(b, &rep, sizeof rep, deadline);
     /* the exec: process is starting afresh within the call: a start's time more (wire.h) */
     for (int notices = 0; w == W_READY && rep.magic == START_MAGIC && rep.seq == b->seq &&
-                          notices < 2; notices++) {
+                          notices < QH_WIRE_MAX_STARTS; notices++) {
         double start = start_limit(b);
         timeout = start > 0 && timeout > 0 ? start + timeout : 0;
         deadline = deadline_after(timeout);

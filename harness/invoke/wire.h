@@ -68,6 +68,11 @@ typedef struct wire_reply {
  * exec: backend is starting a fresh process within the call (its last one ended after
  * answering), so the parent gives the call a start's time more (qh_cpu_start_timeout) */
 #define START_MAGIC 0x534d4d51u /* "QMMS" */
+/* The most START_MAGIC notices one call may bring: its query and its run are one request
+ * each to the exec: process (harness/invoke/exec.c, request), and each may start a fresh
+ * process twice (the last one ended after answering; the fresh one ended without reading
+ * the request, which is resent once). More is a garbled reply. */
+#define QH_WIRE_MAX_STARTS 4
 
 /* The tensors of a call in node order, the output last: pointers into `c` and the names the
  * guards report (the inputs' ONNX names from ops/operator.h, then "y"). Returns how many (0 for an empty call). */

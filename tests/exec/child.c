@@ -37,9 +37,16 @@
  *                       ones
  *   segv-on-options     in a process whose hello carried options (a --determinism variant),
  *                       every call dies of SIGSEGV
+ *   restart-twice=PATH  each process answers its hello and then one request: it leaves the
+ *                       request unread (exit 0) unless the process before it did (PATH says
+ *                       which), and when it answers, it has ended before the answer arrives
+ *                       (a child of it writes the answer once it is gone), so that the next
+ *                       request starts a fresh process: each request then takes two fresh
+ *                       processes, a call's query and run four
  *
  * Every reply repeats its request's id (docs/exec-protocol.md, version 2), but for wrong-id.
  */
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -365,6 +372,38 @@ static void linger_and_exit(void)
     exit(0);
 }
 
+/* restart-twice=PATH, after the hello: waits for the next request; leaves it unread (exit 0)
+ * unless PATH says the process before did; else ends, leaving a child of it to answer the
+ * request once it is gone (it returns in that child). */
+static void restart_twice(const char *path)
+{
+    struct pollfd p = {.fd = 0, .events = POLLIN};
+    poll(&p, 1, -1);
+    char last[16] = "";
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (!fgets(last, sizeof last, f))
+            last[0] = '\0';
+        fclose(f);
+    }
+    int answer = strcmp(last, "left") == 0;
+    f = fopen(path, "w");
+    if (f) {
+        fputs(answer ? "answered" : "left", f);
+        fclose(f);
+    }
+    if (!answer)
+        exit(0);
+    pid_t me = getpid();
+    pid_t kid = fork();
+    if (kid != 0)
+        _exit(0); /* (a failed fork answers from here: no restart then, and the test says so) */
+    while (getppid() == me) {
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 /* fail-to-start=HOW (above): exit status 1. */
 static int fail_noisily(const char *how)
 {
@@ -406,6 +445,7 @@ int main(int argc, char **argv)
     if (strncmp(mode, "fail-to-start=", 14) == 0)
         return fail_noisily(mode + 14);
     qmm_backend *ref = qmm_reference_open(QMM_ABI_VERSION, "", &st);
+    int one_request = strncmp(mode, "restart-twice=", 14) == 0;
     for (;;) {
         uint8_t head[4];
         if (read_full(head, 4) != 0)
@@ -438,12 +478,16 @@ int main(int argc, char **argv)
             send_frame(&b);
             if (strcmp(mode, "exit-after-hello") == 0)
                 linger_and_exit();
+            if (one_request)
+                restart_twice(mode + 14);
         } else if (r.kind == 2) {
             put_reply_head(&b, 2, QMM_OK, "");
             send_frame(&b);
+            if (one_request)
+                exit(0);
         } else if (r.kind == 3 && !bad) {
             answer_call(&r, ref);
-            if (strcmp(mode, "exit-after-answer") == 0)
+            if (strcmp(mode, "exit-after-answer") == 0 || one_request)
                 exit(0);
             if (strcmp(mode, "linger-exit") == 0)
                 linger_and_exit();
