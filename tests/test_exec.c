@@ -478,6 +478,26 @@ Test(exec, fingerprint_of_a_backend_that_answers_otherwise_when_asked_again)
     free(j);
 }
 
+/* A backend whose every call dies computes no semantics: inconclusive (exit 4), the calls
+ * that did not return said apart with the first's reason (it was "none", exit 5, the
+ * reason shown only under --verbose). */
+Test(exec, fingerprint_of_a_backend_that_never_returns_is_inconclusive)
+{
+    char json[600];
+    snprintf(json, sizeof json, "%s/fp.json", tmpdir);
+    char *out = qmmcheck_expect(4, "fingerprint --backend 'exec:%s exit-on-call' --report json:%s",
+                                child(), json);
+    expect_in(out, "118 of 118 cases did not return (crashed, hung or broke the protocol; not "
+                   "scored): the first, tie-odd-zp-u8: the backend process (");
+    expect_in(out, "exited with status 7 before answering the call\n");
+    expect_in(out, "verdict: inconclusive (no case could be judged)");
+    free(out);
+    char *j = slurp(json);
+    expect_in(j, "\"did_not_return\": 118,");
+    expect_in(j, "\"judged\": 0,");
+    free(j);
+}
+
 /* The same hello in diff and fingerprint: the error names the backend that could not run
  * (diff: A or B, its spec) and ends with what it printed, cleaned. */
 Test(exec, diff_and_fingerprint_name_a_hello_that_hangs_with_what_it_printed)

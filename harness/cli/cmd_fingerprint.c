@@ -254,6 +254,15 @@ static void print_text(const qh_backend *be, const qh_fp_suite *s, const qh_fp_r
         printf("  (%d REQUANTIZATION+ACCUMULATION profiles not shown: each matches only where "
                "its requantization alone does; --verbose or --report json lists them)\n",
                hidden);
+    if (r->did_not_return > 0) { /* never evidence of a semantics: said, not scored */
+        size_t first = 0;
+        while (first < r->n_cases && (r->cases[first].returned || r->cases[first].unstable))
+            first++;
+        printf("%lld of %zu cases did not return (crashed, hung or broke the protocol; not "
+               "scored): the first, %s: %s\n",
+               (long long)r->did_not_return, s->count, s->cases[first].name,
+               r->cases[first].problem);
+    }
     if (d->kind == QH_FP_UNSTABLE) {
         size_t first = 0;
         while (first < r->n_cases && !r->cases[first].unstable)
@@ -312,7 +321,8 @@ static int write_json(const char *spec, const qh_backend *be, const qh_fp_suite 
     qh_sb_puts(&b, "{\n  \"backend\": \"");
     qh_sb_json(&b, be->spec);
     qh_sb_printf(&b, "\",\n  \"cases\": %zu,\n  \"skipped\": %lld,\n  \"unstable\": %lld,"
-                 "\n  \"profiles\": {", s->count, (long long)r->skipped, (long long)r->unstable);
+                 "\n  \"did_not_return\": %lld,\n  \"profiles\": {", s->count,
+                 (long long)r->skipped, (long long)r->unstable, (long long)r->did_not_return);
     for (int p = 0; p < qmm_profile_count(); p++)
         qh_sb_printf(&b, "%s\n    \"%s\": {\"matched\": %lld, \"total\": %lld}", p ? "," : "",
                      qmm_profile_name((qmm_profile)p), (long long)r->score[p].matched,

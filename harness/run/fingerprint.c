@@ -640,6 +640,10 @@ int qh_fingerprint_run(qh_backend *b, const qh_fp_suite *s, const qh_invoke_opts
                        err_size) != 0)
             return -1;
         r->unstable += cr->unstable;
+        if (!cr->returned && !cr->unstable) { /* no answer: no evidence, said apart */
+            r->did_not_return++;
+            continue;
+        }
         if (cr->skipped && !cr->unstable) {
             r->skipped++;
             continue;
@@ -743,7 +747,7 @@ void qh_fp_decide(const qh_fp_suite *s, const qh_fp_result *r, qh_fp_decision *d
     d->left = qh_profiles_simplest(r->matching_all);
     for (size_t i = 0; i < r->n_cases; i++) {
         const qh_fp_case_result *cr = &r->cases[i];
-        if (cr->skipped)
+        if (cr->skipped || (!cr->returned && !cr->unstable))
             continue;
         d->judged++;
         d->deciding += (cr->applicable & ~cr->matched) != 0;

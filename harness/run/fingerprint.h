@@ -70,13 +70,16 @@ typedef struct qh_fp_result {
     qh_fp_score score[QMM_PROFILE_MAX];
     qh_profile_set matching_all; /* total > 0 and matched == total */
     int64_t unstable;            /* cases answered otherwise when asked again */
+    int64_t did_not_return;      /* cases whose calls crashed, hung or broke the protocol (both
+                                    times): no evidence of any semantics, left out as skipped */
     int closest;                 /* the best matched/total when none matches all; -1: none */
 } qh_fp_result;
 
 /* Runs every case through the backend, twice (a backend whose answers change from call to
  * call is not any profile: the two answers must be the same, or the case is `unstable` and
  * matches nothing), and scores each profile:
- * - a case the backend answers UNSUPPORTED is skipped for every profile;
+ * - a case the backend answers UNSUPPORTED, or whose calls do not return (crashed, hung,
+ *   broke the protocol: counted in did_not_return), is skipped for every profile;
  * - a case a profile answers UNSUPPORTED for (orion-fp16x16 on uint8) is not in its total;
  * - otherwise it matches when both return OK with equal outputs (spec also accepts the
  *   int32-wrapped result where its accumulator overflows), or both reject the input with
