@@ -348,6 +348,24 @@ Test(tree, missing_node_input_names_the_field)
     expect_one_error(vec, "q", "q/model.onnx: NodeProto.input: QLinearMatMul: 7 inputs, expected 8");
 }
 
+/* A case 600 characters deep: its load error was cut at 511 bytes, all path, the file, the
+ * field and the problem lost; now the path's start gives way ("...") and they stay. */
+Test(tree, a_long_case_directory_keeps_the_file_and_field_in_its_error)
+{
+    char rel[700] = "";
+    for (int i = 0; i < 10; i++)
+        snprintf(rel + strlen(rel), sizeof rel - strlen(rel), "%sd%d%055d", i ? "/" : "", i, 0);
+    const char *vec = copy_case(QLINEAR, rel);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd '%s/%s/test_data_set_0' && truncate -s -1 input_0.pb", vec, rel);
+    cr_assert(system(cmd) == 0);
+    char *out;
+    cr_expect_eq(run_tree(&out, vec, ""), 1, "%s", out);
+    expect_in(out, "00000/test_data_set_0/input_0.pb: TensorProto");
+    expect_in(out, " (...");
+    free(out);
+}
+
 /* ---- the node's output and the graph's declarations ---------------------------------- */
 
 static void second_output(qh_model *m)

@@ -6,7 +6,10 @@
 
 #include <stdarg.h>
 
-#define QH_ERROR_MAX 512
+/* Room for two paths of PATH_MAX and what is said about them: a message names the file and
+ * the field after the path, and a long path must not push them out (a case directory of 420
+ * characters left "input_0.pb: TensorProto.raw_data: ..." out of a 512-byte message). */
+#define QH_ERROR_MAX 9216
 
 typedef struct qh_error {
     char msg[QH_ERROR_MAX];

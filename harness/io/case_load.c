@@ -103,6 +103,20 @@ static int check_strays(const char *set_dir, int32_t n_in, int32_t n_out, qh_err
     return rc;
 }
 
+/* A load error begins with the case directory (or a path under it): a long one is cut to its
+ * last CASE_DIR_SHOWN characters after "...", so that the case line, which is cut at
+ * QH_CLEAN_LINE_MAX, still shows the file, the field and what is wrong after it. */
+enum { CASE_DIR_LONG = 200, CASE_DIR_SHOWN = 120 };
+static void shorten_case_dir(qh_error *err, const char *dir)
+{
+    size_t len = strlen(dir);
+    if (len <= CASE_DIR_LONG || strncmp(err->msg, dir, len) != 0)
+        return;
+    char tmp[QH_ERROR_MAX];
+    snprintf(tmp, sizeof tmp, "...%s%s", dir + len - CASE_DIR_SHOWN, err->msg + len);
+    memcpy(err->msg, tmp, sizeof tmp);
+}
+
 /* The message for a ref that discovery could not make into a case. */
 static void problem_message(const qh_case_ref *ref, qh_error *err)
 {
@@ -299,8 +313,10 @@ int qh_case_load(const qh_case_ref *ref, qh_case *c, qh_error *err)
 done:
     free(model_path);
     free(meta_path);
-    if (rc != 0)
+    if (rc != 0) {
         qh_case_free(c);
+        shorten_case_dir(err, ref->dir);
+    }
     return rc;
 }
 
