@@ -452,7 +452,7 @@ Test(cli_out, a_signal_while_the_trees_are_searched_still_writes_the_reports)
     snprintf(json, sizeof json, "%s/r.json", tmpdir);
     snprintf(xml, sizeof xml, "%s/r.xml", tmpdir);
     cr_assert(mkdir(wide, 0755) == 0);
-    for (int i = 0; i < 30000; i++) {
+    for (int i = 0; i < 50000; i++) { /* about 1 s of search */
         char d[600];
         snprintf(d, sizeof d, "%s/d%05d", wide, i);
         cr_assert(mkdir(d, 0755) == 0, "%s", d);

@@ -162,6 +162,26 @@ Test(tree, two_symlinks_to_dot_count_each_case_once, .timeout = 30)
     expect_q_passes_once(vec);
 }
 
+/* A link to a directory above the root (the tree's parent, "/") is not followed: one ERROR
+ * row each, at once. A link to "/" searched the whole file system (20,766 entries and 10 s,
+ * /proc's files among them as cases); a link to ".." searched the parent's other
+ * directories. */
+Test(tree, a_symlink_above_the_root_is_reported_not_searched, .timeout = 30)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    cr_assert_eq(symlink("/", path_in("%s/vec/%s", "root")), 0);
+    cr_assert_eq(symlink("..", path_in("%s/vec/%s", "up")), 0);
+    cr_assert_eq(symlink(tmpdir, path_in("%s/vec/%s", "tmp")), 0);
+    char *out;
+    cr_expect_eq(run_tree(&out, vec, ""), 1, "%s", out);
+    cr_expect(strstr(out, "SUMMARY: total:4 passed:1 "), "%s", out);
+    expect_error(out, "root", "root: not searched: a symbolic link to a directory that holds the "
+                              "tree (searching it would search all of that directory)");
+    expect_error(out, "up", "up: not searched: a symbolic link to a directory that holds the tree");
+    expect_error(out, "tmp", "tmp: not searched: a symbolic link to a directory that holds the tree");
+    free(out);
+}
+
 Test(tree, one_symlink_makes_no_duplicates)
 {
     const char *vec = copy_case(QLINEAR, "q");

@@ -29,6 +29,8 @@ enum {
     QH_REF_UNREADABLE,  /* a directory or entry that could not be read (problem_errno says why) */
     QH_REF_SET_NAME,    /* test_data_set_<something other than a plain N> */
     QH_REF_SET_NOT_DIR, /* test_data_set_N that is not a directory */
+    QH_REF_LINK_UP,     /* a symbolic link to a directory that holds the root (not followed:
+                           it would search all of that directory, / for a link to /) */
 };
 
 /* A case found on disk, before it is loaded. */
@@ -48,7 +50,8 @@ typedef struct qh_case_list {
 
 /* Appends every case under `root` (recursively, sorted by name within each directory, real
  * subdirectories before symlinks; each directory entered once, by device and inode, so
- * symlinks back up the tree add nothing). `root` may itself be a case directory. A directory
+ * symlinks back up the tree add nothing; a symlink to a directory above the root is not
+ * followed: a QH_REF_LINK_UP ref). `root` may itself be a case directory. A directory
  * with any model.onnx entry is a case directory. What cannot be searched below the root (too
  * deep, unreadable, a badly named data set) is appended as a ref with `problem` set, whose
  * load fails naming it. -1 with err only when root itself cannot be read. `stop` (NULL:

@@ -141,6 +141,11 @@ static void problem_message(const qh_case_ref *ref, qh_error *err)
                  "without leading zeros, at most 6 digits",
                  cut, path);
         break;
+    case QH_REF_LINK_UP:
+        snprintf(err->msg, sizeof err->msg,
+                 "%s%s: not searched: a symbolic link to a directory that holds the tree "
+                 "(searching it would search all of that directory)", cut, path);
+        break;
     default:
         snprintf(err->msg, sizeof err->msg, "%s%s: a data set that is not a directory", cut,
                  path);
