@@ -247,6 +247,50 @@ Test(tree, unreadable_subdirectory_is_reported_and_the_run_goes_on)
     free(out);
 }
 
+/* Runs the tree as a user whom permissions stop: as root (whom they do not), under setpriv
+ * as nobody (the tree opened to every user first: open_to_all). */
+static void open_to_all(void)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "chmod -R a+rX '%s'", tmpdir);
+    cr_assert(system(cmd) == 0);
+}
+
+static int run_tree_unprivileged(char **out, const char *dir)
+{
+    if (geteuid() != 0)
+        return run_tree(out, dir, "");
+    int rc = qmmcheck_under(out, "timeout 10 setpriv --reuid=65534 --regid=65534 --clear-groups",
+                            "run --backend reference --vectors '%s'", dir);
+    cr_assert_neq(rc, HUNG, "qmmcheck hung; output:\n%s", *out);
+    return rc;
+}
+
+/* A case directory that cannot be searched (mode 0644) is one ERROR row naming it and why
+ * (it was three, one per entry, each "cannot read directory" about a file); a data set that
+ * cannot be searched says its input cannot be examined (it said "stray file after a gap:
+ * input_0.pb is missing"). */
+Test(tree, entries_that_cannot_be_examined_say_so)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    char q[1024], set[1100];
+    snprintf(q, sizeof q, "%s/q", vec);
+    snprintf(set, sizeof set, "%s/test_data_set_0", q);
+    char *out;
+    open_to_all();
+    cr_assert_eq(chmod(q, 0644), 0);
+    cr_expect_eq(run_tree_unprivileged(&out, vec), 1, "%s", out);
+    cr_expect(strstr(out, "SUMMARY: total:1 "), "%s", out);
+    expect_error(out, "q", "q: cannot read directory: Permission denied");
+    free(out);
+    cr_assert_eq(chmod(q, 0755), 0);
+    cr_assert_eq(chmod(set, 0644), 0);
+    cr_expect_eq(run_tree_unprivileged(&out, vec), 1, "%s", out);
+    expect_error(out, "q", "test_data_set_0/input_0.pb: cannot examine: Permission denied");
+    free(out);
+    cr_assert_eq(chmod(set, 0755), 0);
+}
+
 /* ---- data set directories and numbered files ---------------------------------------- */
 
 Test(tree, data_set_0_00_000_are_not_three_copies)

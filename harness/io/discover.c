@@ -274,9 +274,14 @@ static int walk(walker *w, const char *dir, const char *name, int depth)
     if (!model)
         return oom(w, dir);
     /* Any model.onnx makes a case, even a dangling symlink or a directory: loading it then
-     * says what is wrong, where skipping it would lose the case without a word. */
-    int is_case = qh_path_exists(model);
+     * says what is wrong, where skipping it would lose the case without a word. A directory
+     * whose entries cannot be examined (no search permission) is one row, not one an entry. */
+    struct stat ms;
+    int is_case = lstat(model, &ms) == 0, why = errno;
     free(model);
+    if (!is_case && why != ENOENT)
+        return depth > 0 ? push_problem(w, dir, name, QH_REF_UNREADABLE, why)
+                         : qh_fail(w->err, "%s: cannot search directory: %s", dir, strerror(why));
     if (is_case)
         return add_case_dir(w, dir, name);
     if (depth >= QH_MAX_DEPTH)
