@@ -311,6 +311,22 @@ Test(tree, data_set_0_00_000_are_not_three_copies)
     free(out);
 }
 
+/* test_data_set_9999999 is not a data set to run (7 digits), nor to repro, which loaded it
+ * and PASSED where run said ERROR. */
+Test(tree, repro_takes_the_data_sets_run_finds)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd '%s/q' && cp -r test_data_set_0 test_data_set_9999999", vec);
+    cr_assert(system(cmd) == 0);
+    char *out;
+    cr_expect_eq(run_tree(&out, vec, ""), 1, "%s", out);
+    expect_error(out, "q/test_data_set_9999999", "q/test_data_set_9999999: not a data set name");
+    free(out);
+    qmmcheck_expect_in(2, "--data-set 9999999: expected 0..999999 (test_data_set_N's N, as run "
+                          "finds them)", "repro --data-set 9999999 '%s/q'", vec);
+}
+
 Test(tree, stray_input_after_a_gap_is_an_error)
 {
     const char *vec = copy_case(QLINEAR, "q");

@@ -18,6 +18,10 @@
 
 /* ---- discovery (discover.c) ---- */
 
+/* The largest N of test_data_set_N (at most 6 digits, no leading zero): discovery's rule and
+ * repro --data-set's range. */
+#define QH_MAX_DATA_SET 999999
+
 /* How deep below the root discovery searches; a deeper directory is a QH_REF_TOO_DEEP ref. */
 #define QH_MAX_DEPTH 32
 
