@@ -498,6 +498,29 @@ Test(exec, fingerprint_of_a_backend_that_never_returns_is_inconclusive)
     free(j);
 }
 
+/* A backend wrong from K = 500 on: reduce folds K down to 500 and then, folding no further
+ * (each fold passes), must still simplify the scales and zero points. K^2 folds a round (250,000
+ * at K = 500) spent the whole budget, and the case kept scales 0.0612..., 170.125 and zero
+ * points 175, 255. */
+Test(exec, a_long_k_case_still_has_its_scales_and_zero_points_simplified)
+{
+    char *out = qmmcheck_expect(1, "diff --backend reference --backend 'exec:%s wrong-from-k=500' "
+                                "--seed 3 --problem 130 --only qlinearmatmul -q --out %s/d",
+                                child(), tmpdir);
+    expect_in(out, "a[4,6899]");
+    free(out);
+    out = qmmcheck_expect(0, "reduce %s/d/problem-130 --backend 'exec:%s wrong-from-k=500' --out "
+                          "%s/r", tmpdir, child(), tmpdir);
+    expect_in(out, "-> batch=[] M=1 N=1 K=500 in ");
+    free(out);
+    out = qmmcheck_expect(1, "repro --backend 'exec:%s wrong-from-k=500' %s/r", child(), tmpdir);
+    expect_in(out, "    a_scale: float16 [1] = 1\n");
+    expect_in(out, "    a_zero_point: uint8 [1] = 0\n");
+    expect_in(out, "    y_scale: float16 [1] = 1\n");
+    expect_in(out, "    y_zero_point: uint8 [1] = 0\n");
+    free(out);
+}
+
 /* The same hello in diff and fingerprint: the error names the backend that could not run
  * (diff: A or B, its spec) and ends with what it printed, cleaned. */
 Test(exec, diff_and_fingerprint_name_a_hello_that_hangs_with_what_it_printed)

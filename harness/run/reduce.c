@@ -238,6 +238,9 @@ typedef struct reducer {
                              * its class */
     int need_valid;     /* the case passed the operator's validator: so must each candidate */
     double t0, last_progress;
+    int64_t fold_next;  /* fold_k's next (k, j) pair, as k * K + j from the top: where the
+                           last round's share of pairs stopped */
+    int64_t fold_left;  /* ... pairs not yet offered since its last success (-1: all of them) */
 } reducer;
 
 /* A problem as a case in memory, as it would load once written without a stored output or
@@ -519,7 +522,11 @@ static int factor_pair(int64_t target, const int64_t lo[2], const int64_t zp[2],
 /* One output element (batch, M and N all 1): index k of K is folded into index j, whose pair
  * (a[j], b[j]) takes values whose product is both indices' products, so that the accumulator
  * stays what it was with one index less. A bug that needs a particular accumulator (a rounding
- * tie) keeps it while K shrinks. */
+ * tie) keeps it while K shrinks. There are K^2 pairs: a round offers at most FOLD_K_OFFERS of
+ * them, the next round going on from there, so that the other steps (the values, the scales)
+ * get their turn: at K = 2000 a round offered up to 4M candidates, every try of the budget,
+ * and the values and scales were never simplified. */
+enum { FOLD_K_OFFERS = 256 };
 static int fold_k(reducer *z)
 {
     const qh_problem *p = &z->r->best;
@@ -533,24 +540,35 @@ static int fold_k(reducer *z)
     const qmm_tensor *b = qh_problem_input_c(p, d->b_input);
     int64_t lo[2] = {a->dtype == QMM_DTYPE_INT8 ? -128 : 0,
                      b->dtype == QMM_DTYPE_INT8 ? -128 : 0};
-    for (int64_t k = g.k - 1; k >= 0; k--)
-        for (int64_t j = 0; j < g.k; j++) {
-            if (out_of_budget(z)) /* K^2 pairs: the budget is checked at each */
-                return 0;
-            int64_t pair[2], target = 0;
-            for (int64_t i = j; i >= 0; i = i == j && k != j ? k : -1) /* j, then k */
-                target += (qh_tensor_int(a, i) - zp[0]) * (qh_tensor_int(b, i) - zp[1]);
-            qh_problem cand;
-            if (j == k || factor_pair(target, lo, zp, pair) != 0)
-                continue;
-            if (build(p, &cand, &(cut){L_K, 0, g.k - 1, 0, k}) != 0)
-                continue;
-            qh_tensor_set_int(qh_problem_input(&cand, d->a_input), j > k ? j - 1 : j, pair[0]);
-            qh_tensor_set_int(qh_problem_input(&cand, d->b_input), j > k ? j - 1 : j, pair[1]);
-            if (offer(z, &cand))
-                return 1;
+    int64_t pairs = g.k * g.k, offers = 0, start = z->fold_next % pairs, n = 0;
+    for (; n < pairs && offers < FOLD_K_OFFERS; n++) {
+        if (out_of_budget(z))
+            break;
+        int64_t at = (start + n) % pairs;
+        int64_t k = g.k - 1 - at / g.k, j = at % g.k; /* k from the top, as before */
+        int64_t pair[2], target = 0;
+        for (int64_t i = j; i >= 0; i = i == j && k != j ? k : -1) /* j, then k */
+            target += (qh_tensor_int(a, i) - zp[0]) * (qh_tensor_int(b, i) - zp[1]);
+        qh_problem cand;
+        if (j == k || factor_pair(target, lo, zp, pair) != 0)
+            continue;
+        if (build(p, &cand, &(cut){L_K, 0, g.k - 1, 0, k}) != 0)
+            continue;
+        qh_tensor_set_int(qh_problem_input(&cand, d->a_input), j > k ? j - 1 : j, pair[0]);
+        qh_tensor_set_int(qh_problem_input(&cand, d->b_input), j > k ? j - 1 : j, pair[1]);
+        offers++;
+        if (offer(z, &cand)) {
+            z->fold_next = at; /* K is one less: about where it was */
+            z->fold_left = -1;
+            return 1;
         }
-    return 0;
+    }
+    z->fold_next = (start + n) % pairs; /* the next round goes on from here */
+    if (z->fold_left < 0 || z->fold_left > pairs)
+        z->fold_left = pairs;
+    z->fold_left -= n;
+    /* pairs still untried since the last success keep the rounds going, as a success would */
+    return z->fold_left > 0 && !out_of_budget(z);
 }
 
 /* A per-tensor zero point of a or b becomes 0, the operand shifted by what it was, so that
@@ -681,7 +699,7 @@ int qh_reduce_case(const qh_case_ref *ref, qh_backend *b, const qh_reduce_opts *
                    qh_reduce_result *r, qh_error *err)
 {
     memset(r, 0, sizeof *r);
-    reducer z = {.o = o, .b = b, .r = r, .want = &r->verdict};
+    reducer z = {.o = o, .b = b, .r = r, .want = &r->verdict, .fold_left = -1};
     z.t0 = z.last_progress = qh_mono_seconds();
     qh_case c;
     if (qh_case_load(ref, &c, err) != 0)
@@ -928,7 +946,7 @@ int qh_reduce_write(const char *dir, qh_reduce_result *r, qh_backend *b,
     if (have_e)
         qh_expectation_free(&e);
     if (rc == 0) { /* judged again as written (loaded once), as its __REPRO line will */
-        reducer z = {.o = o, .b = b, .r = r, .want = &r->verdict};
+        reducer z = {.o = o, .b = b, .r = r, .want = &r->verdict, .fold_left = -1};
         qh_case_ref ref = {.dir = st.dir, .name = st.dir, .data_set = 0};
         qh_case c;
         char other[sizeof r->cls];

@@ -30,6 +30,8 @@
  *                       one 1 MB line (long-line)
  *   close=HOW           on close: segv (SIGSEGV), exit9 (exit status 9), garbage (a malformed
  *                       answer) or silent (never answers)
+ *   wrong-from-k=T      answers like the reference, but with the low bit of the output's last
+ *                       byte flipped when the call's K (a's last dimension) is T or more
  *   alternate           answers like the reference on odd calls (1st, 3rd, ...) and with the
  *                       low bit of the output's first byte flipped on even ones
  *   fill-then-segv      answers odd calls OK with every output byte 0xa5 (qmmcheck's fill:
@@ -312,6 +314,11 @@ static void answer_call(request *r, const qmm_backend *ref)
     if (wrong && code == QMM_OK && y.dtype == QMM_DTYPE_INT32)
         for (int64_t i = 0; i < n; i++)
             ((int32_t *)y.data)[i] += 1;
+    if (strncmp(mode, "wrong-from-k=", 13) == 0 && code == QMM_OK && bytes > 0) {
+        const qmm_tensor *a = qmm_call_input_c(&r->call, 0);
+        if (a && a->rank > 0 && a->dims[a->rank - 1] >= atol(mode + 13))
+            ((uint8_t *)y.data)[bytes - 1] ^= 1;
+    }
     if (strcmp(mode, "alternate") == 0 && even && code == QMM_OK && bytes > 0)
         ((uint8_t *)y.data)[0] ^= 1;
     if (strcmp(mode, "fill-then-segv") == 0 && code == QMM_OK)
