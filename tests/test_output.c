@@ -36,6 +36,13 @@ Test(clean, escapes_line_breaks_and_controls)
     d = clean("x\xc2\x85y\xe2\x80\xa8z", 0);
     cr_expect_str_eq(d, "x\\u{85}y\\u{2028}z");
     free(d);
+    /* bidirectional controls: a right-to-left override (U+202E) printed raw let a name
+       reorder how the rest of its line shows; isolates (U+2066..9), marks (U+200E, U+200F,
+       U+061C) likewise */
+    d = clean("case\xe2\x80\xaePASSED\xe2\x81\xa6" "a\xe2\x81\xa9\xe2\x80\x8f\xd8\x9c", 0);
+    cr_expect_str_eq(d, "case\\u{202e}PASSED\\u{2066}a\\u{2069}\\u{200f}\\u{61c}");
+    cr_expect(!qh_is_clean("\xe2\x80\xae", 3));
+    free(d);
 }
 
 Test(clean, forged_case_line_stays_one_line)

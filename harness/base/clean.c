@@ -59,6 +59,13 @@ static const char *escape_for(unsigned c, char buf[16])
         snprintf(buf, 16, "\\u{%x}", c);
         return buf;
     }
+    /* bidirectional controls (embeddings, overrides, isolates, marks): a terminal reorders
+     * what follows them, so a name could show a line other than the one printed */
+    if ((c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069) || c == 0x200e ||
+        c == 0x200f || c == 0x061c) {
+        snprintf(buf, 16, "\\u{%x}", c);
+        return buf;
+    }
     return NULL;
 }
 

@@ -3,8 +3,10 @@
  * Everything a plugin says (status messages, problems, captured output) and everything a file
  * names (case directories, op types, qmm.meta keys and values) passes through here before it
  * reaches the terminal, a case line, a qmm.meta file or a report. The result is one line of
- * valid UTF-8: newlines, tabs and other C0/C1 control characters and DEL are written as
- * escapes (\n, \t, \r, \xNN, \u{NN}), bytes that are not UTF-8 become U+FFFD, and the text is
+ * valid UTF-8: newlines, tabs and other C0/C1 control characters, DEL, the Unicode line
+ * separators and the bidirectional controls (which reorder how a terminal shows the rest of a
+ * line) are written as escapes (\n, \t, \r, \xNN, \u{NN}), bytes that are not UTF-8 become
+ * U+FFFD, and the text is
  * cut at a character boundary with "..." when it exceeds the limit. So no plugin or file can
  * start a line of its own (a forged case line or SUMMARY), and every report stays valid.
  */
