@@ -352,6 +352,23 @@ Test(tree, opset_beyond_int_is_an_error)
                                "0..2147483647");
 }
 
+static void second_default_opset(qh_model *m)
+{
+    m->opsets[m->n_opsets] = m->opsets[0];
+    strcpy(m->opsets[m->n_opsets].domain, "ai.onnx");
+    m->opsets[m->n_opsets++].version = 21;
+}
+
+/* Opset 10 and ai.onnx 21 in one model: the node ran under the first (QLinearMatMul 10 and 21
+ * differ), silently. */
+Test(tree, a_domain_imported_twice_is_an_error)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    edit_model("q", second_default_opset);
+    expect_one_error(vec, "q", "q/model.onnx: ModelProto.opset_import: domain ai.onnx imported "
+                               "twice (versions 10 and 21)");
+}
+
 Test(tree, unknown_profile_in_qmm_meta_names_file_and_field)
 {
     const char *vec = copy_case(QLINEAR, "q");

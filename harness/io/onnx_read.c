@@ -804,6 +804,17 @@ static int read_opset_import(const qh_pb_message *m, const qh_pb_field *f, void 
     memset(o, 0, sizeof *o);
     if (qh_pb_walk(m->src, &opset_table, f->data, f->len, o) != 0)
         return -1;
+    /* one version a domain: with two, which one the node runs under is anyone's guess (ONNX's
+     * checker takes the model; QLinearMatMul 10 and 21 differ) */
+    int is_default = o->domain[0] == '\0' || strcmp(o->domain, "ai.onnx") == 0;
+    for (int32_t i = 0; i < out->n_opsets; i++) {
+        const char *d = out->opsets[i].domain;
+        int same = is_default ? d[0] == '\0' || strcmp(d, "ai.onnx") == 0 : strcmp(d, o->domain) == 0;
+        if (same)
+            return qh_pb_fail(m, m->row->name, "domain %s imported twice (versions %lld and %lld)",
+                              is_default ? "ai.onnx" : o->domain,
+                              (long long)out->opsets[i].version, (long long)o->version);
+    }
     out->n_opsets++;
     return 0;
 }
