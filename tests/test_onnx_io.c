@@ -1441,8 +1441,10 @@ Test(onnx_model, array_limits)
     qh_pb_buf_init(&extra);
     qh_pb_put_raw(&extra, enc, len);
     free(enc);
-    for (int i = 0; i < QH_MAX_OPSETS - 1; i++)
-        qh_pb_put_bytes_field(&extra, 8, "\x10\x01", 2);
+    for (int i = 0; i < QH_MAX_OPSETS - 1; i++) { /* domains "a", "b", ...: each once */
+        const char imp[5] = {0x0a, 0x01, (char)('a' + i), 0x10, 0x01};
+        qh_pb_put_bytes_field(&extra, 8, imp, 5);
+    }
     expect_model_error(extra.data, extra.len, "ModelProto.opset_import: more than 8");
     qh_pb_buf_free(&extra);
 
