@@ -960,6 +960,12 @@ Test(loader, malformed_nodes)
     cr_expect_eq(qh_call_build_node("QOrderedMatMul", "com.microsoft", 1, in, 5, attrs, 3, &call,
                                     &err), -1);
     cr_expect(strstr(err.msg, "order_B must be an INT"), "%s", err.msg);
+    /* an INT past 32 bits is an INT: the message says what is wrong with it */
+    attrs[1] = int_attr("order_B", (int64_t)1 << 40);
+    cr_expect_eq(qh_call_build_node("QOrderedMatMul", "com.microsoft", 1, in, 5, attrs, 3, &call,
+                                    &err), -1);
+    cr_expect(strstr(err.msg, "order_B is 1099511627776, outside the 32-bit range"), "%s",
+              err.msg);
     attrs[1] = int_attr("order_B", 0);
     in[3] = NULL;
     cr_expect_eq(qh_call_build_node("QOrderedMatMul", "com.microsoft", 1, in, 5, attrs, 3, &call,

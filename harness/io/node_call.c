@@ -55,9 +55,15 @@ static int take_attrs(const qmm_op_desc *d, const qh_attr *attrs, int32_t n_attr
                      d->op_type, attr_name(shown, sizeof shown, a), known);
             return -1;
         }
-        if (a->type != QH_ATTR_INT || a->i < INT32_MIN || a->i > INT32_MAX) {
+        if (a->type != QH_ATTR_INT) {
             snprintf(err->msg, sizeof err->msg, "%s: attribute %s must be an INT (%s)",
                      d->op_type, a->name, d->attrs[which].what);
+            return -1;
+        }
+        if (a->i < INT32_MIN || a->i > INT32_MAX) {
+            snprintf(err->msg, sizeof err->msg,
+                     "%s: attribute %s is %lld, outside the 32-bit range these operators take "
+                     "(%s)", d->op_type, a->name, (long long)a->i, d->attrs[which].what);
             return -1;
         }
         *qmm_call_attr(call, which) = (int32_t)a->i;
