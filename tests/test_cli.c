@@ -43,6 +43,23 @@ Test(cli, usage_errors_exit_2)
     expect_usage_errors(bad, sizeof bad / sizeof bad[0]);
 }
 
+/* A refused profile combination says why in every command that takes --profile, as list
+ * --profiles does (it said "unknown semantics profile"); a name that spells nothing lists the
+ * known ones. */
+Test(cli, a_refused_profile_says_why)
+{
+    const char *cmds[] = {"run --backend reference --vectors vectors/seeds",
+                          "repro vectors/seeds/onnx-doc-qlinearmatmul-2d",
+                          "diff --backend reference --backend reference --seed 1 --count 1",
+                          "reduce vectors/seeds/onnx-doc-qlinearmatmul-2d --backend reference"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        qmmcheck_expect_in(2, "--profile orion-fp16x16+sat32: Orion sums dequantized Q16.16 "
+                              "products", "%s --profile orion-fp16x16+sat32", cmds[i]);
+        qmmcheck_expect_in(2, "--profile nonesuch: unknown semantics profile (known: spec, ",
+                           "%s --profile nonesuch", cmds[i]);
+    }
+}
+
 Test(cli, help_exits_0)
 {
     char *out;

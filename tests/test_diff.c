@@ -52,6 +52,19 @@ Test(diff_cli, the_saved_case_line_names_the_backend_the_reference_disagrees_wit
     }
 }
 
+/* --problem replays one problem: --count, --seconds or --start beside it were ignored
+ * silently; seconds in exponent form are refused with the form that is taken. */
+Test(diff_cli, problem_and_count_do_not_go_together)
+{
+    const char *others[] = {"--count 4", "--seconds 1", "--start 2"};
+    for (int i = 0; i < 3; i++)
+        qmmcheck_expect_in(2, "--problem I replays one problem: --count, --seconds and --start "
+                              "do not go with it", "diff --backend reference --backend reference "
+                              "--seed 1 --problem 3 %s", others[i]);
+    qmmcheck_expect_in(2, "--seconds 1e-3: expected seconds from 0 to 1000000, as a decimal",
+                       "diff --backend reference --backend reference --seed 1 --seconds 1e-3");
+}
+
 /* A directory at DIR/problem-I that is not a case qmmcheck wrote is left alone, and the
  * difference says the case could not be saved. */
 Test(diff_cli, a_directory_that_is_not_a_saved_case_is_left_alone)

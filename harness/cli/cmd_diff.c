@@ -31,8 +31,8 @@ enum {
 static const qh_option diff_options[] = {
     {O_BACKEND, "--backend", 'b', "SPEC", 0, "a backend to compare (give exactly two)"},
     {O_SEED, "--seed", 0, "S", 0, "the seed: problem I of seed S is always the same problem"},
-    {O_COUNT, "--count", 0, "N", 0, "run N problems"},
-    {O_SECONDS, "--seconds", 0, "T", 0, "run problems for T seconds"},
+    {O_COUNT, "--count", 0, "N", 0, "run N problems (with --seconds: whichever ends first)"},
+    {O_SECONDS, "--seconds", 0, "T", 0, "run problems for T seconds (with --count: whichever ends first)"},
     {O_OUT, "--out", 0, "DIR", 0, "where differences are saved (default ./qmmcheck-diff-S/)"},
     {O_PROFILE, "--profile", 0, "NAME", 0, "the profile whose answer a saved case expects"},
     {O_PROBLEM, "--problem", 0, "I", 0, "run problem I alone (replays a difference)"},
@@ -678,16 +678,19 @@ int qh_cmd_diff(int argc, char **argv)
                                          "(u8s8u8, u8s8, ...), per-tensor, nonempty, ... "
                                          "(at most 127 characters)");
             break;
-        case O_PROFILE:
-            if (!qh_profile_known(val))
-                return usage("--profile %s: unknown semantics profile", val);
+        case O_PROFILE: {
+            char why[2048];
+            if (qh_profile_usage(val, why, sizeof why))
+                return usage("%s", why);
             o.profile = val;
             break;
+        }
         case O_SECONDS:
         case O_TIMEOUT: {
             double v;
             if (qh_parse_double(val, 0, QH_TIMEOUT_S_MAX, &v))
-                return bad_value(a, val, "seconds >= 0");
+                return bad_value(a, val, "seconds from 0 to 1000000, as a decimal (0.5, not "
+                                         "5e-1)");
             if (id == O_SECONDS) {
                 o.seconds = v;
                 o.have_seconds = 1;
@@ -713,6 +716,9 @@ int qh_cmd_diff(int argc, char **argv)
         return usage("%s", "give --seed S");
     if (!o.have_problem && !o.have_count && !o.have_seconds)
         return usage("%s", "give --count N or --seconds T (or --problem I)");
+    if (o.have_problem && (o.have_count || o.have_seconds || o.start))
+        return usage("%s", "--problem I replays one problem: --count, --seconds and --start do "
+                           "not go with it");
     if (o.max_diffs == 0)
         return usage("%s", "--max-diffs 0 would stop before the first problem: give N >= 1");
     if (!o.have_problem && o.have_count && o.count > 0 && o.start + (o.count - 1) < o.start)

@@ -92,11 +92,13 @@ static int parse(int argc, char **argv, reduce_args *a, int *done)
             a->spec = val;
             break;
         case O_OUT: a->out = val; break;
-        case O_PROFILE:
-            if (!qh_profile_known(val))
-                return usage("--profile %s: unknown semantics profile", val);
+        case O_PROFILE: {
+            char why[2048];
+            if (qh_profile_usage(val, why, sizeof why))
+                return usage("%s", why);
             a->profile = val;
             break;
+        }
         case O_SECONDS:
         case O_TIMEOUT:
             if (qh_parse_double(val, 0, QH_TIMEOUT_S_MAX, &v))

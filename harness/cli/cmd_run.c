@@ -236,11 +236,13 @@ static int parse_opts(const qh_command *cmd, int argc, char **argv, opts *o, int
                 return rc;
             break;
         case O_TAGS: o->list_tags = 1; break;
-        case O_PROFILE:
-            if (!qh_profile_known(val))
-                return usage_error("--profile %s: unknown semantics profile", val);
+        case O_PROFILE: {
+            char why[2048];
+            if (qh_profile_usage(val, why, sizeof why))
+                return usage_error("%s", why);
             o->profile = val;
             break;
+        }
         case O_XFAIL: o->xfail = val; break;
         case O_XFAIL_STRICT: o->xfail_strict = 1; break;
         case O_SHARD:

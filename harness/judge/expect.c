@@ -18,6 +18,18 @@ int qh_profile_known(const char *profile)
     return qmm_profile_from_name(profile, &p);
 }
 
+int qh_profile_usage(const char *profile, char *msg, size_t size)
+{
+    char why[1024];
+    if (qh_profile_known(profile) || qmm_profile_why_not(profile, why, sizeof why) == 0)
+        return 0;
+    if (strncmp(why, "known:", 6) == 0)
+        snprintf(msg, size, "--profile %s: unknown semantics profile (%s)", profile, why);
+    else
+        snprintf(msg, size, "--profile %s", why);
+    return 1;
+}
+
 void qh_print_profiles(FILE *out)
 {
     const char *name, *what, *means;

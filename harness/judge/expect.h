@@ -26,6 +26,10 @@ typedef struct qh_expectation {
 /* 1 when `profile` names a semantics profile the reference implements (the reference's profile
  * table is the only list: qmm_profile_count, qmm_profile_name). */
 int qh_profile_known(const char *profile);
+/* 0 when `profile` names a profile; else 1 with msg the usage error's text: "--profile NAME:
+ * unknown semantics profile (known: ...)", or for a combination that is refused, why
+ * ("--profile orion-fp16x16+sat32: ..."), as `list --profiles` says it. */
+int qh_profile_usage(const char *profile, char *msg, size_t size);
 
 /* `qmmcheck list --profiles`: the requantization and accumulation models, every profile one a
  * line (its name first, for scripts), the names kept from before profiles composed, and the
