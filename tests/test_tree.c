@@ -463,6 +463,29 @@ Test(tree, a_long_case_directory_keeps_the_file_and_field_in_its_error)
     free(out);
 }
 
+/* The case's tensors are read within a memory budget (QH_CASE_MEMORY, else half the
+ * machine's memory): past it, an ERROR naming the file and the sizes before the memory is
+ * taken. Before, a sparse file of 136 KB holding 1 GiB of raw_data took 2.25 GB, and cases of
+ * several such files ended the whole run in the OOM killer. */
+Test(tree, a_case_past_the_memory_budget_is_an_error)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    char *out;
+    int rc = qmmcheck_under(&out, "timeout 10 env QH_CASE_MEMORY=20",
+                            "run --backend reference --vectors '%s'", vec);
+    cr_expect_eq(rc, 1, "%s", out);
+    expect_error(out, "q", "q/test_data_set_0/input_0.pb: TensorProto.dims: 8 bytes of data, more "
+                           "than the 1 left of the case's memory budget");
+    free(out);
+    rc = qmmcheck_under(&out, "timeout 10 env QH_CASE_MEMORY=10",
+                        "run --backend reference --vectors '%s'", vec);
+    cr_expect_eq(rc, 1, "%s", out);
+    expect_error(out, "q", "q/test_data_set_0/input_0.pb: 19 bytes, more than the 10 left of the "
+                           "case's memory budget");
+    free(out);
+    expect_q_passes_once(vec); /* within the default */
+}
+
 /* ---- the node's output and the graph's declarations ---------------------------------- */
 
 static void second_output(qh_model *m)

@@ -67,6 +67,12 @@ void qh_case_list_free(qh_case_list *list);
 
 /* ---- loading (case_load.c) ---- */
 
+/* The memory a case's tensor files may take while they are read and kept: half this machine's
+ * memory (at least 1 GiB), or QH_CASE_MEMORY bytes from the environment. A case past it is an
+ * ERROR naming the file, where it was the whole run that the kernel's OOM killer ended (a
+ * sparse file of 136 KB held 1 GiB of raw_data). */
+uint64_t qh_case_memory(void);
+
 /* A loaded case: the model, the sidecar, the stored outputs and the call built from the stored
  * inputs, as the harness's owned call (harness/base/call.h): oc.call's input tensors point into
  * the buffers oc owns (`inputs` keeps their names and shapes; its data pointers are those

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness/base/clean.h"
 #include "ops/qmm_ops.h"
@@ -19,7 +20,7 @@
  * there but is no regular file (a directory, a FIFO, a dangling symlink) is read, so that the
  * error says so instead of "has no input_0.pb". */
 static int read_numbered(const char *set_dir, const char *stem, qh_tensor *out, int32_t *count,
-                         qh_error *err)
+                         uint64_t *left, qh_error *err)
 {
     *count = 0;
     for (int32_t i = 0; i < QH_MAX_IO + 1; i++) {
@@ -45,7 +46,7 @@ static int read_numbered(const char *set_dir, const char *stem, qh_tensor *out, 
             free(path);
             return -1;
         }
-        int rc = qh_read_tensor_file(path, &out[i], err);
+        int rc = qh_read_tensor_file_within(path, &out[i], left, err);
         free(path);
         if (rc != 0)
             return -1;
@@ -109,6 +110,20 @@ static int check_strays(const char *set_dir, int32_t n_in, int32_t n_out, qh_err
     }
     free(ents);
     return rc;
+}
+
+uint64_t qh_case_memory(void)
+{
+    const char *env = getenv("QH_CASE_MEMORY"); /* bytes, for tests and small machines */
+    if (env && *env) {
+        char *end;
+        unsigned long long v = strtoull(env, &end, 10);
+        if (*end == '\0' && v > 0)
+            return v;
+    }
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t half = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 2 : 0;
+    return half > ((uint64_t)1 << 30) ? half : (uint64_t)1 << 30;
 }
 
 /* A load error begins with the case directory (or a path under it): a long one is cut to its
@@ -244,8 +259,10 @@ int qh_case_load(const qh_case_ref *ref, qh_case *c, qh_error *err)
     char *set_dir = qh_path_join(ref->dir, set);
     if (!set_dir)
         goto done;
-    int r1 = read_numbered(set_dir, "input", c->inputs, &c->n_inputs, err);
-    int r2 = r1 == 0 ? read_numbered(set_dir, "output", c->outputs, &c->n_outputs, err) : -1;
+    uint64_t left = qh_case_memory();
+    int r1 = read_numbered(set_dir, "input", c->inputs, &c->n_inputs, &left, err);
+    int r2 = r1 == 0 ? read_numbered(set_dir, "output", c->outputs, &c->n_outputs, &left, err)
+                     : -1;
     int r3 = r2 == 0 ? check_strays(set_dir, c->n_inputs, c->n_outputs, err) : -1;
     free(set_dir);
     if (r1 != 0 || r2 != 0 || r3 != 0)

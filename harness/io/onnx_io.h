@@ -89,6 +89,11 @@ int qh_encode_model(const qh_model *m, uint8_t **out, size_t *len, qh_error *err
 /* ---- files ----------------------------------------------------------------------------- */
 /* Errors name the file by its path. Writers write to a temporary file and rename it. */
 int qh_read_tensor_file(const char *path, qh_tensor *out, qh_error *err);
+/* The same within a memory budget: *left bytes for the file while it is read and the tensor's
+ * data, which stays (*left less it on success); a file or a tensor past it is an error naming
+ * the file and both sizes, before the memory is taken (a case's files are read one after
+ * another, each counted against what the ones before kept). */
+int qh_read_tensor_file_within(const char *path, qh_tensor *out, uint64_t *left, qh_error *err);
 int qh_read_model_file(const char *path, qh_model *out, qh_error *err);
 int qh_write_tensor_file(const char *path, const qmm_tensor *t, const char *name, qh_error *err);
 int qh_write_model_file(const char *path, const qh_model *m, qh_error *err);

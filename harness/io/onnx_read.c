@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "harness/io/onnx_proto.h"
 #include "harness/io/pb_walk.h"
@@ -377,8 +378,8 @@ static int load_tensor_data(const qh_pb_message *m, const uint8_t *buf, size_t l
     return 0;
 }
 
-static int parse_tensor(const uint8_t *buf, size_t len, const char *what, qh_tensor *out,
-                        qh_error *err)
+static int parse_tensor(const uint8_t *buf, size_t len, const char *what, uint64_t max_bytes,
+                        qh_tensor *out, qh_error *err)
 {
     qh_pb_source src = {what, err};
     const qh_pb_message m = {&src, &tensor_table, NULL};
@@ -392,6 +393,10 @@ static int parse_tensor(const uint8_t *buf, size_t len, const char *what, qh_ten
     if (check_tensor_sizes(&m, &s, &bytes) != 0)
         return -1;
     /* Sizes are now validated against the bytes actually present, so allocating is safe. */
+    if (bytes > max_bytes)
+        return qh_pb_fail(&m, "dims", "%zu bytes of data, more than the %llu left of the case's "
+                          "memory budget (QH_CASE_MEMORY: half this machine's memory)", bytes,
+                          (unsigned long long)max_bytes);
     uint8_t *data = NULL;
     if (load_tensor_data(&m, buf, len, &s, bytes, &data) != 0)
         return -1;
@@ -405,7 +410,7 @@ static int parse_tensor(const uint8_t *buf, size_t len, const char *what, qh_ten
 int qh_parse_tensor(const uint8_t *buf, size_t len, const char *what, qh_tensor *out,
                     qh_error *err)
 {
-    if (parse_tensor(buf, len, what, out, err) != 0) {
+    if (parse_tensor(buf, len, what, UINT64_MAX, out, err) != 0) {
         /* parse_tensor allocates only as its last step, so nothing is leaked here. */
         memset(out, 0, sizeof *out);
         return -1;
@@ -881,14 +886,35 @@ int64_t qh_model_opset(const qh_model *m, const char *domain)
 
 int qh_read_tensor_file(const char *path, qh_tensor *out, qh_error *err)
 {
+    uint64_t left = UINT64_MAX;
+    return qh_read_tensor_file_within(path, out, &left, err);
+}
+
+int qh_read_tensor_file_within(const char *path, qh_tensor *out, uint64_t *left, qh_error *err)
+{
     uint8_t *buf;
     size_t len;
     memset(out, 0, sizeof *out);
+    struct stat st;
+    if (*left != UINT64_MAX && stat(path, &st) == 0 && (uint64_t)st.st_size > *left)
+        return qh_fail(err, "%s: %lld bytes, more than the %llu left of the case's memory "
+                       "budget (QH_CASE_MEMORY: half this machine's memory)", path,
+                       (long long)st.st_size, (unsigned long long)*left);
     if (qh_read_file(path, TENSOR_FILE_MAX, &buf, &len, err) != 0)
         return -1;
-    int rc = qh_parse_tensor(buf, len, path, out, err);
+    /* the file's buffer and the data are both held until the parse ends */
+    uint64_t room = *left == UINT64_MAX ? UINT64_MAX : *left > len ? *left - len : 0;
+    int rc = parse_tensor(buf, len, path, room, out, err);
     free(buf);
-    return rc;
+    if (rc != 0) {
+        memset(out, 0, sizeof *out);
+        return -1;
+    }
+    if (*left != UINT64_MAX) {
+        uint64_t kept = qmm_dtype_bytes(out->t.dtype, qmm_tensor_numel(&out->t));
+        *left = kept < *left ? *left - kept : 0;
+    }
+    return 0;
 }
 
 int qh_read_model_file(const char *path, qh_model *out, qh_error *err)
