@@ -951,7 +951,9 @@ void qh_append_printed(char *msg, size_t size, size_t reserve, const char *out, 
     if (len + strlen(note) + reserve + 16 < size) {
         memcpy(msg + len, note, strlen(note) + 1);
         len += strlen(note);
-        qh_clean_into(msg + len, size - len - reserve, out + last, n - last, 0);
+        /* its last line, cut at 300 bytes: the lines in full follow the message (the
+           message's own room, QH_ERROR_MAX, is sized for paths, not for a 1 MB line) */
+        qh_clean_into(msg + len, size - len - reserve, out + last, n - last, 300);
     }
     qh_sb b = {0};
     qh_sb_detail_lines(&b, out, n, OPEN_LINES_SHOWN, OPEN_BYTES_SHOWN);
