@@ -180,6 +180,19 @@ Test(tree, a_symlink_above_the_root_is_reported_not_searched, .timeout = 30)
     expect_error(out, "up", "up: not searched: a symbolic link to a directory that holds the tree");
     expect_error(out, "tmp", "tmp: not searched: a symbolic link to a directory that holds the tree");
     free(out);
+    /* a root 140 directories deep: every directory above it counts (the nearest 128 did, and
+       the link to / below it searched the whole file system) */
+    char deep[2048];
+    int n = snprintf(deep, sizeof deep, "%s/deep", tmpdir);
+    for (int i = 0; i < 140; i++)
+        n += snprintf(deep + n, sizeof deep - (size_t)n, "/d");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && ln -s / '%s/root'", deep, deep);
+    cr_assert(system(cmd) == 0);
+    cr_expect_eq(run_tree(&out, deep, ""), 1, "%s", out);
+    cr_expect(strstr(out, "SUMMARY: total:1 "), "%s", out);
+    expect_in(out, "/d/root: not searched: a symbolic link to a directory that holds the tree");
+    free(out);
 }
 
 Test(tree, one_symlink_makes_no_duplicates)

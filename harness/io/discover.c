@@ -5,11 +5,13 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness/base/array.h"
 
@@ -72,8 +74,8 @@ typedef struct walker {
     const volatile sig_atomic_t *stop;
     seen_dir *seen; /* open addressing, a power of two slots, at most half used */
     size_t n_seen, cap_seen;
-    seen_dir up[QH_MAX_DEPTH * 4]; /* the root's directory and those above it, to "/" */
-    size_t n_up;
+    seen_dir *up; /* the directories above the root, to "/" (however deep the root lies) */
+    size_t n_up, cap_up;
 } walker;
 
 static size_t dir_hash(dev_t dev, ino_t ino)
@@ -116,23 +118,45 @@ static int seen_before(walker *w, const struct stat *st)
 }
 
 /* Records the directories that hold the root, from its parent up to "/" (as far as they can
- * be examined). */
-static void note_above(walker *w, const char *root)
+ * be opened), however many: a root 130 directories deep kept only its nearest 128, and a link
+ * to "/" below it searched the whole file system. Each parent is opened from the one below
+ * ("..", openat), so no path grows with the depth. 0, or -1 out of memory. */
+static int note_above(walker *w, const char *root)
 {
-    char *p = qh_path_join(root, "..");
-    struct stat st, last;
-    int have_last = 0;
-    while (p && w->n_up < sizeof w->up / sizeof w->up[0] && stat(p, &st) == 0) {
-        if (have_last && st.st_dev == last.st_dev && st.st_ino == last.st_ino)
-            break; /* "/..": "/" itself */
-        w->up[w->n_up++] = (seen_dir){st.st_dev, st.st_ino, 1};
-        last = st;
-        have_last = 1;
-        char *q = qh_path_join(p, "..");
-        free(p);
-        p = q;
+    int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+    struct stat here;
+    if (fd < 0 || fstat(fd, &here) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return 0;
     }
-    free(p);
+    for (;;) {
+        int up = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        struct stat st;
+        if (up < 0 || fstat(up, &st) != 0) {
+            if (up >= 0)
+                close(up);
+            break;
+        }
+        close(fd);
+        fd = up;
+        if (st.st_dev == here.st_dev && st.st_ino == here.st_ino)
+            break; /* "/..": "/" itself */
+        if (w->n_up == w->cap_up) {
+            size_t cap = w->cap_up ? 2 * w->cap_up : 32;
+            seen_dir *t = realloc(w->up, cap * sizeof *t);
+            if (!t) {
+                rc = -1;
+                break;
+            }
+            w->up = t;
+            w->cap_up = cap;
+        }
+        w->up[w->n_up++] = (seen_dir){st.st_dev, st.st_ino, 1};
+        here = st;
+    }
+    close(fd);
+    return rc;
 }
 
 static int is_above(const walker *w, const struct stat *st)
@@ -341,9 +365,15 @@ int qh_discover(const char *root, qh_case_list *list, const volatile sig_atomic_
         return -1;
     }
     *w = (walker){.l = list, .err = err, .stop = stop};
-    note_above(w, root);
+    if (note_above(w, root) != 0) {
+        free(w->up);
+        free(w);
+        snprintf(err->msg, sizeof err->msg, "%s: out of memory", root);
+        return -1;
+    }
     int rc = walk(w, root, name, 0);
     free(w->seen);
+    free(w->up);
     free(w);
     return rc;
 }

@@ -588,13 +588,15 @@ static int score_case(qh_backend *b, const qh_fp_case *c, const qh_expectation *
     if (rc == 0) {
         qh_verdict v;
         qh_verdict_init(&v);
-        /* two calls that did not return (crashed, hung) are the same non-answer */
-        if (inv.outcome != QH_RETURNED && again.outcome != QH_RETURNED)
+        /* a call that did not return (crashed, hung: a loaded machine's timeout too) is no
+           evidence either way: the case is one that did not return, not an unstable one */
+        if (inv.outcome == QH_RETURNED && again.outcome != QH_RETURNED) {
+            qh_invocation t = inv;
+            inv = again; /* the case is judged by the call that did not return */
+            again = t;
+        } else if (inv.outcome != QH_RETURNED) {
             ;
-        else if (inv.outcome != QH_RETURNED)
-            snprintf(cr->again, sizeof cr->again, "asked again, it answered %s; the first call "
-                     "did not return", qmm_status_name(again.code));
-        else if (qh_judge_again(&inv, &again, "asked again", &v)) {
+        } else if (qh_judge_again(&inv, &again, "asked again", &v)) {
             const char *t = v.summary.s ? v.summary.s : "";
             size_t skip = strncmp(t, "not deterministic: ", 19) == 0 ? 19 : 0;
             qh_clean_into(cr->again, sizeof cr->again, t + skip, v.summary.len - skip, 0);

@@ -70,8 +70,8 @@ typedef struct qh_fp_result {
     qh_fp_score score[QMM_PROFILE_MAX];
     qh_profile_set matching_all; /* total > 0 and matched == total */
     int64_t unstable;            /* cases answered otherwise when asked again */
-    int64_t did_not_return;      /* cases whose calls crashed, hung or broke the protocol (both
-                                    times): no evidence of any semantics, left out as skipped */
+    int64_t did_not_return;      /* cases with a call that crashed, hung or broke the protocol
+                                    (either time): no evidence of any semantics, not scored */
     int closest;                 /* the best matched/total when none matches all; -1: none */
 } qh_fp_result;
 

@@ -41,14 +41,15 @@
  *                       every call dies of SIGSEGV
  *   restart-twice=PATH  each process answers its hello and then one request: it leaves the
  *                       request unread (exit 0) unless the process before it did (PATH says
- *                       which), and when it answers, it has ended before the answer arrives
- *                       (a child of it writes the answer once it is gone), so that the next
+ *                       which), and when it answers, it reads the request and ends, and a
+ *                       child of it writes the answer once it is gone, so that the next
  *                       request starts a fresh process: each request then takes two fresh
  *                       processes, a call's query and run four
  *
  * Every reply repeats its request's id (docs/exec-protocol.md, version 2), but for wrong-id.
  */
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -380,9 +381,9 @@ static void linger_and_exit(void)
 }
 
 /* restart-twice=PATH, after the hello: waits for the next request; leaves it unread (exit 0)
- * unless PATH says the process before did; else ends, leaving a child of it to answer the
- * request once it is gone (it returns in that child). */
-static void restart_twice(const char *path)
+ * unless PATH says the process before did; else returns 1: the request is to be read and then
+ * answered by a child of this process once it has ended (ended_before_answering). */
+static int restart_twice(const char *path)
 {
     struct pollfd p = {.fd = 0, .events = POLLIN};
     poll(&p, 1, -1);
@@ -401,14 +402,30 @@ static void restart_twice(const char *path)
     }
     if (!answer)
         exit(0);
-    pid_t me = getpid();
-    pid_t kid = fork();
+    return 1;
+}
+
+/* The request read, this process ends; a child of it answers, woken by the end of a pipe the
+ * parent held (EOF as it exits: no sleep between its end and the answer). */
+static void ended_before_answering(void)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return; /* answered from here: no restart then, and the test says so */
+    pid_t parent = getpid(), kid = fork();
+    if (kid < 0)
+        return;
     if (kid != 0)
-        _exit(0); /* (a failed fork answers from here: no restart then, and the test says so) */
-    while (getppid() == me) {
-        struct timespec ts = {0, 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
+        _exit(0);
+    close(fds[1]);
+    char c;
+    while (read(fds[0], &c, 1) > 0)
+        ;
+    close(fds[0]);
+    /* the pipe closes as the parent's files do, before it is a process that has ended
+       (waitpid sees it once its children are handed on): wait for that too */
+    while (getppid() == parent)
+        sched_yield();
 }
 
 /* fail-to-start=HOW (above): exit status 1. */
@@ -452,7 +469,7 @@ int main(int argc, char **argv)
     if (strncmp(mode, "fail-to-start=", 14) == 0)
         return fail_noisily(mode + 14);
     qmm_backend *ref = qmm_reference_open(QMM_ABI_VERSION, "", &st);
-    int one_request = strncmp(mode, "restart-twice=", 14) == 0;
+    int one_request = strncmp(mode, "restart-twice=", 14) == 0, answer_later = 0;
     for (;;) {
         uint8_t head[4];
         if (read_full(head, 4) != 0)
@@ -462,6 +479,10 @@ int main(int argc, char **argv)
         uint8_t *buf = malloc(len ? len : 1);
         if (!buf || read_full(buf, len) != 0)
             return 1;
+        if (answer_later) { /* restart-twice: read whole, now end; a child answers */
+            ended_before_answering();
+            answer_later = 0;
+        }
         request r;
         int bad = read_request(&r, buf, len);
         request_id = r.id;
@@ -486,7 +507,7 @@ int main(int argc, char **argv)
             if (strcmp(mode, "exit-after-hello") == 0)
                 linger_and_exit();
             if (one_request)
-                restart_twice(mode + 14);
+                answer_later = restart_twice(mode + 14);
         } else if (r.kind == 2) {
             put_reply_head(&b, 2, QMM_OK, "");
             send_frame(&b);
