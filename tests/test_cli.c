@@ -51,13 +51,22 @@ Test(cli, a_refused_profile_says_why)
     const char *cmds[] = {"run --backend reference --vectors vectors/seeds",
                           "repro vectors/seeds/onnx-doc-qlinearmatmul-2d",
                           "diff --backend reference --backend reference --seed 1 --count 1",
-                          "reduce vectors/seeds/onnx-doc-qlinearmatmul-2d --backend reference"};
+                          "reduce vectors/seeds/onnx-doc-qlinearmatmul-2d --backend reference",
+                          "bench --backend reference --shape 4x4x4 --profile reference=spec"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        int bench = strncmp(cmds[i], "bench", 5) == 0; /* its --profile is B=PROFILE */
         qmmcheck_expect_in(2, "--profile orion-fp16x16+sat32: Orion sums dequantized Q16.16 "
-                              "products", "%s --profile orion-fp16x16+sat32", cmds[i]);
+                              "products", "%s --profile %sorion-fp16x16+sat32", cmds[i],
+                           bench ? "reference=" : "");
         qmmcheck_expect_in(2, "--profile nonesuch: unknown semantics profile (known: spec, ",
-                           "%s --profile nonesuch", cmds[i]);
+                           "%s --profile %snonesuch", cmds[i], bench ? "reference=" : "");
     }
+    /* --variants alone checked nothing and said nothing */
+    qmmcheck_expect_in(2, "--variants threads=1: these are --determinism's option sets: give "
+                          "--determinism too", "repro --variants threads=1 "
+                          "vectors/seeds/onnx-doc-qlinearmatmul-2d");
+    qmmcheck_expect_in(2, "give --determinism too", "run --backend reference --variants "
+                          "threads=1 --vectors vectors/seeds");
 }
 
 Test(cli, help_exits_0)

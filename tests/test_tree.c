@@ -338,6 +338,9 @@ Test(tree, repro_takes_the_data_sets_run_finds)
     free(out);
     qmmcheck_expect_in(2, "--data-set 9999999: expected 0..999999 (test_data_set_N's N, as run "
                           "finds them)", "repro --data-set 9999999 '%s/q'", vec);
+    qmmcheck_expect_in(2, "--data-set 9999999: expected 0..999999 (test_data_set_N's N, as run "
+                          "finds them)", "reduce --data-set 9999999 '%s/q' --backend reference",
+                       vec);
 }
 
 Test(tree, stray_input_after_a_gap_is_an_error)
@@ -487,14 +490,22 @@ Test(tree, a_case_past_the_memory_budget_is_an_error)
     int rc = qmmcheck_under(&out, "timeout 10 env QH_CASE_MEMORY=20",
                             "run --backend reference --vectors '%s'", vec);
     cr_expect_eq(rc, 1, "%s", out);
-    expect_error(out, "q", "q/test_data_set_0/input_0.pb: TensorProto.dims: 8 bytes of data, more "
-                           "than the 1 left of the case's memory budget");
+    expect_error(out, "q", "q/test_data_set_0/input_0.pb: TensorProto.dims: 8 bytes of data, "
+                           "which with the file's 19 pass the 20 left of the case's memory "
+                           "budget (QH_CASE_MEMORY bytes where set, else half this machine's "
+                           "memory, at least 1 GiB)");
     free(out);
     rc = qmmcheck_under(&out, "timeout 10 env QH_CASE_MEMORY=10",
                         "run --backend reference --vectors '%s'", vec);
     cr_expect_eq(rc, 1, "%s", out);
     expect_error(out, "q", "q/test_data_set_0/input_0.pb: 19 bytes, more than the 10 left of the "
                            "case's memory budget");
+    free(out);
+    /* a value that is not a size is said, not taken for the default */
+    rc = qmmcheck_under(&out, "timeout 10 env QH_CASE_MEMORY=abc",
+                        "run --backend reference --vectors '%s'", vec);
+    cr_expect_eq(rc, 1, "%s", out);
+    expect_error(out, "q", "QH_CASE_MEMORY=abc: not a memory size (bytes, or with K, M, G: 512M)");
     free(out);
     expect_q_passes_once(vec); /* within the default */
 }

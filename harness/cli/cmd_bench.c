@@ -1075,8 +1075,11 @@ int qh_cmd_bench(int argc, char **argv)
         case O_PROFILE:
             if (nprofiles == BENCH_MAX_BACKENDS)
                 return usage("too many --profile options (at most 8)");
-            if (!strchr(val, '=') || !qh_profile_known(strrchr(val, '=') + 1))
+            if (!strchr(val, '='))
                 return bad_value(p.name, val, "B=PROFILE, a profile of 'qmmcheck list --profiles'");
+            char why[2048]; /* a refused combination says why, as in run, repro, diff, reduce */
+            if (qh_profile_usage(strrchr(val, '=') + 1, why, sizeof why))
+                return usage(why);
             profiles[nprofiles++] = val;
             break;
         case O_ROUNDS:

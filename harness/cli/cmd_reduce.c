@@ -110,13 +110,15 @@ static int parse(int argc, char **argv, reduce_args *a, int *done)
                 return usage("--start-timeout %s: expected seconds >= 0 (0: none)", val);
             break;
         case O_MAX_TRIES:
-        case O_DATA_SET:
-            if (qh_parse_u64(val, id == O_MAX_TRIES ? UINT64_MAX : 1000000, &u) != 0)
+            if (qh_parse_u64(val, UINT64_MAX, &u) != 0)
                 return usage("%s: expected a number >= 0", p.name);
-            if (id == O_MAX_TRIES)
-                a->ro.max_tries = u;
-            else
-                a->data_set = (int)u;
+            a->ro.max_tries = u;
+            break;
+        case O_DATA_SET: /* the data sets run finds, as repro takes them */
+            if (qh_parse_u64(val, QH_MAX_DATA_SET, &u) != 0)
+                return usage("--data-set %s: expected 0..999999 (test_data_set_N's N, as run "
+                             "finds them)", val);
+            a->data_set = (int)u;
             break;
         case O_CONFIRM:
             if (qh_parse_u64(val, 100, &u) != 0 || u == 0)

@@ -292,6 +292,9 @@ static int parse_opts(const qh_command *cmd, int argc, char **argv, opts *o, int
         }
         }
     }
+    if (o->variants && !o->determinism) /* checked nothing, said nothing: a usage error */
+        return usage_error("--variants %s: these are --determinism's option sets: give "
+                           "--determinism too", o->variants);
     return 0;
 }
 

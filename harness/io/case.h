@@ -68,7 +68,8 @@ void qh_case_list_free(qh_case_list *list);
 /* ---- loading (case_load.c) ---- */
 
 /* The memory a case's tensor files may take while they are read and kept: half this machine's
- * memory (at least 1 GiB), or QH_CASE_MEMORY bytes from the environment. A case past it is an
+ * memory (at least 1 GiB), or QH_CASE_MEMORY from the environment (a size: 1000, 512M; 0 when
+ * it is not one, which the load says). A case past it is an
  * ERROR naming the file, where it was the whole run that the kernel's OOM killer ended (a
  * sparse file of 136 KB held 1 GiB of raw_data). */
 uint64_t qh_case_memory(void);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "harness/base/clean.h"
+#include "harness/base/numparse.h"
 #include "ops/qmm_ops.h"
 #include "reference/qmm_reference.h"
 
@@ -114,13 +115,10 @@ static int check_strays(const char *set_dir, int32_t n_in, int32_t n_out, qh_err
 
 uint64_t qh_case_memory(void)
 {
-    const char *env = getenv("QH_CASE_MEMORY"); /* bytes, for tests and small machines */
-    if (env && *env) {
-        char *end;
-        unsigned long long v = strtoull(env, &end, 10);
-        if (*end == '\0' && v > 0)
-            return v;
-    }
+    const char *env = getenv("QH_CASE_MEMORY"); /* for tests and small machines */
+    uint64_t v;
+    if (env && *env)
+        return qh_parse_bytes(env, &v) == 0 && v > 0 ? v : 0; /* 0: not a size, said at load */
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     uint64_t half = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 2 : 0;
     return half > ((uint64_t)1 << 30) ? half : (uint64_t)1 << 30;
@@ -260,6 +258,12 @@ int qh_case_load(const qh_case_ref *ref, qh_case *c, qh_error *err)
     if (!set_dir)
         goto done;
     uint64_t left = qh_case_memory();
+    if (left == 0) {
+        snprintf(err->msg, sizeof err->msg, "QH_CASE_MEMORY=%.64s: not a memory size (bytes, or "
+                 "with K, M, G: 512M), so no case is loaded", getenv("QH_CASE_MEMORY"));
+        free(set_dir);
+        goto done;
+    }
     int r1 = read_numbered(set_dir, "input", c->inputs, &c->n_inputs, &left, err);
     int r2 = r1 == 0 ? read_numbered(set_dir, "output", c->outputs, &c->n_outputs, &left, err)
                      : -1;

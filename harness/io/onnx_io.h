@@ -94,6 +94,10 @@ int qh_read_tensor_file(const char *path, qh_tensor *out, qh_error *err);
  * the file and both sizes, before the memory is taken (a case's files are read one after
  * another, each counted against what the ones before kept). */
 int qh_read_tensor_file_within(const char *path, qh_tensor *out, uint64_t *left, qh_error *err);
+/* How the messages name that budget (case.h, qh_case_memory). */
+#define QH_CASE_MEMORY_SAID                                                                     \
+    "the case's memory budget (QH_CASE_MEMORY bytes where set, else half this machine's "       \
+    "memory, at least 1 GiB)"
 int qh_read_model_file(const char *path, qh_model *out, qh_error *err);
 int qh_write_tensor_file(const char *path, const qmm_tensor *t, const char *name, qh_error *err);
 int qh_write_model_file(const char *path, const qh_model *m, qh_error *err);

@@ -393,10 +393,10 @@ static int parse_tensor(const uint8_t *buf, size_t len, const char *what, uint64
     if (check_tensor_sizes(&m, &s, &bytes) != 0)
         return -1;
     /* Sizes are now validated against the bytes actually present, so allocating is safe. */
-    if (bytes > max_bytes)
-        return qh_pb_fail(&m, "dims", "%zu bytes of data, more than the %llu left of the case's "
-                          "memory budget (QH_CASE_MEMORY: half this machine's memory)", bytes,
-                          (unsigned long long)max_bytes);
+    if (bytes > max_bytes) /* max_bytes is what is left once the file's len are counted */
+        return qh_pb_fail(&m, "dims", "%zu bytes of data, which with the file's %zu pass the "
+                          "%llu left of " QH_CASE_MEMORY_SAID, bytes, len,
+                          (unsigned long long)(max_bytes + len));
     uint8_t *data = NULL;
     if (load_tensor_data(&m, buf, len, &s, bytes, &data) != 0)
         return -1;
@@ -897,9 +897,8 @@ int qh_read_tensor_file_within(const char *path, qh_tensor *out, uint64_t *left,
     memset(out, 0, sizeof *out);
     struct stat st;
     if (*left != UINT64_MAX && stat(path, &st) == 0 && (uint64_t)st.st_size > *left)
-        return qh_fail(err, "%s: %lld bytes, more than the %llu left of the case's memory "
-                       "budget (QH_CASE_MEMORY: half this machine's memory)", path,
-                       (long long)st.st_size, (unsigned long long)*left);
+        return qh_fail(err, "%s: %lld bytes, more than the %llu left of " QH_CASE_MEMORY_SAID,
+                       path, (long long)st.st_size, (unsigned long long)*left);
     if (qh_read_file(path, TENSOR_FILE_MAX, &buf, &len, err) != 0)
         return -1;
     /* the file's buffer and the data are both held until the parse ends */
