@@ -43,6 +43,22 @@ Test(clean, escapes_line_breaks_and_controls)
     cr_expect_str_eq(d, "case\\u{202e}PASSED\\u{2066}a\\u{2069}\\u{200f}\\u{61c}");
     cr_expect(!qh_is_clean("\xe2\x80\xae", 3));
     free(d);
+    /* invisible characters: two names that look alike */
+    d = clean("a\xe2\x80\x8b" "b\xef\xbb\xbf", 0);
+    cr_expect_str_eq(d, "a\\u{200b}b\\u{feff}");
+    free(d);
+    /* and where names go besides the case line: the repro command's shell word (it was
+       quoted raw: what followed it showed reversed), JSON and XML (JUnit, HTML) */
+    qh_sb b = {0};
+    qh_sb_shell_word(&b, "d/rlo\xe2\x80\xae" "abc");
+    cr_expect_str_eq(b.s, "$'d/rlo\\xe2\\x80\\xae" "abc'");
+    qh_sb_free(&b);
+    qh_sb_json(&b, "x\xe2\x80\xaey");
+    cr_expect_str_eq(b.s, "x\\u202ey");
+    qh_sb_free(&b);
+    qh_sb_xml(&b, "x\xe2\x80\xaey");
+    cr_expect_str_eq(b.s, "x\\u{202e}y");
+    qh_sb_free(&b);
 }
 
 Test(clean, forged_case_line_stays_one_line)

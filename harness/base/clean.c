@@ -51,18 +51,9 @@ static const char *escape_for(unsigned c, char buf[16])
         snprintf(buf, 16, "\\x%02x", c);
         return buf;
     }
-    if (c >= 0x80 && c <= 0x9f) { /* C1 controls: some terminals act on them */
-        snprintf(buf, 16, "\\u{%x}", c);
-        return buf;
-    }
-    if (c == 0x2028 || c == 0x2029) { /* line and paragraph separators */
-        snprintf(buf, 16, "\\u{%x}", c);
-        return buf;
-    }
-    /* bidirectional controls (embeddings, overrides, isolates, marks): a terminal reorders
-     * what follows them, so a name could show a line other than the one printed */
-    if ((c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069) || c == 0x200e ||
-        c == 0x200f || c == 0x061c) {
+    /* C1 controls, line separators, bidirectional and invisible characters (strbuf.h): a
+     * terminal acts on them, reorders what follows, or shows two names alike */
+    if (qh_char_unsafe(c)) {
         snprintf(buf, 16, "\\u{%x}", c);
         return buf;
     }

@@ -85,9 +85,14 @@ static void put_char(qh_sb *b, const unsigned char *p, unsigned c, int len)
 
 /* C0 and C1 controls, DEL and the line and paragraph separators: what a terminal or a
  * JavaScript string might act on. */
-static int terminal_control(unsigned c)
+int qh_char_unsafe(unsigned c)
 {
-    return c < 0x20 || c == 0x7f || (c >= 0x80 && c <= 0x9f) || c == 0x2028 || c == 0x2029;
+    return c < 0x20 || c == 0x7f || (c >= 0x80 && c <= 0x9f) || c == 0x2028 || c == 0x2029 ||
+           /* bidirectional controls: embeddings, overrides, isolates, marks */
+           (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069) || c == 0x200e ||
+           c == 0x200f || c == 0x061c ||
+           /* invisible: zero-width space and joiners, word joiner, BOM (two names alike) */
+           (c >= 0x200b && c <= 0x200d) || c == 0x2060 || c == 0xfeff;
 }
 
 /* A character an escaper writes as a fixed string. */
@@ -120,7 +125,7 @@ static void escape(qh_sb *b, const char *s, const named_escape *named,
  * shown in a terminal or pasted into JavaScript stays inert. */
 static int json_other(qh_sb *b, unsigned c)
 {
-    if (!terminal_control(c))
+    if (!qh_char_unsafe(c))
         return 0;
     qh_sb_printf(b, "\\u%04x", c);
     return 1;
@@ -146,8 +151,8 @@ static int xml_other(qh_sb *b, unsigned c)
 {
     if (c == '\n' || c == '\t' || c == '\r')
         qh_sb_printf(b, "&#%u;", c);
-    else if (c < 0x20 || c == 0xfffe || c == 0xffff)
-        qh_sb_printf(b, c < 0x20 ? "\\x%02x" : "\\u{%x}", c);
+    else if (c < 0x20 || c == 0xfffe || c == 0xffff || qh_char_unsafe(c))
+        qh_sb_printf(b, c < 0x20 ? "\\x%02x" : "\\u{%x}", c); /* (a browser applies a reference) */
     else
         return 0;
     return 1;
@@ -167,7 +172,7 @@ static int needs_ansi_c(const unsigned char *p)
     while (*p) {
         unsigned c;
         int len = next_char(p, &c);
-        if (not_utf8(c, len) || terminal_control(c))
+        if (not_utf8(c, len) || qh_char_unsafe(c))
             return 1;
         p += len;
     }

@@ -23,6 +23,12 @@ void qh_sb_json(qh_sb *b, const char *s);
 /* s as a JSON string: qh_sb_json's body between double quotes. */
 void qh_sb_json_quoted(qh_sb *b, const char *s);
 void qh_sb_xml(qh_sb *b, const char *s);
+/* 1 for a character no terminal line or report shows raw: C0 and C1 controls, DEL, the line
+ * separators, the bidirectional controls (which reorder how the rest of a line shows) and the
+ * invisible ones (zero-width space and joiners, word joiner, BOM: two names that look alike).
+ * The cleaner (clean.h), the shell words, JSON and XML escape them. */
+int qh_char_unsafe(unsigned c);
+
 /* One shell word: as is when it is made of safe characters, else single-quoted, so a
  * `__REPRO:` line pastes into a shell unchanged; a word holding control characters or bytes
  * that are not UTF-8 is written $'...' with \xNN escapes, so it stays on one line. */
