@@ -568,6 +568,12 @@ static void declare_y_longer(qh_model *m)
     m->graph_outputs[0].dims[1] = 99;
 }
 
+static void declare_another_output(qh_model *m)
+{
+    cr_assert_gt(m->n_graph_outputs, 0);
+    strcpy(m->graph_outputs[0].name, "Z");
+}
+
 /* A model that declares its inputs and output otherwise than its files hold is not the case
  * its files are (ONNX Runtime refuses it): each was PASSED. */
 Test(tree, files_that_are_not_what_the_graph_declares_are_an_error)
@@ -582,6 +588,14 @@ Test(tree, files_that_are_not_what_the_graph_declares_are_an_error)
     cr_expect_eq(run_tree(&out, path_in("%s/vec/%s", "r"), ""), 1, "%s", out);
     expect_in(out, "r/model.onnx: graph output y is declared [?,99], test_data_set_0/output_0.pb "
                    "holds [2,3]");
+    free(out);
+    /* a graph whose declared output is not the node's (it PASSED: only a declaration of the
+       node's own name was looked at) */
+    copy_case(QLINEAR, "s");
+    edit_model("s", declare_another_output);
+    cr_expect_eq(run_tree(&out, path_in("%s/vec/%s", "s"), ""), 1, "%s", out);
+    expect_in(out, "s/model.onnx: the graph's outputs do not include the node's output y (its "
+                   "first: Z)");
     free(out);
 }
 

@@ -198,6 +198,14 @@ static int check_declared(const qh_value_info *decl, int32_t n_decl, const char 
                           const char *what, const qmm_tensor *t, const char *model_path,
                           const char *file, qh_error *err)
 {
+    int found = 0;
+    for (int32_t i = 0; i < n_decl; i++)
+        found |= strcmp(decl[i].name, name) == 0;
+    if (n_decl > 0 && !found) { /* a graph that declares its values declares this one */
+        snprintf(err->msg, sizeof err->msg, "%s: the graph's %ss do not include the node's %s %s "
+                 "(its first: %s)", model_path, what, what, name, decl[0].name);
+        return -1;
+    }
     for (int32_t i = 0; i < n_decl; i++) {
         const qh_value_info *v = &decl[i];
         if (strcmp(v->name, name) != 0)
