@@ -497,14 +497,21 @@ Test(exec, fingerprint_of_a_backend_that_never_returns_is_inconclusive)
     expect_in(j, "\"judged\": 0,");
     free(j);
     /* one call that did not return (a crash, or a timeout on a loaded machine) is no
-       evidence either: the case is not scored, and the others name the profile (it was
-       "not deterministic", exit 5) */
+       evidence: the case is scored on the ask that returned, and the profile is named (it
+       was "not deterministic", exit 5) */
     char flag[600];
     snprintf(flag, sizeof flag, "%s/crashed", tmpdir);
     out = qmmcheck_expect(0, "fingerprint --backend 'exec:%s crash-once=%s'", child(), flag);
-    expect_in(out, "1 of 118 cases did not return (crashed, hung or broke the protocol; not "
-                   "scored): the first, tie-odd-zp-u8: ");
+    expect_in(out, "1 of 118 cases answered one of their two asks only (scored on that answer; "
+                   "the other crashed, hung or broke the protocol): the first, tie-odd-zp-u8: ");
     expect_in(out, "verdict: spec (matches every case it defines)");
+    free(out);
+    /* a wrong answer, then a crash when asked again: the wrong answer is evidence (it was
+       thrown away with the crash, and a backend wrong on the cases it chose to crash on was
+       named the profile of the rest) */
+    out = qmmcheck_expect(5, "fingerprint --backend 'exec:%s flip-then-segv'", child());
+    expect_in(out, "118 of 118 cases answered one of their two asks only");
+    expect_in(out, "verdict: none (closest: ");
     free(out);
 }
 

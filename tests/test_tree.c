@@ -304,6 +304,23 @@ Test(tree, entries_that_cannot_be_examined_say_so)
     cr_assert_eq(chmod(set, 0755), 0);
 }
 
+/* A directory above the root that may be searched but not read (0711, as home directories
+ * often are): a link to it is still refused. The walk up opened each parent for reading,
+ * stopped there, and the link was followed out of the tree. */
+Test(tree, a_link_above_a_search_only_parent_is_refused)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    cr_assert_eq(symlink(tmpdir, path_in("%s/vec/%s", "up")), 0);
+    open_to_all();
+    cr_assert_eq(chmod(tmpdir, 0711), 0);
+    char *out;
+    cr_expect_eq(run_tree_unprivileged(&out, vec), 1, "%s", out);
+    cr_expect(strstr(out, "SUMMARY: total:2 passed:1 "), "%s", out);
+    expect_error(out, "up", "up: not searched: a symbolic link to a directory that holds the tree");
+    free(out);
+    cr_assert_eq(chmod(tmpdir, 0700), 0);
+}
+
 /* ---- data set directories and numbered files ---------------------------------------- */
 
 Test(tree, data_set_0_00_000_are_not_three_copies)
@@ -505,7 +522,8 @@ Test(tree, a_case_past_the_memory_budget_is_an_error)
     rc = qmmcheck_under(&out, "timeout 10 env QH_CASE_MEMORY=abc",
                         "run --backend reference --vectors '%s'", vec);
     cr_expect_eq(rc, 1, "%s", out);
-    expect_error(out, "q", "QH_CASE_MEMORY=abc: not a memory size (bytes, or with K, M, G: 512M)");
+    expect_error(out, "q", "QH_CASE_MEMORY=abc: not a memory size above 0 (bytes, or with K, M, "
+                           "G, T: 512M)");
     free(out);
     expect_q_passes_once(vec); /* within the default */
 }

@@ -263,6 +263,15 @@ static void print_text(const qh_backend *be, const qh_fp_suite *s, const qh_fp_r
                (long long)r->did_not_return, s->count, s->cases[first].name,
                r->cases[first].problem);
     }
+    if (r->returned_once > 0) { /* scored on the answer, the other ask said */
+        size_t first = 0;
+        while (first < r->n_cases && !r->cases[first].once)
+            first++;
+        printf("%lld of %zu cases answered one of their two asks only (scored on that answer; "
+               "the other crashed, hung or broke the protocol): the first, %s: %s\n",
+               (long long)r->returned_once, s->count, s->cases[first].name,
+               r->cases[first].again);
+    }
     if (d->kind == QH_FP_UNSTABLE) {
         size_t first = 0;
         while (first < r->n_cases && !r->cases[first].unstable)
@@ -321,8 +330,9 @@ static int write_json(const char *spec, const qh_backend *be, const qh_fp_suite 
     qh_sb_puts(&b, "{\n  \"backend\": \"");
     qh_sb_json(&b, be->spec);
     qh_sb_printf(&b, "\",\n  \"cases\": %zu,\n  \"skipped\": %lld,\n  \"unstable\": %lld,"
-                 "\n  \"did_not_return\": %lld,\n  \"profiles\": {", s->count,
-                 (long long)r->skipped, (long long)r->unstable, (long long)r->did_not_return);
+                 "\n  \"did_not_return\": %lld,\n  \"returned_once\": %lld,\n  \"profiles\": {",
+                 s->count, (long long)r->skipped, (long long)r->unstable,
+                 (long long)r->did_not_return, (long long)r->returned_once);
     for (int p = 0; p < qmm_profile_count(); p++)
         qh_sb_printf(&b, "%s\n    \"%s\": {\"matched\": %lld, \"total\": %lld}", p ? "," : "",
                      qmm_profile_name((qmm_profile)p), (long long)r->score[p].matched,
@@ -358,7 +368,9 @@ static int write_json(const char *spec, const qh_backend *be, const qh_fp_suite 
         qh_sb_puts(&b, "], \"message\": \"");
         qh_sb_json(&b, cr->problem);
         qh_sb_puts(&b, "\", \"asked_again\": \"");
-        qh_sb_json(&b, cr->unstable ? cr->again : "same");
+        if (cr->once)
+            qh_sb_puts(&b, "did not return: ");
+        qh_sb_json(&b, cr->unstable || cr->once ? cr->again : "same");
         qh_sb_puts(&b, "\"}");
     }
     qh_sb_puts(&b, "\n  ]\n}\n");

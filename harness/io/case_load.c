@@ -267,8 +267,9 @@ int qh_case_load(const qh_case_ref *ref, qh_case *c, qh_error *err)
         goto done;
     uint64_t left = qh_case_memory();
     if (left == 0) {
-        snprintf(err->msg, sizeof err->msg, "QH_CASE_MEMORY=%.64s: not a memory size (bytes, or "
-                 "with K, M, G: 512M), so no case is loaded", getenv("QH_CASE_MEMORY"));
+        snprintf(err->msg, sizeof err->msg, "QH_CASE_MEMORY=%.64s: not a memory size above 0 "
+                 "(bytes, or with K, M, G, T: 512M), so no case is loaded",
+                 getenv("QH_CASE_MEMORY"));
         free(set_dir);
         goto done;
     }

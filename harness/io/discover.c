@@ -1,6 +1,7 @@
 /* harness/io/discover.c — finding the cases under a directory (case.h): every directory with a
  * model.onnx is a case directory, each of its test_data_set_N a case; what cannot be searched
  * is listed too, as a case that loads as ERROR naming the path and why. */
+#define _GNU_SOURCE /* O_PATH: a parent directory that may be searched, not read */
 #include "harness/io/case.h"
 
 #include <dirent.h>
@@ -76,6 +77,7 @@ typedef struct walker {
     size_t n_seen, cap_seen;
     seen_dir *up; /* the directories above the root, to "/" (however deep the root lies) */
     size_t n_up, cap_up;
+    int up_short; /* they could not all be examined: no symlinked directory is followed */
 } walker;
 
 static size_t dir_hash(dev_t dev, ino_t ino)
@@ -123,7 +125,11 @@ static int seen_before(walker *w, const struct stat *st)
  * ("..", openat), so no path grows with the depth. 0, or -1 out of memory. */
 static int note_above(walker *w, const char *root)
 {
-    int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+    /* O_PATH: a parent that may be searched but not read (0711, as /home/USER often is)
+       still opens; a walk that stops short of "/" all the same makes every symlinked
+       directory refused (w->up_short): the rule fails closed */
+    int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC), rc = 0;
+    w->up_short = 1;
     struct stat here;
     if (fd < 0 || fstat(fd, &here) != 0) {
         if (fd >= 0)
@@ -131,7 +137,7 @@ static int note_above(walker *w, const char *root)
         return 0;
     }
     for (;;) {
-        int up = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int up = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
         struct stat st;
         if (up < 0 || fstat(up, &st) != 0) {
             if (up >= 0)
@@ -140,8 +146,10 @@ static int note_above(walker *w, const char *root)
         }
         close(fd);
         fd = up;
-        if (st.st_dev == here.st_dev && st.st_ino == here.st_ino)
-            break; /* "/..": "/" itself */
+        if (st.st_dev == here.st_dev && st.st_ino == here.st_ino) {
+            w->up_short = 0; /* "/..": "/" itself, reached */
+            break;
+        }
         if (w->n_up == w->cap_up) {
             size_t cap = w->cap_up ? 2 * w->cap_up : 32;
             seen_dir *t = realloc(w->up, cap * sizeof *t);
@@ -252,6 +260,15 @@ static int add_case_dir(walker *w, const char *dir, const char *name)
 
 static int walk(walker *w, const char *dir, const char *name, int depth);
 
+static int is_symlink_in(const char *dir, const char *e)
+{
+    char *p = qh_path_join(dir, e);
+    struct stat st;
+    int link = p && lstat(p, &st) == 0 && S_ISLNK(st.st_mode);
+    free(p);
+    return link;
+}
+
 /* Visits one entry of a directory being walked: a subdirectory is walked, an entry that
  * cannot be examined (other than a dangling symlink) is reported, anything else is not part
  * of the tree. */
@@ -265,7 +282,7 @@ static int visit(walker *w, const char *dir, const char *name, const char *e, in
         rc = oom(w, dir);
     else if (stat(sub, &st) != 0)
         rc = errno == ENOENT ? 0 : push_problem(w, sub, subname, QH_REF_UNREADABLE, errno);
-    else if (S_ISDIR(st.st_mode) && is_above(w, &st))
+    else if (S_ISDIR(st.st_mode) && (is_above(w, &st) || (w->up_short && is_symlink_in(dir, e))))
         rc = push_problem(w, sub, subname, QH_REF_LINK_UP, 0);
     else if (S_ISDIR(st.st_mode))
         rc = walk(w, sub, subname, depth + 1);
@@ -274,14 +291,6 @@ static int visit(walker *w, const char *dir, const char *name, const char *e, in
     return rc;
 }
 
-static int is_symlink_in(const char *dir, const char *e)
-{
-    char *p = qh_path_join(dir, e);
-    struct stat st;
-    int link = p && lstat(p, &st) == 0 && S_ISLNK(st.st_mode);
-    free(p);
-    return link;
-}
 
 static int walk(walker *w, const char *dir, const char *name, int depth)
 {

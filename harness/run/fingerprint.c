@@ -589,11 +589,18 @@ static int score_case(qh_backend *b, const qh_fp_case *c, const qh_expectation *
         qh_verdict v;
         qh_verdict_init(&v);
         /* a call that did not return (crashed, hung: a loaded machine's timeout too) is no
-           evidence either way: the case is one that did not return, not an unstable one */
-        if (inv.outcome == QH_RETURNED && again.outcome != QH_RETURNED) {
+           evidence, and not instability either; an answer that did return is evidence: the
+           case is scored on it (thrown away, a wrong answer followed by a crash on the second
+           ask let a backend be named a profile it is not) */
+        if (inv.outcome != QH_RETURNED && again.outcome == QH_RETURNED) {
             qh_invocation t = inv;
-            inv = again; /* the case is judged by the call that did not return */
+            inv = again;
             again = t;
+        }
+        if (inv.outcome == QH_RETURNED && again.outcome != QH_RETURNED) {
+            cr->once = 1;
+            qh_clean_into(cr->again, sizeof cr->again, again.problem,
+                          strnlen(again.problem, sizeof again.problem), 0);
         } else if (inv.outcome != QH_RETURNED) {
             ;
         } else if (qh_judge_again(&inv, &again, "asked again", &v)) {
@@ -601,7 +608,7 @@ static int score_case(qh_backend *b, const qh_fp_case *c, const qh_expectation *
             size_t skip = strncmp(t, "not deterministic: ", 19) == 0 ? 19 : 0;
             qh_clean_into(cr->again, sizeof cr->again, t + skip, v.summary.len - skip, 0);
         }
-        cr->unstable = cr->again[0] != '\0';
+        cr->unstable = cr->again[0] != '\0' && !cr->once;
         qh_verdict_free(&v);
     }
     if (rc == 0) {
@@ -642,6 +649,7 @@ int qh_fingerprint_run(qh_backend *b, const qh_fp_suite *s, const qh_invoke_opts
                        err_size) != 0)
             return -1;
         r->unstable += cr->unstable;
+        r->returned_once += cr->once;
         if (!cr->returned && !cr->unstable) { /* no answer: no evidence, said apart */
             r->did_not_return++;
             continue;

@@ -56,7 +56,9 @@ typedef struct qh_fp_case_result {
     char problem[256];           /* the backend's message, or why the call did not return */
     int unstable;                /* asked again, it answered otherwise (status or a byte):
                                     it matches no profile (each is one deterministic answer) */
-    char again[256];             /* ... how the second answer differed */
+    int once;                    /* one ask returned, the other did not: scored on the one */
+    char again[256];             /* ... how the second answer differed, or why the other ask
+                                    did not return */
 } qh_fp_case_result;
 
 typedef struct qh_fp_score {
@@ -70,8 +72,9 @@ typedef struct qh_fp_result {
     qh_fp_score score[QMM_PROFILE_MAX];
     qh_profile_set matching_all; /* total > 0 and matched == total */
     int64_t unstable;            /* cases answered otherwise when asked again */
-    int64_t did_not_return;      /* cases with a call that crashed, hung or broke the protocol
-                                    (either time): no evidence of any semantics, not scored */
+    int64_t did_not_return;      /* cases whose calls crashed, hung or broke the protocol
+                                    both times: no evidence of any semantics, not scored */
+    int64_t returned_once;       /* cases answered on one ask only: scored on that answer */
     int closest;                 /* the best matched/total when none matches all; -1: none */
 } qh_fp_result;
 

@@ -34,6 +34,9 @@
  *                       byte flipped when the call's K (a's last dimension) is T or more
  *   alternate           answers like the reference on odd calls (1st, 3rd, ...) and with the
  *                       low bit of the output's first byte flipped on even ones
+ *   flip-then-segv      answers odd calls with the low bit of the output's first byte flipped
+ *                       and dies of SIGSEGV on even ones (a wrong answer, then a crash when
+ *                       asked again)
  *   fill-then-segv      answers odd calls OK with every output byte 0xa5 (qmmcheck's fill:
  *                       it calls again to find unwritten elements) and dies of SIGSEGV on even
  *                       ones
@@ -248,7 +251,8 @@ static void answer_call(request *r, const qmm_backend *ref)
     qh_pb_buf_init(&b);
     static long answered;
     int even = ++answered % 2 == 0;
-    if ((strcmp(mode, "fill-then-segv") == 0 && even) ||
+    if (((strcmp(mode, "fill-then-segv") == 0 || strcmp(mode, "flip-then-segv") == 0) &&
+         even) ||
         (strcmp(mode, "segv-on-options") == 0 && hello_had_options))
         signal(SIGSEGV, SIG_DFL), raise(SIGSEGV);
     if (once("crash-once="))
@@ -320,6 +324,8 @@ static void answer_call(request *r, const qmm_backend *ref)
         if (a && a->rank > 0 && a->dims[a->rank - 1] >= atol(mode + 13))
             ((uint8_t *)y.data)[bytes - 1] ^= 1;
     }
+    if (strcmp(mode, "flip-then-segv") == 0 && code == QMM_OK && bytes > 0)
+        ((uint8_t *)y.data)[0] ^= 1;
     if (strcmp(mode, "alternate") == 0 && even && code == QMM_OK && bytes > 0)
         ((uint8_t *)y.data)[0] ^= 1;
     if (strcmp(mode, "fill-then-segv") == 0 && code == QMM_OK)
