@@ -787,7 +787,15 @@ Test(exec, a_call_that_starts_four_fresh_processes_passes_isolated)
         qmmcheck(&out, "run %s --backend 'exec:%s restart-twice=%s' --vectors " MI_RANDOM,
                  isolation[i], child(), path);
         cr_expect_eq(count_lines_with(out, "SIGKILL"), 0, "%s", out);
-        cr_expect_eq(count_lines_with(out, ":PASSED"), 4, "%s", out);
+        /* the answering process ends before its child writes the answer (child.c): on a
+           loaded machine qmmcheck may look in between and rightly see a process that "exited
+           with status 0 before answering the call" (2 cores running two test suites did, once
+           in 4); any other row would be a defect */
+        int raced = count_lines_with(out, ":CRASHED") == 0
+                        ? 0
+                        : count_lines_with(out, "exited with status 0 before answering the call");
+        cr_expect_eq(count_lines_with(out, ":PASSED") + raced, 4, "%s", out);
+        cr_expect_leq(raced, 1, "%s", out);
         free(out);
     }
 }
