@@ -201,6 +201,18 @@ static qh_profile_set telling_combinations(const qh_fp_result *r)
     return tell;
 }
 
+/* The first case that did not return (both asks), returned once, or was unstable; n_cases
+ * when none did. */
+enum case_kind { DID_NOT_RETURN, ONCE, UNSTABLE };
+static size_t first_case(const qh_fp_result *r, enum case_kind k)
+{
+    size_t i = 0;
+    for (const qh_fp_case_result *c = r->cases; i < r->n_cases; i++, c++)
+        if (k == DID_NOT_RETURN ? !c->returned && !c->unstable : k == ONCE ? c->once : c->unstable)
+            return i;
+    return i;
+}
+
 static void print_text(const qh_backend *be, const qh_fp_suite *s, const qh_fp_result *r,
                        const qh_fp_decision *d, const char *verdict, int cpu_flags, int verbose)
 {
@@ -254,28 +266,19 @@ static void print_text(const qh_backend *be, const qh_fp_suite *s, const qh_fp_r
         printf("  (%d REQUANTIZATION+ACCUMULATION profiles not shown: each matches only where "
                "its requantization alone does; --verbose or --report json lists them)\n",
                hidden);
-    if (r->did_not_return > 0) { /* never evidence of a semantics: said, not scored */
-        size_t first = 0;
-        while (first < r->n_cases && (r->cases[first].returned || r->cases[first].unstable))
-            first++;
+    size_t first;
+    if ((first = first_case(r, DID_NOT_RETURN)) < r->n_cases) /* not evidence: not scored */
         printf("%lld of %zu cases did not return (crashed, hung or broke the protocol; not "
                "scored): the first, %s: %s\n",
                (long long)r->did_not_return, s->count, s->cases[first].name,
                r->cases[first].problem);
-    }
-    if (r->returned_once > 0) { /* scored on the answer, the other ask said */
-        size_t first = 0;
-        while (first < r->n_cases && !r->cases[first].once)
-            first++;
+    if ((first = first_case(r, ONCE)) < r->n_cases) /* scored on the answer, the other said */
         printf("%lld of %zu cases answered one of their two asks only (scored on that answer; "
                "the other crashed, hung or broke the protocol): the first, %s: %s\n",
                (long long)r->returned_once, s->count, s->cases[first].name,
                r->cases[first].again);
-    }
     if (d->kind == QH_FP_UNSTABLE) {
-        size_t first = 0;
-        while (first < r->n_cases && !r->cases[first].unstable)
-            first++;
+        first = first_case(r, UNSTABLE);
         printf("verdict: not deterministic (%lld of %zu cases answered otherwise when asked "
                "again; the first, %s: %s)\n",
                (long long)r->unstable, s->count, s->cases[first].name, r->cases[first].again);

@@ -652,24 +652,30 @@ static void variant_row(run_state *r, const char *spec, qh_case_status status, c
     r->k++;
 }
 
-/* Opens the --determinism variants of backend j (';'-separated option sets). A variant the
- * backend refuses (its entry point answers INVALID_ARGUMENT or UNSUPPORTED: an option it does
- * not know) is left out with one line on stderr. A variant whose open crashed, hung past
- * --timeout or failed otherwise is not a refusal: a line on stderr and a "<variant>" row
- * (CRASHED, TIMEOUT or ERROR), so that the run is not green. Returns how many are open. */
-static int open_variants(run_state *r, int j)
+/* What to do with a variant that could not be opened (its spec, the row's status, why). */
+typedef void variant_failed_fn(void *ctx, const char *spec, qh_case_status status,
+                               const char *why);
+
+/* Opens the --determinism variants of backend `be` (`variants`: ';'-separated option sets;
+ * NULL: QH_DETERMINISM_VARIANTS) into out[MAX_VARIANTS], for run and repro alike. A variant
+ * the backend refuses (its entry point answers INVALID_ARGUMENT or UNSUPPORTED: an option it
+ * does not know) is left out with one line on stderr. A variant whose open crashed, hung past
+ * --timeout or failed otherwise is not a refusal: a line on stderr and, where failed is not
+ * NULL, failed(...) with the row's status (CRASHED, TIMEOUT or ERROR); counted in *n_failed.
+ * Returns how many are open. */
+static int open_variants_of(const qh_backend *be, const char *variants, qh_backend *out,
+                            variant_failed_fn *failed, void *ctx, int *n_failed)
 {
-    const opts *o = &r->o;
-    qh_backend *out = r->variants[j];
     char list[1024];
-    snprintf(list, sizeof list, "%s", o->variants ? o->variants : QH_DETERMINISM_VARIANTS);
+    snprintf(list, sizeof list, "%s", variants ? variants : QH_DETERMINISM_VARIANTS);
     int n = 0;
+    *n_failed = 0;
     for (char *save = NULL, *v = strtok_r(list, ";", &save); v && n < MAX_VARIANTS;
          v = strtok_r(NULL, ";", &save)) {
         char spec[2048];
-        variant_spec(r->bes[j].spec, v, spec, sizeof spec);
+        variant_spec(be->spec, v, spec, sizeof spec);
         qh_error err;
-        qh_isolation iso = r->bes[j].iso; /* its CPU class too */
+        qh_isolation iso = be->iso; /* its CPU class too */
         int opened = qh_backend_open_isolated(spec, &iso, &out[n], &err) == 0;
         const char *why = !opened ? err.msg : out[n].broken[0] ? out[n].broken : NULL;
         if (!why) {
@@ -696,12 +702,36 @@ static int open_variants(run_state *r, int j)
         else if (opened && out[n].broken_how == QH_DIED)
             status = QH_CRASHED;
         /* an interrupted open is neither: the SUMMARY line says the run was interrupted */
-        if (!refused && !(opened && out[n].broken_how == QH_INTERRUPTED))
-            variant_row(r, spec, status, why, &r->bes[j].iso);
+        if (!refused && !(opened && out[n].broken_how == QH_INTERRUPTED)) {
+            (*n_failed)++;
+            if (failed)
+                failed(ctx, spec, status, why);
+        }
         if (opened)
             qh_backend_close(&out[n]);
     }
     return n;
+}
+
+/* run: a variant that could not be opened is a "<variant>" row of its backend j */
+typedef struct variant_ctx {
+    run_state *r;
+    int j;
+} variant_ctx;
+
+static void variant_failed_row(void *ctx, const char *spec, qh_case_status status,
+                               const char *why)
+{
+    variant_ctx *c = ctx;
+    variant_row(c->r, spec, status, why, &c->r->bes[c->j].iso);
+}
+
+static int open_variants(run_state *r, int j)
+{
+    variant_ctx c = {r, j};
+    int failed;
+    return open_variants_of(&r->bes[j], r->o.variants, r->variants[j], variant_failed_row, &c,
+                            &failed);
 }
 
 /* How each backend is judged: the run's options, its isolation, its --determinism variants. */
@@ -1220,36 +1250,14 @@ int qh_cmd_repro(int argc, char **argv)
     qh_eval_opts eo = {.verbose = 1, .profile = o.profile};
     eo.invoke.isolate = be.isolated;
     eo.invoke.timeout_s = o.timeout_s;
-    /* --determinism: the variants as run opens them; one that cannot open ends the repro
-     * (run's "<variant>" row) */
+    /* --determinism: the variants as run opens them; one that cannot be opened (run's
+     * "<variant>" row) ends the repro */
     qh_backend variants[MAX_VARIANTS];
     int n_variants = 0;
     if (o.determinism) {
-        char list[1024];
-        snprintf(list, sizeof list, "%s", o.variants ? o.variants : QH_DETERMINISM_VARIANTS);
-        for (char *save = NULL, *v = strtok_r(list, ";", &save); v && n_variants < MAX_VARIANTS;
-             v = strtok_r(NULL, ";", &save)) {
-            char spec[2048];
-            variant_spec(be.spec, v, spec, sizeof spec);
-            qh_error err;
-            qh_isolation iso = be.iso;
-            qh_backend *vb = &variants[n_variants];
-            int opened = qh_backend_open_isolated(spec, &iso, vb, &err) == 0;
-            const char *why = !opened ? err.msg : vb->broken[0] ? vb->broken : NULL;
-            if (!why) {
-                n_variants++;
-                continue;
-            }
-            int refused = !opened && vb->refused; /* an option it does not know: left out */
-            fputs("qmmcheck: repro: --determinism: variant ", stderr);
-            put_clean(spec, strlen(spec), 0, stderr);
-            fprintf(stderr, " %s: ", refused ? "left out" : "cannot be opened");
-            put_clean(why, strlen(why), 0, stderr);
-            fputs("\n", stderr);
-            if (opened)
-                qh_backend_close(vb);
-            if (refused)
-                continue;
+        int failed;
+        n_variants = open_variants_of(&be, o.variants, variants, NULL, NULL, &failed);
+        if (failed) {
             for (int i = 0; i < n_variants; i++)
                 qh_backend_close(&variants[i]);
             qh_backend_close(&be);
