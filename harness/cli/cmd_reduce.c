@@ -116,8 +116,7 @@ static int parse(int argc, char **argv, reduce_args *a, int *done)
             break;
         case O_DATA_SET: /* the data sets run finds, as repro takes them */
             if (qh_parse_u64(val, QH_MAX_DATA_SET, &u) != 0)
-                return usage("--data-set %s: expected 0..999999 (test_data_set_N's N, as run "
-                             "finds them)", val);
+                return usage("--data-set %s: " QH_DATA_SET_EXPECTED, val);
             a->data_set = (int)u;
             break;
         case O_CONFIRM:

@@ -90,8 +90,6 @@ static int usage_error_in(const char *cmd, const char *fmt, const char *arg)
 }
 
 #define usage_error(...) usage_error_in(cmd->name, __VA_ARGS__)
-#define QH_STR_(x) #x
-#define QH_STR(x) QH_STR_(x)
 
 /* The three commands share one table; each row says which of them take it. */
 enum { RUN = 1, LIST = 2, REPRO = 4 };
@@ -252,8 +250,7 @@ static int parse_opts(const qh_command *cmd, int argc, char **argv, opts *o, int
             break;
         case O_DATA_SET:
             if (qh_parse_int(val, 0, QH_MAX_DATA_SET, &o->data_set))
-                return usage_error("--data-set %s: expected 0.." QH_STR(QH_MAX_DATA_SET)
-                                   " (test_data_set_N's N, as run finds them)", val);
+                return usage_error("--data-set %s: " QH_DATA_SET_EXPECTED, val);
             break;
         case O_ISOLATE: o->isolate = 1; break;
         case O_NO_ISOLATE: o->isolate = 0; break;

@@ -21,6 +21,10 @@
 /* The largest N of test_data_set_N (at most 6 digits, no leading zero): discovery's rule and
  * repro --data-set's range. */
 #define QH_MAX_DATA_SET 999999
+/* What --data-set takes, in words, for every command's usage error. */
+#define QH_DATA_SET_EXPECTED_(max) "expected 0.." #max " (test_data_set_N's N, as run finds them)"
+#define QH_DATA_SET_EXPECTED_X(max) QH_DATA_SET_EXPECTED_(max)
+#define QH_DATA_SET_EXPECTED QH_DATA_SET_EXPECTED_X(QH_MAX_DATA_SET)
 
 /* How deep below the root discovery searches; a deeper directory is a QH_REF_TOO_DEEP ref. */
 #define QH_MAX_DEPTH 32
