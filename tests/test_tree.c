@@ -360,6 +360,39 @@ Test(tree, repro_takes_the_data_sets_run_finds)
                        vec);
 }
 
+/* The __REPRO: line of a badly named or misplaced data set's ERROR row shows that ERROR again.
+ * Before, repro loaded the path as a case and said only "model.onnx: cannot open". A data set
+ * directory given to repro names its case and the --data-set to give. */
+Test(tree, a_data_set_rows_repro_line_shows_its_error_again)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd '%s/q' && cp -r test_data_set_0 test_data_set_01 && "
+                              "touch test_data_set_7", vec);
+    cr_assert(system(cmd) == 0);
+    char *out;
+    cr_expect_eq(run_tree(&out, vec, ""), 1, "%s", out);
+    const char *why[] = {"not a data set name", "a data set that is not a directory"};
+    const char *set[] = {"test_data_set_01", "test_data_set_7"};
+    for (int i = 0; i < 2; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "q/%s", set[i]);
+        expect_error(out, name, why[i]);
+        char *again = qmmcheck_expect(1, "repro '%s/q/%s'", vec, set[i]);
+        cr_expect_eq(count_lines_with(again, ":ERROR"), 1, "%s", again);
+        cr_expect(strstr(again, why[i]) != NULL, "%s: %s", set[i], again);
+        cr_expect(strstr(again, "cannot open") == NULL, "%s", again);
+        free(again);
+    }
+    free(out);
+    char *data_set = qmmcheck_expect(1, "repro '%s/q/test_data_set_0/'", vec);
+    char want[2048];
+    snprintf(want, sizeof want, "a data set directory, not a case: its case is the directory "
+                                "above (qmmcheck repro --data-set 0 %s/q/)", vec);
+    cr_expect(strstr(data_set, want) != NULL, "%s", data_set);
+    free(data_set);
+}
+
 Test(tree, stray_input_after_a_gap_is_an_error)
 {
     const char *vec = copy_case(QLINEAR, "q");

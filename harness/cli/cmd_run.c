@@ -1243,6 +1243,11 @@ int qh_cmd_repro(int argc, char **argv)
         return rc;
     qh_case_ref ref = {.dir = (char *)o.vectors[0], .name = (char *)o.vectors[0],
                        .data_set = o.data_set};
+    /* a path run reports as a badly named or misplaced data set is that ERROR here too */
+    int set_n = -1;
+    ref.problem = qh_classify_path(ref.dir, &set_n);
+    if (ref.problem == QH_REF_SET_DIR)
+        ref.data_set = set_n;
     qh_result r;
     qh_eval_opts eo = {.verbose = 1, .profile = o.profile};
     eo.invoke.isolate = be.isolated;

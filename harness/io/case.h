@@ -39,6 +39,8 @@ enum {
     QH_REF_SET_NOT_DIR, /* test_data_set_N that is not a directory */
     QH_REF_LINK_UP,     /* a symbolic link to a directory that holds the root (not followed:
                            it would search all of that directory, / for a link to /) */
+    QH_REF_SET_DIR,     /* test_data_set_N given as a case (repro's argument): its case is the
+                           directory above it */
 };
 
 /* A case found on disk, before it is loaded. */
@@ -68,6 +70,13 @@ typedef struct qh_case_list {
 int qh_discover(const char *root, qh_case_list *list, const volatile sig_atomic_t *stop,
                 qh_error *err);
 void qh_case_list_free(qh_case_list *list);
+
+/* What discovery makes of `path` as an entry of its parent directory, for repro, which is given
+ * one path: QH_REF_SET_NAME or QH_REF_SET_NOT_DIR for a test_data_set_* entry of a case
+ * directory that discovery reports as such (so that the __REPRO: line of such a row shows its
+ * ERROR again), QH_REF_SET_DIR for a data set directory given as a case (*data_set set to its
+ * N), QH_REF_OK for anything else. */
+int qh_classify_path(const char *path, int *data_set);
 
 /* ---- loading (case_load.c) ---- */
 

@@ -162,6 +162,19 @@ static void problem_message(const qh_case_ref *ref, qh_error *err)
                  "without leading zeros, at most 6 digits",
                  cut, path);
         break;
+    case QH_REF_SET_DIR: { /* name the case: the path up to the data set's own name */
+        size_t end = len;
+        while (end > 1 && ref->dir[end - 1] == '/')
+            end--;
+        while (end > 0 && ref->dir[end - 1] != '/')
+            end--;
+        int up = end == 0 ? 1 : end > 300 ? 300 : (int)end;
+        snprintf(err->msg, sizeof err->msg,
+                 "%s%s: a data set directory, not a case: its case is the directory above "
+                 "(qmmcheck repro --data-set %d %s%.*s)", cut, path, ref->data_set,
+                 end > 300 ? "..." : "", up, end == 0 ? "." : ref->dir + end - up);
+        break;
+    }
     case QH_REF_LINK_UP:
         snprintf(err->msg, sizeof err->msg,
                  "%s%s: not searched: a symbolic link to a directory that holds the tree "

@@ -387,6 +387,37 @@ int qh_discover(const char *root, qh_case_list *list, const volatile sig_atomic_
     return rc;
 }
 
+int qh_classify_path(const char *path, int *data_set)
+{
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/')
+        len--;
+    size_t base = len;
+    while (base > 0 && path[base - 1] != '/')
+        base--;
+    if (len - base >= 4096 || strncmp(path + base, set_prefix, sizeof set_prefix - 1) != 0)
+        return QH_REF_OK;
+    char entry[4096];
+    memcpy(entry, path + base, len - base);
+    entry[len - base] = '\0';
+    /* the parent, as discovery sees it: a case directory has a model.onnx entry */
+    char *parent = base == 0 ? strdup(".") : strndup(path, base);
+    char *model = parent ? qh_path_join(parent, "model.onnx") : NULL;
+    struct stat st;
+    int in_case = model && lstat(model, &st) == 0;
+    free(parent);
+    free(model);
+    if (!in_case)
+        return QH_REF_OK;
+    int n = data_set_number(entry);
+    if (n < 0)
+        return QH_REF_SET_NAME;
+    if (!qh_path_is_dir(path))
+        return QH_REF_SET_NOT_DIR;
+    *data_set = n;
+    return QH_REF_SET_DIR;
+}
+
 void qh_case_list_free(qh_case_list *list)
 {
     for (size_t i = 0; i < list->count; i++) {
