@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "harness/cli/commands.h"
+#include "harness/invoke/backends.h"
 #include "harness/base/version.h"
 #include "harness/base/clean.h"
 #include "harness/report/report.h"
@@ -143,5 +144,6 @@ int main(int argc, char **argv)
     int k = find_command(cmd);
     if (k < 0)
         return command_error(cmd);
+    qh_backend_watch_exit();
     return commands[k].main(argc - 2, argv + 2);
 }

@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -91,6 +92,48 @@ static int refusal(const qmm_status *st)
 
 /* `path` (from the command line or an environment variable) goes into every message cleaned:
  * a newline in it would otherwise start a line of its own. */
+/* ---- a backend in process that ends the process -------------------------------------
+ * A plugin (or its library) called in this process that calls exit() ended qmmcheck with the
+ * plugin's status, 0 too, with no SUMMARY and no reports: a CI gate read a pass. While a
+ * backend's code runs in process, an atexit handler of the command's own process (never a
+ * worker's: a fork has another pid) says so and exits 1 instead. */
+static pid_t watch_pid;
+static const char *volatile in_backend_what; /* "operator call", ...; NULL outside */
+static const char *volatile in_backend_spec;
+
+static void exit_inside_backend(void)
+{
+    const char *what = in_backend_what, *spec = in_backend_spec;
+    if (!what || getpid() != watch_pid)
+        return;
+    char shown[QH_CLEAN_LINE_MAX], msg[QH_CLEAN_LINE_MAX + 512];
+    qh_clean_into(shown, sizeof shown, spec ? spec : "?", strlen(spec ? spec : "?"), 0);
+    int n = snprintf(msg, sizeof msg,
+                     "qmmcheck: backend %s ended this process (exit) during its %s, run in "
+                     "process: no verdict, no SUMMARY and no reports; run it in a worker "
+                     "(--isolate) to judge it\n", shown, what);
+    if (n > 0 && write(2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1) < 0)
+        n = 0;
+    _exit(1);
+}
+
+void qh_backend_watch_exit(void)
+{
+    if (watch_pid == 0 && atexit(exit_inside_backend) == 0)
+        watch_pid = getpid();
+}
+
+static void inside(const char *spec, const char *what)
+{
+    in_backend_spec = spec;
+    in_backend_what = what;
+}
+
+static void outside(void)
+{
+    in_backend_what = NULL;
+}
+
 static int open_plugin(const char *raw_path, const char *options, qh_backend *out, qh_error *err)
 {
     const char *path = raw_path;
@@ -100,7 +143,9 @@ static int open_plugin(const char *raw_path, const char *options, qh_backend *ou
     char here[1100];
     snprintf(here, sizeof here, "./%s", path);
     int local = strchr(path, '/') == NULL && is_file(path);
+    inside(raw_path, "loading");
     void *dl = dlopen(local ? here : path, RTLD_NOW | RTLD_LOCAL);
+    outside();
     path = shown; /* from here on, only messages */
     char said[QH_CLEAN_LINE_MAX];
     if (!dl) {
@@ -126,7 +171,9 @@ static int open_plugin(const char *raw_path, const char *options, qh_backend *ou
     memcpy(&open, &sym, sizeof open);
     qmm_status st;
     qmm_status_ok(&st);
+    inside(raw_path, "open");
     qmm_backend *be = open(QMM_ABI_VERSION, options, &st);
+    outside();
     if (!be) {
         out->refused = refusal(&st);
         said_by_backend(said, sizeof said, &st);
@@ -222,7 +269,9 @@ int qh_backend_open(const char *given, qh_backend *out, qh_error *err)
     if (bi) {
         qmm_status st;
         qmm_status_ok(&st);
+        inside(given, "open");
         out->be = bi->open(QMM_ABI_VERSION, options, &st);
+        outside();
         if (!out->be) {
             out->refused = refusal(&st);
             char said[QH_CLEAN_LINE_MAX];
@@ -274,15 +323,21 @@ void qh_warn_no_query(const char *spec)
 
 void qh_backend_release(qh_backend *b)
 {
-    if (b->be && b->table.close)
+    if (b->be && b->table.close) {
+        inside(b->spec, "close");
         b->table.close(b->be);
+        outside();
+    }
     if (b->dl)
         dlclose(b->dl);
     memset(b, 0, sizeof *b);
 }
 qmm_status_code qh_backend_call(const qh_backend *b, qmm_call *c, qmm_status *st)
 {
-    return qmm_backend_run_via(&b->table, b->be, c, st);
+    inside(b->spec, "operator call");
+    qmm_status_code code = qmm_backend_run_via(&b->table, b->be, c, st);
+    outside();
+    return code;
 }
 
 /* The capability query, asked on a copy of the call so it cannot change what runs. */
@@ -293,5 +348,8 @@ qmm_status_code qh_backend_ask(const qh_backend *b, const qmm_call *call, qmm_st
     if (!tab->query)
         return QMM_OK;
     qmm_call copy = *call;
-    return tab->query(self, &copy, st) == QMM_UNSUPPORTED ? QMM_UNSUPPORTED : QMM_OK;
+    inside(b->spec, "capability query");
+    qmm_status_code code = tab->query(self, &copy, st);
+    outside();
+    return code == QMM_UNSUPPORTED ? QMM_UNSUPPORTED : QMM_OK;
 }

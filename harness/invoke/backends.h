@@ -105,6 +105,10 @@ extern const char *const qh_builtin_backends[];
  * `self`. qh_backend_call runs the call's operator (UNSUPPORTED for one the table lacks);
  * qh_backend_ask asks the capability query on a copy of the call, so the query cannot change
  * what runs, and answers QMM_OK or QMM_UNSUPPORTED (OK when there is no query). */
+/* From the command's own process, once: a backend that calls exit() while its code runs in this
+ * process (open, query, operator call, close) ends it with status 1 and a line on stderr
+ * saying so, never with the backend's own status (0 read as a pass). */
+void qh_backend_watch_exit(void);
 qmm_status_code qh_backend_call(const qh_backend *b, qmm_call *c, qmm_status *st);
 qmm_status_code qh_backend_ask(const qh_backend *b, const qmm_call *call, qmm_status *st);
 

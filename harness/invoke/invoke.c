@@ -35,6 +35,7 @@
 #include "harness/base/clean.h"
 #include "harness/invoke/cpu.h"
 #include "harness/invoke/exec.h"
+#include "harness/invoke/guard.h"
 #include "harness/base/tensor.h"
 #include "harness/invoke/wire.h"
 #include "harness/invoke/worker.h"
@@ -109,20 +110,84 @@ void qh_backend_close(qh_backend *b)
 
 /* ---- in process ----------------------------------------------------------------------- */
 
+/* The call's inputs, copied: an in-process backend gets the copies, and a copy that differs
+ * from its original afterwards is an input the backend wrote into (the isolated worker's
+ * read-only pages catch that as it happens). Without them the expectation, computed from
+ * the case's inputs after the backends ran, followed a backend that rewrote its inputs. */
+typedef struct in_copies {
+    int n;
+    qmm_tensor *orig[QH_CALL_MAX_TENSORS];
+    const char *names[QH_CALL_MAX_TENSORS];
+    void *copy[QH_CALL_MAX_TENSORS];
+    size_t bytes[QH_CALL_MAX_TENSORS];
+} in_copies;
+
+static void in_copies_free(in_copies *k)
+{
+    for (int i = 0; i < k->n; i++)
+        free(k->copy[i]);
+}
+
+/* Points c's inputs at copies of orig's; -1 when memory runs out. */
+static int copy_inputs(qmm_call *orig, qmm_call *c, in_copies *k)
+{
+    memset(k, 0, sizeof *k);
+    qmm_tensor *t[QH_CALL_MAX_TENSORS];
+    const char *unused[QH_CALL_MAX_TENSORS];
+    int n = qh_call_tensors(orig, k->orig, k->names) - 1; /* the output last */
+    if (qh_call_tensors(c, t, unused) - 1 != n)
+        return -1;
+    for (int i = 0; i < n; i++, k->n = i) {
+        k->bytes[i] = k->orig[i]->data ? qh_tensor_bytes(k->orig[i]) : 0;
+        if (k->bytes[i] == 0)
+            continue;
+        if (!(k->copy[i] = malloc(k->bytes[i]))) {
+            in_copies_free(k);
+            return -1;
+        }
+        memcpy(k->copy[i], k->orig[i]->data, k->bytes[i]);
+        t[i]->data = k->copy[i];
+    }
+    k->n = n;
+    return 0;
+}
+
+/* The first input the backend wrote into, as an isolated call's guard reports it. */
+static void check_inputs(const in_copies *k, qh_invocation *out)
+{
+    for (int i = 0; i < k->n; i++)
+        if (k->copy[i] && memcmp(k->copy[i], k->orig[i]->data, k->bytes[i]) != 0) {
+            out->outcome = QH_MISBEHAVED;
+            out->cause = QH_CAUSE_GUARD;
+            out->cause_arg = QH_GUARD_CAUSE(QH_GUARD_READ_ONLY, 1, i);
+            snprintf(out->problem, sizeof out->problem, "wrote into input %s", k->names[i]);
+            return;
+        }
+}
+
 static int invoke_here(qh_backend *b, const qmm_call *call, unsigned char fill,
                        qh_invocation *out)
 {
-    if (qh_backend_ask(b, call, &out->st) == QMM_UNSUPPORTED) {
+    qmm_call orig = *call, c = *call;
+    in_copies k;
+    if (copy_inputs(&orig, &c, &k) != 0) {
+        snprintf(out->problem, sizeof out->problem, "cannot copy the inputs");
+        return -1;
+    }
+    qmm_call ask = c;
+    if (qh_backend_ask(b, &ask, &out->st) == QMM_UNSUPPORTED) {
         out->code = QMM_UNSUPPORTED;
+        check_inputs(&k, out);
+        in_copies_free(&k);
         return 0;
     }
     qmm_status_ok(&out->st);
-    qmm_call c = *call;
     qmm_tensor *y = qh_call_output(&c);
     out->y = *y;
     /* A poison fill makes an element the backend forgets to write unlikely to match. */
     if (qh_alloc_tensor(&out->y, fill) != 0) {
         snprintf(out->problem, sizeof out->problem, "cannot allocate the output");
+        in_copies_free(&k);
         return -1;
     }
     y->data = out->y.data;
@@ -131,9 +196,11 @@ static int invoke_here(qh_backend *b, const qmm_call *call, unsigned char fill,
                                       &out->cause_arg);
     /* an exec: process's stderr, kept as a worker's output is (never passed through raw) */
     qh_exec_take_output(b->be, &out->output, &out->output_dropped);
+    if (out->outcome == QH_RETURNED)
+        check_inputs(&k, out);
+    in_copies_free(&k);
     return 0;
 }
-
 
 double qh_mono_seconds(void)
 {

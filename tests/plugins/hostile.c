@@ -20,6 +20,10 @@
  *                  --determinism variant is), and opens normally without one
  *   crash_variant  qmm_backend_open dies with SIGSEGV when given a `threads=` option
  *   crash_close_variant  close dies with SIGSEGV when it was opened with a `threads=` option
+ *   zero_inputs  the operator sets every element of a to a's zero point and answers y = 0
+ *                (MatMulInteger) or y = y's zero point (QLinearMatMul): right for the inputs
+ *                as it left them (8-bit types, per-tensor zero points)
+ *   exit0        the operator calls exit(0)
  * Otherwise the operator writes zeros. */
 #include <signal.h>
 #include <stddef.h>
@@ -103,15 +107,34 @@ static qmm_status_code h_run(const hostile *h, const qmm_tensor *y, qmm_status *
     return qmm_status_ok(st);
 }
 
+/* zero_inputs: a := its zero point (0 when absent), y := `y_value` (0 when absent). */
+static qmm_status_code rewrite_inputs(const qmm_tensor *a, const qmm_tensor *az,
+                                      const qmm_tensor *y, const qmm_tensor *yv, qmm_status *st)
+{
+    unsigned char za = az->data ? *(const unsigned char *)az->data : 0;
+    memset(a->data, za, (size_t)qmm_tensor_numel(a));
+    unsigned char v = yv && yv->data ? *(const unsigned char *)yv->data : 0;
+    memset(y->data, v, (size_t)qmm_tensor_numel(y) * qmm_dtype_size(y->dtype));
+    return qmm_status_ok(st);
+}
+
 static qmm_status_code h_mmi(const qmm_backend *self, const qmm_matmulinteger *c,
                              qmm_status *st)
 {
+    if (is(self->impl, "zero_inputs"))
+        return rewrite_inputs(&c->a, &c->a_zero_point, &c->y, NULL, st);
+    if (is(self->impl, "exit0"))
+        exit(0);
     return h_run(self->impl, &c->y, st);
 }
 
 static qmm_status_code h_qlmm(const qmm_backend *self, const qmm_qlinearmatmul *c,
                               qmm_status *st)
 {
+    if (is(self->impl, "zero_inputs"))
+        return rewrite_inputs(&c->a, &c->a_zero_point, &c->y, &c->y_zero_point, st);
+    if (is(self->impl, "exit0"))
+        exit(0);
     return h_run(self->impl, &c->y, st);
 }
 

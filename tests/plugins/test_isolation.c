@@ -453,3 +453,34 @@ Test(isolation, a_table_ending_before_the_generic_call_is_not_read_past)
         }
     }
 }
+
+/* In process (--no-isolate), a plugin that sets a to its zero point and answers accordingly
+ * PASSED: the expectation was computed from the case's inputs after the plugin had changed
+ * them. The plugin now gets copies, and a copy that changed is FAILED "wrote into input a",
+ * as the worker's read-only pages report it. */
+Test(isolation, a_plugin_in_process_that_rewrites_its_inputs_fails)
+{
+    char *out;
+    int rc = qmmcheck(&out, "run --no-isolate --backend '%s:mode=zero_inputs' --backend "
+                            "reference --vectors vectors/seeds",
+                      env("QMM_HOSTILE_PLUGIN"));
+    cr_expect_eq(rc, 1, "%s", out);
+    cr_expect_eq(count_lines_with(out, ":FAILED "), 3, "%s", out);
+    cr_expect_eq(count_lines_with(out, "(wrote into input a)"), 2, "%s", out);
+    cr_expect_eq(count_lines_with(out, "(wrote into input A)"), 1, "%s", out);
+    cr_expect_eq(count_lines_with(out, ":PASSED "), 3, "the reference on intact inputs\n%s", out);
+    free(out);
+}
+
+/* In process, a plugin calling exit(0) ended qmmcheck with status 0, no SUMMARY and no report:
+ * a pass to a CI gate. It now exits 1, saying which backend ended it and where. */
+Test(isolation, a_plugin_in_process_that_calls_exit_does_not_end_the_run_with_0)
+{
+    char *out;
+    int rc = qmmcheck(&out, "run --no-isolate --backend '%s:mode=exit0' --vectors vectors/seeds",
+                      env("QMM_HOSTILE_PLUGIN"));
+    cr_expect_eq(rc, 1, "%s", out);
+    cr_expect(strstr(out, "mode=exit0 ended this process (exit) during its operator call, run "
+                          "in process: no verdict") != NULL, "%s", out);
+    free(out);
+}
