@@ -1052,3 +1052,17 @@ Test(cli, a_spec_too_long_names_the_limit)
     expect_in(out, "backend spec too long (1105 bytes; at most 1023)");
     free(out);
 }
+
+/* export --out "" (an unset variable in a script) wrote its 863 cases under /; diff and reduce
+ * took it too. Each now refuses an empty --out. */
+Test(cli, an_empty_out_is_a_usage_error)
+{
+    const char *cmds[] = {"export --suite ties --out ''",
+                          "diff --backend reference --backend reference --seed 1 --count 1 "
+                          "--out ''",
+                          "reduce vectors/seeds/onnx-doc-matmulinteger --backend reference "
+                          "--out ''"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        qmmcheck_expect_in(2, "--out: an empty path; give the directory to write into", "%s",
+                           cmds[i]);
+}

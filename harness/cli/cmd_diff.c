@@ -670,7 +670,11 @@ int qh_cmd_diff(int argc, char **argv)
                 return usage("%s", "give exactly two --backend options");
             o.spec[n_spec++] = val;
             break;
-        case O_OUT: o.out = val; break;
+        case O_OUT:
+            if (!*val)
+                return usage("%s", QH_EMPTY_OUT);
+            o.out = val;
+            break;
         case O_ONLY:
             o.only_arg = val;
             if (parse_only(val, &o) != 0)

@@ -65,7 +65,11 @@ int qh_cmd_export(int argc, char **argv)
         case QH_OPT_BAD: return usage("%s", p.error);
         case QH_OPT_ARG: return usage("unknown argument %s", val);
         case O_SUITE: suite = val; break;
-        case O_OUT: out = val; break;
+        case O_OUT:
+            if (!*val)
+                return usage("%s", QH_EMPTY_OUT);
+            out = val;
+            break;
         case O_LIST: list = 1; break;
         case O_SEED:
             if (qh_parse_u64(val, UINT64_MAX, &u))

@@ -91,7 +91,11 @@ static int parse(int argc, char **argv, reduce_args *a, int *done)
                 return usage("%s", "give one --backend");
             a->spec = val;
             break;
-        case O_OUT: a->out = val; break;
+        case O_OUT:
+            if (!*val)
+                return usage("%s", QH_EMPTY_OUT);
+            a->out = val;
+            break;
         case O_PROFILE: {
             char why[2048];
             if (qh_profile_usage(val, why, sizeof why))

@@ -70,6 +70,10 @@ void qh_eprint_clean(const char *prefix, const char *msg);
 /* --start-timeout S, which run, diff, reduce and fingerprint take alike: its help line, and
  * its value as qh_isolation.start_s (harness/invoke/backends.h): S seconds, or -1 for S = 0
  * (none). Returns 0, or -1 when S is not a number of seconds >= 0. */
+/* --out "" (an unset variable in a script) named the working directory's root for export:
+ * export --out "" wrote its suites under /. */
+#define QH_EMPTY_OUT "--out: an empty path; give the directory to write into"
+
 #define QH_START_TIMEOUT_HELP \
     "seconds a worker's start may take (default --timeout's, at least 10; 0: none)"
 int qh_opt_start_timeout(const char *val, double *start_s);
