@@ -645,3 +645,36 @@ Test(cli_out, quiet_counts_the_skips_per_suite)
     cr_expect_eq(count_lines_with(out, ":FAILED "), 3, "%s", out);
     free(out);
 }
+
+/* A --report FILE that is an input of the run was removed before the run read it: the --xfail
+ * list ("cannot open: No such file"), a plugin ("cannot load plugin"), or a case's model.onnx
+ * (the case vanished from the run, which passed). Each is now refused, and left as it was. */
+Test(cli_out, a_report_that_is_an_input_of_the_run_is_refused)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd '%s' && printf 'nothing\\n' > xf.txt && cp '%s' libfake.so && "
+             "mkdir vec && cp -r '%s/vectors/seeds/onnx-doc-matmulinteger' vec/q",
+             tmpdir, env("QMM_FAKE_PLUGIN"), env("QMM_SOURCE_DIR"));
+    cr_assert(system(cmd) == 0);
+    const char *seeds = "vectors/seeds";
+    qmmcheck_expect_in(2, "an input of this run (the report would replace it)",
+                       "run --backend reference --vectors %s --xfail '%s/xf.txt' --report "
+                       "json:'%s/xf.txt'", seeds, tmpdir, tmpdir);
+    qmmcheck_expect_in(2, "an input of this run (the report would replace it)",
+                       "run --backend '%s/libfake.so' --vectors %s --report junit:'%s/libfake.so'",
+                       tmpdir, seeds, tmpdir);
+    qmmcheck_expect_in(2, "a file of a case under --vectors",
+                       "run --backend reference --vectors '%s/vec' --report json:'%s/vec/q/model.onnx'",
+                       tmpdir, tmpdir);
+    qmmcheck_expect_in(2, "a file of a case under --vectors",
+                       "run --backend reference --vectors '%s/vec' --report "
+                       "json:'%s/vec/q/test_data_set_0/r.json'", tmpdir, tmpdir);
+    snprintf(cmd, sizeof cmd, "cd '%s' && test -s xf.txt && test -s libfake.so && "
+             "cmp -s vec/q/model.onnx '%s/vectors/seeds/onnx-doc-matmulinteger/model.onnx'",
+             tmpdir, env("QMM_SOURCE_DIR"));
+    cr_expect(system(cmd) == 0, "an input was removed or changed");
+    /* beside the cases (not in one) a report is fine */
+    char *out = qmmcheck_expect(0, "run --backend reference --vectors '%s/vec' --report "
+                                   "json:'%s/vec/r.json'", tmpdir, tmpdir);
+    free(out);
+}

@@ -581,9 +581,23 @@ static int prepare_run(int argc, char **argv, run_state *r, int *done)
         return usage_error_in("run", "%s", "run: too many --backend and --cpu combinations");
     if (o->n_vectors == 0 && !(o->vectors[o->n_vectors++] = qh_default_vectors()))
         return EXIT_USAGE; /* qh_default_vectors said where it looked */
+    /* the run's input files, which no report may be: the --xfail list and the plugins */
+    const char *inputs[MAX_MULTI + 1];
+    static char plugin[MAX_MULTI][1024];
+    int n_inputs = 0;
+    if (o->xfail)
+        inputs[n_inputs++] = o->xfail;
+    for (int j = 0; j < o->n_backends && j < MAX_MULTI; j++) {
+        snprintf(plugin[j], sizeof plugin[j], "%.*s", (int)strcspn(o->backends[j], ":"),
+                 o->backends[j]);
+        if (!qh_exec_is_spec(o->backends[j]) && qh_spec_is_plugin(plugin[j]))
+            inputs[n_inputs++] = plugin[j];
+    }
     for (int i = 0; i < o->n_reports; i++) {
         qh_error err; /* every spec good and each its own file before any is cleared */
         if (qh_report_check_spec(o->reports[i], &err) != 0 ||
+            qh_report_check_not_input(o->reports[i], inputs, n_inputs, o->vectors,
+                                      o->n_vectors, &err) != 0 ||
             (i + 1 == o->n_reports && qh_report_check_distinct(o->reports, i + 1, &err) != 0)) {
             qh_eprint_clean("qmmcheck: ", err.msg);
             return EXIT_USAGE;

@@ -1,4 +1,5 @@
 /* harness/report/report.c — JSON and JUnit XML reports, chosen by the kind a spec names. */
+#define _DEFAULT_SOURCE /* realpath */
 #include "harness/report/report.h"
 
 #include <errno.h>
@@ -129,6 +130,63 @@ int qh_report_check_distinct(const char *const *specs, int n, qh_error *err)
                 return -1;
             }
         }
+    return 0;
+}
+
+/* Whether `dir` (a real path) is a case directory or a data set directory of one. */
+static int in_a_case(const char *dir)
+{
+    struct stat st;
+    char *model = qh_path_join(dir, "model.onnx");
+    int yes = model && lstat(model, &st) == 0;
+    free(model);
+    const char *base = strrchr(dir, '/');
+    return yes || (base && strncmp(base + 1, "test_data_set_", 14) == 0);
+}
+
+/* Whether `path` lies at or below the directory whose real path is `root`. */
+static int below(const char *path, const char *root)
+{
+    size_t n = strlen(root);
+    return strncmp(path, root, n) == 0 && (path[n] == '/' || path[n] == '\0' ||
+                                           (n == 1 && root[0] == '/'));
+}
+
+int qh_report_check_not_input(const char *spec, const char *const *files, int n_files,
+                              const char *const *trees, int n_trees, qh_error *err)
+{
+    const char *path = spec_path(spec);
+    struct stat rs, fs;
+    int exists = stat(path, &rs) == 0;
+    for (int i = 0; exists && i < n_files; i++)
+        if (files[i] && stat(files[i], &fs) == 0 && fs.st_dev == rs.st_dev &&
+            fs.st_ino == rs.st_ino) {
+            snprintf(err->msg, sizeof err->msg, "--report %s: that is %s, an input of this run "
+                     "(the report would replace it)", spec, files[i]);
+            return -1;
+        }
+    /* the report's folder, as a real path, against each tree's */
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    char *dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
+    char *real = dir ? realpath(dir, NULL) : NULL;
+    free(dir);
+    size_t blen = strlen(base);
+    int case_file = strcmp(base, "model.onnx") == 0 ||
+                    (blen > 3 && strcmp(base + blen - 3, ".pb") == 0);
+    int bad = -1;
+    for (int i = 0; real && i < n_trees && bad < 0; i++) {
+        char *root = realpath(trees[i], NULL);
+        if (root && below(real, root) && (case_file || in_a_case(real)))
+            bad = i;
+        free(root);
+    }
+    free(real);
+    if (bad >= 0) {
+        snprintf(err->msg, sizeof err->msg, "--report %s: a file of a case under --vectors %s "
+                 "(the report would replace it, or be read as part of the case)", spec,
+                 trees[bad]);
+        return -1;
+    }
     return 0;
 }
 

@@ -31,6 +31,15 @@ int qh_report_check_spec(const char *spec, qh_error *err);
  * folder, however the folder is reached. 0 or -1 with err. */
 int qh_report_check_distinct(const char *const *specs, int n, qh_error *err);
 
+/* Refuses a report FILE that is one of the run's inputs, before anything is cleared: one of
+ * the n_files `files` (the --xfail list, a plugin: the same file, by device and inode), or a
+ * file of a case under one of the n_trees --vectors roots (named model.onnx or *.pb, or in a
+ * case directory or a test_data_set_* directory there). Clearing it used to delete the
+ * --xfail list or the plugin before they were read, or a case's model.onnx, which then
+ * vanished from the run. 0 or -1 with err. */
+int qh_report_check_not_input(const char *spec, const char *const *files, int n_files,
+                              const char *const *trees, int n_trees, qh_error *err);
+
 /* Removes FILE's previous report (after the same check) when a run starts, so a run that dies
  * leaves the new report or none, never the last run's looking current. 0 or -1 with err. */
 int qh_report_clear(const char *spec, qh_error *err);
