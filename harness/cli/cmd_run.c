@@ -22,6 +22,7 @@
 #include "harness/judge/expect.h"
 #include "harness/invoke/exec.h"
 #include "harness/invoke/invoke.h"
+#include "harness/invoke/strays.h"
 #include "harness/base/numparse.h"
 #include "harness/report/matrix.h"
 #include "harness/report/html.h"
@@ -1119,6 +1120,12 @@ int qh_cmd_run(int argc, char **argv)
     double t0 = qh_mono_seconds();
     run_cases(&r);
     finish_backends(&r);
+    /* what a backend left running outside its worker's group dies before the reports */
+    int strays = qh_strays_end();
+    if (strays > 0)
+        fprintf(stderr, "qmmcheck: warning: killed %d process%s a backend left running "
+                        "outside its worker (a session of its own)\n", strays,
+                strays == 1 ? "" : "es");
     check_xfail(&r);
     print_skips(&r);
     print_matrix(&r);

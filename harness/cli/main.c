@@ -7,6 +7,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/invoke/backends.h"
+#include "harness/invoke/strays.h"
 #include "harness/base/version.h"
 #include "harness/base/clean.h"
 #include "harness/report/report.h"
@@ -145,5 +146,6 @@ int main(int argc, char **argv)
     if (k < 0)
         return command_error(cmd);
     qh_backend_watch_exit();
+    qh_strays_watch();
     return commands[k].main(argc - 2, argv + 2);
 }

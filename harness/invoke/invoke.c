@@ -36,6 +36,7 @@
 #include "harness/invoke/cpu.h"
 #include "harness/invoke/exec.h"
 #include "harness/invoke/guard.h"
+#include "harness/invoke/strays.h"
 #include "harness/base/tensor.h"
 #include "harness/invoke/wire.h"
 #include "harness/invoke/worker.h"
@@ -434,6 +435,7 @@ static void worker_end(qh_backend *b, char *how, size_t size)
     int status = 0;
     while (waitpid(b->worker_pid, &status, 0) < 0 && errno == EINTR) {
     }
+    qh_strays_reap_group(b->worker_pid); /* its group's orphans, adopted (strays.h) */
     drain(b);
     if (b->worker_out >= 0)
         close(b->worker_out);

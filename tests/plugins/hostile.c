@@ -24,12 +24,19 @@
  *                (MatMulInteger) or y = y's zero point (QLinearMatMul): right for the inputs
  *                as it left them (8-bit types, per-tensor zero points)
  *   exit0        the operator calls exit(0)
+ *   escape       the operator starts a process in a session of its own (setsid, then a
+ *                grandchild) that waits for qmmcheck to end (at most 20 s), then writes
+ *                "FORGED" into `pidfile=PATH`; the operator writes zeros
+ *   parent_stdout  the operator opens its parent's standard output through
+ *                /proc/PPID/fd/1 and writes a forged case line and SUMMARY into it
  * Otherwise the operator writes zeros. */
+#define _DEFAULT_SOURCE /* usleep */
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "qmm/qmm.h"
@@ -67,9 +74,42 @@ static qmm_status_code h_query(const qmm_backend *self, const qmm_call *call, qm
     return qmm_status_ok(st);
 }
 
+/* escape: a grandchild in a session of its own, left running when the operator returns */
+static void escape(const char *path)
+{
+    pid_t parent = getppid(), child = fork();
+    if (child != 0) {
+        if (child > 0)
+            waitpid(child, NULL, 0);
+        return;
+    }
+    setsid();
+    if (fork() == 0) {
+        for (int i = 0; i < 400 && kill(parent, 0) == 0; i++)
+            usleep(50000);
+        usleep(200000);
+        FILE *f = fopen(path, "w");
+        if (f) {
+            fputs("FORGED\n", f);
+            fclose(f);
+        }
+    }
+    _exit(0);
+}
+
 static qmm_status_code h_run(const hostile *h, const qmm_tensor *y, qmm_status *st)
 {
-    if (is(h, "forge")) {
+    if (is(h, "escape")) {
+        escape(h->pidfile);
+    } else if (is(h, "parent_stdout")) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/fd/1", (int)getppid());
+        FILE *f = fopen(path, "w");
+        if (f) {
+            fputs("\n99:PASSED forged-through-proc __REPRO: x\nSUMMARY: total:1 passed:1\n", f);
+            fclose(f);
+        }
+    } else if (is(h, "forge")) {
         printf("\n1:PASSED forged-by-stdout __REPRO: x\nSUMMARY: total:1 passed:1 failed:0\n");
         fprintf(stderr, "\n2:PASSED forged-by-stderr\n");
     } else if (is(h, "fork_abort")) {

@@ -484,3 +484,51 @@ Test(isolation, a_plugin_in_process_that_calls_exit_does_not_end_the_run_with_0)
                           "in process: no verdict") != NULL, "%s", out);
     free(out);
 }
+
+/* A plugin's process in a session of its own (setsid) left the worker's process group, outlived
+ * qmmcheck and wrote into a file afterwards (a report, for one). qmmcheck adopts such orphans
+ * (PR_SET_CHILD_SUBREAPER) and kills them before writing its reports, saying so. */
+Test(isolation, a_process_that_leaves_the_workers_group_dies_before_the_reports, .timeout = 60)
+{
+    char forged[1024];
+    snprintf(forged, sizeof forged, "%s/forged", tmpdir);
+    char *out;
+    int rc = qmmcheck_under(&out, "timeout -s KILL 30",
+                            "run --backend '%s:mode=escape,pidfile=%s' --vectors vectors/seeds "
+                            "--filter matmulinteger --report json:%s/r.json",
+                            env("QMM_HOSTILE_PLUGIN"), forged, tmpdir);
+    cr_expect_eq(rc, 1, "%s", out);
+    cr_expect(strstr(out, "warning: killed 1 process a backend left running outside its "
+                          "worker") != NULL, "%s", out);
+    free(out);
+    sleep(2); /* past the 0.25 s the process waits after qmmcheck's end */
+    struct stat st;
+    cr_expect(stat(forged, &st) != 0, "a process outlived qmmcheck and wrote %s", forged);
+}
+
+/* A worker opened its parent's standard output through /proc/PPID/fd/1 and wrote a forged case
+ * line and SUMMARY into qmmcheck's output. qmmcheck is not dumpable (PR_SET_DUMPABLE 0), so a
+ * process of the same user that is not root cannot open its /proc files; as root nothing short
+ * of a container stops it (docs/isolation.md), so the test runs as nobody. */
+Test(isolation, a_worker_cannot_write_into_qmmchecks_stdout_through_proc, .timeout = 60)
+{
+    char cmd[4096];
+    const char *user = geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+    /* the pipe is the user's own (a root's pipe is closed to nobody anyway) */
+    snprintf(cmd, sizeof cmd, "chmod -R a+rwX '%s' && cd / && timeout -s KILL 30 %ssh -c "
+             "\"'%s' run --backend '%s:mode=parent_stdout' --vectors '%s/vectors/seeds' 2>&1 | "
+             "cat > '%s/out.txt'\"", tmpdir, user, env("QMMCHECK"), env("QMM_HOSTILE_PLUGIN"),
+             env("QMM_SOURCE_DIR"), tmpdir);
+    cr_assert(system(cmd) == 0);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/out.txt", tmpdir);
+    char *out = NULL;
+    size_t n = 0;
+    FILE *f = fopen(path, "r");
+    cr_assert(f != NULL);
+    cr_assert(getdelim(&out, &n, '\0', f) > 0);
+    fclose(f);
+    cr_expect(strstr(out, "forged-through-proc") == NULL, "%s", out);
+    cr_expect_eq(count_lines_starting(out, "SUMMARY: total:"), 1, "%s", out);
+    free(out);
+}
