@@ -121,6 +121,11 @@ static qmm_status_code mnb_y_shape(const qmm_call *c, int32_t *rank, int64_t *di
     QMM_TRY(qmm_check_tensor(&m->a, "A", st));
     if (m->a.rank < 1)
         return qmm_status_set(st, QMM_INVALID_ARGUMENT, "A: rank 0 is invalid");
+    /* y's last dimension is the attribute N: only where B's rows say so too (validation says
+     * the rest), so that an N of 2^29 beside a B of 3 rows does not size a y of 4 GiB for a
+     * call the reference rejects, nor a negative one a y that cannot be made */
+    if (m->n < 1 || m->b.rank < 1 || m->b.dims[0] != m->n)
+        return qmm_status_set(st, QMM_INVALID_ARGUMENT, "N: not B's first dimension");
     *rank = m->a.rank;
     memcpy(dims, m->a.dims, sizeof m->a.dims);
     dims[m->a.rank - 1] = m->n;

@@ -403,6 +403,46 @@ Test(tree, stray_input_after_a_gap_is_an_error)
                                "missing");
 }
 
+/* ---- an output sized by an attribute ------------------------------------------------- */
+
+#define NBITS "tests/llm/onnxruntime/matmulnbits-m2-k51-n3-bits2-bs32-level0-zp_absent"
+
+static int64_t nbits_n;
+static void set_nbits_n(qh_model *m)
+{
+    for (int32_t i = 0; i < m->n_attrs; i++)
+        if (strcmp(m->attrs[i].name, "N") == 0)
+            m->attrs[i].i = nbits_n;
+}
+
+/* MatMulNBits' y is [.., N], N an attribute. N = 2^29 beside a B of 3 rows, a call the
+ * reference rejects, sized a y of 4 GiB per backend (12.7 GB for two; an OOM kill on a smaller
+ * machine); N = -5 gave "ERROR (cannot allocate the output)". Both are now rejected as
+ * expected, without the memory, like any other N that is not B's. */
+Test(tree, an_attribute_that_sizes_the_output_cannot_make_it_huge)
+{
+    int64_t ns[] = {(int64_t)1 << 29, -5, 0};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        const char *vec = copy_case(NBITS, "nb");
+        nbits_n = ns[i];
+        edit_model("nb", set_nbits_n);
+        char rm[1200]; /* no stored output: the reference's rejection is what is expected */
+        snprintf(rm, sizeof rm, "rm '%s/nb/test_data_set_0/output_0.pb'", vec);
+        cr_assert(system(rm) == 0);
+        char *out;
+        int rc = qmmcheck_under(&out, "timeout 20 prlimit --as=3000000000",
+                                "run --backend reference --backend optimized --vectors '%s' "
+                                "--no-isolate", vec);
+        cr_expect_eq(rc, 0, "N = %lld: exit %d\n%s", (long long)ns[i], rc, out);
+        cr_expect_eq(count_lines_with(out, ":PASSED nb "), 2, "N = %lld\n%s", (long long)ns[i],
+                     out);
+        free(out);
+        char cmd[1200];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s/nb'", vec);
+        cr_assert(system(cmd) == 0);
+    }
+}
+
 /* ---- strict fields, messages that name the file and field --------------------------- */
 
 static void opset_beyond_int(qh_model *m)
