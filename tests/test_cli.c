@@ -1066,3 +1066,16 @@ Test(cli, an_empty_out_is_a_usage_error)
         qmmcheck_expect_in(2, "--out: an empty path; give the directory to write into", "%s",
                            cmds[i]);
 }
+
+/* glibc takes back-references in extended expressions, whose matching is exponential:
+ * --filter '(.*)(.*)(.*)(.*)\4\3\2\1x' ran for minutes over the case list. A back-reference is
+ * refused; a backslash-escaped backslash before a digit, or \1 inside brackets, is not one. */
+Test(cli, a_filter_with_a_back_reference_is_refused, .timeout = 60)
+{
+    qmmcheck_expect_in(2, "a back-reference (\\1 to \\9): not taken",
+                       "list --vectors vectors --filter '(.*)(.*)(.*)(.*)\\4\\3\\2\\1x'");
+    qmmcheck_expect_in(2, "a back-reference", "run --backend reference --vectors vectors "
+                                              "--filter '(a)\\1'");
+    char *out = qmmcheck_expect(0, "list --vectors vectors/seeds --filter '[\\1]|x\\\\1|seed'");
+    free(out);
+}

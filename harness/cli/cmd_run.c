@@ -308,6 +308,39 @@ static void note_xfail_cases(const qh_xfail *xf, unsigned char *xf_where, const 
             xf_where[e] |= XF_ANY_CASE | (kept ? 0 : XF_ELSEWHERE);
 }
 
+/* Whether an extended regular expression holds a back-reference (\1 to \9 outside a bracket
+ * expression), which glibc accepts in ERE: (.*)(.*)(.*)(.*)\4\3\2\1x took minutes on a case
+ * list. A bracket expression starts at '[' (then '^' and a first ']' belong to it) and ends at
+ * the next ']', past any [:class:], [=x=] or [.x.] inside it. */
+static int has_backreference(const char *re)
+{
+    for (const char *p = re; *p; p++) {
+        if (*p == '\\') {
+            if (p[1] >= '1' && p[1] <= '9')
+                return 1;
+            if (p[1])
+                p++;
+        } else if (*p == '[') {
+            p++;
+            if (*p == '^')
+                p++;
+            if (*p == ']')
+                p++;
+            for (; *p && *p != ']'; p++)
+                if (*p == '[' && (p[1] == ':' || p[1] == '=' || p[1] == '.')) {
+                    const char *end = strchr(p + 2, p[1]);
+                    while (end && end[1] != ']')
+                        end = strchr(end + 1, p[1]);
+                    if (end)
+                        p = end + 1;
+                }
+            if (!*p)
+                return 0;
+        }
+    }
+    return 0;
+}
+
 /* Discovers, filters and shards the cases. With a --xfail list (xf, NULL for none), notes in
  * xf_where where each entry's cases lie. Returns 0, or EXIT_USAGE after printing why. */
 static int collect(const opts *o, const qh_xfail *xf, unsigned char *xf_where,
@@ -315,6 +348,13 @@ static int collect(const opts *o, const qh_xfail *xf, unsigned char *xf_where,
 {
     memset(list, 0, sizeof *list);
     regex_t re;
+    if (o->filter && has_backreference(o->filter)) {
+        char *shown = qh_clean_dup(o->filter, strlen(o->filter), 0);
+        fprintf(stderr, "qmmcheck: --filter %s: a back-reference (\\1 to \\9): not taken, since "
+                        "matching one can take exponential time\n", shown ? shown : "?");
+        free(shown);
+        return EXIT_USAGE;
+    }
     if (o->filter) {
         int rc = regcomp(&re, o->filter, REG_EXTENDED | REG_NOSUB);
         if (rc != 0) {
