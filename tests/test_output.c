@@ -460,6 +460,15 @@ Test(cli_out, sigterm_writes_both_reports_and_exits_143)
                               "p=t.find(\".//property[@name=\\\"interrupted\\\"]\"); "
                               "assert p is not None and p.get(\"value\") == \"SIGTERM\"", xml),
                  0, "the JUnit report");
+    /* and as an error a CI dashboard counts (the property alone showed green): a testcase of
+     * its own, counted in errors and tests */
+    cr_expect_eq(python_check("import sys,xml.etree.ElementTree as E; t=E.parse(sys.argv[1]); "
+                              "s=t.find(\"testsuite\"); c=s.findall(\"testcase\"); "
+                              "e=[x for x in c if x.get(\"name\") == \"<interrupted>\"]; "
+                              "assert len(e) == 1 and e[0].find(\"error\").get(\"type\") == "
+                              "\"interrupted\"; assert int(s.get(\"errors\")) >= 1; "
+                              "assert int(s.get(\"tests\")) == len(c)", xml),
+                 0, "the JUnit report counts the interruption as an error");
     expect_junit_valid(xml);
 }
 

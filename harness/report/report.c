@@ -581,9 +581,14 @@ static void write_junit(qh_sb *b, const char *command, const qh_result *r, size_
 {
     (void)command;
     int64_t failures = sum->counts[QH_FAILED] + (sum->xpass_fails ? sum->counts[QH_XPASS] : 0);
-    int64_t errors = sum->counts[QH_CRASHED] + sum->counts[QH_TIMEOUT] + sum->counts[QH_ERROR];
+    /* an interrupted run is one error more, a testcase of its own: the property alone left
+     * a dashboard green with the cases not run missing */
+    int64_t stopped = sum->interrupted ? 1 : 0;
+    int64_t errors = sum->counts[QH_CRASHED] + sum->counts[QH_TIMEOUT] + sum->counts[QH_ERROR] +
+                     stopped;
     int64_t skipped = sum->counts[QH_SKIPPED] + sum->counts[QH_XFAIL] +
                       sum->counts[QH_INCONCLUSIVE];
+    int64_t tests = sum->total + stopped;
     junit_row *rows = junit_rows(r, n);
     if (!rows) {
         b->failed = 1;
@@ -595,11 +600,11 @@ static void write_junit(qh_sb *b, const char *command, const qh_result *r, size_
     qh_sb_printf(b,
                  "<testsuites name=\"qmmcheck\" tests=\"%lld\" failures=\"%lld\" errors=\"%lld\" "
                  "time=\"%.3f\">\n",
-                 (long long)sum->total, (long long)failures, (long long)errors, sum->seconds);
+                 (long long)tests, (long long)failures, (long long)errors, sum->seconds);
     qh_sb_printf(b,
                  "  <testsuite name=\"qmmcheck\" tests=\"%lld\" failures=\"%lld\" errors=\"%lld\" "
                  "skipped=\"%lld\" time=\"%.3f\"",
-                 (long long)sum->total, (long long)failures, (long long)errors,
+                 (long long)tests, (long long)failures, (long long)errors,
                  (long long)skipped, sum->seconds);
     junit_when_where(b, sum);
     qh_sb_puts(b, ">\n");
@@ -644,6 +649,13 @@ static void write_junit(qh_sb *b, const char *command, const qh_result *r, size_
         free(rows[i].name);
     }
     free(rows);
+    if (stopped) {
+        qh_sb_puts(b, "    <testcase classname=\"qmmcheck\" name=\"&lt;interrupted&gt;\" "
+                      "time=\"0\">\n      <error type=\"interrupted\" message=\"");
+        qh_sb_xml(b, sum->interrupted);
+        qh_sb_puts(b, " stopped the run: the cases not reached are not in this report\"/>\n"
+                      "    </testcase>\n");
+    }
     qh_sb_puts(b, "  </testsuite>\n</testsuites>\n");
 }
 
