@@ -1079,3 +1079,15 @@ Test(cli, a_filter_with_a_back_reference_is_refused, .timeout = 60)
     char *out = qmmcheck_expect(0, "list --vectors vectors/seeds --filter '[\\1]|x\\\\1|seed'");
     free(out);
 }
+
+/* An export over an earlier one with another seed left the earlier cases beside the new ones
+ * ("40 cases" printed, 76 there), and run judged them all. It now names them and exits 1. */
+Test(cli, an_export_over_another_seeds_says_what_it_did_not_write)
+{
+    char *out = qmmcheck_expect(0, "export --suite random --seed 1 --out '%s/e'", tmpdir);
+    free(out);
+    out = qmmcheck_expect(0, "export --suite random --seed 1 --out '%s/e'", tmpdir);
+    free(out); /* the same cases again: nothing beside them */
+    qmmcheck_expect_in(1, "entries beside the cases written were not written by this export",
+                       "export --suite random --seed 2 --out '%s/e'", tmpdir);
+}

@@ -1,5 +1,6 @@
 /* harness/cli/cmd_export.c — `qmmcheck export`: writes the edge-case suites as ONNX node-test
  * directories (docs/architecture.md §2, docs/formats.md). */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,53 @@ const qh_command qh_export_usage = {
 
 #define usage(...) qh_opt_error(&qh_export_usage, QH_ERR_USAGE, __VA_ARGS__)
 
+/* The case directories beside the suite's cases that this export did not write (an earlier
+ * export's, with another seed or version): they would be judged with the new ones. Prints
+ * the first and the count; 1 when there are any. */
+static int stale_beside(const char *out, const qh_edge_cases *cs)
+{
+    size_t stale = 0;
+    char first[4096] = "", done[64][192];
+    size_t n_done = 0;
+    for (size_t k = 0; k < cs->count; k++) {
+        const char *name = cs->items[k].name, *slash = strrchr(name, '/');
+        if (!slash || (size_t)(slash - name) >= sizeof done[0])
+            continue;
+        char parent[192];
+        snprintf(parent, sizeof parent, "%.*s", (int)(slash - name), name);
+        size_t d = 0;
+        while (d < n_done && strcmp(done[d], parent) != 0)
+            d++;
+        if (d < n_done || n_done == sizeof done / sizeof done[0])
+            continue;
+        snprintf(done[n_done++], sizeof done[0], "%s", parent);
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/%s", out, parent);
+        DIR *dp = opendir(dir);
+        for (struct dirent *e; dp && (e = readdir(dp)) != NULL;) {
+            if (e->d_name[0] == '.')
+                continue;
+            size_t m = 0, plen = strlen(parent);
+            while (m < cs->count && !(strncmp(cs->items[m].name, parent, plen) == 0 &&
+                                      cs->items[m].name[plen] == '/' &&
+                                      strcmp(cs->items[m].name + plen + 1, e->d_name) == 0))
+                m++;
+            if (m == cs->count && stale++ == 0)
+                snprintf(first, sizeof first, "%s/%s/%s", out, parent, e->d_name);
+        }
+        if (dp)
+            closedir(dp);
+    }
+    if (stale == 0)
+        return 0;
+    char shown[700];
+    qh_clean_into(shown, sizeof shown, first, strlen(first), 0);
+    fprintf(stderr, "qmmcheck export: %zu entr%s beside the cases written were not written by "
+            "this export (an earlier export's, another seed or version), e.g. %s: they would be "
+            "judged with these; remove them, or export into an empty directory\n", stale,
+            stale == 1 ? "y" : "ies", shown);
+    return 1;
+}
 /* Every tag of a suite's cases, in order of first appearance. */
 static void print_tags(const qh_edge_cases *cs)
 {
@@ -92,6 +140,7 @@ int qh_cmd_export(int argc, char **argv)
     }
 
     size_t total = 0;
+    int stale = 0;
     for (size_t i = 0; i < qh_edge_suite_count(); i++) {
         const qh_edge_suite *s = qh_edge_suite_at(i);
         if (!list && strcmp(suite, "all") != 0 && strcmp(suite, s->name) != 0)
@@ -118,10 +167,11 @@ int qh_cmd_export(int argc, char **argv)
             }
             printf("%s: %zu cases (seed %llu) written under %s\n", s->name, cs.count,
                    (unsigned long long)sd, out);
+            stale |= stale_beside(out, &cs);
         }
         total += cs.count;
         qh_edge_cases_free(&cs);
     }
     printf("%zu cases\n", total);
-    return 0;
+    return stale;
 }
