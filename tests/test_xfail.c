@@ -89,6 +89,9 @@ Test(xfail, bad_entries_name_file_and_line)
     cr_expect(strstr(msg, "list.txt:3: 'frobnicate=1'"), "%s", msg);
     read_error("x backend=a backend=b\n", msg, sizeof msg);
     cr_expect(strstr(msg, ":1: 'backend=b'"), "one backend per entry: %s", msg);
+    /* a second status= replaced the first, silently */
+    read_error("x status=FAILED status=CRASHED\n", msg, sizeof msg);
+    cr_expect(strstr(msg, ":1: 'status=CRASHED'"), "one status= per entry: %s", msg);
 }
 
 /* A NUL byte used to end the list where it stood: the entries after it were neither applied

@@ -516,10 +516,11 @@ static int xfail_statuses(char *list, unsigned *bits, const char **bad)
  * or -1 with err naming the line. */
 static int xfail_options(char *save, qh_xfail_entry *e, const char *path, qh_error *err)
 {
+    int statuses = 0; /* status= given already: a second one replaced the first, silently */
     for (char *w = strtok_r(NULL, " \t\r", &save); w && w[0] != '#';
          w = strtok_r(NULL, " \t\r", &save)) {
         const char *bad = "";
-        if (strncmp(w, "status=", 7) == 0) {
+        if (strncmp(w, "status=", 7) == 0 && statuses++ == 0) {
             if (xfail_statuses(w + 7, &e->statuses, &bad) != 0) {
                 snprintf(err->msg, sizeof err->msg, "%s:%d: status '%.64s': expected FAILED, "
                          "CRASHED, TIMEOUT or UNCHECKED, comma-separated (PASSED only "
