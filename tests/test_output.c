@@ -687,3 +687,15 @@ Test(cli_out, a_report_that_is_an_input_of_the_run_is_refused)
                                    "json:'%s/vec/r.json'", tmpdir, tmpdir);
     free(out);
 }
+
+/* A report into a folder that does not exist was found out only after the whole run (exit 1,
+ * the other reports written); it is now refused before the run, as a path through a file is. */
+Test(cli_out, a_report_into_a_missing_folder_is_refused_before_the_run)
+{
+    qmmcheck_expect_in(2, "its folder /nonexistent-qmm: No such file or directory",
+                       "run --backend reference --vectors vectors/seeds --report json:%s/r.json "
+                       "--report html:/nonexistent-qmm/x.html", tmpdir);
+    char path[512];
+    snprintf(path, sizeof path, "%s/r.json", tmpdir);
+    cr_expect_neq(access(path, F_OK), 0, "a report was written by a run that did not start");
+}

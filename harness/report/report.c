@@ -64,10 +64,20 @@ static int check_target(const char *spec, qh_error *err)
     const char *path = spec_path(spec);
     struct stat st;
     if (lstat(path, &st) != 0) {
-        if (errno == ENOENT)
-            return 0;
-        snprintf(err->msg, sizeof err->msg, "--report %s: %s", spec, strerror(errno));
-        return -1;
+        if (errno != ENOENT) {
+            snprintf(err->msg, sizeof err->msg, "--report %s: %s", spec, strerror(errno));
+            return -1;
+        }
+        /* the folder it goes into must be there now, not found missing after the run */
+        const char *slash = strrchr(path, '/');
+        char *dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : NULL;
+        int missing = dir && stat(dir, &st) != 0;
+        int bad = missing || (dir && !S_ISDIR(st.st_mode));
+        if (bad)
+            snprintf(err->msg, sizeof err->msg, "--report %s: its folder %s: %s", spec, dir,
+                     missing ? strerror(errno) : "is not a directory");
+        free(dir);
+        return bad ? -1 : 0;
     }
     if (S_ISREG(st.st_mode))
         return 0;
