@@ -1091,3 +1091,19 @@ Test(cli, an_export_over_another_seeds_says_what_it_did_not_write)
     qmmcheck_expect_in(1, "entries beside the cases written were not written by this export",
                        "export --suite random --seed 2 --out '%s/e'", tmpdir);
 }
+
+/* --vectors D --vectors D doubled every case, and a tree inside another judged its cases twice
+ * under two names, without a word. Said once on stderr now (not refused). */
+Test(cli, trees_given_twice_or_nested_are_warned_about)
+{
+    qmmcheck_expect_in(0, "warning: 1 --vectors tree is the same as or inside an earlier one "
+                          "(the first: vectors/edge/qlinearmatmul, in vectors/edge)",
+                       "list --vectors vectors/edge --vectors vectors/edge/qlinearmatmul "
+                       "--vectors vectors/seeds");
+    qmmcheck_expect_in(0, "warning: 2 --vectors trees are the same",
+                       "list --vectors vectors/seeds --vectors vectors/seeds --vectors "
+                       "vectors/seeds/");
+    char *out = qmmcheck_expect(0, "list --vectors vectors/seeds --vectors vectors/edge");
+    cr_expect(strstr(out, "warning") == NULL, "%s", out);
+    free(out);
+}

@@ -1,5 +1,6 @@
 /* harness/cli/cmd_run.c — `qmmcheck run`, `list` and `repro`: the commands that read vector trees
  * and case directories, with the options they share (docs/formats.md). */
+#define _DEFAULT_SOURCE /* realpath */
 #include <fnmatch.h>
 #include <regex.h>
 #include <signal.h>
@@ -308,6 +309,39 @@ static void note_xfail_cases(const qh_xfail *xf, unsigned char *xf_where, const 
             xf_where[e] |= XF_ANY_CASE | (kept ? 0 : XF_ELSEWHERE);
 }
 
+/* --vectors D --vectors D, or a tree inside another, judges the same cases again under other
+ * names: said once on stderr (not refused: a long run is sometimes made so on purpose). */
+static void warn_overlapping_trees(const opts *o)
+{
+    int repeats = 0;
+    char first[2][1024] = {"", ""};
+    char *real[MAX_MULTI] = {0};
+    for (int i = 0; i < o->n_vectors && i < MAX_MULTI; i++)
+        real[i] = realpath(o->vectors[i], NULL);
+    for (int i = 0; i < o->n_vectors && i < MAX_MULTI; i++)
+        for (int j = 0; j < i && real[i]; j++) {
+            size_t n = real[j] ? strlen(real[j]) : 0;
+            if (!real[j] || strncmp(real[i], real[j], n) != 0 ||
+                (real[i][n] != '/' && real[i][n] != '\0' && strcmp(real[j], "/") != 0))
+                continue;
+            if (repeats++ == 0) {
+                snprintf(first[0], sizeof first[0], "%s", o->vectors[i]);
+                snprintf(first[1], sizeof first[1], "%s", o->vectors[j]);
+            }
+            break;
+        }
+    for (int i = 0; i < o->n_vectors && i < MAX_MULTI; i++)
+        free(real[i]);
+    if (repeats == 0)
+        return;
+    char a[1100], b[1100];
+    qh_clean_into(a, sizeof a, first[0], strlen(first[0]), 200);
+    qh_clean_into(b, sizeof b, first[1], strlen(first[1]), 200);
+    fprintf(stderr, "qmmcheck: warning: %d --vectors tree%s the same as or inside an earlier "
+            "one (the first: %s, in %s): %s cases are judged more than once\n", repeats,
+            repeats == 1 ? " is" : "s are", a, b, repeats == 1 ? "its" : "their");
+}
+
 /* Whether an extended regular expression holds a back-reference (\1 to \9 outside a bracket
  * expression), which glibc accepts in ERE: (.*)(.*)(.*)(.*)\4\3\2\1x took minutes on a case
  * list. A bracket expression starts at '[' (then '^' and a first ']' belong to it) and ends at
@@ -366,6 +400,7 @@ static int collect(const opts *o, const qh_xfail *xf, unsigned char *xf_where,
             return EXIT_USAGE;
         }
     }
+    warn_overlapping_trees(o);
     qh_case_list all = {0};
     for (int i = 0; i < o->n_vectors; i++) {
         qh_error err;
