@@ -7,6 +7,11 @@
  *   min-k=K   only calls whose K (a's last dimension) is at least K are wrong
  *   right=N   the first N calls are right, every later one wrong (a kernel that passes a
  *             check and then answers otherwise: bench's timed rounds)
+ *   lazy=1    answers OK at once, y untouched, unless every byte of y is 0xa5 (qmmcheck's
+ *             fill): right only where the caller refilled y since the last call
+ *   cache=1   keeps its first answer and copies it into y on every later call without
+ *             computing (right for bench's one fixed problem, far above any int8 peak)
+ *   quote-name=1  its name holds quotes and a backslash, as a JSON field injection
  * MatMulInteger and QLinearMatMul only (QOrderedMatMul: UNSUPPORTED). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,7 +27,35 @@ typedef struct flaky {
     uint64_t calls, wrong; /* calls answered; how many of the first are wrong */
     uint64_t right;        /* how many of the first are right (before the wrong ones) */
     int64_t min_k;
+    uint64_t lazy, cache, quote_name;
+    unsigned char *kept; /* cache=1: the first answer */
+    size_t kept_len;
 } flaky;
+
+/* lazy=1: 1 when some byte of y is not the fill (y answered before: nothing is done) */
+static int not_refilled(const qmm_tensor *y)
+{
+    size_t n = (size_t)qmm_tensor_numel(y) * qmm_dtype_size(y->dtype);
+    for (size_t i = 0; i < n; i++)
+        if (((const unsigned char *)y->data)[i] != 0xa5)
+            return 1;
+    return 0;
+}
+
+/* cache=1: 1 when y was answered from the first answer kept; else the answer is kept. */
+static int from_cache(flaky *f, const qmm_tensor *y, int answered)
+{
+    size_t n = (size_t)qmm_tensor_numel(y) * qmm_dtype_size(y->dtype);
+    if (f->kept && f->kept_len == n) {
+        memcpy(y->data, f->kept, n);
+        return 1;
+    }
+    if (answered && !f->kept && (f->kept = malloc(n ? n : 1)) != NULL) {
+        memcpy(f->kept, y->data, n);
+        f->kept_len = n;
+    }
+    return 0;
+}
 
 static qmm_status_code f_query(const qmm_backend *self, const qmm_call *call, qmm_status *st)
 {
@@ -37,7 +70,11 @@ static qmm_status_code answer(const qmm_backend *self, qmm_call *call, const qmm
                               const qmm_tensor *y, qmm_status *st)
 {
     flaky *f = self->impl;
+    if ((f->lazy && not_refilled(y)) || (f->cache && from_cache(f, y, 0)))
+        return qmm_status_ok(st);
     qmm_status_code rc = qmm_backend_run(f->ref, call, st);
+    if (f->cache)
+        from_cache(f, y, rc == QMM_OK);
     int64_t k = a->rank > 0 ? a->dims[a->rank - 1] : 0;
     uint64_t nth = f->calls++;
     if (nth >= f->right && nth - f->right < f->wrong && k >= f->min_k && rc == QMM_OK) {
@@ -63,6 +100,12 @@ static qmm_status_code f_qlmm(const qmm_backend *self, const qmm_qlinearmatmul *
     return answer(self, &call, &c->a, &c->y, st);
 }
 
+static void f_close(qmm_backend *self)
+{
+    free(((flaky *)self->impl)->kept);
+    over_reference_close(self);
+}
+
 /* "wrong=N,min-k=K,right=N" into f; 0, or -1 naming what it cannot read. */
 static int parse(const char *options, flaky *f, qmm_status *st)
 {
@@ -74,15 +117,19 @@ static int parse(const char *options, flaky *f, qmm_status *st)
         return -1;
     }
     memcpy(buf, options, len + 1);
+    static const char *const names[] = {"wrong=", "min-k=", "right=", "lazy=", "cache=",
+                                         "quote-name="};
+    uint64_t *fields[] = {&f->wrong, (uint64_t *)&f->min_k, &f->right, &f->lazy, &f->cache,
+                          &f->quote_name};
     for (char *save = NULL, *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
         char *end = NULL;
-        if (strncmp(w, "wrong=", 6) == 0)
-            f->wrong = strtoull(w + 6, &end, 10);
-        else if (strncmp(w, "min-k=", 6) == 0)
-            f->min_k = strtoll(w + 6, &end, 10);
-        else if (strncmp(w, "right=", 6) == 0)
-            f->right = strtoull(w + 6, &end, 10);
-        if (!end || end == w + 6 || *end) {
+        size_t i = 0, n = 0;
+        while (i < sizeof names / sizeof names[0] &&
+               strncmp(w, names[i], n = strlen(names[i])) != 0)
+            i++;
+        if (i < sizeof names / sizeof names[0])
+            *fields[i] = strtoull(w + n, &end, 10);
+        if (!end || end == w + n || *end) {
             qmm_status_set(st, QMM_INVALID_ARGUMENT, "flaky: unknown option '%s'", w);
             return -1;
         }
@@ -103,6 +150,9 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
         be->close(be);
         return NULL;
     }
+    if (((flaky *)be->impl)->quote_name)
+        be->name = "flaky\", \"checked\": true, \"status\": \"PASSED \\";
+    be->close = f_close;
     be->query = f_query;
     be->matmulinteger = f_mmi;
     be->qlinearmatmul = f_qlmm;
