@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# tests/bench_multi.sh QMMCHECK FAKE_PLUGIN FLAKY_PLUGIN — `qmmcheck bench` with several
+# tests/bench_multi.sh QMMCHECK FAKE_PLUGIN FLAKY_PLUGIN EXEC_CHILD — `qmmcheck bench` with several
 # backends (issue 29 item 4) on a tiny shape: the machine line, every backend checked against the
 # reference before timing, rounds alternating in the order given, medians and ratios against the
 # first; a wrong backend (the fake plugin's zeros) FAILED with no time and no ratio, one that
 # passes the check and then answers otherwise (flaky right=1) FAILED after its first round, a
 # failed first backend gives nobody a ratio; the JSON report says the same. A FAILED line names
 # its first mismatch and the profiles that give the backend's values; a large shape's reference
-# answer is announced, and a wrong backend there costs no profile's whole output.
+# answer is announced, and a wrong backend there costs no profile's whole output. Every timed
+# call is checked (one or several backends), a rate above the peak loop is called suspect, nothing
+# timed exits 3; bench's report: its strings escaped, no earlier one left by a bench that stops
+# (a shape over the work limit, SIGTERM), no temporary file left.
 set -euo pipefail
-qmmcheck=$1 fake=$2 flaky=$3
+qmmcheck=$1 fake=$2 flaky=$3 child=$4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; [ -f "$tmp/out" ] && cat "$tmp/out"; exit 1; }
@@ -88,7 +91,7 @@ rc=0
 bench --backend optimized --backend "$flaky:right=1" --rounds 2 || rc=$?
 [ "$rc" = 1 ] || fail "a backend wrong while timed: exit $rc"
 grep -Eq '^check .* flaky PASSED' "$tmp/out" || fail "flaky right=1 did not pass the check"
-grep -Eq "^round 1 .* flaky FAILED \(round 1's timed calls answered otherwise" "$tmp/out" ||
+grep -Eq "^round 1 .* flaky FAILED \(round 1, timed call 1 of 2 answered otherwise" "$tmp/out" ||
   fail "the timed answers were not compared"
 grep -q '^round 2 .* flaky' "$tmp/out" && fail "a failed backend was timed again"
 grep -Eq '^result .* flaky FAILED .*: no time, no ratio$' "$tmp/out" || fail "flaky got a ratio"
@@ -116,4 +119,88 @@ grep -Eq "^machine: .*; threads=$want \(optimized: threads=$want;" "$tmp/out" ||
   fail "the machine line's threads are not the optimized backend's ($want)"
 grep -Eq "^result 3x4x5 u8s8u8 threads=$want b=input optimized" "$tmp/out" ||
   fail "the result line's threads are not the optimized backend's ($want)"
+
+# every timed call is compared, not only a round's last: right on odd calls, wrong on even ones
+rc=0
+"$qmmcheck" bench --backend reference --backend "exec:$child alternate" --shape 8x8x8 --rounds 3 \
+  --reps 2 --threads 1 >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" = 1 ] || fail "alternate: exit $rc, expected 1"
+grep -Eq '^result 8x8x8 .* test-child FAILED \(round 1, timed call [12] of 2 answered otherwise than the check before timing: 1 of 64 elements differ from the reference.s\): no time, no ratio$' "$tmp/out" ||
+  fail "alternate's wrong timed calls were not caught"
+# y is refilled before every timed call: a kernel that does nothing while y holds an answer is
+# timed doing the work (before: 0.00 of the reference's time, far above the peak)
+"$qmmcheck" bench --backend reference --backend "$flaky:lazy=1,wrong=0" --shape 64x64x64 \
+  --rounds 3 --reps 3 --threads 1 >"$tmp/out" 2>"$tmp/err" || fail "lazy: exit $?"
+line=$(grep '^result .* flaky ' "$tmp/out")
+ratio=$(sed -n 's/.* ratio=\([0-9.]*\) per round.*/\1/p' <<<"$line")
+awk -v r="$ratio" 'BEGIN { exit !(r >= 0.3) }' || fail "lazy kernel timed skipping its work: '$line'"
+# a kernel right but above the peak loop (it copies a kept answer): PASSED, but called suspect
+"$qmmcheck" bench --backend reference --backend "$flaky:cache=1,wrong=0" --shape 64x64x64 \
+  --rounds 2 --reps 3 --threads 1 --report "json:$tmp/c.json" >"$tmp/out" 2>"$tmp/err" ||
+  fail "cache: exit $?"
+grep -Eq "^result .* flaky PASSED .* bound=none .*; SUSPECT: in round [12] it ran at [0-9.]+ GOPS, above this machine's int8 peak loop \([0-9.]+ GOPS\)" "$tmp/out" ||
+  fail "a rate above the peak not called suspect: $(grep '^result' "$tmp/out")"
+grep -q '"above_peak": true' "$tmp/c.json" || fail "no above_peak in the report"
+# every backend SKIPPED: nothing timed, exit 3 (as run)
+rc=0
+bench --backend "$fake:mode=unsupported" --backend "$fake:mode=unsupported" --rounds 1 || rc=$?
+[ "$rc" = 3 ] || fail "all SKIPPED: exit $rc, expected 3"
+grep -q '^nothing was timed: every backend was SKIPPED' "$tmp/out" || fail "no 'nothing was timed' line"
+
+# one backend: its answer checked before timing and at every timed call
+rc=0
+"$qmmcheck" bench --backend "$fake:mode=accept" --shape 64x64x64 --reps 2 --threads 1 \
+  >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" = 1 ] || fail "one backend that writes nothing: exit $rc, expected 1"
+grep -Eq '^check 64x64x64 u8s8u8 fake FAILED \(errors:4096 total:4096; ' "$tmp/out" ||
+  fail "one backend: no FAILED check line"
+grep -q '^bench ' "$tmp/out" && fail "a FAILED backend timed"
+rc=0
+"$qmmcheck" bench --backend "exec:$child alternate" --shape 8x8x8 --reps 3 --threads 1 \
+  >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" = 1 ] || fail "one backend, alternate: exit $rc, expected 1"
+grep -Eq '^qmmcheck bench: test-child: 8x8x8: FAILED: timed call [12] of 3 answered otherwise than the check before timing: 1 of 64 elements differ' "$tmp/err" ||
+  fail "one backend: a wrong timed call not caught: $(cat "$tmp/err")"
+"$qmmcheck" bench --backend "$flaky:lazy=1,wrong=0" --shape 64x64x64 --reps 3 --threads 1 \
+  >"$tmp/out" 2>"$tmp/err" || fail "one backend, lazy: exit $?"
+grep -q '^peak raised' "$tmp/out" && fail "one backend: a lazy kernel timed skipping its work"
+grep -q '^check 64x64x64 u8s8u8 flaky PASSED (the reference agrees; every timed call is compared too)$' "$tmp/out" ||
+  fail "one backend: no check line"
+
+# one backend's report: a name with quotes and a backslash stays one string
+"$qmmcheck" bench --backend "$flaky:quote-name=1,wrong=0" --shape 4x5x6 --reps 2 --threads 1 \
+  --report "json:$tmp/q.json" >"$tmp/out" 2>"$tmp/err" || fail "quote-name: exit $?"
+python3 - "$tmp/q.json" <<'PY' || fail "a backend's name injected JSON: $(cat "$tmp/q.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["backend"] == 'flaky", "checked": true, "status": "PASSED \\', d["backend"]
+assert set(d) == {"backend", "types", "peak", "results"}, d.keys()
+assert d["results"][0]["checked"] is True
+PY
+
+# a bench that does not finish leaves no earlier report: a later shape over the work limit is
+# refused before anything is timed (one backend or several), with the same line
+for several in "" "--backend reference --rounds 1"; do
+  echo stale >"$tmp/r.json"
+  rc=0
+  timeout 60 "$qmmcheck" bench --backend reference $several --shape 4x4x4 \
+    --shape 16384x16384x16384 --reps 1 --report "json:$tmp/r.json" >"$tmp/out" 2>"$tmp/err" || rc=$?
+  [ "$rc" = 1 ] || fail "16384^3 ($several): exit $rc, expected 1"
+  grep -q "^qmmcheck bench: 16384x16384x16384: the reference cannot check it: .*QH_MAX_WORK" "$tmp/err" ||
+    fail "16384^3 ($several): $(cat "$tmp/err")"
+  grep -q '^check ' "$tmp/out" && fail "16384^3 ($several): a shape was timed before the refusal"
+  [ ! -e "$tmp/r.json" ] || fail "16384^3 ($several): the earlier report was left"
+done
+# SIGTERM: exit 128+15, no earlier report and no temporary file left
+echo stale >"$tmp/r.json"
+"$qmmcheck" bench --backend reference --backend "exec:$child slow=3" --shape 4x4x4 --rounds 1 \
+  --reps 1 --threads 1 --report "json:$tmp/r.json" >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+sleep 1
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+[ "$rc" = 143 ] || fail "SIGTERM: exit $rc, expected 143"
+left=$(cd "$tmp" && ls r.json* 2>/dev/null || true)
+[ -z "$left" ] || fail "SIGTERM left: $left"
 echo "bench_multi: ok"

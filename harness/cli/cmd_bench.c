@@ -15,8 +15,11 @@
  * spec unchanged.
  * --const-b packs B once through the optimized backend's prepack API (untimed) and times the
  * calls on the packed B; for other backends it changes nothing but the label.
+ * Every shape's answer is judged against the reference's before it is timed, and every timed
+ * call's answer compared with it (bench_timed_call); with one backend as with several.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +44,10 @@
 #define BENCH_SAY_WORK ((int64_t)1 << 30)
 
 #define BENCH_MAX_SHAPES 32
+
+/* y's fill before every checked or timed call: bytes a call leaves unwritten keep it (the
+ * judge's fill, qh_judge_opts.fill) */
+#define BENCH_FILL 0xa5
 
 /* The peak's sampling (docs/optimized.md "The peak"): a sample's length, how many before the
  * first shape, the blocks a shape's timed calls are split into (a sample after each), and how
@@ -91,7 +98,16 @@ const qh_command qh_bench_usage = {
     "--backend SPEC [--backend SPEC ...] --shape MxKxN [--shape ...] [options] | --peak "
     "[--threads T]",
     "time a backend's QLinearMatMul against this machine's int8 peak, or several alternating",
-    NULL, bench_options, 0};
+    "Every backend's answer is judged against the reference's before it is timed, and every\n"
+    "timed call's answer is compared with it (y refilled before each, outside the timed\n"
+    "region): a backend that answers otherwise on any call is FAILED with no time. A rate above\n"
+    "the peak loop's is printed as SUSPECT. Each shape's reference work is checked against\n"
+    "QH_MAX_WORK before anything is timed, and --report's FILE is removed first.\n"
+    "Exit status: 0 when every backend timed PASSED; 1 when one FAILED or bench could not\n"
+    "finish (a shape over the limit, memory); 2 for usage errors or a backend that does not\n"
+    "open; 3 when several backends were all SKIPPED (nothing was timed); 128+N when signal N\n"
+    "stopped it (the report's temporary file removed).\n",
+    bench_options, 0};
 
 #define usage(msg) qh_opt_error(&qh_bench_usage, QH_ERR_USAGE, "%s", (msg))
 #define bad_value(...) qh_opt_bad_value(&qh_bench_usage, QH_ERR_USAGE, __VA_ARGS__)
@@ -145,6 +161,30 @@ static void problem_free(bench_problem *p)
     p->a = p->b = p->y = NULL;
 }
 
+/* p's scales, zero points and call for MxKxN over the buffers p->a, p->b and p->y (not read
+ * here). The call points into *p: p stays put. */
+static void problem_call(bench_problem *p, int64_t m, int64_t k, int64_t n, const int32_t t[3])
+{
+    p->sa = 0.0173f, p->sb = 0.0041f, p->sy = 0.93f;
+    p->za = t[0] == QMM_DTYPE_UINT8 ? 131 : 3;
+    p->zb = t[1] == QMM_DTYPE_UINT8 ? 122 : 0;
+    p->zy = t[2] == QMM_DTYPE_UINT8 ? 128 : 0;
+    qmm_qlinearmatmul c = {
+        .a = {t[0], 2, {m, k}, p->a},
+        .a_scale = {QMM_DTYPE_FLOAT, 0, {0}, &p->sa},
+        .a_zero_point = {t[0], 0, {0}, &p->za},
+        .b = {t[1], 2, {k, n}, p->b},
+        .b_scale = {QMM_DTYPE_FLOAT, 0, {0}, &p->sb},
+        .b_zero_point = {t[1], 0, {0}, &p->zb},
+        .y_scale = {QMM_DTYPE_FLOAT, 0, {0}, &p->sy},
+        .y_zero_point = {t[2], 0, {0}, &p->zy},
+        .y = {t[2], 2, {m, n}, p->y},
+        .opset = 10,
+    };
+    /* through the harness's copy of the table, as every other caller (harness/invoke/backends.h) */
+    p->call = (qmm_call){.op = QMM_OP_QLINEARMATMUL, .u.qlinearmatmul = c};
+}
+
 /* 0, or -1 when memory runs out (message printed). The call points into *p: p stays put. */
 static int problem_make(bench_problem *p, int64_t m, int64_t k, int64_t n, const int32_t t[3])
 {
@@ -164,25 +204,54 @@ static int problem_make(bench_problem *p, int64_t m, int64_t k, int64_t n, const
         p->a[i] = (uint8_t)rng_next(&seed);
     for (size_t i = 0; i < bn; i++)
         p->b[i] = (uint8_t)rng_next(&seed);
-    p->sa = 0.0173f, p->sb = 0.0041f, p->sy = 0.93f;
-    p->za = t[0] == QMM_DTYPE_UINT8 ? 131 : 3;
-    p->zb = t[1] == QMM_DTYPE_UINT8 ? 122 : 0;
-    p->zy = t[2] == QMM_DTYPE_UINT8 ? 128 : 0;
-    qmm_qlinearmatmul c = {
-        .a = {t[0], 2, {m, k}, p->a},
-        .a_scale = {QMM_DTYPE_FLOAT, 0, {0}, &p->sa},
-        .a_zero_point = {t[0], 0, {0}, &p->za},
-        .b = {t[1], 2, {k, n}, p->b},
-        .b_scale = {QMM_DTYPE_FLOAT, 0, {0}, &p->sb},
-        .b_zero_point = {t[1], 0, {0}, &p->zb},
-        .y_scale = {QMM_DTYPE_FLOAT, 0, {0}, &p->sy},
-        .y_zero_point = {t[2], 0, {0}, &p->zy},
-        .y = {t[2], 2, {m, n}, p->y},
-        .opset = 10,
-    };
-    /* through the harness's copy of the table, as every other caller (harness/invoke/backends.h) */
-    p->call = (qmm_call){.op = QMM_OP_QLINEARMATMUL, .u.qlinearmatmul = c};
+    problem_call(p, m, k, n, t);
     return 0;
+}
+
+/* 0 when the reference can check every shape (QH_MAX_WORK), asked before anything is timed
+ * or any report written; else 1 after saying which cannot. */
+static int shapes_checkable(int64_t (*shapes)[3], int nshapes, const int32_t t[3])
+{
+    static uint8_t none; /* validation asks for A's and B's data; the limit reads none */
+    for (int s = 0; s < nshapes; s++) {
+        bench_problem p;
+        memset(&p, 0, sizeof p);
+        p.a = p.b = p.y = &none;
+        problem_call(&p, shapes[s][0], shapes[s][1], shapes[s][2], t);
+        char msg[QH_CLEAN_LINE_MAX];
+        if (qh_expect_work_check(&p.call, msg, sizeof msg) != 0) {
+            fprintf(stderr, "qmmcheck bench: %lldx%lldx%lld: the reference cannot check it: %s\n",
+                    (long long)shapes[s][0], (long long)shapes[s][1], (long long)shapes[s][2],
+                    msg);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The expectation of p's call under `profile`, announced first when it takes a while; 0, or
+ * 1 after saying why the reference cannot give it. */
+static int bench_expect(bench_problem *p, const char *profile, qh_expectation *e)
+{
+    const qmm_tensor *y = &p->call.u.qlinearmatmul.y;
+    long long m = (long long)y->dims[0], n = (long long)y->dims[1],
+              k = (long long)p->call.u.qlinearmatmul.a.dims[1];
+    /* the reference is deliberately simple: a large shape takes it a while (2048^3 about
+       35 s on a Zen 4), which is said before it starts rather than left silent */
+    int64_t work = qh_expect_work(&p->call);
+    if (work >= BENCH_SAY_WORK && work <= QH_MAX_WORK) /* past it: refused below */
+        fprintf(stderr,
+                "qmmcheck bench: %lldx%lldx%lld: computing the reference's answer under "
+                "profile %s first (%.2g units of work; docs/formats.md, \"Limits\") ...\n",
+                m, k, n, profile, (double)work);
+    if (qh_expect(&p->call, profile, e) == 0 && e->code == QMM_OK)
+        return 0;
+    char msg[QH_CLEAN_LINE_MAX];
+    fprintf(stderr,
+            "qmmcheck bench: %lldx%lldx%lld: the reference cannot check it under profile %s: "
+            "%s\n", m, k, n, profile, shown(msg, sizeof msg, e->message));
+    qh_expectation_free(e);
+    return 1;
 }
 
 /* One call as bench times it: on the packed B when there is one (the optimized backend's
@@ -194,10 +263,95 @@ static qmm_status_code bench_call(qh_backend *qb, qmm_call *call, qmm_optimized_
               : qh_backend_call(qb, call, st);
 }
 
-/* Runs one shape, sampling the peak `pk` (when not NULL) after each block of timed calls;
- * 0 on success, 1 when the backend failed (message printed). */
-static int bench_shape(qh_backend *qb, int64_t m, int64_t k, int64_t n, const int32_t t[3],
-                       int const_b, int reps, qmm_optimized_peak *pk, bench_result *res)
+/* The check before timing: one call into y pre-filled with BENCH_FILL, judged against e.
+ * PASSED, FAILED or SKIPPED; why: the judge's reason. */
+static qh_case_status bench_check(qh_backend *qb, bench_problem *p, qmm_optimized_packed_b *pb,
+                                  const qh_expectation *e, char *why, size_t size)
+{
+    qmm_status st;
+    memset(&st, 0, sizeof st);
+    memset(p->y, BENCH_FILL, p->yn);
+    qh_invocation inv;
+    memset(&inv, 0, sizeof inv);
+    inv.outcome = QH_RETURNED;
+    inv.code = bench_call(qb, &p->call, pb, &st);
+    inv.st = st;
+    inv.y = p->call.u.qlinearmatmul.y; /* not owned: never qh_invocation_free'd */
+    qh_verdict v;
+    qh_verdict_init(&v);
+    qh_judge_opts o = {.text = 1, .fill = BENCH_FILL};
+    qh_judge(e, &inv, NULL, &o, &v);
+    qh_case_status status = v.status == QH_PASSED ? QH_PASSED
+                            : v.status == QH_SKIPPED ? QH_SKIPPED : QH_FAILED;
+    /* the judge's line for the first mismatch (harness/judge/judge.c: its values, and the
+       profiles that give what the backend wrote, judged at the kept mismatches only where the
+       output is large), and where a profile is named, how to judge under it */
+    qh_sb w = {0};
+    qh_sb_puts(&w, v.summary.s ? v.summary.s : "");
+    const char *d = v.detail.s ? v.detail.s : "";
+    d += strspn(d, " ");
+    if (v.n_mismatches > 0 && d[0])
+        qh_sb_printf(&w, "; %.*s", (int)strcspn(d, "\n"), d);
+    if (v.n_mismatches > 0 && v.mismatches[0].models_known && v.mismatches[0].models)
+        qh_sb_puts(&w, "; --profile B=PROFILE judges a backend under one");
+    snprintf(why, size, "%s", w.s ? w.s : "");
+    qh_sb_free(&w);
+    qh_verdict_free(&v);
+    return status;
+}
+
+/* One timed call and what it answered. */
+typedef struct timed_call {
+    double wall_s, cpu_s;   /* the call alone */
+    int64_t errors, total;  /* y's elements that differ from the expectation's, of all */
+} timed_call;
+
+/* The CPU time this process has used, all threads, in seconds: on a machine other work
+ * shares, a call's CPU time moves far less than its wall time (it leaves out the time the
+ * call waited for a core; not the caches the other work took). */
+static double cpu_seconds(void)
+{
+    struct timespec ts;
+    return clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0 ? ts.tv_sec + ts.tv_nsec * 1e-9 : 0;
+}
+
+/* One timed call, checked: y refilled with BENCH_FILL before it and its answer compared with
+ * e after it, both outside the timed region, which holds the backend call alone (so a kernel
+ * that skips work when y already holds an answer, or answers otherwise on some calls, is
+ * caught on every call). The call's code; tc->errors is 0 unless it answered OK. */
+static qmm_status_code bench_timed_call(qh_backend *qb, bench_problem *p,
+                                        qmm_optimized_packed_b *pb, const qh_expectation *e,
+                                        qmm_status *st, timed_call *tc)
+{
+    memset(p->y, BENCH_FILL, p->yn);
+    double c0 = cpu_seconds(), t0 = qh_mono_seconds();
+    qmm_status_code code = bench_call(qb, &p->call, pb, st);
+    tc->wall_s = qh_mono_seconds() - t0;
+    tc->cpu_s = cpu_seconds() - c0;
+    tc->errors = tc->total = 0;
+    if (code == QMM_OK) {
+        qh_compare cmp;
+        qh_judge_compare(e, &p->call.u.qlinearmatmul.y, &cmp);
+        tc->errors = cmp.errors;
+        tc->total = cmp.total;
+    }
+    return code;
+}
+
+/* A shape's reps when --reps is not given: about 1 s of calls of `one` seconds, 5..200 */
+static int default_reps(double one)
+{
+    int reps = one > 0 ? (int)(1.0 / one) : 50;
+    return reps < 5 ? 5 : reps > 200 ? 200 : reps;
+}
+
+/* Runs one shape: its answer checked against the reference's (a line says how), warm-up
+ * calls, then the timed calls, each checked (bench_timed_call), sampling the peak `pk` (when
+ * not NULL) after each block of them; 0 on success, 1 when the backend failed or the harness
+ * could not (message printed). */
+static int bench_shape(qh_backend *qb, const char *types, int64_t m, int64_t k, int64_t n,
+                       const int32_t t[3], int const_b, int reps, qmm_optimized_peak *pk,
+                       bench_result *res)
 {
     qmm_backend *be = qb->be;
     char name[128], msg[QH_CLEAN_LINE_MAX];
@@ -205,21 +359,31 @@ static int bench_shape(qh_backend *qb, int64_t m, int64_t k, int64_t n, const in
     bench_problem prob;
     if (problem_make(&prob, m, k, n, t) != 0)
         return 1;
-    qmm_call call = prob.call;
+    qh_expectation e;
+    if (bench_expect(&prob, QH_DEFAULT_PROFILE, &e) != 0) {
+        problem_free(&prob);
+        return 1;
+    }
     qmm_status st;
     qmm_optimized_packed_b *pb = NULL;
+    int rc = 1;
+    double *times = NULL;
     if (const_b && qmm_optimized_isa(be)) {
-        pb = qmm_optimized_pack_b(be, &call.u.qlinearmatmul.b, &st);
+        pb = qmm_optimized_pack_b(be, &prob.call.u.qlinearmatmul.b, &st);
         if (!pb) {
             fprintf(stderr, "qmmcheck bench: %s: pack_b: %s\n", name,
                     shown(msg, sizeof msg, st.message));
-            problem_free(&prob);
-            return 1;
+            goto out;
         }
     }
-    int rc = 0;
-    double *times = NULL;
-#define BENCH_CALL() bench_call(qb, &call, pb, &st)
+    qh_case_status status = bench_check(qb, &prob, pb, &e, msg, sizeof msg);
+    printf("check %lldx%lldx%lld %s %s %s (%s)\n", (long long)m, (long long)k, (long long)n,
+           types, name, qh_case_status_name(status),
+           status == QH_PASSED ? "the reference agrees; every timed call is compared too" : msg);
+    fflush(stdout);
+    if (status != QH_PASSED)
+        goto out;
+#define BENCH_CALL() bench_call(qb, &prob.call, pb, &st)
     /* warm-up: at least 2 calls and 0.2 s (caches, pages, the pool's threads) */
     double w0 = qh_mono_seconds(), one = 0;
     for (int i = 0; i < 2 || qh_mono_seconds() - w0 < 0.2; i++) {
@@ -227,44 +391,46 @@ static int bench_shape(qh_backend *qb, int64_t m, int64_t k, int64_t n, const in
         if (BENCH_CALL() != QMM_OK) {
             fprintf(stderr, "qmmcheck bench: %s: %s: %s\n", name, qmm_status_name(st.code),
                     shown(msg, sizeof msg, st.message));
-            rc = 1;
             goto out;
         }
         one = qh_mono_seconds() - t0;
         if (i > 50)
             break;
     }
-    if (reps <= 0) {
-        reps = one > 0 ? (int)(1.0 / one) : 50;
-        reps = reps < 5 ? 5 : reps > 200 ? 200 : reps;
-    }
+    reps = reps > 0 ? reps : default_reps(one);
     times = malloc((size_t)reps * sizeof *times);
-    if (!times) {
-        rc = 1;
+    if (!times)
         goto out;
-    }
     int block = (reps + PEAK_BLOCKS - 1) / PEAK_BLOCKS;
     for (int i = 0; i < reps; i++) {
         qmm_status_code code = QMM_OK;
+        timed_call tc = {0};
         if (pk && i > 0 && i % block == 0) {
             /* a peak sample, then an untimed call: the backend's threads may have gone to
              * sleep during the sample, and the next timed call must not pay for it */
             qmm_optimized_peak_sample(pk);
             code = BENCH_CALL();
         }
-        double t0 = qh_mono_seconds();
         if (code == QMM_OK)
-            code = BENCH_CALL();
-        times[i] = qh_mono_seconds() - t0;
+            code = bench_timed_call(qb, &prob, pb, &e, &st, &tc);
+        times[i] = tc.wall_s;
         if (code != QMM_OK) {
             fprintf(stderr, "qmmcheck bench: %s: %s\n", name, shown(msg, sizeof msg, st.message));
-            rc = 1;
+            goto out;
+        }
+        if (tc.errors) {
+            fprintf(stderr,
+                    "qmmcheck bench: %s: %lldx%lldx%lld: FAILED: timed call %d of %d answered "
+                    "otherwise than the check before timing: %lld of %lld elements differ from "
+                    "the reference's\n",
+                    name, (long long)m, (long long)k, (long long)n, i + 1, reps,
+                    (long long)tc.errors, (long long)tc.total);
             goto out;
         }
     }
+#undef BENCH_CALL
     if (pk)
         qmm_optimized_peak_sample(pk);
-#undef BENCH_CALL
     qsort(times, (size_t)reps, sizeof *times, cmp_double);
     res->m = m;
     res->k = k;
@@ -275,9 +441,11 @@ static int bench_shape(qh_backend *qb, int64_t m, int64_t k, int64_t n, const in
     double ops = 2.0 * (double)m * (double)n * (double)k;
     res->gops = res->median_s > 0 ? ops / res->median_s / 1e9 : 0;
     res->best_gops = res->min_s > 0 ? ops / res->min_s / 1e9 : 0;
+    rc = 0;
 out:
     free(times);
     qmm_optimized_packed_b_free(pb);
+    qh_expectation_free(&e);
     problem_free(&prob);
     return rc;
 }
@@ -371,6 +539,40 @@ static int peak_only_run(int threads)
     return 0;
 }
 
+/* A string as a JSON string's contents (text already cleaned: no control characters). */
+static void json_str(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', f);
+        if ((unsigned char)*s >= 0x20)
+            fputc(*s, f);
+    }
+}
+
+/* The report's temporary file while it is open (open_report to rename_report), for the
+ * signal handler to remove: a bench stopped by SIGINT or SIGTERM leaves no FILE.tmp-XXXX. */
+static char report_tmp[4096];
+static volatile sig_atomic_t report_tmp_open;
+
+static void on_signal(int sig)
+{
+    if (report_tmp_open)
+        unlink(report_tmp);
+    _exit(128 + sig);
+}
+
+/* SIGINT and SIGTERM end bench with 128+N, its report's temporary file removed. */
+static void install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
 /* --report's FILE is refused, as run's is, when it exists and is not a regular file (a device,
  * a FIFO, a symbolic link, a folder): the report is renamed over it. 1 when it is fine. */
 static int report_target_ok(const char *path)
@@ -384,78 +586,120 @@ static int report_target_ok(const char *path)
     return 0;
 }
 
+/* The temporary file removed (a report not written whole). */
+static void drop_report(void)
+{
+    report_tmp_open = 0;
+    remove(report_tmp);
+}
+
 /* A new temporary file beside `path` for the report (qh_open_temp: nothing planted can take
- * it), its name in tmp; NULL after saying why. */
-static FILE *open_report(const char *path, char *tmp, size_t size)
+ * it), its name in report_tmp (removed on a signal until rename_report or drop_report); NULL
+ * after saying why. One at a time. */
+static FILE *open_report(const char *path)
 {
     qh_error err;
-    int fd = qh_open_temp(path, tmp, size, &err);
-    FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
-    if (fd < 0)
+    int fd = qh_open_temp(path, report_tmp, sizeof report_tmp, &err);
+    if (fd < 0) {
         qh_eprint_clean("qmmcheck bench: ", err.msg);
-    else if (!f) {
-        fprintf(stderr, "qmmcheck bench: %s: %s\n", tmp, strerror(errno));
+        return NULL;
+    }
+    report_tmp_open = 1;
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        fprintf(stderr, "qmmcheck bench: %s: %s\n", report_tmp, strerror(errno));
         close(fd);
-        remove(tmp);
+        drop_report();
     }
     return f;
 }
 
-/* Renames the written report `tmp` over `path` when that is still fine; 0, or 1 after saying
- * why (tmp removed). */
-static int rename_report(const char *tmp, const char *path)
+/* Renames the written report over `path` when that is still fine; 0, or 1 after saying why
+ * (the temporary file removed). */
+static int rename_report(const char *path)
 {
     if (!report_target_ok(path))
         ; /* said why */
-    else if (rename(tmp, path) != 0)
+    else if (rename(report_tmp, path) != 0)
         fprintf(stderr, "qmmcheck bench: %s: %s\n", path, strerror(errno));
-    else
+    else {
+        report_tmp_open = 0;
         return 0;
-    remove(tmp);
+    }
+    drop_report();
     return 1;
+}
+
+/* --report's FILE removed before anything is timed, as run's reports are (qh_report_clear):
+ * a bench that does not finish leaves no earlier report that reads as its own. 0, or 1 after
+ * saying why. */
+static int clear_report(const char *path)
+{
+    char spec[4200];
+    qh_error err;
+    snprintf(spec, sizeof spec, "json:%s", path);
+    if (qh_report_clear(spec, &err) == 0)
+        return 0;
+    qh_eprint_clean("qmmcheck bench: ", err.msg);
+    return 1;
+}
+
+/* `PRE"KEY": "VALUE"`, VALUE escaped (json_str): every string field a report writes, so that
+ * no text from a backend, the CPU or the command line can add fields. */
+static void json_kv(FILE *f, const char *pre, const char *key, const char *value)
+{
+    fprintf(f, "%s\"%s\": \"", pre, key);
+    json_str(f, value ? value : "");
+    fputc('"', f);
 }
 
 static int write_json(const char *path, const char *backend, const char *types, int threads,
                       int const_b, const qmm_optimized_peak_info *pi, double base_gops,
                       int raised, const bench_result *r, int nr)
 {
-    char tmp[4096];
-    FILE *f = open_report(path, tmp, sizeof tmp);
+    FILE *f = open_report(path);
     if (!f)
         return 1;
-    fprintf(f, "{\n  \"backend\": \"%s\",\n  \"types\": \"%s\",\n", backend, types);
+    json_kv(f, "{\n  ", "backend", backend);
+    json_kv(f, ",\n  ", "types", types);
+    fprintf(f, ",\n  \"peak\": {\"threads\": %d, \"gops\": %.3f", threads, base_gops);
+    json_kv(f, ", ", "loop", pi->loop ? pi->loop : "none");
+    json_kv(f, ", ", "isa", pi->isa ? pi->isa : "none");
     fprintf(f,
-            "  \"peak\": {\"threads\": %d, \"gops\": %.3f, \"loop\": \"%s\", \"isa\": \"%s\", "
-            "\"method\": \"best of short samples between the timed calls\", \"samples\": %d, "
+            ", \"method\": \"best of short samples between the timed calls\", \"samples\": %d, "
             "\"sample_ms\": %.3f, \"loop_gops\": %.3f, \"thread_gops\": %.3f, \"cores\": %d, "
             "\"together_gops\": %.3f, \"raised\": %s, \"clock_ghz\": %.3f, "
-            "\"ops_per_cycle_per_core\": %.2f, \"cpu\": \"%s\", \"published_for\": \"%s\", "
-            "\"published_ops_per_cycle\": %.0f, \"published_up_to\": %s, \"check\": \"%s\", "
-            "\"check_fraction\": %.3f},\n",
-            threads, base_gops, pi->loop ? pi->loop : "none", pi->isa ? pi->isa : "none",
+            "\"ops_per_cycle_per_core\": %.2f",
             pi->samples, pi->sample_s * 1e3, pi->ops / 1e9, pi->ops_thread / 1e9, pi->cores,
-            pi->ops_together / 1e9, raised ? "true" : "false",
-            pi->clock_hz / 1e9, pi->ops_per_cycle, pi->cpu_id, pi->cpu ? pi->cpu : "",
-            pi->published, pi->published_up_to ? "true" : "false", verdict_word(pi->verdict),
-            pi->fraction);
-    fprintf(f, "  \"results\": [\n");
-    for (int i = 0; i < nr; i++)
+            pi->ops_together / 1e9, raised ? "true" : "false", pi->clock_hz / 1e9,
+            pi->ops_per_cycle);
+    json_kv(f, ", ", "cpu", pi->cpu_id);
+    json_kv(f, ", ", "published_for", pi->cpu);
+    fprintf(f, ", \"published_ops_per_cycle\": %.0f, \"published_up_to\": %s", pi->published,
+            pi->published_up_to ? "true" : "false");
+    json_kv(f, ", ", "check", verdict_word(pi->verdict));
+    fprintf(f, ", \"check_fraction\": %.3f},\n  \"results\": [\n", pi->fraction);
+    for (int i = 0; i < nr; i++) {
         fprintf(f,
-                "    {\"shape\": \"%lldx%lldx%lld\", \"m\": %lld, \"k\": %lld, \"n\": %lld, "
-                "\"types\": \"%s\", \"threads\": %d, \"const_b\": %s, \"reps\": %d, "
-                "\"median_s\": %.9g, \"min_s\": %.9g, \"gops\": %.3f, \"best_gops\": %.3f, "
-                "\"pct_peak\": %.2f, \"pct_peak_best\": %.2f}%s\n",
+                "    {\"shape\": \"%lldx%lldx%lld\", \"m\": %lld, \"k\": %lld, \"n\": %lld",
                 (long long)r[i].m, (long long)r[i].k, (long long)r[i].n, (long long)r[i].m,
-                (long long)r[i].k, (long long)r[i].n, types, threads,
-                const_b ? "true" : "false", r[i].reps, r[i].median_s, r[i].min_s, r[i].gops,
-                r[i].best_gops, r[i].pct_peak, r[i].pct_peak_best, i + 1 < nr ? "," : "");
+                (long long)r[i].k, (long long)r[i].n);
+        json_kv(f, ", ", "types", types);
+        fprintf(f,
+                ", \"threads\": %d, \"const_b\": %s, \"reps\": %d, \"median_s\": %.9g, "
+                "\"min_s\": %.9g, \"gops\": %.3f, \"best_gops\": %.3f, \"pct_peak\": %.2f, "
+                "\"pct_peak_best\": %.2f, \"checked\": true}%s\n",
+                threads, const_b ? "true" : "false", r[i].reps, r[i].median_s, r[i].min_s,
+                r[i].gops, r[i].best_gops, r[i].pct_peak, r[i].pct_peak_best,
+                i + 1 < nr ? "," : "");
+    }
     fprintf(f, "  ]\n}\n");
     if (fclose(f) != 0) {
         fprintf(stderr, "qmmcheck bench: %s: %s\n", path, strerror(errno));
-        remove(tmp);
+        drop_report();
         return 1;
     }
-    return rename_report(tmp, path);
+    return rename_report(path);
 }
 
 /* ---- several backends, alternating (issue 29 item 4) ---- */
@@ -487,15 +731,6 @@ typedef struct mb_slot {
     double *round_cpu_s;   /* each round's CPU seconds per call (the process, all threads) */
     double median_s, gops, cpu_median_s;
 } mb_slot;
-
-/* The CPU time this process has used, all threads, in seconds: on a machine other work
- * shares, a call's CPU time moves far less than its wall time (it leaves out the time the
- * call waited for a core; not the caches the other work took). */
-static double cpu_seconds(void)
-{
-    struct timespec ts;
-    return clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0 ? ts.tv_sec + ts.tv_nsec * 1e-9 : 0;
-}
 
 static double median_of(double *v, int n)
 {
@@ -552,17 +787,6 @@ static void print_machine(FILE *out, int threads, const char *omp, char *cpu, si
             threads, omp ? omp : "unset");
 }
 
-/* A string as a JSON string's contents (text already cleaned: no control characters). */
-static void json_str(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fputc('\\', f);
-        if ((unsigned char)*s >= 0x20)
-            fputc(*s, f);
-    }
-}
-
 typedef struct mb_run {
     mb_backend *be;
     int nb;
@@ -572,53 +796,19 @@ typedef struct mb_run {
     FILE *json;            /* --report's file, or NULL */
     int json_rows;
     int failed;            /* some backend FAILED: bench exits 1 */
+    int timed;             /* some backend was timed: else (all SKIPPED) bench exits 3 */
     qmm_optimized_peak *pk; /* the best variant's peak loop on `threads` threads; NULL: none */
 } mb_run;
 
 static const char *b_label(int const_b) { return const_b ? "constant" : "input"; }
 
-/* The check before timing: one call into y pre-filled with 0xa5, judged against e. */
-static void mb_check(mb_backend *b, bench_problem *p, qmm_optimized_packed_b *pb,
-                     const qh_expectation *e, mb_slot *s)
-{
-    qmm_status st;
-    memset(&st, 0, sizeof st);
-    memset(p->y, 0xa5, p->yn);
-    qh_invocation inv;
-    memset(&inv, 0, sizeof inv);
-    inv.outcome = QH_RETURNED;
-    inv.code = bench_call(&b->qb, &p->call, pb, &st);
-    inv.st = st;
-    inv.y = p->call.u.qlinearmatmul.y; /* not owned: never qh_invocation_free'd */
-    qh_verdict v;
-    qh_verdict_init(&v);
-    qh_judge_opts o = {.text = 1, .fill = 0xa5};
-    qh_judge(e, &inv, NULL, &o, &v);
-    s->status = v.status == QH_PASSED ? QH_PASSED
-                : v.status == QH_SKIPPED ? QH_SKIPPED : QH_FAILED;
-    /* the judge's line for the first mismatch (harness/judge/judge.c: its values, and the
-       profiles that give what the backend wrote, judged at the kept mismatches only where the
-       output is large), and where a profile is named, how to judge under it */
-    qh_sb w = {0};
-    qh_sb_puts(&w, v.summary.s ? v.summary.s : "");
-    const char *d = v.detail.s ? v.detail.s : "";
-    d += strspn(d, " ");
-    if (v.n_mismatches > 0 && d[0])
-        qh_sb_printf(&w, "; %.*s", (int)strcspn(d, "\n"), d);
-    if (v.n_mismatches > 0 && v.mismatches[0].models_known && v.mismatches[0].models)
-        qh_sb_puts(&w, "; --profile B=PROFILE judges a backend under one");
-    snprintf(s->why, sizeof s->why, "%s", w.s ? w.s : "");
-    qh_sb_free(&w);
-    qh_verdict_free(&v);
-}
-
-/* One round of backend b: untimed calls (caches, the pool's threads), then the timed ones;
- * the answer of the last is compared with e again. */
+/* One round of backend b: untimed calls (caches, the pool's threads), then the timed ones,
+ * each answer compared with e (bench_timed_call): the first that differs fails b. */
 static void mb_round(const mb_run *r, mb_backend *b, bench_problem *p, qmm_optimized_packed_b *pb,
                      const qh_expectation *e, mb_slot *s, double *times)
 {
     qmm_status st;
-    double one = 0;
+    double one = 0, cpu = 0;
     for (int i = 0; i < 2; i++) {
         double t0 = qh_mono_seconds();
         if (bench_call(&b->qb, &p->call, pb, &st) != QMM_OK)
@@ -631,26 +821,22 @@ static void mb_round(const mb_run *r, mb_backend *b, bench_problem *p, qmm_optim
         s->reps = one > 0 && ROUND_S / one < 200 ? (int)(ROUND_S / one) : 200;
         s->reps = s->reps < 3 ? 3 : s->reps;
     }
-    memset(p->y, 0xa5, p->yn);
-    double cpu0 = cpu_seconds();
     for (int i = 0; i < s->reps; i++) {
-        double t0 = qh_mono_seconds();
-        qmm_status_code code = bench_call(&b->qb, &p->call, pb, &st);
-        times[i] = qh_mono_seconds() - t0;
-        if (code != QMM_OK)
+        timed_call tc;
+        if (bench_timed_call(&b->qb, p, pb, e, &st, &tc) != QMM_OK)
             goto failed;
+        times[i] = tc.wall_s;
+        cpu += tc.cpu_s;
+        if (tc.errors) {
+            s->status = QH_FAILED;
+            snprintf(s->why, sizeof s->why,
+                     "round %d, timed call %d of %d answered otherwise than the check before "
+                     "timing: %lld of %lld elements differ from the reference's",
+                     s->rounds + 1, i + 1, s->reps, (long long)tc.errors, (long long)tc.total);
+            return;
+        }
     }
-    qh_compare cmp;
-    qh_judge_compare(e, &p->call.u.qlinearmatmul.y, &cmp);
-    if (cmp.errors) {
-        s->status = QH_FAILED;
-        snprintf(s->why, sizeof s->why,
-                 "round %d's timed calls answered otherwise than the check before timing: "
-                 "%lld of %lld elements differ from the reference's",
-                 s->rounds + 1, (long long)cmp.errors, (long long)cmp.total);
-        return;
-    }
-    s->round_cpu_s[s->rounds] = (cpu_seconds() - cpu0) / s->reps;
+    s->round_cpu_s[s->rounds] = cpu / s->reps;
     s->round_s[s->rounds++] = median_of(times, s->reps);
     return;
 failed:;
@@ -668,12 +854,17 @@ static void peak_samples(qmm_optimized_peak *pk, int n)
 
 /* A backend's bound over its rounds (round_peak[k]: round k's peak, ops/s; 0: none): per
  * round, the peak's rate over the backend's, in bound[]; returns their median, or 0 when a
- * round has no peak, no time, or ran above the peak's rate (the loop is then no ceiling). */
-static double mb_bound(const mb_slot *s, const double *round_peak, double ops, double *bound)
+ * round has no peak, no time, or ran above the peak's rate (the loop is then no ceiling:
+ * *above is that round, from 1; else 0). */
+static double mb_bound(const mb_slot *s, const double *round_peak, double ops, double *bound,
+                       int *above)
 {
     double sorted[BENCH_MAX_ROUNDS];
+    *above = 0;
     for (int k = 0; k < s->rounds; k++) {
         bound[k] = round_peak[k] * s->round_s[k] / ops;
+        if (round_peak[k] > 0 && s->round_s[k] > 0 && bound[k] < 1.0)
+            *above = k + 1;
         if (!(round_peak[k] > 0 && s->round_s[k] > 0 && bound[k] >= 1.0))
             return 0;
         sorted[k] = bound[k];
@@ -693,8 +884,9 @@ static void mb_results(mb_run *r, const int64_t mkn[3], int const_b, mb_slot *sl
         double sorted[BENCH_MAX_ROUNDS], ratio[BENCH_MAX_ROUNDS], mratio = 0, cpu_ratio = 0;
         int nratio = 0;
         double bound[BENCH_MAX_ROUNDS], mbound = 0;
+        int above = 0;
         if (ok) {
-            mbound = r->pk ? mb_bound(s, round_peak, ops, bound) : 0;
+            mbound = r->pk ? mb_bound(s, round_peak, ops, bound, &above) : 0;
             memcpy(sorted, s->round_s, (size_t)s->rounds * sizeof *sorted);
             s->median_s = median_of(sorted, s->rounds);
             s->gops = s->median_s > 0 ? ops / s->median_s / 1e9 : 0;
@@ -716,6 +908,7 @@ static void mb_results(mb_run *r, const int64_t mkn[3], int const_b, mb_slot *sl
             cpu_ratio = n == s->rounds ? median_of(sorted, n) : 0;
         }
         r->failed |= s->status == QH_FAILED;
+        r->timed |= ok;
         printf("result %lldx%lldx%lld %s threads=%d b=%s %s %s", (long long)mkn[0],
                (long long)mkn[1], (long long)mkn[2], r->types, r->threads, b_label(const_b),
                r->be[i].name, qh_case_status_name(s->status));
@@ -731,9 +924,9 @@ static void mb_results(mb_run *r, const int64_t mkn[3], int const_b, mb_slot *sl
             else if (r->pk)
                 printf(" bound=none");
             if (i == 0)
-                printf(" ratio=1.00 (the first: ratios are backend time / this time)\n");
+                printf(" ratio=1.00 (the first: ratios are backend time / this time)");
             else if (!nratio)
-                printf(" ratio=none (the first backend, %s, has no time)\n", r->be[0].name);
+                printf(" ratio=none (the first backend, %s, has no time)", r->be[0].name);
             else {
                 printf(" ratio=%.2f per round", mratio);
                 for (int k = 0; k < nratio; k++)
@@ -741,8 +934,14 @@ static void mb_results(mb_run *r, const int64_t mkn[3], int const_b, mb_slot *sl
                 printf(" (%s time / %s time)", r->be[i].name, r->be[0].name);
                 if (cpu_ratio > 0)
                     printf(" cpu-ratio=%.2f", cpu_ratio);
-                putchar('\n');
             }
+            if (above)
+                printf("; SUSPECT: in round %d it ran at %.1f GOPS, above this machine's int8 "
+                       "peak loop (%.1f GOPS): a kernel that does every multiply-accumulate does "
+                       "not; it skipped work, or used more threads or faster instructions than "
+                       "the loop", above, ops / s->round_s[above - 1] / 1e9,
+                       round_peak[above - 1] / 1e9);
+            putchar('\n');
         }
         if (!r->json)
             continue;
@@ -753,8 +952,9 @@ static void mb_results(mb_run *r, const int64_t mkn[3], int const_b, mb_slot *sl
                 (long long)mkn[2], (long long)mkn[0], (long long)mkn[1], (long long)mkn[2],
                 r->types, r->threads, b_label(const_b));
         json_str(r->json, r->be[i].name);
-        fprintf(r->json, "\", \"profile\": \"%s\", \"status\": \"%s\", \"why\": \"",
-                r->be[i].profile, qh_case_status_name(s->status));
+        fprintf(r->json, "\", \"profile\": \"");
+        json_str(r->json, r->be[i].profile);
+        fprintf(r->json, "\", \"status\": \"%s\", \"why\": \"", qh_case_status_name(s->status));
         json_str(r->json, ok ? "" : s->why);
         fprintf(r->json, "\", \"reps\": %d, \"round_s\": [", s->reps);
         for (int k = 0; ok && k < s->rounds; k++)
@@ -780,7 +980,8 @@ static void mb_results(mb_run *r, const int64_t mkn[3], int const_b, mb_slot *sl
             fprintf(r->json, "%s%.3f", k ? ", " : "", round_peak[k] / 1e9);
         fprintf(r->json, "], \"bound\": ");
         fprintf(r->json, mbound > 0 ? "%.4f" : "null", mbound);
-        fprintf(r->json, ", \"round_bound\": [");
+        fprintf(r->json, ", \"above_peak\": %s, \"round_bound\": [",
+                above ? "true" : "false");
         for (int k = 0; mbound > 0 && k < s->rounds; k++)
             fprintf(r->json, "%s%.4f", k ? ", " : "", bound[k]);
         fprintf(r->json, "]}");
@@ -807,28 +1008,13 @@ static int mb_shape(mb_run *r, const int64_t mkn[3], const int *modes, int nmode
             continue;
         }
         b->expect = ne;
-        qh_expectation *x = &e[ne++];
-        /* the reference is deliberately simple: a large shape takes it a while (2048^3 about
-           35 s on a Zen 4), which is said before it starts rather than left silent */
-        int64_t work = qh_expect_work(&p.call);
-        if (work >= BENCH_SAY_WORK && work <= QH_MAX_WORK) /* past it: refused below */
-            fprintf(stderr,
-                    "qmmcheck bench: %lldx%lldx%lld: computing the reference's answer under "
-                    "profile %s first (%.2g units of work; docs/formats.md, \"Limits\") ...\n",
-                    (long long)mkn[0], (long long)mkn[1], (long long)mkn[2], b->profile,
-                    (double)work);
-        if (qh_expect(&p.call, b->profile, x) != 0 || x->code != QMM_OK) {
-            char msg[QH_CLEAN_LINE_MAX];
-            fprintf(stderr,
-                    "qmmcheck bench: %lldx%lldx%lld: the reference cannot check it under "
-                    "profile %s: %s\n",
-                    (long long)mkn[0], (long long)mkn[1], (long long)mkn[2], b->profile,
-                    shown(msg, sizeof msg, x->message));
+        if (bench_expect(&p, b->profile, &e[ne]) != 0) {
             for (int k = 0; k < ne; k++)
                 qh_expectation_free(&e[k]);
             problem_free(&p);
             return 1;
         }
+        ne++;
     }
     int rc = 0;
     mb_slot slot[BENCH_MAX_BACKENDS];
@@ -859,7 +1045,8 @@ static int mb_shape(mb_run *r, const int64_t mkn[3], const int *modes, int nmode
                 snprintf(slot[i].why, sizeof slot[i].why, "pack_b answered %s: %s",
                          qmm_status_name(st.code), shown(msg, sizeof msg, st.message));
             } else {
-                mb_check(b, &p, pb[i], &e[b->expect], &slot[i]);
+                slot[i].status = bench_check(&b->qb, &p, pb[i], &e[b->expect], slot[i].why,
+                                             sizeof slot[i].why);
             }
             printf("check %lldx%lldx%lld %s threads=%d b=%s %s %s (%s; profile %s)\n", (long long)mkn[0],
                    (long long)mkn[1], (long long)mkn[2], r->types, r->threads,
@@ -989,8 +1176,7 @@ static int multi_run(char **specs, int nb, const char **profiles, int np, int64_
         }
     }
     FILE *json = NULL;
-    char tmp[4096];
-    if (rc == 0 && report && !(json = open_report(report, tmp, sizeof tmp)))
+    if (rc == 0 && report && !(json = open_report(report)))
         rc = 1;
     if (json) {
         fprintf(json, "{\n  \"machine\": {\"cpu\": \"");
@@ -1010,9 +1196,10 @@ static int multi_run(char **specs, int nb, const char **profiles, int np, int64_
     }
     printf("rounds=%d: in each round every backend in the order above: 2 untimed calls, then "
            "the timed ones (their median is the round's); its answer was checked against the "
-           "reference before the first round and is compared again after each\n", rounds);
+           "reference before the first round, and every timed call's answer is compared again "
+           "(y refilled before each, both outside the timed region)\n", rounds);
     fflush(stdout);
-    mb_run r = {be, nb, t, types, run_threads, rounds, reps, json, 0, 0, NULL};
+    mb_run r = {be, nb, t, types, run_threads, rounds, reps, json, 0, 0, 0, NULL};
     if (rc == 0 && (r.pk = qmm_optimized_peak_open(-1, run_threads, PEAK_SAMPLE_S)) != NULL) {
         qmm_optimized_peak_info in;
         qmm_optimized_peak_get(r.pk, &in);
@@ -1033,16 +1220,20 @@ static int multi_run(char **specs, int nb, const char **profiles, int np, int64_
         if (fclose(json) != 0 || rc != 0) {
             if (rc == 0)
                 fprintf(stderr, "qmmcheck bench: %s: %s\n", report, strerror(errno));
-            remove(tmp);
+            drop_report();
             rc = rc ? rc : 1;
         } else
-            rc = rename_report(tmp, report);
+            rc = rename_report(report);
     }
     if (r.pk)
         qmm_optimized_peak_close(r.pk);
     for (int i = 0; i < opened; i++)
         qh_backend_release(&be[i].qb);
     free(be);
+    if (rc == 0 && !r.failed && !r.timed) {
+        printf("nothing was timed: every backend was SKIPPED (it supports none of these calls)\n");
+        return 3;
+    }
     return rc ? rc : r.failed;
 }
 
@@ -1121,14 +1312,20 @@ int qh_cmd_bench(int argc, char **argv)
     int32_t t[3];
     if (parse_types(types, t) != 0)
         return usage("--types takes three of u8/s8, as u8s8u8");
-    if (nbackends > 1 || rounds)
+    int several = nbackends > 1 || rounds;
+    if (!several && nprofiles)
+        return usage("--profile judges several backends (or --rounds)");
+    if (!several && both_b)
+        return usage("--b-both times several backends (or --rounds): give --const-b for one");
+    install_signals();
+    /* the old report goes first, so that even a refusal below leaves none that reads as this
+       bench's; then every shape's limit, before anything is timed */
+    if ((report && clear_report(report) != 0) || shapes_checkable(shapes, nshapes, t) != 0)
+        return 1;
+    if (several)
         return multi_run(nbackends ? backends : (char *[]){"optimized"}, nbackends ? nbackends : 1,
                          profiles, nprofiles, shapes, nshapes, t, types, threads,
                          rounds ? rounds : 5, reps, const_b, both_b, report);
-    if (nprofiles)
-        return usage("--profile judges several backends (or --rounds)");
-    if (both_b)
-        return usage("--b-both times several backends (or --rounds): give --const-b for one");
 
     /* the optimized backend takes the thread count as an option */
     char spec[1100];
@@ -1160,8 +1357,8 @@ int qh_cmd_bench(int argc, char **argv)
     memset(res, 0, sizeof res);
     int rc = 0, done = 0;
     for (; done < nshapes; done++)
-        if (bench_shape(&qb, shapes[done][0], shapes[done][1], shapes[done][2], t, const_b,
-                        reps, pk, &res[done]) != 0) {
+        if (bench_shape(&qb, types, shapes[done][0], shapes[done][1], shapes[done][2], t,
+                        const_b, reps, pk, &res[done]) != 0) {
             rc = 1;
             break;
         }
