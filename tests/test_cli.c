@@ -413,7 +413,7 @@ Test(cli, errors_clean_the_arguments_and_xfail_lines_they_quote)
         {2, "list --vectors vectors/seeds --filter %s"},
         {2, "list --vectors %s"},
         {2, "run --backend reference --vectors vectors/seeds --xfail %s"},
-        {1, "run -q --backend reference --vectors vectors/seeds --report json:%s/r.json"},
+        {2, "run -q --backend reference --vectors vectors/seeds --report json:%s/r.json"},
         {2, "%s"},
         {2, "help %s"},
     };
