@@ -542,7 +542,9 @@ static int compare_one(const char *target, int i, const qh_fz_case *c, const qmm
     qh_invocation inv;
     if (debug)
         fprintf(stderr, "qmm-fuzz: running %s\n", variants[i].label);
-    if (qh_invoke(&variants[i].b, guarded, NULL, &inv) != 0 || inv.code == QMM_UNSUPPORTED) {
+    /* the inputs as guarded (read-only pages: any write faults), not the in-process copies */
+    qh_invoke_opts io = {.timeout_s = variants[i].b.iso.timeout_s, .inputs_as_given = 1};
+    if (qh_invoke(&variants[i].b, guarded, &io, &inv) != 0 || inv.code == QMM_UNSUPPORTED) {
         /* out of memory is not the backend's fault; UNSUPPORTED never counts */
         qh_invocation_free(&inv);
         return -1;

@@ -166,12 +166,12 @@ static void check_inputs(const in_copies *k, qh_invocation *out)
         }
 }
 
-static int invoke_here(qh_backend *b, const qmm_call *call, unsigned char fill,
+static int invoke_here(qh_backend *b, const qmm_call *call, unsigned char fill, int as_given,
                        qh_invocation *out)
 {
     qmm_call orig = *call, c = *call;
-    in_copies k;
-    if (copy_inputs(&orig, &c, &k) != 0) {
+    in_copies k = {0};
+    if (!as_given && copy_inputs(&orig, &c, &k) != 0) {
         snprintf(out->problem, sizeof out->problem, "cannot copy the inputs");
         return -1;
     }
@@ -229,7 +229,9 @@ static double deadline_after(double timeout)
     return timeout > 0 ? qh_mono_seconds() + timeout : 0;
 }
 
-enum { W_READY = 0, W_DIED = -1, W_HUNG = -2, W_INTR = -3 };
+/* W_GARBLED: the worker answered, but not in the protocol (a backend that wrote into the
+ * worker's channel); it is killed like one that died, and says so */
+enum { W_READY = 0, W_DIED = -1, W_HUNG = -2, W_INTR = -3, W_GARBLED = -4 };
 
 /* The limit of a worker's start, or of an exec: process's start within a call, scaled for
  * the backend's CPU class; 0 for none (harness/invoke/cpu.h, qh_cpu_start_timeout). */
@@ -508,6 +510,7 @@ static void explain(qh_backend *b, int w, const char *what, double timeout, char
         snprintf(scaled, sizeof scaled, " (--timeout x %d under emulation, CPU class %s)",
                  QH_CPU_TIMEOUT_FACTOR, qh_cpu_name(b->iso.cpu));
     b->why_cause = w == W_HUNG ? QH_CAUSE_NO_ANSWER : w == W_INTR ? QH_CAUSE_NONE
+                   : w == W_GARBLED ? QH_CAUSE_ENDED
                    : b->qemu_oom ? QH_CAUSE_EMULATOR_OOM : b->end_cause;
     b->why_arg = b->why_cause == b->end_cause ? b->end_arg : 0;
     if (w == W_HUNG)
@@ -516,6 +519,9 @@ static void explain(qh_backend *b, int w, const char *what, double timeout, char
     else if (w == W_INTR)
         snprintf(why, n, "%s%sinterrupted by signal %d; worker killed", what, sep,
                  (int)qh_interrupted);
+    else if (w == W_GARBLED) /* before: "killed by SIGKILL", as if the backend had been */
+        snprintf(why, n, "%s%sthe worker's answer was garbled (not the protocol's: something "
+                 "in the worker wrote into its channel to qmmcheck); worker killed", what, sep);
     else if (b->qemu_oom)
         snprintf(why, n, "%s%sthe emulator (qemu-x86_64) ran out of memory: the backend's "
                  "allocations reached --memory-limit and left qemu none; worker killed", what,
@@ -561,7 +567,7 @@ static int worker_hello(qh_backend *b, double deadline, double timeout, wire_hel
     if (w == W_READY)
         w = recv_all(b, (char *)h + sizeof h->magic, sizeof *h - sizeof h->magic, deadline);
     if (w == W_READY && h->magic != HELLO_MAGIC)
-        w = W_DIED;
+        w = W_GARBLED;
     if (w != W_READY) {
         explain(b, w, "qmm_backend_open", timeout, why, n);
         return w;
@@ -754,7 +760,7 @@ static int invoke_isolated(qh_backend *b, const qmm_call *call, double timeout,
     if (w == W_READY && (rep.magic != REP_MAGIC || rep.seq != b->seq ||
                          rep.offset >= qh_page_size() ||
                          (ybytes && rep.offset + ybytes > out->y_map_len)))
-        w = W_DIED; /* a garbled reply: treat the worker as broken */
+        w = W_GARBLED; /* treat the worker as broken */
     if (w != W_READY) {
         explain(b, w, "", timeout, out->problem, sizeof out->problem);
         out->outcome = outcome_of(w);
@@ -842,7 +848,7 @@ int qh_invoke(qh_backend *b, const qmm_call *call, const qh_invoke_opts *o, qh_i
         take_output(b, out);
         return rc;
     }
-    return invoke_here(b, call, fill, out);
+    return invoke_here(b, call, fill, o && o->inputs_as_given, out);
 }
 
 int qh_invocation_detach(qh_invocation *inv)

@@ -33,6 +33,9 @@ typedef struct qh_invoke_opts {
     int isolate;        /* run the call in a forked worker (crash/hang isolation) */
     double timeout_s;   /* with isolate: per-call limit, <= 0 for none */
     unsigned char fill; /* the byte the output is pre-filled with; 0 means 0xa5 */
+    int inputs_as_given; /* in process: the call's inputs as they are (the fuzz targets'
+                          * read-only pages, where any write faults), not copies compared
+                          * with them after the call */
 } qh_invoke_opts;
 
 typedef enum qh_invoke_outcome {

@@ -27,6 +27,8 @@
  *   escape       the operator starts a process in a session of its own (setsid, then a
  *                grandchild) that waits for qmmcheck to end (at most 20 s), then writes
  *                "FORGED" into `pidfile=PATH`; the operator writes zeros
+ *   garble       the operator writes 64 bytes of 'X' into fd 3 (the worker's channel to
+ *                qmmcheck), then writes zeros
  *   parent_stdout  the operator opens its parent's standard output through
  *                /proc/PPID/fd/1 and writes a forged case line and SUMMARY into it
  * Otherwise the operator writes zeros. */
@@ -101,6 +103,11 @@ static qmm_status_code h_run(const hostile *h, const qmm_tensor *y, qmm_status *
 {
     if (is(h, "escape")) {
         escape(h->pidfile);
+    } else if (is(h, "garble")) {
+        char junk[64];
+        memset(junk, 'X', sizeof junk);
+        if (write(3, junk, sizeof junk) < 0)
+            perror("hostile: garble");
     } else if (is(h, "parent_stdout")) {
         char path[64];
         snprintf(path, sizeof path, "/proc/%d/fd/1", (int)getppid());
