@@ -407,6 +407,20 @@ Test(tree, stray_input_after_a_gap_is_an_error)
 
 #define NBITS "tests/llm/onnxruntime/matmulnbits-m2-k51-n3-bits2-bs32-level0-zp_absent"
 
+/* Under AddressSanitizer no address-space limit: its shadow memory takes terabytes of it. */
+#if defined(__SANITIZE_ADDRESS__)
+#define NO_RLIMIT_AS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NO_RLIMIT_AS 1
+#endif
+#endif
+#ifdef NO_RLIMIT_AS
+#define AS_LIMIT ""
+#else
+#define AS_LIMIT " prlimit --as=3000000000"
+#endif
+
 static int64_t nbits_n;
 static void set_nbits_n(qh_model *m)
 {
@@ -430,7 +444,7 @@ Test(tree, an_attribute_that_sizes_the_output_cannot_make_it_huge)
         snprintf(rm, sizeof rm, "rm '%s/nb/test_data_set_0/output_0.pb'", vec);
         cr_assert(system(rm) == 0);
         char *out;
-        int rc = qmmcheck_under(&out, "timeout 20 prlimit --as=3000000000",
+        int rc = qmmcheck_under(&out, "timeout 20" AS_LIMIT,
                                 "run --backend reference --backend optimized --vectors '%s' "
                                 "--no-isolate", vec);
         cr_expect_eq(rc, 0, "N = %lld: exit %d\n%s", (long long)ns[i], rc, out);

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness/invoke/strays.h"
 #include "harness/invoke/backends.h"
 #include "harness/base/clean.h"
 #include "harness/base/fileio.h"
@@ -598,6 +599,7 @@ static void drop_report(void)
  * after saying why. One at a time. */
 static FILE *open_report(const char *path)
 {
+    qh_strays_end(); /* nothing a backend left running writes over the report (strays.h) */
     qh_error err;
     int fd = qh_open_temp(path, report_tmp, sizeof report_tmp, &err);
     if (fd < 0) {

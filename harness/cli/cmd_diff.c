@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "harness/invoke/strays.h"
 #include "harness/invoke/backends.h"
 #include "harness/base/clean.h"
 #include "harness/cli/commands.h"
@@ -790,6 +791,7 @@ int qh_cmd_diff(int argc, char **argv)
         }
     }
     qh_progress_end(&pr);
+    qh_strays_end(); /* what a backend left running, before the summary (strays.h) */
     double secs = qh_mono_seconds() - t0;
     char filtered[96] = "";
     if (o.have_only)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/invoke/strays.h"
 #include "harness/base/clean.h"
 #include "harness/invoke/backends.h"
 #include "harness/cli/commands.h"
@@ -329,6 +330,7 @@ static int write_json(const char *spec, const qh_backend *be, const qh_fp_suite 
                       const qh_fp_result *r, const qh_fp_decision *d, const char *verdict,
                       int cpu_flags)
 {
+    qh_strays_end(); /* nothing a backend left running writes over the report (strays.h) */
     qh_sb b = {0};
     qh_sb_puts(&b, "{\n  \"backend\": \"");
     qh_sb_json(&b, be->spec);
@@ -430,6 +432,10 @@ int qh_cmd_fingerprint(int argc, char **argv)
         exit_code = dec.kind == QH_FP_INCONCLUSIVE ? QH_FP_EXIT_INCONCLUSIVE
                     : dec.kind == QH_FP_PROFILE    ? 0
                                                    : QH_FP_EXIT_NOT_A_PROFILE;
+        /* the worker (and what it started) ends before the report is written, so that
+         * nothing it left running can write over it (strays.h) */
+        char why[512];
+        qh_backend_finish(&be, why, sizeof why);
         if (o.report && write_json(o.report, &be, &suite, &res, &dec, verdict, cpu_flags) != 0)
             exit_code = EXIT_BAD;
     }

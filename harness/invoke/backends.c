@@ -108,10 +108,12 @@ static void exit_inside_backend(void)
         return;
     char shown[QH_CLEAN_LINE_MAX], msg[QH_CLEAN_LINE_MAX + 512];
     qh_clean_into(shown, sizeof shown, spec ? spec : "?", strlen(spec ? spec : "?"), 0);
+    int late = strcmp(what, "close") == 0 || strcmp(what, "unloading") == 0;
     int n = snprintf(msg, sizeof msg,
                      "qmmcheck: backend %s ended this process (exit) during its %s, run in "
-                     "process: no verdict, no SUMMARY and no reports; run it in a worker "
-                     "(--isolate) to judge it\n", shown, what);
+                     "process: %s; run it in a worker (--isolate) to judge it\n", shown, what,
+                     late ? "the exit status is 1, not the one it gave"
+                          : "no verdict, no SUMMARY and no reports");
     if (n > 0 && write(2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1) < 0)
         n = 0;
     _exit(1);
@@ -119,8 +121,10 @@ static void exit_inside_backend(void)
 
 void qh_backend_watch_exit(void)
 {
-    if (watch_pid == 0 && atexit(exit_inside_backend) == 0)
+    if (watch_pid == 0 && atexit(exit_inside_backend) == 0) {
         watch_pid = getpid();
+        at_quick_exit(exit_inside_backend);
+    }
 }
 
 static void inside(const char *spec, const char *what)
@@ -323,13 +327,15 @@ void qh_warn_no_query(const char *spec)
 
 void qh_backend_release(qh_backend *b)
 {
-    if (b->be && b->table.close) {
+    if (b->be && b->table.close)
         inside(b->spec, "close");
+    if (b->be && b->table.close)
         b->table.close(b->be);
-        outside();
-    }
-    if (b->dl)
+    if (b->dl) {
+        inside(b->spec, "unloading"); /* its destructors run here */
         dlclose(b->dl);
+    }
+    outside();
     memset(b, 0, sizeof *b);
 }
 qmm_status_code qh_backend_call(const qh_backend *b, qmm_call *c, qmm_status *st)

@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE 1 /* pipe2 */
 #include "harness/invoke/cpu.h"
+#include "harness/invoke/strays.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -339,6 +340,7 @@ static pid_t start_self(const qh_cpu_target *c, const char *env, char *const *ar
         else
             *out_fd = p[0];
     }
+    qh_strays_own(pid);
     return pid;
 }
 
@@ -372,6 +374,7 @@ static int probe(const qh_cpu_target *c, char *err, size_t n)
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
+    qh_strays_disown(pid);
     out[len] = '\0';
     /* qemu's warnings about model bits TCG lacks are not the probe's answer */
     char said[1024] = "";
@@ -516,6 +519,7 @@ int qh_cpu_run_self(const qh_cpu_target *c, char *const *args)
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
+    qh_strays_disown(pid);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 

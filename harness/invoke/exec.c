@@ -21,6 +21,7 @@
  */
 #define _GNU_SOURCE 1 /* close_range, pipe2, strsignal, getrandom */
 #include "harness/invoke/exec.h"
+#include "harness/invoke/strays.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -197,6 +198,7 @@ static void stop_process(exec_state *s)
         kill(s->pid, SIGKILL);
         while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR) {
         }
+        qh_strays_disown(s->pid);
     }
     drain_stderr(s);
     if (s->err >= 0)
@@ -217,6 +219,7 @@ static int process_ended(exec_state *s, char *how, size_t n)
         int status;
         if (waitpid(s->pid, &status, WNOHANG) != s->pid)
             return 0;
+        qh_strays_disown(s->pid);
         describe_status(status, s->ended, sizeof s->ended);
         s->end_cause = qh_cause_of_status(status, &s->end_arg);
         s->pid = 0;
@@ -303,6 +306,7 @@ static int spawn(exec_state *s, char *why, size_t n)
     }
     close(ep[0]);
     s->pid = pid;
+    qh_strays_own(pid);
     s->end_cause = QH_CAUSE_NONE; /* the last process's end is not this one's */
     s->fd = sv[0];
     s->peer = sv[1]; /* kept: the socket outlives the process, so what of a request it never

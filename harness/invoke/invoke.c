@@ -437,6 +437,7 @@ static void worker_end(qh_backend *b, char *how, size_t size)
     int status = 0;
     while (waitpid(b->worker_pid, &status, 0) < 0 && errno == EINTR) {
     }
+    qh_strays_disown(b->worker_pid);
     qh_strays_reap_group(b->worker_pid); /* its group's orphans, adopted (strays.h) */
     drain(b);
     if (b->worker_out >= 0)
@@ -473,6 +474,7 @@ static int worker_start(qh_backend *b)
         close(op[0]);
         return -1;
     }
+    qh_strays_own(pid);
     setpgid(pid, pid); /* as the child does: whichever runs first */
     fcntl(op[0], F_SETFL, fcntl(op[0], F_GETFL) | O_NONBLOCK);
     b->worker_pid = pid;

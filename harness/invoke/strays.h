@@ -15,9 +15,14 @@
  * write lines into qmmcheck's standard output). Also kills any strays at exit. */
 void qh_strays_watch(void);
 
-/* Kills (SIGKILL) and reaps every child of this process, and the children they leave in turn,
- * until none is left (at most a bounded number of rounds). Call where no child of its own is
- * running: every backend finished. Returns how many it killed. */
+/* A child this process started and will wait for (a worker, an exec: process, a qemu probe):
+ * never a stray while owned. Disowned once it has been waited for. */
+void qh_strays_own(pid_t pid);
+void qh_strays_disown(pid_t pid);
+
+/* Kills (SIGKILL) and reaps every child of this process that it neither owns nor started with,
+ * and the children they leave in turn, until none is left (at most a bounded number of
+ * rounds). Returns how many it killed. */
 int qh_strays_end(void);
 
 /* Reaps, without waiting, the children that were in process group `pgid` (a worker's killed

@@ -9,6 +9,7 @@
  * through a case directory and qh_eval_case, so what reduce calls failing is what run calls
  * failing. */
 #define _XOPEN_SOURCE 700 /* mkdtemp */
+#include "harness/invoke/strays.h"
 #include "harness/run/reduce.h"
 
 #include <dirent.h>
@@ -939,6 +940,7 @@ int qh_reduce_write(const char *dir, qh_reduce_result *r, qh_backend *b,
         expected = &e.exact;
     else if (have_e && e.code == QMM_INVALID_ARGUMENT)
         m.expect = QMM_INVALID_ARGUMENT;
+    qh_strays_end(); /* nothing a backend left running writes over the case (strays.h) */
     qh_case_stage st;
     int rc = qh_case_stage_open(dir, &st, err);
     if (rc == 0 && qh_problem_write_dir(st.dir, &r->best, expected, &m, err) != 0)

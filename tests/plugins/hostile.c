@@ -27,6 +27,8 @@
  *   escape       the operator starts a process in a session of its own (setsid, then a
  *                grandchild) that waits for qmmcheck to end (at most 20 s), then writes
  *                "FORGED" into `pidfile=PATH`; the operator writes zeros
+ *   escape_watch as escape, but the process writes "FORGED" into `pidfile=PATH` as soon as
+ *                PATH exists and is not empty (a report, written while qmmcheck still runs)
  *   garble       the operator writes 64 bytes of 'X' into fd 3 (the worker's channel to
  *                qmmcheck), then writes zeros
  *   parent_stdout  the operator opens its parent's standard output through
@@ -77,7 +79,17 @@ static qmm_status_code h_query(const qmm_backend *self, const qmm_call *call, qm
 }
 
 /* escape: a grandchild in a session of its own, left running when the operator returns */
-static void escape(const char *path)
+/* Whether `path` exists and is not empty. */
+static int written(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    int c = f ? fgetc(f) : EOF;
+    if (f)
+        fclose(f);
+    return c != EOF;
+}
+
+static void escape(const char *path, int watch)
 {
     pid_t parent = getppid(), child = fork();
     if (child != 0) {
@@ -87,9 +99,12 @@ static void escape(const char *path)
     }
     setsid();
     if (fork() == 0) {
-        for (int i = 0; i < 400 && kill(parent, 0) == 0; i++)
+        for (int i = 0; i < 20000 && watch && !written(path); i++)
+            usleep(1000);
+        for (int i = 0; i < 400 && !watch && kill(parent, 0) == 0; i++)
             usleep(50000);
-        usleep(200000);
+        if (!watch)
+            usleep(200000);
         FILE *f = fopen(path, "w");
         if (f) {
             fputs("FORGED\n", f);
@@ -101,8 +116,8 @@ static void escape(const char *path)
 
 static qmm_status_code h_run(const hostile *h, const qmm_tensor *y, qmm_status *st)
 {
-    if (is(h, "escape")) {
-        escape(h->pidfile);
+    if (is(h, "escape") || is(h, "escape_watch")) {
+        escape(h->pidfile, is(h, "escape_watch"));
     } else if (is(h, "garble")) {
         char junk[64];
         memset(junk, 'X', sizeof junk);

@@ -542,3 +542,79 @@ Test(isolation, a_garbled_answer_says_so)
     expect_run_one_line("garble", "--filter matmulinteger", 1,
                         ":CRASHED onnx-doc-matmulinteger (the worker's answer was garbled");
 }
+
+/* The text of tmpdir/NAME (malloc'd; "" when it cannot be read). */
+static char *read_file_text(const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    char *text = NULL;
+    size_t n = 0;
+    FILE *f = fopen(path, "r");
+    if (!f || getdelim(&text, &n, '\0', f) < 0) {
+        free(text);
+        text = strdup("");
+    }
+    if (f)
+        fclose(f);
+    return text;
+}
+
+/* fingerprint wrote its report with its worker still open, and killed what the backend left
+ * running only at its exit: a process watching for the report wrote over it in between. The
+ * worker now ends, and its strays die, before the report is written. */
+Test(isolation, fingerprint_writes_its_report_after_the_backends_strays_are_gone, .timeout = 120)
+{
+    char report[512];
+    snprintf(report, sizeof report, "%s/fp.json", tmpdir);
+    char *out;
+    int rc = qmmcheck_under(&out, "timeout -s KILL 100",
+                            "fingerprint --backend '%s:mode=escape_watch,pidfile=%s' "
+                            "--report json:%s", env("QMM_HOSTILE_PLUGIN"), report, report);
+    cr_expect_eq(rc, 5, "%s", out); /* its zeros match no profile */
+    free(out);
+    sleep(1);
+    FILE *f = fopen(report, "r");
+    cr_assert(f != NULL);
+    char head[16] = "";
+    cr_expect(fgets(head, sizeof head, f) != NULL);
+    fclose(f);
+    cr_expect_str_eq(head, "{\n", "the report was written over: %s", head);
+}
+
+/* A shell that execs qmmcheck leaves it its children (`exec qmmcheck ... > >(tee log)`): they
+ * were taken for a backend's strays and killed, and the log was lost. Children qmmcheck had
+ * when it started are left alone. */
+Test(isolation, the_children_qmmcheck_starts_with_are_not_strays, .timeout = 60)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd '%s' && bash -c \"exec '%s' run --backend reference --vectors "
+             "'%s/vectors/seeds' > >(sleep 0.5; exec cat > '%s/log.txt') 2>'%s/err.txt'\" && "
+             "sleep 1.5", tmpdir, env("QMMCHECK"), env("QMM_SOURCE_DIR"), tmpdir, tmpdir);
+    cr_assert(system(cmd) == 0);
+    char *log = read_file_text("log.txt"), *err = read_file_text("err.txt");
+    cr_expect(strstr(log, "SUMMARY: total:3 passed:3 ") != NULL, "log: %s\nerr: %s", log, err);
+    cr_expect(strstr(err, "killed") == NULL, "%s", err);
+    free(log);
+    free(err);
+}
+
+/* A backend that forks a lingering child on every call, then crashes: each crash left one
+ * zombie under qmmcheck (a killed worker's group was reaped before its members had died),
+ * about one a call in a long diff. They are waited for now. */
+Test(isolation, a_long_diff_with_a_forking_backend_gathers_no_zombies, .timeout = 120)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && ('%s' diff -q --backend reference --backend '%s:mode=fork_abort' "
+             "--seed 1 --count 60 --max-diffs 1000 --out d >/dev/null 2>&1 & p=$!; max=0; "
+             "while kill -0 $p 2>/dev/null; do z=$(grep -ls \"^PPid:[[:space:]]*$p\\$\" "
+             "/proc/[0-9]*/status 2>/dev/null | xargs -r grep -l '^State:[[:space:]]*Z' "
+             "2>/dev/null | wc -l); "
+             "[ \"$z\" -gt \"$max\" ] && max=$z; sleep 0.2; done; echo $max > zombies.txt)",
+             tmpdir, env("QMMCHECK"), env("QMM_HOSTILE_PLUGIN"));
+    cr_assert(system(cmd) == 0);
+    char *z = read_file_text("zombies.txt");
+    cr_expect(atoi(z) <= 3, "at most %s zombies at once", z);
+    free(z);
+}
