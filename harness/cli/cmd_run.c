@@ -342,6 +342,39 @@ static void warn_overlapping_trees(const opts *o)
             repeats == 1 ? " is" : "s are", a, b, repeats == 1 ? "its" : "their");
 }
 
+/* The product of an extended regular expression's repetition counts ({m}, {m,}, {m,n}: the
+ * larger number, outside bracket expressions): glibc expands each when it compiles, so
+ * '(.{0,100}){0,100}){0,100}' took 2.4 GB and '(.{0,1000}){0,1000}' 7.5 GB. */
+#define FILTER_REPS_MAX 4096
+static double repetition_product(const char *re)
+{
+    double product = 1;
+    int in_bracket = 0;
+    for (const char *p = re; *p; p++) {
+        if (*p == '\\' && p[1]) {
+            p++;
+        } else if (!in_bracket && *p == '[') {
+            in_bracket = 1;
+            if (p[1] == '^')
+                p++;
+            if (p[1] == ']')
+                p++;
+        } else if (in_bracket && *p == ']') {
+            in_bracket = 0;
+        } else if (!in_bracket && *p == '{') {
+            char *end;
+            double m = strtod(p + 1, &end), n = m;
+            if (end != p + 1 && *end == ',' && end[1] != '}')
+                n = strtod(end + 1, &end);
+            else if (end != p + 1 && *end == ',')
+                end++;
+            if (*end == '}')
+                product *= (m > n ? m : n) > 1 ? (m > n ? m : n) : 1;
+        }
+    }
+    return product;
+}
+
 /* Whether an extended regular expression holds a back-reference (\1 to \9 outside a bracket
  * expression), which glibc accepts in ERE: (.*)(.*)(.*)(.*)\4\3\2\1x took minutes on a case
  * list. A bracket expression starts at '[' (then '^' and a first ']' belong to it) and ends at
@@ -382,6 +415,15 @@ static int collect(const opts *o, const qh_xfail *xf, unsigned char *xf_where,
 {
     memset(list, 0, sizeof *list);
     regex_t re;
+    double reps = o->filter ? repetition_product(o->filter) : 1;
+    if (reps > FILTER_REPS_MAX) {
+        char *shown = qh_clean_dup(o->filter, strlen(o->filter), 0);
+        fprintf(stderr, "qmmcheck: --filter %s: its repetition counts ({m,n}) multiply to %.0f, "
+                        "past %d: compiling it takes gigabytes\n", shown ? shown : "?", reps,
+                FILTER_REPS_MAX);
+        free(shown);
+        return EXIT_USAGE;
+    }
     if (o->filter && has_backreference(o->filter)) {
         char *shown = qh_clean_dup(o->filter, strlen(o->filter), 0);
         fprintf(stderr, "qmmcheck: --filter %s: a back-reference (\\1 to \\9): not taken, since "
