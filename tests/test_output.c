@@ -682,6 +682,17 @@ Test(cli_out, a_report_that_is_an_input_of_the_run_is_refused)
              "cmp -s vec/q/model.onnx '%s/vectors/seeds/onnx-doc-matmulinteger/model.onnx'",
              tmpdir, env("QMM_SOURCE_DIR"));
     cr_expect(system(cmd) == 0, "an input was removed or changed");
+    /* an exec: backend's script, and qmmcheck itself */
+    snprintf(cmd, sizeof cmd, "cd '%s' && printf '#!/bin/sh\\nexit 1\\n' > back.sh && "
+             "chmod +x back.sh && cp '%s' qc", tmpdir, env("QMMCHECK"));
+    cr_assert(system(cmd) == 0);
+    qmmcheck_expect_in(2, "an input of this run", "run --backend 'exec:%s/back.sh' --vectors %s "
+                       "--report json:'%s/back.sh'", tmpdir, seeds, tmpdir);
+    snprintf(cmd, sizeof cmd, "cd '%s' && ./qc run --backend reference --vectors "
+             "'%s/vectors/seeds' --report json:\"$PWD/qc\" 2>err.txt; echo $? > rc.txt; "
+             "grep -q 'an input of this run' err.txt && test \"$(cat rc.txt)\" = 2 && "
+             "test -x qc && test -s back.sh", tmpdir, env("QMM_SOURCE_DIR"));
+    cr_expect(system(cmd) == 0, "qmmcheck's own file, or the exec: script, was not protected");
     /* beside the cases (not in one) a report is fine */
     char *out = qmmcheck_expect(0, "run --backend reference --vectors '%s/vec' --report "
                                    "json:'%s/vec/r.json'", tmpdir, tmpdir);
