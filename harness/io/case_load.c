@@ -1,6 +1,7 @@
 /* harness/io/case_load.c — loading one data set of a case directory (case.h): the model, the
  * sidecar, input_N.pb and output_N.pb numbered from 0 without gaps, and the call they make
  * (node_call.c). */
+#define _DEFAULT_SOURCE /* realpath */
 #include "harness/io/case.h"
 #include "harness/io/onnx_proto.h"
 
@@ -162,17 +163,17 @@ static void problem_message(const qh_case_ref *ref, qh_error *err)
                  "without leading zeros, at most 6 digits",
                  cut, path);
         break;
-    case QH_REF_SET_DIR: { /* name the case: the path up to the data set's own name */
-        size_t end = len;
-        while (end > 1 && ref->dir[end - 1] == '/')
-            end--;
-        while (end > 0 && ref->dir[end - 1] != '/')
-            end--;
-        int up = end == 0 ? 1 : end > 300 ? 300 : (int)end;
+    case QH_REF_SET_DIR: { /* name the case: the directory above, as it really is */
+        char *real = realpath(ref->dir, NULL);
+        char *slash = real ? strrchr(real, '/') : NULL;
+        if (slash)
+            *(slash == real ? slash + 1 : slash) = '\0';
+        size_t rlen = real ? strlen(real) : 0;
         snprintf(err->msg, sizeof err->msg,
                  "%s%s: a data set directory, not a case: its case is the directory above "
-                 "(qmmcheck repro --data-set %d %s%.*s)", cut, path, ref->data_set,
-                 end > 300 ? "..." : "", up, end == 0 ? "." : ref->dir + end - up);
+                 "(qmmcheck repro --data-set %d %s%s)", cut, path, ref->data_set,
+                 rlen > 300 ? "..." : "", real ? real + (rlen > 300 ? rlen - 300 : 0) : "..");
+        free(real);
         break;
     }
     case QH_REF_LINK_UP:

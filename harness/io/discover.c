@@ -387,7 +387,18 @@ int qh_discover(const char *root, qh_case_list *list, const volatile sig_atomic_
     return rc;
 }
 
+static int classify(const char *path, int *data_set);
+
 int qh_classify_path(const char *path, int *data_set)
+{
+    /* as it really is: CASE/test_data_set_0/., a symlink to a data set under another name */
+    char *real = realpath(path, NULL);
+    int k = classify(real ? real : path, data_set);
+    free(real);
+    return k;
+}
+
+static int classify(const char *path, int *data_set)
 {
     size_t len = strlen(path);
     while (len > 1 && path[len - 1] == '/')
