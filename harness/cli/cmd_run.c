@@ -1288,7 +1288,8 @@ int qh_cmd_run(int argc, char **argv)
     int strays = qh_strays_end();
     if (strays > 0)
         fprintf(stderr, "qmmcheck: warning: killed %d process%s a backend left running "
-                        "outside its worker (a session of its own)\n", strays,
+                        "(none that qmmcheck started: one that left its worker's group)\n",
+                strays,
                 strays == 1 ? "" : "es");
     check_xfail(&r);
     print_skips(&r);
