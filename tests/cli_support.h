@@ -6,6 +6,16 @@
 #ifndef QMM_TESTS_CLI_SUPPORT_H
 #define QMM_TESTS_CLI_SUPPORT_H
 
+/* QMM_TEST_ASAN: built with AddressSanitizer, whose shadow memory takes terabytes of address
+ * space (no RLIMIT_AS, no --memory-limit) */
+#if defined(__SANITIZE_ADDRESS__)
+#define QMM_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define QMM_TEST_ASAN 1
+#endif
+#endif
+
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdarg.h>

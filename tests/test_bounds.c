@@ -192,12 +192,8 @@ Test(bounds, sigterm_during_a_long_expectation_writes_the_reports, .timeout = 12
  * so the case passes with 400 MiB of address space beyond what the process holds already.
  * In a child, under RLIMIT_AS; not under AddressSanitizer, whose shadow memory takes
  * terabytes of address space. */
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef QMM_TEST_ASAN
 #define NO_RLIMIT_AS 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NO_RLIMIT_AS 1
-#endif
 #endif
 
 static long vm_size_kib(void)

@@ -15,12 +15,8 @@
 
 #include "tests/cli_support.h"
 
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef QMM_TEST_ASAN
 #define SELF_UNEMULATED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SELF_UNEMULATED 1
-#endif
 #endif
 
 TestSuite(cpu_emulated, .init = make_tmp, .fini = remove_tmp, .timeout = 240);

@@ -418,12 +418,8 @@ Test(tree, stray_input_after_a_gap_is_an_error)
 #define NBITS "tests/llm/onnxruntime/matmulnbits-m2-k51-n3-bits2-bs32-level0-zp_absent"
 
 /* Under AddressSanitizer no address-space limit: its shadow memory takes terabytes of it. */
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef QMM_TEST_ASAN
 #define NO_RLIMIT_AS 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NO_RLIMIT_AS 1
-#endif
 #endif
 #ifdef NO_RLIMIT_AS
 #define AS_LIMIT ""

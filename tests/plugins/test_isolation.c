@@ -23,12 +23,8 @@
 TestSuite(isolation, .init = make_tmp, .fini = remove_tmp, .timeout = 60);
 
 /* AddressSanitizer builds apply no memory limit (see harness/invoke/invoke.c). */
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef QMM_TEST_ASAN
 #define NO_MEMORY_LIMIT 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NO_MEMORY_LIMIT 1
-#endif
 #endif
 
 static void nap(void)
