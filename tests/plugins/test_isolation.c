@@ -485,7 +485,7 @@ Test(isolation, a_plugin_in_process_that_calls_exit_does_not_end_the_run_with_0)
 /* A plugin's process in a session of its own (setsid) left the worker's process group, outlived
  * qmmcheck and wrote into a file afterwards (a report, for one). qmmcheck adopts such orphans
  * (PR_SET_CHILD_SUBREAPER) and kills them before writing its reports, saying so. */
-Test(isolation, a_process_that_leaves_the_workers_group_dies_before_the_reports, .timeout = 60)
+Test(isolation, a_process_that_leaves_the_workers_group_dies_before_the_reports)
 {
     char forged[1024];
     snprintf(forged, sizeof forged, "%s/forged", tmpdir);
@@ -507,7 +507,7 @@ Test(isolation, a_process_that_leaves_the_workers_group_dies_before_the_reports,
  * line and SUMMARY into qmmcheck's output. qmmcheck is not dumpable (PR_SET_DUMPABLE 0), so a
  * process of the same user that is not root cannot open its /proc files; as root nothing short
  * of a container stops it (docs/isolation.md), so the test runs as nobody. */
-Test(isolation, a_worker_cannot_write_into_qmmchecks_stdout_through_proc, .timeout = 60)
+Test(isolation, a_worker_cannot_write_into_qmmchecks_stdout_through_proc)
 {
     char cmd[4096];
     const char *user = geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
@@ -559,7 +559,7 @@ static char *read_file_text(const char *name)
 /* fingerprint wrote its report with its worker still open, and killed what the backend left
  * running only at its exit: a process watching for the report wrote over it in between. The
  * worker now ends, and its strays die, before the report is written. */
-Test(isolation, fingerprint_writes_its_report_after_the_backends_strays_are_gone, .timeout = 120)
+Test(isolation, fingerprint_writes_its_report_after_the_backends_strays_are_gone)
 {
     char report[512];
     snprintf(report, sizeof report, "%s/fp.json", tmpdir);
@@ -581,7 +581,7 @@ Test(isolation, fingerprint_writes_its_report_after_the_backends_strays_are_gone
 /* A shell that execs qmmcheck leaves it its children (`exec qmmcheck ... > >(tee log)`): they
  * were taken for a backend's strays and killed, and the log was lost. Children qmmcheck had
  * when it started are left alone. */
-Test(isolation, the_children_qmmcheck_starts_with_are_not_strays, .timeout = 60)
+Test(isolation, the_children_qmmcheck_starts_with_are_not_strays)
 {
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "cd '%s' && bash -c \"exec '%s' run --backend reference --vectors "
@@ -598,7 +598,7 @@ Test(isolation, the_children_qmmcheck_starts_with_are_not_strays, .timeout = 60)
 /* A backend that forks a lingering child on every call, then crashes: each crash left one
  * zombie under qmmcheck (a killed worker's group was reaped before its members had died),
  * about one a call in a long diff. They are waited for now. */
-Test(isolation, a_long_diff_with_a_forking_backend_gathers_no_zombies, .timeout = 120)
+Test(isolation, a_long_diff_with_a_forking_backend_gathers_no_zombies)
 {
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
