@@ -682,6 +682,11 @@ Test(cli_out, a_report_that_is_an_input_of_the_run_is_refused)
              "cmp -s vec/q/model.onnx '%s/vectors/seeds/onnx-doc-matmulinteger/model.onnx'",
              tmpdir, env("QMM_SOURCE_DIR"));
     cr_expect(system(cmd) == 0, "an input was removed or changed");
+    /* bench and fingerprint write reports too: they removed or replaced the plugin as well */
+    qmmcheck_expect_in(2, "an input of this run", "bench --backend '%s/libfake.so' --shape 2x2x2 "
+                       "--reps 1 --report json:'%s/libfake.so'", tmpdir, tmpdir);
+    qmmcheck_expect_in(2, "an input of this run", "fingerprint --backend '%s/libfake.so' "
+                       "--report json:'%s/libfake.so'", tmpdir, tmpdir);
     /* an exec: backend's script, and qmmcheck itself */
     snprintf(cmd, sizeof cmd, "cd '%s' && printf '#!/bin/sh\\nexit 1\\n' > back.sh && "
              "chmod +x back.sh && cp '%s' qc", tmpdir, env("QMMCHECK"));

@@ -112,6 +112,9 @@ static int parse(int argc, char **argv, fp_opts *o, int *done)
     }
     if (!o->backend)
         return fp_usage("%s", "give --backend SPEC");
+    qh_error err; /* the report replaces its FILE: never the plugin it judges */
+    if (o->report && qh_opt_report_not_input(o->report, &o->backend, 1, NULL, NULL, 0, &err))
+        return fp_usage("%s", err.msg);
     return 0;
 }
 

@@ -686,60 +686,6 @@ typedef struct run_state {
     int64_t n_marked;   /* rows that kept where their mismatches lie (the HTML report) */
 } run_state;
 
-/* The files a run reads besides its trees, which no --report may name (a report's FILE is
- * removed when the run starts): the --xfail list, each plugin (as given, and as the loader
- * would find a bare name along LD_LIBRARY_PATH), each word of an exec: command that names a
- * file (its program, its script), and qmmcheck itself. Into out (strdup'd, kept for the run);
- * their count. */
-#define INPUTS_MAX 256
-static int input_files(const opts *o, char **out)
-{
-    int n = 0;
-    char buf[4096];
-#define ADD(path)                                                                           \
-    do {                                                                                     \
-        if (n < INPUTS_MAX && (out[n] = strdup(path)) != NULL)                               \
-            n++;                                                                             \
-    } while (0)
-    if (o->xfail)
-        ADD(o->xfail);
-    ssize_t self = readlink("/proc/self/exe", buf, sizeof buf - 1); /* qmmcheck itself */
-    if (self > 0) {
-        buf[self] = '\0';
-        ADD(buf);
-    }
-    const char *ld = getenv("LD_LIBRARY_PATH");
-    for (int j = 0; j < o->n_backends; j++) {
-        const char *spec = o->backends[j];
-        if (qh_exec_is_spec(spec)) { /* exec[,OPTIONS]:COMMAND: its words that are files */
-            const char *cmd = strchr(spec, ':') + 1;
-            for (const char *w = cmd; *w;) {
-                size_t len = strcspn(w, " \t");
-                snprintf(buf, sizeof buf, "%.*s", (int)len, w);
-                struct stat st;
-                if (len && stat(buf, &st) == 0 && S_ISREG(st.st_mode))
-                    ADD(buf);
-                w += len;
-                w += strspn(w, " \t");
-            }
-            continue;
-        }
-        snprintf(buf, sizeof buf, "%.*s", (int)strcspn(spec, ":"), spec);
-        if (!qh_spec_is_plugin(buf))
-            continue;
-        ADD(buf);
-        for (const char *d = ld; d && *d && !strchr(buf, '/');) {
-            size_t len = strcspn(d, ":");
-            char in_dir[4600];
-            snprintf(in_dir, sizeof in_dir, "%.*s/%s", (int)len, d, buf);
-            ADD(in_dir);
-            d += len + (d[len] == ':');
-        }
-    }
-#undef ADD
-    return n;
-}
-
 /* Parses the options, clears the reports, reads --xfail and collects the cases. Returns 0,
  * or the exit status after printing why. */
 static int prepare_run(int argc, char **argv, run_state *r, int *done)
@@ -754,15 +700,11 @@ static int prepare_run(int argc, char **argv, run_state *r, int *done)
         return usage_error_in("run", "%s", "run: too many --backend and --cpu combinations");
     if (o->n_vectors == 0 && !(o->vectors[o->n_vectors++] = qh_default_vectors()))
         return EXIT_USAGE; /* qh_default_vectors said where it looked */
-    /* the run's input files, which no report may be (input_files) */
-    static char *inputs[INPUTS_MAX];
-    int n_inputs = input_files(o, inputs);
     for (int i = 0; i < o->n_reports; i++) {
         qh_error err; /* every spec good and each its own file before any is cleared */
         if (qh_report_check_spec(o->reports[i], &err) != 0 ||
-            qh_report_check_not_input(o->reports[i], (const char *const *)inputs, n_inputs,
-                                      o->vectors,
-                                      o->n_vectors, &err) != 0 ||
+            qh_opt_report_not_input(o->reports[i], o->backends, o->n_backends, o->xfail,
+                                    o->vectors, o->n_vectors, &err) != 0 ||
             (i + 1 == o->n_reports && qh_report_check_distinct(o->reports, i + 1, &err) != 0)) {
             qh_eprint_clean("qmmcheck: ", err.msg);
             return EXIT_USAGE;

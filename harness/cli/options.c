@@ -1,13 +1,19 @@
 /* harness/cli/options.c — parsing a command's argv against its option table, and the --help
  * made from the same table (harness/cli/options.h). */
+#define _DEFAULT_SOURCE /* readlink */
 #include "harness/cli/options.h"
 
 #include "harness/base/numparse.h"
 #include "harness/invoke/backends.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness/base/clean.h"
+#include "harness/invoke/exec.h"
+#include "harness/report/report.h"
 
 static int is_mine(const qh_command *cmd, const qh_option *o)
 {
@@ -158,4 +164,69 @@ int qh_opt_start_timeout(const char *val, double *start_s)
         return -1;
     *start_s = v > 0 ? v : -1;
     return 0;
+}
+
+/* The files a command reads besides its trees, which no report may name (a report's FILE
+ * is removed or replaced): the --xfail list, each plugin (as given, and as the loader would
+ * find a bare name along LD_LIBRARY_PATH), each word of an exec: command that names a file
+ * (its program, its script), and qmmcheck itself. Into out (strdup'd); their count. */
+#define INPUTS_MAX 256
+static int input_files(const char *const *backends, int n_backends, const char *xfail,
+                       char **out)
+{
+    int n = 0;
+    char buf[4096];
+#define ADD(path)                                                                           \
+    do {                                                                                     \
+        if (n < INPUTS_MAX && (out[n] = strdup(path)) != NULL)                               \
+            n++;                                                                             \
+    } while (0)
+    if (xfail)
+        ADD(xfail);
+    ssize_t self = readlink("/proc/self/exe", buf, sizeof buf - 1); /* qmmcheck itself */
+    if (self > 0) {
+        buf[self] = '\0';
+        ADD(buf);
+    }
+    const char *ld = getenv("LD_LIBRARY_PATH");
+    for (int j = 0; j < n_backends; j++) {
+        const char *spec = backends[j];
+        if (qh_exec_is_spec(spec)) { /* exec[,OPTIONS]:COMMAND: its words that are files */
+            for (const char *w = strchr(spec, ':') + 1; *w;) {
+                size_t len = strcspn(w, " \t");
+                snprintf(buf, sizeof buf, "%.*s", (int)len, w);
+                struct stat st;
+                if (len && stat(buf, &st) == 0 && S_ISREG(st.st_mode))
+                    ADD(buf);
+                w += len;
+                w += strspn(w, " \t");
+            }
+            continue;
+        }
+        snprintf(buf, sizeof buf, "%.*s", (int)strcspn(spec, ":"), spec);
+        if (!qh_spec_is_plugin(buf))
+            continue;
+        ADD(buf);
+        for (const char *d = ld; d && *d && !strchr(buf, '/');) {
+            size_t len = strcspn(d, ":");
+            char in_dir[4600];
+            snprintf(in_dir, sizeof in_dir, "%.*s/%s", (int)len, d, buf);
+            ADD(in_dir);
+            d += len + (d[len] == ':');
+        }
+    }
+#undef ADD
+    return n;
+}
+
+int qh_opt_report_not_input(const char *spec, const char *const *backends, int n_backends,
+                            const char *xfail, const char *const *trees, int n_trees,
+                            qh_error *err)
+{
+    char *inputs[INPUTS_MAX];
+    int n = input_files(backends, n_backends, xfail, inputs);
+    int rc = qh_report_check_not_input(spec, (const char *const *)inputs, n, trees, n_trees, err);
+    for (int i = 0; i < n; i++)
+        free(inputs[i]);
+    return rc;
 }

@@ -7,6 +7,8 @@
 
 #include <stdio.h>
 
+#include "harness/base/error.h"
+
 /* One option: how it is spelled, whether it takes a value, and its one line of help. */
 typedef struct qh_option {
     int id;              /* the command's own code for it, what qh_opt_next returns */
@@ -77,6 +79,14 @@ void qh_eprint_clean(const char *prefix, const char *msg);
 #define QH_START_TIMEOUT_HELP \
     "seconds a worker's start may take (default --timeout's, at least 10; 0: none)"
 int qh_opt_start_timeout(const char *val, double *start_s);
+
+/* A report spec (KIND:FILE) that is one of the command's inputs is refused before it is
+ * removed or written (qh_report_check_not_input): the --xfail list (NULL: none), the files of
+ * the n_backends specs (plugins, exec: programs and scripts), qmmcheck itself, a case's file
+ * under the n_trees --vectors roots. 0, or -1 with err. */
+int qh_opt_report_not_input(const char *spec, const char *const *backends, int n_backends,
+                            const char *xfail, const char *const *trees, int n_trees,
+                            qh_error *err);
 
 /* qh_opt_error's "OPTION VALUE: expected WANT". */
 int qh_opt_bad_value(const qh_command *cmd, int how, const char *option, const char *value,
