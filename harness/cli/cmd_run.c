@@ -343,70 +343,66 @@ static void warn_overlapping_trees(const opts *o)
             repeats == 1 ? " is" : "s are", a, b, repeats == 1 ? "its" : "their");
 }
 
-/* The product of an extended regular expression's repetition counts ({m}, {m,}, {m,n}: the
- * larger number, outside bracket expressions): glibc expands each when it compiles, so
- * '(.{0,100}){0,100}){0,100}' took 2.4 GB and '(.{0,1000}){0,1000}' 7.5 GB. */
+/* Where a bracket expression that starts at p ('[') ends: its ']' (a '^' and a first ']'
+ * belong to it, and any [:class:], [=x=] or [.x.] inside it), or the string's end. */
+static const char *bracket_end(const char *p)
+{
+    p++;
+    if (*p == '^')
+        p++;
+    if (*p == ']')
+        p++;
+    for (; *p && *p != ']'; p++)
+        if (*p == '[' && (p[1] == ':' || p[1] == '=' || p[1] == '.')) {
+            const char *end = strchr(p + 2, p[1]);
+            while (end && end[1] != ']')
+                end = strchr(end + 1, p[1]);
+            if (end)
+                p = end + 1;
+        }
+    return p;
+}
+
+/* What makes an extended regular expression costly for glibc, outside bracket expressions:
+ * *backref, whether it holds a back-reference (\1 to \9, which glibc accepts in ERE:
+ * (.*)(.*)(.*)(.*)\4\3\2\1x matched for minutes); and, returned, the product of its
+ * repetition counts ({m}, {m,}, {m,n}: the larger number), each of which glibc expands when it
+ * compiles ('(.{0,100}){0,100}){0,100}' took 2.4 GB and '(.{0,1000}){0,1000}' 7.5 GB). */
 #define FILTER_REPS_MAX 4096
-static double repetition_product(const char *re)
+static double filter_cost(const char *re, int *backref)
 {
     double product = 1;
-    int in_bracket = 0;
+    *backref = 0;
     for (const char *p = re; *p; p++) {
-        if (*p == '\\' && p[1]) {
-            p++;
-        } else if (!in_bracket && *p == '[') {
-            in_bracket = 1;
-            if (p[1] == '^')
+        if (*p == '\\') {
+            *backref |= p[1] >= '1' && p[1] <= '9';
+            if (p[1])
                 p++;
-            if (p[1] == ']')
-                p++;
-        } else if (in_bracket && *p == ']') {
-            in_bracket = 0;
-        } else if (!in_bracket && *p == '{') {
+        } else if (*p == '[') {
+            p = bracket_end(p);
+            if (!*p)
+                break;
+        } else if (*p == '{') {
             char *end;
             double m = strtod(p + 1, &end), n = m;
             if (end != p + 1 && *end == ',' && end[1] != '}')
                 n = strtod(end + 1, &end);
             else if (end != p + 1 && *end == ',')
                 end++;
-            if (*end == '}')
-                product *= (m > n ? m : n) > 1 ? (m > n ? m : n) : 1;
+            if (*end == '}' && (m > n ? m : n) > 1)
+                product *= m > n ? m : n;
         }
     }
     return product;
 }
 
-/* Whether an extended regular expression holds a back-reference (\1 to \9 outside a bracket
- * expression), which glibc accepts in ERE: (.*)(.*)(.*)(.*)\4\3\2\1x took minutes on a case
- * list. A bracket expression starts at '[' (then '^' and a first ']' belong to it) and ends at
- * the next ']', past any [:class:], [=x=] or [.x.] inside it. */
-static int has_backreference(const char *re)
+/* "qmmcheck: --filter FILTER: WHY", the filter cleaned; EXIT_USAGE. */
+static int refuse_filter(const char *filter, const char *why)
 {
-    for (const char *p = re; *p; p++) {
-        if (*p == '\\') {
-            if (p[1] >= '1' && p[1] <= '9')
-                return 1;
-            if (p[1])
-                p++;
-        } else if (*p == '[') {
-            p++;
-            if (*p == '^')
-                p++;
-            if (*p == ']')
-                p++;
-            for (; *p && *p != ']'; p++)
-                if (*p == '[' && (p[1] == ':' || p[1] == '=' || p[1] == '.')) {
-                    const char *end = strchr(p + 2, p[1]);
-                    while (end && end[1] != ']')
-                        end = strchr(end + 1, p[1]);
-                    if (end)
-                        p = end + 1;
-                }
-            if (!*p)
-                return 0;
-        }
-    }
-    return 0;
+    char *shown = qh_clean_dup(filter, strlen(filter), 0);
+    fprintf(stderr, "qmmcheck: --filter %s: %s\n", shown ? shown : "?", why);
+    free(shown);
+    return EXIT_USAGE;
 }
 
 /* Discovers, filters and shards the cases. With a --xfail list (xf, NULL for none), notes in
@@ -416,31 +412,23 @@ static int collect(const opts *o, const qh_xfail *xf, unsigned char *xf_where,
 {
     memset(list, 0, sizeof *list);
     regex_t re;
-    double reps = o->filter ? repetition_product(o->filter) : 1;
+    int backref = 0;
+    double reps = o->filter ? filter_cost(o->filter, &backref) : 1;
     if (reps > FILTER_REPS_MAX) {
-        char *shown = qh_clean_dup(o->filter, strlen(o->filter), 0);
-        fprintf(stderr, "qmmcheck: --filter %s: its repetition counts ({m,n}) multiply to %.0f, "
-                        "past %d: compiling it takes gigabytes\n", shown ? shown : "?", reps,
-                FILTER_REPS_MAX);
-        free(shown);
-        return EXIT_USAGE;
+        char why[160];
+        snprintf(why, sizeof why, "its repetition counts ({m,n}) multiply to %.0f, past %d: "
+                 "compiling it takes gigabytes", reps, FILTER_REPS_MAX);
+        return refuse_filter(o->filter, why);
     }
-    if (o->filter && has_backreference(o->filter)) {
-        char *shown = qh_clean_dup(o->filter, strlen(o->filter), 0);
-        fprintf(stderr, "qmmcheck: --filter %s: a back-reference (\\1 to \\9): not taken, since "
-                        "matching one can take exponential time\n", shown ? shown : "?");
-        free(shown);
-        return EXIT_USAGE;
-    }
+    if (backref)
+        return refuse_filter(o->filter, "a back-reference (\\1 to \\9): not taken, since "
+                                        "matching one can take exponential time");
     if (o->filter) {
         int rc = regcomp(&re, o->filter, REG_EXTENDED | REG_NOSUB);
         if (rc != 0) {
             char msg[256];
             regerror(rc, &re, msg, sizeof msg);
-            char *shown = qh_clean_dup(o->filter, strlen(o->filter), 0);
-            fprintf(stderr, "qmmcheck: --filter %s: %s\n", shown ? shown : "?", msg);
-            free(shown);
-            return EXIT_USAGE;
+            return refuse_filter(o->filter, msg);
         }
     }
     warn_overlapping_trees(o);
