@@ -327,10 +327,10 @@ void qh_warn_no_query(const char *spec)
 
 void qh_backend_release(qh_backend *b)
 {
-    if (b->be && b->table.close)
+    if (b->be && b->table.close) {
         inside(b->spec, "close");
-    if (b->be && b->table.close)
         b->table.close(b->be);
+    }
     if (b->dl) {
         inside(b->spec, "unloading"); /* its destructors run here */
         dlclose(b->dl);
@@ -338,6 +338,7 @@ void qh_backend_release(qh_backend *b)
     outside();
     memset(b, 0, sizeof *b);
 }
+
 qmm_status_code qh_backend_call(const qh_backend *b, qmm_call *c, qmm_status *st)
 {
     inside(b->spec, "operator call");

@@ -269,6 +269,19 @@ static int is_symlink_in(const char *dir, const char *e)
     return link;
 }
 
+/* The last name of `path` (trailing '/' ignored): its length, *start its offset. */
+static size_t last_name(const char *path, size_t *start)
+{
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/')
+        len--;
+    size_t s = len;
+    while (s > 0 && path[s - 1] != '/')
+        s--;
+    *start = s;
+    return len - s;
+}
+
 /* Visits one entry of a directory being walked: a subdirectory is walked, an entry that
  * cannot be examined (other than a dangling symlink) is reported, anything else is not part
  * of the tree. */
@@ -360,13 +373,8 @@ int qh_discover(const char *root, qh_case_list *list, const volatile sig_atomic_
     /* A case directory given directly is named by its last path component. */
     char name[4096] = "";
     if (is_case) {
-        size_t len = strlen(root);
-        while (len > 1 && root[len - 1] == '/')
-            len--;
-        size_t start = len;
-        while (start > 0 && root[start - 1] != '/')
-            start--;
-        snprintf(name, sizeof name, "%.*s", (int)(len - start), root + start);
+        size_t start, len = last_name(root, &start);
+        snprintf(name, sizeof name, "%.*s", (int)len, root + start);
     }
     walker *w = calloc(1, sizeof *w);
     if (!w) {
@@ -400,17 +408,12 @@ int qh_classify_path(const char *path, int *data_set)
 
 static int classify(const char *path, int *data_set)
 {
-    size_t len = strlen(path);
-    while (len > 1 && path[len - 1] == '/')
-        len--;
-    size_t base = len;
-    while (base > 0 && path[base - 1] != '/')
-        base--;
-    if (len - base >= 4096 || strncmp(path + base, set_prefix, sizeof set_prefix - 1) != 0)
+    size_t base, nlen = last_name(path, &base);
+    if (nlen >= 4096 || strncmp(path + base, set_prefix, sizeof set_prefix - 1) != 0)
         return QH_REF_OK;
     char entry[4096];
-    memcpy(entry, path + base, len - base);
-    entry[len - base] = '\0';
+    memcpy(entry, path + base, nlen);
+    entry[nlen] = '\0';
     /* the parent, as discovery sees it: a case directory has a model.onnx entry */
     char *parent = base == 0 ? strdup(".") : strndup(path, base);
     char *model = parent ? qh_path_join(parent, "model.onnx") : NULL;

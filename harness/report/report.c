@@ -57,6 +57,14 @@ static const char *spec_path(const char *spec)
     return strchr(spec, ':') + 1;
 }
 
+/* The folder a report FILE goes into (malloc'd; "." for a bare name, "/" for /x; NULL out of
+ * memory). */
+static char *folder_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
+}
+
 /* 0 when FILE does not exist or is a regular file; else -1 naming what it is. lstat: a
  * symlink is refused whatever it points to, so a planted link cannot redirect the report. */
 static int check_target(const char *spec, qh_error *err)
@@ -69,8 +77,7 @@ static int check_target(const char *spec, qh_error *err)
             return -1;
         }
         /* the folder it goes into must be there now, not found missing after the run */
-        const char *slash = strrchr(path, '/');
-        char *dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : NULL;
+        char *dir = folder_of(path);
         int missing = dir && stat(dir, &st) != 0;
         int bad = missing || (dir && !S_ISDIR(st.st_mode));
         if (bad)
@@ -118,7 +125,7 @@ static int place_of(const char *path, struct stat *dir, const char **base)
 {
     const char *slash = strrchr(path, '/');
     *base = slash ? slash + 1 : path;
-    char *d = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
+    char *d = folder_of(path);
     int rc = d ? stat(d, dir) : -1;
     free(d);
     return rc;
@@ -177,7 +184,7 @@ int qh_report_check_not_input(const char *spec, const char *const *files, int n_
         }
     /* the report's folder, as a real path, against each tree's */
     const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
-    char *dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
+    char *dir = folder_of(path);
     char *real = dir ? realpath(dir, NULL) : NULL;
     free(dir);
     size_t blen = strlen(base);
