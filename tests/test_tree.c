@@ -589,6 +589,19 @@ Test(tree, a_long_case_directory_keeps_the_file_and_field_in_its_error)
     free(out);
 }
 
+
+/* run on vec under QH_CASE_MEMORY=budget: exit 1, case q an ERROR holding `needle`. */
+static void expect_budget_error(const char *vec, const char *budget, const char *needle)
+{
+    char wrapper[64];
+    snprintf(wrapper, sizeof wrapper, "timeout 10 env QH_CASE_MEMORY=%s", budget);
+    char *out;
+    int rc = qmmcheck_under(&out, wrapper, "run --backend reference --vectors '%s'", vec);
+    cr_expect_eq(rc, 1, "%s", out);
+    expect_error(out, "q", needle);
+    free(out);
+}
+
 /* The case's tensors are read within a memory budget (QH_CASE_MEMORY, else half the
  * machine's memory): past it, an ERROR naming the file and the sizes before the memory is
  * taken. Before, a sparse file of 136 KB holding 1 GiB of raw_data took 2.25 GB, and cases of
@@ -596,28 +609,15 @@ Test(tree, a_long_case_directory_keeps_the_file_and_field_in_its_error)
 Test(tree, a_case_past_the_memory_budget_is_an_error)
 {
     const char *vec = copy_case(QLINEAR, "q");
-    char *out;
-    int rc = qmmcheck_under(&out, "timeout 10 env QH_CASE_MEMORY=20",
-                            "run --backend reference --vectors '%s'", vec);
-    cr_expect_eq(rc, 1, "%s", out);
-    expect_error(out, "q", "q/test_data_set_0/input_0.pb: TensorProto.dims: 8 bytes of data, "
-                           "which with the file's 19 pass the 20 left of the case's memory "
-                           "budget (QH_CASE_MEMORY bytes where set, else half this machine's "
-                           "memory, at least 1 GiB)");
-    free(out);
-    rc = qmmcheck_under(&out, "timeout 10 env QH_CASE_MEMORY=10",
-                        "run --backend reference --vectors '%s'", vec);
-    cr_expect_eq(rc, 1, "%s", out);
-    expect_error(out, "q", "q/test_data_set_0/input_0.pb: 19 bytes, more than the 10 left of the "
-                           "case's memory budget");
-    free(out);
+    expect_budget_error(vec, "20", "q/test_data_set_0/input_0.pb: TensorProto.dims: 8 bytes of "
+                        "data, which with the file's 19 pass the 20 left of the case's memory "
+                        "budget (QH_CASE_MEMORY bytes where set, else half this machine's "
+                        "memory, at least 1 GiB)");
+    expect_budget_error(vec, "10", "q/test_data_set_0/input_0.pb: 19 bytes, more than the 10 "
+                        "left of the case's memory budget");
     /* a value that is not a size is said, not taken for the default */
-    rc = qmmcheck_under(&out, "timeout 10 env QH_CASE_MEMORY=abc",
-                        "run --backend reference --vectors '%s'", vec);
-    cr_expect_eq(rc, 1, "%s", out);
-    expect_error(out, "q", "QH_CASE_MEMORY=abc: not a memory size above 0 (bytes, or with K, M, "
-                           "G, T: 512M)");
-    free(out);
+    expect_budget_error(vec, "abc", "QH_CASE_MEMORY=abc: not a memory size above 0 (bytes, or "
+                        "with K, M, G, T: 512M)");
     expect_q_passes_once(vec); /* within the default */
 }
 
