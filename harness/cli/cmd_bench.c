@@ -632,31 +632,21 @@ static int rename_report(const char *path)
     return 1;
 }
 
-/* 1 after saying why when --report's FILE is an input of this bench (a plugin, an exec:
- * script, qmmcheck itself): it was removed before the plugin was loaded. */
-static int report_is_input(const char *path, const char *const *backends, int n)
+/* --report's FILE before anything is timed: refused when it is an input of this bench (a
+ * plugin, an exec: script, qmmcheck itself: it was removed before the plugin was loaded), else
+ * removed, as run's reports are (qh_report_clear), so that a bench that does not finish leaves
+ * no earlier report that reads as its own. 0; 2 (refused) or 1 (not removed) after saying why. */
+static int clear_report(const char *path, const char *const *backends, int n)
 {
     char spec[4200];
     qh_error err;
     snprintf(spec, sizeof spec, "json:%s", path);
-    if (qh_opt_report_not_input(spec, backends, n, NULL, NULL, 0, &err) == 0)
-        return 0;
-    qh_eprint_clean("qmmcheck bench: ", err.msg);
-    return 1;
-}
-
-/* --report's FILE removed before anything is timed, as run's reports are (qh_report_clear):
- * a bench that does not finish leaves no earlier report that reads as its own. 0, or 1 after
- * saying why. */
-static int clear_report(const char *path)
-{
-    char spec[4200];
-    qh_error err;
-    snprintf(spec, sizeof spec, "json:%s", path);
-    if (qh_report_clear(spec, &err) == 0)
-        return 0;
-    qh_eprint_clean("qmmcheck bench: ", err.msg);
-    return 1;
+    int rc = qh_opt_report_not_input(spec, backends, n, NULL, NULL, 0, &err) != 0 ? 2
+             : qh_report_clear(spec, &err) != 0                              ? 1
+                                                                             : 0;
+    if (rc)
+        qh_eprint_clean("qmmcheck bench: ", err.msg);
+    return rc;
 }
 
 /* `PRE"KEY": "VALUE"`, VALUE escaped (json_str): every string field a report writes, so that
@@ -1335,11 +1325,14 @@ int qh_cmd_bench(int argc, char **argv)
     install_signals();
     /* the old report goes first, so that even a refusal below leaves none that reads as this
        bench's; then every shape's limit, before anything is timed */
-    if (report && report_is_input(report, nbackends ? (const char *const *)backends
-                                                    : (const char *const *)(char *[]){"optimized"},
-                                  nbackends ? nbackends : 1))
-        return 2;
-    if ((report && clear_report(report) != 0) || shapes_checkable(shapes, nshapes, t) != 0)
+    static const char *const by_default[] = {"optimized"};
+    int cleared = report ? clear_report(report, nbackends ? (const char *const *)backends
+                                                          : by_default,
+                                        nbackends ? nbackends : 1)
+                         : 0;
+    if (cleared)
+        return cleared;
+    if (shapes_checkable(shapes, nshapes, t) != 0)
         return 1;
     if (several)
         return multi_run(nbackends ? backends : (char *[]){"optimized"}, nbackends ? nbackends : 1,
