@@ -597,8 +597,8 @@ void qh_fz_diff_one(const char *target, qh_fz_decoder decode, const uint8_t *dat
     guard_inputs(&c, &guarded, g);
     /* Plugins run on every input (they are what a campaign with QMM_FUZZ_BACKEND is for).
      * Of the open built-ins, the picked one runs; when it answers UNSUPPORTED (the optimized
-     * backend on QOrderedMatMul) the next one in the list does, so no input goes uncompared
-     * while any built-in computes it. */
+     * backend on a float16 MatMulNBits) the next one in the list does, so no input goes
+     * uncompared while any built-in computes it. */
     int builtin[QH_FZ_MAX_VARIANTS], n_builtin = 0;
     for (int i = 0; i < n_variants; i++) {
         if (variants[i].state != 1)

@@ -53,8 +53,8 @@ static qmm_status_code opt_query(const qmm_backend *self, const qmm_call *call, 
     if (why)
         return qmm_status_because(st, QMM_UNSUPPORTED, ob->name, why);
     /* Validation belongs to the operator call (invalid input is still "supported"); the
-     * call answers UNSUPPORTED for valid float8 operands, after validating: the kernels are
-     * integer GEMMs (docs/optimized.md). */
+     * call itself answers UNSUPPORTED where it cannot compute valid operands, after validating
+     * (float8 on a B prepacked for the integer kernels: matmul.c). */
     return qmm_status_ok(st);
 }
 
