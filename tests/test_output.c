@@ -303,6 +303,57 @@ Test(cli_out, forged_name_prints_no_forged_line_and_reports_stay_valid)
     expect_junit_valid(path);
 }
 
+/* Two case directories whose names differ only in bytes that are not UTF-8 clean alike ("a"
+ * and U+FFFD) in every report's name and path; each row's `repro` (JSON), `__REPRO:` line
+ * (JUnit, HTML) is the case's own, exact: run as it is written, it judges that case again
+ * with the row's status. The stored output of one of them is changed (MISTRUSTED). */
+Test(cli_out, cases_whose_names_clean_alike_keep_their_own_repro_in_the_reports)
+{
+    char to[512];
+    snprintf(to, sizeof to, "%s/vec/a\xfe", tmpdir);
+    copy_tree("vectors/seeds/onnx-doc-qlinearmatmul-2d", to);
+    snprintf(to, sizeof to, "%s/vec/a\xff", tmpdir);
+    copy_tree("vectors/seeds/onnx-doc-qlinearmatmul-2d", to);
+    snprintf(to, sizeof to, "%s/vec/a\xff/test_data_set_0/output_0.pb", tmpdir);
+    FILE *f = fopen(to, "r+b");
+    cr_assert(f && fseek(f, -1, SEEK_END) == 0, "%s", to);
+    int last = fgetc(f);
+    cr_assert(last != EOF && fseek(f, -1, SEEK_END) == 0 && fputc(last ^ 1, f) != EOF);
+    fclose(f);
+    char *out = qmmcheck_expect(0, "run --backend reference --vectors %s/vec --report json:%s/r.json "
+                                   "--report junit:%s/r.xml --report html:%s/r.html",
+                                tmpdir, tmpdir, tmpdir, tmpdir);
+    cr_expect_eq(count_lines_starting(out, "1:PASSED "), 1, "%s", out);
+    cr_expect_eq(count_lines_starting(out, "2:MISTRUSTED "), 1, "%s", out);
+    free(out);
+    char path[512];
+    snprintf(path, sizeof path, "%s/r.json", tmpdir);
+    expect_json_valid(path);
+    /* the names alike, the repro commands apart; each judges its own case again */
+    cr_expect_eq(python_check(
+                     "import json,os,subprocess,sys; c=json.load(open(sys.argv[1]))[\"cases\"]; "
+                     "assert len(c)==2 and c[0][\"name\"]==c[1][\"name\"] and "
+                     "c[0][\"path\"]==c[1][\"path\"], c; "
+                     "assert c[0][\"repro\"]!=c[1][\"repro\"], c; "
+                     "outs=[subprocess.run([\"bash\",\"-c\",os.environ[\"QMMCHECK\"]+"
+                     "x[\"repro\"][len(\"qmmcheck\"):]],capture_output=True,text=True,"
+                     "errors=\"replace\").stdout for x in c]; "
+                     "assert all(o.startswith(\"1:\"+x[\"status\"].upper()+\" \") "
+                     "for o,x in zip(outs,c)), outs",
+                     path),
+                 0, "the JSON report's repro commands do not tell the two cases apart");
+    snprintf(path, sizeof path, "%s/r.xml", tmpdir);
+    char *xml = slurp(path);
+    cr_expect(strstr(xml, "__REPRO: qmmcheck repro --backend reference $&apos;") ||
+                  strstr(xml, "__REPRO: qmmcheck repro --backend reference $'"),
+              "the JUnit report has no __REPRO line for the MISTRUSTED case:\n%s", xml);
+    free(xml);
+    snprintf(path, sizeof path, "%s/r.html", tmpdir);
+    char *html = slurp(path);
+    cr_expect(strstr(html, "__REPRO: qmmcheck repro"), "the HTML report has no __REPRO line");
+    free(html);
+}
+
 /* A test plugin of the build under test, from the ctest environment variable `var`. */
 static void test_plugin_path(char *buf, size_t size, const char *var)
 {

@@ -571,11 +571,11 @@ static void determinism_words(const opts *o, char *out, size_t size)
     qh_sb_free(&b);
 }
 
-static void print_result(const qh_result *r, const qh_case_ref *ref, const char *profile,
+/* Prints a case's line (and its detail), after keeping its `__REPRO:` command in r->repro for
+ * the reports. */
+static void print_result(qh_result *r, const qh_case_ref *ref, const char *profile,
                          const qh_isolation *iso, const char *determinism, int quiet)
 {
-    if (quiet && (r->status == QH_PASSED || r->status == QH_SKIPPED))
-        return; /* --quiet: skips are counted per suite (print_skips) */
     char *repro = qh_cpu_repro(qh_repro_command(ref, r->backend, profile, iso), r->cpu);
     if (repro && determinism[0]) { /* options after the case directory, as --cpu's */
         qh_sb b = {0};
@@ -584,6 +584,10 @@ static void print_result(const qh_result *r, const qh_case_ref *ref, const char 
         free(repro);
         repro = qh_sb_take(&b);
     }
+    free(r->repro);
+    r->repro = repro;
+    if (quiet && (r->status == QH_PASSED || r->status == QH_SKIPPED))
+        return; /* --quiet: skips are counted per suite (print_skips) */
     printf("%lld:%s ", (long long)r->number, qh_case_status_name(r->status));
     put_clean(r->name, strlen(r->name), 0, stdout);
     if (r->summary && r->summary[0]) {
@@ -595,7 +599,6 @@ static void print_result(const qh_result *r, const qh_case_ref *ref, const char 
     if (r->detail && r->detail[0])
         put_detail(r->detail);
     fflush(stdout);
-    free(repro);
 }
 
 /* How the options isolate a backend (--isolate/--no-isolate, --timeout, --start-timeout,

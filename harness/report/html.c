@@ -99,6 +99,10 @@ static void suite_table(qh_sb *b, const qh_result *r, size_t n, const char *suit
         qh_sb_printf(b, "</td><td class=\"st-%s\">%s</td><td>%s</td><td class=\"mono\">", key,
                      qh_case_status_name(r[i].status), qh_reason_name(r[i].reason));
         esc(b, r[i].summary);
+        if (r[i].status != QH_PASSED && r[i].repro) {
+            qh_sb_puts(b, "<br>__REPRO: ");
+            esc(b, r[i].repro);
+        }
         qh_sb_puts(b, "</td></tr>\n");
     }
     qh_sb_puts(b, "</table></details>\n");

@@ -353,6 +353,10 @@ static void write_json(qh_sb *b, const char *command, const qh_result *r, size_t
         json_str(b, "status", qh_case_status_key(r[i].status), 0);
         qh_sb_printf(b, ", \"seconds\": %.6f, ", r[i].seconds);
         json_str(b, "cpu", r[i].cpu ? r[i].cpu : "native", 0); /* the class it was judged under */
+        if (r[i].repro) { /* exact where name and path are cleaned */
+            qh_sb_puts(b, ", ");
+            json_str(b, "repro", r[i].repro, 0);
+        }
         if (r[i].status != QH_PASSED) {
             qh_sb_puts(b, ", ");
             qh_sb_puts(b, "\"detail\": \"");
@@ -389,6 +393,16 @@ static void junit_property(qh_sb *b, const char *name, const char *value)
     qh_sb_printf(b, "<property name=\"%s\" value=\"", name);
     qh_sb_xml(b, value);
     qh_sb_puts(b, "\"/>");
+}
+
+/* A row's `__REPRO:` command as the last line of its failure, error or system-out text (on a
+ * line of its own after other text); nothing for a row without one. */
+static void junit_repro(qh_sb *b, const qh_result *r, int after_text)
+{
+    if (!r->repro)
+        return;
+    qh_sb_puts(b, after_text ? "\n__REPRO: " : "__REPRO: ");
+    qh_sb_xml(b, r->repro);
 }
 
 /* ---- JUnit (docs/formats.md, "JUnit"; valid against Jenkins xUnit's junit-10.xsd, whose rules
@@ -654,11 +668,13 @@ static void write_junit(qh_sb *b, const char *command, const qh_result *r, size_
             qh_sb_puts(b, "\">");
             if (r[i].detail)
                 qh_sb_xml(b, r[i].detail);
+            junit_repro(b, &r[i], r[i].detail != NULL);
             qh_sb_printf(b, "</%s>\n", tag);
         } else if (r[i].status != QH_PASSED) {
             /* MISTRUSTED, UNCHECKED and (not strict) XPASS pass, but carry a warning */
             qh_sb_printf(b, "      <system-out>%s: ", st);
             qh_sb_xml(b, r[i].summary ? r[i].summary : "");
+            junit_repro(b, &r[i], 1);
             qh_sb_puts(b, "</system-out>\n");
         }
         qh_sb_puts(b, "    </testcase>\n");

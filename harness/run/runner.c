@@ -25,6 +25,7 @@ void qh_result_free(qh_result *r)
     free(r->summary);
     free(r->detail);
     free(r->first_mismatch);
+    free(r->repro);
     free(r->tags);
     free(r->description);
     free(r->mismatches);

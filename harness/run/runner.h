@@ -26,6 +26,9 @@ typedef struct qh_result {
     char *summary;         /* one line: "errors:3 total:12", a reason; may be NULL */
     char *detail;          /* several lines; NULL when passed */
     char *first_mismatch;  /* FAILED on values: "[0,1] (index 1): got 5, expected 6"; else NULL */
+    char *repro;           /* the `__REPRO:` command that judges this row again (shell-quoted: the
+                            * case directory's own bytes, where name and path in a report are
+                            * cleaned); NULL for a row that is no case's (<xfail>, <close>) */
     int64_t errors, total;
     double seconds;
     /* for the reports (docs/formats.md): the case's qmm.meta tags and description, y's shape
