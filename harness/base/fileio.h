@@ -12,7 +12,9 @@
 
 /* Reads a whole regular file (at most `max` bytes; larger is an error). *buf is malloc'd.
  * Anything else (a FIFO, a device, a directory, a socket) is refused without blocking:
- * "PATH: not a regular file (a FIFO)". A symlink is followed. */
+ * "PATH: not a regular file (a FIFO)". A symlink is followed. No more than the file's size
+ * is read: a file that reads on past it (one that grows, a /proc file whose size says 0) is
+ * an error, so the size checked against a budget is what the read takes. */
 int qh_read_file(const char *path, size_t max, uint8_t **buf, size_t *len, qh_error *err);
 /* "a FIFO", "a directory", ... for a stat mode, as the messages above say it. */
 const char *qh_file_kind(unsigned mode);
