@@ -495,6 +495,32 @@ Test(tree, a_domain_imported_twice_is_an_error)
                                "twice (versions 10 and 21)");
 }
 
+static void no_default_opset(qh_model *m)
+{
+    m->n_opsets = 0;
+}
+
+static void only_a_microsoft_opset(qh_model *m)
+{
+    m->n_opsets = 1;
+    strcpy(m->opsets[0].domain, "com.microsoft");
+    m->opsets[0].version = 1;
+}
+
+/* A QLinearMatMul model that imports no ai.onnx opset is malformed: it was read as a call at
+ * "opset -1", which the reference refuses as invalid input, so every backend's answer was
+ * UNCHECKED (a wrong one too) and the run exited 0. */
+Test(tree, a_model_that_imports_no_ai_onnx_opset_is_an_error)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    edit_model("q", no_default_opset);
+    expect_one_error(vec, "q", "q/model.onnx: ModelProto.opset_import: QLinearMatMul: the model "
+                               "imports no ai.onnx opset");
+    edit_model("q", only_a_microsoft_opset);
+    expect_one_error(vec, "q", "q/model.onnx: ModelProto.opset_import: QLinearMatMul: the model "
+                               "imports no ai.onnx opset");
+}
+
 Test(tree, unknown_profile_in_qmm_meta_names_file_and_field)
 {
     const char *vec = copy_case(QLINEAR, "q");

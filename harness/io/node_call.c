@@ -145,10 +145,14 @@ int qh_call_build_node(const char *op_type, const char *domain, int64_t opset,
                  "NodeProto.op_type: unknown operator '%s' (expected %s)", shown, known);
         return -1;
     }
-    if (d->import_required && opset < 1) {
+    /* no import of the operator's domain (opset -1) is a malformed model for every operator:
+     * read as a call at "opset -1", which the validator refuses, an ai.onnx model stripped of
+     * its opset_import made every backend's answer UNCHECKED, never FAILED; a com.microsoft
+     * one must also import a version of at least 1 */
+    if (opset < 0 || (d->import_required && opset < 1)) {
         snprintf(err->msg, sizeof err->msg,
                  "ModelProto.opset_import: %s: the model imports no %s opset (version %d)",
-                 d->op_type, d->domain, d->opset_min);
+                 d->op_type, d->domain[0] ? d->domain : "ai.onnx", d->opset_min);
         return -1;
     }
     /* the opset is stored as given (within int32): the validator decides what it allows */
