@@ -41,6 +41,11 @@ enum {
                            it would search all of that directory, / for a link to /) */
     QH_REF_SET_DIR,     /* test_data_set_N given as a case (repro's argument): its case is the
                            directory above it */
+    QH_REF_NAME_AT,     /* a case directory named NAME@N: the name of data set N of case NAME,
+                           so two cases would share a name (and an --xfail entry) */
+    QH_REF_SET_SAME,    /* test_data_set_N that is the same directory as an earlier data set of
+                           its case (a symbolic link): its data would be judged twice;
+                           data_set: the one judged */
 };
 
 /* A case found on disk, before it is loaded. */
@@ -73,9 +78,11 @@ void qh_case_list_free(qh_case_list *list);
 
 /* What discovery makes of `path` as an entry of its parent directory, for repro, which is given
  * one path: QH_REF_SET_NAME or QH_REF_SET_NOT_DIR for a test_data_set_* entry of a case
- * directory that discovery reports as such (so that the __REPRO: line of such a row shows its
- * ERROR again), QH_REF_SET_DIR for a data set directory given as a case (*data_set set to its
- * N), QH_REF_OK for anything else. */
+ * directory that discovery reports as such, QH_REF_NAME_AT for a case directory named NAME@N
+ * (so that the __REPRO: line of such a row shows its ERROR again), QH_REF_SET_DIR for a data
+ * set directory given as a case (*data_set set to its N; one that is a symbolic link to
+ * another data set of its case, a QH_REF_SET_SAME row of run's, names the one it is),
+ * QH_REF_OK for anything else. */
 int qh_classify_path(const char *path, int *data_set);
 
 /* ---- loading (case_load.c) ---- */

@@ -176,6 +176,17 @@ static void problem_message(const qh_case_ref *ref, qh_error *err)
         free(real);
         break;
     }
+    case QH_REF_NAME_AT:
+        snprintf(err->msg, sizeof err->msg,
+                 "%s%s: a case directory whose name ends in @N, which is how a case's data set "
+                 "N is named (CASE@N): two cases could share a name, and an --xfail entry; "
+                 "rename it", cut, path);
+        break;
+    case QH_REF_SET_SAME:
+        snprintf(err->msg, sizeof err->msg,
+                 "%s%s: the same directory as test_data_set_%d of its case (a symbolic link): "
+                 "judged once, as that data set", cut, path, ref->data_set);
+        break;
     case QH_REF_LINK_UP:
         snprintf(err->msg, sizeof err->msg,
                  "%s%s: not searched: a symbolic link to a directory that holds the tree "

@@ -202,37 +202,117 @@ static int push_problem_at(walker *w, const char *dir, const char *name, const c
     return rc;
 }
 
+/* The last name of `path` (trailing '/' ignored): its length, *start its offset. */
+static size_t last_name(const char *path, size_t *start)
+{
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/')
+        len--;
+    size_t s = len;
+    while (s > 0 && path[s - 1] != '/')
+        s--;
+    *start = s;
+    return len - s;
+}
+
+/* Whether a case directory's last name ends in @N (N decimal digits): the name run gives data
+ * set N of the case named by the rest. */
+static int named_like_a_data_set(const char *dir)
+{
+    size_t start, len = last_name(dir, &start);
+    const char *e = dir + start + len, *p = e;
+    while (p > dir + start && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    return p < e && p > dir + start && p[-1] == '@';
+}
+
+/* One data set directory of a case: its N, the directory it is (followed), and -1 or the N of
+ * the data set of its case that is the same directory and is judged in its place. */
+typedef struct set_dir {
+    int n;
+    int is_link;
+    dev_t dev;
+    ino_t ino;
+    int same_as;
+} set_dir;
+
+static int cmp_set(const void *a, const void *b)
+{
+    return cmp_int(&((const set_dir *)a)->n, &((const set_dir *)b)->n);
+}
+
+/* Of the data sets sets[0..nsets) (sorted by N) that are one directory, the lowest N that is not
+ * a symbolic link is judged (else the lowest N); each other one's same_as is set to it. */
+static void mark_same_sets(set_dir *sets, int nsets)
+{
+    for (int i = 0; i < nsets; i++) {
+        if (sets[i].same_as >= 0)
+            continue;
+        int keep = i;
+        for (int j = i + 1; j < nsets; j++)
+            if (sets[j].dev == sets[i].dev && sets[j].ino == sets[i].ino && sets[keep].is_link &&
+                !sets[j].is_link)
+                keep = j;
+        for (int j = i; j < nsets; j++)
+            if (j != keep && sets[j].dev == sets[i].dev && sets[j].ino == sets[i].ino)
+                sets[j].same_as = sets[keep].n;
+    }
+}
+
 static int add_case_dir(walker *w, const char *dir, const char *name)
 {
+    if (named_like_a_data_set(dir))
+        return push_problem(w, dir, name, QH_REF_NAME_AT, 0);
     struct dirent **ents = NULL;
     int n = scandir(dir, &ents, NULL, alphasort);
     if (n < 0)
         return push_problem(w, dir, name, QH_REF_UNREADABLE, errno);
-    int *sets = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    set_dir *sets = malloc(sizeof *sets * (size_t)(n > 0 ? n : 1));
     int nsets = 0, rc = sets ? 0 : oom(w, dir);
     for (int i = 0; i < n && rc == 0; i++) {
         const char *e = ents[i]->d_name;
         if (strncmp(e, set_prefix, sizeof set_prefix - 1) == 0) {
             char *p = qh_path_join(dir, e);
             int ds = data_set_number(e);
+            struct stat st, lst;
             if (!p)
                 rc = oom(w, dir);
-            else if (ds >= 0 && qh_path_is_dir(p))
-                sets[nsets++] = ds;
+            else if (ds >= 0 && stat(p, &st) == 0 && S_ISDIR(st.st_mode))
+                sets[nsets++] = (set_dir){ds, lstat(p, &lst) == 0 && S_ISLNK(lst.st_mode),
+                                          st.st_dev, st.st_ino, -1};
             free(p);
         }
     }
     if (rc == 0) {
-        qsort(sets, (size_t)nsets, sizeof *sets, cmp_int);
-        if (nsets == 0)
+        qsort(sets, (size_t)nsets, sizeof *sets, cmp_set);
+        mark_same_sets(sets, nsets);
+        int judged = 0;
+        for (int i = 0; i < nsets; i++)
+            judged += sets[i].same_as < 0;
+        if (judged == 0)
             rc = list_push(w->l, dir, name, -1, QH_REF_OK, 0); /* loads as ERROR: no data set */
         for (int i = 0; i < nsets && rc == 0; i++) {
             char nm[4096];
-            if (nsets == 1 && sets[i] == 0)
+            if (sets[i].same_as >= 0)
+                continue;
+            if (judged == 1 && sets[i].n == 0)
                 snprintf(nm, sizeof nm, "%s", name);
             else
-                snprintf(nm, sizeof nm, "%s@%d", name, sets[i]);
-            rc = list_push(w->l, dir, nm, sets[i], QH_REF_OK, 0);
+                snprintf(nm, sizeof nm, "%s@%d", name, sets[i].n);
+            rc = list_push(w->l, dir, nm, sets[i].n, QH_REF_OK, 0);
+        }
+        /* each data set that is another's directory: a row that loads as ERROR naming both */
+        for (int i = 0; i < nsets && rc == 0; i++) {
+            if (sets[i].same_as < 0)
+                continue;
+            char entry[64];
+            snprintf(entry, sizeof entry, "%s%d", set_prefix, sets[i].n);
+            char *path = qh_path_join(dir, entry);
+            char *sub = name[0] ? qh_path_join(name, entry) : strdup(entry);
+            rc = path && sub ? list_push(w->l, path, sub, sets[i].same_as, QH_REF_SET_SAME, 0)
+                             : -1;
+            free(path);
+            free(sub);
         }
         if (rc != 0)
             rc = oom(w, dir);
@@ -269,18 +349,6 @@ static int is_symlink_in(const char *dir, const char *e)
     return link;
 }
 
-/* The last name of `path` (trailing '/' ignored): its length, *start its offset. */
-static size_t last_name(const char *path, size_t *start)
-{
-    size_t len = strlen(path);
-    while (len > 1 && path[len - 1] == '/')
-        len--;
-    size_t s = len;
-    while (s > 0 && path[s - 1] != '/')
-        s--;
-    *start = s;
-    return len - s;
-}
 
 /* Visits one entry of a directory being walked: a subdirectory is walked, an entry that
  * cannot be examined (other than a dangling symlink) is reported, anything else is not part
@@ -399,6 +467,13 @@ static int classify(const char *path, int *data_set);
 
 int qh_classify_path(const char *path, int *data_set)
 {
+    /* a case directory named like a data set's row: by the name it is given, as run finds it */
+    char *model = qh_path_join(path, "model.onnx");
+    struct stat st;
+    int named_at = model && lstat(model, &st) == 0 && named_like_a_data_set(path);
+    free(model);
+    if (named_at)
+        return QH_REF_NAME_AT;
     /* as it really is: CASE/test_data_set_0/., a symlink to a data set under another name */
     char *real = realpath(path, NULL);
     int k = classify(real ? real : path, data_set);

@@ -79,7 +79,7 @@ char *qh_repro_command(const qh_case_ref *ref, const char *backend_spec, const c
         qh_sb_shell_word(&b, profile);
     }
     qh_repro_isolation(&b, iso);
-    if (ref->data_set > 0)
+    if (ref->data_set > 0 && ref->problem == QH_REF_OK) /* a problem's N is its message's */
         qh_sb_printf(&b, " --data-set %d", ref->data_set);
     qh_sb_puts(&b, " ");
     qh_sb_shell_word(&b, ref->dir);
