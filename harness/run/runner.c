@@ -620,7 +620,12 @@ static void xfail_status_words(unsigned bits, qh_sb *b)
 
 void qh_xfail_apply(qh_xfail *x, const char *backend_name, qh_result *res)
 {
-    qh_xfail_entry *first = NULL;
+    /* the first matching entry whose statuses hold the row's status waives it (and no other
+     * entry: a later one that only repeats it is stale); else the first matching one speaks.
+     * Until 2026-11-29 a PASSED row waived by a later entry (status=FAILED,PASSED) was still
+     * made XPASS by an earlier one that expects FAILED alone, so the verdict hung on the
+     * order of the lines. */
+    qh_xfail_entry *first = NULL, *waiver = NULL;
     for (int32_t i = 0; i < x->count; i++) {
         qh_xfail_entry *e = &x->entries[i];
         if (!xfail_matches(e, backend_name, res))
@@ -628,13 +633,16 @@ void qh_xfail_apply(qh_xfail *x, const char *backend_name, qh_result *res)
         e->matched++;
         if (!first)
             first = e;
-        if (res->status != QH_XFAIL && (e->statuses & (1u << res->status))) {
-            if (res->status != QH_PASSED)
-                res->status = QH_XFAIL;
-            e->waived++;
-        }
+        if (!waiver && (e->statuses & (1u << res->status)))
+            waiver = e;
     }
-    if (!first || res->status == QH_XFAIL || (first->statuses & (1u << res->status)))
+    if (waiver) {
+        if (res->status != QH_PASSED)
+            res->status = QH_XFAIL;
+        waiver->waived++;
+        return;
+    }
+    if (!first)
         return;
     /* matched, but not in the status it expects: say so on the row */
     qh_sb note = {0};
