@@ -564,6 +564,45 @@ Test(tree, a_model_that_imports_no_ai_onnx_opset_is_an_error)
                                "imports no ai.onnx opset");
 }
 
+static void reads_its_first_input_twice(qh_model *m)
+{
+    strcpy(m->inputs[1], m->inputs[0]);
+    m->n_graph_inputs = 0; /* the graph declares nothing: the node alone names the values */
+    m->n_graph_outputs = 0;
+}
+
+static void writes_its_first_input(qh_model *m)
+{
+    strcpy(m->outputs[0], m->inputs[0]);
+    m->n_graph_inputs = 0;
+    m->n_graph_outputs = 0;
+}
+
+/* A name is one value. MatMulInteger(A, A) with two different input files was judged as A x B
+ * (a stored A x A, right by ONNX, MISTRUSTED), and a node whose output is one of its inputs
+ * loaded. */
+Test(tree, a_value_named_twice_is_one_tensor)
+{
+    const char *vec = copy_case(INTEGER, "m");
+    edit_model("m", reads_its_first_input_twice);
+    expect_one_error(vec, "m", "node inputs 0 and 1 are both 'A', one value, but input_0.pb and "
+                               "input_1.pb hold different tensors");
+    /* the same tensor in both files: a case like any other (its stored output is A x B) */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "cp '%s/m/test_data_set_0/input_0.pb' '%s/m/test_data_set_0/input_1.pb'",
+             vec, vec);
+    cr_assert(system(cmd) == 0);
+    char *out;
+    run_tree(&out, vec, "");
+    cr_expect_eq(count_lines_with(out, ":ERROR "), 0, "%s", out);
+    free(out);
+    copy_case(INTEGER, "w");
+    edit_model("w", writes_its_first_input);
+    snprintf(cmd, sizeof cmd, "rm -r '%s/m'", vec);
+    cr_assert(system(cmd) == 0);
+    expect_one_error(vec, "w", "w/model.onnx: NodeProto.output: 'A' is also the node's input 0");
+}
+
 Test(tree, unknown_profile_in_qmm_meta_names_file_and_field)
 {
     const char *vec = copy_case(QLINEAR, "q");

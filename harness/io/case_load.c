@@ -199,6 +199,52 @@ static void problem_message(const qh_case_ref *ref, qh_error *err)
     }
 }
 
+/* Whether two tensors are one: type, dimensions and bytes. */
+static int same_tensor(const qmm_tensor *x, const qmm_tensor *y)
+{
+    if (x->dtype != y->dtype || x->rank != y->rank)
+        return 0;
+    for (int32_t d = 0; d < x->rank; d++)
+        if (x->dims[d] != y->dims[d])
+            return 0;
+    size_t n = qmm_dtype_bytes(x->dtype, qmm_tensor_numel(x));
+    return n == 0 || (x->data && y->data && memcmp(x->data, y->data, n) == 0);
+}
+
+/* A name is one value: node inputs that share a name read the same tensor, so their files must
+ * hold it (MatMulInteger(A, A) with two different files was judged as A x B, and a stored
+ * A x A MISTRUSTED); and the node's output is none of its inputs. */
+static int one_value_one_tensor(const qh_case *c, const qmm_tensor *const *in,
+                                const qh_case_ref *ref, const char *model_path, qh_error *err)
+{
+    int32_t file[QH_MAX_IO] = {0};
+    for (int32_t i = 0, k = 0; i < c->model.n_inputs; i++)
+        file[i] = c->model.inputs[i][0] ? k++ : -1;
+    for (int32_t i = 0; i < c->model.n_inputs; i++) {
+        if (file[i] < 0)
+            continue;
+        if (strcmp(c->model.inputs[i], c->model.outputs[0]) == 0) {
+            char shown[160];
+            qh_clean_into(shown, sizeof shown, c->model.outputs[0], strlen(c->model.outputs[0]),
+                          128);
+            return qh_fail(err, "%s: NodeProto.output: '%s' is also the node's input %d",
+                           model_path, shown, i);
+        }
+        for (int32_t j = 0; j < i; j++)
+            if (file[j] >= 0 && strcmp(c->model.inputs[i], c->model.inputs[j]) == 0 &&
+                !same_tensor(in[i], in[j])) {
+                char shown[160];
+                qh_clean_into(shown, sizeof shown, c->model.inputs[i], strlen(c->model.inputs[i]),
+                              128);
+                return qh_fail(err,
+                               "%s/test_data_set_%d: node inputs %d and %d are both '%s', one "
+                               "value, but input_%d.pb and input_%d.pb hold different tensors",
+                               ref->dir, ref->data_set, j, i, shown, file[j], file[i]);
+            }
+    }
+    return 0;
+}
+
 /* The sidecar's profile must be one the reference implements; the check lives here, not in
  * meta.c, because the sidecar reader does not depend on the reference. */
 static int check_profile(const char *meta_path, const qh_meta *m, qh_error *err)
@@ -351,6 +397,8 @@ int qh_case_load(const qh_case_ref *ref, qh_case *c, qh_error *err)
             goto done;
         k++;
     }
+    if (one_value_one_tensor(c, in, ref, model_path, err) != 0)
+        goto done;
     if (c->n_outputs == 1) {
         char file[64];
         snprintf(file, sizeof file, "test_data_set_%d/output_0.pb", ref->data_set);
