@@ -66,7 +66,7 @@ static inline char *slurp(const char *path)
 /* Copies the tree FROM (relative to the source directory) into TO, made if missing. */
 static inline void copy_tree(const char *from, const char *to)
 {
-    char cmd[2048];
+    char cmd[8192];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp -r '%s/%s'/. '%s'", to,
              env("QMM_SOURCE_DIR"), from, to);
     cr_assert(system(cmd) == 0, "%s", cmd);

@@ -354,6 +354,47 @@ Test(cli_out, cases_whose_names_clean_alike_keep_their_own_repro_in_the_reports)
     free(html);
 }
 
+/* Two suites over 1 KB long (non-ASCII names) that differ only in their last directory: each
+ * report keeps them apart, whole. A suite was cut to a 1024-byte buffer (256 in the HTML),
+ * inside a character, and the two became one JSON suite, one JUnit class and one HTML table. */
+Test(cli_out, long_suites_stay_whole_and_apart_in_the_reports)
+{
+    char seg[512] = "", to[4096];
+    for (int i = 0; i < 120; i++)
+        strcat(seg, "\xc3\xa9"); /* é */
+    for (int s = 0; s < 2; s++) {
+        int o = snprintf(to, sizeof to, "%s/vec", tmpdir);
+        for (int d = 0; d < 5; d++)
+            o += snprintf(to + o, sizeof to - (size_t)o, "/%s%c%d", seg, d == 4 && s ? 'b' : 'a', d);
+        snprintf(to + o, sizeof to - (size_t)o, "/c1");
+        copy_tree("vectors/seeds/onnx-doc-qlinearmatmul-2d", to);
+    }
+    char *out = qmmcheck_expect(0, "run --backend reference --vectors %s/vec --report json:%s/r.json "
+                                   "--report junit:%s/r.xml --report html:%s/r.html",
+                                tmpdir, tmpdir, tmpdir, tmpdir);
+    free(out);
+    char path[512];
+    snprintf(path, sizeof path, "%s/r.json", tmpdir);
+    cr_expect_eq(python_check("import json,sys; c=json.load(open(sys.argv[1]))[\"cases\"]; "
+                              "assert len({x[\"suite\"] for x in c})==2, c; "
+                              "assert all(x[\"name\"]==x[\"suite\"]+\"/c1\" for x in c), c",
+                              path),
+                 0, "the JSON report's suites are cut or merged");
+    snprintf(path, sizeof path, "%s/r.xml", tmpdir);
+    cr_expect_eq(python_check("import sys,xml.etree.ElementTree as E; "
+                              "t=E.parse(sys.argv[1]).getroot().iter(\"testcase\"); "
+                              "assert len({x.get(\"classname\") for x in t})==2",
+                              path),
+                 0, "the JUnit report's classes are merged");
+    snprintf(path, sizeof path, "%s/r.html", tmpdir);
+    char *html = slurp(path);
+    int tables = 0;
+    for (const char *p = html; (p = strstr(p, "<details class=\"suite\"")) != NULL; p++)
+        tables++;
+    cr_expect_eq(tables, 2, "the HTML report's suite tables");
+    free(html);
+}
+
 /* A test plugin of the build under test, from the ctest environment variable `var`. */
 static void test_plugin_path(char *buf, size_t size, const char *var)
 {

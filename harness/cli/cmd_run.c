@@ -1039,9 +1039,8 @@ static void print_skips(const run_state *r)
     for (size_t i = 0; s && i < r->k; i++) {
         if (r->results[i].status != QH_SKIPPED)
             continue;
-        char suite[1024];
-        qh_report_suite(r->results[i].name, suite, sizeof suite);
-        s[filled] = (skip_row){.row = i, .backend = r->results[i].backend, .suite = strdup(suite)};
+        s[filled] = (skip_row){.row = i, .backend = r->results[i].backend,
+                               .suite = qh_report_suite(r->results[i].name)};
         if (!s[filled++].suite)
             goto out;
     }

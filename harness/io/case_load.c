@@ -129,13 +129,23 @@ uint64_t qh_case_memory(void)
  * last CASE_DIR_SHOWN characters after "...", so that the case line, which is cut at
  * QH_CLEAN_LINE_MAX, still shows the file, the field and what is wrong after it. */
 enum { CASE_DIR_LONG = 200, CASE_DIR_SHOWN = 120 };
+/* The end of s from byte `from` on, moved forward to a character's first byte: a cut inside
+ * a UTF-8 character showed as U+FFFD after the "...". */
+static const char *tail_at_char(const char *s, size_t from)
+{
+    const char *p = s + from;
+    while ((*p & 0xc0) == 0x80)
+        p++;
+    return p;
+}
+
 static void shorten_case_dir(qh_error *err, const char *dir)
 {
     size_t len = strlen(dir);
     if (len <= CASE_DIR_LONG || strncmp(err->msg, dir, len) != 0)
         return;
     char tmp[QH_ERROR_MAX];
-    snprintf(tmp, sizeof tmp, "...%s%s", dir + len - CASE_DIR_SHOWN, err->msg + len);
+    snprintf(tmp, sizeof tmp, "...%s%s", tail_at_char(dir, len - CASE_DIR_SHOWN), err->msg + len);
     memcpy(err->msg, tmp, sizeof tmp);
 }
 
@@ -146,7 +156,7 @@ static void problem_message(const qh_case_ref *ref, qh_error *err)
      * names the entry. */
     size_t len = strlen(ref->dir);
     const char *cut = len > 300 ? "..." : "";
-    const char *path = len > 300 ? ref->dir + len - 300 : ref->dir;
+    const char *path = len > 300 ? tail_at_char(ref->dir, len - 300) : ref->dir;
     switch (ref->problem) {
     case QH_REF_TOO_DEEP:
         snprintf(err->msg, sizeof err->msg,
@@ -172,7 +182,8 @@ static void problem_message(const qh_case_ref *ref, qh_error *err)
         snprintf(err->msg, sizeof err->msg,
                  "%s%s: a data set directory, not a case: its case is the directory above "
                  "(qmmcheck repro --data-set %d %s%s)", cut, path, ref->data_set,
-                 rlen > 300 ? "..." : "", real ? real + (rlen > 300 ? rlen - 300 : 0) : "..");
+                 rlen > 300 ? "..." : "",
+                 real ? tail_at_char(real, rlen > 300 ? rlen - 300 : 0) : "..");
         free(real);
         break;
     }

@@ -111,19 +111,18 @@ static void suite_table(qh_sb *b, const qh_result *r, size_t n, const char *suit
 /* The tables, one per suite, suites in the order they first appear. */
 static void suite_tables(qh_sb *b, const qh_result *r, size_t n)
 {
-    char (*suite)[256] = calloc(n ? n : 1, sizeof *suite);
+    char **suite = calloc(n ? n : 1, sizeof *suite);
     unsigned char *done = calloc(n ? n : 1, 1), *in = calloc(n ? n : 1, 1);
-    if (!suite || !done || !in) {
+    int failed = !suite || !done || !in;
+    size_t made = 0;
+    for (; !failed && made < n; made++)
+        if ((suite[made] = qh_report_suite(r[made].name)) == NULL)
+            failed = 1;
+    if (failed)
         b->failed = 1;
-        free(suite);
-        free(done);
-        free(in);
-        return;
-    }
-    for (size_t i = 0; i < n; i++)
-        qh_report_suite(r[i].name, suite[i], sizeof suite[i]);
-    qh_sb_puts(b, "<h2>Suites</h2>\n");
-    for (size_t i = 0; i < n; i++) {
+    else
+        qh_sb_puts(b, "<h2>Suites</h2>\n");
+    for (size_t i = 0; !failed && i < n; i++) {
         if (done[i])
             continue;
         memset(in, 0, n);
@@ -132,6 +131,8 @@ static void suite_tables(qh_sb *b, const qh_result *r, size_t n)
                 in[j] = done[j] = 1;
         suite_table(b, r, n, suite[i], in);
     }
+    for (size_t i = 0; i < made; i++)
+        free(suite[i]);
     free(suite);
     free(done);
     free(in);

@@ -234,10 +234,10 @@ static void json_str(qh_sb *b, const char *key, const char *val, int comma)
     qh_sb_printf(b, "\"%s", comma ? ", " : "");
 }
 
-void qh_report_suite(const char *name, char *buf, size_t size)
+char *qh_report_suite(const char *name)
 {
     const char *slash = name ? strrchr(name, '/') : NULL;
-    snprintf(buf, size, "%.*s", slash ? (int)(slash - name) : 1, slash ? name : ".");
+    return slash ? strndup(name, (size_t)(slash - name)) : strdup(".");
 }
 
 void qh_report_models(qh_sb *b, const qh_mismatch *m, const char *quote)
@@ -295,11 +295,15 @@ static void json_mismatch(qh_sb *b, const qh_mismatch *m)
  * mismatches (docs/formats.md, "JSON"). */
 static void json_case_facts(qh_sb *b, const qh_result *r)
 {
-    char suite[1024];
-    qh_report_suite(r->name, suite, sizeof suite);
+    char *suite = qh_report_suite(r->name);
+    if (!suite) {
+        b->failed = 1;
+        return;
+    }
     qh_sb_puts(b, ", ");
     json_str(b, "reason", qh_reason_name(r->reason), 1);
     json_str(b, "suite", suite, 0);
+    free(suite);
     qh_sb_puts(b, ", \"tags\": [");
     for (int32_t t = 0; t < r->n_tags; t++) {
         qh_sb_puts(b, t ? ", " : "");
@@ -448,12 +452,14 @@ static char *junit_class(const qh_result *r)
         qh_sb_puts(&b, "@");
         class_part(&b, r->cpu, strlen(r->cpu), '_');
     }
-    char suite[1024];
-    qh_report_suite(r->name, suite, sizeof suite);
-    if (strcmp(suite, ".") != 0) {
+    char *suite = qh_report_suite(r->name);
+    if (!suite)
+        b.failed = 1;
+    else if (strcmp(suite, ".") != 0) {
         qh_sb_puts(&b, ".");
         class_part(&b, suite, strlen(suite), '.');
     }
+    free(suite);
     return b.failed ? (qh_sb_free(&b), NULL) : qh_sb_take(&b);
 }
 

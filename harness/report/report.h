@@ -50,8 +50,10 @@ int qh_report_write(const char *spec, const char *command, const qh_result *resu
                     const qh_run_summary *sum, qh_error *err);
 
 /* A case's suite: the directory part of its name ("edge/OP/ties" for
- * "edge/OP/ties/even-zp"), "." for a name without one. */
-void qh_report_suite(const char *name, char *buf, size_t size);
+ * "edge/OP/ties/even-zp"), "." for a name without one; malloc'd, whole however long (a suite
+ * cut to a buffer ended inside a character, and two long suites became one), NULL only when
+ * out of memory. */
+char *qh_report_suite(const char *name);
 
 /* The profiles that give a mismatch's `got` (qh_mismatch.models), ", "-separated, each
  * between `quote`s. */
