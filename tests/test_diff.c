@@ -175,3 +175,58 @@ Test(diff_cli, long_k_problems_are_drawn)
     cr_expect(strstr(out, " differences:0 ") == NULL, "%s", out);
     free(out);
 }
+
+/* Every __REPRO: line of --only supported replays the problem it printed. Which draw problem I
+ * took hung on the forms refused by the problems before it (a form refused 3 times is drawn
+ * again without asking), so a replay from an empty memory took another draw: with a backend
+ * whose query depends on K, 69 of 160 replays were other problems. The line now names the
+ * draw (--draw D). And a float-output operator's --only (its own generator) is in the line:
+ * without it the replay was a QLinearMatMul problem. */
+Test(diff_cli, every_repro_line_replays_the_problem_it_printed, .timeout = 120)
+{
+    char wrong[2][600];
+    snprintf(wrong[0], sizeof wrong[0], "%s:k-multiple=4", env("QMM_FLAKY_PLUGIN"));
+    snprintf(wrong[1], sizeof wrong[1], "%s:order=sequential,bug=floor-blocks",
+             env("QMM_NBITS_PLUGIN"));
+    static const char *const onlys[] = {"supported,matmulinteger", "matmulnbits"};
+    for (int t = 0; t < 2; t++) {
+        char *out = qmmcheck_expect(1, "diff --backend reference --backend '%s' --only %s "
+                                    "--seed 1 --count %d --max-diffs 1000 -q --out '%s/d%d'",
+                                    wrong[t], onlys[t], t == 0 ? 200 : 40, tmpdir, t);
+        int replayed = 0;
+        for (char *line = out; line && *line;) {
+            char *nl = strchr(line, '\n');
+            if (nl)
+                *nl = '\0';
+            char *desc = strstr(line, " problem="), *repro = strstr(line, "__REPRO: qmmcheck ");
+            char *end = desc ? strstr(desc, ": A ") : NULL;
+            if (strncmp(line, "DIFF ", 5) == 0 && desc && repro && end) {
+                char *again = qmmcheck_expect(1, "%s --out '%s/r' -q",
+                                              repro + strlen("__REPRO: qmmcheck "), tmpdir);
+                *end = '\0';
+                cr_expect(strstr(again, desc), "the replay is another problem than%s:\n%s", desc,
+                          again);
+                free(again);
+                replayed++;
+            }
+            line = nl ? nl + 1 : NULL;
+        }
+        cr_expect_geq(replayed, t == 0 ? 100 : 3, "%d replays", replayed);
+        free(out);
+    }
+}
+
+/* With the wrong backend as A on a float-output operator, the reference's own answer (B) is
+ * often INCONCLUSIVE: the saved case's line named B, whose repro then did not fail (28 of
+ * seed 1's first 200 MatMulNBits problems). It names the backend the judge fails. */
+Test(diff_cli, the_saved_case_line_never_names_a_side_that_only_is_inconclusive)
+{
+    char *out = qmmcheck_expect(1, "diff --backend '%s:order=sequential,bug=floor-blocks' "
+                                "--backend reference --only matmulnbits --seed 1 --count 200 "
+                                "--max-diffs 1000 -q --out '%s/d'",
+                                env("QMM_NBITS_PLUGIN"), tmpdir);
+    cr_expect(strstr(out, "(qmmcheck repro --backend reference ") == NULL,
+              "a saved case's line names the reference:\n%s", out);
+    expect_in(out, "saved ");
+    free(out);
+}

@@ -27,7 +27,8 @@
 
 enum {
     O_BACKEND, O_SEED, O_COUNT, O_SECONDS, O_OUT, O_PROFILE, O_PROBLEM, O_START, O_MAX_DIFFS,
-    O_ONLY, O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_START_TIMEOUT, O_QUIET, O_REDUCE, O_ALLOW_EMPTY, O_CPU
+    O_ONLY, O_ISOLATE, O_NO_ISOLATE, O_TIMEOUT, O_START_TIMEOUT, O_QUIET, O_REDUCE, O_ALLOW_EMPTY, O_CPU,
+    O_DRAW
 };
 static const qh_option diff_options[] = {
     {O_BACKEND, "--backend", 'b', "SPEC", 0, "a backend to compare (give exactly two)"},
@@ -37,6 +38,8 @@ static const qh_option diff_options[] = {
     {O_OUT, "--out", 0, "DIR", 0, "where differences are saved (default ./qmmcheck-diff-S/)"},
     {O_PROFILE, "--profile", 0, "NAME", 0, "the profile whose answer a saved case expects"},
     {O_PROBLEM, "--problem", 0, "I", 0, "run problem I alone (replays a difference)"},
+    {O_DRAW, "--draw", 0, "D", 0, "with --problem I and --only supported: draw D of problem I, "
+                                  "asked for no further (the __REPRO line gives it)"},
     {O_START, "--start", 0, "I", 0, "the first problem's index (default 0)"},
     {O_MAX_DIFFS, "--max-diffs", 0, "N", 0, "stop after N differences (default 100)"},
     {O_ONLY, "--only", 0, "FORMS", 0, "run only problems of these forms (below)"},
@@ -68,7 +71,10 @@ const qh_command qh_diff_usage = {
     "others are not run and are counted as filtered. Problem I is the same problem with or\n"
     "without --only. `supported` draws again, from problem I's own stream, until both backends'\n"
     "capability queries accept it (at most 4000 draws; the draws refused are counted as\n"
-    "redrawn), so a kernel of one form is compared on that form; its __REPRO line keeps --only.\n"
+    "redrawn), so a kernel of one form is compared on that form; a form refused 3 times and\n"
+    "never accepted is drawn again without asking. Which draw problem I took so depends on\n"
+    "the problems before it, so its __REPRO line names it (--draw D): the replay takes that\n"
+    "draw whatever came before. A __REPRO line keeps --only whole.\n"
     "Each differing element shows the reference's acc and exact scaled value.\n"
     "The operators with a float output (judged by accepted values, docs/semantics.md 8.4)\n"
     "are drawn when --only names one: problem I is then that operator's problem I. Two of\n"
@@ -90,6 +96,7 @@ typedef struct diff_opts {
     int allow_empty; /* a diff that compared no problem exits 0, not QH_EXIT_EMPTY */
     const char *spec[2];
     unsigned long long seed, count, start, problem, max_diffs;
+    unsigned long long draw; /* --draw D (with --problem): draw D of the problem, not asked */
     double seconds;
     int have_seed, have_count, have_seconds, have_problem;
     const char *out;
@@ -342,9 +349,11 @@ static void reduce_saved(const diff_opts *o, qh_backend *be, const qh_invoke_opt
     printf("    not reduced: neither backend fails the saved case as run judges it\n");
 }
 
+static int not_failed(const qh_expectation *e, const qh_invocation *inv);
+
 /* Reports and saves one difference. */
 static void report_difference(const diff_opts *o, qh_backend *be, const qh_invoke_opts *io,
-                              unsigned long long index,
+                              unsigned long long index, unsigned long long draw,
                               const qh_problem *p, const qh_invocation *inv, int outputs_differ,
                               const qh_expectation *e, int have_e)
 {
@@ -369,7 +378,10 @@ static void report_difference(const diff_opts *o, qh_backend *be, const qh_invok
     int fails = 1;
     if (have_e) {
         int ok[2] = {qh_judge_passes(e, &inv[0]), qh_judge_passes(e, &inv[1])};
-        fails = ok[1] && !ok[0] ? 0 : 1;
+        /* the one the judge fails: B, unless only A is failed (one INCONCLUSIVE beside a
+           FAILED is not the one to blame: its repro line would not fail) */
+        int failed[2] = {!not_failed(e, &inv[0]), !not_failed(e, &inv[1])};
+        fails = failed[0] && !failed[1] ? 0 : 1;
         if (e->code != QMM_OK)
             qh_sb_printf(&line, "; reference (%s): %s", prof, qmm_status_name(e->code));
         else
@@ -390,10 +402,14 @@ static void report_difference(const diff_opts *o, qh_backend *be, const qh_invok
         qh_sb_puts(&line, " --profile ");
         qh_sb_shell_word(&line, o->profile);
     }
-    if (o->only_supported) { /* problem I is then one of I's redraws */
+    /* --only whole: a float-output operator's name picks its own generator (problem I is
+       that operator's), and `supported` the draw, which --draw names */
+    if (o->have_only) {
         qh_sb_puts(&line, " --only ");
         qh_sb_shell_word(&line, o->only_arg);
     }
+    if (o->only_supported)
+        qh_sb_printf(&line, " --draw %llu", draw);
     print_clean("", &line);
     qh_sb_free(&line);
 
@@ -532,14 +548,21 @@ static int run_one(const diff_opts *o, qh_backend *be, const qh_invoke_opts *io,
     qh_invocation inv[2];
     int rc = 0;
     /* the first draw is problem I; --only supported draws again from the same stream until
-     * both backends accept one */
-    for (int draw = 1;; draw++) {
+     * both backends accept one; --draw D takes draw D as it is (the draws before it made and
+     * dropped, the stream's order) */
+    unsigned long long draw = 1;
+    for (;; draw++) {
         if (qh_problem_random(&p, &r, &ro) != 0) {
             qh_problem_free(&p);
             fprintf(stderr, "qmmcheck diff: out of memory\n");
             return -1;
         }
-        int again = o->only_supported && draw < SUPPORTED_MAX_DRAWS && !qh_interrupted;
+        if (o->draw && draw < o->draw) {
+            qh_problem_free(&p);
+            continue;
+        }
+        int again = o->only_supported && !o->draw && draw < SUPPORTED_MAX_DRAWS &&
+                    !qh_interrupted;
         int slot = o->only_supported ? form_slot(&p) : -1;
         int known_refused = slot >= 0 && !form_memo.accepted[slot] &&
                             form_memo.refused[slot] >= FORM_REFUSALS;
@@ -614,7 +637,7 @@ static int run_one(const diff_opts *o, qh_backend *be, const qh_invoke_opts *io,
                 n->tolerated++;
             } else {
                 n->differences++;
-                report_difference(o, be, io, index, &p, inv, outputs_differ, &e, have_e);
+                report_difference(o, be, io, index, draw, &p, inv, outputs_differ, &e, have_e);
             }
             if (have_e)
                 qh_expectation_free(&e);
@@ -645,7 +668,7 @@ int qh_cmd_diff(int argc, char **argv)
         case QH_OPT_HELP: return 0;
         case QH_OPT_BAD: return usage("%s", parser.error);
         case QH_OPT_ARG: return usage("unknown argument %s", val);
-        case O_SEED: case O_COUNT: case O_START: case O_PROBLEM: case O_MAX_DIFFS:
+        case O_SEED: case O_COUNT: case O_START: case O_PROBLEM: case O_MAX_DIFFS: case O_DRAW:
             if (qh_parse_u64(val, UINT64_MAX, &u) != 0)
                 return bad_value(a, val, "a number >= 0");
             break;
@@ -713,6 +736,11 @@ int qh_cmd_diff(int argc, char **argv)
         case O_START: o.start = u; break;
         case O_PROBLEM: o.problem = u; o.have_problem = 1; break;
         case O_MAX_DIFFS: o.max_diffs = u; break;
+        case O_DRAW:
+            if (u < 1 || u > SUPPORTED_MAX_DRAWS)
+                return bad_value(a, val, "a draw from 1 to 4000");
+            o.draw = u;
+            break;
         }
     }
     if (n_spec != 2)
@@ -724,6 +752,9 @@ int qh_cmd_diff(int argc, char **argv)
     if (o.have_problem && (o.have_count || o.have_seconds || o.start))
         return usage("%s", "--problem I replays one problem: --count, --seconds and --start do "
                            "not go with it");
+    if (o.draw && !(o.have_problem && o.only_supported))
+        return usage("%s", "--draw D names a draw of one problem of --only supported: give it "
+                           "with --problem I and --only supported");
     if (o.max_diffs == 0)
         return usage("%s", "--max-diffs 0 would stop before the first problem: give N >= 1");
     if (!o.have_problem && o.have_count && o.count > 0 && o.start + (o.count - 1) < o.start)

@@ -12,6 +12,8 @@
  *   cache=1   keeps its first answer and copies it into y on every later call without
  *             computing (right for bench's one fixed problem, far above any int8 peak)
  *   quote-name=1  its name holds quotes and a backslash, as a JSON field injection
+ *   k-multiple=N  answers UNSUPPORTED (query and call) where K is not a multiple of N: a
+ *             kernel whose capability depends on a dimension, not only on the form
  * MatMulInteger and QLinearMatMul only (QOrderedMatMul: UNSUPPORTED). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -27,7 +29,7 @@ typedef struct flaky {
     uint64_t calls, wrong; /* calls answered; how many of the first are wrong */
     uint64_t right;        /* how many of the first are right (before the wrong ones) */
     int64_t min_k;
-    uint64_t lazy, cache, quote_name;
+    uint64_t lazy, cache, quote_name, k_multiple;
     unsigned char *kept; /* cache=1: the first answer */
     size_t kept_len;
 } flaky;
@@ -57,11 +59,30 @@ static int from_cache(flaky *f, const qmm_tensor *y, int answered)
     return 0;
 }
 
+/* K: a's last dimension (0 for a scalar a) */
+static int64_t k_of(const qmm_tensor *a)
+{
+    return a->rank > 0 ? a->dims[a->rank - 1] : 0;
+}
+
+/* k-multiple=N: 1 when K is not a multiple of N */
+static int k_refused(const flaky *f, const qmm_tensor *a)
+{
+    return f->k_multiple > 1 && k_of(a) % (int64_t)f->k_multiple != 0;
+}
+
 static qmm_status_code f_query(const qmm_backend *self, const qmm_call *call, qmm_status *st)
 {
-    const qmm_backend *ref = ((const flaky *)self->impl)->ref;
+    const flaky *f = self->impl;
+    const qmm_backend *ref = f->ref;
     if (call->op == QMM_OP_QORDEREDMATMUL)
         return qmm_status_set(st, QMM_UNSUPPORTED, "flaky: QOrderedMatMul is not supported");
+    const qmm_tensor *a = call->op == QMM_OP_MATMULINTEGER ? &call->u.matmulinteger.a
+                          : call->op == QMM_OP_QLINEARMATMUL ? &call->u.qlinearmatmul.a
+                                                             : NULL;
+    if (a && k_refused(f, a))
+        return qmm_status_set(st, QMM_UNSUPPORTED, "flaky: K is not a multiple of %llu",
+                              (unsigned long long)f->k_multiple);
     return ref->query(ref, call, st);
 }
 
@@ -70,12 +91,15 @@ static qmm_status_code answer(const qmm_backend *self, qmm_call *call, const qmm
                               const qmm_tensor *y, qmm_status *st)
 {
     flaky *f = self->impl;
+    if (k_refused(f, a))
+        return qmm_status_set(st, QMM_UNSUPPORTED, "flaky: K is not a multiple of %llu",
+                              (unsigned long long)f->k_multiple);
     if ((f->lazy && not_refilled(y)) || (f->cache && from_cache(f, y, 0)))
         return qmm_status_ok(st);
     qmm_status_code rc = qmm_backend_run(f->ref, call, st);
     if (f->cache)
         from_cache(f, y, rc == QMM_OK);
-    int64_t k = a->rank > 0 ? a->dims[a->rank - 1] : 0;
+    int64_t k = k_of(a);
     uint64_t nth = f->calls++;
     if (nth >= f->right && nth - f->right < f->wrong && k >= f->min_k && rc == QMM_OK) {
         int64_t n = qmm_tensor_numel(y);
@@ -118,9 +142,9 @@ static int parse(const char *options, flaky *f, qmm_status *st)
     }
     memcpy(buf, options, len + 1);
     static const char *const names[] = {"wrong=", "min-k=", "right=", "lazy=", "cache=",
-                                         "quote-name="};
+                                         "quote-name=", "k-multiple="};
     uint64_t *fields[] = {&f->wrong, (uint64_t *)&f->min_k, &f->right, &f->lazy, &f->cache,
-                          &f->quote_name};
+                          &f->quote_name, &f->k_multiple};
     for (char *save = NULL, *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
         char *end = NULL;
         size_t i = 0, n = 0;
