@@ -88,8 +88,20 @@ Test(reduce_cli, usage_errors_exit_2)
         "reduce " CASE " --backend reference --out",
         "reduce " CASE " --backend reference --confirm 0",
         "reduce " CASE " --backend reference --confirm 101",
+        "reduce /no/such/case --backend reference", /* was 1, "the reduction failed" */
     };
     expect_usage_errors(args, sizeof args / sizeof args[0]);
+}
+
+/* An --out that cannot be made is refused before the work (exit 2), not after the whole
+ * reduction (exit 1, the result lost). */
+Test(reduce_cli, an_out_that_cannot_be_written_is_refused_first)
+{
+    char *out = qmmcheck_expect(2, "reduce " CASE " --backend '%s' -q --out /proc/qmm/r",
+                                env("QMM_FLAKY_PLUGIN"));
+    expect_in(out, "--out: /proc/qmm: cannot create");
+    cr_expect(strstr(out, "fails as") == NULL, "it reduced first:\n%s", out);
+    free(out);
 }
 
 Test(reduce_cli, a_case_that_does_not_fail_exits_2_and_writes_nothing)
@@ -269,6 +281,43 @@ Test(reduce_budget, sigterm_stops_it_cleanly_writing_nothing, .timeout = 120)
     cr_expect(system(cmd) == 0, "the temporary directory was left in %s", tmp);
 }
 
+/* A signal while the reduced case is confirmed (by the backend opened again, here 1 s a call)
+ * stops reduce as one during the reduction does: "interrupted by SIGTERM ... nothing written",
+ * exit 143. It was "the backend does not answer the same way every time; inconclusive", exit
+ * 4: the cut-short judgments blamed on the backend. */
+Test(reduce_budget, a_signal_during_the_confirmation_is_an_interruption, .timeout = 120)
+{
+    char log[512], out_dir[512];
+    snprintf(log, sizeof log, "%s/opens", tmpdir);
+    snprintf(out_dir, sizeof out_dir, "%s/r", tmpdir);
+    setenv("FLAKY_OPEN_LOG", log, 1);
+    FILE *f;
+    pid_t pid = qmmcheck_start(&f, "reduce " CASE " --backend '%s:slow-from-open=2' -q "
+                                   "--out '%s' 2>&1",
+                               env("QMM_FLAKY_PLUGIN"), out_dir);
+    int opens = 0;
+    for (int i = 0; i < 600 && opens < 2; i++) { /* the second open: the confirmation's */
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        FILE *lf = fopen(log, "r");
+        opens = 0;
+        for (int c; lf && (c = fgetc(lf)) != EOF;)
+            opens += c == '\n';
+        if (lf)
+            fclose(lf);
+    }
+    cr_assert_eq(opens, 2, "the backend was opened %d times", opens);
+    struct timespec ts = {0, 300 * 1000 * 1000}; /* into its first 1 s call */
+    nanosleep(&ts, NULL);
+    char *rest;
+    char *said = expect_interrupted(pid, f, &rest);
+    cr_expect(strstr(said, "nothing written"), "%s", said);
+    cr_expect(strstr(rest, "inconclusive") == NULL, "%s", rest);
+    free(said);
+    free(rest);
+    cr_expect(access(out_dir, F_OK) != 0, "%s was written", out_dir);
+}
+
 /* ---- a backend that does not answer the same way every time ---- */
 
 /* Against the reference wrong for its first `wrong` calls only, reduce says the result is
@@ -307,6 +356,23 @@ Test(reduce_cli, a_backend_wrong_every_time_is_reduced_and_confirmed)
     free(out);
     out = qmmcheck_expect(1, "repro --backend '%s' '%s/r'", env("QMM_FLAKY_PLUGIN"), tmpdir);
     expect_in(out, ":FAILED ");
+    free(out);
+}
+
+/* A backend wrong only after a large call (its stale scratch: flaky's poison=100, 184 elements
+ * in CASE's y) fails every candidate in the worker the reduction ran, down to one element, but
+ * the one-element case passes in a fresh process: reduce confirmed it in that same worker and
+ * printed "confirmed by 3 judgments" above a __REPRO line that PASSED. The written case is now
+ * confirmed by the backend opened again (a new worker): inconclusive, nothing written. */
+Test(reduce_cli, the_reduced_case_is_confirmed_by_the_backend_opened_again)
+{
+    char *out = qmmcheck_expect(4, "reduce " CASE " --backend '%s:poison=100' -q --out '%s/r'",
+                                env("QMM_FLAKY_PLUGIN"), tmpdir);
+    expect_in(out, "judged by the backend opened again");
+    expect_in(out, "nothing written");
+    char path[512];
+    snprintf(path, sizeof path, "%s/r", tmpdir);
+    cr_expect(access(path, F_OK) != 0, "%s was written", path);
     free(out);
 }
 

@@ -328,8 +328,13 @@ static void reduce_saved(const diff_opts *o, qh_backend *be, const qh_invoke_opt
         qh_meta mk = *m; /* the class of the backend it is reduced against */
         if (qh_cpu_meta_class(o->cpu[k]))
             snprintf(mk.cpu_class, sizeof mk.cpu_class, "%s", qh_cpu_meta_class(o->cpu[k]));
-        if (rc == 0)
+        if (rc == 0 && !qh_interrupted)
             rc = qh_reduce_write(out, &r, &be[k], &ro, &mk, prov, note, sizeof note, &err);
+        if (qh_interrupted && rc != 0) { /* its judgments did not finish: no verdict on it */
+            printf("    not reduced: interrupted by %s\n", qh_interrupt_name(qh_interrupted));
+            qh_reduce_result_free(&r);
+            return;
+        }
         if (rc == 0) {
             print_note(note);
             char *text = qh_reduce_report(&r, out, &be[k], o->profile, "    ");

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/stat.h>
 
 #include "harness/cli/commands.h"
@@ -45,11 +46,13 @@ const qh_command qh_reduce_usage = {
     "to per-tensor, values to zero, scales to 1 or powers of two. Writes the smallest case with\n"
     "its __REPRO: line (docs/formats.md, \"Reduced cases\"). --out must be new, empty, or a\n"
     "case diff or reduce wrote (replaced whole); anything else is refused.\n"
-    "The case, its rewrite and the smallest case as written are each judged --confirm times\n"
-    "and must fail the same way every time: a backend that does not answer the same way\n"
-    "makes the reduction inconclusive, and nothing is written.\n"
-    "Exit status: 0 written, 1 the reduction failed, 2 usage errors, a backend that could not\n"
-    "be opened, or a case that does not fail, 4 inconclusive (the backend's verdicts differ).\n",
+    "The case, its rewrite and the smallest case as written are each judged --confirm times,\n"
+    "the last once more by the backend opened again (as a repro starts it), and must fail the\n"
+    "same way every time: a backend that does not answer the same way makes the reduction\n"
+    "inconclusive, and nothing is written.\n"
+    "Exit status: 0 written, 1 the reduction failed, 2 usage errors (a missing CASE_DIR, an\n"
+    "--out that cannot be written), a backend that could not be opened, or a case that does\n"
+    "not fail, 4 inconclusive (the backend's verdicts differ), 128+N stopped by signal N.\n",
     reduce_options, 0};
 
 #define usage(...) qh_opt_error(&qh_reduce_usage, QH_ERR_USAGE, __VA_ARGS__)
@@ -153,6 +156,15 @@ int qh_cmd_reduce(int argc, char **argv)
     int rc = parse(argc, argv, &a, &done);
     if (rc || done)
         return rc;
+    struct stat cs; /* a CASE_DIR that is no directory: a usage error, before any work */
+    int found = stat(a.dir, &cs) == 0, e = errno;
+    if (!found || !S_ISDIR(cs.st_mode)) {
+        char *c = qh_clean_dup(a.dir, strlen(a.dir), 0), msg[4200];
+        snprintf(msg, sizeof msg, "CASE_DIR %s: %s", c ? c : "",
+                 found ? "not a directory" : strerror(e));
+        free(c);
+        return usage("%s", msg);
+    }
     qh_interrupt_install(); /* before the backend opens (interrupt.h) */
     qh_backend be;
     qh_error err;
@@ -210,6 +222,15 @@ int qh_cmd_reduce(int argc, char **argv)
         qh_backend_close(&be);
         return qh_opt_error(&qh_reduce_usage, QH_ERR_HINT, "--out %s", why);
     }
+    qh_case_stage probe; /* and where it cannot be written: its folder made, a fresh one in it */
+    if (qh_case_stage_open(out, &probe, &err) != 0) {
+        qh_backend_close(&be);
+        char *c = qh_clean_dup(err.msg, strlen(err.msg), 0); /* it names --out */
+        rc = qh_opt_error(&qh_reduce_usage, QH_ERR_HINT, "--out: %s", c ? c : err.msg);
+        free(c);
+        return rc;
+    }
+    qh_case_stage_discard(&probe);
     qh_case_ref ref = {.dir = (char *)a.dir, .name = (char *)a.dir, .data_set = a.data_set};
     qh_reduce_result r;
     rc = qh_reduce_case(&ref, &be, &a.ro, &r, &err);
@@ -262,6 +283,15 @@ int qh_cmd_reduce(int argc, char **argv)
         char note[sizeof err.msg];
         rc = qh_reduce_write(out, &r, &be, &a.ro, &tags, prov.s ? prov.s : "", note, sizeof note,
                              &err);
+        if (qh_interrupted && rc != 0) {
+            /* the confirmations under way did not finish: not the backend's inconsistency */
+            fprintf(stderr, "qmmcheck reduce: interrupted by %s while the reduced case was "
+                    "confirmed: nothing written\n", qh_interrupt_name(qh_interrupted));
+            qh_sb_free(&prov);
+            qh_reduce_result_free(&r);
+            qh_backend_close(&be);
+            return 128 + qh_interrupted;
+        }
         if (rc == 0) {
             char *n = qh_clean_dup(note, strlen(note), 0);
             if (note[0])

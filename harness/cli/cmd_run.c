@@ -103,8 +103,10 @@ enum {
     O_CPU, O_CPUS, O_TAG, O_TAGS
 };
 static const qh_option run_options[] = {
-    {O_BACKEND, "--backend", 'b', "SPEC", RUN | REPRO,
+    {O_BACKEND, "--backend", 'b', "SPEC", RUN,
      "a built-in backend, a plugin (.so path) or exec:COMMAND (repeatable)"},
+    {O_BACKEND, "--backend", 'b', "SPEC", REPRO,
+     "a built-in backend, a plugin (.so path) or exec:COMMAND (one; default reference)"},
     {O_VECTORS, "--vectors", 0, "DIR", RUN | LIST,
      "a vector tree to read (repeatable; also as plain arguments); run without it reads the installed suites"},
     {O_FILTER, "--filter", 0, "REGEX", RUN | LIST, "only the cases whose name matches (POSIX ERE)"},

@@ -947,22 +947,49 @@ int qh_reduce_write(const char *dir, qh_reduce_result *r, qh_backend *b,
         rc = -1;
     if (have_e)
         qh_expectation_free(&e);
-    if (rc == 0) { /* judged again as written (loaded once), as its __REPRO line will */
-        reducer z = {.o = o, .b = b, .r = r, .want = &r->verdict, .fold_left = -1};
+    /* judged again as written (loaded once), as its __REPRO line will: --confirm times by the
+     * backend every candidate ran on (its answers must not change), then once by the backend
+     * opened again (isolated: a new worker), as a repro starts it: state that larger calls
+     * left in the first (stale scratch) made a case fail there that its own repro line then
+     * PASSED */
+    qh_case c;
+    int loaded = 0;
+    if (rc == 0) {
         qh_case_ref ref = {.dir = st.dir, .name = st.dir, .data_set = 0};
-        qh_case c;
-        char other[sizeof r->cls];
+        if (qh_case_load(&ref, &c, err) != 0)
+            rc = -1;
+        else
+            loaded = 1;
+    }
+    char other[sizeof r->cls];
+    if (rc == 0) {
+        reducer z = {.o = o, .b = b, .r = r, .want = &r->verdict, .fold_left = -1};
         int n = confirmations(o);
-        if (qh_case_load(&ref, &c, err) != 0) {
+        r->confirmed = judge_alike(&z, &c, n, other, sizeof other);
+        if (r->confirmed < n)
+            rc = inconclusive(err, "the reduced case as written", r->cls, r->confirmed, n,
+                              other);
+    }
+    if (rc == 0) {
+        qh_backend fresh;
+        qh_error oerr;
+        if (qh_backend_open_isolated(b->spec, &b->iso, &fresh, &oerr) != 0) {
+            snprintf(err->msg, sizeof err->msg, "the backend, opened again to confirm the "
+                     "reduced case: %s", oerr.msg);
             rc = -1;
         } else {
-            r->confirmed = judge_alike(&z, &c, n, other, sizeof other);
-            qh_case_free(&c);
-            if (r->confirmed < n)
-                rc = inconclusive(err, "the reduced case as written", r->cls, r->confirmed, n,
+            qh_reduce_opts fo = *o;
+            fo.invoke.isolate = fresh.isolated;
+            reducer z = {.o = &fo, .b = &fresh, .r = r, .want = &r->verdict, .fold_left = -1};
+            if (judge_alike(&z, &c, 1, other, sizeof other) < 1)
+                rc = inconclusive(err, "the reduced case as written, judged by the backend "
+                                  "opened again (as its __REPRO line runs it)", r->cls, 0, 1,
                                   other);
+            qh_backend_close(&fresh);
         }
     }
+    if (loaded)
+        qh_case_free(&c);
     if (rc != 0) {
         qh_case_stage_discard(&st);
         return rc;

@@ -14,10 +14,19 @@
  *   quote-name=1  its name holds quotes and a backslash, as a JSON field injection
  *   k-multiple=N  answers UNSUPPORTED (query and call) where K is not a multiple of N: a
  *             kernel whose capability depends on a dimension, not only on the form
+ *   poison=N  right until a call whose y has at least N elements; that call and every later
+ *             one wrong (scratch a large call leaves stale: a small case fails only after
+ *             a large one, never on its own in a fresh process)
+ *   slow-from-open=N  with FLAKY_OPEN_LOG naming a file: each open appends a line to it, and
+ *             the table opened as the N-th or later sleeps 1 s in every call (a test can then
+ *             signal qmmcheck while that table's calls run: reduce's confirmation, which
+ *             opens the backend again)
  * MatMulInteger and QLinearMatMul only (QOrderedMatMul: UNSUPPORTED). */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "qmm/qmm.h"
 #include "over_reference.h"
@@ -30,6 +39,10 @@ typedef struct flaky {
     uint64_t right;        /* how many of the first are right (before the wrong ones) */
     int64_t min_k;
     uint64_t lazy, cache, quote_name, k_multiple;
+    uint64_t poison;  /* poison=N: the y size from which on (and after which) answers are wrong */
+    int poisoned;
+    uint64_t slow_from_open; /* slow-from-open=N */
+    int slow;                /* this table was opened N-th or later: 1 s a call */
     unsigned char *kept; /* cache=1: the first answer */
     size_t kept_len;
 } flaky;
@@ -91,6 +104,10 @@ static qmm_status_code answer(const qmm_backend *self, qmm_call *call, const qmm
                               const qmm_tensor *y, qmm_status *st)
 {
     flaky *f = self->impl;
+    if (f->slow) {
+        struct timespec second = {1, 0};
+        nanosleep(&second, NULL);
+    }
     if (k_refused(f, a))
         return qmm_status_set(st, QMM_UNSUPPORTED, "flaky: K is not a multiple of %llu",
                               (unsigned long long)f->k_multiple);
@@ -101,7 +118,11 @@ static qmm_status_code answer(const qmm_backend *self, qmm_call *call, const qmm
         from_cache(f, y, rc == QMM_OK);
     int64_t k = k_of(a);
     uint64_t nth = f->calls++;
-    if (nth >= f->right && nth - f->right < f->wrong && k >= f->min_k && rc == QMM_OK) {
+    if (f->poison && (uint64_t)qmm_tensor_numel(y) >= f->poison)
+        f->poisoned = 1;
+    int wrong = f->poison ? f->poisoned
+                          : nth >= f->right && nth - f->right < f->wrong && k >= f->min_k;
+    if (wrong && rc == QMM_OK) {
         int64_t n = qmm_tensor_numel(y);
         size_t es = qmm_dtype_size(y->dtype);
         for (int64_t i = 0; i < n; i++)
@@ -142,9 +163,10 @@ static int parse(const char *options, flaky *f, qmm_status *st)
     }
     memcpy(buf, options, len + 1);
     static const char *const names[] = {"wrong=", "min-k=", "right=", "lazy=", "cache=",
-                                         "quote-name=", "k-multiple="};
+                                         "quote-name=", "k-multiple=", "poison=",
+                                         "slow-from-open="};
     uint64_t *fields[] = {&f->wrong, (uint64_t *)&f->min_k, &f->right, &f->lazy, &f->cache,
-                          &f->quote_name, &f->k_multiple};
+                          &f->quote_name, &f->k_multiple, &f->poison, &f->slow_from_open};
     for (char *save = NULL, *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
         char *end = NULL;
         size_t i = 0, n = 0;
@@ -173,6 +195,20 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
     if (parse(options, be->impl, st) != 0) {
         be->close(be);
         return NULL;
+    }
+    flaky *f = be->impl;
+    const char *log = getenv("FLAKY_OPEN_LOG");
+    if (f->slow_from_open && log) { /* this open's number: the lines before it, plus one */
+        FILE *lf = fopen(log, "a+");
+        uint64_t n = 1;
+        if (lf) {
+            rewind(lf);
+            for (int c; (c = fgetc(lf)) != EOF;)
+                n += c == '\n';
+            fputs("open\n", lf);
+            fclose(lf);
+        }
+        f->slow = n >= f->slow_from_open;
     }
     if (((flaky *)be->impl)->quote_name)
         be->name = "flaky\", \"checked\": true, \"status\": \"PASSED \\";
