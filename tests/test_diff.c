@@ -230,3 +230,34 @@ Test(diff_cli, the_saved_case_line_never_names_a_side_that_only_is_inconclusive)
     expect_in(out, "saved ");
     free(out);
 }
+
+/* Two backends that fail every call alike (INTERNAL) compared nothing: "same:50", exit 0,
+ * before. They are skipped, and a diff of nothing else exits 3. */
+Test(diff_cli, two_backends_that_fail_alike_compared_nothing)
+{
+    char *out = qmmcheck_expect(3, "diff --backend '%s:mode=internal' --backend '%s:mode=internal' "
+                                "--seed 3 --count 20 -q --out '%s/d'",
+                                env("QMM_FAKE_PLUGIN"), env("QMM_FAKE_PLUGIN"), tmpdir);
+    expect_in(out, " same:0 ");
+    expect_in(out, " skipped:20 ");
+    free(out);
+}
+
+/* A difference the reference cannot judge under --profile is saved with no expected output:
+ * its line says so (it printed a repro line as if that reproduced it; the repro SKIPs), and a
+ * run of the case says the reference skipped it, not the backend. */
+Test(diff_cli, a_difference_the_profile_cannot_judge_says_so)
+{
+    char *out = qmmcheck_expect(1, "diff --backend reference --backend '%s' --seed 5 --count 1 "
+                                "--profile orion-fp16x16 -q --out '%s/d'",
+                                env("QMM_FLAKY_PLUGIN"), tmpdir);
+    expect_in(out, "reference (orion-fp16x16): UNSUPPORTED");
+    expect_in(out, "(no expected output: the reference cannot judge it under orion-fp16x16, so "
+                   "run and repro SKIP it; qmmcheck repro ");
+    free(out);
+    out = qmmcheck_expect(3, "run --backend '%s' --profile orion-fp16x16 --vectors '%s/d'",
+                          env("QMM_FLAKY_PLUGIN"), tmpdir);
+    expect_in(out, "every case was SKIPPED (the reference cannot judge them under the profile)");
+    cr_expect(strstr(out, "the backend answered UNSUPPORTED") == NULL, "%s", out);
+    free(out);
+}

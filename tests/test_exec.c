@@ -543,7 +543,8 @@ Test(exec, a_long_k_case_still_has_its_scales_and_zero_points_simplified)
 Test(exec, diff_and_fingerprint_name_a_hello_that_hangs_with_what_it_printed)
 {
     const char *spec = "'exec:sh -c \"echo loading \033[2Jweights >&2; exec sleep 30\"'";
-    char *out = qmmcheck_expect(1, "diff --start-timeout 1 --backend reference --backend %s "
+    /* exit 2: a backend that cannot be opened compares nothing (it was 1, "differences") */
+    char *out = qmmcheck_expect(2, "diff --start-timeout 1 --backend reference --backend %s "
                                 "--seed 1 --count 3 --out %s/d", spec, tmpdir);
     expect_in(out, "qmmcheck diff: B (exec:sh -c ");
     expect_in(out, "no answer within 1 s (a worker's start; --start-timeout); worker killed; "

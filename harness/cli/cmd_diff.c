@@ -83,8 +83,9 @@ const qh_command qh_diff_usage = {
     "--reduce: each saved case is also reduced against the backend the reference disagrees\n"
     "with (B first), as qmmcheck reduce does, into DIR/problem-I-reduced beside it (at most\n"
     "2000 judged candidates or 60 s each).\n"
-    "Exit status: 0 no difference, 1 differences, 2 usage errors, 3 no problem was compared\n"
-    "(none ran, --only left none, or a backend answered UNSUPPORTED to every one) unless\n"
+    "Exit status: 0 no difference, 1 differences, 2 usage errors or a backend that could not\n"
+    "be opened, 3 no problem was compared (none ran, --only left none, or every one was\n"
+    "skipped: a backend answered UNSUPPORTED, or both failed alike, e.g. INTERNAL) unless\n"
     "--allow-empty is given.\n",
     diff_options, 0};
 
@@ -505,7 +506,11 @@ static void report_difference(const diff_opts *o, qh_backend *be, const qh_invok
         qh_sb r = {0};
         qh_sb_puts(&r, "    saved ");
         qh_sb_shell_word(&r, dir);
-        qh_sb_printf(&r, " (%s)", repro ? repro : "");
+        if (have_e && e->code == QMM_UNSUPPORTED) /* no expected output: its repro SKIPs */
+            qh_sb_printf(&r, " (no expected output: the reference cannot judge it under %s, so "
+                         "run and repro SKIP it; %s)", prof, repro ? repro : "");
+        else
+            qh_sb_printf(&r, " (%s)", repro ? repro : "");
         printf("%s\n", r.s ? r.s : "");
         qh_sb_free(&r);
         free(repro);
@@ -610,8 +615,14 @@ static int run_one(const diff_opts *o, qh_backend *be, const qh_invoke_opts *io,
     /* the problem under way when a signal came has no verdict: left out, never a difference */
     if (rc == 0 && !qh_interrupted) {
         n->problems++;
+        /* not compared: a backend answered UNSUPPORTED, or both failed alike (INTERNAL, ...:
+           no output, no judgment of either; two backends failing every call were "same") */
+        int both_failed = inv[0].outcome == QH_RETURNED && inv[1].outcome == QH_RETURNED &&
+                          inv[0].code == inv[1].code && inv[0].code != QMM_OK &&
+                          inv[0].code != QMM_INVALID_ARGUMENT;
         int unsupported = (inv[0].outcome == QH_RETURNED && inv[0].code == QMM_UNSUPPORTED) ||
-                          (inv[1].outcome == QH_RETURNED && inv[1].code == QMM_UNSUPPORTED);
+                          (inv[1].outcome == QH_RETURNED && inv[1].code == QMM_UNSUPPORTED) ||
+                          both_failed;
         int status_differs = inv[0].outcome != inv[1].outcome ||
                              (inv[0].outcome == QH_RETURNED && inv[0].code != inv[1].code) ||
                              inv[0].outcome != QH_RETURNED;
@@ -786,6 +797,20 @@ int qh_cmd_diff(int argc, char **argv)
                 qh_backend_close(&be[0]);
             return 2;
         }
+        if (be[k].broken[0]) {
+            /* its worker's open hung or died: no problem can run, and that is no difference
+               (it exited 1, "differences", with differences:0), as reduce refuses it */
+            char spec[QH_CLEAN_LINE_MAX], why[sizeof be[k].broken + 512];
+            qh_clean_into(spec, sizeof spec, be[k].spec, strlen(be[k].spec), 0);
+            qh_clean_into(why, sizeof why, be[k].broken, strnlen(be[k].broken, sizeof be[k].broken),
+                          0);
+            qh_append_open_printed(why, sizeof why, &be[k]);
+            fprintf(stderr, "qmmcheck diff: %s (%s) could not be opened: %s\n%s", k ? "B" : "A",
+                    spec, why, qh_open_printed());
+            for (int j = 0; j <= k; j++)
+                qh_backend_close(&be[j]);
+            return 2;
+        }
     }
     qh_invoke_opts io[2];
     for (int k = 0; k < 2; k++) {
@@ -842,8 +867,8 @@ int qh_cmd_diff(int argc, char **argv)
            secs > 0 ? (double)n.problems / secs : 0.0, sig ? " interrupted by " : "",
            sig ? qh_interrupt_name(sig) : "");
     if (n.problems > 0 && 2 * n.skipped > n.problems)
-        printf("WARNING: %llu of %llu problems were skipped (a backend answered UNSUPPORTED)\n",
-               n.skipped, n.problems);
+        printf("WARNING: %llu of %llu problems were skipped (a backend answered UNSUPPORTED, or "
+               "both failed alike)\n", n.skipped, n.problems);
     qh_backend_close(&be[0]);
     qh_backend_close(&be[1]);
     if (sig) /* never a pass, whatever was compared before the signal */
@@ -853,7 +878,8 @@ int qh_cmd_diff(int argc, char **argv)
     if (n.same + n.tolerated > 0 || o.allow_empty)
         return 0;
     return qh_exit_empty("qmmcheck diff", "no problem was compared",
-                         n.problems ? "every problem was SKIPPED (a backend answered UNSUPPORTED)"
+                         n.problems ? "every problem was SKIPPED (a backend answered "
+                                      "UNSUPPORTED, or both failed alike)"
                          : n.filtered ? "--only left no problem"
                                       : "no problem ran (--count 0, or --seconds too short)");
 }

@@ -506,21 +506,6 @@ static int finish_backend(qh_backend *be, qh_result *row, int64_t number)
     return 1;
 }
 
-/* Why a run judged no case, for the EXIT_EMPTY message. */
-static const char *empty_reason(const found_counts *f, int64_t total)
-{
-    if (f->discovered == 0)
-        return "no case was found under the --vectors directories";
-    if (f->filtered == 0)
-        return "the --filter matched no case";
-    if (f->tagged == 0)
-        return "no case carries the --tag tags (qmmcheck list --tags --vectors DIR lists them)";
-    if (f->sharded == 0)
-        return "the --shard holds no case";
-    return total > 0 ? "every case was SKIPPED (the backend answered UNSUPPORTED)"
-                     : "no case ran";
-}
-
 static char *join_command(int argc, char **argv)
 {
     qh_sb b = {0};
@@ -1112,13 +1097,58 @@ static void summarize(run_state *r, int sig, double t0)
     fflush(stdout);
 }
 
-/* A backend that supports nothing must never look green. */
-static void warn_mostly_skipped(const qh_run_summary *sum)
+/* Who skipped the skipped rows, for the messages: "the backend answered UNSUPPORTED", "the
+ * reference cannot judge them under the profile", or both with their counts (a run whose
+ * reference could not judge a case under --profile blamed the backend). */
+static void skipped_by(const run_state *r, char *buf, size_t size)
 {
+    int64_t backend = 0, reference = 0;
+    for (size_t i = 0; i < r->k; i++)
+        if (r->results[i].status == QH_SKIPPED) {
+            if (r->results[i].reason == QH_REASON_REFERENCE_CANNOT_JUDGE)
+                reference++;
+            else
+                backend++;
+        }
+    if (reference == 0)
+        snprintf(buf, size, "the backend answered UNSUPPORTED");
+    else if (backend == 0)
+        snprintf(buf, size, "the reference cannot judge them under the profile");
+    else
+        snprintf(buf, size, "%lld: the backend answered UNSUPPORTED; %lld: the reference "
+                 "cannot judge them under the profile", (long long)backend, (long long)reference);
+}
+
+/* Why a run judged no case, for the EXIT_EMPTY message (into buf). */
+static const char *empty_reason(const run_state *r, char *buf, size_t size)
+{
+    const found_counts *f = &r->found;
+    if (f->discovered == 0)
+        return "no case was found under the --vectors directories";
+    if (f->filtered == 0)
+        return "the --filter matched no case";
+    if (f->tagged == 0)
+        return "no case carries the --tag tags (qmmcheck list --tags --vectors DIR lists them)";
+    if (f->sharded == 0)
+        return "the --shard holds no case";
+    if (r->sum.total == 0)
+        return "no case ran";
+    char who[160];
+    skipped_by(r, who, sizeof who);
+    snprintf(buf, size, "every case was SKIPPED (%s)", who);
+    return buf;
+}
+
+/* A backend that supports nothing must never look green. */
+static void warn_mostly_skipped(const run_state *r)
+{
+    const qh_run_summary *sum = &r->sum;
     int64_t skipped = sum->counts[QH_SKIPPED];
     if (sum->total > 0 && 2 * skipped > sum->total) {
-        printf("WARNING: %lld of %lld cases were SKIPPED (the backend answered UNSUPPORTED): "
-               "this run checked almost nothing\n", (long long)skipped, (long long)sum->total);
+        char who[160];
+        skipped_by(r, who, sizeof who);
+        printf("WARNING: %lld of %lld cases were SKIPPED (%s): this run checked almost "
+               "nothing\n", (long long)skipped, (long long)sum->total, who);
         fprintf(stderr, "qmmcheck: WARNING: %lld of %lld cases were SKIPPED\n",
                 (long long)skipped, (long long)sum->total);
     }
@@ -1133,7 +1163,7 @@ static int exit_status(const run_state *r, int sig)
     for (int s = 0; s < QH_STATUS_COUNT; s++)
         if (sum->counts[s] && qh_case_status_is_bad((qh_case_status)s))
             exit_code = EXIT_BAD;
-    warn_mostly_skipped(sum);
+    warn_mostly_skipped(r);
     if (r->o.xfail_strict && sum->counts[QH_XPASS]) {
         printf("FAILED: %lld expected failures passed (XPASS), under --xfail-strict\n",
                (long long)sum->counts[QH_XPASS]);
@@ -1145,9 +1175,10 @@ static int exit_status(const run_state *r, int sig)
                r->o.max_skipped);
         exit_code = EXIT_BAD;
     }
+    char why[400];
     if (!sig && exit_code == 0 && sum->total == skipped && !r->o.allow_empty)
         exit_code = qh_exit_empty("qmmcheck", "no case was judged",
-                                  empty_reason(&r->found, sum->total));
+                                  empty_reason(r, why, sizeof why));
     return exit_code;
 }
 

@@ -131,7 +131,10 @@ static int64_t logical_size(const qmm_geometry *g, int L)
 static void shape_text(const qh_problem *p, char *buf, size_t size)
 {
     qmm_geometry g;
-    if (geometry_of(p, &g) != 0) {
+    const qmm_op_desc *d = qmm_call_desc(&p->call);
+    /* operands that are not an [M, K] by [K, N] pair (MatMulNBits' packed B, DequantizeLinear's
+     * one tensor): the operator's own dimensions, not M, N and K read off the wrong axes */
+    if (!d || d->elementwise || p->call.op == QMM_OP_MATMULNBITS || geometry_of(p, &g) != 0) {
         qh_problem_describe(p, buf, size);
         return;
     }

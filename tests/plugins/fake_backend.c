@@ -2,14 +2,14 @@
  * the CLI tests control with an option: mode=zeros (writes zeros: wrong almost everywhere),
  * mode=unsupported (answers UNSUPPORTED to everything), mode=accept (returns OK without
  * validating or writing anything), mode=badabi (a table claiming another ABI version),
- * mode=null (the entry point returns NULL). */
+ * mode=null (the entry point returns NULL), mode=internal (every call answers INTERNAL). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "qmm/qmm.h"
 #include "../plugin_support.h"
 
-typedef enum { MODE_ZEROS, MODE_UNSUPPORTED, MODE_ACCEPT, MODE_BADABI } mode;
+typedef enum { MODE_ZEROS, MODE_UNSUPPORTED, MODE_ACCEPT, MODE_BADABI, MODE_INTERNAL } mode;
 
 qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_status *st);
 
@@ -25,6 +25,8 @@ static qmm_status_code fill(const qmm_backend *self, const qmm_tensor *y, qmm_st
     mode m = *(const mode *)self->impl;
     if (m == MODE_UNSUPPORTED)
         return qmm_status_set(st, QMM_UNSUPPORTED, "fake: mode=unsupported supports nothing");
+    if (m == MODE_INTERNAL)
+        return qmm_status_set(st, QMM_INTERNAL, "fake: mode=internal fails every call");
     if (m == MODE_ZEROS) {
         int64_t n = qmm_tensor_numel(y);
         if (n > 0)
@@ -56,6 +58,8 @@ qmm_backend *qmm_backend_open(uint32_t harness_abi, const char *options, qmm_sta
         m = MODE_UNSUPPORTED;
     else if (strcmp(options, "mode=accept") == 0)
         m = MODE_ACCEPT;
+    else if (strcmp(options, "mode=internal") == 0)
+        m = MODE_INTERNAL;
     else if (strcmp(options, "mode=badabi") == 0)
         m = MODE_BADABI;
     else if (strcmp(options, "mode=null") == 0) {

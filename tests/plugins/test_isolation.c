@@ -101,6 +101,25 @@ Test(isolation, crash_in_open_is_an_error_per_case_not_a_dead_run)
     free(out);
 }
 
+/* diff and reduce cannot compare or reduce anything against a backend whose open crashed:
+ * exit 2 naming why. diff exited 1 ("differences") with differences:0. */
+Test(isolation, diff_and_reduce_refuse_a_backend_whose_open_crashed)
+{
+    static const char *const cmds[] = {
+        "diff --backend reference --backend '%s:mode=crash_open' --seed 1 --count 3 -q "
+        "--out '%s/d'",
+        "reduce vectors/seeds/onnx-doc-matmulinteger --backend '%s:mode=crash_open' -q "
+        "--out '%s/r'",
+    };
+    for (int i = 0; i < 2; i++) {
+        char *out;
+        int rc = qmmcheck(&out, cmds[i], env("QMM_HOSTILE_PLUGIN"), tmpdir);
+        cr_expect_eq(rc, 2, "%s: exit %d:\n%s", cmds[i], rc, out);
+        cr_expect(strstr(out, "could not be opened: qmm_backend_open crashed"), "%s", out);
+        free(out);
+    }
+}
+
 Test(isolation, hang_in_query_is_a_timeout)
 {
     double t0 = now();
