@@ -129,7 +129,8 @@ static const qh_option run_options[] = {
      "seconds an isolated call may take (default 30; 0: none)"},
     {O_START_TIMEOUT, "--start-timeout", 0, "S", RUN | REPRO, QH_START_TIMEOUT_HELP},
     {O_MEMORY_LIMIT, "--memory-limit", 0, "BYTES", RUN | REPRO,
-     "an isolated worker's address space, e.g. 512M (0: none)"},
+     "an isolated worker's data size beyond its start's, e.g. 512M (default half the "
+     "memory; 0: none)"},
     {O_MAX_SKIPPED, "--max-skipped", 0, "N", RUN, "fail when more than N cases are SKIPPED"},
     {O_ALLOW_EMPTY, "--allow-empty", 0, NULL, RUN, "a run that judged no case exits 0, not 3"},
     {O_DETERMINISM, "--determinism", 0, NULL, RUN | REPRO,
@@ -150,8 +151,8 @@ static const qh_option run_options[] = {
 const qh_command qh_run_usage = {
     "run", "--backend SPEC [--backend SPEC...] [--vectors DIR...] [options]",
     "judge every case under the vector trees against each backend",
-    "SPEC is a built-in backend (reference, optimized; a built-in name wins over a file of that\n"
-    "name), a plugin (a path to a shared library: ./libx.so, libx.so, dir/libx.so), optionally\n"
+    "SPEC is a built-in backend (reference, optimized, and cuda where built: list --backends; a\n"
+    "built-in name wins over a file of that name), a plugin (a path to a shared library: ./libx.so, libx.so, dir/libx.so), optionally\n"
     "followed by :OPTIONS, e.g. reference:profile=spec; or exec[,OPTIONS]:COMMAND, a process\n"
     "speaking docs/exec-protocol.md. --opt=value is the same as --opt value.\n"
     "Exit status: 0 when no case FAILED, CRASHED, TIMED OUT or had an ERROR; 1 otherwise;\n"

@@ -45,7 +45,8 @@ static const struct {
 static const char notes[] =
     "\n"
     "'qmmcheck COMMAND --help' lists the command's options; --opt=value is --opt value.\n"
-    "SPEC is a built-in backend (reference, optimized) or a plugin (a path to a shared\n"
+    "SPEC is a built-in backend (reference, optimized, and cuda where built; 'qmmcheck list\n"
+    "--backends') or a plugin (a path to a shared\n"
     "library: ./libx.so, libx.so, dir/libx.so; a built-in name wins over a file of that name),\n"
     "optionally followed by :OPTIONS, e.g. reference:profile=spec; or exec[,OPTIONS]:COMMAND,\n"
     "a process speaking docs/exec-protocol.md, e.g. 'exec:python3 my_backend.py'.\n"
