@@ -320,7 +320,7 @@ Test(cpu_emulated, saved_cases_name_the_class_and_load_back)
         return;
     cr_expect_eq(rc, 1, "%s", out);
     expect_in(out, "--seed 1 --problem ");
-    expect_in(out, " --cpu native,x86-64-v3\n");
+    expect_in(out, " --cpu native,x86-64-v3 --only nonempty\n"); /* --only kept whole */
     expect_in(out, "(qmmcheck repro --cpu x86-64-v3 --backend ");
     expect_in(out, "__REPRO: qmmcheck repro --cpu x86-64-v3 --backend ");
     free(out);

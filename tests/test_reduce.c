@@ -374,6 +374,42 @@ Test(reduce_cli, the_reduced_case_is_confirmed_by_the_backend_opened_again)
     snprintf(path, sizeof path, "%s/r", tmpdir);
     cr_expect(access(path, F_OK) != 0, "%s was written", path);
     free(out);
+    /* in process (--no-isolate) with the state in the library's globals, which a reopen in the
+       same process keeps: its __REPRO line, run in a new process, decides */
+    out = qmmcheck_expect(4, "reduce " CASE " --backend '%s:poison=100,poison-global=1' "
+                             "--no-isolate -q --out '%s/r'",
+                          env("QMM_FLAKY_PLUGIN"), tmpdir);
+    expect_in(out, "judged by its __REPRO line in a new process");
+    cr_expect(access(path, F_OK) != 0, "%s was written", path);
+    free(out);
+    /* a backend wrong every time, in process: written, its line confirmed in a new process */
+    out = qmmcheck_expect(0, "reduce " CASE " --backend '%s' --no-isolate -q --out '%s/r'",
+                          env("QMM_FLAKY_PLUGIN"), tmpdir);
+    expect_in(out, "__REPRO: qmmcheck repro --backend ");
+    free(out);
+}
+
+/* A CASE_DIR or an --out named NAME@N (how run names a case's data set N) is refused before
+ * the work: the written case's own __REPRO line was an ERROR. */
+Test(reduce_cli, names_like_a_data_set_are_refused)
+{
+    char *out = qmmcheck_expect(2, "reduce " CASE " --backend '%s' -q --out '%s/red@2'",
+                                env("QMM_FLAKY_PLUGIN"), tmpdir);
+    expect_in(out, "its name ends in @N");
+    free(out);
+    char to[512];
+    snprintf(to, sizeof to, "%s/x@1", tmpdir);
+    copy_tree(CASE, to);
+    out = qmmcheck_expect(2, "reduce '%s' --backend '%s' -q --out '%s/r'", to,
+                          env("QMM_FLAKY_PLUGIN"), tmpdir);
+    expect_in(out, "its name ends in @N");
+    free(out);
+    /* the probe of an --out leaves no folder it made behind */
+    out = qmmcheck_expect(2, "reduce " CASE " --backend reference -q --out '%s/o1/sub/deep'",
+                          tmpdir);
+    free(out);
+    snprintf(to, sizeof to, "%s/o1", tmpdir);
+    cr_expect(access(to, F_OK) != 0, "%s was left behind", to);
 }
 
 /* ---- --out ---- */

@@ -377,6 +377,10 @@ Test(tree, a_case_directory_named_like_a_data_set_is_an_error)
     cr_expect_eq(qmmcheck(&out, "repro --backend reference '%s/q@1'", vec), 1, "%s", out);
     cr_expect(strstr(out, ":ERROR ") && strstr(out, "whose name ends in @N"), "%s", out);
     free(out);
+    /* spelt q@1/. it is the same directory (repro judged it and PASSED) */
+    cr_expect_eq(qmmcheck(&out, "repro --backend reference '%s/q@1/.'", vec), 1, "%s", out);
+    cr_expect(strstr(out, "whose name ends in @N"), "%s", out);
+    free(out);
     /* an @ elsewhere in the name is a name like any other */
     copy_case(QLINEAR, "q@1x");
     cr_expect_eq(run_tree(&out, vec, ""), 1, "%s", out);
@@ -536,6 +540,21 @@ Test(tree, a_domain_imported_twice_is_an_error)
     edit_model("q", second_default_opset);
     expect_one_error(vec, "q", "q/model.onnx: ModelProto.opset_import: domain ai.onnx imported "
                                "twice (versions 10 and 21)");
+}
+
+static void matmulinteger_at_opset_1(qh_model *m)
+{
+    m->opsets[0].version = 1;
+}
+
+/* MatMulInteger exists from ai.onnx 10 on, and its call stores no opset for the validator to
+ * refuse: a model importing opset 1 was judged as if at 10. */
+Test(tree, an_operator_older_than_the_models_opset_is_an_error)
+{
+    const char *vec = copy_case(INTEGER, "m");
+    edit_model("m", matmulinteger_at_opset_1);
+    expect_one_error(vec, "m", "m/model.onnx: ModelProto.opset_import: MatMulInteger exists from "
+                               "ai.onnx opset 10 on; the model imports 1");
 }
 
 static void no_default_opset(qh_model *m)

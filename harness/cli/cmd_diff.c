@@ -85,8 +85,9 @@ const qh_command qh_diff_usage = {
     "2000 judged candidates or 60 s each).\n"
     "Exit status: 0 no difference, 1 differences, 2 usage errors or a backend that could not\n"
     "be opened, 3 no problem was compared (none ran, --only left none, or every one was\n"
-    "skipped: a backend answered UNSUPPORTED, or both failed alike, e.g. INTERNAL) unless\n"
-    "--allow-empty is given.\n",
+    "skipped: a backend answered UNSUPPORTED, or both returned the same error, e.g. INTERNAL)\n"
+    "unless --allow-empty is given. Two backends that both crash, hang or break a memory rule\n"
+    "on a problem are a difference all the same: each is a finding.\n",
     diff_options, 0};
 
 #define usage(...) qh_opt_error(&qh_diff_usage, QH_ERR_USAGE, __VA_ARGS__)

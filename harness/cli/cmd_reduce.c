@@ -6,6 +6,7 @@
 #include <string.h>
 #include <errno.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness/cli/commands.h"
 #include "harness/cli/interrupt.h"
@@ -149,6 +150,38 @@ static int parse(int argc, char **argv, reduce_args *a, int *done)
     return 0;
 }
 
+/* Whether the case can be written at `out`: a fresh directory made beside it and removed,
+ * with the folders above it that this made (0), or -1 with err saying why not; before the
+ * work, not after it (it found a /proc/... --out only once the reduction was done). */
+static int probe_out(const char *out, qh_error *err)
+{
+    /* the folders above `out` that do not exist yet, deepest first */
+    char made[8][4096];
+    int n_made = 0;
+    char up[4096];
+    snprintf(up, sizeof up, "%s", out);
+    for (;;) {
+        size_t len = strlen(up);
+        while (len > 1 && up[len - 1] == '/')
+            up[--len] = '\0';
+        char *slash = strrchr(up, '/');
+        if (!slash || slash == up)
+            break;
+        *slash = '\0';
+        struct stat st;
+        if (lstat(up, &st) == 0 || n_made == 8)
+            break;
+        snprintf(made[n_made++], sizeof made[0], "%s", up);
+    }
+    qh_case_stage probe;
+    int rc = qh_case_stage_open(out, &probe, err);
+    if (rc == 0)
+        qh_case_stage_discard(&probe);
+    for (int i = 0; i < n_made; i++) /* deepest first: each only if empty, as this left it */
+        rmdir(made[i]);
+    return rc;
+}
+
 int qh_cmd_reduce(int argc, char **argv)
 {
     reduce_args a;
@@ -157,11 +190,14 @@ int qh_cmd_reduce(int argc, char **argv)
     if (rc || done)
         return rc;
     struct stat cs; /* a CASE_DIR that is no directory: a usage error, before any work */
-    int found = stat(a.dir, &cs) == 0, e = errno;
-    if (!found || !S_ISDIR(cs.st_mode)) {
+    int found = stat(a.dir, &cs) == 0, e = errno, set_n;
+    if (!found || !S_ISDIR(cs.st_mode) || qh_classify_path(a.dir, &set_n) == QH_REF_NAME_AT) {
         char *c = qh_clean_dup(a.dir, strlen(a.dir), 0), msg[4200];
         snprintf(msg, sizeof msg, "CASE_DIR %s: %s", c ? c : "",
-                 found ? "not a directory" : strerror(e));
+                 !found                 ? strerror(e)
+                 : !S_ISDIR(cs.st_mode) ? "not a directory"
+                                        : "its name ends in @N, how run names a case's data set "
+                                          "N: run and repro judge it ERROR; rename it");
         free(c);
         return usage("%s", msg);
     }
@@ -218,19 +254,25 @@ int qh_cmd_reduce(int argc, char **argv)
         return usage("--out %s is the case itself", out);
     }
     char why[sizeof err.msg]; /* refused before the work, not after it */
+    if (qh_name_like_a_data_set(out)) { /* its own __REPRO line would be an ERROR */
+        qh_backend_close(&be);
+        char *c = qh_clean_dup(out, strlen(out), 0), msg[4200];
+        snprintf(msg, sizeof msg, "--out %s: its name ends in @N, how run names a case's data "
+                 "set N: the written case's own __REPRO line would be an ERROR", c ? c : "");
+        free(c);
+        return usage("%s", msg);
+    }
     if (!qh_case_dir_replaceable(out, why, sizeof why)) {
         qh_backend_close(&be);
         return qh_opt_error(&qh_reduce_usage, QH_ERR_HINT, "--out %s", why);
     }
-    qh_case_stage probe; /* and where it cannot be written: its folder made, a fresh one in it */
-    if (qh_case_stage_open(out, &probe, &err) != 0) {
+    if (probe_out(out, &err) != 0) {
         qh_backend_close(&be);
         char *c = qh_clean_dup(err.msg, strlen(err.msg), 0); /* it names --out */
         rc = qh_opt_error(&qh_reduce_usage, QH_ERR_HINT, "--out: %s", c ? c : err.msg);
         free(c);
         return rc;
     }
-    qh_case_stage_discard(&probe);
     qh_case_ref ref = {.dir = (char *)a.dir, .name = (char *)a.dir, .data_set = a.data_set};
     qh_reduce_result r;
     rc = qh_reduce_case(&ref, &be, &a.ro, &r, &err);

@@ -85,6 +85,10 @@ void qh_case_list_free(qh_case_list *list);
  * QH_REF_OK for anything else. */
 int qh_classify_path(const char *path, int *data_set);
 
+/* Whether the last name of `dir` (trailing '/' ignored) ends in @N, N decimal digits: how run
+ * names data set N of the case named by the rest, so no case directory may be so named. */
+int qh_name_like_a_data_set(const char *dir);
+
 /* ---- loading (case_load.c) ---- */
 
 /* The memory a case's tensor files may take while they are read and kept: half this machine's

@@ -215,9 +215,7 @@ static size_t last_name(const char *path, size_t *start)
     return len - s;
 }
 
-/* Whether a case directory's last name ends in @N (N decimal digits): the name run gives data
- * set N of the case named by the rest. */
-static int named_like_a_data_set(const char *dir)
+int qh_name_like_a_data_set(const char *dir)
 {
     size_t start, len = last_name(dir, &start);
     const char *e = dir + start + len, *p = e;
@@ -261,7 +259,7 @@ static void mark_same_sets(set_dir *sets, int nsets)
 
 static int add_case_dir(walker *w, const char *dir, const char *name)
 {
-    if (named_like_a_data_set(dir))
+    if (qh_name_like_a_data_set(dir))
         return push_problem(w, dir, name, QH_REF_NAME_AT, 0);
     struct dirent **ents = NULL;
     int n = scandir(dir, &ents, NULL, alphasort);
@@ -467,15 +465,23 @@ static int classify(const char *path, int *data_set);
 
 int qh_classify_path(const char *path, int *data_set)
 {
-    /* a case directory named like a data set's row: by the name it is given, as run finds it */
+    /* a case directory named like a data set's row: by the name it is given, as run finds it
+     * (a link by the link's name), or where that name is . or .. by the real one (x@1/. is
+     * x@1) */
     char *model = qh_path_join(path, "model.onnx");
-    struct stat st;
-    int named_at = model && lstat(model, &st) == 0 && named_like_a_data_set(path);
-    free(model);
-    if (named_at)
-        return QH_REF_NAME_AT;
-    /* as it really is: CASE/test_data_set_0/., a symlink to a data set under another name */
     char *real = realpath(path, NULL);
+    struct stat st;
+    size_t start, len = last_name(path, &start);
+    int dots = (len == 1 && path[start] == '.') ||
+               (len == 2 && path[start] == '.' && path[start + 1] == '.');
+    int named_at = model && lstat(model, &st) == 0 &&
+                   (dots ? real && qh_name_like_a_data_set(real) : qh_name_like_a_data_set(path));
+    free(model);
+    if (named_at) {
+        free(real);
+        return QH_REF_NAME_AT;
+    }
+    /* as it really is: CASE/test_data_set_0/., a symlink to a data set under another name */
     int k = classify(real ? real : path, data_set);
     free(real);
     return k;

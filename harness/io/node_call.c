@@ -155,6 +155,15 @@ int qh_call_build_node(const char *op_type, const char *domain, int64_t opset,
                  d->op_type, d->domain[0] ? d->domain : "ai.onnx", d->opset_min);
         return -1;
     }
+    /* an operator whose call stores no opset (MatMulInteger) cannot carry one from before it
+     * existed to the validator: a model importing an older opset is malformed (a MatMulInteger
+     * at ai.onnx 1 was judged as if at 10) */
+    if (d->opset_offset < 0 && opset < d->opset_min) {
+        snprintf(err->msg, sizeof err->msg,
+                 "ModelProto.opset_import: %s exists from %s opset %d on; the model imports %lld",
+                 d->op_type, d->domain[0] ? d->domain : "ai.onnx", d->opset_min, (long long)opset);
+        return -1;
+    }
     /* the opset is stored as given (within int32): the validator decides what it allows */
     qmm_call_init(call, d->kind, (int32_t)opset);
     if (take_inputs(d, in, n, call, err) != 0 || take_attrs(d, attrs, n_attrs, call, err) != 0) {

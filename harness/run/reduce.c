@@ -8,12 +8,16 @@
  * cut together; an axis of size 1 that only broadcasts is left alone. Candidates are judged
  * through a case directory and qh_eval_case, so what reduce calls failing is what run calls
  * failing. */
-#define _XOPEN_SOURCE 700 /* mkdtemp */
+#define _GNU_SOURCE /* mkdtemp, pipe2 */
 #include "harness/invoke/strays.h"
 #include "harness/run/reduce.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <ftw.h>
 #include <math.h>
 #include <limits.h>
@@ -27,6 +31,7 @@
 #include "harness/io/onnx_io.h"
 #include "harness/judge/compare.h"
 #include "harness/judge/expect.h"
+#include "harness/invoke/cpu.h"
 #include "harness/invoke/invoke.h"
 #include "harness/base/strbuf.h"
 #include "ops/qmm_ops.h"
@@ -132,9 +137,15 @@ static void shape_text(const qh_problem *p, char *buf, size_t size)
 {
     qmm_geometry g;
     const qmm_op_desc *d = qmm_call_desc(&p->call);
-    /* operands that are not an [M, K] by [K, N] pair (MatMulNBits' packed B, DequantizeLinear's
-     * one tensor): the operator's own dimensions, not M, N and K read off the wrong axes */
-    if (!d || d->elementwise || p->call.op == QMM_OP_MATMULNBITS || geometry_of(p, &g) != 0) {
+    /* operands that are not an [M, K] by [K, N] pair (a packed B whose N is y's but not b's
+     * last dimension, an elementwise operator's one tensor): the operator's own dimensions,
+     * not M, N and K read off the wrong axes */
+    int32_t rank = 0;
+    int64_t y[QMM_MAX_RANK];
+    qmm_status st;
+    int pair = d && !d->elementwise && geometry_of(p, &g) == 0 &&
+               d->y_shape(&p->call, &rank, y, &st) == QMM_OK && rank >= 1 && y[rank - 1] == g.n;
+    if (!pair) {
         qh_problem_describe(p, buf, size);
         return;
     }
@@ -917,6 +928,107 @@ int qh_case_stage_publish(qh_case_stage *s, char *note, size_t size, qh_error *e
     return 0;
 }
 
+/* The written case at `dir` judged by its own __REPRO line run in a new qmmcheck process (this
+ * executable): 1 when that line's status is r's, 0 when not (`other` what it was, or how the
+ * process ended), -1 with err when it could not be run. For a backend in this process, which a
+ * reopen would not start afresh (dlopen gives the same library and its globals). */
+static int repro_line_agrees(const char *dir, const qh_backend *b, const qh_reduce_opts *o,
+                             const qh_reduce_result *r, char *other, size_t other_size,
+                             qh_error *err)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return qh_fail(err, "cannot find qmmcheck's own executable to run the reduced case's "
+                       "__REPRO line: %s", strerror(errno));
+    exe[n] = '\0';
+    qh_case_ref ref = {.dir = (char *)dir, .name = (char *)dir, .data_set = 0};
+    char *line = qh_cpu_repro(qh_repro_command(&ref, b->spec, o->profile, &b->iso),
+                              b->iso.cpu ? qh_cpu_name(b->iso.cpu) : NULL);
+    static const char word[] = "qmmcheck";
+    if (!line || strncmp(line, word, sizeof word - 1) != 0) {
+        free(line);
+        return qh_fail(err, "%s", "out of memory");
+    }
+    qh_sb cmd = {0};
+    qh_sb_shell_word(&cmd, exe);
+    qh_sb_puts(&cmd, line + sizeof word - 1);
+    qh_sb_puts(&cmd, " 2>&1");
+    free(line);
+    int fds[2];
+    if (!cmd.s || pipe2(fds, O_CLOEXEC) != 0) {
+        qh_sb_free(&cmd);
+        return qh_fail(err, "cannot run the reduced case's __REPRO line: %s", strerror(errno));
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        execl("/bin/sh", "sh", "-c", cmd.s, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    qh_sb_free(&cmd);
+    if (pid < 0) {
+        close(fds[0]);
+        return qh_fail(err, "cannot run the reduced case's __REPRO line: %s", strerror(errno));
+    }
+    qh_strays_own(pid);
+    /* its output (the case line first), within the call's timeout twice and a minute */
+    double limit = (o->invoke.timeout_s > 0 ? 2 * o->invoke.timeout_s : 60) + 60;
+    double t0 = qh_mono_seconds();
+    char out[8192];
+    size_t len = 0;
+    int killed = 0;
+    for (;;) {
+        double left = limit - (qh_mono_seconds() - t0);
+        if (left <= 0) {
+            kill(pid, SIGKILL);
+            killed = 1;
+            break;
+        }
+        struct pollfd pf = {fds[0], POLLIN, 0};
+        int pr = poll(&pf, 1, left > 1 ? 1000 : (int)(left * 1000) + 1);
+        if (pr < 0 && errno != EINTR)
+            break;
+        if (pr <= 0)
+            continue;
+        char buf[4096];
+        ssize_t got = read(fds[0], buf, sizeof buf);
+        if (got <= 0)
+            break;
+        size_t take = (size_t)got < sizeof out - 1 - len ? (size_t)got : sizeof out - 1 - len;
+        memcpy(out + len, buf, take);
+        len += take;
+    }
+    close(fds[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    qh_strays_disown(pid);
+    out[len] = '\0';
+    /* "1:STATUS name ..." */
+    const char *at = strncmp(out, "1:", 2) == 0 ? out : strstr(out, "\n1:");
+    if (at && *at == '\n')
+        at++;
+    char got[32] = "";
+    if (at)
+        sscanf(at + 2, "%31[A-Z]", got);
+    if (got[0] && strcmp(got, qh_case_status_name(r->status)) == 0)
+        return 1;
+    if (got[0])
+        snprintf(other, other_size, "%s", got);
+    else if (killed)
+        snprintf(other, other_size, "no verdict within %.0f s (killed)", limit);
+    else if (WIFSIGNALED(status))
+        snprintf(other, other_size, "no verdict (the process was killed by signal %d)",
+                 WTERMSIG(status));
+    else
+        snprintf(other, other_size, "no verdict (exit %d)",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return 0;
+}
+
 int qh_reduce_write(const char *dir, qh_reduce_result *r, qh_backend *b,
                     const qh_reduce_opts *o, const qh_meta *tags, const char *provenance,
                     char *note, size_t note_size, qh_error *err)
@@ -973,7 +1085,16 @@ int qh_reduce_write(const char *dir, qh_reduce_result *r, qh_backend *b,
             rc = inconclusive(err, "the reduced case as written", r->cls, r->confirmed, n,
                               other);
     }
-    if (rc == 0) {
+    if (rc == 0 && !b->isolated) {
+        /* in this process a reopen keeps the library's globals: its __REPRO line itself, in a
+           new qmmcheck process */
+        int same = repro_line_agrees(st.dir, b, o, r, other, sizeof other, err);
+        if (same < 0)
+            rc = -1;
+        else if (!same)
+            rc = inconclusive(err, "the reduced case as written, judged by its __REPRO line in "
+                              "a new process", r->cls, 0, 1, other);
+    } else if (rc == 0) {
         qh_backend fresh;
         qh_error oerr;
         if (qh_backend_open_isolated(b->spec, &b->iso, &fresh, &oerr) != 0) {

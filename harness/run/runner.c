@@ -620,11 +620,11 @@ static void xfail_status_words(unsigned bits, qh_sb *b)
 
 void qh_xfail_apply(qh_xfail *x, const char *backend_name, qh_result *res)
 {
-    /* the first matching entry whose statuses hold the row's status waives it (and no other
-     * entry: a later one that only repeats it is stale); else the first matching one speaks.
-     * Until 2026-11-29 a PASSED row waived by a later entry (status=FAILED,PASSED) was still
-     * made XPASS by an earlier one that expects FAILED alone, so the verdict hung on the
-     * order of the lines. */
+    /* the first matching entry whose statuses hold the row's status waives it; a later one
+     * that holds it too is used as well (held: not stale, whichever comes first); else the
+     * first matching one speaks. Until 2026-11-29 a PASSED row waived by a later entry
+     * (status=FAILED,PASSED) was still made XPASS by an earlier one that expects FAILED alone,
+     * so the verdict hung on the order of the lines. */
     qh_xfail_entry *first = NULL, *waiver = NULL;
     for (int32_t i = 0; i < x->count; i++) {
         qh_xfail_entry *e = &x->entries[i];
@@ -633,8 +633,12 @@ void qh_xfail_apply(qh_xfail *x, const char *backend_name, qh_result *res)
         e->matched++;
         if (!first)
             first = e;
-        if (!waiver && (e->statuses & (1u << res->status)))
-            waiver = e;
+        if (e->statuses & (1u << res->status)) {
+            if (waiver)
+                e->held++;
+            else
+                waiver = e;
+        }
     }
     if (waiver) {
         if (res->status != QH_PASSED)
@@ -667,7 +671,7 @@ void qh_xfail_apply(qh_xfail *x, const char *backend_name, qh_result *res)
 int qh_xfail_stale(const qh_xfail *x, int32_t i, char *buf, size_t size)
 {
     const qh_xfail_entry *e = &x->entries[i];
-    if (e->waived || e->xpassed)
+    if (e->waived || e->held || e->xpassed)
         return 0;
     qh_sb b = {0};
     qh_sb_printf(&b, "%s:%d: expected-failure entry '%s", x->path ? x->path : "--xfail", e->line,

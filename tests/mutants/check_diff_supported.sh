@@ -30,8 +30,8 @@ grep -m1 '^DIFF seed' "$tmp/ties" | grep -o '__REPRO.*'
 grep -m2 '(index ' "$tmp/ties"
 grep '^DIFF SUMMARY' "$tmp/ties"
 if [ "$rc" -ne 1 ] || ! grep -qE '\(index [0-9]+\): A [0-9]+, B [0-9]+, reference [0-9]+; acc -?[0-9]+; exact -?[0-9.]+$' "$tmp/ties" ||
-   ! grep -q -- '--only supported$' "$tmp/ties"; then
-  echo "FAIL: want exit 1, differences with acc and exact, and __REPRO lines keeping --only"
+   ! grep -qE -- '--only supported --draw [0-9]+$' "$tmp/ties"; then
+  echo "FAIL: want exit 1, differences with acc and exact, and __REPRO lines keeping --only and naming the draw"
   fail=1
 fi
 # the __REPRO line reproduces the same problem

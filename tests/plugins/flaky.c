@@ -17,6 +17,8 @@
  *   poison=N  right until a call whose y has at least N elements; that call and every later
  *             one wrong (scratch a large call leaves stale: a small case fails only after
  *             a large one, never on its own in a fresh process)
+ *   poison-global=1  poison='s state in the library's globals, not the table: a table
+ *             opened again in the same process is poisoned too (only a new process is not)
  *   slow-from-open=N  with FLAKY_OPEN_LOG naming a file: each open appends a line to it, and
  *             the table opened as the N-th or later sleeps 1 s in every call (a test can then
  *             signal qmmcheck while that table's calls run: reduce's confirmation, which
@@ -42,6 +44,7 @@ typedef struct flaky {
     uint64_t poison;  /* poison=N: the y size from which on (and after which) answers are wrong */
     int poisoned;
     uint64_t slow_from_open; /* slow-from-open=N */
+    uint64_t poison_global;  /* poison-global=1: poisoned is the library's, not the table's */
     int slow;                /* this table was opened N-th or later: 1 s a call */
     unsigned char *kept; /* cache=1: the first answer */
     size_t kept_len;
@@ -118,9 +121,12 @@ static qmm_status_code answer(const qmm_backend *self, qmm_call *call, const qmm
         from_cache(f, y, rc == QMM_OK);
     int64_t k = k_of(a);
     uint64_t nth = f->calls++;
-    if (f->poison && (uint64_t)qmm_tensor_numel(y) >= f->poison)
+    static int poisoned_globally; /* poison-global=1 */
+    if (f->poison && (uint64_t)qmm_tensor_numel(y) >= f->poison) {
         f->poisoned = 1;
-    int wrong = f->poison ? f->poisoned
+        poisoned_globally |= f->poison_global != 0;
+    }
+    int wrong = f->poison ? f->poisoned || (f->poison_global && poisoned_globally)
                           : nth >= f->right && nth - f->right < f->wrong && k >= f->min_k;
     if (wrong && rc == QMM_OK) {
         int64_t n = qmm_tensor_numel(y);
@@ -164,9 +170,10 @@ static int parse(const char *options, flaky *f, qmm_status *st)
     memcpy(buf, options, len + 1);
     static const char *const names[] = {"wrong=", "min-k=", "right=", "lazy=", "cache=",
                                          "quote-name=", "k-multiple=", "poison=",
-                                         "slow-from-open="};
+                                         "slow-from-open=", "poison-global="};
     uint64_t *fields[] = {&f->wrong, (uint64_t *)&f->min_k, &f->right, &f->lazy, &f->cache,
-                          &f->quote_name, &f->k_multiple, &f->poison, &f->slow_from_open};
+                          &f->quote_name, &f->k_multiple, &f->poison, &f->slow_from_open,
+                          &f->poison_global};
     for (char *save = NULL, *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
         char *end = NULL;
         size_t i = 0, n = 0;
