@@ -388,6 +388,20 @@ Test(tree, a_case_directory_named_like_a_data_set_is_an_error)
     free(out);
 }
 
+/* A data set directory given to run as the tree is one ERROR row naming its case, as repro
+ * says; run found nothing in it ("no case was found", exit 3, or 0 with --allow-empty). */
+Test(tree, a_data_set_given_as_the_tree_names_its_case)
+{
+    const char *vec = copy_case(QLINEAR, "q");
+    char set[1024];
+    snprintf(set, sizeof set, "%s/q/test_data_set_0", vec);
+    char *out;
+    cr_expect_eq(run_tree(&out, set, "--allow-empty"), 1, "%s", out);
+    expect_error(out, "test_data_set_0", "a data set directory, not a case: its case is the "
+                                         "directory above (qmmcheck repro --data-set 0 ");
+    free(out);
+}
+
 /* test_data_set_9999999 is not a data set to run (7 digits), nor to repro, which loaded it
  * and PASSED where run said ERROR. */
 Test(tree, repro_takes_the_data_sets_run_finds)

@@ -57,6 +57,17 @@ static qh_case_status applied(qh_xfail *x, const char *name, const char *bname,
     return s;
 }
 
+/* A list saved with a UTF-8 byte-order mark: the mark is not part of the first pattern (which
+ * then matched no case and was reported stale). */
+Test(xfail, a_byte_order_mark_is_not_part_of_the_first_pattern)
+{
+    qh_xfail x = read_list("\xef\xbb\xbfk0\nk1\n");
+    cr_assert_eq(x.count, 2);
+    cr_expect_str_eq(x.entries[0].pattern, "k0");
+    cr_expect_eq(applied(&x, "k0", NULL, QH_FAILED), QH_XFAIL);
+    qh_xfail_free(&x);
+}
+
 Test(xfail, reads_entries_options_and_comments)
 {
     qh_xfail x = read_list("# whole-line comment\n\n  a/*   # class: pair saturation\n"

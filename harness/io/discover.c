@@ -438,9 +438,19 @@ int qh_discover(const char *root, qh_case_list *list, const volatile sig_atomic_
     free(model);
     /* A case directory given directly is named by its last path component. */
     char name[4096] = "";
-    if (is_case) {
-        size_t start, len = last_name(root, &start);
+    size_t start, len = last_name(root, &start);
+    if (is_case)
         snprintf(name, sizeof name, "%.*s", (int)len, root + start);
+    /* a data set directory given as the tree: one ERROR row naming its case, as repro says,
+     * where the search found nothing in it ("no case was found") */
+    int set_n = -1;
+    if (!is_case && qh_classify_path(root, &set_n) == QH_REF_SET_DIR) {
+        snprintf(name, sizeof name, "%.*s", (int)len, root + start);
+        if (list_push(list, root, name, set_n, QH_REF_SET_DIR, 0) != 0) {
+            snprintf(err->msg, sizeof err->msg, "%s: out of memory", root);
+            return -1;
+        }
+        return 0;
     }
     walker *w = calloc(1, sizeof *w);
     if (!w) {

@@ -567,7 +567,10 @@ int qh_xfail_read(const char *path, qh_xfail *x, qh_error *err)
         return -1;
     }
     int rc = 0, number = 0;
-    for (char *next = text, *line; rc == 0 && (line = next) != NULL;) {
+    /* a UTF-8 byte-order mark (some editors write one) is no part of the first pattern: it
+     * made the first entry match nothing, stale */
+    char *start = len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0 ? text + 3 : text;
+    for (char *next = start, *line; rc == 0 && (line = next) != NULL;) {
         number++;
         char *nl = strchr(line, '\n');
         next = nl ? nl + 1 : NULL;
