@@ -364,6 +364,11 @@ Test(tree, a_data_set_linked_to_another_of_its_case_is_judged_once)
     /* the error rows' repro lines carry no --data-set of their own */
     cr_expect_eq(count_lines_with(out, "--data-set 5 "), 1, "%s", out);
     free(out);
+    /* repro --data-set 1 gives run's ERROR row (it judged the link's data and PASSED) */
+    cr_expect_eq(qmmcheck(&out, "repro --backend reference --data-set 1 '%s/q'", vec), 1, "%s",
+                 out);
+    cr_expect(strstr(out, "the same directory as test_data_set_5 of its case"), "%s", out);
+    free(out);
 }
 
 /* A case directory named q@1 was named like data set 1 of a case q beside it, so one --xfail

@@ -1400,6 +1400,26 @@ int qh_cmd_repro(int argc, char **argv)
     ref.problem = qh_classify_path(ref.dir, &set_n);
     if (ref.problem == QH_REF_SET_DIR)
         ref.data_set = set_n;
+    /* --data-set N of a case whose test_data_set_N is a link to another of its data sets: run's
+     * ERROR row for it (discovery's view of the case), not its data judged again */
+    qh_case_list same = {0};
+    qh_error derr;
+    char model[4200];
+    snprintf(model, sizeof model, "%s/model.onnx", ref.dir);
+    if (ref.problem == QH_REF_OK && ref.data_set >= 0 && access(model, F_OK) == 0 &&
+        qh_discover(ref.dir, &same, NULL, &derr) == 0) {
+        char entry[64];
+        snprintf(entry, sizeof entry, "/test_data_set_%d", ref.data_set);
+        for (size_t i = 0; i < same.count; i++) {
+            const char *d = same.items[i].dir;
+            size_t dl = strlen(d), el = strlen(entry);
+            if (same.items[i].problem == QH_REF_SET_SAME && dl >= el &&
+                strcmp(d + dl - el, entry) == 0) {
+                ref = same.items[i]; /* its dir and name stay owned by `same` until the end */
+                break;
+            }
+        }
+    }
     qh_result r;
     qh_eval_opts eo = {.verbose = 1, .profile = o.profile};
     eo.invoke.isolate = be.isolated;
@@ -1415,6 +1435,7 @@ int qh_cmd_repro(int argc, char **argv)
             for (int i = 0; i < n_variants; i++)
                 qh_backend_close(&variants[i]);
             qh_backend_close(&be);
+            qh_case_list_free(&same);
             return EXIT_BAD;
         }
         eo.determinism = 1;
@@ -1431,5 +1452,6 @@ int qh_cmd_repro(int argc, char **argv)
     for (int i = 0; i < n_variants; i++)
         qh_backend_close(&variants[i]);
     qh_backend_close(&be);
+    qh_case_list_free(&same);
     return bad ? EXIT_BAD : 0;
 }
