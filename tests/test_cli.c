@@ -658,6 +658,19 @@ Test(cli, unsupported_backend_is_skipped)
     free(out);
 }
 
+/* With several backends the message says which skipped: it said "the backend" of a run where
+ * one of two did. */
+Test(cli, the_skip_message_names_the_backend_that_skipped)
+{
+    char *out;
+    int rc = qmmcheck(&out, "run --backend '%s:mode=unsupported' --backend '%s:mode=unsupported' "
+                      "--vectors vectors/seeds", env("QMM_FAKE_PLUGIN"), env("QMM_FAKE_PLUGIN"));
+    cr_expect_eq(rc, 3, "%s", out);
+    expect_in(out, "every case was SKIPPED (backend ");
+    expect_in(out, ":mode=unsupported answered UNSUPPORTED)");
+    free(out);
+}
+
 Test(cli, plugin_returning_null_is_a_usage_error)
 {
     char *out;

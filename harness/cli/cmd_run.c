@@ -1104,15 +1104,27 @@ static void summarize(run_state *r, int sig, double t0)
 static void skipped_by(const run_state *r, char *buf, size_t size)
 {
     int64_t backend = 0, reference = 0;
+    const char *first = NULL; /* the backend of the first row a backend skipped */
+    int several = 0;          /* ... and another backend skipped rows too */
     for (size_t i = 0; i < r->k; i++)
         if (r->results[i].status == QH_SKIPPED) {
-            if (r->results[i].reason == QH_REASON_REFERENCE_CANNOT_JUDGE)
+            if (r->results[i].reason == QH_REASON_REFERENCE_CANNOT_JUDGE) {
                 reference++;
-            else
-                backend++;
+                continue;
+            }
+            backend++;
+            const char *b = r->results[i].backend ? r->results[i].backend : "";
+            if (!first)
+                first = b;
+            else if (strcmp(first, b) != 0)
+                several = 1;
         }
-    if (reference == 0)
-        snprintf(buf, size, "the backend answered UNSUPPORTED");
+    if (reference == 0 && r->o.n_backends > 1 && first && !several) {
+        char spec[160];
+        qh_clean_into(spec, sizeof spec, first, strlen(first), 120);
+        snprintf(buf, size, "backend %s answered UNSUPPORTED", spec);
+    } else if (reference == 0)
+        snprintf(buf, size, "%s answered UNSUPPORTED", several ? "the backends" : "the backend");
     else if (backend == 0)
         snprintf(buf, size, "the reference cannot judge them under the profile");
     else
