@@ -191,12 +191,15 @@ static int push_problem(walker *w, const char *path, const char *name, int probl
     return 0;
 }
 
+/* The same for an entry of case directory `dir` (named `name`): its path and name are DIR/ENTRY
+ * and NAME/ENTRY; data_set: the N the problem's message names (-1: none). */
 static int push_problem_at(walker *w, const char *dir, const char *name, const char *entry,
-                           int problem, int e)
+                           int problem, int data_set)
 {
     char *path = qh_path_join(dir, entry);
     char *sub = name[0] ? qh_path_join(name, entry) : strdup(entry);
-    int rc = path && sub ? push_problem(w, path, sub, problem, e) : oom(w, dir);
+    int rc = path && sub && list_push(w->l, path, sub, data_set, problem, 0) == 0 ? 0
+                                                                                  : oom(w, dir);
     free(path);
     free(sub);
     return rc;
@@ -305,12 +308,7 @@ static int add_case_dir(walker *w, const char *dir, const char *name)
                 continue;
             char entry[64];
             snprintf(entry, sizeof entry, "%s%d", set_prefix, sets[i].n);
-            char *path = qh_path_join(dir, entry);
-            char *sub = name[0] ? qh_path_join(name, entry) : strdup(entry);
-            rc = path && sub ? list_push(w->l, path, sub, sets[i].same_as, QH_REF_SET_SAME, 0)
-                             : -1;
-            free(path);
-            free(sub);
+            rc = push_problem_at(w, dir, name, entry, QH_REF_SET_SAME, sets[i].same_as);
         }
         if (rc != 0)
             rc = oom(w, dir);
@@ -324,9 +322,9 @@ static int add_case_dir(walker *w, const char *dir, const char *name)
         if (!p)
             rc = oom(w, dir);
         else if (data_set_number(e) < 0)
-            rc = push_problem_at(w, dir, name, e, QH_REF_SET_NAME, 0);
+            rc = push_problem_at(w, dir, name, e, QH_REF_SET_NAME, -1);
         else if (!qh_path_is_dir(p))
-            rc = push_problem_at(w, dir, name, e, QH_REF_SET_NOT_DIR, 0);
+            rc = push_problem_at(w, dir, name, e, QH_REF_SET_NOT_DIR, -1);
         free(p);
     }
     for (int i = 0; i < n; i++)
@@ -346,7 +344,6 @@ static int is_symlink_in(const char *dir, const char *e)
     free(p);
     return link;
 }
-
 
 /* Visits one entry of a directory being walked: a subdirectory is walked, an entry that
  * cannot be examined (other than a dangling symlink) is reported, anything else is not part
