@@ -11,6 +11,15 @@
 #include <time.h>
 #include <unistd.h>
 
+int qh_self_exe(char *buf, size_t size)
+{
+    ssize_t n = size > 1 ? readlink("/proc/self/exe", buf, size - 1) : -1;
+    if (n <= 0 || (size_t)n >= size - 1)
+        return -1;
+    buf[n] = '\0';
+    return (int)n;
+}
+
 const char *qh_file_kind(unsigned mode)
 {
     switch (mode & S_IFMT) {

@@ -16,6 +16,9 @@
  * is read: a file that reads on past it (one that grows, a /proc file whose size says 0) is
  * an error, so the size checked against a budget is what the read takes. */
 int qh_read_file(const char *path, size_t max, uint8_t **buf, size_t *len, qh_error *err);
+/* This executable's path (/proc/self/exe resolved) into buf: its length, or -1 when it cannot
+ * be read or does not fit. */
+int qh_self_exe(char *buf, size_t size);
 /* "a FIFO", "a directory", ... for a stat mode, as the messages above say it. */
 const char *qh_file_kind(unsigned mode);
 /* Creates a new file beside `path` (PATH.tmp-RANDOM, its name in tmp) with an unpredictable

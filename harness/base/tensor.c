@@ -104,6 +104,24 @@ int qh_alloc_tensor(qmm_tensor *t, unsigned char fill)
     return 0;
 }
 
+int qh_tensor_same_shape(const qmm_tensor *x, const qmm_tensor *y)
+{
+    if (x->dtype != y->dtype || x->rank != y->rank)
+        return 0;
+    for (int32_t i = 0; i < x->rank; i++)
+        if (x->dims[i] != y->dims[i])
+            return 0;
+    return 1;
+}
+
+int qh_tensor_same(const qmm_tensor *x, const qmm_tensor *y)
+{
+    if (!qh_tensor_same_shape(x, y))
+        return 0;
+    size_t n = qmm_dtype_bytes(x->dtype, qmm_tensor_numel(x));
+    return n == 0 || (x->data && y->data && memcmp(x->data, y->data, n) == 0);
+}
+
 void qh_format_dims(const qmm_tensor *t, char *buf, size_t size)
 {
     size_t o = 0;

@@ -54,6 +54,11 @@ int64_t qh_dtype_qmax(int32_t dtype);
 /* Allocates t->data for its dtype and shape (at least one byte) filled with `fill`. */
 int qh_alloc_tensor(qmm_tensor *t, unsigned char fill);
 
+/* 1 when x and y have the same type and dimensions. */
+int qh_tensor_same_shape(const qmm_tensor *x, const qmm_tensor *y);
+/* 1 when x and y are one tensor: the same type, dimensions and bytes (two absent tensors are). */
+int qh_tensor_same(const qmm_tensor *x, const qmm_tensor *y);
+
 /* Writes "[2,3]" (or "[]") into buf. */
 void qh_format_dims(const qmm_tensor *t, char *buf, size_t size);
 /* "y[1,2]" for row-major index i of y. */

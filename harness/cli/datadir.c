@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "harness/base/clean.h"
+#include "harness/base/fileio.h"
 
 #define MAX_SUITES 32
 
@@ -29,10 +30,8 @@ static int is_dir(const char *path)
 static char *exe_dir(void)
 {
     char buf[4096];
-    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n <= 0 || (size_t)n >= sizeof buf - 1)
+    if (qh_self_exe(buf, sizeof buf) <= 0)
         return NULL;
-    buf[n] = '\0';
     char *slash = strrchr(buf, '/');
     if (!slash)
         return NULL;

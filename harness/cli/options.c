@@ -1,6 +1,5 @@
 /* harness/cli/options.c — parsing a command's argv against its option table, and the --help
  * made from the same table (harness/cli/options.h). */
-#define _DEFAULT_SOURCE /* readlink */
 #include "harness/cli/options.h"
 
 #include "harness/base/numparse.h"
@@ -12,6 +11,7 @@
 #include <unistd.h>
 
 #include "harness/base/clean.h"
+#include "harness/base/fileio.h"
 #include "harness/invoke/exec.h"
 #include "harness/report/report.h"
 
@@ -183,11 +183,8 @@ static int input_files(const char *const *backends, int n_backends, const char *
     } while (0)
     if (xfail)
         ADD(xfail);
-    ssize_t self = readlink("/proc/self/exe", buf, sizeof buf - 1); /* qmmcheck itself */
-    if (self > 0) {
-        buf[self] = '\0';
+    if (qh_self_exe(buf, sizeof buf) > 0) /* qmmcheck itself */
         ADD(buf);
-    }
     const char *ld = getenv("LD_LIBRARY_PATH");
     for (int j = 0; j < n_backends; j++) {
         const char *spec = backends[j];

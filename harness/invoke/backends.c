@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "harness/base/clean.h"
+#include "harness/base/fileio.h"
 #include "harness/invoke/exec.h"
 #include "optimized/qmm_optimized.h"
 #include "reference/qmm_reference.h"
@@ -224,10 +225,8 @@ void qh_spec_resolve_peer(const char *spec, char *out, size_t size)
     if (qh_spec_is_plugin(name))
         return;
     char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
+    if (qh_self_exe(exe, sizeof exe) <= 0)
         return;
-    exe[n] = '\0';
     char *slash = strrchr(exe, '/');
     if (!slash)
         return;

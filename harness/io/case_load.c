@@ -210,18 +210,6 @@ static void problem_message(const qh_case_ref *ref, qh_error *err)
     }
 }
 
-/* Whether two tensors are one: type, dimensions and bytes. */
-static int same_tensor(const qmm_tensor *x, const qmm_tensor *y)
-{
-    if (x->dtype != y->dtype || x->rank != y->rank)
-        return 0;
-    for (int32_t d = 0; d < x->rank; d++)
-        if (x->dims[d] != y->dims[d])
-            return 0;
-    size_t n = qmm_dtype_bytes(x->dtype, qmm_tensor_numel(x));
-    return n == 0 || (x->data && y->data && memcmp(x->data, y->data, n) == 0);
-}
-
 /* A name is one value: node inputs that share a name read the same tensor, so their files must
  * hold it (MatMulInteger(A, A) with two different files was judged as A x B, and a stored
  * A x A MISTRUSTED); and the node's output is none of its inputs. */
@@ -243,7 +231,7 @@ static int one_value_one_tensor(const qh_case *c, const qmm_tensor *const *in,
         }
         for (int32_t j = 0; j < i; j++)
             if (file[j] >= 0 && strcmp(c->model.inputs[i], c->model.inputs[j]) == 0 &&
-                !same_tensor(in[i], in[j])) {
+                !qh_tensor_same(in[i], in[j])) {
                 char shown[160];
                 qh_clean_into(shown, sizeof shown, c->model.inputs[i], strlen(c->model.inputs[i]),
                               128);

@@ -5,16 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int same_shape(const qmm_tensor *x, const qmm_tensor *y)
-{
-    if (x->dtype != y->dtype || x->rank != y->rank)
-        return 0;
-    for (int32_t i = 0; i < x->rank; i++)
-        if (x->dims[i] != y->dims[i])
-            return 0;
-    return 1;
-}
-
 /* Elements [from, to) of got one by one, against the part buffers that start at element
  * `first`. */
 static void compare_elements(const unsigned char *exact, const unsigned char *alt,
@@ -43,7 +33,7 @@ static void compare_elements(const unsigned char *exact, const unsigned char *al
 void qh_compare_start(const qmm_tensor *exact, const qmm_tensor *got, qh_compare *r)
 {
     memset(r, 0, sizeof *r);
-    if (!same_shape(exact, got)) {
+    if (!qh_tensor_same_shape(exact, got)) {
         r->shape_differs = 1;
         r->errors = 1;
         return;

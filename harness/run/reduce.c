@@ -28,6 +28,7 @@
 
 #include "harness/io/casedir.h"
 #include "harness/base/clean.h"
+#include "harness/base/fileio.h"
 #include "harness/io/onnx_io.h"
 #include "harness/judge/compare.h"
 #include "harness/judge/expect.h"
@@ -232,12 +233,7 @@ static int same_problem(const qh_problem *a, const qh_problem *b)
 {
     int32_t n = qh_problem_n_inputs(a);
     for (int32_t in = 0; in < n; in++) {
-        const qmm_tensor *x = qh_problem_input_c(a, in), *y = qh_problem_input_c(b, in);
-        if (x->dtype != y->dtype || x->rank != y->rank ||
-            memcmp(x->dims, y->dims, sizeof x->dims[0] * (size_t)x->rank) != 0)
-            return 0;
-        if (qmm_tensor_present(x) &&
-            memcmp(x->data, y->data, qmm_dtype_bytes(x->dtype, qmm_tensor_numel(x))) != 0)
+        if (!qh_tensor_same(qh_problem_input_c(a, in), qh_problem_input_c(b, in)))
             return 0;
     }
     return 1;
@@ -937,11 +933,9 @@ static int repro_line_agrees(const char *dir, const qh_backend *b, const qh_redu
                              qh_error *err)
 {
     char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
+    if (qh_self_exe(exe, sizeof exe) <= 0)
         return qh_fail(err, "cannot find qmmcheck's own executable to run the reduced case's "
                        "__REPRO line: %s", strerror(errno));
-    exe[n] = '\0';
     qh_case_ref ref = {.dir = (char *)dir, .name = (char *)dir, .data_set = 0};
     char *line = qh_cpu_repro(qh_repro_command(&ref, b->spec, o->profile, &b->iso),
                               b->iso.cpu ? qh_cpu_name(b->iso.cpu) : NULL);
