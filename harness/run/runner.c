@@ -623,11 +623,11 @@ static void xfail_status_words(unsigned bits, qh_sb *b)
 
 void qh_xfail_apply(qh_xfail *x, const char *backend_name, qh_result *res)
 {
-    /* the first matching entry whose statuses hold the row's status waives it; a later one
-     * that holds it too is used as well (held: not stale, whichever comes first); else the
-     * first matching one speaks. Until 2026-11-29 a PASSED row waived by a later entry
-     * (status=FAILED,PASSED) was still made XPASS by an earlier one that expects FAILED alone,
-     * so the verdict hung on the order of the lines. */
+    /* the first matching entry whose statuses hold the row's status waives it; every one that
+     * holds it counts it (none is stale, whichever comes first); else the first matching one
+     * speaks. Until 2026-11-29 a PASSED row waived by a later entry (status=FAILED,PASSED) was
+     * still made XPASS by an earlier one that expects FAILED alone, so the verdict hung on the
+     * order of the lines. */
     qh_xfail_entry *first = NULL, *waiver = NULL;
     for (int32_t i = 0; i < x->count; i++) {
         qh_xfail_entry *e = &x->entries[i];
@@ -637,16 +637,14 @@ void qh_xfail_apply(qh_xfail *x, const char *backend_name, qh_result *res)
         if (!first)
             first = e;
         if (e->statuses & (1u << res->status)) {
-            if (waiver)
-                e->held++;
-            else
+            e->waived++;
+            if (!waiver)
                 waiver = e;
         }
     }
     if (waiver) {
         if (res->status != QH_PASSED)
             res->status = QH_XFAIL;
-        waiver->waived++;
         return;
     }
     if (!first)
@@ -674,7 +672,7 @@ void qh_xfail_apply(qh_xfail *x, const char *backend_name, qh_result *res)
 int qh_xfail_stale(const qh_xfail *x, int32_t i, char *buf, size_t size)
 {
     const qh_xfail_entry *e = &x->entries[i];
-    if (e->waived || e->held || e->xpassed)
+    if (e->waived || e->xpassed)
         return 0;
     qh_sb b = {0};
     qh_sb_printf(&b, "%s:%d: expected-failure entry '%s", x->path ? x->path : "--xfail", e->line,

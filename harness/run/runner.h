@@ -83,8 +83,7 @@ typedef struct qh_xfail_entry {
                         * TIMEOUT, UNCHECKED; PASSED beside them: not deterministic */
     int line;
     int64_t matched;   /* rows whose name and backend it matched */
-    int64_t waived;    /* rows it made XFAIL */
-    int64_t held;      /* rows whose status it holds, waived by an earlier entry: not stale */
+    int64_t waived;    /* rows whose status it holds (the first such entry made them XFAIL) */
     int64_t xpassed;   /* rows it made XPASS (already failures under --xfail-strict) */
 } qh_xfail_entry;
 
