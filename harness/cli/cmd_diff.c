@@ -356,7 +356,6 @@ static void reduce_saved(const diff_opts *o, qh_backend *be, const qh_invoke_opt
     printf("    not reduced: neither backend fails the saved case as run judges it\n");
 }
 
-static int not_failed(const qh_expectation *e, const qh_invocation *inv);
 
 /* Reports and saves one difference. */
 static void report_difference(const diff_opts *o, qh_backend *be, const qh_invoke_opts *io,
@@ -384,10 +383,11 @@ static void report_difference(const diff_opts *o, qh_backend *be, const qh_invok
     const char *prof = o->profile ? o->profile : "spec";
     int fails = 1;
     if (have_e) {
-        int ok[2] = {qh_judge_passes(e, &inv[0]), qh_judge_passes(e, &inv[1])};
+        qh_case_status st[2] = {qh_judge_status(e, &inv[0]), qh_judge_status(e, &inv[1])};
+        int ok[2] = {st[0] == QH_PASSED, st[1] == QH_PASSED};
         /* the one the judge fails: B, unless only A is failed (one INCONCLUSIVE beside a
            FAILED is not the one to blame: its repro line would not fail) */
-        int failed[2] = {!not_failed(e, &inv[0]), !not_failed(e, &inv[1])};
+        int failed[2] = {!ok[0] && st[0] != QH_INCONCLUSIVE, !ok[1] && st[1] != QH_INCONCLUSIVE};
         fails = failed[0] && !failed[1] ? 0 : 1;
         if (e->code != QMM_OK)
             qh_sb_printf(&line, "; reference (%s): %s", prof, qmm_status_name(e->code));
@@ -526,12 +526,8 @@ static void report_difference(const diff_opts *o, qh_backend *be, const qh_invok
 /* The judge passes the answer or cannot decide it. */
 static int not_failed(const qh_expectation *e, const qh_invocation *inv)
 {
-    qh_verdict v;
-    qh_verdict_init(&v);
-    qh_judge(e, inv, NULL, NULL, &v);
-    int ok = v.status == QH_PASSED || v.status == QH_INCONCLUSIVE;
-    qh_verdict_free(&v);
-    return ok;
+    qh_case_status s = qh_judge_status(e, inv);
+    return s == QH_PASSED || s == QH_INCONCLUSIVE;
 }
 
 /* Runs problem `index`; returns -1 when the harness itself failed. */
@@ -621,9 +617,9 @@ static int run_one(const diff_opts *o, qh_backend *be, const qh_invoke_opts *io,
         int both_failed = inv[0].outcome == QH_RETURNED && inv[1].outcome == QH_RETURNED &&
                           inv[0].code == inv[1].code && inv[0].code != QMM_OK &&
                           inv[0].code != QMM_INVALID_ARGUMENT;
-        int unsupported = (inv[0].outcome == QH_RETURNED && inv[0].code == QMM_UNSUPPORTED) ||
-                          (inv[1].outcome == QH_RETURNED && inv[1].code == QMM_UNSUPPORTED) ||
-                          both_failed;
+        int not_compared = (inv[0].outcome == QH_RETURNED && inv[0].code == QMM_UNSUPPORTED) ||
+                           (inv[1].outcome == QH_RETURNED && inv[1].code == QMM_UNSUPPORTED) ||
+                           both_failed;
         int status_differs = inv[0].outcome != inv[1].outcome ||
                              (inv[0].outcome == QH_RETURNED && inv[0].code != inv[1].code) ||
                              inv[0].outcome != QH_RETURNED;
@@ -632,7 +628,7 @@ static int run_one(const diff_opts *o, qh_backend *be, const qh_invoke_opts *io,
             size_t bytes = out_bytes(&inv[0].y);
             outputs_differ = bytes && memcmp(inv[0].y.data, inv[1].y.data, bytes) != 0;
         }
-        if (unsupported) {
+        if (not_compared) {
             n->skipped++;
         } else if (!status_differs && !outputs_differ) {
             n->same++;

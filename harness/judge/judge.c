@@ -859,14 +859,19 @@ void qh_judge(const qh_expectation *e, const qh_invocation *inv, const qh_compar
     }
 }
 
-int qh_judge_passes(const qh_expectation *e, const qh_invocation *inv)
+qh_case_status qh_judge_status(const qh_expectation *e, const qh_invocation *inv)
 {
     qh_verdict v;
     qh_verdict_init(&v);
     qh_judge(e, inv, NULL, NULL, &v);
-    int passed = v.status == QH_PASSED;
+    qh_case_status s = v.status;
     qh_verdict_free(&v);
-    return passed;
+    return s;
+}
+
+int qh_judge_passes(const qh_expectation *e, const qh_invocation *inv)
+{
+    return qh_judge_status(e, inv) == QH_PASSED;
 }
 
 int qh_judge_again(const qh_invocation *first, const qh_invocation *again, const char *who,

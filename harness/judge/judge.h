@@ -171,9 +171,10 @@ void qh_judge_compare(const qh_expectation *e, const qmm_tensor *got, qh_compare
 void qh_judge(const qh_expectation *e, const qh_invocation *inv, const qh_compare *vs,
               const qh_judge_opts *o, qh_verdict *v);
 
-/* qh_judge with no options for an expectation computed whole: 1 when the answer passes
- * (diff's "the reference agrees with", its overflow tolerance, fingerprint's profile
- * matches). */
+/* qh_judge with no options for an expectation computed whole: the status it gives the answer
+ * (diff's "the reference agrees with", which side it blames, its tolerance), and whether that
+ * is PASSED (fingerprint's profile matches). */
+qh_case_status qh_judge_status(const qh_expectation *e, const qh_invocation *inv);
 int qh_judge_passes(const qh_expectation *e, const qh_invocation *inv);
 
 /* The call run again (`who`: "a second run", or a variant's spec) against the first answer:
