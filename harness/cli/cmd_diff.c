@@ -799,9 +799,7 @@ int qh_cmd_diff(int argc, char **argv)
                (it exited 1, "differences", with differences:0), as reduce refuses it */
             char spec[QH_CLEAN_LINE_MAX], why[sizeof be[k].broken + 512];
             qh_clean_into(spec, sizeof spec, be[k].spec, strlen(be[k].spec), 0);
-            qh_clean_into(why, sizeof why, be[k].broken, strnlen(be[k].broken, sizeof be[k].broken),
-                          0);
-            qh_append_open_printed(why, sizeof why, &be[k]);
+            qh_backend_why_broken(&be[k], why, sizeof why);
             fprintf(stderr, "qmmcheck diff: %s (%s) could not be opened: %s\n%s", k ? "B" : "A",
                     spec, why, qh_open_printed());
             for (int j = 0; j <= k; j++)

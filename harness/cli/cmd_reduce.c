@@ -217,8 +217,7 @@ int qh_cmd_reduce(int argc, char **argv)
          * "reduced" case would only say that the backend never ran */
         char spec[QH_CLEAN_LINE_MAX], why[sizeof be.broken + 512];
         qh_clean_into(spec, sizeof spec, be.spec, strlen(be.spec), 0);
-        qh_clean_into(why, sizeof why, be.broken, strnlen(be.broken, sizeof be.broken), 0);
-        qh_append_open_printed(why, sizeof why, &be);
+        qh_backend_why_broken(&be, why, sizeof why);
         fprintf(stderr, "qmmcheck reduce: %s could not be opened: %s; every case would fail "
                 "alike, so there is nothing to reduce\n%s", spec, why, qh_open_printed());
         qh_backend_close(&be);

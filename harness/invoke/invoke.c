@@ -891,3 +891,9 @@ void qh_append_open_printed(char *msg, size_t size, const qh_backend *b)
     qh_append_printed(msg, size, 0, b->captured ? b->captured : "",
                       b->captured ? b->captured_len : 0, b->captured_dropped);
 }
+
+void qh_backend_why_broken(const qh_backend *b, char *why, size_t size)
+{
+    qh_clean_into(why, size, b->broken, strnlen(b->broken, sizeof b->broken), 0);
+    qh_append_open_printed(why, size, b);
+}

@@ -95,6 +95,9 @@ typedef struct qh_invocation {
  * could not run (inv->output), or from an open that hung or died in its worker (b->captured). */
 void qh_append_call_printed(char *msg, size_t size, const qh_invocation *inv);
 void qh_append_open_printed(char *msg, size_t size, const qh_backend *b);
+/* Why a backend whose isolated open hung or died cannot run (b->broken), cleaned, and what it
+ * printed before (qh_append_open_printed): a command's "SPEC could not be opened: WHY". */
+void qh_backend_why_broken(const qh_backend *b, char *why, size_t size);
 
 #define QH_OUTPUT_KEEP 4096
 
