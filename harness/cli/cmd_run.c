@@ -559,11 +559,15 @@ static void determinism_words(const opts *o, char *out, size_t size)
     qh_sb_free(&b);
 }
 
-/* Prints a case's line (and its detail), after keeping its `__REPRO:` command in r->repro for
- * the reports. */
+/* Prints a case's line (and its detail); with `keep` (the run writes reports) its `__REPRO:`
+ * command stays in r->repro for them. A row --quiet does not print makes no command unless
+ * a report keeps it. */
 static void print_result(qh_result *r, const qh_case_ref *ref, const char *profile,
-                         const qh_isolation *iso, const char *determinism, int quiet)
+                         const qh_isolation *iso, const char *determinism, int quiet, int keep)
 {
+    int shown = !(quiet && (r->status == QH_PASSED || r->status == QH_SKIPPED));
+    if (!shown && !keep)
+        return; /* --quiet: skips are counted per suite (print_skips) */
     char *repro = qh_cpu_repro(qh_repro_command(ref, r->backend, profile, iso), r->cpu);
     if (repro && determinism[0]) { /* options after the case directory, as --cpu's */
         qh_sb b = {0};
@@ -573,9 +577,9 @@ static void print_result(qh_result *r, const qh_case_ref *ref, const char *profi
         repro = qh_sb_take(&b);
     }
     free(r->repro);
-    r->repro = repro;
-    if (quiet && (r->status == QH_PASSED || r->status == QH_SKIPPED))
-        return; /* --quiet: skips are counted per suite (print_skips) */
+    r->repro = keep ? repro : NULL;
+    if (!shown) /* only kept, for the reports */
+        return;
     printf("%lld:%s ", (long long)r->number, qh_case_status_name(r->status));
     put_clean(r->name, strlen(r->name), 0, stdout);
     if (r->summary && r->summary[0]) {
@@ -587,6 +591,8 @@ static void print_result(qh_result *r, const qh_case_ref *ref, const char *profi
     if (r->detail && r->detail[0])
         put_detail(r->detail);
     fflush(stdout);
+    if (!keep)
+        free(repro);
 }
 
 /* How the options isolate a backend (--isolate/--no-isolate, --timeout, --start-timeout,
@@ -885,7 +891,8 @@ static void run_cases(run_state *r)
                 res->marks = NULL;
             }
             qh_progress_hide(&pr);
-            print_result(res, &r->list.items[i], r->o.profile, &r->bes[j].iso, det, r->o.quiet);
+            print_result(res, &r->list.items[i], r->o.profile, &r->bes[j].iso, det, r->o.quiet,
+                         r->o.n_reports > 0);
             qh_progress_show(&pr);
             r->k++;
             qh_progress_update(&pr, r->k, total, failures, -1);
@@ -1458,7 +1465,7 @@ int qh_cmd_repro(int argc, char **argv)
     r.number = 1;
     char det[1024];
     determinism_words(&o, det, sizeof det);
-    print_result(&r, &ref, o.profile, &be.iso, det, 0);
+    print_result(&r, &ref, o.profile, &be.iso, det, 0, 0);
     int bad = qh_case_status_is_bad(r.status);
     qh_result_free(&r);
     for (int i = 0; i < n_variants; i++)
