@@ -382,10 +382,16 @@ Test(reduce_cli, the_reduced_case_is_confirmed_by_the_backend_opened_again)
     expect_in(out, "judged by its __REPRO line in a new process");
     cr_expect(access(path, F_OK) != 0, "%s was written", path);
     free(out);
-    /* a backend wrong every time, in process: written, its line confirmed in a new process */
+    /* a backend wrong every time, in process: written, its line confirmed in a new process;
+       also under a name that is not UTF-8, which the line quotes $'...' (sh read it as
+       written: ERROR, inconclusive) */
     out = qmmcheck_expect(0, "reduce " CASE " --backend '%s' --no-isolate -q --out '%s/r'",
                           env("QMM_FLAKY_PLUGIN"), tmpdir);
     expect_in(out, "__REPRO: qmmcheck repro --backend ");
+    free(out);
+    out = qmmcheck_expect(0, "reduce " CASE " --backend '%s' --no-isolate -q --out '%s/r\xff'",
+                          env("QMM_FLAKY_PLUGIN"), tmpdir);
+    expect_in(out, "\\xff'");
     free(out);
 }
 
