@@ -568,7 +568,7 @@ static void matmulinteger_at_opset_1(qh_model *m)
 
 /* MatMulInteger exists from ai.onnx 10 on, and its call stores no opset for the validator to
  * refuse: a model importing opset 1 was judged as if at 10. */
-Test(tree, an_operator_older_than_the_models_opset_is_an_error)
+Test(tree, a_model_older_than_its_operator_is_an_error)
 {
     const char *vec = copy_case(INTEGER, "m");
     edit_model("m", matmulinteger_at_opset_1);

@@ -152,9 +152,10 @@ const qh_command qh_run_usage = {
     "run", "--backend SPEC [--backend SPEC...] [--vectors DIR...] [options]",
     "judge every case under the vector trees against each backend",
     "SPEC is a built-in backend (reference, optimized, and cuda where built: list --backends; a\n"
-    "built-in name wins over a file of that name), a plugin (a path to a shared library: ./libx.so, libx.so, dir/libx.so), optionally\n"
-    "followed by :OPTIONS, e.g. reference:profile=spec; or exec[,OPTIONS]:COMMAND, a process\n"
-    "speaking docs/exec-protocol.md. --opt=value is the same as --opt value.\n"
+    "built-in name wins over a file of that name), a plugin (a path to a shared library:\n"
+    "./libx.so, libx.so, dir/libx.so), optionally followed by :OPTIONS, e.g.\n"
+    "reference:profile=spec; or exec[,OPTIONS]:COMMAND, a process speaking\n"
+    "docs/exec-protocol.md. --opt=value is the same as --opt value.\n"
     "Exit status: 0 when no case FAILED, CRASHED, TIMED OUT or had an ERROR; 1 otherwise;\n"
     "2 for usage errors; 3 when the run judged no case unless --allow-empty is given;\n"
     "128+N when signal N stopped it.\n",
